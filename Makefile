@@ -1,0 +1,59 @@
+# workbench: `make demo` (set-up + the main job) and `make test` (set-up + the whole suite).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+SYSSTAMP := $(VENV)/.sysdeps
+DEB_PACKAGES := systemd-container debootstrap openssh-server openssh-client iproute2 chromium chromium-driver
+PYTEST_ARGS ?=
+
+.PHONY: demo test venv sysdeps lint unit integration testbed-up testbed-down clean
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is required")'
+	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $@
+
+venv: $(STAMP)
+
+# Debian packages the testbed and the browser tests need; only as root on a Debian/Ubuntu machine.
+$(SYSSTAMP): Makefile
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  missing=$$(for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	  if [ -n "$$missing" ]; then \
+	    echo "installing Debian packages: $$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	  fi; \
+	else echo "not root or no apt-get: skipping Debian packages (the testbed falls back to the local backend)"; fi
+	@mkdir -p $(VENV) && touch $@
+
+sysdeps: $(SYSSTAMP)
+
+demo: venv sysdeps
+	$(VENV)/bin/workbench demo
+
+lint: venv
+	$(VENV)/bin/ruff check workbench tests bench
+	$(VENV)/bin/mypy
+
+test: venv sysdeps lint
+	@set +e; $(VENV)/bin/pytest $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
+
+unit: venv
+	$(VENV)/bin/pytest tests/unit $(PYTEST_ARGS)
+
+integration: venv sysdeps
+	$(VENV)/bin/pytest tests/integration $(PYTEST_ARGS)
+
+testbed-up: venv sysdeps
+	$(VENV)/bin/workbench testbed up
+
+testbed-down: venv
+	$(VENV)/bin/workbench testbed down
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info

@@ -1,0 +1,71 @@
+"""``workbench testbed up|status|down``: the simulated GPU hosts."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg,unused-ignore]
+    p = sub.add_parser("testbed", help="simulated GPU hosts with real systemd, journald and sshd")
+    tsub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    up = tsub.add_parser("up", help="build (once) and boot the hosts; idempotent")
+    up.add_argument("--hosts", type=int, default=2, help="number of hosts (gpu-a, gpu-b, ...)")
+    up.add_argument("--backend", choices=("auto", "nspawn", "local"), default="auto",
+                    help="nspawn (root + systemd-nspawn) or local processes; auto picks nspawn when it can")
+    up.add_argument("--provision", default="sim", help="comma-separated provisioners (default: sim)")
+    up.set_defaults(func=_up)
+    st = tsub.add_parser("status", help="what runs")
+    st.add_argument("--json", action="store_true")
+    st.set_defaults(func=_status)
+    dn = tsub.add_parser("down", help="stop every host and remove every trace")
+    dn.set_defaults(func=_down)
+
+
+def _backend(choice: str) -> str:
+    from workbench.testbed import testbed
+
+    if choice != "auto":
+        return choice
+    ok, why = testbed.can_use_nspawn()
+    print(f"backend: {'nspawn' if ok else 'local'} ({why})")
+    return "nspawn" if ok else "local"
+
+
+def _up(args: argparse.Namespace) -> int:
+    provision = tuple(p for p in args.provision.split(",") if p)
+    if _backend(args.backend) == "nspawn":
+        from workbench.testbed import testbed
+
+        testbed.up(args.hosts, provision=provision)
+    else:
+        from workbench.testbed import local
+
+        local.up(args.hosts, provision=provision)
+    return _status(argparse.Namespace(json=False))
+
+
+def _status(args: argparse.Namespace) -> int:
+    from workbench.testbed import local, testbed
+
+    st = testbed.status()
+    if not st.get("hosts"):
+        st = local.status() or st
+    if args.json:
+        print(json.dumps(st, indent=2))
+        return 0
+    if not st.get("hosts"):
+        print("testbed: not running" + (f" (leftovers: {st['leftovers']})" if st.get("leftovers") else ""))
+        return 0
+    print(f"testbed: {'running' if st['running'] else 'DEGRADED'} ({st['backend']}); ssh_config: {st.get('ssh_config')}")
+    for h in st["hosts"]:  # type: ignore[attr-defined]
+        print(f"  {h['name']:8} {'up' if h['alive'] else 'DOWN'}  pid {h['pid']}")
+    return 0
+
+
+def _down(args: argparse.Namespace) -> int:
+    from workbench.testbed import local, testbed
+
+    testbed.down()
+    local.down()
+    return 0

@@ -1,0 +1,120 @@
+"""The one exception tree of the workbench.
+
+Every error carries the data a caller needs to act on it, and its message says
+what happened and what to do::
+
+    WorkbenchError
+    ├── ConfigError              bad input: parameters, flags, files (nothing was touched)
+    ├── HostError                anything about reaching or using a host (.host)
+    │   ├── HostKeyError         unknown or changed host key: refused (fail closed)
+    │   ├── ConnectError         could not connect / authenticate
+    │   ├── CommandTimeout       a command ran past its deadline (.result, killed on the host)
+    │   ├── HostUnresponsive     the host stopped answering mid-command
+    │   └── CommandFailed        a command exited non-zero where success was required (.result)
+    ├── ServiceError             unit-level problems (.host, .unit)
+    │   ├── UnitNotFound         LoadState=not-found
+    │   ├── VariantError         a variant could not be built or verified
+    │   └── GpuBusy              the GPUs are held by something else
+    ├── LockHeld                 another session holds the host lock (.owner)
+    ├── RestoreError             the host could not be put back as found (.details)
+    ├── ParseError               input text could not be parsed (.source, .line)
+    └── RunbookError             a runbook run failed (.run_dir, .kind)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class WorkbenchError(Exception):
+    """Base of every error the workbench raises on purpose."""
+
+
+class ConfigError(WorkbenchError, ValueError):
+    """Bad input (parameters, flags, files); raised before anything is changed."""
+
+
+class HostError(WorkbenchError):
+    """A problem reaching or using a host."""
+
+    def __init__(self, message: str, *, host: str | None = None, result: Any = None) -> None:
+        super().__init__(message)
+        self.host = host
+        self.result = result
+
+
+class HostKeyError(HostError):
+    """The host's key is unknown or has changed; the connection was refused."""
+
+
+class ConnectError(HostError):
+    """The host could not be reached or refused authentication."""
+
+
+class CommandTimeout(HostError, TimeoutError):
+    """A command ran past its deadline; it was killed on the host."""
+
+
+class HostUnresponsive(HostError, TimeoutError):
+    """The host stopped answering in the middle of a command."""
+
+
+class CommandFailed(HostError):
+    """A command exited non-zero where success was required."""
+
+
+class ServiceError(WorkbenchError):
+    """A unit-level problem on a host."""
+
+    def __init__(self, message: str, *, host: str | None = None, unit: str | None = None) -> None:
+        super().__init__(message)
+        self.host = host
+        self.unit = unit
+
+
+class UnitNotFound(ServiceError, LookupError):
+    """The unit does not exist on the host (LoadState=not-found)."""
+
+
+class VariantError(ServiceError):
+    """A variant could not be built, verified or materialized."""
+
+
+class GpuBusy(ServiceError):
+    """The GPUs a start needs are held by other processes."""
+
+
+class LockHeld(WorkbenchError):
+    """Another session holds the host lock."""
+
+    def __init__(self, message: str, *, host: str | None = None, owner: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.host = host
+        self.owner = owner or {}
+
+
+class RestoreError(WorkbenchError):
+    """The host could not be put back exactly as it was found."""
+
+    def __init__(self, message: str, *, host: str | None = None, details: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.host = host
+        self.details = details or []
+
+
+class ParseError(WorkbenchError, ValueError):
+    """Input text could not be parsed."""
+
+    def __init__(self, message: str, *, source: str | None = None, line: int | None = None) -> None:
+        super().__init__(message)
+        self.source = source
+        self.line = line
+
+
+class RunbookError(WorkbenchError):
+    """A runbook run failed; ``kind`` tells kernel death, server crash, SSH loss, ..."""
+
+    def __init__(self, message: str, *, run_dir: str | None = None, kind: str = "error") -> None:
+        super().__init__(message)
+        self.run_dir = run_dir
+        self.kind = kind

@@ -1,0 +1,126 @@
+"""Which GPUs are busy, and which unit holds them.
+
+``nvidia-smi --query-compute-apps`` gives PIDs per GPU UUID; each PID maps to
+its systemd unit through ``/proc/PID/cgroup``.  Inside containers the process
+list may be empty or show host PIDs, so ``memory.used`` is checked as well.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from dataclasses import dataclass, field
+
+from workbench.hosts import Host
+
+GPU_FIELDS = "index,uuid,name,memory.used,memory.total,utilization.gpu"
+APP_FIELDS = "pid,process_name,used_memory,gpu_uuid"
+
+
+@dataclass(frozen=True)
+class GpuApp:
+    pid: int
+    process_name: str
+    used_memory_mib: float | None
+    gpu_index: int | None
+    unit: str | None = None
+
+
+@dataclass
+class GpuInventory:
+    gpus: list[dict[str, str]] = field(default_factory=list)
+    apps: list[GpuApp] = field(default_factory=list)
+    error: str | None = None
+
+    def held_by(self, unit: str) -> list[int]:
+        return sorted({a.gpu_index for a in self.apps if a.unit == unit and a.gpu_index is not None})
+
+    def busy(self, *, allow_units: tuple[str, ...] = (), memory_threshold_mib: float = 1024.0) -> list[str]:
+        """Reasons the GPUs are not free for a new start (empty list: free)."""
+        reasons = []
+        for app in self.apps:
+            if app.unit in allow_units:
+                continue
+            where = f"GPU {app.gpu_index}" if app.gpu_index is not None else "a GPU"
+            reasons.append(f"{where}: pid {app.pid} ({app.process_name}) of {app.unit or 'no unit'}")
+        allowed_gpus = {a.gpu_index for a in self.apps if a.unit in allow_units}
+        for gpu in self.gpus:
+            idx = int(gpu["index"])
+            used = _num(gpu.get("memory.used"))
+            if idx not in allowed_gpus and used is not None and used > memory_threshold_mib and \
+                    not any(a.gpu_index == idx for a in self.apps):
+                reasons.append(f"GPU {idx}: {used:.0f} MiB in use by processes not listed (another container?)")
+        return reasons
+
+
+def _num(value: str | None) -> float | None:
+    if value is None or value in ("", "[N/A]", "[Not Supported]"):
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        return None
+
+
+def parse_csv(text: str, fields: str) -> list[dict[str, str]]:
+    names = fields.split(",")
+    rows = []
+    for rec in csv.reader(io.StringIO(text), skipinitialspace=True):
+        if len(rec) == len(names):
+            rows.append({k: v.strip() for k, v in zip(names, rec, strict=True)})
+    return rows
+
+
+_UNIT_RE = re.compile(r"/([^/]+\.service)(?:/|$)")
+
+
+def unit_from_cgroup(text: str) -> str | None:
+    """The innermost ``*.service`` in a ``/proc/PID/cgroup`` listing (v1 or v2)."""
+    for line in text.splitlines():
+        parts = line.split(":", 2)
+        if len(parts) == 3 and (parts[1] in ("name=systemd", "") ):
+            found = _UNIT_RE.findall(parts[2])
+            if found:
+                return found[-1]
+    return None
+
+
+def inventory_command() -> str:
+    """One round trip: GPUs, compute apps, and the cgroup of each app's PID."""
+    return (
+        f"nvidia-smi --query-gpu={GPU_FIELDS} --format=csv,noheader,nounits || exit 90; echo '@@apps'; "
+        f"nvidia-smi --query-compute-apps={APP_FIELDS} --format=csv,noheader,nounits || exit 91; "
+        f"for p in $(nvidia-smi --query-compute-apps=pid --format=csv,noheader 2>/dev/null); do "
+        "echo \"@@cgroup $p\"; cat /proc/$p/cgroup 2>/dev/null; done"
+    )
+
+
+def parse_inventory(text: str) -> GpuInventory:
+    gpu_part, _, rest = text.partition("@@apps")
+    gpus = parse_csv(gpu_part, GPU_FIELDS)
+    uuid_to_index = {g["uuid"]: int(g["index"]) for g in gpus}
+    apps_part, *cgroup_parts = rest.split("@@cgroup ")
+    units: dict[int, str | None] = {}
+    for part in cgroup_parts:
+        head, _, body = part.partition("\n")
+        try:
+            units[int(head.strip())] = unit_from_cgroup(body)
+        except ValueError:
+            continue
+    apps = []
+    for row in parse_csv(apps_part, APP_FIELDS):
+        try:
+            pid = int(row["pid"])
+        except ValueError:
+            continue
+        mem = _num(row["used_memory"])
+        apps.append(GpuApp(pid, row["process_name"], mem, uuid_to_index.get(row["gpu_uuid"]), units.get(pid)))
+    return GpuInventory(gpus=gpus, apps=apps)
+
+
+def inventory(host: Host, *, timeout: float = 30.0) -> GpuInventory:
+    res = host.run(inventory_command(), timeout=timeout)
+    if res.exited in (90, 91, 127):
+        return GpuInventory(error=f"nvidia-smi failed on {host.name}: {res.tail(3)}")
+    return parse_inventory(res.stdout)

@@ -1,0 +1,661 @@
+"""Hosts: the one seam through which the workbench runs anything, locally or over SSH.
+
+``Host.run()`` returns a :class:`Result` whatever the transport; ``Host.stream()``
+yields lines as a command prints them; ``put``/``get`` move files; ``tunnel``
+forwards a port.  :class:`SSHHost` reaches a host by its ssh_config alias with
+Fabric (ProxyJump, User, IdentityFile, Port honoured) and fails closed on host
+keys; :class:`LocalHost` runs on this machine.
+
+No call hangs: every command carries a deadline that the host enforces too
+(``timeout -k``), so a timed-out command is killed there rather than orphaned,
+and a host that stops answering is detected by a liveness probe.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import select
+import shlex
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from workbench import shell
+from workbench.errors import (
+    CommandFailed,
+    CommandTimeout,
+    ConfigError,
+    ConnectError,
+    HostError,
+    HostKeyError,
+    HostUnresponsive,
+)
+from workbench.shell import Command
+
+DEFAULT_TIMEOUT = 60.0
+CONNECT_TIMEOUT = 15.0
+KEEPALIVE_S = 5
+# Extra wait past a deadline for the host's own ``timeout`` to report back.
+GRACE_S = shell.KILL_AFTER_S + 2.0
+PROBE_TIMEOUT = 8.0
+
+
+@dataclass(frozen=True)
+class Result:
+    """What a command did: its exit status and both output streams."""
+
+    command: str
+    stdout: str
+    stderr: str
+    exited: int
+    host: str = ""
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.exited == 0
+
+    def tail(self, n: int = 10) -> str:
+        """The last ``n`` lines of stderr (or stdout) for error messages."""
+        text = self.stderr.strip() or self.stdout.strip()
+        return "\n".join(text.splitlines()[-n:])
+
+
+class LineStream:
+    """Lines of a running command, delivered by a reader thread.
+
+    Iterate for every line until the command ends, or call :meth:`readline` with
+    a timeout to interleave other checks; :meth:`close` stops the command.
+    """
+
+    def __init__(self, closer: Any, name: str = "") -> None:
+        self._q: queue.Queue[str | None] = queue.Queue()
+        self._closer = closer
+        self.name = name
+        self.exit_status: int | None = None
+        self.error: BaseException | None = None
+        self._eof = False
+
+    # -- producer side -------------------------------------------------
+    def _feed(self, line: str) -> None:
+        self._q.put(line)
+
+    def _finish(self, status: int | None, error: BaseException | None = None) -> None:
+        self.exit_status = status
+        self.error = error
+        self._q.put(None)
+
+    # -- consumer side -------------------------------------------------
+    def readline(self, timeout: float | None = None) -> str | None:
+        """Next line (without newline); ``None`` on timeout; raises ``EOFError`` at the end."""
+        if self._eof:
+            raise EOFError
+        try:
+            item = self._q.get(timeout=timeout)
+        except queue.Empty:
+            return None
+        if item is None:
+            self._eof = True
+            if self.error is not None:
+                raise self.error
+            raise EOFError
+        return item
+
+    def __iter__(self) -> Iterator[str]:
+        while True:
+            try:
+                line = self.readline()
+            except EOFError:
+                return
+            if line is not None:
+                yield line
+
+    @property
+    def finished(self) -> bool:
+        return self._eof
+
+    def close(self) -> None:
+        self._closer()
+
+    def __enter__(self) -> LineStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Host(Protocol):
+    """What every host offers; see :class:`SSHHost` and :class:`LocalHost`."""
+
+    name: str
+
+    def run(
+        self,
+        cmd: Command,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        check: bool = False,
+        input: str | bytes | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> Result: ...
+
+    def stream(self, cmd: Command, *, env: Mapping[str, str] | None = None, tether: bool = True) -> LineStream: ...
+
+    def put(self, data: bytes, path: str, mode: int = 0o644) -> None: ...
+
+    def get(self, path: str, *, timeout: float = DEFAULT_TIMEOUT) -> bytes: ...
+
+    def tunnel(self, remote_port: int) -> contextlib.AbstractContextManager[int]: ...
+
+    def close(self) -> None: ...
+
+
+def _check(result: Result, check: bool) -> Result:
+    if check and not result.ok:
+        raise CommandFailed(
+            f"{result.host}: command exited {result.exited}: {result.command[:200]}\n{result.tail()}",
+            host=result.host,
+            result=result,
+        )
+    return result
+
+
+def _prepare(cmd: Command, input: str | bytes | None, env: Mapping[str, str] | None) -> tuple[str, bytes | None]:
+    """Command text and stdin bytes, with ``env`` carried on stdin (never on a command line)."""
+    data = input.encode() if isinstance(input, str) else input
+    text = shell.join(cmd)
+    if "\0" in text:
+        raise ConfigError("a command cannot contain a NUL byte (argv strings end at NUL)")
+    if env:
+        text, prefix = shell.with_env_from_stdin(text, dict(env))
+        data = prefix + (data or b"")
+    return text, data
+
+
+def _put_command(path: str, mode: int) -> list[str]:
+    """Write stdin to ``path`` atomically: temp file in the same directory, then rename."""
+    script = (
+        'set -e; d=$(dirname "$1"); mkdir -p "$d"; t=$(mktemp "$d/.wb-put.XXXXXX"); '
+        'trap \'rm -f "$t"\' EXIT; cat >"$t"; chmod "$2" "$t"; sync "$t" 2>/dev/null || true; '
+        'mv -f "$t" "$1"; trap - EXIT'
+    )
+    return ["sh", "-c", script, "put", path, format(mode, "o")]
+
+
+# ---------------------------------------------------------------------------
+# Local
+# ---------------------------------------------------------------------------
+
+
+class LocalHost:
+    """This machine, behind the same interface as a remote host."""
+
+    def __init__(self, name: str = "local", *, env: Mapping[str, str] | None = None,
+                 properties: Mapping[str, Any] | None = None) -> None:
+        self.name = name
+        self.env = dict(env or {})
+        self.properties: dict[str, Any] = dict(properties or {})
+
+    def _environ(self) -> dict[str, str] | None:
+        if not self.env:
+            return None
+        merged = dict(os.environ)
+        for key, value in self.env.items():
+            merged[key] = os.path.expandvars(value) if "$" in value else value
+        return merged
+
+    def run(
+        self,
+        cmd: Command,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        check: bool = False,
+        input: str | bytes | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> Result:
+        text, data = _prepare(cmd, input, env)
+        started = time.monotonic()
+        proc = subprocess.Popen(
+            ["sh", "-c", text],
+            stdin=subprocess.PIPE if data is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            env=self._environ(),
+        )
+        try:
+            out, err = proc.communicate(data, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, 9)
+            proc.communicate()
+            raise CommandTimeout(
+                f"{self.name}: command ran past {timeout:.0f} s and was killed: {text[:200]}",
+                host=self.name,
+            ) from None
+        result = Result(text, out.decode(errors="replace"), err.decode(errors="replace"),
+                        proc.returncode, self.name, time.monotonic() - started)
+        return _check(result, check)
+
+    def stream(self, cmd: Command, *, env: Mapping[str, str] | None = None, tether: bool = True) -> LineStream:
+        """Lines of ``cmd`` as it prints them.  ``tether=False`` keeps the command's stdin open
+        until :meth:`LineStream.close` (for commands that end on stdin EOF, like a lock holder)."""
+        text, data = _prepare(cmd, None, env)
+        proc = subprocess.Popen(
+            ["sh", "-c", text],
+            stdin=subprocess.PIPE if data is not None or not tether else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=self._environ(),
+        )
+        if data is not None and proc.stdin:
+            proc.stdin.write(data)
+            proc.stdin.flush()
+            if tether:
+                proc.stdin.close()
+
+        def close() -> None:
+            if proc.stdin and not proc.stdin.closed:
+                with contextlib.suppress(OSError):
+                    proc.stdin.close()
+            if tether or proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, 15)
+
+        stream = LineStream(close, self.name)
+
+        def pump() -> None:
+            assert proc.stdout is not None
+            for raw in proc.stdout:
+                stream._feed(raw.decode(errors="replace").rstrip("\n"))
+            stream._finish(proc.wait())
+
+        threading.Thread(target=pump, daemon=True, name=f"stream-{self.name}").start()
+        return stream
+
+    def put(self, data: bytes, path: str, mode: int = 0o644) -> None:
+        self.run(_put_command(path, mode), input=data, check=True)
+
+    def get(self, path: str, *, timeout: float = DEFAULT_TIMEOUT) -> bytes:
+        try:
+            return Path(path).read_bytes()
+        except OSError as exc:
+            raise CommandFailed(f"{self.name}: cannot read {path}: {exc}", host=self.name) from exc
+
+    @contextlib.contextmanager
+    def tunnel(self, remote_port: int) -> Iterator[int]:
+        yield remote_port
+
+    def close(self) -> None:
+        pass
+
+    def __repr__(self) -> str:
+        return f"LocalHost({self.name!r})"
+
+
+# ---------------------------------------------------------------------------
+# SSH (Fabric)
+# ---------------------------------------------------------------------------
+
+
+def _known_hosts_files(ssh_config: Mapping[str, Any]) -> list[Path]:
+    files: list[str] = []
+    for key in ("userknownhostsfile", "globalknownhostsfile"):
+        value = ssh_config.get(key)
+        if value:
+            files.extend(value if isinstance(value, list) else shlex.split(value))
+    if not files:
+        files = ["~/.ssh/known_hosts", "/etc/ssh/ssh_known_hosts"]
+    return [Path(os.path.expanduser(f)) for f in files]
+
+
+def _harden(conn: Any) -> None:
+    """Make a Fabric connection (and its ProxyJump gateways) refuse unknown or changed keys.
+
+    Fabric hard-codes ``AutoAddPolicy`` and loads no known_hosts file; we load
+    the files ssh_config names (or OpenSSH's defaults) and reject everything
+    else.  ``StrictHostKeyChecking`` cannot loosen this.
+    """
+    import paramiko
+
+    while conn is not None and not isinstance(conn, str | bool):
+        conn.client.set_missing_host_key_policy(paramiko.RejectPolicy())
+        for path in _known_hosts_files(conn.ssh_config):
+            if path.is_file():
+                conn.client.load_system_host_keys(str(path))
+        if str(conn.ssh_config.get("proxyjump", "")).lower() == "none":
+            conn.gateway = None
+        conn = conn.gateway
+
+
+class SSHHost:
+    """A host reached by its ssh_config alias through Fabric."""
+
+    def __init__(
+        self,
+        alias: str,
+        *,
+        ssh_config: str | os.PathLike[str] | None = None,
+        connect_timeout: float = CONNECT_TIMEOUT,
+    ) -> None:
+        if not alias or alias.startswith("-") or any(c.isspace() for c in alias):
+            raise ConfigError(f"not a valid host alias: {alias!r}")
+        self.name = alias
+        self.properties: dict[str, Any] = {}
+        self.ssh_config_path = str(ssh_config) if ssh_config else None
+        self.connect_timeout = connect_timeout
+        self._lock = threading.RLock()
+        self._conn: Any = None
+
+    # -- connection ----------------------------------------------------
+    def _connection(self) -> Any:
+        import paramiko
+        from fabric import Config, Connection
+
+        with self._lock:
+            if self._conn is not None and self._conn.is_connected:
+                return self._conn
+            self._drop()
+            if self.ssh_config_path:
+                if not Path(self.ssh_config_path).is_file():
+                    raise ConfigError(f"ssh_config not found: {self.ssh_config_path}")
+                config = Config(runtime_ssh_path=self.ssh_config_path)
+            else:
+                config = Config()
+            config.load_ssh_config()
+            conn = Connection(self.name, config=config, connect_timeout=int(self.connect_timeout))
+            conn.connect_kwargs.setdefault("look_for_keys", True)
+            conn.connect_kwargs.setdefault("banner_timeout", self.connect_timeout)
+            conn.connect_kwargs.setdefault("auth_timeout", self.connect_timeout)
+            _harden(conn)
+            try:
+                conn.open()
+            except paramiko.BadHostKeyException as exc:
+                raise HostKeyError(
+                    f"{self.name}: host key CHANGED ({exc.key.get_name()}); refusing to connect. "
+                    "If the host was reinstalled, remove its old key from known_hosts.",
+                    host=self.name,
+                ) from exc
+            except paramiko.SSHException as exc:
+                if "not found in known_hosts" in str(exc):
+                    raise HostKeyError(
+                        f"{self.name}: host key unknown; refusing to connect. "
+                        "Verify the key and add it to known_hosts (e.g. ssh-keyscan, checked out of band).",
+                        host=self.name,
+                    ) from exc
+                raise ConnectError(f"{self.name}: SSH failed: {exc}", host=self.name) from exc
+            except (OSError, EOFError) as exc:
+                raise ConnectError(f"{self.name}: cannot connect: {exc}", host=self.name) from exc
+            conn.transport.set_keepalive(KEEPALIVE_S)
+            self._conn = conn
+            return conn
+
+    def _drop(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(Exception):
+                self._conn.close()
+        self._conn = None
+
+    def _open_channel(self, timeout: float) -> Any:
+        conn = self._connection()
+        try:
+            return conn.transport.open_session(timeout=timeout)
+        except Exception as exc:
+            with self._lock:
+                self._drop()
+            raise HostUnresponsive(f"{self.name}: cannot open an SSH channel: {exc}", host=self.name) from exc
+
+    def alive(self, timeout: float = PROBE_TIMEOUT) -> bool:
+        """Whether the host answers a trivial command within ``timeout``."""
+        try:
+            chan = self._open_channel(timeout)
+        except HostError:
+            return False
+        try:
+            chan.settimeout(timeout)
+            chan.exec_command("true")
+            deadline = time.monotonic() + timeout
+            while not chan.exit_status_ready():
+                if time.monotonic() > deadline:
+                    return False
+                select.select([chan], [], [], 0.2)
+            return True
+        except Exception:
+            return False
+        finally:
+            chan.close()
+
+    # -- commands ------------------------------------------------------
+    def run(
+        self,
+        cmd: Command,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        check: bool = False,
+        input: str | bytes | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> Result:
+        text, data = _prepare(cmd, input, env)
+        wrapped = shell.with_deadline(text, timeout)
+        started = time.monotonic()
+        deadline = started + timeout + GRACE_S
+        chan = self._open_channel(min(PROBE_TIMEOUT, timeout + GRACE_S))
+        out: list[bytes] = []
+        err: list[bytes] = []
+        try:
+            chan.exec_command(wrapped)
+            if data:
+                threading.Thread(target=self._send_stdin, args=(chan, data), daemon=True).start()
+            else:
+                chan.shutdown_write()
+            while True:
+                got = False
+                if chan.recv_ready():
+                    out.append(chan.recv(65536))
+                    got = True
+                if chan.recv_stderr_ready():
+                    err.append(chan.recv_stderr(65536))
+                    got = True
+                if got:
+                    continue
+                if chan.exit_status_ready() and not chan.recv_ready() and not chan.recv_stderr_ready():
+                    break
+                if chan.closed and not chan.recv_ready():
+                    break
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    self._on_deadline(text, timeout)
+                select.select([chan], [], [], min(left, 0.5))
+            status = chan.recv_exit_status()
+        finally:
+            chan.close()
+        result = Result(text, b"".join(out).decode(errors="replace"), b"".join(err).decode(errors="replace"),
+                        status, self.name, time.monotonic() - started)
+        if status == shell.TIMEOUT_EXIT and time.monotonic() - started >= timeout:
+            raise CommandTimeout(f"{self.name}: command ran past {timeout:.0f} s and was killed on the host: {text[:200]}",
+                                 host=self.name, result=result)
+        return _check(result, check)
+
+    @staticmethod
+    def _send_stdin(chan: Any, data: bytes) -> None:
+        with contextlib.suppress(Exception):
+            chan.sendall(data)
+            chan.shutdown_write()
+
+    def _on_deadline(self, text: str, timeout: float) -> None:
+        """The host's own deadline did not report back: tell a hung host from a slow command."""
+        if self.alive():
+            raise CommandTimeout(f"{self.name}: command ran past {timeout:.0f} s: {text[:200]}", host=self.name)
+        with self._lock:
+            self._drop()
+        raise HostUnresponsive(
+            f"{self.name}: host stopped answering during a command (no reply within {timeout + GRACE_S:.0f} s "
+            "and a liveness probe failed)",
+            host=self.name,
+        )
+
+    def stream(self, cmd: Command, *, env: Mapping[str, str] | None = None, tether: bool = True) -> LineStream:
+        text, data = _prepare(cmd, None, env)
+        chan = self._open_channel(PROBE_TIMEOUT)
+        chan.set_combine_stderr(True)
+        chan.exec_command(shell.tethered(text) if tether else text)
+        if data:
+            chan.sendall(data)
+
+        def close() -> None:
+            with contextlib.suppress(Exception):
+                chan.shutdown_write()  # EOF on stdin: the tether kills the command on the host
+            with contextlib.suppress(Exception):
+                chan.close()
+
+        stream = LineStream(close, self.name)
+
+        def pump() -> None:
+            buf = b""
+            idle_since = time.monotonic()
+            try:
+                while True:
+                    if chan.recv_ready():
+                        chunk = chan.recv(65536)
+                        if not chunk:
+                            break
+                        buf += chunk
+                        *lines, buf = buf.split(b"\n")
+                        for line in lines:
+                            stream._feed(line.decode(errors="replace"))
+                        idle_since = time.monotonic()
+                        continue
+                    if chan.closed or (chan.exit_status_ready() and not chan.recv_ready()):
+                        break
+                    select.select([chan], [], [], 1.0)
+                    if time.monotonic() - idle_since > 4 * PROBE_TIMEOUT:
+                        idle_since = time.monotonic()
+                        if not self.alive():
+                            raise HostUnresponsive(f"{self.name}: host stopped answering during a stream", host=self.name)
+                if buf:
+                    stream._feed(buf.decode(errors="replace"))
+                status = chan.recv_exit_status() if chan.exit_status_ready() else None
+                stream._finish(status)
+            except BaseException as exc:  # delivered to the consumer
+                stream._finish(None, exc)
+            finally:
+                chan.close()
+
+        threading.Thread(target=pump, daemon=True, name=f"stream-{self.name}").start()
+        return stream
+
+    def put(self, data: bytes, path: str, mode: int = 0o644) -> None:
+        self.run(_put_command(path, mode), input=data, check=True)
+
+    def get(self, path: str, *, timeout: float = DEFAULT_TIMEOUT) -> bytes:
+        import base64
+
+        res = self.run(["base64", "-w0", path], timeout=timeout, check=True)
+        return base64.b64decode(res.stdout)
+
+    @contextlib.contextmanager
+    def tunnel(self, remote_port: int) -> Iterator[int]:
+        """Forward a free local port to ``127.0.0.1:remote_port`` on the host."""
+        conn = self._connection()
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(64)
+        local_port = listener.getsockname()[1]
+        stop = threading.Event()
+
+        def pipe(a: Any, b: Any) -> None:
+            try:
+                while not stop.is_set():
+                    r, _, _ = select.select([a, b], [], [], 0.5)
+                    for src in r:
+                        data = src.recv(65536)
+                        if not data:
+                            return
+                        (b if src is a else a).sendall(data)
+            except Exception:
+                return
+            finally:
+                a.close()
+                b.close()
+
+        def accept() -> None:
+            while not stop.is_set():
+                r, _, _ = select.select([listener], [], [], 0.5)
+                if not r:
+                    continue
+                try:
+                    client, addr = listener.accept()
+                    chan = conn.transport.open_channel(
+                        "direct-tcpip", ("127.0.0.1", remote_port), addr, timeout=PROBE_TIMEOUT
+                    )
+                except Exception:
+                    with contextlib.suppress(Exception):
+                        client.close()
+                    continue
+                threading.Thread(target=pipe, args=(client, chan), daemon=True).start()
+
+        thread = threading.Thread(target=accept, daemon=True, name=f"tunnel-{self.name}")
+        thread.start()
+        try:
+            yield local_port
+        finally:
+            stop.set()
+            listener.close()
+            thread.join(2)
+
+    def close(self) -> None:
+        with self._lock:
+            self._drop()
+
+    def __repr__(self) -> str:
+        return f"SSHHost({self.name!r})"
+
+
+@dataclass
+class HostRegistry:
+    """Resolves names to hosts and keeps one connection per name."""
+
+    ssh_config: str | None = None
+    _hosts: dict[str, Host] = field(default_factory=dict)
+
+    def get(self, name: str) -> Host:
+        if name not in self._hosts:
+            self._hosts[name] = connect(name, ssh_config=self.ssh_config)
+        return self._hosts[name]
+
+    def close(self) -> None:
+        for host in self._hosts.values():
+            host.close()
+        self._hosts.clear()
+
+
+def default_ssh_config() -> str | None:
+    """``$WORKBENCH_SSH_CONFIG``, else the running testbed's ssh_config, else None (~/.ssh/config)."""
+    env = os.environ.get("WORKBENCH_SSH_CONFIG")
+    if env:
+        return env
+    from workbench.testbed import paths
+
+    candidate = paths.state_dir() / "ssh_config"
+    return str(candidate) if candidate.is_file() else None
+
+
+def connect(name: str, *, ssh_config: str | os.PathLike[str] | None = None) -> Host:
+    """The host called ``name``: ``local`` is this machine, a local-testbed host name is a
+    :class:`LocalHost` with that host's environment, anything else an ssh_config alias."""
+    if name in ("local", "localhost"):
+        return LocalHost(name)
+    from workbench.testbed.local import load_inventory
+
+    local = load_inventory().get(name)
+    if local is not None and ssh_config is None:
+        return LocalHost(name, env=local.get("env"), properties=local)  # type: ignore[arg-type]
+    return SSHHost(name, ssh_config=ssh_config if ssh_config is not None else default_ssh_config())

@@ -1,0 +1,98 @@
+"""A per-host lock held over an open channel: released the moment its holder dies.
+
+``flock -n`` on a file in ``/run/lock`` (tmpfs: gone at reboot) runs ``cat``
+reading the channel's stdin; when the holder releases the lock, is killed, or
+its SSH link drops, ``cat`` sees EOF and exits, and the kernel frees the lock.
+Owner details for whoever is refused go to a side file, written by the holder.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import socket
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from workbench.errors import LockHeld, WorkbenchError
+from workbench.hosts import Host, LineStream
+
+LOCK_DIR = "/run/lock"
+HELD_EXIT = 75
+
+
+def lock_argv(path: str) -> list[str]:
+    return ["flock", "-n", "-E", str(HELD_EXIT), path, "sh", "-c", "echo LOCKED; exec cat"]
+
+
+@dataclass
+class HostLock:
+    """``with HostLock(host, purpose="bisect"):`` — refused at once (``LockHeld``) if someone holds it."""
+
+    host: Host
+    name: str = "workbench"
+    purpose: str = ""
+    timeout: float = 15.0
+    lock_dir: str = LOCK_DIR
+    _stream: LineStream | None = None
+    owner_info: dict[str, Any] | None = None
+
+    @property
+    def path(self) -> str:
+        return f"{self.lock_dir}/{self.name}.lock"
+
+    @property
+    def owner_path(self) -> str:
+        return f"{self.lock_dir}/{self.name}.owner.json"
+
+    def owner(self) -> dict[str, Any]:
+        res = self.host.run(["cat", "--", self.owner_path], timeout=self.timeout)
+        try:
+            return dict(json.loads(res.stdout)) if res.ok else {}
+        except ValueError:
+            return {}
+
+    def acquire(self) -> HostLock:
+        self.host.run(["mkdir", "-p", "--", self.lock_dir], timeout=self.timeout, check=True)
+        stream = self.host.stream(lock_argv(self.path), tether=False)
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                line = stream.readline(timeout=max(0.0, deadline - time.monotonic()))
+            except EOFError:
+                if stream.exit_status == HELD_EXIT:
+                    owner = self.owner()
+                    who = ", ".join(f"{k}={v}" for k, v in owner.items()) or "unknown holder"
+                    raise LockHeld(f"{self.host.name} is locked by another session ({who})",
+                                   host=self.host.name, owner=owner) from None
+                raise WorkbenchError(f"{self.host.name}: could not take the lock (exit {stream.exit_status}); "
+                                     "is flock (util-linux) installed?") from None
+            if line is None:
+                stream.close()
+                raise WorkbenchError(f"{self.host.name}: no answer while taking the lock within {self.timeout:.0f} s")
+            if line.strip() == "LOCKED":
+                break
+        self._stream = stream
+        owner = {"user": getpass.getuser(), "machine": socket.gethostname(), "pid": os.getpid(),
+                 "since": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "purpose": self.purpose}
+        self.host.put(json.dumps(owner).encode(), self.owner_path)
+        self.owner_info = owner
+        return self
+
+    def release(self) -> None:
+        if self._stream is not None:
+            self.host.run(["rm", "-f", "--", self.owner_path], timeout=self.timeout)
+            self._stream.close()
+            self._stream = None
+
+    @property
+    def held(self) -> bool:
+        return self._stream is not None and not self._stream.finished
+
+    def __enter__(self) -> HostLock:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()

@@ -1,0 +1,312 @@
+"""One log line into structure: the prefixes SGLang, vLLM and their hosts put in front of a message.
+
+``parse_line(line)`` peels the prefixes off one line, outermost first, and returns a
+:class:`LogLine`. It never raises and is cheap enough to run on every journal message
+(``bench/tracebacks_throughput.py`` measures it).
+
+Prefixes recognised, in the order they are peeled::
+
+    collector  1779264164797<TAB>2026-05-20T08:02:44.797Z<TAB>   (Loki export, kubectl --timestamps, CI logs)
+    journal    May 30 15:02:13 host python[33085]:               (journalctl short; also -o short-iso / syslog)
+    kernel     [Mon May 30 15:02:13 2025] / [12345.678901]       (dmesg -T / dmesg)
+    compose    svc-1  |                                          (docker compose; [pod/x/c] for kubectl --prefix)
+    vllm proc  (VllmWorker rank=2 pid=123) (EngineCore_DP0 pid=7) (APIServer pid=1) (Worker_TP1_EP1 pid=9)
+    torch      [rank3]:                                          (torch.distributed elastic)
+    then one app header:
+    sglang     [2025-05-30 15:02:13(.mmm)? DP1 TP0] (+ optional "[ERROR] " or uvicorn "INFO:     ")
+    vllm       ERROR 09-18 21:38:02 [core.py:708]  (old: "INFO 07-17 23:41:16 model_runner.py:559]")
+    uvicorn    INFO:     Started server process [1]
+    glog       [W309 12:56:45.480623726 ProcessGroupNCCL.cpp:1553]   (torch c10, absl)
+    nccl       host:pid:tid [dev] NCCL WARN ...                  (level only; the text stays the message)
+
+ANSI colour codes are removed first. ``rank`` is SGLang's rank string ("TP3", "DP1 TP0"),
+or for vLLM the ranks named by the process ("TP1 EP1" for ``Worker_TP1_EP1``, "DP0" for
+``EngineCore_DP0``, "rank2" for ``VllmWorker rank=2``), or "rank3" for ``[rank3]:``.
+``time`` is the innermost timestamp as printed; :func:`parse_time` turns it into a datetime.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+
+__all__ = ["LogLine", "parse_line", "parse_time", "strip_ansi"]
+
+
+@dataclass(slots=True)
+class LogLine:
+    """One parsed line. ``message`` is what is left once every prefix is removed.
+
+    Treat it as read-only; it is not frozen only because frozen dataclasses are eight
+    times slower to build and this runs on every journal message.
+    """
+
+    raw: str
+    message: str
+    time: str | None = None
+    level: str | None = None
+    rank: str | None = None
+    process: str | None = None
+    pid: int | None = None
+    service: str | None = None
+    host: str | None = None
+    location: str | None = None
+    format: str = "plain"
+
+
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[()][0-9A-Za-z]|[@-Z\\-_])")
+
+_ISO_TS = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
+_JOURNAL = re.compile(
+    r"(?P<ts>[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?|" + _ISO_TS + r") "
+    r"(?P<host>\S+) (?P<ident>[^\s\[\]:]+)(?:\[(?P<pid>\d+)\])?: ?"
+)
+_COLLECTOR = re.compile(r"(?:\d{10,19}\t)?(?P<ts>" + _ISO_TS + r")[\t ]")
+_KERNEL = re.compile(r"\[(?P<ts>[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}|\s*\d+\.\d+)\] ?")
+_COMPOSE = re.compile(r"(?P<svc>[A-Za-z0-9][\w.-]*)\s+\| ?")
+_KUBE = re.compile(r"\[pod/(?P<svc>[^\]\s]+)\] ")
+_PROC = re.compile(r"\((?P<name>[A-Za-z_][\w.-]*)(?P<kv>(?:,? \w+=[^\s,)]+)+)\) ?")
+_PROC_KV = re.compile(r"(\w+)=([^\s,)]+)")
+_PROC_RANKS = re.compile(r"_(DP|TP|PP|EP|CP)(\d+)")
+_TORCH_RANK = re.compile(r"\[rank(?P<r>\d+)\]: ?")
+_SGLANG = re.compile(
+    r"\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?)(?P<ranks>(?: [A-Z][A-Z_]*\d+)*)\] ?"
+    r"(?:\[(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL)\] |(?P<uvl>DEBUG|INFO|WARNING|ERROR|CRITICAL|TRACE):\s+)?"
+)
+_RANK_TOKENS = r"(?:DP|PP|TP|EP|CP|ATTN_CP|ATTN_DP|ATTN_TP|MOE_DP|MOE_EP|MOE_TP)\d+"
+_SGLANG_RANK_ONLY = re.compile(r"\[(?P<ranks>" + _RANK_TOKENS + r"(?: " + _RANK_TOKENS + r")*)\] ?")
+_VLLM = re.compile(
+    r"(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<ts>\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? "
+    r"\[?(?P<loc>[^\]\s:]+:\d+)\] ?"
+)
+_UVICORN = re.compile(r"(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL|TRACE):(?:\s+|(?=\w))")
+_GLOG = re.compile(r"\[?(?P<lvl>[IWEF])(?P<ts>\d{3,4} \d\d:\d\d:\d\d\.\d+) +(?:\d+ )?(?P<loc>[^\]\s]+:\d+)\] ?")
+_NCCL = re.compile(r"\S+:(?P<pid>\d+):\d+ \[\d+\] (?:\S+:\d+ )?NCCL (?P<lvl>INFO|WARN|TRACE|ERROR) ")
+
+_NO_ORIGIN: tuple[str | None, ...] = (None, None, None, None, None, None)
+_GLOG_LEVEL = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "CRITICAL"}
+_NCCL_LEVEL = {"INFO": "INFO", "WARN": "WARNING", "TRACE": "DEBUG", "ERROR": "ERROR"}
+_UPPER = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_DIGITS = frozenset("0123456789")
+_ALNUM = _UPPER | _DIGITS | frozenset("abcdefghijklmnopqrstuvwxyz")
+
+
+def strip_ansi(text: str) -> str:
+    """Remove ANSI escape sequences (vLLM colours its process prefixes)."""
+    return _ANSI.sub("", text) if "\x1b" in text else text
+
+
+def _proc_rank(name: str, kv: dict[str, str]) -> str | None:
+    if "rank" in kv:
+        return "rank" + kv["rank"]
+    parts = _PROC_RANKS.findall(name)
+    if parts:
+        return " ".join(p + n for p, n in parts)
+    if name.startswith("EngineCore_") and name[11:].isdigit():
+        return "DP" + name[11:]
+    return None
+
+
+def _parse(line: str) -> tuple[LogLine, tuple[str | None, ...], str | None]:
+    """Parse one line; also return the writer's identity and the app header text.
+
+    The identity separates interleaved writers (vLLM processes, journal pids, compose
+    services); the header lets a caller tell a new record from a continuation that
+    repeats the previous record's header (vLLM prefixes every line of a traceback).
+    """
+    raw = line
+    if not line or line[0] in " \t":  # continuation lines (traceback frames) carry no prefix
+        if "\x1b" not in line and "\r" not in line:
+            return LogLine(raw, line), _NO_ORIGIN, None
+    if "\x1b" in line:
+        line = _ANSI.sub("", line)
+    if "\r" in line:
+        line = line.rstrip("\r\n")
+        if "\r" in line:  # progress bars redraw with \r: the terminal shows the last part
+            tail = line.rsplit("\r", 1)[1]
+            line = tail if tail.strip() else line.replace("\r", "")
+    pos = 0
+    n = len(line)
+    time = level = rank = process = service = host = location = None
+    pid: int | None = None
+    jpid: str | None = None
+    torch_rank: str | None = None
+    fmt = "plain"
+    header: str | None = None
+
+    # Outer prefixes: collector timestamps, journal/syslog, kernel, compose/kubectl.
+    if n and line[0] in _DIGITS:
+        m = _JOURNAL.match(line)
+        if m:
+            time, host, service, jpid = m["ts"], m["host"], m["ident"], m["pid"]
+            fmt = "journal"
+            pos = m.end()
+        else:
+            m = _COLLECTOR.match(line)
+            if m:
+                time = m["ts"]
+                pos = m.end()
+                m = _JOURNAL.match(line, pos)
+                if m:
+                    time, host, service, jpid = m["ts"], m["host"], m["ident"], m["pid"]
+                    fmt = "journal"
+                    pos = m.end()
+    elif n > 4 and line[0] in _UPPER and line[3] == " ":
+        m = _JOURNAL.match(line)
+        if m:
+            time, host, service, jpid = m["ts"], m["host"], m["ident"], m["pid"]
+            fmt = "journal"
+            pos = m.end()
+    if pos < n and line[pos] == "[" and pos + 1 < n and (line[pos + 1] == " " or line[pos + 1] in _DIGITS or line[pos + 1] in _UPPER):
+        m = _KERNEL.match(line, pos)
+        if m:
+            time = m["ts"].strip()
+            fmt = "kernel"
+            service = service or "kernel"
+            pos = m.end()
+    if pos < n and line[pos] in _ALNUM:
+        m = _COMPOSE.match(line, pos)
+        if m:
+            service = m["svc"]
+            fmt = "compose"
+            pos = m.end()
+    elif line.startswith("[pod/", pos):
+        m = _KUBE.match(line, pos)
+        if m:
+            service = m["svc"]
+            fmt = "compose"
+            pos = m.end()
+
+    # vLLM process prefixes (EngineCore may wrap a worker's prefix), torch's [rankN]:.
+    while pos < n and line[pos] == "(":
+        m = _PROC.match(line, pos)
+        if not m:
+            break
+        process = m["name"]
+        kv = dict(_PROC_KV.findall(m["kv"]))
+        pid_text = kv.get("pid")
+        pid = int(pid_text) if pid_text and pid_text.isdigit() else pid
+        rank = _proc_rank(process, kv) or rank
+        fmt = "vllm"
+        pos = m.end()
+    if line.startswith("[rank", pos):
+        m = _TORCH_RANK.match(line, pos)
+        if m:
+            torch_rank = "rank" + m["r"]
+            rank = rank or torch_rank
+            pos = m.end()
+
+    # One application header.
+    if pos < n:
+        c = line[pos]
+        m = None
+        if c == "[":
+            nxt = line[pos + 1] if pos + 1 < n else ""
+            if nxt in _DIGITS:
+                m = _SGLANG.match(line, pos)
+                if m:
+                    time = m["ts"]
+                    ranks = m["ranks"].strip()
+                    rank = ranks or rank
+                    level = m["lvl"] or m["uvl"]
+                    fmt = "uvicorn" if m["uvl"] else "sglang"
+                    header = "sglang"
+            elif nxt in "IWEF":
+                m = _GLOG.match(line, pos)
+                if m:
+                    level, time, location, fmt = _GLOG_LEVEL[m["lvl"]], m["ts"], m["loc"], "glog"
+                    header = m.group(0)
+            if m is None and nxt in _UPPER:
+                m = _SGLANG_RANK_ONLY.match(line, pos)
+                if m:
+                    rank = m["ranks"]
+                    fmt = "sglang"
+                    header = "sglang"
+        elif c in "DIWEC":
+            m = _VLLM.match(line, pos)
+            if m:
+                level, time, location, fmt = m["lvl"], m["ts"], m["loc"], "vllm"
+                header = m.group(0)
+            else:
+                m = _UVICORN.match(line, pos)
+                if m:
+                    level, fmt = m["lvl"], "uvicorn"
+                    header = m["lvl"]
+                elif c in "IWEF":
+                    m = _GLOG.match(line, pos)
+                    if m:
+                        level, time, location, fmt = _GLOG_LEVEL[m["lvl"]], m["ts"], m["loc"], "glog"
+                        header = m.group(0)
+        elif c == "T":
+            m = _UVICORN.match(line, pos)
+            if m:
+                level, fmt, header = m["lvl"], "uvicorn", m["lvl"]
+        if m is not None:
+            pos = m.end()
+
+    message = line[pos:] if pos else line
+    if level is None and "NCCL " in message:
+        m = _NCCL.match(message)
+        if m:
+            level = _NCCL_LEVEL[m["lvl"]]
+            pid = pid if pid is not None else int(m["pid"])
+            if fmt == "plain":
+                fmt = "nccl"
+    if pid is None and jpid is not None:
+        pid = int(jpid)
+    parsed = LogLine(raw, message, time, level, rank, process, pid, service, host, location, fmt)
+    origin = (host, service, jpid, process, str(pid) if process else None, torch_rank)
+    return parsed, origin, header
+
+
+def parse_line(line: str) -> LogLine:
+    """Parse one log line (no trailing newline needed). Never raises."""
+    try:
+        if not isinstance(line, str):
+            line = bytes(line).decode("utf-8", "replace") if isinstance(line, bytes | bytearray) else str(line)
+        return _parse(line)[0]
+    except Exception:  # a parser fed by the journal must not take the caller down
+        return LogLine(raw=str(line), message=str(line))
+
+
+_TIME_FORMATS = (
+    ("%Y-%m-%d %H:%M:%S.%f", False),
+    ("%Y-%m-%d %H:%M:%S", False),
+    ("%m-%d %H:%M:%S", True),
+    ("%b %d %H:%M:%S.%f", True),
+    ("%b %d %H:%M:%S", True),
+    ("%a %b %d %H:%M:%S %Y", False),
+    ("%m%d %H:%M:%S.%f", True),
+)
+
+
+def parse_time(text: str | None, *, year: int | None = None) -> datetime | None:
+    """Turn a ``LogLine.time`` into a datetime; formats without a year get ``year`` (default: this year).
+
+    ISO timestamps with an offset come back timezone-aware; all others are naive.
+    Returns None for text it does not recognise (including dmesg's seconds-since-boot).
+    """
+    if not text:
+        return None
+    text = text.strip()
+    if "T" in text and text[:4].isdigit():
+        try:
+            return datetime.fromisoformat(text.replace(",", ".").replace("Z", "+00:00"))
+        except ValueError:
+            return None
+    text = text.replace(",", ".")
+    if len(text) > 4 and text[:3].isdigit() and text[3] == " ":  # torch's glog drops the month's zero
+        text = "0" + text
+    if "." in text and len(text.rsplit(".", 1)[1]) > 6:  # glog prints nanoseconds
+        head, frac = text.rsplit(".", 1)
+        text = head + "." + frac[:6]
+    for fmt, needs_year in _TIME_FORMATS:
+        try:
+            if needs_year:
+                y = year or datetime.now().year
+                return datetime.strptime(f"{y} {text}", f"%Y {fmt}")
+            return datetime.strptime(text, fmt)
+        except ValueError:
+            continue
+    return None

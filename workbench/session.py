@@ -1,0 +1,274 @@
+"""Sessions: change a host, then leave it exactly as it was found — whatever happens.
+
+``with HostSession(host) as s:`` takes the host's lock (refused at once, with
+the holder's details, if another session holds it), finishes the restore of a
+session that died without one (its record is still on the host), and restores
+on the way out: normal end, exception, Ctrl-C, SIGTERM.  If the controller is
+killed with SIGKILL or its SSH link drops, the lock frees itself, every variant
+stops by its own ``RuntimeMaxSec=``, and the next session on that host finds
+the record and completes the restore.
+
+The record (``<state_dir>/session.json`` on the host) is written *before* each
+change it describes, so there is never a change without a record:
+the base units' snapshots (file hashes, drop-ins, active and unit-file state)
+and every variant unit created.  After a restore the host is checked: no
+variant loaded or on disk, base files byte-identical, base units back in their
+prior state (restarted and ready if they were running).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from workbench import gpus
+from workbench.errors import GpuBusy, RestoreError, WorkbenchError
+from workbench.hosts import Host
+from workbench.lock import HostLock
+from workbench.services import Services, services_for
+from workbench.systemd import UnitStatus
+from workbench.variants import EditValue, Variant
+from workbench.watch import Outcome, watch_start
+
+
+@dataclass
+class Snapshot:
+    unit: str
+    running: bool
+    active_state: str
+    unit_file_state: str
+    files: dict[str, str]  # path -> sha256 (fragment and drop-ins)
+
+
+@dataclass
+class Trial:
+    """One variant start and what became of it."""
+
+    variant: str
+    base: str
+    edits: list[tuple[str, Any]]
+    outcome: Outcome
+    exit_status: int | None
+    exit_code: str
+    changed: bool  # False when the identical runtime unit was already in place
+    unit_text: str = ""
+    stopped_base: bool = False
+
+
+@dataclass
+class Record:
+    owner: dict[str, Any] = field(default_factory=dict)
+    started: float = 0.0
+    snapshots: dict[str, Snapshot] = field(default_factory=dict)
+    created: list[str] = field(default_factory=list)
+
+
+class HostSession:
+    """A locked, recorded, self-restoring stretch of work on one host."""
+
+    def __init__(
+        self,
+        host: Host,
+        *,
+        services: Services | None = None,
+        purpose: str = "",
+        ready_timeout: float = 900.0,
+        gpu_memory_threshold_mib: float = 1024.0,
+    ) -> None:
+        self.host = host
+        self.svc = services or services_for(host)
+        self.lock = HostLock(host, purpose=purpose, lock_dir=self.svc.state_dir + "/lock"
+                             if self.svc.kind == "process" else "/run/lock")
+        self.record = Record()
+        self.ready_timeout = ready_timeout
+        self.gpu_memory_threshold_mib = gpu_memory_threshold_mib
+        self.recovered: list[str] = []
+        self.restored = False
+
+    # -- record ----------------------------------------------------------
+    @property
+    def record_path(self) -> str:
+        return f"{self.svc.state_dir}/session.json"
+
+    def _save(self) -> None:
+        data = asdict(self.record)
+        self.host.put(json.dumps(data, indent=1).encode(), self.record_path, 0o600)
+
+    def _load(self) -> Record | None:
+        res = self.host.run(["cat", "--", self.record_path], timeout=30)
+        if not res.ok:
+            return None
+        try:
+            raw = json.loads(res.stdout)
+        except ValueError:
+            return None
+        snaps = {k: Snapshot(**v) for k, v in raw.get("snapshots", {}).items()}
+        return Record(owner=raw.get("owner", {}), started=raw.get("started", 0.0), snapshots=snaps,
+                      created=list(raw.get("created", [])))
+
+    # -- context ---------------------------------------------------------
+    def __enter__(self) -> HostSession:
+        self.lock.acquire()
+        try:
+            leftover = self._load()
+            if leftover is not None:
+                self.record = leftover
+                self.recovered = list(leftover.created)
+                self.restore()
+            self.record = Record(owner=dict(self.lock.owner_info or {}), started=time.time())
+            self.restored = False
+        except BaseException:
+            self.lock.release()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self.restore()
+        finally:
+            self.lock.release()
+
+    # -- snapshots ---------------------------------------------------------
+    def _files(self, st: UnitStatus) -> dict[str, str]:
+        paths = [p for p in (st.fragment_path, *st.drop_in_paths) if p]
+        if not paths:
+            return {}
+        res = self.host.run(["sha256sum", "--", *paths], timeout=30, check=True)
+        out = {}
+        for line in res.stdout.splitlines():
+            digest, _, path = line.partition("  ")
+            out[path] = digest
+        return out
+
+    def protect(self, unit: str) -> Snapshot:
+        """Record ``unit``'s state before the first change that could touch it."""
+        if unit in self.record.snapshots:
+            return self.record.snapshots[unit]
+        st = self.svc.status(unit)
+        if st.missing:
+            from workbench.errors import UnitNotFound
+
+            raise UnitNotFound(f"{self.host.name}: unit {st.unit} is {st.load_state}", host=self.host.name, unit=st.unit)
+        snap = Snapshot(st.unit, st.running, st.active_state, st.unit_file_state, self._files(st))
+        self.record.snapshots[st.unit] = snap
+        self._save()
+        return snap
+
+    def check_gpus(self, allow_units: tuple[str, ...]) -> None:
+        inv = gpus.inventory(self.host)
+        if inv.error:
+            return
+        reasons = inv.busy(allow_units=allow_units, memory_threshold_mib=self.gpu_memory_threshold_mib)
+        if reasons:
+            raise GpuBusy(f"{self.host.name}: GPUs are busy, not starting anything:\n  " + "\n  ".join(reasons),
+                          host=self.host.name)
+
+    # -- trials ------------------------------------------------------------
+    def variant(self, base: str, edits: dict[str, EditValue] | list[tuple[str, EditValue]] | None = None,
+                env: dict[str, str | None] | None = None, *, runtime_max_sec: int | None = None) -> Variant:
+        """The variant ``base`` + ``edits`` as it would be placed on this host (nothing changes)."""
+        text = self.svc.unit_text(base)
+        if runtime_max_sec:
+            return Variant.build(base, text, edits or {}, env, runtime_max_sec=runtime_max_sec)
+        return Variant.build(base, text, edits or {}, env)
+
+    def run_variant(
+        self,
+        base: str,
+        edits: dict[str, EditValue] | list[tuple[str, EditValue]],
+        env: dict[str, str | None] | None = None,
+        *,
+        health_path: str = "/health",
+        timeout: float | None = None,
+        keep: bool = False,
+        runtime_max_sec: int | None = None,
+        on_event: Any = None,
+        on_line: Any = None,
+    ) -> Trial:
+        """Start ``base`` + ``edits`` as a variant, watch it to ready/failed/timeout, stop it."""
+        snap = self.protect(base)
+        variant = self.variant(base, edits, env, runtime_max_sec=runtime_max_sec)
+        variant_names = (*self.record.created, variant.name)
+        self.check_gpus(allow_units=(snap.unit, *variant_names))
+        if variant.name not in self.record.created:
+            self.record.created.append(variant.name)
+            self._save()
+        changed = self.svc.install_variant(variant)  # verified before it is placed
+        stopped_base = False
+        if self.svc.status(base).running:
+            self.svc.stop(base)
+            stopped_base = True
+        outcome = watch_start(self.svc, variant.name, timeout=timeout or self.ready_timeout,
+                              health_path=health_path, on_event=on_event, on_line=on_line)
+        final = self.svc.stop(variant.name) if outcome.ok or outcome.outcome == "timeout" else self.svc.status(variant.name)
+        status = outcome.status if outcome.status and not outcome.ok else final
+        trial = Trial(variant.name, base, list(variant.edits), outcome,
+                      status.exit_status if status else None, status.exit_code if status else "",
+                      changed, variant.render(), stopped_base)
+        if not keep:
+            self.svc.remove_variant(variant.name)
+            self.record.created.remove(variant.name)
+            self._save()
+        return trial
+
+    # -- restore -----------------------------------------------------------
+    def restore(self) -> list[str]:
+        """Put the host back as recorded; raise ``RestoreError`` (keeping the record) if it is not."""
+        if self.restored:
+            return []
+        actions: list[str] = []
+        for name in list(self.record.created):
+            self.svc.remove_variant(name)
+            actions.append(f"removed variant {name}")
+        self.record.created.clear()
+        for snap in self.record.snapshots.values():
+            st = self.svc.status(snap.unit)
+            if snap.running and not st.running:
+                out = watch_start(self.svc, snap.unit, timeout=self.ready_timeout)
+                actions.append(f"restarted {snap.unit}: {out.outcome}")
+                if not out.ok:
+                    raise RestoreError(f"{self.host.name}: {snap.unit} did not come back: {out.describe()}",
+                                       host=self.host.name, details=actions)
+            elif not snap.running and st.running:
+                self.svc.stop(snap.unit)
+                actions.append(f"stopped {snap.unit}")
+        problems = self.verify()
+        if problems:
+            self._save()
+            raise RestoreError(f"{self.host.name}: not restored: " + "; ".join(problems), host=self.host.name,
+                               details=problems)
+        self.host.run(["rm", "-f", "--", self.record_path], timeout=30, check=True)
+        self.restored = True
+        return actions
+
+    def verify(self) -> list[str]:
+        """What differs from the recorded state (empty: the host is as found)."""
+        problems = []
+        leftovers = self.svc.variant_files()
+        if leftovers:
+            problems.append(f"variant files left: {sorted(leftovers)}")
+        for snap in self.record.snapshots.values():
+            st = self.svc.status(snap.unit)
+            files = self._files(st)
+            if files != snap.files:
+                problems.append(f"{snap.unit}: unit files changed ({snap.files} -> {files})")
+            if st.running != snap.running:
+                problems.append(f"{snap.unit}: {'running' if st.running else 'not running'}, was "
+                                f"{'running' if snap.running else 'not running'}")
+            if st.unit_file_state != snap.unit_file_state:
+                problems.append(f"{snap.unit}: unit-file state {st.unit_file_state}, was {snap.unit_file_state}")
+        return problems
+
+
+def leftover_record(host: Host, services: Services | None = None) -> dict[str, Any] | None:
+    """The record of a session that died on ``host`` without restoring (None if there is none)."""
+    svc = services or services_for(host)
+    res = host.run(["cat", "--", f"{svc.state_dir}/session.json"], timeout=30)
+    if not res.ok:
+        return None
+    try:
+        return dict(json.loads(res.stdout))
+    except ValueError as exc:
+        raise WorkbenchError(f"{host.name}: unreadable session record: {exc}") from exc

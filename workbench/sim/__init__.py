@@ -1,0 +1,1 @@
+"""A simulated SGLang-style inference server and GPU shim (standard library only)."""

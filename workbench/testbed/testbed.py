@@ -1,0 +1,301 @@
+"""``up``, ``status`` and ``down`` of the testbed (nspawn backend; see :mod:`.local` for the other).
+
+State lives in :func:`paths.state_dir`: ``state.json`` (what ``up`` started:
+PIDs, namespaces, mounts), the client key, ``known_hosts`` and ``ssh_config``.
+``up`` is idempotent and first clears whatever a crashed earlier run left;
+``down`` stops exactly the processes ``up`` started (by PID, checked against
+their command line) and removes every namespace, link and mount it made.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from workbench.errors import ConfigError, WorkbenchError
+from workbench.testbed import net, nspawn, paths, rootfs, sshconf
+from workbench.testbed.provision import PROVISIONERS, Provisioner
+
+Progress = Callable[[str], None]
+HOST_NAMES = [f"gpu-{c}" for c in "abcdefghijklmnopqrstuvwxyz"]
+DEFAULT_PROVISION = ("sim",)
+
+
+@dataclass
+class HostState:
+    name: str
+    address: str
+    netns: str
+    veth: str
+    root: str
+    upper: str
+    work: str
+    pid: int = 0
+    log: str = ""
+
+
+@dataclass
+class State:
+    backend: str
+    hosts: list[HostState] = field(default_factory=list)
+    subnet: str = net.DEFAULT_SUBNET
+    rootfs: str = ""
+    provision: list[str] = field(default_factory=list)
+    started_at: float = 0.0
+
+    @property
+    def ssh_config(self) -> Path:
+        return paths.state_dir() / "ssh_config"
+
+    @property
+    def known_hosts(self) -> Path:
+        return paths.state_dir() / "known_hosts"
+
+    @property
+    def key(self) -> Path:
+        return paths.state_dir() / "id_ed25519"
+
+
+def _state_file() -> Path:
+    return paths.state_dir() / "state.json"
+
+
+# The nspawn testbed is one per machine (its bridge and namespace names are fixed):
+# this file names the state directory of the one that runs.
+OWNER_FILE = Path("/run/workbench-testbed.owner")
+NSPAWN_MARKER = f"--network-namespace-path=/run/netns/{net.PREFIX}-"
+
+
+def _check_owner() -> None:
+    try:
+        owner = OWNER_FILE.read_text().strip()
+    except OSError:
+        return
+    if owner and owner != str(paths.state_dir()) and Path(owner, "state.json").exists():
+        raise ConfigError(
+            f"another testbed runs on this machine (state in {owner}); stop it with "
+            f"`WORKBENCH_TESTBED_DIR={owner} workbench testbed down`, or use it by setting WORKBENCH_TESTBED_DIR"
+        )
+
+
+def _stray_nspawn() -> list[int]:
+    """nspawn processes of a testbed (by our namespace naming) that no state file accounts for."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv and argv[0].endswith(b"systemd-nspawn") and any(a.startswith(NSPAWN_MARKER.encode()) for a in argv):
+            pids.append(int(proc.name))
+    return pids
+
+
+def load() -> State | None:
+    try:
+        raw = json.loads(_state_file().read_text())
+    except (OSError, ValueError):
+        return None
+    hosts = [HostState(**h) for h in raw.pop("hosts", [])]
+    return State(hosts=hosts, **raw)
+
+
+def _save(state: State) -> None:
+    path = _state_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(asdict(state), indent=2))
+    tmp.replace(path)
+
+
+def can_use_nspawn() -> tuple[bool, str]:
+    if os.geteuid() != 0:
+        return False, "not root"
+    for tool in ("systemd-nspawn", "debootstrap", "ip", "ssh", "ssh-keygen"):
+        if not shutil.which(tool):
+            return False, f"{tool} not installed"
+    return True, "root with systemd-nspawn"
+
+
+# ---------------------------------------------------------------------------
+
+
+def up(
+    n_hosts: int = 2,
+    *,
+    provision: tuple[str, ...] = DEFAULT_PROVISION,
+    subnet: str = net.DEFAULT_SUBNET,
+    progress: Progress = print,
+) -> State:
+    """Bring ``n_hosts`` hosts up (idempotent: running hosts that match are kept)."""
+    if not 1 <= n_hosts <= len(HOST_NAMES):
+        raise ConfigError(f"--hosts must be between 1 and {len(HOST_NAMES)}")
+    ok, why = can_use_nspawn()
+    if not ok:
+        raise ConfigError(f"the nspawn testbed needs root and systemd-nspawn ({why}); use --backend local")
+    provisioners = PROVISIONERS.make(list(provision))
+    _check_owner()
+    current = load()
+    if current and current.backend == "nspawn" and _healthy(current) and len(current.hosts) >= n_hosts \
+            and current.provision == list(provision):
+        for p in provisioners:  # refresh provisioned files in the running hosts
+            for h in current.hosts:
+                p.install(Path(h.root), h.name)
+        progress(f"testbed already up: {', '.join(h.name for h in current.hosts)}")
+        return current
+    if current or _leftovers():
+        progress("clearing a previous testbed first")
+        down(progress=progress)
+
+    base = rootfs.build(progress=progress)
+    sd = paths.state_dir()
+    sd.mkdir(parents=True, exist_ok=True)
+    state = State(backend="nspawn", subnet=subnet, rootfs=str(base), provision=list(provision), started_at=time.time())
+    sshconf.ensure_client_key(state.key)
+    OWNER_FILE.write_text(str(sd) + "\n")
+    _save(state)  # from here on, a crash leaves a record that the next up/down clears
+    for cmd in net.bridge_up(subnet):
+        nspawn.run(cmd)
+    hosts = []
+    for i in range(n_hosts):
+        hn = net.host_net(HOST_NAMES[i], i, subnet)
+        hdir = sd / "hosts" / hn.name
+        hosts.append(HostState(name=hn.name, address=hn.address, netns=hn.netns, veth=hn.veth,
+                               root=str(hdir / "root"), upper=str(hdir / "upper"), work=str(hdir / "work"),
+                               log=str(hdir / "nspawn.log")))
+    state.hosts = hosts
+    _save(state)
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=n_hosts) as pool:
+        pids = list(pool.map(lambda h: _boot_host(h, state, provisioners, subnet), hosts))
+    for h, pid in zip(hosts, pids, strict=True):
+        h.pid = pid
+    _save(state)
+    entries = [(h.address, key) for h in hosts for key in sshconf.host_public_keys(Path(h.root))]
+    state.known_hosts.write_text(sshconf.render_known_hosts(entries))
+    state.ssh_config.write_text(sshconf.render_ssh_config([(h.name, h.address) for h in hosts],
+                                                          key=state.key, known_hosts=state.known_hosts))
+    for h in hosts:
+        _wait_ssh(h.name, state.ssh_config)
+    progress(f"testbed up: {n_hosts} host(s) booted in {time.monotonic() - started:.1f} s; "
+             f"ssh -F {state.ssh_config} {hosts[0].name}")
+    return state
+
+
+def _boot_host(h: HostState, state: State, provisioners: list[Provisioner], subnet: str) -> int:
+    hn = net.host_net(h.name, HOST_NAMES.index(h.name), subnet)
+    for cmd in net.host_up(hn):
+        nspawn.run(cmd)
+    root = Path(h.root)
+    nspawn.mount_overlay(Path(state.rootfs), Path(h.upper), Path(h.work), root)
+    (root / "etc/hostname").write_text(h.name + "\n")
+    (root / "etc/machine-id").write_text(uuid.uuid4().hex + "\n")
+    (root / "etc/hosts").write_text(f"127.0.0.1 localhost\n127.0.1.1 {h.name}\n")
+    sshconf.generate_host_keys(root)
+    auth = root / "root/.ssh/authorized_keys"
+    auth.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    auth.write_text(state.key.with_suffix(".pub").read_text())
+    auth.chmod(0o600)
+    binds: list[tuple[str, str]] = []
+    for p in provisioners:
+        p.install(root, h.name)
+        binds.extend(p.binds())
+    argv = nspawn.nspawn_argv(h.name, root, h.netns, binds)
+    return nspawn.boot(argv, Path(h.log))
+
+
+def _wait_ssh(alias: str, config: Path, timeout: float = 60.0) -> None:
+    """Block until ``systemctl is-system-running --wait`` answers over SSH by alias."""
+    deadline = time.monotonic() + timeout
+    last = ""
+    while time.monotonic() < deadline:
+        proc = subprocess.run(["ssh", "-F", str(config), alias, "systemctl", "is-system-running", "--wait"],
+                              capture_output=True, text=True, timeout=timeout)
+        last = (proc.stdout + proc.stderr).strip()
+        if proc.stdout.strip() in ("running", "degraded"):
+            return
+        if "Connection refused" not in last and proc.returncode == 255:
+            break
+        time.sleep(0.2)  # sshd accepts a moment after READY=1; nothing to wait on from here
+    raise WorkbenchError(f"{alias}: not reachable over SSH after boot: {last}")
+
+
+def _healthy(state: State) -> bool:
+    return all(h.pid and nspawn.is_ours(h.pid, f"--directory={h.root}") for h in state.hosts)
+
+
+def _leftovers() -> list[str]:
+    found = []
+    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    found += [line.split()[0] for line in netns.splitlines() if line.startswith(f"{net.PREFIX}-")]
+    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
+    found += [m for m in re.findall(r"^\d+: ([^:@]+)", links, re.M) if re.fullmatch(r"wb\d+h|wbbr0", m)]
+    sd = str(paths.state_dir())
+    found += [line.split()[1] for line in Path("/proc/mounts").read_text().splitlines()
+              if line.split()[1].startswith(sd)]
+    found += [f"pid:{pid}" for pid in _stray_nspawn()]
+    return found
+
+
+def down(*, progress: Progress = print) -> list[str]:
+    """Stop every host ``up`` started and remove every trace; return what was removed."""
+    state = load()
+    removed: list[str] = []
+    if state:
+        for h in state.hosts:
+            if h.pid and nspawn.stop(h.pid, argv_marker=f"--directory={h.root}"):
+                removed.append(f"nspawn pid {h.pid} ({h.name})")
+            nspawn.umount(Path(h.root))
+    # Mounts, namespaces and links by name: also catches what a crashed run never recorded.
+    sd = paths.state_dir()
+    for mnt in sorted((line.split()[1] for line in Path("/proc/mounts").read_text().splitlines()
+                       if line.split()[1].startswith(str(sd))), reverse=True):
+        nspawn.umount(Path(mnt))
+        removed.append(f"mount {mnt}")
+    for name in sorted(_leftovers(), key=lambda n: not n.startswith("pid:")):  # processes first
+        if name.startswith("pid:"):
+            pid = int(name[4:])
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if Path(f"/proc/{pid}").exists() else []
+            marker = next((a.decode() for a in argv if a.startswith(b"--directory=")), "")
+            if marker and nspawn.stop(pid, argv_marker=marker):
+                removed.append(f"stray nspawn pid {pid}")
+            continue
+        if name.startswith(f"{net.PREFIX}-"):
+            nspawn.run(["ip", "netns", "del", name], check=False)
+            removed.append(f"netns {name}")
+        elif not name.startswith("/"):
+            nspawn.run(["ip", "link", "del", name], check=False)
+            removed.append(f"link {name}")
+    hosts_dir = sd / "hosts"
+    if hosts_dir.exists():
+        shutil.rmtree(hosts_dir)
+    for name in ("state.json", "ssh_config", "known_hosts"):
+        (sd / name).unlink(missing_ok=True)
+    OWNER_FILE.unlink(missing_ok=True)
+    for h in state.hosts if state else []:
+        shutil.rmtree(f"/run/systemd/nspawn/propagate/{h.name}", ignore_errors=True)
+    progress("testbed down" + (f": removed {len(removed)} item(s)" if removed else ": nothing was running"))
+    return removed
+
+
+def status() -> dict[str, object]:
+    state = load()
+    if not state:
+        return {"running": False, "leftovers": _leftovers()}
+    hosts = []
+    for h in state.hosts:
+        alive = bool(h.pid) and nspawn.is_ours(h.pid, f"--directory={h.root}")
+        hosts.append({"name": h.name, "pid": h.pid, "alive": alive})
+    return {"running": all(h["alive"] for h in hosts), "backend": state.backend, "hosts": hosts,
+            "ssh_config": str(state.ssh_config), "provision": state.provision}

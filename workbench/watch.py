@@ -1,0 +1,256 @@
+"""Watching a start: ready, failed (and in which phase), or timed out — as it happens.
+
+Readiness = the health endpoint answers 200 while the unit is active under the
+same ``InvocationID`` it got when we started it.  Failure = ``failed``,
+``auto-restart``, a higher ``NRestarts``, a changed ``InvocationID``, or the main
+process gone.  The watch is event-driven: it follows the unit's journal (or the
+process backend's log) and re-checks the unit the moment PID 1 reports an exit
+or the server reports it is up; between events it re-checks at most every
+``poll`` seconds (default 0.5 s), which bounds detection when a log line is
+lost.  Every server line also feeds a :class:`~workbench.phases.PhaseTracker`,
+so the outcome carries the phase timeline and the phase a failed start died in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import httpx
+
+from workbench.errors import ServiceError
+from workbench.hosts import LineStream
+from workbench.journal import MSG_UNIT_PROCESS_EXIT, TERMINAL_MESSAGE_IDS, Entry
+from workbench.phases import PhaseTracker
+from workbench.services import Services, exec_argv
+from workbench.systemd import UnitStatus
+
+HEALTH_PATHS = ("/health", "/health_generate", "/v1/models")
+DEFAULT_PORTS = {"sglang": 30000, "vllm": 8000}
+
+
+@dataclass(frozen=True)
+class PhaseEvent:
+    phase: str
+    at: datetime | None
+    seconds: float | None  # since the start was requested
+    line: str
+
+
+@dataclass
+class Outcome:
+    """How one start ended."""
+
+    unit: str
+    outcome: str  # "ready" | "failed" | "timeout"
+    phase: str  # the phase reached ("serving" when ready) or the one it died in
+    invocation_id: str
+    seconds: float  # from the start request to the verdict
+    reason: str
+    status: UnitStatus | None = None
+    timeline: list[PhaseEvent] = field(default_factory=list)
+    cursor: str = ""  # journal position before the start (for retrieval)
+    exit_usec: int | None = None  # journal time of the exit, when there was one
+    detected_usec: int | None = None  # wall time when the watch knew
+    tail: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == "ready"
+
+    @property
+    def detection_latency(self) -> float | None:
+        """Seconds from the journal's exit record to the watch's verdict (failures only)."""
+        if self.exit_usec is None or self.detected_usec is None:
+            return None
+        return (self.detected_usec - self.exit_usec) / 1e6
+
+    def describe(self) -> str:
+        return f"{self.unit}: {self.outcome.upper()} in {self.phase} after {self.seconds:.1f} s ({self.reason})"
+
+
+def server_port(argv: list[str]) -> int:
+    """The port a server listens on, from its command line (``--port N`` / ``--port=N``)."""
+    for i, tok in enumerate(argv):
+        if tok == "--port" and i + 1 < len(argv):
+            return int(argv[i + 1])
+        if tok.startswith("--port="):
+            return int(tok.split("=", 1)[1])
+    return DEFAULT_PORTS["vllm"] if any("vllm" in a for a in argv[:4]) else DEFAULT_PORTS["sglang"]
+
+
+class _Health:
+    """HTTP health checks through the host's tunnel."""
+
+    def __init__(self, base_url: str, path: str, timeout: float) -> None:
+        self.client = httpx.Client(base_url=base_url, timeout=timeout)
+        self.path = path
+        self.last: str = "not checked"
+
+    def ok(self) -> bool:
+        try:
+            r = self.client.get(self.path)
+        except httpx.HTTPError as exc:
+            self.last = type(exc).__name__
+            return False
+        self.last = f"{self.path} {r.status_code}"
+        return r.status_code == 200
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def _failed(before: UnitStatus, st: UnitStatus, invocation: str | None, kind: str) -> str | None:
+    """Why the unit's state means the start failed, or None."""
+    if st.missing:
+        return f"unit {st.load_state}"
+    if st.sub_state == "auto-restart":
+        return f"auto-restart after {st.result or 'failure'}"
+    if st.active_state == "failed":
+        how = f"killed by signal {st.exit_status}" if st.exit_code == "killed" else f"exit status {st.exit_status}"
+        return f"failed ({st.result}, {how})"
+    if st.n_restarts > before.n_restarts:
+        return f"restarted ({st.n_restarts - before.n_restarts}x)"
+    if invocation and st.invocation_id and st.invocation_id != invocation:
+        return "invocation changed (restarted)"
+    if st.active_state in ("inactive", "deactivating") and kind == "systemd":
+        return f"exited ({st.result or 'dead'})"
+    if st.active_state == "inactive" and kind == "process":
+        return f"exited ({st.result or 'dead'})"
+    return None
+
+
+def watch_start(
+    svc: Services,
+    unit: str,
+    *,
+    timeout: float = 900.0,
+    health_path: str = "/health",
+    port: int | None = None,
+    poll: float = 0.5,
+    start: bool = True,
+    on_event: Callable[[PhaseEvent], None] | None = None,
+    on_line: Callable[[Entry], None] | None = None,
+) -> Outcome:
+    """Start ``unit`` (unless ``start=False``) and follow it until it is ready, failed, or ``timeout``."""
+    if health_path not in HEALTH_PATHS and not health_path.startswith("/"):
+        raise ServiceError(f"health path must start with '/': {health_path!r}")
+    host = svc.host
+    argv = exec_argv(svc.unit_text(unit), unit)
+    port = port or server_port(argv)
+    before = svc.status(unit)
+    cursor = svc.cursor()
+    tracker = PhaseTracker()
+    timeline: list[PhaseEvent] = []
+    tail: list[str] = []
+    started = time.monotonic()
+    stream = svc.follow(unit, cursor)
+    exit_usec: int | None = None
+    cursor_usec = int(cursor[1:]) if cursor.startswith("@") else 0
+
+    with contextlib.ExitStack() as stack:
+        stack.callback(stream.close)
+        local_port = stack.enter_context(host.tunnel(port))
+        health = _Health(f"http://127.0.0.1:{local_port}", health_path, timeout=max(poll * 4, 2.0))
+        stack.callback(health.close)
+        # A start gets a new InvocationID; until the unit shows one we judge nothing
+        # (right after ``start --no-block`` systemctl may still report the old state).
+        invocation: str | None
+        if start and not before.running:
+            st = svc.start(unit)
+            invocation = st.invocation_id if st.invocation_id and st.invocation_id != before.invocation_id else None
+        else:
+            invocation = before.invocation_id
+        http_up = False
+        last_check = 0.0
+
+        def verdict(outcome: str, reason: str, st: UnitStatus | None) -> Outcome:
+            nonlocal exit_usec
+            detected = int(time.time() * 1e6)
+            seconds = time.monotonic() - started
+            if outcome == "failed":
+                exit_usec = _drain(stream, svc, unit, invocation, tail, tracker, exit_usec)
+            phase = "serving" if outcome == "ready" else (tracker.failure.phase if tracker.failure else tracker.phase)
+            if outcome == "ready" and (not timeline or timeline[-1].phase != "serving"):
+                timeline.append(PhaseEvent("serving", None, seconds, reason))
+            return Outcome(unit, outcome, phase, invocation or "", seconds, reason, st, timeline,
+                           cursor, exit_usec, detected, tail[-200:])
+
+        while True:
+            if time.monotonic() - started > timeout:
+                return verdict("timeout", f"neither ready nor failed within {timeout:.0f} s ({health.last})",
+                               svc.status(unit))
+            try:
+                line = stream.readline(timeout=poll)
+            except EOFError:  # the follower ended (journald restarted?): resume from the cursor
+                line = None
+                stream = svc.follow(unit, cursor)
+                stack.callback(stream.close)
+            check = time.monotonic() - last_check >= poll
+            entry = svc.parse_entry(line, unit) if line is not None else None
+            if entry is not None and entry.usec > cursor_usec and not (
+                    svc.kind == "process" and entry.invocation and invocation and entry.invocation != invocation):
+                if on_line:
+                    on_line(entry)
+                if entry.manager:
+                    if entry.message_id in TERMINAL_MESSAGE_IDS and (entry.invocation == invocation or (
+                            invocation and not entry.invocation)):
+                        exit_usec = exit_usec or entry.usec
+                        check = True
+                else:
+                    tail.append(entry.message)
+                    tr = tracker.feed(entry.message, entry.time)
+                    if tr is not None:
+                        ev = PhaseEvent(tr.phase, tr.started_at, time.monotonic() - started, tr.line)
+                        timeline.append(ev)
+                        if on_event:
+                            on_event(ev)
+                        if tr.phase in ("warmup", "serving"):
+                            http_up = True
+                            check = True
+            if not check:
+                continue
+            last_check = time.monotonic()
+            st = svc.status(unit)
+            if invocation is None:
+                if not st.invocation_id or st.invocation_id == before.invocation_id:
+                    continue  # the start job has not run yet
+                invocation = st.invocation_id
+            why = _failed(before, st, invocation, svc.kind)
+            if why:
+                return verdict("failed", why, st)
+            if st.active_state == "active" and (http_up or last_check - started > 2) and health.ok():
+                st2 = svc.status(unit)
+                if st2.active_state == "active" and st2.invocation_id == invocation:
+                    return verdict("ready", f"{health.last} under invocation {invocation[:8]}", st2)
+
+        raise AssertionError("unreachable")
+
+
+def _drain(stream: LineStream, svc: Services, unit: str, invocation: str | None, tail: list[str],
+           tracker: PhaseTracker, exit_usec: int | None, grace: float = 1.5) -> int | None:
+    """After a failure: read what the unit still logged (the rest of its traceback) until PID 1's
+    verdict about the invocation arrives or ``grace`` seconds pass; return the exit's journal time."""
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        try:
+            line = stream.readline(timeout=max(0.0, deadline - time.monotonic()))
+        except EOFError:
+            break
+        entry = svc.parse_entry(line, unit) if line is not None else None
+        if entry is None:
+            continue
+        if entry.manager:
+            if entry.invocation in (None, "", invocation) and entry.message_id in TERMINAL_MESSAGE_IDS:
+                exit_usec = exit_usec or entry.usec
+                if entry.message_id != MSG_UNIT_PROCESS_EXIT:
+                    break
+            continue
+        if svc.kind == "process" and entry.invocation and invocation and entry.invocation != invocation:
+            continue
+        tail.append(entry.message)
+        tracker.feed(entry.message, entry.time)
+    return exit_usec
