@@ -36,7 +36,7 @@ demo: venv sysdeps
 	$(VENV)/bin/workbench demo
 
 lint: venv
-	$(VENV)/bin/ruff check workbench tests bench
+	$(VENV)/bin/ruff check workbench tests $(wildcard bench)
 	$(VENV)/bin/mypy
 
 test: venv sysdeps lint

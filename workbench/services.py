@@ -217,12 +217,27 @@ class SystemdServices:
             raise VariantError(f"{self.host.name}: variant {name} does not verify:\n" + "\n".join(problems or [res.tail(5)]),
                                host=self.host.name, unit=name)
 
+    def pending_reloads(self) -> list[str]:
+        """Units whose files changed on disk without a daemon-reload (someone else's pending edits)."""
+        res = self.host.run(["systemctl", "show", "--no-pager", "--property=Id,NeedDaemonReload", "--", "*"],
+                            timeout=60, check=True)
+        return [b["Id"] for b in parse_show(res.stdout) if b.get("NeedDaemonReload") == "yes" and b.get("Id")]
+
     def install_variant(self, variant: Variant) -> bool:
-        """Place the variant's runtime unit (verified, atomic) and reload; False when already in place."""
+        """Place the variant's runtime unit (verified, atomic) and reload; False when already in place.
+
+        Refuses when another unit has a pending daemon-reload: our reload would apply
+        someone else's half-done edits.
+        """
         text = variant.render()
         current = self.host.run(["cat", "--", variant.path], timeout=30)
         if current.ok and current.stdout == text:
             return False
+        pending = [u for u in self.pending_reloads() if u != variant.name]
+        if pending:
+            raise VariantError(f"{self.host.name}: units with edits waiting for a daemon-reload: {pending}; "
+                               "not reloading on someone else's behalf (reload or revert them first)",
+                               host=self.host.name, unit=variant.name)
         self.verify(text, variant.name)
         self.host.put(text.encode(), variant.path)
         self.daemon_reload()

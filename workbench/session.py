@@ -272,3 +272,50 @@ def leftover_record(host: Host, services: Services | None = None) -> dict[str, A
         return dict(json.loads(res.stdout))
     except ValueError as exc:
         raise WorkbenchError(f"{host.name}: unreadable session record: {exc}") from exc
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a variant run would do, computed without changing anything."""
+
+    variant: str
+    path: str
+    unit_text: str
+    diff: str
+    commands: list[str]
+
+    def __str__(self) -> str:
+        return f"# {self.variant} -> {self.path}\n{self.diff}\n# commands:\n" + "\n".join(self.commands)
+
+
+def plan(
+    host: Host,
+    base: str,
+    edits: dict[str, EditValue] | list[tuple[str, EditValue]],
+    env: dict[str, str | None] | None = None,
+    *,
+    services: Services | None = None,
+) -> Plan:
+    """The unit diff and the exact commands a variant run would issue; reads only."""
+    import shlex
+
+    svc = services or services_for(host)
+    v = Variant.build(base, svc.unit_text(base), edits, env)
+    q = shlex.quote
+    if svc.kind == "systemd":
+        cmds = [
+            "flock -n /run/lock/workbench.lock  # held for the session",
+            f"systemd-analyze verify <temporary copy of {v.name}>",
+            f"write {v.path} atomically (temporary file + rename)",
+            "systemctl daemon-reload",
+            f"systemctl stop {q(base)}  # if running",
+            f"systemctl start --no-block {q(v.name)}; journalctl -f -o json --all -u {q(v.name)}  # watch",
+            f"systemctl stop {q(v.name)}; systemctl reset-failed {q(v.name)}; rm -f {q(v.path)}; systemctl daemon-reload",
+            f"systemctl start {q(base)}  # restore, if it was running",
+        ]
+        path = v.path
+    else:
+        path = f"{getattr(svc, 'root', '')}/run/{v.name}"
+        cmds = [f"write {path}", f"stop {base} (if running)", f"setsid python3 procsup.py ... {v.name}",
+                f"stop {v.name}; rm -f {path}", f"start {base} (restore, if it was running)"]
+    return Plan(v.name, path, v.render(), v.diff(), cmds)

@@ -124,6 +124,11 @@ def apply_edits(argv: list[str], edits: Mapping[str, EditValue] | Sequence[tuple
     return out
 
 
+def _one_line(text: str) -> str:
+    """Control characters escaped, so a value with a newline cannot break a unit-file line."""
+    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text.replace("\\", "\\\\"))
+
+
 def describe_edits(edits: Sequence[tuple[str, EditValue]]) -> str:
     """Human form: ``--ep-size 8, --enable-nccl-nvls, no --disable-cuda-graph``."""
     parts = []
@@ -208,10 +213,11 @@ class Variant:
             unit.set("Service", "Type", "exec")
         unit.set("Service", "RuntimeMaxSec", str(self.runtime_max_sec))
         desc = unit.get("Unit", "Description") or self.base
-        unit.set("Unit", "Description", f"{desc} [variant: {describe_edits(self.edits)}]".replace("%", "%%"))
+        what = _one_line(describe_edits(self.edits))
+        unit.set("Unit", "Description", f"{desc} [variant: {what}]".replace("%", "%%"))
         unit.set("Unit", MARKER_KEY, self.base)
         unit.lines = [line for line in unit.lines if line.section != "Install"]
-        header = f"# workbench variant of {self.base}: {describe_edits(self.edits)}\n"
+        header = f"# workbench variant of {self.base}: {what}\n"
         return header + unit.render()
 
     def diff(self) -> str:

@@ -22,13 +22,17 @@ from datetime import datetime
 import httpx
 
 from workbench.errors import ServiceError
-from workbench.hosts import LineStream
+from workbench.hosts import Host, LineStream
 from workbench.journal import MSG_UNIT_PROCESS_EXIT, TERMINAL_MESSAGE_IDS, Entry
 from workbench.phases import PhaseTracker
 from workbench.services import Services, exec_argv
 from workbench.systemd import UnitStatus
 
 HEALTH_PATHS = ("/health", "/health_generate", "/v1/models")
+
+
+class PortInUse(ServiceError):
+    """The server's port is taken: a health check could answer for someone else."""
 DEFAULT_PORTS = {"sglang": 30000, "vllm": 8000}
 
 
@@ -103,6 +107,18 @@ class _Health:
         self.client.close()
 
 
+def port_holders(host: Host, port: int) -> list[str]:
+    """Who listens on TCP ``port`` on the host (``ss``), as "pid N (unit)" strings; empty when free."""
+    res = host.run(["sh", "-c", 'ss -Htlnp "sport = :$1" 2>/dev/null; for p in $(ss -Htlnp "sport = :$1" 2>/dev/null '
+                    "| grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u); do echo \"@@ $p $(grep -o '[^/]*\\.service' "
+                    '/proc/$p/cgroup 2>/dev/null | tail -n1)"; done', "ports", str(port)], timeout=30)
+    holders = [line[3:] for line in res.stdout.splitlines() if line.startswith("@@ ")]
+    if not holders and any("LISTEN" in line for line in res.stdout.splitlines()):
+        holders = ["an unknown process"]
+    return [f"pid {h.split()[0]} ({h.split()[1] if len(h.split()) > 1 else 'no unit'})" if h[0].isdigit() else h
+            for h in holders]
+
+
 def _failed(before: UnitStatus, st: UnitStatus, invocation: str | None, kind: str) -> str | None:
     """Why the unit's state means the start failed, or None."""
     if st.missing:
@@ -142,6 +158,11 @@ def watch_start(
     argv = exec_argv(svc.unit_text(unit), unit)
     port = port or server_port(argv)
     before = svc.status(unit)
+    if start and not before.running:
+        holders = port_holders(host, port)
+        if holders:
+            raise PortInUse(f"{host.name}: port {port} is already in use by {', '.join(holders)}; "
+                            f"not starting {unit}", host=host.name, unit=unit)
     cursor = svc.cursor()
     tracker = PhaseTracker()
     timeline: list[PhaseEvent] = []
