@@ -331,8 +331,6 @@ def _harden(conn: Any) -> None:
         for path in _known_hosts_files(conn.ssh_config):
             if path.is_file():
                 conn.client.load_system_host_keys(str(path))
-        if str(conn.ssh_config.get("proxyjump", "")).lower() == "none":
-            conn.gateway = None
         conn = conn.gateway
 
 
@@ -371,11 +369,20 @@ class SSHHost:
             else:
                 config = Config()
             config.load_ssh_config()
-            conn = Connection(self.name, config=config, connect_timeout=int(self.connect_timeout))
-            conn.connect_kwargs.setdefault("look_for_keys", True)
-            conn.connect_kwargs.setdefault("banner_timeout", self.connect_timeout)
-            conn.connect_kwargs.setdefault("auth_timeout", self.connect_timeout)
-            _harden(conn)
+            # Gateways are always passed explicitly: Fabric's own ProxyJump handling builds
+            # multi-hop chains in reverse and recurses on wildcard ``Host *`` jump rules.
+            conn = self._make(Connection, config, self.name, gateway=False)
+            jump = str(conn.ssh_config.get("proxyjump", "")).strip()
+            command = str(conn.ssh_config.get("proxycommand", "")).strip()
+            if jump and jump.lower() != "none":
+                # OpenSSH order: the first hop is dialled directly, each next one through the
+                # one before, the target through the last.
+                gateway: Any = False
+                for hop in jump.split(","):
+                    gateway = self._make(Connection, config, hop.strip(), gateway=gateway)
+                conn = self._make(Connection, config, self.name, gateway=gateway)
+            elif command and command.lower() != "none" and not jump:
+                conn = self._make(Connection, config, self.name, gateway=command)
             try:
                 conn.open()
             except paramiko.BadHostKeyException as exc:
@@ -397,6 +404,14 @@ class SSHHost:
             conn.transport.set_keepalive(KEEPALIVE_S)
             self._conn = conn
             return conn
+
+    def _make(self, connection_cls: Any, config: Any, host: str, *, gateway: Any) -> Any:
+        conn = connection_cls(host, config=config, connect_timeout=int(self.connect_timeout), gateway=gateway)
+        conn.connect_kwargs.setdefault("look_for_keys", True)
+        conn.connect_kwargs.setdefault("banner_timeout", self.connect_timeout)
+        conn.connect_kwargs.setdefault("auth_timeout", self.connect_timeout)
+        _harden(conn)
+        return conn
 
     def _drop(self) -> None:
         if self._conn is not None:
@@ -466,9 +481,12 @@ class SSHHost:
                     got = True
                 if got:
                     continue
-                if chan.exit_status_ready() and not chan.recv_ready() and not chan.recv_stderr_ready():
+                # Done only at EOF with both buffers drained: the exit status can arrive
+                # before the last stderr packets.
+                if (chan.eof_received or chan.closed) and chan.exit_status_ready() \
+                        and not chan.recv_ready() and not chan.recv_stderr_ready():
                     break
-                if chan.closed and not chan.recv_ready():
+                if chan.closed and not chan.recv_ready() and not chan.recv_stderr_ready():
                     break
                 left = deadline - time.monotonic()
                 if left <= 0:

@@ -23,18 +23,22 @@ LOCK_DIR = "/run/lock"
 HELD_EXIT = 75
 
 
-def lock_argv(path: str) -> list[str]:
-    return ["flock", "-n", "-E", str(HELD_EXIT), path, "sh", "-c", "echo LOCKED; exec cat"]
+def lock_argv(path: str, wait: float = 0) -> list[str]:
+    """``flock`` that fails at once (``wait=0``) or waits on the host, then holds while stdin is open."""
+    how = ["-w", f"{wait:g}"] if wait > 0 else ["-n"]
+    return ["flock", *how, "-E", str(HELD_EXIT), path, "sh", "-c", "echo LOCKED; exec cat"]
 
 
 @dataclass
 class HostLock:
-    """``with HostLock(host, purpose="bisect"):`` — refused at once (``LockHeld``) if someone holds it."""
+    """``with HostLock(host, purpose="bisect"):`` — refused (``LockHeld``, with the holder's details)
+    if someone holds it, at once or after ``wait`` seconds."""
 
     host: Host
     name: str = "workbench"
     purpose: str = ""
     timeout: float = 15.0
+    wait: float = 0.0  # seconds to wait for a holder to let go (0: refuse at once)
     lock_dir: str = LOCK_DIR
     _stream: LineStream | None = None
     owner_info: dict[str, Any] | None = None
@@ -56,8 +60,8 @@ class HostLock:
 
     def acquire(self) -> HostLock:
         self.host.run(["mkdir", "-p", "--", self.lock_dir], timeout=self.timeout, check=True)
-        stream = self.host.stream(lock_argv(self.path), tether=False)
-        deadline = time.monotonic() + self.timeout
+        stream = self.host.stream(lock_argv(self.path, self.wait), tether=False)
+        deadline = time.monotonic() + self.timeout + self.wait
         while True:
             try:
                 line = stream.readline(timeout=max(0.0, deadline - time.monotonic()))

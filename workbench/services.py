@@ -69,7 +69,7 @@ class Services(Protocol):
 
     def statuses(self, units: list[str]) -> list[UnitStatus]: ...
 
-    def list(self, pattern: str = "*") -> list[str]: ...
+    def units(self, pattern: str = "*") -> list[str]: ...
 
     def unit_text(self, unit: str) -> str: ...
 
@@ -109,7 +109,7 @@ def _check_unit(unit: str) -> str:
 
 def inventory(svc: Services, pattern: str = "*") -> list[ServiceInfo]:
     """Units matching ``pattern`` with their status, command line and the GPUs they hold."""
-    units = svc.list(pattern)
+    units = svc.units(pattern)
     statuses = svc.statuses(units) if units else []
     gpu_inv = gpus.inventory(svc.host)
     rows = []
@@ -155,7 +155,7 @@ class SystemdServices:
             raise UnitNotFound(f"{self.host.name}: unit {st.unit} is {st.load_state}", host=self.host.name, unit=st.unit)
         return st
 
-    def list(self, pattern: str = "*") -> list[str]:
+    def units(self, pattern: str = "*") -> list[str]:
         res = self.host.run(f"{shlex.join(list_units_argv(pattern))}; {shlex.join(list_unit_files_argv(pattern))}",
                             timeout=30, check=True)
         return sorted(set(parse_unit_names(res.stdout)))
@@ -343,7 +343,7 @@ class ProcessServices:
             props.update(ExecMainCode="1", ExecMainStatus=str(st["exit_code"]))
         return UnitStatus.from_show(props)
 
-    def list(self, pattern: str = "*") -> list[str]:
+    def units(self, pattern: str = "*") -> list[str]:
         res = self.host.run(["sh", "-c", 'ls -1 "$1/units" "$1/run" 2>/dev/null', "ls", self.root], timeout=30)
         names = {n for n in res.stdout.split() if n.endswith(".service")}
         return sorted(n for n in names if fnmatch.fnmatch(n, pattern))

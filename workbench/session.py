@@ -76,11 +76,12 @@ class HostSession:
         purpose: str = "",
         ready_timeout: float = 900.0,
         gpu_memory_threshold_mib: float = 1024.0,
+        lock_wait: float = 0.0,
     ) -> None:
         self.host = host
         self.svc = services or services_for(host)
-        self.lock = HostLock(host, purpose=purpose, lock_dir=self.svc.state_dir + "/lock"
-                             if self.svc.kind == "process" else "/run/lock")
+        self.lock = HostLock(host, purpose=purpose, wait=lock_wait,
+                             lock_dir=self.svc.state_dir + "/lock" if self.svc.kind == "process" else "/run/lock")
         self.record = Record()
         self.ready_timeout = ready_timeout
         self.gpu_memory_threshold_mib = gpu_memory_threshold_mib

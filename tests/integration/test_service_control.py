@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
@@ -18,56 +16,9 @@ from workbench.systemd import UnitStatus
 from workbench.variants import Variant
 from workbench.watch import PortInUse, watch_start
 
+from .conftest import BASE, BASE_TEXT, as_found, tree_digest
+
 pytestmark = pytest.mark.testbed
-
-TOY = Path(__file__).parents[1] / "fixtures" / "toy" / "toy_server.py"
-BASE = "toy.service"
-BASE_TEXT = """[Unit]
-Description=toy base for service-control tests
-
-[Service]
-ExecStart=/usr/bin/python3 /opt/toy/toy_server.py --port 31000 --mode ok --delay 0.2
-Restart=on-failure
-RestartSec=1
-
-[Install]
-WantedBy=multi-user.target
-"""
-
-
-@pytest.fixture(scope="module")
-def toy(testbed):
-    from workbench.hosts import SSHHost
-
-    host = SSHHost("gpu-a", ssh_config=str(testbed.ssh_config))
-    host.put(TOY.read_bytes(), "/opt/toy/toy_server.py")
-    host.put(BASE_TEXT.encode(), f"/etc/systemd/system/{BASE}")
-    host.run("systemctl daemon-reload && systemctl enable --now toy.service", check=True)
-    svc = SystemdServices(host)
-    out = watch_start(svc, BASE, start=False, port=31000, timeout=60)
-    assert out.ok, out.describe()
-    yield host
-    host.run("systemctl disable --now toy.service; rm -f /etc/systemd/system/toy.service; systemctl daemon-reload")
-    host.close()
-
-
-def tree_digest(host) -> str:
-    """sha256 over every unit file and drop-in we could touch, plus the loaded units."""
-    files = host.run("find /etc/systemd/system /run/systemd/system -type f -print0 | sort -z | xargs -0 sha256sum",
-                     check=True).stdout
-    units = host.run("systemctl list-units --all --plain --no-legend --no-pager | awk '{print $1, $2}'").stdout
-    return hashlib.sha256((files + units).encode()).hexdigest()
-
-
-def as_found(host) -> None:
-    svc = SystemdServices(host)
-    st = svc.status(BASE)
-    assert st.running, st.describe()
-    assert svc.variant_files() == {}
-    assert host.run("systemctl list-units --all --plain --no-legend 'toy-wb-*'").stdout.strip() == ""
-    assert host.run(["cat", f"/etc/systemd/system/{BASE}"]).stdout == BASE_TEXT
-    assert host.run(["test", "-e", "/run/workbench/session.json"]).exited == 1
-
 
 def test_missing_unit_is_reported_missing_never_inactive_exit_0(toy):
     st = SystemdServices(toy).status("no-such-unit-4f2a.service")

@@ -95,7 +95,7 @@ def down(*, progress: Callable[[str], None] = print) -> None:
 
     for name in hosts:
         svc = services_for(connect(name))
-        for unit in svc.list():
+        for unit in svc.units():
             if svc.status(unit).running:
                 svc.stop(unit)
     shutil.rmtree(paths.state_dir() / "local", ignore_errors=True)

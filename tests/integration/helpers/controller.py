@@ -1,0 +1,73 @@
+"""A controller that runs one variant trial on gpu-a and kills itself (SIGKILL) at a named step.
+
+    python controller.py SSH_CONFIG STEP BASE
+
+Steps: after_protect, after_record, after_install, after_stop_base, during_watch, after_watch.
+Prints "REACHED <step>" right before dying, so the test knows the kill happened there.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+from workbench.hosts import SSHHost
+from workbench.session import HostSession
+
+ssh_config, step, base = sys.argv[1:4]
+sig = signal.SIGINT if os.environ.get("KILL_SIGNAL") == "INT" else signal.SIGKILL
+
+
+def die(at: str) -> None:
+    if at == step:
+        print(f"REACHED {at}", flush=True)
+        os.kill(os.getpid(), sig)
+
+
+host = SSHHost("gpu-a", ssh_config=ssh_config)
+session = HostSession(host, purpose=f"kill-at-{step}")
+svc = session.svc
+
+orig_protect = session.protect
+orig_save = session._save
+orig_install = svc.install_variant
+orig_stop = svc.stop
+
+
+def protect(unit):  # type: ignore[no-untyped-def]
+    snap = orig_protect(unit)
+    die("after_protect")
+    return snap
+
+
+def save():  # type: ignore[no-untyped-def]
+    orig_save()
+    if session.record.created:
+        die("after_record")
+
+
+def install(v):  # type: ignore[no-untyped-def]
+    changed = orig_install(v)
+    die("after_install")
+    return changed
+
+
+def stop(unit, **kw):  # type: ignore[no-untyped-def]
+    st = orig_stop(unit, **kw)
+    if unit == base:
+        die("after_stop_base")
+    elif "-wb-" in unit:
+        die("after_watch")
+    return st
+
+
+session.protect = protect  # type: ignore[method-assign]
+session._save = save  # type: ignore[method-assign]
+svc.install_variant = install  # type: ignore[method-assign]
+svc.stop = stop  # type: ignore[method-assign]
+
+with session:
+    session.run_variant(base, {"--mode": "ok", "--delay": "0.5"}, timeout=60,
+                        on_event=lambda ev: die("during_watch") if ev.phase == "cuda_graph_capture" else None)
+print("COMPLETED", flush=True)
