@@ -14,6 +14,7 @@ and a host that stops answering is detected by a liveness probe.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import queue
 import select
@@ -38,6 +39,11 @@ from workbench.errors import (
     HostUnresponsive,
 )
 from workbench.shell import Command
+
+# Paramiko reports expected events (a tunnel dialled before the server listens, a socket
+# closed under a dying transport) as log records; without a handler Python would print
+# them to stderr.  Applications that configure logging still get them.
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 DEFAULT_TIMEOUT = 60.0
 CONNECT_TIMEOUT = 15.0

@@ -8,7 +8,7 @@ Prefixes recognised, in the order they are peeled::
 
     collector  1779264164797<TAB>2026-05-20T08:02:44.797Z<TAB>   (Loki export, kubectl --timestamps, CI logs)
     journal    May 30 15:02:13 host python[33085]:               (journalctl short; also -o short-iso / syslog)
-    kernel     [Mon May 30 15:02:13 2025] / [12345.678901]       (dmesg -T / dmesg)
+    kernel     [Mon May 30 15:02:13 2025] / [12345.678901]       (dmesg -T / dmesg; journalctl -o short-monotonic)
     compose    svc-1  |                                          (docker compose; [pod/x/c] for kubectl --prefix)
     vllm proc  (VllmWorker rank=2 pid=123) (EngineCore_DP0 pid=7) (APIServer pid=1) (Worker_TP1_EP1 pid=9)
     torch      [rank3]:                                          (torch.distributed elastic)
@@ -17,6 +17,7 @@ Prefixes recognised, in the order they are peeled::
     vllm       ERROR 09-18 21:38:02 [core.py:708]  (old: "INFO 07-17 23:41:16 model_runner.py:559]")
     uvicorn    INFO:     Started server process [1]
     glog       [W309 12:56:45.480623726 ProcessGroupNCCL.cpp:1553]   (torch c10, absl)
+    trtllm     [TensorRT-LLM][ERROR] / [01/10/2025-08:00:00] [TRT-LLM] [E]
     nccl       host:pid:tid [dev] NCCL WARN ...                  (level only; the text stays the message)
 
 ANSI colour codes are removed first. ``rank`` is SGLang's rank string ("TP3", "DP1 TP0"),
@@ -64,8 +65,14 @@ _JOURNAL = re.compile(
 )
 _COLLECTOR = re.compile(r"(?:\d{10,19}\t)?(?P<ts>" + _ISO_TS + r")[\t ]")
 _KERNEL = re.compile(r"\[(?P<ts>[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}|\s*\d+\.\d+)\] ?")
+_JOURNAL_AFTER_TS = re.compile(r"(?P<host>[\w.-]+) (?P<ident>[^\s\[\]:]+)\[(?P<pid>\d+)\]: ?")  # -o short-monotonic
+_TRTLLM = re.compile(
+    r"(?:\[(?P<ts>\d\d/\d\d/\d{4}-\d\d:\d\d:\d\d)\] )?\[(?:TRT-LLM|TensorRT-LLM)\]"
+    r"(?: ?\[RANK (?P<rank>\d+)\])?(?: ?\[(?P<lvl>[A-Z]+)\])? ?"
+)
 _COMPOSE = re.compile(r"(?P<svc>[A-Za-z0-9][\w.-]*)\s+\| ?")
 _KUBE = re.compile(r"\[pod/(?P<svc>[^\]\s]+)\] ")
+_PROC_FAST = re.compile(r"\(([A-Za-z_][\w.-]*?)(?: rank=(\d+))? pid=(\d+)\) ?")
 _PROC = re.compile(r"\((?P<name>[A-Za-z_][\w.-]*)(?P<kv>(?:,? \w+=[^\s,)]+)+)\) ?")
 _PROC_KV = re.compile(r"(\w+)=([^\s,)]+)")
 _PROC_RANKS = re.compile(r"_(DP|TP|PP|EP|CP)(\d+)")
@@ -85,6 +92,8 @@ _GLOG = re.compile(r"\[?(?P<lvl>[IWEF])(?P<ts>\d{3,4} \d\d:\d\d:\d\d\.\d+) +(?:\
 _NCCL = re.compile(r"\S+:(?P<pid>\d+):\d+ \[\d+\] (?:\S+:\d+ )?NCCL (?P<lvl>INFO|WARN|TRACE|ERROR) ")
 
 _NO_ORIGIN: tuple[str | None, ...] = (None, None, None, None, None, None)
+_TRT_LEVEL = {"E": "ERROR", "W": "WARNING", "I": "INFO", "V": "DEBUG", "ERROR": "ERROR", "WARNING": "WARNING",
+              "INFO": "INFO", "DEBUG": "DEBUG", "VERBOSE": "DEBUG"}
 _GLOG_LEVEL = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "CRITICAL"}
 _NCCL_LEVEL = {"INFO": "INFO", "WARN": "WARNING", "TRACE": "DEBUG", "ERROR": "ERROR"}
 _UPPER = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
@@ -97,15 +106,23 @@ def strip_ansi(text: str) -> str:
     return _ANSI.sub("", text) if "\x1b" in text else text
 
 
-def _proc_rank(name: str, kv: dict[str, str]) -> str | None:
-    if "rank" in kv:
-        return "rank" + kv["rank"]
+_NAME_RANKS: dict[str, str | None] = {}
+
+
+def _proc_rank(name: str, rank: str | None) -> str | None:
+    if rank is not None:
+        return "rank" + rank
+    try:
+        return _NAME_RANKS[name]
+    except KeyError:
+        pass
     parts = _PROC_RANKS.findall(name)
-    if parts:
-        return " ".join(p + n for p, n in parts)
-    if name.startswith("EngineCore_") and name[11:].isdigit():
-        return "DP" + name[11:]
-    return None
+    found = " ".join(p + n for p, n in parts) if parts else None
+    if found is None and name.startswith("EngineCore_") and name[11:].isdigit():
+        found = "DP" + name[11:]
+    if len(_NAME_RANKS) < 4096:  # process names repeat: remember what they say
+        _NAME_RANKS[name] = found
+    return found
 
 
 def _parse(line: str) -> tuple[LogLine, tuple[str | None, ...], str | None]:
@@ -162,9 +179,14 @@ def _parse(line: str) -> tuple[LogLine, tuple[str | None, ...], str | None]:
         m = _KERNEL.match(line, pos)
         if m:
             time = m["ts"].strip()
-            fmt = "kernel"
-            service = service or "kernel"
             pos = m.end()
+            j = _JOURNAL_AFTER_TS.match(line, pos) if fmt == "plain" else None
+            if j:
+                host, service, jpid, fmt = j["host"], j["ident"], j["pid"], "journal"
+                pos = j.end()
+            else:
+                fmt = "kernel"
+                service = service or "kernel"
     if pos < n and line[pos] in _ALNUM:
         m = _COMPOSE.match(line, pos)
         if m:
@@ -180,14 +202,19 @@ def _parse(line: str) -> tuple[LogLine, tuple[str | None, ...], str | None]:
 
     # vLLM process prefixes (EngineCore may wrap a worker's prefix), torch's [rankN]:.
     while pos < n and line[pos] == "(":
-        m = _PROC.match(line, pos)
-        if not m:
-            break
-        process = m["name"]
-        kv = dict(_PROC_KV.findall(m["kv"]))
-        pid_text = kv.get("pid")
-        pid = int(pid_text) if pid_text and pid_text.isdigit() else pid
-        rank = _proc_rank(process, kv) or rank
+        m = _PROC_FAST.match(line, pos)
+        if m:
+            process, prank, pid = m.group(1), m.group(2), int(m.group(3))
+        else:
+            m = _PROC.match(line, pos)
+            if not m:
+                break
+            process = m.group("name")
+            kv = dict(_PROC_KV.findall(m.group("kv")))
+            pid_text = kv.get("pid")
+            pid = int(pid_text) if pid_text and pid_text.isdigit() else pid
+            prank = kv.get("rank")
+        rank = _proc_rank(process, prank) or rank
         fmt = "vllm"
         pos = m.end()
     if line.startswith("[rank", pos):
@@ -195,6 +222,16 @@ def _parse(line: str) -> tuple[LogLine, tuple[str | None, ...], str | None]:
         if m:
             torch_rank = "rank" + m["r"]
             rank = rank or torch_rank
+            pos = m.end()
+
+    # TensorRT-LLM's own prefixes: "[TensorRT-LLM][ERROR] ", "[01/10/2025-08:00:00] [TRT-LLM] [E] ".
+    if line.startswith("[T", pos) or line.startswith("] [T", pos + 20):
+        m = _TRTLLM.match(line, pos)
+        if m:
+            level = _TRT_LEVEL.get(m["lvl"] or "", m["lvl"])
+            time = m["ts"] or time
+            rank = ("rank" + m["rank"]) if m["rank"] else rank
+            fmt = header = "trtllm"
             pos = m.end()
 
     # One application header.

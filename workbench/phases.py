@@ -8,7 +8,8 @@ is where no line has told us anything yet.
 :class:`PhaseTracker` is fed lines one at a time (the live "watch a start" feature feeds
 it journal lines as they arrive) and reports transitions, the current phase, whether the
 server declared itself ready, and the first failure line of the current start.
-:func:`timeline` runs a tracker over a whole log and returns DataFrame-ready rows.
+:func:`timeline` runs trackers over a whole log and returns DataFrame-ready rows;
+:func:`track` returns the trackers themselves (one per server in the log).
 :func:`phase_from_frames` names the phase a traceback's stack belongs to.
 
 Rules, on the message once :func:`workbench.logformats.parse_line` removed the prefixes
@@ -46,6 +47,7 @@ __all__ = [
     "phase_from_frames",
     "phase_of_message",
     "timeline",
+    "track",
 ]
 
 PHASES: tuple[str, ...] = (
@@ -84,7 +86,9 @@ class PhaseFailure:
 # (pattern, phase, order, kind). Order places a rule on the startup path; kinds:
 # start (a new start), begin (may go backwards), progress/end (forwards only),
 # ready (declared ready), batch (serving, only when nothing else is known),
-# http_up (warmup for SGLang, ready for vLLM).
+# http_up (warmup for SGLang, ready for vLLM). Each pattern is tried only when one of
+# the literal words it needs is in the line (plain ``in`` tests are much cheaper than
+# a regex search over every line).
 _RULES: tuple[tuple[str, str, float, str], ...] = (
     (r"server_args=|Initializing an? (?:V1 )?LLM engine|vLLM API server version|non-default args:", "startup_other", 0, "start"),
     (r"Init torch distributed begin", "nccl_init", 1, "start"),
@@ -105,23 +109,41 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
     (r"Starting vLLM (?:API )?server|fired up and ready to roll", "serving", 6, "ready"),
     (r"Decode batch[.,]? |Prefill batch[.,]? |Avg prompt throughput:|\"(?:POST|GET) /v1/", "serving", 6, "batch"),
 )
-_RULE_RE = re.compile("|".join(f"(?P<r{i}>{pat})" for i, (pat, *_rest) in enumerate(_RULES)))
+_COMPILED = tuple(re.compile(pat) for pat, *_rest in _RULES)
+# words one of which every rule needs (checked with ``in`` before any regex runs)
+_ANCHORS = ("server_args=", "LLM engine", "vLLM", "non-default", "Init torch", "assigned as DP", "world_size=",
+            "Load weight", "Starting to load", "Loading", "Model loading", "KV Cache", "KV cache", "Memory p",
+            "GPU blocks", "Maximum concurrency", "Capture", "Capturing", "max_total_num_tokens", "Graph capturing",
+            "init engine", "Uvicorn", "Application startup", "fired up", "batch", "Avg prompt", "/v1/")
 _FAILURE_RE = re.compile(
     r"hit an exception|Traceback \(most recent call last\)|failed to start|WorkerProc failed|"
     r"died unexpectedly|scheduler (?:is dead|died)|Initialization failed|Received sigquit|SIGQUIT received|"
     r"Engine core initialization failed|CUDA out of memory|OutOfMemoryError|^Killed$|Segmentation fault|"
     r"terminate called after throwing"
 )
+_FAILURE_ANCHORS = ("exception", "Traceback", "fail", "died", "dead", "sigquit", "SIGQUIT", "out of memory",
+                    "OutOfMemory", "Killed", "Segmentation", "terminate called")
 _ORDER = {"nccl_init": 1, "weight_loading": 2, "kv_cache_alloc": 3, "cuda_graph_capture": 4, "warmup": 5, "serving": 6}
 
 
 def phase_of_message(message: str) -> tuple[str, float, str] | None:
     """The (phase, order, kind) rule a message matches, or None."""
-    m = _RULE_RE.search(message)
-    if m is None or m.lastgroup is None:
+    for anchor in _ANCHORS:
+        if anchor in message:
+            break
+    else:
         return None
-    _pat, phase, order, kind = _RULES[int(m.lastgroup[1:])]
-    return phase, order, kind
+    for pattern, (_pat, phase, order, kind) in zip(_COMPILED, _RULES, strict=True):
+        if pattern.search(message):
+            return phase, order, kind
+    return None
+
+
+def _is_failure(message: str) -> bool:
+    for anchor in _FAILURE_ANCHORS:
+        if anchor in message:
+            return _FAILURE_RE.search(message) is not None
+    return False
 
 
 class PhaseTracker:
@@ -163,9 +185,9 @@ class PhaseTracker:
                 self.flavor = "vllm"
             elif parsed.format == "sglang" or (parsed.format == "uvicorn" and parsed.time):
                 self.flavor = "sglang"
-        rule = phase_of_message(msg) if msg else None
+        rule = phase_of_message(msg) if msg and not msg[0].isspace() else None
         if rule is None:
-            if self.failure is None and msg and _FAILURE_RE.search(msg):
+            if self.failure is None and msg and _is_failure(msg):
                 self.failure = PhaseFailure(self.phase, self._time(parsed, at), parsed.raw, self.line_no)
             return None
         phase, order, kind = rule
@@ -198,6 +220,19 @@ class PhaseTracker:
 
     def _time(self, parsed: LogLine, at: datetime | None) -> datetime | None:
         return at if at is not None else parse_time(parsed.time, year=self.year)
+
+
+def track(text: str, *, year: int | None = None) -> dict[str, PhaseTracker]:
+    """One tracker per server (``"host|service"``, see :func:`timeline`) fed every line of ``text``."""
+    trackers: dict[str, PhaseTracker] = {}
+    for line_no, raw in enumerate(text.split("\n"), 1):
+        parsed = parse_line(raw)
+        server = f"{parsed.host or ''}|{parsed.service or ''}"
+        tracker = trackers.get(server)
+        if tracker is None:
+            tracker = trackers[server] = PhaseTracker(year=year)
+        tracker.feed(parsed, line_no=line_no)
+    return trackers
 
 
 def timeline(text: str, *, year: int | None = None) -> list[dict[str, Any]]:

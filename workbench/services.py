@@ -77,6 +77,8 @@ class Services(Protocol):
 
     def stop(self, unit: str, *, timeout: float = 90.0) -> UnitStatus: ...
 
+    def restart(self, unit: str) -> UnitStatus: ...
+
     def reset(self, unit: str) -> None: ...
 
     def install_variant(self, variant: Variant) -> bool: ...
@@ -90,6 +92,8 @@ class Services(Protocol):
     def follow(self, unit: str, cursor: str) -> LineStream: ...
 
     def parse_entry(self, line: str, unit: str) -> Entry | None: ...
+
+    def invocation_text(self, unit: str, invocation: str) -> str: ...
 
 
 def exec_argv(unit_text: str, unit: str = "unit") -> list[str]:
@@ -110,7 +114,12 @@ def _check_unit(unit: str) -> str:
 def inventory(svc: Services, pattern: str = "*") -> list[ServiceInfo]:
     """Units matching ``pattern`` with their status, command line and the GPUs they hold."""
     units = svc.units(pattern)
-    statuses = svc.statuses(units) if units else []
+    seen: set[str] = set()
+    statuses = []
+    for st in svc.statuses(units) if units else []:
+        if st.unit not in seen:  # an alias (sshd.service) reports its unit's Id (ssh.service)
+            seen.add(st.unit)
+            statuses.append(st)
     gpu_inv = gpus.inventory(svc.host)
     rows = []
     for st in statuses:
@@ -268,6 +277,12 @@ class SystemdServices:
 
     def parse_entry(self, line: str, unit: str) -> Entry | None:
         return parse_json_entry(line)
+
+    def invocation_text(self, unit: str, invocation: str) -> str:
+        """Every message the unit's processes logged in one invocation, as plain text."""
+        res = self.host.run(["journalctl", "--no-pager", "-o", "cat", "--all", f"_SYSTEMD_INVOCATION_ID={invocation}"],
+                            timeout=120, check=True)
+        return res.stdout
 
 
 # ---------------------------------------------------------------------------
@@ -455,6 +470,16 @@ class ProcessServices:
 
     def parse_entry(self, line: str, unit: str) -> Entry | None:
         return parse_process_entry(line, unit)
+
+    def invocation_text(self, unit: str, invocation: str) -> str:
+        path = self.log_path(unit)
+        res = self.host.run(["sh", "-c", 'cat "$1".3 "$1".2 "$1".1 "$1" 2>/dev/null', "logs", path], timeout=120)
+        lines = []
+        for raw in res.stdout.splitlines():
+            e = parse_process_entry(raw, unit)
+            if e is not None and e.invocation == invocation and e.stream != "sys":
+                lines.append(e.message)
+        return "\n".join(lines) + ("\n" if lines else "")
 
 
 def services_for(host: Host, *, process_root: str | None = None) -> Services:

@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from workbench.errors import ConfigError
+from workbench.systemd import normalize_unit
 from workbench.unitfile import UnitFile, join_command, quote_arg, split_command
 
 EditValue = str | bool | None | Sequence[str]
@@ -173,6 +174,7 @@ class Variant:
                 raise ConfigError(f"invalid environment variable name: {name!r}")
         if runtime_max_sec <= 0:
             raise ConfigError("runtime_max_sec must be positive (it is the variant's dead-man switch)")
+        base = normalize_unit(base)
         return cls(base, normalize_edits(edits), tuple((env or {}).items()), runtime_max_sec, base_text)
 
     @property

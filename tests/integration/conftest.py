@@ -12,6 +12,7 @@ from workbench.watch import watch_start
 
 TOY = Path(__file__).parents[1] / "fixtures" / "toy" / "toy_server.py"
 BASE = "toy.service"
+SIM_BASE = "sglang-k26-ddtree.service"
 BASE_TEXT = """[Unit]
 Description=toy base for service-control tests
 
@@ -30,6 +31,9 @@ def toy(testbed):
     from workbench.hosts import SSHHost
 
     host = SSHHost("gpu-a", ssh_config=str(testbed.ssh_config))
+    # The simulated server holds the host's GPUs; these tests need them (and its absence) to themselves.
+    sim_was_running = host.run(["systemctl", "is-active", "--quiet", SIM_BASE]).ok
+    host.run(["systemctl", "stop", SIM_BASE], check=True)
     host.put(TOY.read_bytes(), "/opt/toy/toy_server.py")
     host.put(BASE_TEXT.encode(), f"/etc/systemd/system/{BASE}")
     host.run("systemctl daemon-reload && systemctl enable --now toy.service", check=True)
@@ -38,6 +42,8 @@ def toy(testbed):
     assert out.ok, out.describe()
     yield host
     host.run("systemctl disable --now toy.service; rm -f /etc/systemd/system/toy.service; systemctl daemon-reload")
+    if sim_was_running:
+        host.run(["systemctl", "start", SIM_BASE], check=True)
     host.close()
 
 

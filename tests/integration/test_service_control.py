@@ -135,7 +135,7 @@ def test_pending_daemon_reload_of_someone_else_blocks_variants(toy):
             s.run_variant(BASE, {"--mode": "fail"}, timeout=30)
     finally:
         toy.put(BASE_TEXT.encode(), "/etc/systemd/system/toy.service")
-    toy.run("systemctl daemon-reload", check=True)
+        toy.run("systemctl daemon-reload", check=True)
     as_found(toy)
 
 

@@ -18,6 +18,8 @@ from workbench.errors import WorkbenchError
 COMMANDS: tuple[str, ...] = (
     "testbed",
     "demo",
+    "services",
+    "tracebacks",
 )
 
 

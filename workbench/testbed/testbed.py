@@ -152,6 +152,9 @@ def up(
         for p in provisioners:  # refresh provisioned files in the running hosts
             for h in current.hosts:
                 p.install(Path(h.root), h.name)
+        for h in current.hosts:  # let systemd see refreshed unit files (no pending reload left behind)
+            subprocess.run(["ssh", "-F", str(current.ssh_config), h.name, "systemctl", "daemon-reload"],
+                           capture_output=True, timeout=60)
         progress(f"testbed already up: {', '.join(h.name for h in current.hosts)}")
         return current
     if current or _leftovers():

@@ -1,0 +1,1 @@
+"""Runbooks: the logic behind ``runbooks/*.ipynb`` (the notebooks only call these functions)."""

@@ -1,0 +1,167 @@
+"""The bisect runbook: which flag edits break a working unit, in the fewest server starts.
+
+``run(params)`` takes the host's lock, finds every minimal culprit with
+:func:`workbench.bisect.bisect` (each oracle call is one variant start,
+classified by :func:`workbench.trials.run_trial`, or a trial reused from the
+ledger), restores the host, and writes ``result.json`` and ``trials.parquet``
+into the run directory (trials after every start, so a run that dies can be
+resumed: rerunning it reuses what was recorded).
+
+``result.json``::
+
+    {"runbook": "bisect", "status": "ok"|"failed", "host": str, "base_unit": str, "edits": [[flag, value], ...],
+     "culprits": [{"edits": [[flag, value], ...], "signature": str, "exception_type": str|null, "phase": str,
+                   "message": str|null}],
+     "trials": [{"edits": [...], "outcome": "ready"|"failed"|"timeout", "phase": str, "exception_type": str|null,
+                 "signature": str|null, "seconds": float, "reused": bool}],
+     "server_starts": int, "wall_seconds": float, "host_restored": bool,
+     "conclusion": str, "failure": {"kind": str, "message": str}|null, "started": float, "finished": float}
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pandas as pd
+from pydantic import Field
+
+from workbench.bisect import Verdict, bisect
+from workbench.errors import HostError, RestoreError, WorkbenchError
+from workbench.hosts import connect
+from workbench.redact import Redactor
+from workbench.runbooks.params import RunbookParams
+from workbench.runs import Ledger, Run
+from workbench.session import HostSession
+from workbench.trials import TrialRecord, host_fingerprint, run_trial, unit_hash
+from workbench.unitfile import UnitFile, split_environment
+from workbench.variants import EditValue, describe_edits, edits_key, normalize_edits
+
+SEEDS_EDITS: dict[str, str | bool | None] = {
+    "--ep-size": "8",
+    "--enable-nccl-nvls": True,
+    "--enable-flashinfer-allreduce-fusion": True,
+}
+
+
+class BisectParams(RunbookParams):
+    host: str = Field("gpu-a", description="ssh_config alias of the GPU host")
+    base_unit: str = Field("sglang-k26-ddtree.service", description="a unit that works")
+    edits: dict[str, str | bool | None] = Field(default_factory=lambda: dict(SEEDS_EDITS),
+                                                description="flag edits under which it fails")
+    health_path: str = Field("/health", description="readiness endpoint")
+    start_timeout: float = Field(900.0, gt=0, description="seconds to wait for ready or failure, per start")
+    rerun: bool = Field(False, description="start again even where the ledger has the trial")
+    secret_env: list[str] = Field(default_factory=list,
+                                  description="names of controller environment variables whose values must never appear")
+
+
+def _redactor(params: RunbookParams, secret_env: list[str]) -> Redactor:
+    r = Redactor()
+    for name in secret_env:
+        r.add(os.environ.get(name))
+    return r
+
+
+def _record_from_ledger(hit: dict[str, Any]) -> TrialRecord:
+    fields = TrialRecord.__dataclass_fields__
+    rec = TrialRecord(**{k: v for k, v in hit.items() if k in fields})
+    rec.reused = True
+    return rec
+
+
+def conclusion(culprits: list[dict[str, Any]], trials: list[TrialRecord]) -> str:
+    if not trials:
+        return "No trial ran."
+    if not culprits:
+        return "The unit starts with all the edits together: nothing to bisect."
+    parts = []
+    for c in culprits:
+        what = describe_edits([(e[0], e[1]) for e in c["edits"]])
+        exc = c["exception_type"] or "a failure without traceback"
+        parts.append(f"{what} -> {exc} during {c['phase']}")
+    return f"{len(culprits)} minimal culprit(s): " + "; ".join(parts) + "."
+
+
+def run(params: BisectParams, *, progress: Callable[[str], None] = print) -> tuple[Run, dict[str, Any]]:
+    """Bisect ``params.edits`` on ``params.host``; returns the run and its result."""
+    redactor = _redactor(params, params.secret_env)
+    run_ = Run.create("bisect", data_dir=params.data_dir, run_id=params.run_id, redactor=redactor)
+    edits = list(normalize_edits(params.edits))
+    started = time.time()
+    trials: list[TrialRecord] = []
+    culprits: list[dict[str, Any]] = []
+    failure: dict[str, str] | None = None
+    restored = False
+    host = connect(params.host, ssh_config=params.ssh_config or None)
+    ledger = Ledger(params.data_dir)
+
+    def save() -> None:
+        if trials:
+            run_.table("trials", pd.DataFrame([t.row() for t in trials]))
+
+    try:
+        session = HostSession(host, purpose=f"bisect {run_.id}", ready_timeout=params.start_timeout)
+        with session:
+            base_text = session.svc.unit_text(params.base_unit)
+            for value in UnitFile.parse(base_text).get_all("Service", "Environment"):
+                redactor.add_env(dict(split_environment(value)))
+            fingerprint = host_fingerprint(host)
+            uhash = unit_hash(base_text)
+            by_subset: dict[str, TrialRecord] = {}
+
+            def oracle(subset: tuple[tuple[str, EditValue], ...]) -> Verdict:
+                key = edits_key(subset)
+                hit = None if params.rerun else ledger.find_trial(host=params.host, fingerprint=fingerprint,
+                                                                  unit_hash=uhash, edits_key=key)
+                if hit is not None:
+                    rec = _record_from_ledger(hit)
+                    progress(f"  reused: {describe_edits(subset)} -> {rec.outcome} ({rec.exception_type or rec.phase})")
+                else:
+                    progress(f"  start:  {describe_edits(subset)}")
+                    rec = run_trial(session, params.base_unit, list(subset), health_path=params.health_path,
+                                    timeout=params.start_timeout, fingerprint=fingerprint)
+                    progress(f"          {rec.outcome} in {rec.phase} after {rec.seconds:.1f} s"
+                             + (f": {rec.exception_type}" if rec.exception_type else ""))
+                trials.append(rec)
+                by_subset[key] = rec
+                save()
+                if rec.outcome == "ready":
+                    return Verdict.passed()
+                return Verdict.failed(rec.signature or f"{rec.outcome}:{rec.phase}")
+
+            search = bisect(edits, oracle)
+            for c in search.culprits:
+                rec = by_subset[edits_key(c.items)]
+                culprits.append({"edits": [[f, v] for f, v in c.items], "signature": c.signature,
+                                 "exception_type": rec.exception_type, "phase": rec.phase, "message": rec.message})
+        restored = session.restored
+    except RestoreError as exc:
+        failure = {"kind": "restore_failed", "message": str(exc)}
+    except HostError as exc:
+        failure = {"kind": "ssh_lost", "message": str(exc)}
+    except WorkbenchError as exc:
+        failure = {"kind": "error", "message": str(exc)}
+    finished = time.time()
+    save()
+    result = {
+        "status": "ok" if failure is None else "failed",
+        "host": params.host,
+        "base_unit": params.base_unit,
+        "edits": [[f, v] for f, v in edits],
+        "culprits": culprits,
+        "trials": [{"edits": t.edits, "outcome": t.outcome, "phase": t.phase, "exception_type": t.exception_type,
+                    "signature": t.signature, "seconds": t.seconds, "reused": t.reused} for t in trials],
+        "server_starts": sum(1 for t in trials if not t.reused),
+        "wall_seconds": round(finished - started, 2),
+        "host_restored": restored,
+        "conclusion": conclusion(culprits, trials) if failure is None else f"Run failed: {failure['message']}",
+        "failure": failure,
+        "started": started,
+        "finished": finished,
+        "params": params.model_dump(),
+    }
+    run_.write_result(result)
+    return run_, result

@@ -1,0 +1,71 @@
+"""Typed runbook parameters, validated before anything touches a host.
+
+Each runbook has a pydantic model; its notebook's ``parameters`` cell mirrors the
+model (names, types, defaults, one-line help in comments, which is what
+``papermill --help-notebook`` shows) and the next cell calls :func:`validate`
+on the notebook's globals.  A wrong name, type or value fails at once with one
+clear message listing every problem.  Dict and list parameters may arrive as
+JSON text (``papermill -p edits '{"--ep-size": "8"}'``).
+"""
+
+from __future__ import annotations
+
+import json
+import types
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from workbench.errors import ConfigError
+
+M = TypeVar("M", bound="RunbookParams")
+# Names a kernel defines by itself; anything else unknown came from the injected cell.
+_KERNEL_NAMES = {"In", "Out", "get_ipython", "exit", "quit", "open"}
+
+
+class RunbookParams(BaseModel):
+    """Common parameters of every runbook."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    data_dir: str = "data"
+    run_id: str = ""
+    ssh_config: str = ""
+
+    @classmethod
+    def from_namespace(cls: type[M], namespace: dict[str, Any]) -> M:
+        return validate(cls, namespace)
+
+
+def _user_names(namespace: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for name, value in namespace.items():
+        if name.startswith("_") or name in _KERNEL_NAMES:
+            continue
+        if isinstance(value, types.ModuleType | types.FunctionType | type) or callable(value):
+            continue
+        out[name] = value
+    return out
+
+
+def validate(model: type[M], namespace: dict[str, Any]) -> M:
+    """The parameters in ``namespace`` (a notebook's globals) as a validated ``model``."""
+    given = _user_names(namespace)
+    fields = model.model_fields
+    unknown = sorted(set(given) - set(fields))
+    if unknown:
+        raise ConfigError(f"unknown parameter(s) {unknown}; this runbook takes: {sorted(fields)}")
+    values = {}
+    for name, value in given.items():
+        annotation = str(fields[name].annotation)
+        if isinstance(value, str) and ("dict" in annotation or "list" in annotation) and value.strip()[:1] in "{[":
+            try:
+                value = json.loads(value)
+            except ValueError as exc:
+                raise ConfigError(f"parameter {name}: not valid JSON: {exc}") from None
+        values[name] = value
+    try:
+        return model(**values)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"invalid parameters for {model.__name__}: {problems}") from None

@@ -1,0 +1,130 @@
+"""Runs and the ledger: every runbook run is a directory, and the ledger is all of them.
+
+``data/runs/<run-id>/`` holds ``result.json`` (the machine-readable conclusion),
+the executed notebook, ``report.html`` and Parquet tables (``trials``,
+``journal``, ``tracebacks``, ``requests``, ``telemetry``, ...).  The
+:class:`Ledger` reads them back into pandas to compare runs across days and to
+reuse trials already made on the same host, unit text and edits.
+Nested values (edits, timelines) are stored as JSON strings in Parquet.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from workbench.errors import ConfigError
+from workbench.redact import Redactor
+
+JSON_COLUMNS = ("edits", "timeline")
+DEFAULT_DATA_DIR = "data"
+
+
+def new_run_id(runbook: str) -> str:
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-{runbook}-{secrets.token_hex(2)}"
+
+
+@dataclass
+class Run:
+    """One run's directory; everything written through it passes the redactor."""
+
+    runbook: str
+    id: str
+    dir: Path
+    redactor: Redactor
+    started: float
+
+    @classmethod
+    def create(cls, runbook: str, *, data_dir: str | Path = DEFAULT_DATA_DIR, run_id: str = "",
+               redactor: Redactor | None = None) -> Run:
+        run_id = run_id or new_run_id(runbook)
+        if "/" in run_id or run_id.startswith("."):
+            raise ConfigError(f"not a valid run id: {run_id!r}")
+        path = Path(data_dir) / "runs" / run_id
+        path.mkdir(parents=True, exist_ok=True)
+        return cls(runbook, run_id, path, redactor or Redactor(), time.time())
+
+    def table(self, name: str, frame: pd.DataFrame) -> Path:
+        out = self.redactor.frame(frame.copy())
+        for col in JSON_COLUMNS:
+            if col in out.columns:
+                out[col] = out[col].map(lambda v: json.dumps(v, default=str))
+        path = self.dir / f"{name}.parquet"
+        out.to_parquet(path, index=False)
+        return path
+
+    def write_result(self, result: dict[str, Any]) -> Path:
+        data = {"run_id": self.id, "runbook": self.runbook, **result}
+        path = self.dir / "result.json"
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.redactor.obj(data), indent=2, default=str))
+        tmp.replace(path)
+        return path
+
+    def result(self) -> dict[str, Any] | None:
+        try:
+            return dict(json.loads((self.dir / "result.json").read_text()))
+        except (OSError, ValueError):
+            return None
+
+
+def read_table(path: Path) -> pd.DataFrame:
+    frame = pd.read_parquet(path)
+    for col in JSON_COLUMNS:
+        if col in frame.columns:
+            frame[col] = frame[col].map(lambda v: json.loads(v) if isinstance(v, str) else v)
+    return frame
+
+
+class Ledger:
+    """All runs under ``data_dir``, queryable with pandas."""
+
+    def __init__(self, data_dir: str | Path = DEFAULT_DATA_DIR) -> None:
+        self.root = Path(data_dir) / "runs"
+
+    def run_dirs(self) -> list[Path]:
+        return sorted(p for p in self.root.glob("*") if p.is_dir()) if self.root.exists() else []
+
+    def runs(self) -> pd.DataFrame:
+        rows = []
+        for d in self.run_dirs():
+            try:
+                r = json.loads((d / "result.json").read_text())
+            except (OSError, ValueError):
+                r = {"run_id": d.name, "status": "incomplete"}
+            rows.append({"run_id": r.get("run_id", d.name), "runbook": r.get("runbook"), "status": r.get("status"),
+                         "host": r.get("host"), "started": r.get("started"), "wall_seconds": r.get("wall_seconds"),
+                         "server_starts": r.get("server_starts"), "dir": str(d),
+                         "report": str(d / "report.html") if (d / "report.html").exists() else None})
+        return pd.DataFrame(rows)
+
+    def table(self, name: str) -> pd.DataFrame:
+        frames = []
+        for d in self.run_dirs():
+            path = d / f"{name}.parquet"
+            if path.exists():
+                f = read_table(path)
+                f.insert(0, "run_id", d.name)
+                frames.append(f)
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+    def trials(self) -> pd.DataFrame:
+        return self.table("trials")
+
+    def find_trial(self, *, host: str, fingerprint: str, unit_hash: str, edits_key: str) -> dict[str, Any] | None:
+        """The latest trial made on this host (same fingerprint) with this unit text and these edits."""
+        trials = self.trials()
+        if trials.empty or "edits_key" not in trials.columns:
+            return None
+        hit = trials[(trials["host"] == host) & (trials["fingerprint"] == fingerprint)
+                     & (trials["unit_hash"] == unit_hash) & (trials["edits_key"] == edits_key)
+                     & (~trials["reused"].astype(bool))]
+        if hit.empty:
+            return None
+        return {str(k): v for k, v in hit.sort_values("started_at").iloc[-1].to_dict().items()}

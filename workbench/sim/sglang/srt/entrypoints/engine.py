@@ -1,0 +1,186 @@
+"""Launch the scheduler processes (one per rank) and wait until they are ready."""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing as mp
+import multiprocessing.connection
+import os
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from sglang.srt.configs.model_config import ModelConfig
+from sglang.srt.managers.scheduler import run_scheduler_process
+from sglang.srt.server_args import flag_view
+from sglang.srt.utils import configure_logger, kill_process_tree
+from simcore.faults import FaultFileError, find_fault_file, load_fault_file, select_strike
+from simcore.hostcfg import HostConfigError, load_host
+from simcore.rankenv import RankSetup
+from simcore.timing import phase_times
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class PortArgs:
+    nccl_port: int
+    leader_conn: Any = None
+    follower_conns: list[Any] = field(default_factory=list)
+
+
+@dataclass
+class LaunchState:
+    procs: list[Any] = field(default_factory=list)
+    failing: list[Any] = field(default_factory=list)
+    sigquit: threading.Event = field(default_factory=threading.Event)
+    killer: threading.Thread | None = None
+
+
+_state = LaunchState()
+
+
+def _kill_after_failed_children() -> None:
+    """Let the failing ranks finish printing and exit, then take the whole tree down."""
+    sentinels = [p.sentinel for p in (_state.failing or _state.procs)]
+    deadline = time.monotonic() + (5.0 if _state.failing else 2.0)
+    while sentinels and time.monotonic() < deadline:
+        ready = multiprocessing.connection.wait(sentinels, timeout=deadline - time.monotonic())
+        sentinels = [s for s in sentinels if s not in ready]
+    kill_process_tree(os.getpid())
+
+
+def _set_envs_and_config(server_args: Any) -> None:
+    os.environ["NCCL_CUMEM_ENABLE"] = "0"
+    os.environ["NCCL_NVLS_ENABLE"] = str(int(server_args.enable_nccl_nvls))
+
+    def sigquit_handler(signum: int, frame: Any) -> None:
+        logger.error("Received sigquit from a child process. It usually means the child failed.")
+        _state.sigquit.set()
+        if _state.killer is None:
+            _state.killer = threading.Thread(target=_kill_after_failed_children, daemon=True)
+            _state.killer.start()
+
+    signal.signal(signal.SIGQUIT, sigquit_handler)
+
+
+def _fatal_config(message: str) -> None:
+    sys.stderr.write(f"{message}\n")
+    sys.stderr.flush()
+    raise SystemExit(2)
+
+
+def _launch_subprocesses(server_args: Any) -> tuple[list[Any], dict[str, Any], Any]:
+    configure_logger(server_args)
+    logger.info(f"{server_args=}")
+    _set_envs_and_config(server_args)
+    model_config = ModelConfig.from_server_args(server_args)
+    if server_args.speculative_draft_model_path:
+        ModelConfig.from_server_args(server_args, server_args.speculative_draft_model_path, True)
+    try:
+        host = load_host(server_args.sim_host_file)
+    except HostConfigError as e:
+        _fatal_config(f"sglang-sim: bad host file: {e}")
+    view = flag_view(server_args)
+    path = find_fault_file(server_args.sim_fault_file)
+    try:
+        faults = load_fault_file(path, view.options)
+    except FaultFileError as e:
+        _fatal_config(f"sglang-sim: bad fault file: {e}")
+    tp, ep = server_args.tp_size, server_args.ep_size
+    groups = 1 if server_args.enable_dp_attention else server_args.dp_size
+    world = tp * server_args.pp_size * groups
+    strike = select_strike(
+        faults,
+        view,
+        world,
+        server_args.sim_seed,
+        warmup_enabled=not server_args.skip_server_warmup,
+        graphs_enabled=not server_args.disable_cuda_graph,
+    )
+    if server_args.mem_fraction_static is None:
+        server_args.mem_fraction_static = 0.86 if server_args.speculative_algorithm else 0.88
+    if server_args.cuda_graph_max_bs is None:
+        big = host.memory_total_mib > 180 * 1024
+        server_args.cuda_graph_max_bs = (
+            (256 if server_args.speculative_algorithm else 512) if big else 160
+        )
+    times = phase_times(model_config.spec, tp, server_args.speculative_algorithm is not None)
+    times = times.scaled(server_args.sim_time_scale)
+    ctx = mp.get_context("spawn")
+    barrier = ctx.Barrier(world)
+    state_dir = server_args.sim_gpu_state_dir
+    leader_conns, readers = [], []
+    launched_at = time.time()
+    for g in range(groups):
+        main_conn, sched_conn = ctx.Pipe(duplex=True)
+        follower_pipes = [ctx.Pipe(duplex=False) for _ in range(tp * server_args.pp_size - 1)]
+        leader_conns.append(main_conn)
+        for local in range(tp * server_args.pp_size):
+            pp_rank, tp_rank = divmod(local, tp)
+            rank = g * tp * server_args.pp_size + local
+            if server_args.enable_dp_attention and server_args.dp_size > 1:
+                dp_rank: int | None = tp_rank // max(tp // server_args.dp_size, 1)
+            else:
+                dp_rank = g if server_args.dp_size > 1 else None
+            moe_ep_rank = tp_rank // max(tp // ep, 1)
+            gpu_id = server_args.base_gpu_id + rank * server_args.gpu_id_step
+            if local == 0:
+                port_args = PortArgs(
+                    server_args.port + 233, sched_conn, [w for _, w in follower_pipes]
+                )
+            else:
+                port_args = PortArgs(server_args.port + 233, follower_pipes[local - 1][0], [])
+            reader, writer = ctx.Pipe(duplex=False)
+            setup = RankSetup(
+                rank,
+                world,
+                gpu_id,
+                host,
+                times,
+                barrier,
+                state_dir,
+                server_args.sim_seed,
+                strike,
+                launched_at,
+            )
+            proc = ctx.Process(
+                target=run_scheduler_process,
+                args=(
+                    server_args,
+                    port_args,
+                    gpu_id,
+                    tp_rank,
+                    moe_ep_rank,
+                    pp_rank,
+                    dp_rank,
+                    writer,
+                    setup,
+                ),
+            )
+            proc.start()
+            writer.close()
+            _state.procs.append(proc)
+            if strike is not None and rank in strike.ranks:
+                _state.failing.append(proc)
+            readers.append((rank, reader, proc))
+        if server_args.dp_size > 1 and not server_args.enable_dp_attention:
+            logger.info(f"Launch DP{g} starting at GPU #{g * tp}.")
+    scheduler_infos = []
+    for rank, reader, proc in readers:
+        try:
+            data = reader.recv()
+        except EOFError:
+            if _state.sigquit.is_set():
+                threading.Event().wait()
+            proc.join()
+            logger.error(f"Rank {rank} scheduler is dead. Please check if there are relevant logs.")
+            logger.error(f"Exit code: {proc.exitcode}")
+            raise
+        if data["status"] != "ready":
+            raise RuntimeError("Initialization failed. Please see the error messages above.")
+        scheduler_infos.append(data)
+    return leader_conns, scheduler_infos[0], model_config

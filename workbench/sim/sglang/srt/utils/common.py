@@ -1,0 +1,121 @@
+"""Process and logging utilities (SGLang's ``srt/utils/common.py`` subset)."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import logging
+import os
+import signal
+import sys
+import traceback
+from typing import Any
+
+logger = logging.getLogger(__name__)
+_PR_SET_NAME = 15
+_PR_SET_PDEATHSIG = 1
+
+
+def configure_logger(server_args: Any, prefix: str = "") -> None:
+    """SGLang's format: no level name; the rank prefix sits inside the timestamp brackets."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(AttributeError, ValueError):
+            stream.reconfigure(line_buffering=True)  # type: ignore[union-attr]
+    level = getattr(logging, str(server_args.log_level).upper(), logging.INFO)
+    logging.basicConfig(
+        level=level,
+        format=f"[%(asctime)s{prefix}] %(message)s",
+        datefmt="%Y-%m-%d %H:%M:%S",
+        force=True,
+    )
+
+
+class _UvicornFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        record.levelprefix = f"{record.levelname}:".ljust(9)
+        return super().format(record)
+
+
+def uvicorn_loggers(server_args: Any) -> tuple[logging.Logger, logging.Logger]:
+    """``uvicorn.error`` (stderr) and ``uvicorn.access`` (stdout) with SGLang's log config."""
+    level = getattr(
+        logging, str(server_args.log_level_http or server_args.log_level).upper(), logging.INFO
+    )
+    out = []
+    for name, stream, fmt in (
+        ("uvicorn.error", sys.stderr, "[%(asctime)s] %(levelprefix)s %(message)s"),
+        ("uvicorn.access", sys.stdout, "[%(asctime)s] %(levelprefix)s %(message)s"),
+    ):
+        lg = logging.getLogger(name)
+        lg.handlers.clear()
+        h = logging.StreamHandler(stream)
+        h.setFormatter(_UvicornFormatter(fmt, datefmt="%Y-%m-%d %H:%M:%S"))
+        lg.addHandler(h)
+        lg.setLevel(level)
+        lg.propagate = False
+        out.append(lg)
+    return out[0], out[1]
+
+
+def get_exception_traceback() -> str:
+    etype, value, tb = sys.exc_info()
+    return "".join(traceback.format_exception(etype, value, tb))
+
+
+def _children(pid: int) -> list[int]:
+    kids: list[int] = []
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return kids
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read().decode(errors="replace")
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[-1].split()
+        if len(fields) > 1 and int(fields[1]) == pid:
+            kids.append(int(name))
+    return kids
+
+
+def kill_process_tree(
+    parent_pid: int, include_parent: bool = True, skip_pid: int | None = None
+) -> None:
+    """SIGKILL the process tree; with ``include_parent`` on ourselves, we die by signal 9."""
+    stack, seen = [parent_pid], []
+    while stack:
+        pid = stack.pop()
+        for kid in _children(pid):
+            seen.append(kid)
+            stack.append(kid)
+    for pid in seen:
+        if pid == skip_pid:
+            continue
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    if include_parent:
+        if parent_pid == os.getpid():
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.kill(parent_pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(parent_pid, signal.SIGKILL)
+
+
+def _prctl(option: int, arg: Any) -> None:
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(option, arg, 0, 0, 0)
+
+
+def set_process_title(title: str) -> None:
+    """What setproctitle would do, within reach of the standard library (the comm name)."""
+    _prctl(_PR_SET_NAME, ctypes.c_char_p(title.encode()[:15]))
+
+
+def kill_itself_when_parent_died() -> None:
+    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)

@@ -1,0 +1,358 @@
+"""From extracted tracebacks to failures, the final error and the root cause.
+
+Signature
+    One occurrence of a failure is a chain of blocks (a traceback and the ones chained to
+    it). Its signature hashes, for every link in order: the exception type, the
+    normalised first line of the message (addresses, numbers, ids, IPs and paths of
+    temporary files replaced, cut to 100 characters so a line cut by the journal still
+    matches), and the innermost three frames that are not generic wrappers
+    (``torch.nn.Module._call_impl``, ``contextlib``, ``functools``...), each as the last
+    two path components and the function name. Ranks, pids, timestamps and line numbers
+    are left out, so the same failure on eight ranks, on two restarts or on two installs
+    of one version groups as one. It reads ``<ExceptionType>@<12 hex digits>``.
+
+Root cause
+    Looked for in the start (see :class:`workbench.phases.PhaseTracker` restarts) that
+    holds the last failure, in this order: a hardware Xid line; an OOM-killer line; the
+    earliest of the failures that do not merely point elsewhere (those that only echo a
+    peer's death, such as NCCL's "remote process exited", come after the others), the fatal-signal lines
+    (segfault, abort), the CUDA device-side assertion lines and the lines saying a process
+    died (a worker SIGKILLed, or a kernel assertion that poisons the CUDA context, before
+    any exception makes the exceptions after it consequences); an ERROR-level line naming
+    a CUDA error or an out-of-memory; an NCCL WARN / watchdog or other Xid line; the
+    earliest pointing failure; a ``Killed``/SIGQUIT line. Within a chain the last link is
+    taken unless it only wraps or points at the link before it ("Capture cuda graph
+    failed", "See root cause above"...), then the link before it is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Sequence
+
+from workbench.tracebacks.model import (
+    Analysis,
+    Comparison,
+    CppException,
+    Failure,
+    Final,
+    Frame,
+    LogEvent,
+    RootCause,
+    Traceback,
+)
+from workbench.tracebacks.scan import Extractor, extract
+
+_WRAPPER_FRAMES = {
+    ("module.py", "_call_impl"), ("module.py", "_wrapped_call_impl"), ("module.py", "__call__"),
+    ("_contextlib.py", "decorate_context"), ("otel.py", "sync_wrapper"), ("contextlib.py", "inner"),
+    ("contextlib.py", "__exit__"), ("contextlib.py", "__enter__"), ("eval_frame.py", "_fn"),
+    ("external_utils.py", "inner"), ("functools.py", "wrapper"), ("utils.py", "wrapper"),
+    ("threading.py", "run"), ("process.py", "run"), ("process.py", "_bootstrap"),
+}
+_POINTER = re.compile(
+    r"See root cause above|See stack trace|stack trace \(?above|check the stack trace above|"
+    r"Engine core initialization failed|EngineCore encountered an issue|initialization failed due to an exception in a background process|"
+    r"Worker failed with error|died during initialization|scheduler (?:is dead|died)|^Initialization failed|"
+    r"died unexpectedly|Please see the error messages above|Check the logs? above|due to a previous error",
+    re.I,
+)
+_WRAPPER = re.compile(r"^Capture (?:cuda|CUDA) graph failed|^Initialization failed\. warmup error|failed to start", re.I)
+# what the other ranks say when one rank dies: real failures, but never the first thing to fix
+# when another failure in the same start says more
+_SECONDARY = re.compile(
+    r"remote process exited|Connection closed by peer|Connection reset by peer|Broken pipe|"
+    r"communicator was aborted|ncclRemoteError|Socket Timeout|TCPStore|Watchdog caught collective operation timeout|"
+    r"NCCL communicator.*aborted|Timed out waiting for|cancelled$",
+    re.I,
+)
+_POINTER_TYPES = {
+    "SystemExit", "KeyboardInterrupt", "EOFError", "BrokenPipeError", "ConnectionResetError",
+    "CancelledError", "EngineDeadError", "ChildFailedError", "ProcessRaisedException", "ProcessExitedException",
+    "RayTaskError", "RayActorError",
+}
+_HW_XID = {"48", "61", "62", "63", "64", "74", "79", "92", "94", "95", "119", "120", "121", "140", "143", "154"}
+_XID = re.compile(r"NVRM: Xid \([^)]*\): (\d+)")
+_NORM = (
+    (re.compile(r"0x[0-9a-fA-F]+"), "<addr>"),
+    (re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"), "<uuid>"),
+    (re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{12,}\b"), "<hex>"),
+    (re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b|\[[0-9a-fA-F:]+\](?::\d+)?"), "<ip>"),
+    (re.compile(r"/tmp/[^\s'\"]+"), "/tmp/<path>"),
+    (re.compile(r"(?<![\w.])-?\d+(?:[.,]\d+)*(?:e[-+]?\d+)?"), "N"),
+    (re.compile(r"\s+"), " "),
+)
+_KEEP_CODE = re.compile(r"((?:exit|error|return) code:? |Errno |status:? )(-?\d+)", re.I)
+
+
+def normalize_message(message: str | None) -> str:
+    """The part of a message that stays the same between runs (see the module docstring)."""
+    if not message:
+        return ""
+    text = message.split("\n", 1)[0].strip().rstrip("…").rstrip(".")
+    kept: list[str] = []
+
+    def keep(m: re.Match[str]) -> str:  # exit codes and errnos say what happened: not run-to-run noise
+        kept.append(m.group(2))
+        return m.group(1) + "\x00" + "q" * len(kept) + "\x00"
+
+    text = _KEEP_CODE.sub(keep, text)
+    for pattern, repl in _NORM:
+        text = pattern.sub(repl, text)
+    if kept:
+        text = re.sub("\x00(q+)\x00", lambda m: "#" + kept[len(m.group(1)) - 1], text)
+    return text[:100]
+
+
+def _frame_key(frame: Frame) -> str:
+    parts = frame.file.replace("\\", "/").rsplit("/", 2)
+    return "/".join(parts[-2:]) + ":" + frame.function
+
+
+def _signature_frames(frames: Sequence[Frame]) -> list[str]:
+    keys: list[str] = []
+    for frame in reversed(frames):
+        base = frame.file.replace("\\", "/").rsplit("/", 1)[-1]
+        if (base, frame.function) in _WRAPPER_FRAMES or frame.file.startswith("<frozen"):
+            continue
+        keys.append(_frame_key(frame))
+        if len(keys) == 3:
+            break
+    return keys
+
+
+def signature(chain: Sequence[Traceback]) -> str:
+    """Signature of one occurrence: the chain of blocks, first link first."""
+    parts = []
+    for t in chain:
+        parts.append("|".join([t.chain or "", t.exception_type or "?", normalize_message(t.message), *_signature_frames(t.frames)]))
+    digest = hashlib.sha1("\n".join(parts).encode("utf-8", "replace")).hexdigest()[:12]
+    return f"{chain[-1].exception_type or 'Truncated'}@{digest}"
+
+
+def _cpp_signature(c: CppException) -> str:
+    digest = hashlib.sha1(f"{c.exception_type}|{normalize_message(c.message)}".encode("utf-8", "replace")).hexdigest()[:12]
+    return f"{c.exception_type}@{digest}"
+
+
+def is_pointer(t: Traceback | CppException) -> bool:
+    """True when the exception only reports a failure elsewhere (a wrapper, a dead child, shutdown)."""
+    etype = (t.exception_type or "").split("(", 1)[0].rsplit(".", 1)[-1]
+    return etype in _POINTER_TYPES or bool(_POINTER.search(t.message or ""))
+
+
+def _chains(tracebacks: Sequence[Traceback]) -> list[list[Traceback]]:
+    nxt: dict[int, Traceback] = {}
+    for t in tracebacks:
+        if t.chained_from is not None:
+            nxt[t.chained_from] = t
+    chains = []
+    for t in tracebacks:
+        if t.chained_from is None or t.chained_from >= t.index:
+            chain = [t]
+            while chain[-1].index in nxt and len(chain) < 64:
+                chain.append(nxt[chain[-1].index])
+            chains.append(chain)
+    return chains
+
+
+def _natural(rank: str) -> list[object]:
+    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", rank)]
+
+
+def _ranks(ranks: Iterable[str | None]) -> tuple[str, ...]:
+    return tuple(sorted({r for r in ranks if r}, key=_natural))
+
+
+def _root_link(chain: Sequence[Traceback]) -> Traceback:
+    """The link to report: the last one, unless it is cut or only wraps/points at the one before."""
+    i = len(chain) - 1
+    while i > 0 and (chain[i].exception_type is None or is_pointer(chain[i]) or _WRAPPER.search(chain[i].message or "")):
+        i -= 1
+    return chain[i]
+
+
+def analyze(text: str | bytes, *, year: int | None = None) -> Analysis:
+    """Parse a whole log: tracebacks, failures, events, final error and root cause."""
+    return analysis_of(extract(text, year=year))
+
+
+def analysis_of(ex: Extractor) -> Analysis:
+    """Build the :class:`Analysis` of an extractor that has been fed and finished."""
+    tracebacks = tuple(ex.tracebacks)
+    chains = _chains(tracebacks)
+    groups: dict[str, list[list[Traceback]]] = {}
+    for chain in chains:
+        groups.setdefault(signature(chain), []).append(chain)
+    failures: list[Failure] = []
+    for sig, occ in groups.items():
+        first = occ[0]
+        last = first[-1]
+        failures.append(Failure(
+            signature=sig, exception_type=last.exception_type, message=last.message, innermost_frame=last.innermost,
+            phase=last.phase, ranks=_ranks(t.rank for chain in occ for t in chain), occurrences=len(occ),
+            tracebacks=tuple(sorted(t.index for chain in occ for t in chain)), first_line=first[0].start_line,
+            pointer=is_pointer(last) and _root_link(first) is last,
+        ))
+    cpp_groups: dict[str, list[CppException]] = {}
+    for c in ex.cpp_exceptions:
+        cpp_groups.setdefault(_cpp_signature(c), []).append(c)
+    for sig, cs in cpp_groups.items():
+        c = cs[0]
+        failures.append(Failure(sig, c.exception_type, c.message, None, c.phase, _ranks(x.rank for x in cs), len(cs), (), c.line, is_pointer(c)))
+    failures.sort(key=lambda f: f.first_line)
+    final = _final(tracebacks, failures, ex.cpp_exceptions)
+    root = _root_cause(ex, chains, failures)
+    return Analysis(tracebacks, tuple(failures), tuple(ex.events), tuple(ex.cpp_exceptions), final, root, ex.line_no)
+
+
+def _failure_of(failures: Sequence[Failure], index: int) -> Failure | None:
+    for f in failures:
+        if index in f.tracebacks:
+            return f
+    return None
+
+
+def _final(tracebacks: Sequence[Traceback], failures: Sequence[Failure], cpp: Sequence[CppException]) -> Final | None:
+    if not tracebacks:
+        if not cpp:
+            return None
+        c = cpp[-1]
+        return Final(c.exception_type, c.message, None, c.phase, _ranks([c.rank]), False, None, c.line)
+    last = tracebacks[-1]
+    failure = _failure_of(failures, last.index)
+    ranks = failure.ranks if failure else _ranks([last.rank])
+    last_complete = None
+    if last.cut_end:
+        for t in reversed(tracebacks):
+            if t.exception_type is not None:
+                last_complete = (t.exception_type, t.message or "")
+                break
+    return Final(last.exception_type, last.message, last.innermost, last.phase, ranks, last.cut_end, last_complete, last.start_line)
+
+
+def _segment(ex: Extractor, failures: Sequence[Failure]) -> tuple[int, int, str | None]:
+    """Line range and server of the start that holds the last failure (the whole log without restarts)."""
+    items = [(t.start_line, t.server) for t in ex.tracebacks] + [(c.line, c.server) for c in ex.cpp_exceptions]
+    if not items:
+        items = [(e.line, e.server) for e in ex.events if e.kind != "killed"]
+    if not items:
+        return 1, ex.line_no, None
+    last_line, server = max(items)
+    tracker = ex.trackers.get(server)
+    restarts = [t.line_no for t in tracker.transitions if t.restart] if tracker else []
+    lo, hi = 1, ex.line_no
+    for r in restarts:
+        if r <= last_line:
+            lo = r
+        else:
+            hi = r - 1
+            break
+    return lo, hi, server
+
+
+def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: Sequence[Failure]) -> RootCause | None:
+    lo, hi, server = _segment(ex, failures)
+    events = [e for e in ex.events if lo <= e.line <= hi]
+    by_sig = {f.signature: f for f in failures}
+
+    def event_root(e: LogEvent) -> RootCause:
+        return RootCause("log_line", None, e.text, e.line, None, e.phase, _ranks([e.rank]))
+
+    def first_event(*kinds: str, hw: bool | None = None) -> LogEvent | None:
+        for e in events:
+            if e.kind in kinds:
+                if hw is not None:
+                    m = _XID.search(e.text)
+                    if (m is not None and m.group(1) in _HW_XID) != hw:
+                        continue
+                return e
+        return None
+
+    hw = first_event("xid", hw=True)
+    if hw:
+        return event_root(hw)
+    oom = first_event("oom_kill")
+    if oom:
+        return event_root(oom)
+    # failures in the segment, earliest first
+    items: list[tuple[int, bool, RootCause]] = []
+    for chain in chains:
+        if not lo <= chain[0].start_line <= hi or (server is not None and chain[0].server != server):
+            continue
+        link = _root_link(chain)
+        sig = signature(chain)
+        failure = by_sig.get(sig)
+        ranks = failure.ranks if failure else _ranks([link.rank])
+        pointer = is_pointer(link)
+        if link.exception_type is None:
+            continue
+        items.append((chain[0].start_line, pointer, RootCause(
+            "exception", link.exception_type, link.message or "", link.start_line, link.innermost, link.phase, ranks)))
+    for c in ex.cpp_exceptions:
+        if lo <= c.line <= hi and (server is None or c.server == server):
+            f = by_sig.get(_cpp_signature(c))
+            items.append((c.line, is_pointer(c), RootCause("exception", c.exception_type, c.message, c.line, None, c.phase,
+                                                           f.ranks if f else _ranks([c.rank]))))
+    # a process that died or crashed before any real exception was printed is the cause
+    # of the exceptions that follow (vLLM's "cancelled" when a worker was SIGKILLed)
+    for ev in events:
+        if ev.kind in ("fatal_signal", "process_died", "device_assert"):
+            items.append((ev.line, False, event_root(ev)))
+    items.sort(key=lambda x: x[0])
+    primary = [rc for _line, pointer, rc in items if not pointer]
+    chosen = next((rc for rc in primary if not (rc.kind == "exception" and _SECONDARY.search(rc.message))), None)
+    chosen = chosen or (primary[0] if primary else None)
+    if chosen is not None:
+        if "device-side assert" in chosen.message:  # the kernel's own assertion line says which check failed
+            assertion = first_event("device_assert")
+            if assertion is not None:
+                return event_root(assertion)
+        return chosen
+    for kinds in (("error_line",), ("nccl_warn", "xid")):
+        line = first_event(*kinds)
+        if line:
+            return event_root(line)
+    if items:
+        return items[0][2]
+    killed = first_event("killed")
+    return event_root(killed) if killed else None
+
+
+def compare(a: Analysis, b: Analysis) -> Comparison:
+    """Compare the failures of two logs (two variants, two restarts) by signature."""
+    sa = {f.signature: f for f in a.failures}
+    sb = {f.signature: f for f in b.failures}
+    same = tuple(s for s in sa if s in sb)
+    only_a = [s for s in sa if s not in sb]
+    only_b = [s for s in sb if s not in sa]
+    different: list[tuple[str, str]] = []
+
+    def place(f: Failure) -> tuple[str | None, str | None]:
+        return f.exception_type, _frame_key(f.innermost_frame) if f.innermost_frame else None
+
+    for s in list(only_a):
+        match = next((t for t in only_b if place(sb[t]) == place(sa[s]) and place(sa[s]) != (None, None)), None)
+        if match is not None:
+            different.append((s, match))
+            only_a.remove(s)
+            only_b.remove(match)
+    return Comparison(same, tuple(different), tuple(only_a), tuple(only_b), _compare_roots(a, b))
+
+
+def _compare_roots(a: Analysis, b: Analysis) -> str:
+    ra, rb = a.root_cause, b.root_cause
+    if ra is None and rb is None:
+        return "neither"
+    if ra is None:
+        return "only_in_b"
+    if rb is None:
+        return "only_in_a"
+    if ra.kind != rb.kind:
+        return "different"
+    if ra.kind == "log_line":
+        return "same" if normalize_message(ra.message) == normalize_message(rb.message) else "different"
+    ka = (ra.exception_type, normalize_message(ra.message), _frame_key(ra.innermost_frame) if ra.innermost_frame else None)
+    kb = (rb.exception_type, normalize_message(rb.message), _frame_key(rb.innermost_frame) if rb.innermost_frame else None)
+    return "same" if ka == kb else "different"

@@ -1,0 +1,165 @@
+"""The traceback model: plain frozen dataclasses, no parsing and no rendering here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Chain = Literal["cause", "context"]
+EventKind = Literal[
+    "xid", "oom_kill", "fatal_signal", "device_assert", "error_line", "nccl_warn", "process_died", "killed"
+]
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One ``File "...", line N, in func`` entry and the code line under it."""
+
+    file: str
+    line: int | None
+    function: str
+    code: str | None = None
+
+
+@dataclass(frozen=True)
+class Traceback:
+    """One ``Traceback (most recent call last):`` block as printed.
+
+    ``start_line``/``end_line`` are 1-based input lines (the header line, or the first
+    frame when the window began mid-traceback; the last exception/message line, or the
+    last frame line when the block was cut). ``chained_from`` is the index of the block
+    printed just before this one in the same chain and ``chain`` how it relates:
+    ``"cause"`` for "The above exception was the direct cause of the following
+    exception", ``"context"`` for "During handling of the above exception, another
+    exception occurred".
+    """
+
+    index: int
+    rank: str | None
+    start_line: int
+    end_line: int
+    frames: tuple[Frame, ...]
+    exception_type: str | None
+    message: str | None
+    cut_start: bool = False
+    cut_end: bool = False
+    chained_from: int | None = None
+    chain: Chain | None = None
+    phase: str = "unknown"
+    origin: str = field(default="", compare=False)
+    server: str = field(default="|", compare=False)
+
+    @property
+    def truncated(self) -> bool:
+        """The window began after the header or ended before the exception line."""
+        return self.cut_start or self.cut_end
+
+    @property
+    def innermost(self) -> Frame | None:
+        return self.frames[-1] if self.frames else None
+
+
+@dataclass(frozen=True)
+class CppException:
+    """``terminate called after throwing an instance of 'T'`` + ``what():``: a C++ exception that killed a process."""
+
+    line: int
+    end_line: int
+    exception_type: str
+    message: str
+    rank: str | None
+    phase: str
+    server: str = "|"
+
+
+@dataclass(frozen=True)
+class LogEvent:
+    """A log line that matters without a Python traceback: Xid, OOM kill, NCCL WARN, a process death.
+
+    ``error_line`` is an ERROR-level line naming a CUDA error or an out-of-memory (what
+    C++ servers such as TensorRT-LLM print instead of a traceback).
+    """
+
+    kind: EventKind
+    line: int
+    text: str
+    rank: str | None
+    phase: str
+    server: str = "|"
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Tracebacks (or C++ exceptions) with one signature: the same failure on several ranks or starts.
+
+    ``exception_type``/``message``/``innermost_frame`` are those of the first
+    occurrence's last block (what Python prints last); ``tracebacks`` holds the indices
+    of every block of every occurrence, chained blocks included.
+    """
+
+    signature: str
+    exception_type: str | None
+    message: str | None
+    innermost_frame: Frame | None
+    phase: str
+    ranks: tuple[str, ...]
+    occurrences: int
+    tracebacks: tuple[int, ...]
+    first_line: int
+    pointer: bool = False
+
+
+@dataclass(frozen=True)
+class Final:
+    """The exception of the last traceback; when the log is cut inside it, also the last complete one."""
+
+    exception_type: str | None
+    message: str | None
+    innermost_frame: Frame | None
+    phase: str
+    ranks: tuple[str, ...]
+    truncated: bool
+    last_complete: tuple[str, str] | None
+    line: int
+
+
+@dataclass(frozen=True)
+class RootCause:
+    """What to fix: an exception (``kind="exception"``) or a log line (``kind="log_line"``)."""
+
+    kind: Literal["exception", "log_line"]
+    exception_type: str | None
+    message: str
+    line: int
+    innermost_frame: Frame | None
+    phase: str
+    ranks: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """Everything :func:`workbench.tracebacks.analyze` found in one log."""
+
+    tracebacks: tuple[Traceback, ...]
+    failures: tuple[Failure, ...]
+    events: tuple[LogEvent, ...]
+    cpp_exceptions: tuple[CppException, ...]
+    final: Final | None
+    root_cause: RootCause | None
+    lines: int
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Failures of two logs side by side, by signature.
+
+    ``different`` pairs failures that share exception type and innermost frame but not
+    the signature (same place, other message). ``root_cause`` is "same", "different",
+    "only_in_a", "only_in_b" or "neither".
+    """
+
+    same: tuple[str, ...]
+    different: tuple[tuple[str, str], ...]
+    only_in_a: tuple[str, ...]
+    only_in_b: tuple[str, ...]
+    root_cause: str

@@ -1,0 +1,96 @@
+"""The shapes the traceback scanner looks for: regexes, event patterns, limits.
+
+Kept apart from :mod:`workbench.tracebacks.scan` so the state machine reads on its own;
+nothing here keeps state.
+"""
+
+from __future__ import annotations
+
+import re
+
+from workbench.tracebacks.model import EventKind, Frame
+
+_HEADER = "Traceback (most recent call last)"
+_FILE = re.compile(r'(\s*)File "([^"\n]*)"?(?:, line (\d+))?(?:, in (.*))?')
+_FILE_STRICT = re.compile(r'\s*File "[^"\n]+", line \d+, in \S')
+_EXC = re.compile(r"([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?:\([\w.]+\))?)(?::(?:[ \t]?(.*)))?$")
+_EXC_NAME = re.compile(r"(?:Error|Exception|Exit|Interrupt|Warning|Iteration|Fault|Failure|Timeout|Unsupported|Cancelled|Abort)$")
+_CARET = re.compile(r"\s*[~^]+\s*$")
+_QUOTE = re.compile(r"[ \t]*(?:> ?)+")
+_FENCE = re.compile(r"\s*(?:```|~~~)")
+_MIDLINE_RANK = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?((?: [A-Z][A-Z_]*\d+)*)\]")
+_PROCESS_LINE = re.compile(r"Process [\w.-]+:$")
+_CONTEXT = "During handling of the above exception, another exception occurred"
+_CAUSE = "The above exception was the direct cause of the following exception"
+_STOP = re.compile(
+    r"\d+%\||^Killed$|^Aborted|terminate called|^\S+\.py:\d+: \w*Warning|^Exception ignored in|^Fatal Python error|"
+    r"^Segmentation fault|^\s*warnings\.warn\(|^Error executing job|^INFO:|^WARNING:|^ERROR:"
+)
+_TERMINATE = re.compile(r"terminate called after throwing an instance of '([^']+)'")
+_WHAT = re.compile(r"\s*what\(\):\s*(.*)")
+_CPP_STOP = re.compile(r"Exception raised from |frame #\d+:|^\s*$")
+_PG_RANK = re.compile(r"\[PG[^\]]*? Rank (\d+)\]")
+_FLAT_SPLIT = re.compile(r'(?=\bFile ")')
+_MIDLINE_PROC = re.compile(r"\((\w+?)(?:_((?:DP|TP|PP|EP)\d+(?:_(?:DP|TP|PP|EP)\d+)*))?(?: rank=(\d+))? pid=\d+\)\s*$")
+_FLAT_PREFIX = re.compile(r'\(\w+(?: rank=\d+)? pid=\d+\)\s*(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d \[?[^\]\s]+:\d+\]\s*)?')
+_FLAT_FRAME = re.compile(r'File "([^"]*)", line (\d+), in (\S+)\s*(.*)')
+_FLAT_END = re.compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d|Process [\w.-]+:|\[\d{4}-\d\d-\d\d ")
+_FLAT_EXC = re.compile(r"(?:^|\s)((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt))(?::\s|$)")
+
+_EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
+    ("xid", re.compile(r"NVRM: Xid \(")),
+    ("oom_kill", re.compile(
+        r"Out of memory: Kill(?:ed)? process|oom-kill:|invoked oom-killer|Memory cgroup out of memory|"
+        r"Failed with result 'oom-kill'|killed by the OOM killer")),
+    ("fatal_signal", re.compile(
+        r"Fatal Python error: |Segmentation fault|^Aborted \(core dumped\)|Illegal instruction \(core dumped\)|"
+        r"Bus error \(core dumped\)|\*\*\* SIG(?:SEGV|ABRT|BUS|ILL|FPE)|received signal SIG(?:SEGV|ABRT|BUS)|"
+        r"Floating point exception")),
+    ("device_assert", re.compile(r"\.cu:\d+: .*Assertion .* failed\.|device-side assertion .* failed")),
+    ("error_line", re.compile(r"out of memory|CUDA error|CUDA runtime error|cudaError\w+|Error Code \d+|Assertion failed")),
+    ("nccl_warn", re.compile(
+        r"NCCL WARN|Watchdog caught collective operation timeout|ran for \d+ milliseconds before timing out|"
+        r"[Ww]atchdog timeout")),
+    ("process_died", re.compile(
+        r"died unexpectedly|scheduler is dead|scheduler died|^Exit code: -?\d+|exited with code -?\d+|"
+        r"exited unexpectedly|ChildFailedError|Failed core proc\(s\): \{'|Main process exited, code=")),
+    ("killed", re.compile(r"^Killed$|Received sigquit|SIGQUIT received|kill_process_tree")),
+)
+_EVENT_ANCHORS = ("Xid", "CUDA", "cuda", "Error Code", "ssertion", "Main process", "out of memory", "Out of memory", "oom", "OOM", "Fatal", "Segmentation",
+                  "Abort", "Illegal", "Bus error", "SIG", "Floating", "NCCL WARN", "Watchdog", "timing out", "died",
+                  "dead", "Exit code", "exited", "ChildFailed", "Failed core", "Killed", "sigquit", "SIGQUIT",
+                  "kill_process")
+_PLAIN: tuple[str | None, ...] = (None, None, None, None, None, None)
+_MAX_FOREIGN = 25
+_MAX_MESSAGE_LINES = 40
+_MAX_MESSAGE_CHARS = 8000
+
+
+def looks_like_exception(m: re.Match[str]) -> bool:
+    """An ``_EXC`` match whose name reads like an exception class (so ``Killed`` or ``else:`` is not one)."""
+    name = m.group(1).split("(", 1)[0]  # ray.exceptions.RayTaskError(RuntimeError)
+    last = name.rsplit(".", 1)[-1]
+    return bool(_EXC_NAME.search(last)) or (last[:1].isupper() and "." in name) or last == "Exception"
+
+
+def split_flattened(rest: str) -> tuple[list[Frame], str | None, str]:
+    """Frames, exception type and message of a traceback pasted without its newlines.
+
+    ``rest`` is what follows ``Traceback (most recent call last):`` on the line. Process
+    prefixes and vLLM headers are dropped, the text is split at ``File "``, and the last
+    frame's tail is split into code and ``SomeError: message`` (cut at the next log record).
+    """
+    frames: list[Frame] = []
+    pieces = [p.strip() for p in _FLAT_SPLIT.split(_FLAT_PREFIX.sub("", rest))]
+    for piece in pieces:
+        m = _FLAT_FRAME.match(piece)
+        if m is None:
+            continue
+        tail = m.group(4)
+        exc = _FLAT_EXC.search(tail)
+        code = tail[: exc.start(1)].strip() if exc else tail.strip()
+        frames.append(Frame(m.group(1), int(m.group(2)), m.group(3), code or None))
+        if exc:
+            after = _FLAT_END.split(tail[exc.end(1):].lstrip(":"), 1)[0].strip()
+            return frames, exc.group(1), after
+    return frames, None, ""

@@ -1,0 +1,477 @@
+"""Find every Python traceback, C++ exception and telling log line in a log, in one pass.
+
+Each input line is parsed once (:mod:`workbench.logformats`); the writer's identity
+(compose service, journal pid, vLLM process and pid, torch ``[rankN]:``) picks a stream,
+and each stream runs its own small state machine (idle -> frames -> message), so
+tracebacks that several processes print at once, line by line or block by block, come
+apart again. SGLang prints its rank only on a traceback's first line; its ranks share a
+stream and are separated block by block. The work per line is bounded, so the whole pass
+is linear in the input.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from workbench.logformats import LogLine, _parse
+from workbench.phases import PhaseTracker, phase_from_frames
+from workbench.tracebacks.model import Chain, CppException, Frame, LogEvent, Traceback
+from workbench.tracebacks.patterns import (
+    _CARET,
+    _CAUSE,
+    _CONTEXT,
+    _CPP_STOP,
+    _EVENT_ANCHORS,
+    _EVENTS,
+    _EXC,
+    _FENCE,
+    _FILE,
+    _FILE_STRICT,
+    _HEADER,
+    _MAX_FOREIGN,
+    _MAX_MESSAGE_CHARS,
+    _MAX_MESSAGE_LINES,
+    _MIDLINE_PROC,
+    _MIDLINE_RANK,
+    _PG_RANK,
+    _PLAIN,
+    _PROCESS_LINE,
+    _QUOTE,
+    _STOP,
+    _TERMINATE,
+    _WHAT,
+    looks_like_exception,
+    split_flattened,
+)
+
+
+@dataclass
+class _Block:
+    index: int
+    rank: str | None
+    start: int
+    header: str | None
+    origin: str
+    server: str
+    phase_hint: str
+    cut_start: bool = False
+    end: int = 0
+    frames: list[Frame] = field(default_factory=list)
+    exc_type: str | None = None
+    message: list[str] = field(default_factory=list)
+    chained_from: int | None = None
+    chain: Chain | None = None
+    foreign: int = 0
+    blanks: int = 0
+    expect_code: bool = False
+    file_indent: int = 0
+
+
+@dataclass
+class _Cpp:
+    line: int
+    end: int
+    type: str
+    rank: str | None
+    phase: str
+    server: str
+    message: list[str] = field(default_factory=list)
+    state: int = 0  # 0 waiting for what(), 1 reading its message
+
+
+@dataclass
+class _Stream:
+    block: _Block | None = None
+    in_message: bool = False
+    last_index: int | None = None
+    pending: Chain | None = None
+    pending_from: int | None = None
+    pending_left: int = 0
+    cpp: _Cpp | None = None
+    # headers printed before any body: processes that write to one stderr print their
+    # "Traceback (most recent call last):" lines first and their frames afterwards
+    queued: list[tuple[int, str | None]] = field(default_factory=list)
+
+
+class Extractor:
+    """Incremental extractor: ``feed`` lines in order, then ``finish``.
+
+    After ``finish`` the results are in ``tracebacks``, ``cpp_exceptions`` and ``events``;
+    ``trackers`` holds one phase tracker per server (``"host|service"``: journal host and
+    identifier, or compose service; ``"|"`` for lines with neither), fed the same lines.
+    """
+
+    def __init__(self, *, year: int | None = None) -> None:
+        self.year = year
+        self.trackers: dict[str, PhaseTracker] = {}
+        self.line_no = 0
+        self._streams: dict[tuple[str | None, ...], _Stream] = {}
+        self._blocks: list[_Block] = []
+        self._cpp: list[_Cpp] = []
+        self.events: list[LogEvent] = []
+        self.tracebacks: list[Traceback] = []
+        self.cpp_exceptions: list[CppException] = []
+        self._tracker = PhaseTracker(year=year)
+        self._server = "|"
+        self._last_header: tuple[_Block, _Stream] | None = None
+        self._touched: _Block | None = None  # the block that took the previous input line
+        self._prev_len = 0
+        self._widest = 0
+
+    # -- input -------------------------------------------------------------------
+    def feed(self, line: str) -> None:
+        self.line_no += 1
+        if line and line[0] in " \t>":
+            stripped = line.lstrip(" \t")
+            if stripped.startswith(">"):
+                line = _QUOTE.sub("", line, count=1)
+        parsed, origin, header = _parse(line)
+        server = f"{parsed.host or ''}|{parsed.service or ''}" if (parsed.host or parsed.service) else "|"
+        tracker = self.trackers.get(server)
+        if tracker is None:
+            tracker = self.trackers[server] = PhaseTracker(year=self.year)
+        tracker.feed(parsed, line_no=self.line_no)
+        self._tracker = tracker
+        self._server = server
+        msg = parsed.message
+        if msg.startswith(("```", "~~~")) or (msg[:1].isspace() and _FENCE.match(msg)):
+            msg = ""
+        prev_len, self._prev_len = self._prev_len, len(line)
+        widest = self._widest
+        self._widest = max(widest, len(line))
+        touched, self._touched = self._touched, None
+        # a terminal wraps at its width: the cut line is as long as the longest line so far
+        if (touched is not None and header is None and parsed.format == "plain" and prev_len >= 60 and prev_len >= widest
+                and origin == _PLAIN and msg and not msg[0].isspace() and self._wrapped(touched, msg)):
+            self._touched = touched
+            return
+        stream = self._streams.get(origin)
+        if stream is None:
+            stream = self._streams[origin] = _Stream()
+        if stream.cpp is not None and self._cpp_line(stream, msg, parsed):
+            return
+        if stream.block is not None and self._in_block(stream, stream.block, parsed, msg, header):
+            if stream.block is not None and stream.block.end == self.line_no and origin != _PLAIN:
+                self._touched = stream.block
+            return
+        self._idle(stream, origin, parsed, msg, header)
+
+    def _wrapped(self, block: _Block, msg: str) -> bool:
+        """Join a terminal-wrapped tail (a line cut at the screen width) onto the prefixed block line it continues."""
+        if (_HEADER in msg or 'File "' in msg or block.end != self.line_no - 1 or _STOP.search(msg)
+                or _PROCESS_LINE.match(msg) or _CONTEXT in msg or _CAUSE in msg):
+            return False
+        if block.exc_type is not None and block.message:
+            block.message[-1] += msg.rstrip()
+        elif block.frames and block.expect_code:
+            f = block.frames[-1]
+            block.frames[-1] = Frame(f.file, f.line, (f.function + msg.strip()) if f.function != "?" else msg.strip(), f.code)
+        elif block.frames and block.frames[-1].code is not None:
+            f = block.frames[-1]
+            block.frames[-1] = Frame(f.file, f.line, f.function, (f.code or "") + msg.rstrip())
+        else:
+            return False
+        block.end = self.line_no
+        return True
+
+    def finish(self) -> None:
+        for origin, stream in self._streams.items():
+            if stream.block is not None:
+                self._close(stream, cut=not stream.in_message)
+            if stream.cpp is not None:
+                self._end_cpp(stream)
+            for start, qrank in stream.queued:  # headers whose frames never came
+                b = _Block(len(self._blocks), qrank, start, None, "|".join(o or "" for o in origin), self._server,
+                           "unknown", end=start)
+                self._blocks.append(b)
+            stream.queued.clear()
+        # blocks were numbered as they were opened; number them in input order
+        blocks = sorted(self._blocks, key=lambda b: (b.start, b.index))
+        renumber = {b.index: i for i, b in enumerate(blocks)}
+        for b in blocks:
+            b.index = renumber[b.index]
+            if b.chained_from is not None:
+                b.chained_from = renumber[b.chained_from]
+        frame_phase = [phase_from_frames((f.file, f.function) for f in b.frames) for b in blocks]
+        # links of one chain share a rank and a phase: the last link whose frames name a
+        # phase, else what the log lines said when the chain began
+        rank = [b.rank for b in blocks]
+        phase = [p or b.phase_hint for p, b in zip(frame_phase, blocks, strict=True)]
+        for b in blocks:
+            if b.chained_from is not None:
+                prev = b.chained_from
+                rank[b.index] = rank[b.index] or rank[prev]
+                if frame_phase[b.index] is None:
+                    phase[b.index] = phase[prev]
+        for b in reversed(blocks):
+            if b.chained_from is not None and frame_phase[b.chained_from] is None:
+                phase[b.chained_from] = phase[b.index]
+        for b in blocks:
+            self.tracebacks.append(Traceback(
+                index=b.index, rank=rank[b.index], start_line=b.start, end_line=max(b.end, b.start),
+                frames=tuple(b.frames), exception_type=b.exc_type,
+                message="\n".join(b.message) if b.exc_type is not None else None,
+                cut_start=b.cut_start, cut_end=b.exc_type is None, chained_from=b.chained_from, chain=b.chain,
+                phase=phase[b.index], origin=b.origin, server=b.server,
+            ))
+        self.cpp_exceptions = [
+            CppException(c.line, c.end, c.type, "\n".join(c.message).strip(), c.rank, c.phase, c.server) for c in self._cpp
+        ]
+
+    # -- states ------------------------------------------------------------------
+    def _idle(self, stream: _Stream, origin: tuple[str | None, ...], parsed: LogLine, msg: str, header: str | None) -> None:
+        pos = msg.find(_HEADER)
+        if pos >= 0:
+            self._start(stream, origin, parsed, msg, header, pos)
+            return
+        if not msg.strip():
+            return
+        if stream.pending is not None:
+            stream.pending_left -= 1
+            if stream.pending_left <= 0:
+                stream.pending = None
+        if _CONTEXT in msg or _CAUSE in msg:
+            if stream.last_index is not None:
+                stream.pending = "cause" if _CAUSE in msg else "context"
+                stream.pending_from = stream.last_index
+                stream.pending_left = 6
+            return
+        if "File \"" in msg and _FILE_STRICT.match(msg):
+            orphan = self._orphan_header()
+            if orphan is not None:  # "Traceback ..." lost the prefix its frames carry
+                block, old_stream = orphan
+                old_stream.block = None
+                old_stream.in_message = False
+                stream.block = block
+                block.rank = block.rank or parsed.rank
+                block.header = header if parsed.location is not None and parsed.format == "vllm" else None
+            elif stream.queued:
+                start, rank = stream.queued.pop(0)
+                block = self._new_block(stream, origin, parsed, header, rank=rank)
+                block.start = start
+            else:
+                block = self._new_block(stream, origin, parsed, header, cut_start=True)
+            self._frame_line(block, msg)
+            block.end = self.line_no
+            return
+        if "terminate called" in msg:
+            m = _TERMINATE.search(msg)
+            if m:
+                rank = parsed.rank
+                stream.cpp = _Cpp(self.line_no, self.line_no, m.group(1), rank, self._tracker.phase, self._server)
+                self._cpp.append(stream.cpp)
+                return
+        if "what():" in msg and stream.cpp is None:
+            m = _WHAT.match(msg)
+            if m:
+                stream.cpp = _Cpp(self.line_no, self.line_no, "std::exception", parsed.rank, self._tracker.phase, self._server, [m.group(1)], 1)
+                self._cpp.append(stream.cpp)
+                return
+        self._event(parsed, msg)
+
+    def _event(self, parsed: LogLine, msg: str) -> None:
+        for anchor in _EVENT_ANCHORS:
+            if anchor in msg:
+                break
+        else:
+            return
+        for kind, pattern in _EVENTS:
+            m = pattern.search(msg)
+            if m and kind == "error_line" and parsed.level not in ("ERROR", "CRITICAL"):
+                continue
+            if m:
+                text = parsed.raw.strip()
+                if len(text) > 400:  # a pasted line that lost its newlines: keep the part that matters
+                    text = "…" + msg[max(0, m.start() - 120): m.end() + 200].strip() + "…"
+                self.events.append(LogEvent(kind, self.line_no, text, parsed.rank, self._tracker.phase, self._server))
+                return
+
+    def _start(self, stream: _Stream, origin: tuple[str | None, ...], parsed: LogLine, msg: str, header: str | None, pos: int) -> None:
+        rank = parsed.rank
+        if rank is None and pos > 0:
+            found = _MIDLINE_RANK.findall(msg, 0, pos)
+            if found and found[-1].strip():
+                rank = found[-1].strip()
+            else:
+                m = _MIDLINE_PROC.search(msg, max(0, pos - 80), pos)
+                if m and (m.group(2) or m.group(3)):
+                    rank = "rank" + m.group(3) if m.group(3) else m.group(2).replace("_", " ")
+        block = self._new_block(stream, origin, parsed, header, rank=rank)
+        self._last_header = (block, stream)
+        if stream.pending is not None and stream.pending_from is not None:
+            block.chained_from, block.chain = stream.pending_from, stream.pending
+        stream.pending = None
+        rest = msg[pos + len(_HEADER):].lstrip(":")
+        if 'File "' in rest:  # the newlines were lost in a paste
+            if pos > 0 and _HEADER not in msg[:pos]:
+                self._event(parsed, msg)
+            nxt = rest.find(_HEADER)
+            self._flattened(stream, block, rest if nxt < 0 else rest[:nxt])
+            if nxt >= 0:
+                self._start(stream, origin, parsed, rest, header, nxt)
+
+    def _orphan_header(self) -> tuple[_Block, _Stream] | None:
+        last = self._last_header
+        if last is None:
+            return None
+        block, stream = last
+        if stream.block is block and not block.frames and block.exc_type is None and block.start == self.line_no - 1:
+            return block, stream
+        return None
+
+    def _new_block(self, stream: _Stream, origin: tuple[str | None, ...], parsed: LogLine, header: str | None,
+                   *, rank: str | None = None, cut_start: bool = False) -> _Block:
+        if stream.block is not None:
+            self._close(stream, cut=not stream.in_message)
+        repeat = header if parsed.location is not None and parsed.format == "vllm" else None
+        block = _Block(
+            index=len(self._blocks), rank=rank if rank is not None else parsed.rank, start=self.line_no,
+            header=repeat, origin="|".join(o or "" for o in origin), server=self._server, phase_hint=self._tracker.phase,
+            cut_start=cut_start, end=self.line_no,
+        )
+        self._blocks.append(block)
+        stream.block = block
+        stream.in_message = False
+        return block
+
+    def _in_block(self, stream: _Stream, block: _Block, parsed: LogLine, msg: str, header: str | None) -> bool:
+        """Consume the line if it belongs to the open block; False hands it to the idle state."""
+        if _HEADER in msg:
+            if (not block.frames and block.exc_type is None and msg.strip() == _HEADER + ":"
+                    and header == block.header):
+                stream.queued.append((self.line_no, parsed.rank))
+                return True
+            self._close(stream, cut=not stream.in_message)
+            return False
+        same = header == block.header or (header is None and not stream.in_message)
+        if stream.in_message:
+            if not same or not msg.strip() or len(block.message) >= _MAX_MESSAGE_LINES:
+                self._close(stream, cut=False)
+                return False
+            if (_CONTEXT in msg or _CAUSE in msg or _PROCESS_LINE.match(msg) or _STOP.search(msg)
+                    or (msg.lstrip().startswith("File \"") and _FILE_STRICT.match(msg))):
+                self._close(stream, cut=False)
+                return False
+            if sum(len(x) for x in block.message) < _MAX_MESSAGE_CHARS:
+                block.message.append(msg.rstrip())
+            block.end = self.line_no
+            return True
+        # reading frames
+        if not same:
+            return self._foreign(stream, block)
+        if not msg.strip():
+            block.blanks += 1
+            if block.blanks > 2:
+                self._close(stream, cut=True)
+            return True
+        block.blanks = 0
+        if _CONTEXT in msg or _CAUSE in msg:
+            self._close(stream, cut=True)
+            return False
+        stripped = msg.lstrip()
+        if stripped.startswith("File \"") and self._frame_line(block, msg):
+            block.end = self.line_no
+            return True
+        if _CARET.match(msg) or stripped.startswith("[Previous line repeated"):
+            block.end = self.line_no
+            return True
+        indent = len(msg) - len(stripped)
+        if block.expect_code and block.frames:
+            exc = _EXC.match(stripped) if indent <= block.file_indent else None
+            if indent > block.file_indent or exc is None or not looks_like_exception(exc):
+                last = block.frames[-1]
+                block.frames[-1] = Frame(last.file, last.line, last.function, stripped.rstrip())
+                block.expect_code = False
+                block.end = self.line_no
+                return True
+        exc = _EXC.match(stripped)
+        if exc is not None and (block.frames or looks_like_exception(exc)) and (indent == 0 or looks_like_exception(exc)):
+            if exc.group(2) is not None or looks_like_exception(exc):
+                block.exc_type = exc.group(1)
+                block.message = [exc.group(2).rstrip()] if exc.group(2) else []
+                block.end = self.line_no
+                block.expect_code = False
+                stream.in_message = True
+                return True
+        return self._foreign(stream, block)
+
+    def _foreign(self, stream: _Stream, block: _Block) -> bool:
+        block.foreign += 1
+        if block.foreign > _MAX_FOREIGN:
+            self._close(stream, cut=True)
+        return False
+
+    def _frame_line(self, block: _Block, msg: str) -> bool:
+        m = _FILE.match(msg)
+        if m is None:
+            return False
+        indent, file, line, func = m.group(1), m.group(2), m.group(3), m.group(4)
+        block.frames.append(Frame(file, int(line) if line else None, (func or "?").strip() or "?", None))
+        block.file_indent = len(indent)
+        block.expect_code = True
+        return True
+
+    def _close(self, stream: _Stream, *, cut: bool) -> None:
+        block = stream.block
+        if block is None:
+            return
+        if block.exc_type is not None or not cut:
+            stream.last_index = block.index
+        stream.block = None
+        stream.in_message = False
+
+    def _flattened(self, stream: _Stream, block: _Block, rest: str) -> None:
+        """A traceback whose newlines were lost in a paste: read the frames and the exception from one line."""
+        frames, exc_type, message = split_flattened(rest)
+        block.frames.extend(frames)
+        block.end = self.line_no
+        if exc_type is not None:
+            block.exc_type = exc_type
+            block.message = [message] if message else []
+            stream.in_message = True
+            self._close(stream, cut=False)
+
+    def _cpp_line(self, stream: _Stream, msg: str, parsed: LogLine) -> bool:
+        cpp = stream.cpp
+        assert cpp is not None
+        if cpp.state == 0:
+            m = _WHAT.match(msg)
+            if m:
+                cpp.message.append(m.group(1).rstrip())
+                cpp.state = 1
+                cpp.end = self.line_no
+                pg = _PG_RANK.search(msg)
+                if cpp.rank is None and pg:
+                    cpp.rank = "rank" + pg.group(1)
+                return True
+            if self.line_no - cpp.line > 3:
+                self._end_cpp(stream)
+            return False
+        if _CPP_STOP.match(msg) or _HEADER in msg or len(cpp.message) >= 10:
+            self._end_cpp(stream)
+            return msg.startswith(("Exception raised from", "frame #"))
+        cpp.message.append(msg.rstrip())
+        cpp.end = self.line_no
+        return True
+
+    def _end_cpp(self, stream: _Stream) -> None:
+        stream.cpp = None
+
+
+def extract(text: str | bytes, *, year: int | None = None) -> Extractor:
+    """Run an :class:`Extractor` over a whole text (lines split on ``\\n``)."""
+    if isinstance(text, bytes | bytearray):
+        text = bytes(text).decode("utf-8", "replace")
+    ex = Extractor(year=year)
+    feed = ex.feed
+    pos = 0
+    find = text.find
+    while True:  # one line at a time: no list of every line of a 100 MB log
+        end = find("\n", pos)
+        if end < 0:
+            feed(text[pos:])
+            break
+        feed(text[pos:end])
+        pos = end + 1
+    ex.finish()
+    return ex
