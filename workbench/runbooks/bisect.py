@@ -31,13 +31,14 @@ from pydantic import Field
 from workbench.bisect import Verdict, bisect
 from workbench.errors import HostError, RestoreError, WorkbenchError
 from workbench.hosts import connect
+from workbench.provenance import collect as collect_provenance
 from workbench.redact import Redactor
 from workbench.runbooks.params import RunbookParams
 from workbench.runs import Ledger, Run
 from workbench.session import HostSession
 from workbench.trials import TrialRecord, host_fingerprint, run_trial, unit_hash
 from workbench.unitfile import UnitFile, split_environment
-from workbench.variants import EditValue, describe_edits, edits_key, normalize_edits
+from workbench.variants import EditValue, Variant, describe_edits, edits_key, normalize_edits
 
 SEEDS_EDITS: dict[str, str | bool | None] = {
     "--ep-size": "8",
@@ -93,6 +94,7 @@ def run(params: BisectParams, *, progress: Callable[[str], None] = print) -> tup
     started = time.time()
     trials: list[TrialRecord] = []
     culprits: list[dict[str, Any]] = []
+    provenance: dict[str, Any] = {"host": params.host}
     failure: dict[str, str] | None = None
     restored = False
     host = connect(params.host, ssh_config=params.ssh_config or None)
@@ -110,6 +112,8 @@ def run(params: BisectParams, *, progress: Callable[[str], None] = print) -> tup
                 redactor.add_env(dict(split_environment(value)))
             fingerprint = host_fingerprint(host)
             uhash = unit_hash(base_text)
+            provenance = collect_provenance(host, base_text)
+            provenance["unit_diff"] = Variant.build(params.base_unit, base_text, edits).diff()
             by_subset: dict[str, TrialRecord] = {}
 
             def oracle(subset: tuple[tuple[str, EditValue], ...]) -> Verdict:
@@ -144,6 +148,8 @@ def run(params: BisectParams, *, progress: Callable[[str], None] = print) -> tup
         failure = {"kind": "ssh_lost", "message": str(exc)}
     except WorkbenchError as exc:
         failure = {"kind": "error", "message": str(exc)}
+    except KeyboardInterrupt:
+        failure = {"kind": "interrupted", "message": "interrupted (the host was restored on the way out)"}
     finished = time.time()
     save()
     result = {
@@ -162,6 +168,52 @@ def run(params: BisectParams, *, progress: Callable[[str], None] = print) -> tup
         "started": started,
         "finished": finished,
         "params": params.model_dump(),
+        "provenance": provenance,
     }
     run_.write_result(result)
+    if failure and failure["kind"] == "interrupted":
+        raise KeyboardInterrupt
     return run_, result
+
+
+# -- what the notebook shows ----------------------------------------------------
+
+
+def trials_frame(result: dict[str, Any]) -> pd.DataFrame:
+    rows = []
+    for i, t in enumerate(result.get("trials", []), 1):
+        rows.append({"#": i, "edits": describe_edits([(e[0], e[1]) for e in t["edits"]]), "outcome": t["outcome"],
+                     "phase": t["phase"], "exception": t["exception_type"] or "", "signature": t["signature"] or "",
+                     "seconds": t["seconds"], "reused": t["reused"]})
+    return pd.DataFrame(rows)
+
+
+def culprits_frame(result: dict[str, Any]) -> pd.DataFrame:
+    return pd.DataFrame([{"edits": describe_edits([(e[0], e[1]) for e in c["edits"]]),
+                          "exception": c["exception_type"] or "", "phase": c["phase"],
+                          "signature": c["signature"], "message": (c.get("message") or "")[:160]}
+                         for c in result.get("culprits", [])])
+
+
+def notebook() -> Any:
+    from workbench.runbooks.notebooks import build
+
+    return build(
+        "Bisect: which flag edits break a working unit?",
+        "Given a host, a base unit that works and flag edits under which it fails, find every minimal set of "
+        "edits that still fails, each with its failure signature, in the fewest server starts. Trials already "
+        "in the ledger for the same host, unit text and edits are reused. The host is left as it was found.",
+        BisectParams,
+        [
+            ("code", "from workbench.runbooks import bisect as rb\nfrom workbench.runbooks import show\n\n"
+                     "params = rb.BisectParams.from_namespace(globals())", []),
+            ("code", "run, result = rb.run(params)\nprint(f'run directory: {run.dir}')", []),
+            ("md", "## Conclusion", ["conclusion"]),
+            ("code", "show.conclusion(result)", ["conclusion"]),
+            ("code", "rb.culprits_frame(result)", ["conclusion"]),
+            ("md", "## Trials", []),
+            ("code", "rb.trials_frame(result)", []),
+            ("md", "## Provenance", ["provenance"]),
+            ("code", "show.provenance(result)", ["provenance"]),
+        ],
+    )

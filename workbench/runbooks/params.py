@@ -14,7 +14,7 @@ import json
 import types
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from workbench.errors import ConfigError
 
@@ -28,9 +28,9 @@ class RunbookParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    data_dir: str = "data"
-    run_id: str = ""
-    ssh_config: str = ""
+    data_dir: str = Field("data", description="where runs are recorded (data/runs/<run-id>)")
+    run_id: str = Field("", description="run id; empty: a new one")
+    ssh_config: str = Field("", description="ssh_config to resolve host aliases; empty: the default")
 
     @classmethod
     def from_namespace(cls: type[M], namespace: dict[str, Any]) -> M:
