@@ -17,7 +17,7 @@ from typing import Any
 from workbench.hosts import Host
 from workbench.session import HostSession
 from workbench.tracebacks import analyze, normalize_message
-from workbench.variants import EditValue, edits_key, normalize_edits
+from workbench.variants import EditValue, edits_key, normalize_edits, one_line
 
 FINGERPRINT_COMMAND = (
     "cat /etc/machine-id /proc/sys/kernel/random/boot_id 2>/dev/null; "
@@ -55,6 +55,16 @@ class TrialRecord:
 
     def row(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def failure_words(exception_type: str | None, message: str | None, width: int = 90) -> str:
+    """``RuntimeError (CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling ...)``."""
+    if not exception_type and not message:
+        return "a failure"
+    text = one_line((message or "").splitlines()[0] if message else "")
+    if len(text) > width:
+        text = text[: width - 3] + "..."
+    return f"{exception_type or 'failure'} ({text})" if text else str(exception_type)
 
 
 def host_fingerprint(host: Host) -> str:

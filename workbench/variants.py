@@ -125,7 +125,7 @@ def apply_edits(argv: list[str], edits: Mapping[str, EditValue] | Sequence[tuple
     return out
 
 
-def _one_line(text: str) -> str:
+def one_line(text: str) -> str:
     """Control characters escaped, so a value with a newline cannot break a unit-file line."""
     return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text.replace("\\", "\\\\"))
 
@@ -215,7 +215,7 @@ class Variant:
             unit.set("Service", "Type", "exec")
         unit.set("Service", "RuntimeMaxSec", str(self.runtime_max_sec))
         desc = unit.get("Unit", "Description") or self.base
-        what = _one_line(describe_edits(self.edits))
+        what = one_line(describe_edits(self.edits))
         unit.set("Unit", "Description", f"{desc} [variant: {what}]".replace("%", "%%"))
         unit.set("Unit", MARKER_KEY, self.base)
         unit.lines = [line for line in unit.lines if line.section != "Install"]

@@ -36,7 +36,7 @@ from workbench.redact import Redactor
 from workbench.runbooks.params import RunbookParams
 from workbench.runs import Ledger, Run
 from workbench.session import HostSession
-from workbench.trials import TrialRecord, host_fingerprint, run_trial, unit_hash
+from workbench.trials import TrialRecord, failure_words, host_fingerprint, run_trial, unit_hash
 from workbench.unitfile import UnitFile, split_environment
 from workbench.variants import EditValue, Variant, describe_edits, edits_key, normalize_edits
 
@@ -81,8 +81,7 @@ def conclusion(culprits: list[dict[str, Any]], trials: list[TrialRecord]) -> str
     parts = []
     for c in culprits:
         what = describe_edits([(e[0], e[1]) for e in c["edits"]])
-        exc = c["exception_type"] or "a failure without traceback"
-        parts.append(f"{what} -> {exc} during {c['phase']}")
+        parts.append(f"{what} -> {failure_words(c['exception_type'], c.get('message'))} during {c['phase']}")
     return f"{len(culprits)} minimal culprit(s): " + "; ".join(parts) + "."
 
 

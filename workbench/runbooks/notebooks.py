@@ -62,9 +62,9 @@ def build(title: str, intro: str, model: type[BaseModel], cells: list[tuple[str,
 
 
 def all_notebooks() -> dict[str, nbformat.NotebookNode]:
-    from workbench.runbooks import bisect
+    from workbench.runbooks import bisect, isolate
 
-    return {"bisect.ipynb": bisect.notebook()}
+    return {"bisect.ipynb": bisect.notebook(), "isolate_ep_vs_nvls.ipynb": isolate.notebook()}
 
 
 def main() -> int:

@@ -1,0 +1,228 @@
+"""Isolate factors: the full factorial over a few flag edits, and which factor causes which failure.
+
+Every combination of the edits (the base itself included) is started once —
+spread over the given hosts in parallel — and classified.  The conclusion in
+words comes from the matrix: for each failure signature, the minimal
+combinations that show it (a factor alone, or an interaction of several), and
+the factors that never change the outcome.
+
+``result.json``: ``{"runbook": "isolate_ep_vs_nvls", "status", "hosts", "base_unit", "factors": [[flag, value]],
+"matrix": [{"factors": {flag: bool}, "outcome", "phase", "exception_type", "signature", "seconds", "reused",
+"host"}], "causes": [{"factors": [flag], "signature", "exception_type", "phase"}], "no_effect": [flag],
+"conclusion": str, "server_starts", "wall_seconds", "host_restored", "failure"}``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import time
+from typing import Any
+
+import pandas as pd
+from pydantic import Field
+
+from workbench.errors import ConfigError
+from workbench.fleet import Subset, run_many
+from workbench.hosts import Host, connect
+from workbench.provenance import collect as collect_provenance
+from workbench.redact import Redactor
+from workbench.runbooks.params import RunbookParams
+from workbench.runs import Ledger, Run
+from workbench.session import HostSession
+from workbench.trials import TrialRecord, failure_words
+from workbench.unitfile import UnitFile, split_environment
+from workbench.variants import Variant, describe_edits, edits_key, normalize_edits
+
+DEFAULT_FACTORS: dict[str, str | bool | None] = {
+    "--ep-size": "8",
+    "--enable-nccl-nvls": True,
+    "--enable-flashinfer-allreduce-fusion": True,
+}
+MAX_FACTORS = 6
+
+
+class IsolateParams(RunbookParams):
+    hosts: list[str] = Field(default_factory=lambda: ["gpu-a"],
+                             description="ssh_config aliases; several hosts of one kind run combinations in parallel")
+    base_unit: str = Field("sglang-k26-ddtree.service", description="a unit that works")
+    factors: dict[str, str | bool | None] = Field(default_factory=lambda: dict(DEFAULT_FACTORS),
+                                                  description="flag edits to combine (at most 6)")
+    health_path: str = Field("/health", description="readiness endpoint")
+    start_timeout: float = Field(900.0, gt=0, description="seconds to wait for ready or failure, per start")
+    rerun: bool = Field(False, description="start again even where the ledger has the trial")
+    secret_env: list[str] = Field(default_factory=list, description="controller env vars whose values must never appear")
+
+
+def combinations(factors: Subset) -> list[Subset]:
+    out: list[Subset] = []
+    for k in range(len(factors) + 1):
+        out.extend(tuple(c) for c in itertools.combinations(factors, k))
+    return out
+
+
+def analyse(factors: Subset, results: dict[Subset, TrialRecord]) -> tuple[list[dict[str, Any]], list[str], str]:
+    """Causes per signature (minimal failing combinations), factors without effect, and the words."""
+    names = [f for f, _ in factors]
+    by_set = {frozenset(f for f, _ in s): r for s, r in results.items()}
+    causes: list[dict[str, Any]] = []
+    for s, r in sorted(by_set.items(), key=lambda kv: (len(kv[0]), sorted(kv[0]))):
+        if r.outcome == "ready" or not r.signature:
+            continue
+        if any(o < s and q.outcome != "ready" and q.signature == r.signature for o, q in by_set.items()):
+            continue
+        causes.append({"factors": [n for n in names if n in s], "signature": r.signature,
+                       "exception_type": r.exception_type, "phase": r.phase, "message": r.message})
+    no_effect = []
+    for n in names:
+        pairs = [(s, s | {n}) for s in by_set if n not in s and (s | {n}) in by_set]
+        if pairs and all((by_set[a].outcome, by_set[a].signature) == (by_set[b].outcome, by_set[b].signature)
+                         for a, b in pairs):
+            no_effect.append(n)
+    words = []
+    base = by_set.get(frozenset())
+    if base is not None and base.outcome != "ready":
+        words.append(f"The base itself does not start ({base.exception_type or base.outcome}); every combination is suspect.")
+    shown = dict(factors)
+    for c in causes:
+        what = " together with ".join(describe_edits([(f, shown[f])]) for f in c["factors"])
+        alone = "alone " if len(c["factors"]) == 1 else ""
+        words.append(f"{what} {alone}causes {failure_words(c['exception_type'], c['message'])} during {c['phase']}.")
+    others = [n for n in names if n not in no_effect and not any(n in c["factors"] for c in causes)]
+    if no_effect:
+        verb = "never changes" if len(no_effect) == 1 else "never change"
+        words.append(f"{', '.join(no_effect)} {verb} the outcome.")
+    if others:
+        words.append(f"{', '.join(others)} change which failure shows, without causing one alone.")
+    if not causes and base is not None and base.outcome == "ready":
+        words.append("Every combination starts.")
+    return causes, no_effect, " ".join(words)
+
+
+def run(params: IsolateParams) -> tuple[Run, dict[str, Any]]:
+    factors = normalize_edits(params.factors)
+    if not 1 <= len(factors) <= MAX_FACTORS:
+        raise ConfigError(f"factors: give between 1 and {MAX_FACTORS} flag edits (2^n starts)")
+    if not params.hosts:
+        raise ConfigError("hosts: give at least one host")
+    redactor = Redactor()
+    for name in params.secret_env:
+        redactor.add(os.environ.get(name))
+    run_ = Run.create("isolate_ep_vs_nvls", data_dir=params.data_dir, run_id=params.run_id, redactor=redactor)
+    hosts: list[Host] = [connect(h, ssh_config=params.ssh_config or None) for h in params.hosts]
+    ledger = Ledger(params.data_dir)
+    started = time.time()
+    trials: list[TrialRecord] = []
+    provenance: dict[str, Any] = {}
+
+    def lookup(host: str, fingerprint: str, uhash: str, subset: Subset) -> TrialRecord | None:
+        if params.rerun:
+            return None
+        hit = ledger.find_trial(host=host, fingerprint=fingerprint, unit_hash=uhash, edits_key=edits_key(subset))
+        if hit is None:
+            return None
+        rec = TrialRecord(**{k: v for k, v in hit.items() if k in TrialRecord.__dataclass_fields__})
+        rec.reused = True
+        return rec
+
+    def on_trial(rec: TrialRecord) -> None:
+        trials.append(rec)
+        run_.table("trials", pd.DataFrame([t.row() for t in trials]))
+
+    def before(session: HostSession, report: Any, text: str) -> None:
+        for value in UnitFile.parse(text).get_all("Service", "Environment"):
+            redactor.add_env(dict(split_environment(value)))
+        if not provenance:
+            provenance.update(collect_provenance(session.host, text))
+            provenance["unit_diff"] = Variant.build(params.base_unit, text, factors).diff()
+
+    results, reports = run_many(hosts, params.base_unit, combinations(factors), lookup=lookup, on_trial=on_trial,
+                                health_path=params.health_path, timeout=params.start_timeout,
+                                purpose=f"isolate {run_.id}", before=before)
+    finished = time.time()
+    failed_hosts = [r for r in reports if r.error]
+    complete = len(results) == 2 ** len(factors)
+    causes, no_effect, words = analyse(factors, results) if complete else ([], [], "")
+    names = [f for f, _ in factors]
+    matrix = []
+    for subset in combinations(factors):
+        r = results.get(subset)
+        present = {f for f, _ in subset}
+        matrix.append({"factors": {n: n in present for n in names}, "outcome": r.outcome if r else "not run",
+                       "phase": r.phase if r else None, "exception_type": r.exception_type if r else None,
+                       "signature": r.signature if r else None, "seconds": r.seconds if r else None,
+                       "reused": r.reused if r else False, "host": r.host if r else None})
+    failure = None
+    if failed_hosts or not complete:
+        failure = {"kind": "host_failed" if failed_hosts else "incomplete",
+                   "message": "; ".join(f"{r.host}: {r.error}" for r in failed_hosts) or "not every combination ran"}
+    result = {
+        "status": "ok" if failure is None else "failed",
+        "hosts": params.hosts,
+        "base_unit": params.base_unit,
+        "factors": [[f, v] for f, v in factors],
+        "matrix": matrix,
+        "causes": causes,
+        "no_effect": no_effect,
+        "conclusion": words if failure is None else f"Run failed: {failure['message']}",
+        "server_starts": sum(1 for t in trials if not t.reused),
+        "wall_seconds": round(finished - started, 2),
+        "host_restored": all(r.restored for r in reports),
+        "hosts_report": [{"host": r.host, "trials": r.trials, "restored": r.restored, "error": r.error} for r in reports],
+        "failure": failure,
+        "started": started,
+        "finished": finished,
+        "params": params.model_dump(),
+        "provenance": provenance,
+    }
+    run_.write_result(result)
+    return run_, result
+
+
+def matrix_frame(result: dict[str, Any]) -> pd.DataFrame:
+    rows = []
+    for m in result.get("matrix", []):
+        row = {f: ("✓" if on else "–") for f, on in m["factors"].items()}
+        row.update({"outcome": m["outcome"], "exception": m["exception_type"] or "", "phase": m["phase"] or "",
+                    "signature": m["signature"] or "", "host": m["host"] or "", "seconds": m["seconds"],
+                    "reused": m["reused"]})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def matrix_chart(result: dict[str, Any]) -> Any:
+    """Outcome per combination as an Altair heat strip (one row per combination)."""
+    import altair as alt
+
+    rows = []
+    for m in result.get("matrix", []):
+        combo = describe_edits([(f, True) for f, on in m["factors"].items() if on]) or "(base)"
+        label = m["outcome"] if m["outcome"] == "ready" else (m["exception_type"] or m["outcome"])
+        rows.append({"combination": combo, "result": label, "phase": m["phase"] or "", "signature": m["signature"] or ""})
+    return (alt.Chart(pd.DataFrame(rows)).mark_rect()
+            .encode(y=alt.Y("combination:N", sort=None, title=None), x=alt.X("result:N", title="outcome"),
+                    color=alt.Color("result:N"), tooltip=["combination", "result", "phase", "signature"])
+            .properties(width=240, title="Outcome per combination"))
+
+
+def notebook() -> Any:
+    from workbench.runbooks.notebooks import build
+
+    return build(
+        "Isolate EP vs NVLS: which factor causes which failure?",
+        "Start every combination of a few flag edits (the full factorial, the base included), spread over the "
+        "given hosts, and read the matrix: which factor alone, or which interaction, produces each failure "
+        "signature, and which factors never change the outcome. Every host is left as it was found.",
+        IsolateParams,
+        [
+            ("code", "from workbench.runbooks import isolate as rb\nfrom workbench.runbooks import show\n\n"
+                     "params = rb.IsolateParams.from_namespace(globals())", []),
+            ("code", "run, result = rb.run(params)\nprint(f'run directory: {run.dir}')", []),
+            ("md", "## Conclusion", ["conclusion"]),
+            ("code", "show.conclusion(result)", ["conclusion"]),
+            ("code", "rb.matrix_frame(result)", ["conclusion"]),
+            ("code", "rb.matrix_chart(result)", []),
+            ("md", "## Provenance", ["provenance"]),
+            ("code", "show.provenance(result)", ["provenance"]),
+        ],
+    )
