@@ -87,12 +87,13 @@ def unit_from_cgroup(text: str) -> str | None:
 
 
 def inventory_command() -> str:
-    """One round trip: GPUs, compute apps, and the cgroup of each app's PID."""
+    """Two nvidia-smi calls in one round trip: GPUs, compute apps, and the cgroup of each app's PID."""
     return (
         f"nvidia-smi --query-gpu={GPU_FIELDS} --format=csv,noheader,nounits || exit 90; echo '@@apps'; "
-        f"nvidia-smi --query-compute-apps={APP_FIELDS} --format=csv,noheader,nounits || exit 91; "
-        f"for p in $(nvidia-smi --query-compute-apps=pid --format=csv,noheader 2>/dev/null); do "
-        "echo \"@@cgroup $p\"; cat /proc/$p/cgroup 2>/dev/null; done"
+        f"apps=$(nvidia-smi --query-compute-apps={APP_FIELDS} --format=csv,noheader,nounits) || exit 91; "
+        'printf "%s\\n" "$apps"; '
+        'for p in $(printf "%s\\n" "$apps" | cut -d, -f1); do '
+        'case "$p" in *[!0-9]*|"") continue;; esac; echo "@@cgroup $p"; cat "/proc/$p/cgroup" 2>/dev/null; done'
     )
 
 

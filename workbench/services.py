@@ -43,6 +43,30 @@ from workbench.systemd import (
 from workbench.unitfile import UnitFile, effective, split_command, split_environment
 from workbench.variants import RUNTIME_DIR, Variant
 
+# Verify a unit file (and in install mode place it and reload) in one round trip.
+# $1 unit name, $2 destination path, $3 "verify" or "install"; the unit text on stdin.
+# First output line: @@unchanged | @@pending | @@invalid | @@valid | @@installed.
+_PLACE_SCRIPT = r"""
+name=$1; dst=$2; mode=$3
+mkdir -p /run/workbench || exit 20
+tmpdir=$(mktemp -d /run/workbench/verify.XXXXXX) || exit 20
+trap 'rm -rf "$tmpdir"' EXIT
+tmp="$tmpdir/$name"
+cat >"$tmp"
+if [ "$mode" = install ] && cmp -s "$tmp" "$dst"; then echo @@unchanged; exit 0; fi
+if [ "$mode" = install ]; then
+  pending=$(systemctl show --no-pager --property=Id,NeedDaemonReload -- '*' \
+    | awk 'BEGIN { RS = ""; FS = "\n" } /NeedDaemonReload=yes/ { for (i = 1; i <= NF; i++) if ($i ~ /^Id=/) print substr($i, 4) }' \
+    | grep -vxF "$name")
+  if [ -n "$pending" ]; then echo @@pending; printf '%s\n' "$pending"; exit 10; fi
+fi
+out=$(systemd-analyze verify -- "$tmp" 2>&1); rc=$?
+problems=$(printf '%s\n' "$out" | grep -F "$name" | grep -v X-WorkbenchVariantOf)
+if [ "$rc" -ne 0 ] || [ -n "$problems" ]; then echo @@invalid; printf '%s\n' "${problems:-$out}"; exit 11; fi
+if [ "$mode" = verify ]; then echo @@valid; exit 0; fi
+chmod 644 "$tmp" && mv -f "$tmp" "$dst" && systemctl daemon-reload && echo @@installed
+"""
+
 
 @dataclass
 class ServiceInfo:
@@ -78,6 +102,8 @@ class Services(Protocol):
     def stop(self, unit: str, *, timeout: float = 90.0) -> UnitStatus: ...
 
     def restart(self, unit: str) -> UnitStatus: ...
+
+    def stop_if_running(self, unit: str) -> bool: ...
 
     def reset(self, unit: str) -> None: ...
 
@@ -196,6 +222,15 @@ class SystemdServices:
         self.host.run(["systemctl", "restart", "--no-block", "--", unit], timeout=60, check=True)
         return self.status(unit)
 
+    def stop_if_running(self, unit: str) -> bool:
+        """Stop ``unit`` if it runs (one round trip); whether it did run."""
+        res = self.host.run(["sh", "-c", 'systemctl is-active --quiet -- "$1" || exit 3; systemctl stop -- "$1"',
+                             "stop", _check_unit(unit)], timeout=120)
+        if res.exited not in (0, 3):
+            raise ServiceError(f"{self.host.name}: systemctl stop {unit} failed: {res.tail(3)}", host=self.host.name,
+                               unit=unit)
+        return res.exited == 0
+
     def reset(self, unit: str) -> None:
         self.host.run(["systemctl", "reset-failed", "--", _check_unit(unit)], timeout=30)
 
@@ -211,20 +246,27 @@ class SystemdServices:
             out[name] = base
         return out
 
+    def _place(self, text: str, name: str, path: str, mode: str) -> bool:
+        """Verify (and in ``install`` mode place + reload) a unit in one round trip; see ``_PLACE_SCRIPT``."""
+        res = self.host.run(["sh", "-c", _PLACE_SCRIPT, "place", name, path, mode], input=text, timeout=120)
+        lines = res.stdout.splitlines()
+        tag = lines[0] if lines else ""
+        detail = "\n".join(lines[1:]).strip()
+        if tag == "@@pending":
+            raise VariantError(f"{self.host.name}: units with edits waiting for a daemon-reload: {detail.split()}; "
+                               "not reloading on someone else's behalf (reload or revert them first)",
+                               host=self.host.name, unit=name)
+        if tag == "@@invalid":
+            raise VariantError(f"{self.host.name}: variant {name} does not verify:\n{detail}", host=self.host.name,
+                               unit=name)
+        if tag not in ("@@unchanged", "@@installed", "@@valid") or not res.ok:
+            raise VariantError(f"{self.host.name}: placing {name} failed (exit {res.exited}): {res.tail(5)}",
+                               host=self.host.name, unit=name)
+        return tag == "@@installed"
+
     def verify(self, text: str, name: str) -> None:
         """``systemd-analyze verify`` on a temporary copy; an invalid unit never reaches a unit path."""
-        tmpdir = f"/run/workbench/verify-{uuid.uuid4().hex[:8]}"
-        path = f"{tmpdir}/{name}"
-        self.host.put(text.encode(), path)
-        try:
-            res = self.host.run(["systemd-analyze", "verify", "--", path], timeout=60)
-        finally:
-            self.host.run(["rm", "-rf", "--", tmpdir], timeout=30)
-        problems = [line for line in (res.stderr + res.stdout).splitlines()
-                    if line.strip() and name in line and "X-WorkbenchVariantOf" not in line]
-        if not res.ok or problems:
-            raise VariantError(f"{self.host.name}: variant {name} does not verify:\n" + "\n".join(problems or [res.tail(5)]),
-                               host=self.host.name, unit=name)
+        self._place(text, name, f"{RUNTIME_DIR}/{name}", "verify")
 
     def pending_reloads(self) -> list[str]:
         """Units whose files changed on disk without a daemon-reload (someone else's pending edits)."""
@@ -233,32 +275,19 @@ class SystemdServices:
         return [b["Id"] for b in parse_show(res.stdout) if b.get("NeedDaemonReload") == "yes" and b.get("Id")]
 
     def install_variant(self, variant: Variant) -> bool:
-        """Place the variant's runtime unit (verified, atomic) and reload; False when already in place.
+        """Place the variant's runtime unit and reload; False when the identical file is already there.
 
-        Refuses when another unit has a pending daemon-reload: our reload would apply
-        someone else's half-done edits.
+        One round trip: compare, refuse when another unit has a pending daemon-reload (our
+        reload would apply someone else's half-done edits), verify a temporary copy with
+        ``systemd-analyze verify``, rename it into place (atomic: same tmpfs), reload.
         """
-        text = variant.render()
-        current = self.host.run(["cat", "--", variant.path], timeout=30)
-        if current.ok and current.stdout == text:
-            return False
-        pending = [u for u in self.pending_reloads() if u != variant.name]
-        if pending:
-            raise VariantError(f"{self.host.name}: units with edits waiting for a daemon-reload: {pending}; "
-                               "not reloading on someone else's behalf (reload or revert them first)",
-                               host=self.host.name, unit=variant.name)
-        self.verify(text, variant.name)
-        self.host.put(text.encode(), variant.path)
-        self.daemon_reload()
-        return True
+        return self._place(variant.render(), variant.name, variant.path, "install")
 
     def remove_variant(self, name: str) -> bool:
         name = _check_unit(name)
         path = f"{RUNTIME_DIR}/{name}"
-        self.host.run(["systemctl", "stop", "--", name], timeout=90)
-        self.host.run(["systemctl", "reset-failed", "--", name], timeout=30)
-        res = self.host.run(["rm", "-f", "--", path], timeout=30)
-        self.daemon_reload()
+        res = self.host.run(["sh", "-c", 'systemctl stop -- "$1"; systemctl reset-failed -- "$1" 2>/dev/null; '
+                             'rm -f -- "$2" && systemctl daemon-reload', "remove", name, path], timeout=120)
         return res.ok
 
     def daemon_reload(self) -> None:
@@ -422,6 +451,12 @@ class ProcessServices:
     def restart(self, unit: str) -> UnitStatus:
         self.stop(unit)
         return self.start(unit)
+
+    def stop_if_running(self, unit: str) -> bool:
+        if not self.status(unit).running:
+            return False
+        self.stop(unit)
+        return True
 
     def reset(self, unit: str) -> None:
         pass

@@ -87,6 +87,7 @@ class HostSession:
         self.gpu_memory_threshold_mib = gpu_memory_threshold_mib
         self.recovered: list[str] = []
         self.restored = False
+        self._texts: dict[str, str] = {}
 
     # -- record ----------------------------------------------------------
     @property
@@ -167,10 +168,16 @@ class HostSession:
                           host=self.host.name)
 
     # -- trials ------------------------------------------------------------
+    def base_text(self, base: str) -> str:
+        """The base unit's effective text, read once per session (we hold the lock; nobody edits it)."""
+        if base not in self._texts:
+            self._texts[base] = self.svc.unit_text(base)
+        return self._texts[base]
+
     def variant(self, base: str, edits: dict[str, EditValue] | list[tuple[str, EditValue]] | None = None,
                 env: dict[str, str | None] | None = None, *, runtime_max_sec: int | None = None) -> Variant:
         """The variant ``base`` + ``edits`` as it would be placed on this host (nothing changes)."""
-        text = self.svc.unit_text(base)
+        text = self.base_text(base)
         if runtime_max_sec:
             return Variant.build(base, text, edits or {}, env, runtime_max_sec=runtime_max_sec)
         return Variant.build(base, text, edits or {}, env)
@@ -197,11 +204,8 @@ class HostSession:
             self.record.created.append(variant.name)
             self._save()
         changed = self.svc.install_variant(variant)  # verified before it is placed
-        stopped_base = False
-        if self.svc.status(base).running:
-            self.svc.stop(base)
-            stopped_base = True
-        outcome = watch_start(self.svc, variant.name, timeout=timeout or self.ready_timeout,
+        stopped_base = self.svc.stop_if_running(base)
+        outcome = watch_start(self.svc, variant.name, timeout=timeout or self.ready_timeout, unit_text=variant.render(),
                               health_path=health_path, on_event=on_event, on_line=on_line)
         final = self.svc.stop(variant.name) if outcome.ok or outcome.outcome == "timeout" else self.svc.status(variant.name)
         status = outcome.status if outcome.status and not outcome.ok else final

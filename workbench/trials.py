@@ -114,7 +114,7 @@ def run_trial(
 ) -> TrialRecord:
     """Start ``base`` + ``edits`` as a variant in ``session`` and classify what happened."""
     norm = normalize_edits(edits)
-    base_text = session.svc.unit_text(base)
+    base_text = session.base_text(base)
     started = time.time()
     trial = session.run_variant(base, list(norm), health_path=health_path, timeout=timeout, on_event=on_event)
     out = trial.outcome

@@ -150,12 +150,13 @@ def watch_start(
     start: bool = True,
     on_event: Callable[[PhaseEvent], None] | None = None,
     on_line: Callable[[Entry], None] | None = None,
+    unit_text: str | None = None,
 ) -> Outcome:
     """Start ``unit`` (unless ``start=False``) and follow it until it is ready, failed, or ``timeout``."""
     if health_path not in HEALTH_PATHS and not health_path.startswith("/"):
         raise ServiceError(f"health path must start with '/': {health_path!r}")
     host = svc.host
-    argv = exec_argv(svc.unit_text(unit), unit)
+    argv = exec_argv(unit_text if unit_text is not None else svc.unit_text(unit), unit)
     port = port or server_port(argv)
     before = svc.status(unit)
     if start and not before.running:
