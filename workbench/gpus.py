@@ -25,6 +25,7 @@ class GpuApp:
     used_memory_mib: float | None
     gpu_index: int | None
     unit: str | None = None
+    pgid: int | None = None
 
 
 @dataclass
@@ -93,7 +94,7 @@ def inventory_command() -> str:
         f"apps=$(nvidia-smi --query-compute-apps={APP_FIELDS} --format=csv,noheader,nounits) || exit 91; "
         'printf "%s\\n" "$apps"; '
         'for p in $(printf "%s\\n" "$apps" | cut -d, -f1); do '
-        'case "$p" in *[!0-9]*|"") continue;; esac; echo "@@cgroup $p"; cat "/proc/$p/cgroup" 2>/dev/null; done'
+        'case "$p" in *[!0-9]*|"") continue;; esac; echo "@@cgroup $p $(ps -o pgid= -p "$p" 2>/dev/null)"; cat "/proc/$p/cgroup" 2>/dev/null; done'
     )
 
 
@@ -103,12 +104,17 @@ def parse_inventory(text: str) -> GpuInventory:
     uuid_to_index = {g["uuid"]: int(g["index"]) for g in gpus}
     apps_part, *cgroup_parts = rest.split("@@cgroup ")
     units: dict[int, str | None] = {}
+    pgids: dict[int, int] = {}
     for part in cgroup_parts:
         head, _, body = part.partition("\n")
+        fields = head.split()
         try:
-            units[int(head.strip())] = unit_from_cgroup(body)
-        except ValueError:
+            pid = int(fields[0])
+        except (ValueError, IndexError):
             continue
+        units[pid] = unit_from_cgroup(body)
+        if len(fields) > 1 and fields[1].isdigit():
+            pgids[pid] = int(fields[1])
     apps = []
     for row in parse_csv(apps_part, APP_FIELDS):
         try:
@@ -116,8 +122,19 @@ def parse_inventory(text: str) -> GpuInventory:
         except ValueError:
             continue
         mem = _num(row["used_memory"])
-        apps.append(GpuApp(pid, row["process_name"], mem, uuid_to_index.get(row["gpu_uuid"]), units.get(pid)))
+        apps.append(GpuApp(pid, row["process_name"], mem, uuid_to_index.get(row["gpu_uuid"]), units.get(pid),
+                           pgids.get(pid)))
     return GpuInventory(gpus=gpus, apps=apps)
+
+
+def attribute(inv: GpuInventory, main_pids: dict[int, str]) -> GpuInventory:
+    """Name the unit of apps no cgroup names, by process group (the process backend starts each
+    service in its own session, so its processes' group id is the service's main PID)."""
+    for i, app in enumerate(inv.apps):
+        if app.unit is None and app.pgid in main_pids:
+            inv.apps[i] = GpuApp(app.pid, app.process_name, app.used_memory_mib, app.gpu_index,
+                                 main_pids[app.pgid], app.pgid)
+    return inv
 
 
 def inventory(host: Host, *, timeout: float = 30.0) -> GpuInventory:

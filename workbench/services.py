@@ -146,7 +146,7 @@ def inventory(svc: Services, pattern: str = "*") -> list[ServiceInfo]:
         if st.unit not in seen:  # an alias (sshd.service) reports its unit's Id (ssh.service)
             seen.add(st.unit)
             statuses.append(st)
-    gpu_inv = gpus.inventory(svc.host)
+    gpu_inv = gpus.attribute(gpus.inventory(svc.host), {st.main_pid: st.unit for st in statuses if st.main_pid})
     rows = []
     for st in statuses:
         try:

@@ -162,6 +162,9 @@ class HostSession:
         inv = gpus.inventory(self.host)
         if inv.error:
             return
+        if self.svc.kind == "process":
+            statuses = self.svc.statuses([u for u in allow_units if u in self.svc.units()])
+            inv = gpus.attribute(inv, {st.main_pid: st.unit for st in statuses if st.main_pid})
         reasons = inv.busy(allow_units=allow_units, memory_threshold_mib=self.gpu_memory_threshold_mib)
         if reasons:
             raise GpuBusy(f"{self.host.name}: GPUs are busy, not starting anything:\n  " + "\n  ".join(reasons),

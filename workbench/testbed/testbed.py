@@ -251,10 +251,29 @@ def _leftovers() -> list[str]:
     return found
 
 
+def _other_owner() -> str | None:
+    """The state directory of a testbed that runs from elsewhere (not ours to touch), if any."""
+    try:
+        owner = OWNER_FILE.read_text().strip()
+    except OSError:
+        return None
+    if owner and owner != str(paths.state_dir()) and Path(owner, "state.json").exists():
+        return owner
+    return None
+
+
 def down(*, progress: Progress = print) -> list[str]:
-    """Stop every host ``up`` started and remove every trace; return what was removed."""
+    """Stop every host ``up`` started and remove every trace; return what was removed.
+
+    Leftovers found by name (namespaces, links, stray nspawn processes) are removed only
+    when no other state directory owns the running testbed.
+    """
     state = load()
     removed: list[str] = []
+    other = _other_owner()
+    if other and not state:
+        progress(f"testbed down: nothing of ours here; the running testbed belongs to {other}")
+        return removed
     if state:
         for h in state.hosts:
             if h.pid and nspawn.stop(h.pid, argv_marker=f"--directory={h.root}"):
