@@ -23,12 +23,14 @@ import httpx
 
 from workbench.errors import ServiceError
 from workbench.hosts import Host, LineStream
-from workbench.journal import MSG_UNIT_PROCESS_EXIT, TERMINAL_MESSAGE_IDS, Entry
+from workbench.journal import MSG_UNIT_FAILED, MSG_UNIT_PROCESS_EXIT, TERMINAL_MESSAGE_IDS, Entry
 from workbench.phases import PhaseTracker
 from workbench.services import Services, exec_argv
 from workbench.systemd import UnitStatus
 
 HEALTH_PATHS = ("/health", "/health_generate", "/v1/models")
+# PID 1 messages that mean the invocation's main process has ended.
+FINAL_MESSAGE_IDS = {MSG_UNIT_PROCESS_EXIT, MSG_UNIT_FAILED}
 
 
 class PortInUse(ServiceError):
@@ -189,9 +191,9 @@ def watch_start(
         http_up = False
         last_check = 0.0
 
-        def verdict(outcome: str, reason: str, st: UnitStatus | None) -> Outcome:
+        def verdict(outcome: str, reason: str, st: UnitStatus | None, detected: int | None = None) -> Outcome:
             nonlocal exit_usec
-            detected = int(time.time() * 1e6)
+            detected = detected or int(time.time() * 1e6)
             seconds = time.monotonic() - started
             if outcome == "failed":
                 exit_usec = _drain(stream, svc, unit, invocation, tail, tracker, exit_usec)
@@ -222,6 +224,15 @@ def watch_start(
                             invocation and not entry.invocation)):
                         exit_usec = exit_usec or entry.usec
                         check = True
+                        command = str((entry.fields or {}).get("COMMAND", "ExecStart"))
+                        if invocation and entry.invocation == invocation and entry.message_id in FINAL_MESSAGE_IDS \
+                                and command == "ExecStart":  # not an ExecStartPre/ExecStop helper ending
+                            # PID 1 says this very invocation's main process is gone: a server that
+                            # exits has failed, whatever its status.  Judge now, read the status after.
+                            detected = int(time.time() * 1e6)
+                            st = svc.status(unit)
+                            return verdict("failed", _failed(before, st, invocation, svc.kind)
+                                           or f"exited ({entry.message})", st, detected)
                 else:
                     tail.append(entry.message)
                     tr = tracker.feed(entry.message, entry.time)
