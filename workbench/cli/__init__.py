@@ -20,6 +20,7 @@ COMMANDS: tuple[str, ...] = (
     "demo",
     "services",
     "tracebacks",
+    "bench",
 )
 
 
@@ -49,6 +50,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("workbench: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # output piped into `head` and friends
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

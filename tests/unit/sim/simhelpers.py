@@ -14,8 +14,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[3]
 FIXTURES = REPO / "tests" / "fixtures" / "sim"
-MODEL = FIXTURES / "models" / "Kimi-K2.6"
-DRAFT = FIXTURES / "models" / "Kimi-K2.6-DFlash"
+MODEL = REPO / "workbench" / "testbed" / "models" / "Kimi-K2.6"
+DRAFT = REPO / "workbench" / "testbed" / "models" / "Kimi-K2.6-DFlash"
 DDTREE = [
     "--speculative-algorithm",
     "DDTREE",

@@ -1,0 +1,166 @@
+"""How fast a stream can a load client time to within 1 ms? Ours vs SGLang's bench_serving (and vLLM's).
+
+    .venv/bin/python bench/client_accuracy.py [--itl-ms 10] [--concurrency 1,16,64,128,256,384]
+        [--sglang-python /tmp/sgl-venv/bin/python] [--vllm-python ~/.cache/workbench/vllm-env/bin/python]
+
+A fixed-schedule server (``workbench.bench.fixedserver``, its own process) streams one token every
+``--itl-ms`` to each of ``c`` concurrent requests. The server logs when it really sent each chunk
+(a loaded server sends late, never in bursts); the streamed rate is c x 1000 / the median actual
+gap, and a client's error is |its median ITL - that median gap| over the same run. Each client runs in its own process, one after
+the other, against the same server. Each (client, concurrency) point runs ``--repeats`` times,
+clients interleaved; the median error counts. The figure: the highest streamed rate up to which
+every concurrency kept the median error below 1 ms, per client, and ours over SGLang's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.client_tokenizer import write as write_tokenizer  # noqa: E402
+from workbench.bench import client  # noqa: E402
+from workbench.bench.ingest import load_results  # noqa: E402
+from workbench.bench.loadcore import LoadSpec  # noqa: E402
+from workbench.bench.metrics import itl_values, summarize  # noqa: E402
+
+
+def start_server(itl_ms: float, ttft_ms: float) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen([sys.executable, "-m", "workbench.bench.fixedserver", "--port", "0", "--itl-ms", str(itl_ms),
+                             "--ttft-ms", str(ttft_ms)], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()  # "READY <port>" once it listens
+    if not line.startswith("READY"):
+        proc.kill()
+        raise SystemExit(f"fixed server did not start: {line!r}")
+    return proc, f"http://127.0.0.1:{line.split()[1]}"
+
+
+def server_gaps(url: str) -> list[float]:
+    with urllib.request.urlopen(url + "/stats") as r:
+        return list(json.loads(r.read())["gaps_s"])
+
+
+def ours(kind: str, url: str, c: int, n: int, out_len: int) -> dict[str, float]:
+    spec = LoadSpec(url=url, model="fixed", input_len=32, output_len=out_len, num_requests=n, concurrency=c,
+                    warmup=min(c, 4), tokens_per_word=(0.0, 1.0))
+    if kind == "httpx":
+        records, run = client.run_local(spec, progress=False)
+    else:
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(spec.to_dict(), f)
+        out = subprocess.run(["/usr/bin/python3", "-I", str(ROOT / "workbench/bench/hostclient.py"), f.name],
+                             capture_output=True, text=True, check=True).stdout
+        os.unlink(f.name)
+        lines = [json.loads(x) for x in out.splitlines()]
+        records, run = [x for x in lines if x["kind"] == "request"], lines[-1]
+    s = summarize(records, run)
+    return {"itl_p50_ms": statistics.median(itl_values(records)) * 1000, "tok_s": s["output_throughput"],
+            "failed": s["failed"], "cpu_frac": run["cpu_frac"], "client_bound": s["client_bound"]}
+
+
+def sglang(python: str, tok: str, url: str, c: int, n: int, out_len: int) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as d:
+        out = Path(d) / "out.jsonl"
+        subprocess.run([python, str(ROOT / "bench/client_sglang_shim.py"), "--backend", "sglang-oai", "--base-url", url,
+                        "--model", "fixed", "--tokenizer", tok, "--dataset-name", "random-ids", "--random-input-len", "32",
+                        "--random-output-len", str(out_len), "--random-range-ratio", "1", "--num-prompts", str(n),
+                        "--max-concurrency", str(c), "--request-rate", "inf", "--warmup-requests", str(min(c, 4)),
+                        "--output-file", str(out), "--disable-tqdm"],
+                       capture_output=True, text=True, check=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+        t = load_results(out).table.iloc[0]
+    return {"itl_p50_ms": t["itl_p50_ms"], "tok_s": t["output_throughput"], "failed": n - t["completed"]}
+
+
+def vllm(python: str, tok: str, url: str, c: int, n: int, out_len: int) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as d:
+        subprocess.run([python, "-m", "vllm.entrypoints.cli.main", "bench", "serve", "--backend", "openai", "--base-url", url,
+                        "--endpoint", "/v1/completions", "--model", "fixed", "--tokenizer", tok, "--dataset-name", "random",
+                        "--random-input-len", "32", "--random-output-len", str(out_len), "--num-prompts", str(n),
+                        "--max-concurrency", str(c), "--ignore-eos", "--num-warmups", str(min(c, 4)), "--save-result",
+                        "--result-dir", d, "--result-filename", "r.json", "--disable-tqdm"],
+                       capture_output=True, text=True, check=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+        t = load_results(Path(d) / "r.json").table.iloc[0]
+    return {"itl_p50_ms": t["itl_p50_ms"], "tok_s": t["output_throughput"], "failed": t["failed"]}
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--itl-ms", type=float, default=10.0)
+    p.add_argument("--ttft-ms", type=float, default=20.0)
+    p.add_argument("--concurrency", default="1,16,64,128,256,384")
+    p.add_argument("--output-len", type=int, default=64)
+    p.add_argument("--rounds", type=int, default=2, help="requests per point = rounds x concurrency")
+    p.add_argument("--repeats", type=int, default=3, help="runs per (client, concurrency); medians are reported")
+    p.add_argument("--sglang-python", default="/tmp/sgl-venv/bin/python")
+    p.add_argument("--vllm-python", default="")
+    p.add_argument("--json", help="also write the rows here")
+    a = p.parse_args()
+    tok = str(write_tokenizer(tempfile.mkdtemp(prefix="wb-tok-")))
+    clients = {"hostclient": lambda url, c, n: ours("hostclient", url, c, n, a.output_len),
+               "httpx": lambda url, c, n: ours("httpx", url, c, n, a.output_len)}
+    if a.sglang_python and Path(a.sglang_python).exists():
+        clients["sglang.bench_serving"] = lambda url, c, n: sglang(a.sglang_python, tok, url, c, n, a.output_len)
+    if a.vllm_python and Path(a.vllm_python).exists():
+        clients["vllm bench serve"] = lambda url, c, n: vllm(a.vllm_python, tok, url, c, n, a.output_len)
+    server, url = start_server(a.itl_ms, a.ttft_ms)
+    rows = []
+    try:
+        for c in [int(x) for x in a.concurrency.split(",")]:
+            for rep in range(a.repeats):  # clients interleaved, so a burst of load elsewhere hits all of them
+                for name, run in clients.items():
+                    before = len(server_gaps(url))
+                    t0 = time.perf_counter()
+                    r = run(url, c, a.rounds * c)
+                    gaps = server_gaps(url)[before:]
+                    ref = statistics.median(gaps) * 1000
+                    # the rate the server really streamed: c streams at its actual median gap
+                    rows.append({"client": name, "concurrency": c, "repeat": rep, "streamed_tok_s": c * 1000 / ref,
+                                 "server_gap_p50_ms": ref, "error_ms": abs(r["itl_p50_ms"] - ref),
+                                 "wall_s": time.perf_counter() - t0, **r})
+                    print(json.dumps(rows[-1]), flush=True)
+    finally:
+        server.kill()
+        server.wait()
+    points = {}
+    for r in rows:
+        points.setdefault((r["client"], r["concurrency"]), []).append(r)
+    print("\n| client | c | streamed tok/s (median) | measured tok/s | median-ITL error ms (median of runs) | errors of the runs |")
+    print("|---|---|---|---|---|---|")
+    table = []
+    for (name, c), rs in points.items():
+        row = {"client": name, "concurrency": c, "streamed_tok_s": statistics.median(x["streamed_tok_s"] for x in rs),
+               "tok_s": statistics.median(x["tok_s"] for x in rs), "error_ms": statistics.median(x["error_ms"] for x in rs),
+               "failed": sum(x["failed"] for x in rs)}
+        table.append(row)
+        print(f"| {name} | {c} | {row['streamed_tok_s']:.0f} | {row['tok_s']:.0f} | {row['error_ms']:.3f} | "
+              + ", ".join(f"{x['error_ms']:.2f}" for x in rs) + " |")
+    best = {}
+    for name in clients:
+        best[name] = 0.0
+        for row in sorted((t for t in table if t["client"] == name), key=lambda t: t["concurrency"]):
+            if row["error_ms"] >= 1.0 or row["failed"]:
+                break  # the figure holds only while every lower concurrency held too
+            best[name] = max(best[name], row["streamed_tok_s"])
+        print(f"{name}: < 1 ms median-ITL error up to {best[name]:.0f} tok/s streamed")
+    if best.get("sglang.bench_serving"):
+        for name in ("hostclient", "httpx"):
+            print(f"ratio {name} / sglang.bench_serving: {best[name] / best['sglang.bench_serving']:.2f}")
+    print(f"load average at the end: {open('/proc/loadavg').read().split()[:3]} on {os.cpu_count()} CPUs")
+    if a.json:
+        Path(a.json).write_text(json.dumps({"rows": rows, "best": best}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
