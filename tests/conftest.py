@@ -7,9 +7,21 @@ import os
 import pytest
 
 
+def wanted_provision(items: list[pytest.Item]) -> tuple[str, ...]:
+    """The provisioners this session needs: the real vLLM too when it runs ``realserver`` tests."""
+    if any(item.get_closest_marker("realserver") for item in items):
+        return ("sim", "vllm")
+    return ("sim",)
+
+
 @pytest.fixture(scope="session")
-def testbed():
-    """The nspawn testbed with at least two hosts (reused if already running; torn down if started here)."""
+def testbed(request):
+    """The nspawn testbed with at least two hosts (reused if already running; torn down if started here).
+
+    A running testbed is reused when it has every provisioner the session needs; one
+    that lacks ``vllm`` while ``realserver`` tests are selected is brought up again,
+    once, with ``sim,vllm`` and left running (it was running before).
+    """
     from workbench.testbed import testbed as tb
 
     ok, why = tb.can_use_nspawn()
@@ -17,11 +29,15 @@ def testbed():
         if os.environ.get("CI"):
             pytest.fail(f"CI must run the testbed tests, but nspawn is unavailable: {why}")
         pytest.skip(f"nspawn testbed unavailable: {why}")
+    want = wanted_provision(request.session.items)
     state = tb.load()
     started_here = False
-    if not (state and state.backend == "nspawn" and tb._healthy(state) and len(state.hosts) >= 2):
-        state = tb.up(2)
+    running = bool(state and state.backend == "nspawn" and tb._healthy(state) and len(state.hosts) >= 2)
+    if not running:
+        state = tb.up(2, provision=want)
         started_here = True
+    elif state is not None and not set(want) <= set(state.provision):
+        state = tb.up(len(state.hosts), provision=want)
     yield state
     if started_here and not os.environ.get("WORKBENCH_KEEP_TESTBED"):
         tb.down()
@@ -46,5 +62,19 @@ def host_b(ssh_config):
     from workbench.hosts import SSHHost
 
     h = SSHHost("gpu-b", ssh_config=ssh_config)
+    yield h
+    h.close()
+
+
+@pytest.fixture
+def vllm_host(testbed):
+    """gpu-a of a testbed provisioned with the real vLLM: ``vllm-tiny.service`` (port 8000,
+    ``/health``) installed, not enabled. Use it inside a ``HostSession`` so the host is restored."""
+    from workbench.hosts import SSHHost
+
+    if "vllm" not in testbed.provision:
+        pytest.fail("the testbed runs without the vllm provisioner: mark the test `realserver` "
+                    "so tests/conftest.py brings it up with sim,vllm")
+    h = SSHHost("gpu-a", ssh_config=str(testbed.ssh_config))
     yield h
     h.close()

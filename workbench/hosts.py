@@ -340,6 +340,23 @@ def _harden(conn: Any) -> None:
         conn = conn.gateway
 
 
+def close_channel(chan: Any) -> None:
+    """Close a paramiko channel that ``select`` was used on, without killing its connection.
+
+    ``select`` makes paramiko give the channel a pipe; ``Channel.close()`` closes that
+    pipe, but a packet still in flight for the channel is fed to it from the transport
+    thread, which then writes to a closed descriptor: ``OSError: [Errno 9] Bad file
+    descriptor`` there kills the whole connection (or the write lands on a reused
+    descriptor). A chatty server (vLLM's shutdown floods the journal a follow stream
+    reads) hits this. Pointing the buffers at plain events first, under their own
+    locks, leaves late packets nothing to write to.
+    """
+    for buf in (chan.in_buffer, chan.in_stderr_buffer):
+        with contextlib.suppress(Exception):
+            buf.set_event(threading.Event())
+    chan.close()
+
+
 class SSHHost:
     """A host reached by its ssh_config alias through Fabric."""
 
@@ -452,7 +469,7 @@ class SSHHost:
         except Exception:
             return False
         finally:
-            chan.close()
+            close_channel(chan)
 
     # -- commands ------------------------------------------------------
     def run(
@@ -500,7 +517,7 @@ class SSHHost:
                 select.select([chan], [], [], min(left, 0.5))
             status = chan.recv_exit_status()
         finally:
-            chan.close()
+            close_channel(chan)
         result = Result(text, b"".join(out).decode(errors="replace"), b"".join(err).decode(errors="replace"),
                         status, self.name, time.monotonic() - started)
         if status == shell.TIMEOUT_EXIT and time.monotonic() - started >= timeout:
@@ -538,7 +555,7 @@ class SSHHost:
             with contextlib.suppress(Exception):
                 chan.shutdown_write()  # EOF on stdin: the tether kills the command on the host
             with contextlib.suppress(Exception):
-                chan.close()
+                close_channel(chan)
 
         stream = LineStream(close, self.name)
 
@@ -571,7 +588,7 @@ class SSHHost:
             except BaseException as exc:  # delivered to the consumer
                 stream._finish(None, exc)
             finally:
-                chan.close()
+                close_channel(chan)
 
         threading.Thread(target=pump, daemon=True, name=f"stream-{self.name}").start()
         return stream
@@ -608,7 +625,7 @@ class SSHHost:
                 return
             finally:
                 a.close()
-                b.close()
+                close_channel(b)
 
         def accept() -> None:
             while not stop.is_set():

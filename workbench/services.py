@@ -191,7 +191,8 @@ class SystemdServices:
         return st
 
     def units(self, pattern: str = "*") -> list[str]:
-        res = self.host.run(f"{shlex.join(list_units_argv(pattern))}; {shlex.join(list_unit_files_argv(pattern))}",
+        # list-unit-files exits 1 when nothing matches: an empty answer, not a failure.
+        res = self.host.run(f"{shlex.join(list_units_argv(pattern))}; {shlex.join(list_unit_files_argv(pattern))}; true",
                             timeout=30, check=True)
         return sorted(set(parse_unit_names(res.stdout)))
 

@@ -34,13 +34,15 @@ def _backend(choice: str) -> str:
 
 def _up(args: argparse.Namespace) -> int:
     provision = tuple(p for p in args.provision.split(",") if p)
-    if _backend(args.backend) == "nspawn":
-        from workbench.testbed import testbed
+    from workbench.testbed import local, testbed
 
+    # One backend at a time: the aliases gpu-a, gpu-b, ... must mean one thing.
+    if _backend(args.backend) == "nspawn":
+        local.down()
         testbed.up(args.hosts, provision=provision)
     else:
-        from workbench.testbed import local
-
+        if testbed.load() is not None:
+            testbed.down()
         local.up(args.hosts, provision=provision)
     return _status(argparse.Namespace(json=False))
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from workbench.errors import ConfigError
 from workbench.testbed import paths
-from workbench.testbed.provision import _MODEL_CONFIG, BASE_UNIT
+from workbench.testbed.provision import BASE_UNIT, install_models
 from workbench.testbed.units import render_unit
 
 HOST_NAMES = [f"gpu-{c}" for c in "abcdefghijklmnopqrstuvwxyz"]
@@ -49,9 +49,7 @@ def _install_host(root: Path, index: int) -> dict[str, object]:
     smi = bin_dir / "nvidia-smi"
     smi.write_text(f'#!/bin/sh\nSIM_GPU_STATE_DIR="{gpu_state}" exec python3 "{site}/nvidia_smi.py" "$@"\n')
     smi.chmod(0o755)
-    for model in ("Kimi-K2.6", "Kimi-K2.6-DFlash"):
-        (root / "models" / model).mkdir(parents=True, exist_ok=True)
-        (root / "models" / model / "config.json").write_text(_MODEL_CONFIG)
+    install_models(root / "models")
     units = root / "services" / "units"
     units.mkdir(parents=True, exist_ok=True)
     env_line = f'Environment="SIM_GPU_STATE_DIR={gpu_state}"\n'

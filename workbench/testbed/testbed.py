@@ -148,7 +148,8 @@ def up(
     _check_owner()
     current = load()
     if current and current.backend == "nspawn" and _healthy(current) and len(current.hosts) >= n_hosts \
-            and current.provision == list(provision):
+            and set(provision) <= set(current.provision):
+        provisioners = PROVISIONERS.make(current.provision)
         for p in provisioners:  # refresh provisioned files in the running hosts
             for h in current.hosts:
                 p.install(Path(h.root), h.name)
