@@ -1,34 +1,53 @@
 """Redaction: no secret or address leaves a run (notebook outputs, reports, saved tables).
 
-A :class:`Redactor` replaces known secret values (given by reference: parameter
-values marked secret, environment values whose names look secret) and patterns:
-IPv4 and IPv6 addresses, ``hf_`` tokens, ``Bearer`` headers, ``--api-key X``
-style arguments, ``NAME=value`` assignments whose name says token, secret, key
-or password, and URLs with credentials.  Journal tables lose ``_CMDLINE``-like
-columns, which repeat a command line (and any secret on it) on every line.
+A :class:`Redactor` replaces known secret values and patterns.  Secrets enter
+only by reference: :meth:`Redactor.for_params` learns the values of the
+controller environment variables a runbook's ``secret_env`` names, and the
+values given under secret-looking names (``--api-key X``, ``{"HF_TOKEN": X}``);
+runbooks add a unit's ``Environment=`` values whose names look secret
+(:meth:`Redactor.add_env`).  Patterns: IPv4 and IPv6 addresses, ``hf_``
+tokens, ``Bearer`` headers, ``--api-key X`` style arguments, ``NAME=value``
+assignments whose name says token, secret, key or password, and URLs with
+credentials.  In JSON-like objects a string under a secret-looking key is
+replaced whole.  Journal tables lose ``_CMDLINE``-like columns, which repeat a
+command line (and any secret on it) on every line.
 """
 
 from __future__ import annotations
 
+import html
 import ipaddress
+import json
+import os
 import re
-from collections.abc import Iterable
+import urllib.parse
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 REDACTED = "[REDACTED]"
 ADDRESS = "[ADDRESS]"
-SECRET_NAME = re.compile(r"(?i)(token|secret|passw(or)?d|api[_-]?key|credential|auth)")
+# A name (flag, variable, key) whose *last* word says secret: --api-key, HF_TOKEN, db_password,
+# AWS_SECRET_ACCESS_KEY — but not --speculative-num-draft-tokens, max_tokens, tokenizer or secret_env.
+_WORDS = (r"token|passw(?:or)?d|pass|api[_-]?key|apikey|access[_-]?key|private[_-]?key|credentials?"
+          r"|authorization|auth[_-]?token|secret(?:[_.-]?(?:access[_-]?)?key)?")
+SECRET_NAME = re.compile(r"(?i)^-{0,2}(?:[\w.-]*[_.-])?(?:" + _WORDS + r")$")
 DROP_COLUMNS = ("_CMDLINE", "cmdline", "_HOSTNAME", "_MACHINE_ID", "_BOOT_ID")
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 _IPV4 = re.compile(r"(?<![\w.])(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)(?![\w.])")
-_IPV6 = re.compile(r"(?<![\w:])(?:[0-9A-Fa-f]{1,4}:){2,7}[0-9A-Fa-f]{0,4}(?:%\w+)?(?![\w:])|(?<![\w:])::1(?![\w:])")
+# IPv6 candidates (any run of hex digits and 2+ colons, "::" forms included), confirmed by ipaddress.
+_IPV6 = re.compile(r"(?<![\w:.])(?=[0-9A-Fa-f]*:[0-9A-Fa-f]*:)[0-9A-Fa-f:]{2,39}(?:%\w+)?(?![\w:])")
+_VALUE = r"(\"[^\"]*\"|'[^']*'|[^\s\"',;&]+)"
+_FLAG = re.compile(r"(?i)(--(?:[\w-]*[_-])?(?:" + _WORDS + r"))(=|\s+)" + _VALUE)
+# NAME=value and "NAME": "value" (quoted only: ``{"token": token}`` in code is no secret).
+_NAME = (r"(?:[A-Z0-9]+_)*(?:SECRET(?:_(?:ACCESS_)?KEY)?|TOKEN|PASSWORD|PASSWD|PASS|API_?KEY|ACCESS_KEY"
+         r"|PRIVATE_KEY|CREDENTIALS?)")
 _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bhf_[A-Za-z0-9]{10,}"), REDACTED),
     (re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]{8,}"), r"\1 " + REDACTED),
-    (re.compile(r"(?i)(--[\w-]*(?:api[-_]?key|token|secret|password|passwd)[\w-]*)(=|\s+)(\"[^\"]*\"|'[^']*'|\S+)"),
-     r"\1\2" + REDACTED),
-    (re.compile(r"(?i)\b([A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|APIKEY)[A-Z0-9_]*)=(\"[^\"]*\"|'[^']*'|\S+)"),
-     r"\1=" + REDACTED),
+    (_FLAG, r"\1\2" + REDACTED),
+    (re.compile(r"(?i)\b(" + _NAME + r")=" + _VALUE), r"\1=" + REDACTED),
+    (re.compile(r"(?i)\b(" + _NAME + r")(\"?\s*:\s*)(\"[^\"]*\"|'[^']*')"), r'\1\2"' + REDACTED + '"'),
     (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/:@]+:[^\s/@]+@"), r"\1" + REDACTED + "@"),
 )
 # Addresses that are not anybody's: loopback and the unspecified address stay readable.
@@ -44,6 +63,11 @@ def _address(match: re.Match[str]) -> str:
     return text if text in _KEEP else ADDRESS
 
 
+def is_secret_name(name: str) -> bool:
+    """Whether a flag, variable or key name says its value is secret (``--api-key``, ``HF_TOKEN``)."""
+    return bool(SECRET_NAME.match(name.strip()))
+
+
 class Redactor:
     """Replace secrets and addresses in text, JSON-like objects and DataFrames."""
 
@@ -52,19 +76,51 @@ class Redactor:
         for s in secrets:
             self.add(s)
 
-    def add(self, secret: str | None) -> None:
-        if secret and len(str(secret)) >= 4:
-            self.secrets.add(str(secret))
+    @classmethod
+    def for_params(cls, params: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> Redactor:
+        """A redactor that knows a runbook's secrets: the values of the env vars ``params["secret_env"]``
+        names (read from ``environ``, default the process environment) and the values given under
+        secret-looking names anywhere in ``params``."""
+        env = os.environ if environ is None else environ
+        r = cls()
+        names = params.get("secret_env") or []
+        for name in [names] if isinstance(names, str) else names:
+            r.add(env.get(str(name)))
+        r.learn(params)
+        return r
 
-    def add_env(self, env: dict[str, str | None]) -> None:
+    def add(self, secret: str | None) -> None:
+        """A secret value, and its HTML-, JSON- and URL-escaped forms (how it may show up in outputs)."""
+        if not secret or len(str(secret)) < 4:
+            return
+        s = str(secret)
+        self.secrets.update({s, html.escape(s), html.escape(s, quote=False), json.dumps(s)[1:-1],
+                             urllib.parse.quote(s, safe=""), urllib.parse.quote_plus(s)})
+
+    def add_env(self, env: Mapping[str, str | None]) -> None:
         """Values of variables whose names say they are secret."""
         for name, value in env.items():
-            if value and SECRET_NAME.search(name):
+            if value and is_secret_name(name):
                 self.add(value)
 
-    def text(self, s: str) -> str:
-        if not s:
-            return s
+    def learn(self, value: Any) -> None:
+        """Add the secrets ``value`` carries by name: ``{"--api-key": X}``, ``[["--api-key", X]]``,
+        ``"--api-key X"`` — so they are redacted in any later form (JSON keys, log lines)."""
+        if isinstance(value, str):
+            for m in _FLAG.finditer(value):
+                self.add(m.group(3).strip("\"'"))
+        elif isinstance(value, Mapping):
+            for k, v in value.items():
+                if isinstance(k, str) and isinstance(v, str) and is_secret_name(k):
+                    self.add(v)
+                self.learn(v)
+        elif isinstance(value, list | tuple):
+            if len(value) == 2 and isinstance(value[0], str) and isinstance(value[1], str) and is_secret_name(value[0]):
+                self.add(value[1])
+            for v in value:
+                self.learn(v)
+
+    def _plain(self, s: str) -> str:
         for secret in sorted(self.secrets, key=len, reverse=True):
             s = s.replace(secret, REDACTED)
         for pattern, repl in _PATTERNS:
@@ -72,20 +128,47 @@ class Redactor:
         s = _IPV4.sub(_address, s)
         return _IPV6.sub(_address, s)
 
+    def text(self, s: str) -> str:
+        if not s:
+            return s
+        if "\x1b[" not in s:
+            return self._plain(s)
+        # Colour codes glue onto words (``\x1b[0m10.0.0.1``) and would hide a match: redact between
+        # them, and if the text without them still shows something, give up the colours.
+        parts = _ANSI.split(s)
+        codes = _ANSI.findall(s)
+        out = self._plain(parts[0]) + "".join(c + self._plain(p) for c, p in zip(codes, parts[1:], strict=True))
+        bare = _ANSI.sub("", out)
+        clean = self._plain(bare)
+        return out if clean == bare else clean
+
     def obj(self, value: Any) -> Any:
         if isinstance(value, str):
             return self.text(value)
-        if isinstance(value, dict):
-            return {self.text(str(k)) if isinstance(k, str) else k: self.obj(v) for k, v in value.items()}
+        if isinstance(value, Mapping):
+            return {self.text(k) if isinstance(k, str) else k:
+                    REDACTED if isinstance(k, str) and isinstance(v, str) and v and is_secret_name(k) else self.obj(v)
+                    for k, v in value.items()}
         if isinstance(value, list | tuple):
-            return type(value)(self.obj(v) for v in value)
+            if len(value) == 2 and isinstance(value[0], str) and isinstance(value[1], str) and is_secret_name(value[0]):
+                items = [self.text(value[0]), REDACTED]
+            else:
+                items = [self.obj(v) for v in value]
+            return tuple(items) if isinstance(value, tuple) else items
         return value
 
+    def leaks(self, text: str) -> list[str]:
+        """The known secrets that occur in ``text`` (for checks; never print what this returns)."""
+        return [s for s in self.secrets if s in text]
+
     def frame(self, frame: Any) -> Any:
+        from pandas.api.types import is_string_dtype
+
         drop = [c for c in frame.columns if c in DROP_COLUMNS]
         if drop:
             frame = frame.drop(columns=drop)
         for col in frame.columns:
-            if frame[col].dtype == object or str(frame[col].dtype).startswith("string"):
+            # object columns (lists, dicts, mixed) and every string dtype (pandas 3 stores str as "str")
+            if frame[col].dtype == object or is_string_dtype(frame[col].dtype):
                 frame[col] = frame[col].map(self.obj)
         return frame

@@ -56,7 +56,9 @@ class Run:
             if col in out.columns:
                 out[col] = out[col].map(lambda v: json.dumps(v, default=str))
         path = self.dir / f"{name}.parquet"
-        out.to_parquet(path, index=False)
+        tmp = path.with_suffix(".parquet.tmp")  # a run killed mid-write must not leave a torn table
+        out.to_parquet(tmp, index=False)
+        tmp.replace(path)
         return path
 
     def write_result(self, result: dict[str, Any]) -> Path:

@@ -18,8 +18,10 @@ prior state (restarted and ready if they were running).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -220,6 +222,46 @@ class HostSession:
             self.record.created.remove(variant.name)
             self._save()
         return trial
+
+    @contextlib.contextmanager
+    def serve_variant(
+        self,
+        base: str,
+        edits: dict[str, EditValue] | list[tuple[str, EditValue]],
+        env: dict[str, str | None] | None = None,
+        *,
+        health_path: str = "/health",
+        timeout: float | None = None,
+        runtime_max_sec: int | None = None,
+        on_event: Any = None,
+    ) -> Iterator[Trial]:
+        """Start ``base`` + ``edits`` as a variant and keep it serving inside the block (to measure
+        it); stopped and removed on the way out.  ``trial.outcome.ok`` says whether it became ready.
+
+        Same record-before-change order as :meth:`run_variant`; a crash inside the block leaves
+        the record, so the next session (or this one's restore) removes the variant.
+        """
+        snap = self.protect(base)
+        variant = self.variant(base, edits, env, runtime_max_sec=runtime_max_sec)
+        self.check_gpus(allow_units=(snap.unit, *self.record.created, variant.name))
+        if variant.name not in self.record.created:
+            self.record.created.append(variant.name)
+            self._save()
+        changed = self.svc.install_variant(variant)
+        stopped_base = self.svc.stop_if_running(base)
+        outcome = watch_start(self.svc, variant.name, timeout=timeout or self.ready_timeout,
+                              unit_text=variant.render(), health_path=health_path, on_event=on_event)
+        st = outcome.status
+        trial = Trial(variant.name, base, list(variant.edits), outcome, st.exit_status if st else None,
+                      st.exit_code if st else "", changed, variant.render(), stopped_base)
+        try:
+            yield trial
+        finally:
+            self.svc.stop(variant.name)
+            self.svc.remove_variant(variant.name)
+            if variant.name in self.record.created:
+                self.record.created.remove(variant.name)
+            self._save()
 
     # -- restore -----------------------------------------------------------
     def restore(self) -> list[str]:

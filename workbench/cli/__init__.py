@@ -21,6 +21,8 @@ COMMANDS: tuple[str, ...] = (
     "services",
     "tracebacks",
     "bench",
+    "run",
+    "report",
 )
 
 

@@ -5,9 +5,8 @@ Forms (``_target`` turns them into a base URL and a runner)::
     workbench bench --url http://127.0.0.1:30000 --concurrency 1,4      # load from this machine
     workbench bench HOST http://127.0.0.1:30000 --concurrency 1,4        # load from HOST, next to the server
     workbench bench HOST http://127.0.0.1:30000 --via-tunnel ...         # from here, through an SSH tunnel
+    workbench bench HOST sglang-k26-ddtree.service ...                   # the unit's port, from its ExecStart
     workbench bench --url URL --rates 1,2,4 --max-concurrency 64          # Poisson arrivals instead
-
-``HOST UNIT`` (find the unit's port from its command line) plugs into ``_target`` too.
 """
 
 from __future__ import annotations
@@ -22,6 +21,9 @@ from urllib.parse import urlsplit, urlunsplit
 from workbench.bench.loadcore import LoadSpec
 from workbench.bench.sweep import Runner, host_runner, local_runner, run_sweep, write_sweep
 from workbench.errors import ConfigError
+from workbench.services import Services, exec_argv, services_for
+from workbench.systemd import normalize_unit, valid_unit
+from workbench.watch import server_port
 
 SHOWN = ("concurrency", "rate", "repeat", "completed", "failed", "output_throughput", "request_throughput",
          "ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms", "itl_p50_ms", "tokens_per_chunk", "client_bound")
@@ -32,7 +34,8 @@ def register(subparsers: Any) -> None:
         "bench", help="run a concurrency sweep against an OpenAI-compatible server",
         description="Stream synthetic requests at fixed concurrencies (with warmup and repeats) and report "
         "TTFT/TPOT/ITL/throughput with the definitions of docs/metrics.md.")
-    p.add_argument("target", nargs="*", metavar="HOST URL", help="[HOST] URL: with HOST the load runs on that host")
+    p.add_argument("target", nargs="*", metavar="HOST URL|UNIT",
+                   help="[HOST] URL, or HOST UNIT (its port from its ExecStart): with HOST the load runs on that host")
     p.add_argument("--url", help="server base URL, e.g. http://127.0.0.1:30000 (load from this machine)")
     p.add_argument("--via-tunnel", action="store_true", help="with HOST: run the load here through Host.tunnel")
     p.add_argument("--concurrency", default="1,4,16,64", help="comma-separated concurrencies (default 1,4,16,64)")
@@ -87,6 +90,15 @@ def _is_url(text: str) -> bool:
     return urlsplit(text).scheme in ("http", "https")
 
 
+def unit_url(svc: Services, unit: str) -> str:
+    """The URL (as seen from the host) of the server a running unit runs: its port from its ExecStart."""
+    argv = exec_argv(svc.unit_text(unit), unit)
+    st = svc.status(unit)
+    if not st.running:
+        raise ConfigError(f"{st.unit} is {st.active_state} on {svc.host.name}: start it before benchmarking it")
+    return f"http://127.0.0.1:{server_port(argv)}"
+
+
 @contextlib.contextmanager
 def _target(args: argparse.Namespace) -> Iterator[tuple[str, Runner]]:
     """(base URL as the runner sees it, runner) for the command line's target form."""
@@ -101,16 +113,18 @@ def _target(args: argparse.Namespace) -> Iterator[tuple[str, Runner]]:
         yield target[0], local_runner(progress)
         return
     if len(target) != 2:
-        raise ConfigError("give --url URL, or HOST URL (the URL as seen from HOST)")
+        raise ConfigError("give --url URL, HOST URL (the URL as seen from HOST), or HOST UNIT")
     from workbench.hosts import connect
 
     host_name, where = target
-    if not _is_url(where):
-        raise ConfigError(f"{where!r} is not a URL; resolving a unit's port is not available yet: "
-                          "pass the server URL as seen from the host")
+    if not _is_url(where) and not valid_unit(normalize_unit(where)):
+        raise ConfigError(f"{where!r} is neither a URL nor a unit name: give the server URL as seen from the host, "
+                          "or the unit that runs it")
     ssh_config = getattr(args, "ssh_config", None)
     host = connect(host_name, ssh_config=ssh_config)
     try:
+        if not _is_url(where):
+            where = unit_url(services_for(host), where)
         if not args.via_tunnel:
             yield where, host_runner(host, progress=progress)
             return

@@ -1,17 +1,41 @@
-"""``workbench demo``: the main job on the embedded default (the local simulated GPU hosts)."""
+"""``workbench demo``: the main job on the embedded default — bisect the seeds' three flags.
+
+Brings the testbed up (nspawn hosts with real systemd when it can, local processes
+otherwise, and says which), runs ``runbooks/bisect.ipynb`` against ``gpu-a`` with the
+seeds' edits (``--ep-size 8``, ``--enable-nccl-nvls``, ``--enable-flashinfer-allreduce-fusion``
+on the TP8 + DDTree baseline), and prints the conclusion, the run directory and the report.
+"""
 
 from __future__ import annotations
 
 import argparse
+import time
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg,unused-ignore]
-    p = sub.add_parser("demo", help="bring the testbed up and run the main job on it")
+    p = sub.add_parser("demo", help="bring the testbed up and bisect the seeds' flags on it (writes an HTML report)")
     p.add_argument("--backend", choices=("auto", "nspawn", "local"), default="auto")
+    p.add_argument("--data-dir", default="data")
+    p.add_argument("--rerun", action="store_true", help="start every trial again even if the ledger has it")
     p.set_defaults(func=_demo)
 
 
 def _demo(args: argparse.Namespace) -> int:
     from workbench.cli.testbed import _up
+    from workbench.runbooks.execute import execute
 
-    return _up(argparse.Namespace(hosts=2, backend=args.backend, provision="sim"))
+    started = time.monotonic()
+    _up(argparse.Namespace(hosts=2, backend=args.backend, provision="sim"))
+    print("\nbisect: which of --ep-size 8, --enable-nccl-nvls, --enable-flashinfer-allreduce-fusion "
+          "break sglang-k26-ddtree.service on gpu-a?")
+    outcome = execute("bisect", {"host": "gpu-a", "rerun": args.rerun}, data_dir=args.data_dir)
+    result = outcome.result or {}
+    print(f"\n{outcome.conclusion}")
+    for c in result.get("culprits", []):
+        edits = ", ".join(f if v is True else f"{f} {v}" for f, v in c["edits"])
+        print(f"  culprit: {edits:45} -> {c['exception_type']} in {c['phase']}")
+    print(f"server starts: {result.get('server_starts')} (reused trials: "
+          f"{sum(1 for t in result.get('trials', []) if t.get('reused'))}); host restored: {result.get('host_restored')}")
+    print(f"run directory: {outcome.run_dir}\nreport:        {outcome.report}")
+    print(f"demo finished in {time.monotonic() - started:.0f} s")
+    return outcome.exit_code

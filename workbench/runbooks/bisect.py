@@ -20,7 +20,6 @@ resumed: rerunning it reuses what was recorded).
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -29,7 +28,7 @@ import pandas as pd
 from pydantic import Field
 
 from workbench.bisect import Verdict, bisect
-from workbench.errors import HostError, RestoreError, WorkbenchError
+from workbench.errors import HostError, LockHeld, RestoreError, WorkbenchError
 from workbench.hosts import connect
 from workbench.provenance import collect as collect_provenance
 from workbench.redact import Redactor
@@ -57,13 +56,7 @@ class BisectParams(RunbookParams):
     rerun: bool = Field(False, description="start again even where the ledger has the trial")
     secret_env: list[str] = Field(default_factory=list,
                                   description="names of controller environment variables whose values must never appear")
-
-
-def _redactor(params: RunbookParams, secret_env: list[str]) -> Redactor:
-    r = Redactor()
-    for name in secret_env:
-        r.add(os.environ.get(name))
-    return r
+    lock_wait: float = Field(0.0, ge=0, description="seconds to wait while another session holds the host (0: fail at once)")
 
 
 def _record_from_ledger(hit: dict[str, Any]) -> TrialRecord:
@@ -87,7 +80,7 @@ def conclusion(culprits: list[dict[str, Any]], trials: list[TrialRecord]) -> str
 
 def run(params: BisectParams, *, progress: Callable[[str], None] = print) -> tuple[Run, dict[str, Any]]:
     """Bisect ``params.edits`` on ``params.host``; returns the run and its result."""
-    redactor = _redactor(params, params.secret_env)
+    redactor = Redactor.for_params(params.model_dump())
     run_ = Run.create("bisect", data_dir=params.data_dir, run_id=params.run_id, redactor=redactor)
     edits = list(normalize_edits(params.edits))
     started = time.time()
@@ -99,12 +92,16 @@ def run(params: BisectParams, *, progress: Callable[[str], None] = print) -> tup
     host = connect(params.host, ssh_config=params.ssh_config or None)
     ledger = Ledger(params.data_dir)
 
+    def tell(line: str) -> None:
+        progress(redactor.text(line))
+
     def save() -> None:
         if trials:
             run_.table("trials", pd.DataFrame([t.row() for t in trials]))
 
     try:
-        session = HostSession(host, purpose=f"bisect {run_.id}", ready_timeout=params.start_timeout)
+        session = HostSession(host, purpose=f"bisect {run_.id}", ready_timeout=params.start_timeout,
+                              lock_wait=params.lock_wait)
         with session:
             base_text = session.svc.unit_text(params.base_unit)
             for value in UnitFile.parse(base_text).get_all("Service", "Environment"):
@@ -118,16 +115,16 @@ def run(params: BisectParams, *, progress: Callable[[str], None] = print) -> tup
             def oracle(subset: tuple[tuple[str, EditValue], ...]) -> Verdict:
                 key = edits_key(subset)
                 hit = None if params.rerun else ledger.find_trial(host=params.host, fingerprint=fingerprint,
-                                                                  unit_hash=uhash, edits_key=key)
+                                                                  unit_hash=uhash, edits_key=redactor.text(key))
                 if hit is not None:
                     rec = _record_from_ledger(hit)
-                    progress(f"  reused: {describe_edits(subset)} -> {rec.outcome} ({rec.exception_type or rec.phase})")
+                    tell(f"  reused: {describe_edits(subset)} -> {rec.outcome} ({rec.exception_type or rec.phase})")
                 else:
-                    progress(f"  start:  {describe_edits(subset)}")
+                    tell(f"  start:  {describe_edits(subset)}")
                     rec = run_trial(session, params.base_unit, list(subset), health_path=params.health_path,
                                     timeout=params.start_timeout, fingerprint=fingerprint)
-                    progress(f"          {rec.outcome} in {rec.phase} after {rec.seconds:.1f} s"
-                             + (f": {rec.exception_type}" if rec.exception_type else ""))
+                    tell(f"          {rec.outcome} in {rec.phase} after {rec.seconds:.1f} s"
+                         + (f": {rec.exception_type}" if rec.exception_type else ""))
                 trials.append(rec)
                 by_subset[key] = rec
                 save()
@@ -141,6 +138,8 @@ def run(params: BisectParams, *, progress: Callable[[str], None] = print) -> tup
                 culprits.append({"edits": [[f, v] for f, v in c.items], "signature": c.signature,
                                  "exception_type": rec.exception_type, "phase": rec.phase, "message": rec.message})
         restored = session.restored
+    except LockHeld as exc:
+        failure = {"kind": "host_locked", "message": str(exc)}
     except RestoreError as exc:
         failure = {"kind": "restore_failed", "message": str(exc)}
     except HostError as exc:
@@ -172,7 +171,7 @@ def run(params: BisectParams, *, progress: Callable[[str], None] = print) -> tup
     run_.write_result(result)
     if failure and failure["kind"] == "interrupted":
         raise KeyboardInterrupt
-    return run_, result
+    return run_, run_.result() or result  # as written: redacted, with its run id
 
 
 # -- what the notebook shows ----------------------------------------------------

@@ -51,6 +51,8 @@ def build(title: str, intro: str, model: type[BaseModel], cells: list[tuple[str,
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nb.metadata["language_info"] = {"name": "python"}
+    # Where `workbench run` finds the schema to check parameters against before a kernel starts.
+    nb.metadata["workbench"] = {"parameters": f"{model.__module__}:{model.__name__}"}
     nb.cells.append(nbformat.v4.new_markdown_cell(f"# {title}\n\n{intro}"))
     nb.cells.append(nbformat.v4.new_code_cell(parameters_source(model), metadata={"tags": ["parameters"]}))
     for kind, source, tags in cells:
@@ -62,9 +64,11 @@ def build(title: str, intro: str, model: type[BaseModel], cells: list[tuple[str,
 
 
 def all_notebooks() -> dict[str, nbformat.NotebookNode]:
-    from workbench.runbooks import bisect, isolate
+    from workbench.runbooks import abtest, benchmark, bisect, isolate, triage
 
-    return {"bisect.ipynb": bisect.notebook(), "isolate_ep_vs_nvls.ipynb": isolate.notebook()}
+    return {"bisect.ipynb": bisect.notebook(), "isolate_ep_vs_nvls.ipynb": isolate.notebook(),
+            "test_nvls_on_tp8.ipynb": abtest.notebook(), "benchmark.ipynb": benchmark.notebook(),
+            "triage.ipynb": triage.notebook()}
 
 
 def main() -> int:

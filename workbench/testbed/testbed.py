@@ -9,6 +9,8 @@ their command line) and removes every namespace, link and mount it made.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import re
@@ -16,7 +18,7 @@ import shutil
 import subprocess
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -131,7 +133,39 @@ def can_use_nspawn() -> tuple[bool, str]:
 # ---------------------------------------------------------------------------
 
 
+LOCK_FILE = Path("/run/workbench-testbed.lock")
+
+
+@contextlib.contextmanager
+def _exclusive() -> Iterator[None]:
+    """One ``up``/``down`` at a time on this machine: a second caller waits, then sees the result."""
+    with open(LOCK_FILE, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 def up(
+    n_hosts: int = 2,
+    *,
+    provision: tuple[str, ...] = DEFAULT_PROVISION,
+    subnet: str = net.DEFAULT_SUBNET,
+    progress: Progress = print,
+) -> State:
+    """Bring ``n_hosts`` hosts up (idempotent: running hosts that match are kept)."""
+    with _exclusive():
+        return _up(n_hosts, provision=provision, subnet=subnet, progress=progress)
+
+
+def down(*, progress: Progress = print) -> list[str]:
+    """Stop every host ``up`` started and remove every trace; return what was removed."""
+    with _exclusive():
+        return _down(progress=progress)
+
+
+def _up(
     n_hosts: int = 2,
     *,
     provision: tuple[str, ...] = DEFAULT_PROVISION,
@@ -160,7 +194,7 @@ def up(
         return current
     if current or _leftovers():
         progress("clearing a previous testbed first")
-        down(progress=progress)
+        _down(progress=progress)
 
     base = rootfs.build(progress=progress)
     sd = paths.state_dir()
@@ -263,7 +297,7 @@ def _other_owner() -> str | None:
     return None
 
 
-def down(*, progress: Progress = print) -> list[str]:
+def _down(*, progress: Progress = print) -> list[str]:
     """Stop every host ``up`` started and remove every trace; return what was removed.
 
     Leftovers found by name (namespaces, links, stray nspawn processes) are removed only

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from workbench.cli import main
-from workbench.cli.bench import parse_concurrency, parse_labels
+from workbench.cli.bench import parse_concurrency, parse_labels, unit_url
 from workbench.errors import ConfigError
 
 
@@ -36,11 +36,11 @@ def test_positional_url_and_host_forms(server: str, capsys: pytest.CaptureFixtur
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["bench", "--concurrency", "1"], "give --url URL, or HOST URL"),
+        (["bench", "--concurrency", "1"], "give --url URL, HOST URL"),
         (["bench", "--url", "http://127.0.0.1:9", "--concurrency", "0"], "integers >= 1"),
         (["bench", "--url", "http://127.0.0.1:9", "--label", "novalue"], "KEY=VALUE"),
         (["bench", "--url", "http://127.0.0.1:9", "--rates", "0"], "numbers > 0"),
-        (["bench", "local", "sglang-k26.service"], "resolving a unit's port is not available yet"),
+        (["bench", "local", "not a unit"], "neither a URL nor a unit name"),
     ],
 )
 def test_bad_command_lines_say_what_to_do(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -60,3 +60,29 @@ def test_parsers() -> None:
     with pytest.raises(ConfigError):
         parse_concurrency("a,b")
     assert parse_labels(["a=1", "b=x=y"]) == {"a": "1", "b": "x=y"}
+
+
+class _Units:
+    """Just enough of a Services backend for ``unit_url``: one unit's text and state."""
+
+    class host:
+        name = "gpu-b"
+
+    def __init__(self, active: str) -> None:
+        self.active = active
+
+    def unit_text(self, unit: str) -> str:
+        return ("[Service]\nExecStart=/usr/bin/python3 -m sglang.launch_server --model-path /m --host 0.0.0.0 "
+                "--port 30123 --tp-size 8\n")
+
+    def status(self, unit: str) -> object:
+        from workbench.systemd import UnitStatus
+
+        return UnitStatus(unit, "loaded", self.active, "running" if self.active == "active" else "dead", "success",
+                          None, "", 0, 0, "")
+
+
+def test_host_unit_form_finds_the_port_in_the_units_execstart() -> None:
+    assert unit_url(_Units("active"), "sglang-k26-ddtree.service") == "http://127.0.0.1:30123"  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="is inactive on gpu-b: start it before benchmarking it"):
+        unit_url(_Units("inactive"), "sglang-k26-ddtree.service")  # type: ignore[arg-type]

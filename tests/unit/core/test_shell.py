@@ -44,6 +44,10 @@ def test_tethered_command_dies_when_stdin_closes():
     assert subprocess.run(["pgrep", "-f", marker], capture_output=True).returncode == 1
 
 
-def test_tethered_keeps_exit_status():
-    proc = subprocess.run(["sh", "-c", shell.tethered("exit 7")], stdin=subprocess.PIPE, timeout=10)
-    assert proc.returncode == 7
+def test_tethered_keeps_exit_status_while_tethered():
+    # stdin stays open (our end is alive): the command ends on its own, with its own status.
+    proc = subprocess.Popen(["sh", "-c", shell.tethered("exit 7")], stdin=subprocess.PIPE)
+    try:
+        assert proc.wait(timeout=10) == 7
+    finally:
+        proc.stdin.close()

@@ -154,6 +154,27 @@ def test_metrics_and_server_info(server):
     assert info["internal_states"][0]["avg_spec_accept_length"] > 1.5
 
 
+def test_spec_verify_calls_give_the_accept_length_of_a_window(server):
+    """Counter deltas around a window: generation tokens / verify calls = SGLang's accept length."""
+    from workbench.telemetry import parse_metrics, spec_acceptance
+
+    before = parse_metrics(httpx.get(f"{server.url}/metrics").text)
+    for i in range(3):
+        r = httpx.post(
+            f"{server.url}/v1/completions",
+            json={"prompt": f"window {i}", "max_tokens": 64, "ignore_eos": True},
+            timeout=30,
+        )
+        assert r.status_code == 200
+    text = httpx.get(f"{server.url}/metrics").text
+    assert "# TYPE sglang:spec_verify_calls_total counter" in text
+    spec = spec_acceptance(before, parse_metrics(text))
+    assert spec["windowed"] and spec["engine"] == "sglang"
+    # 3 requests x 64 tokens: one from prefill, the rest from verify steps of ~3.8 tokens each
+    assert 17 * 3 <= spec["verify_calls"] <= 63 * 3
+    assert 2.0 < spec["accept_length"] < 5.0
+
+
 def test_nvidia_smi_sees_the_rank_processes(server):
     env = {**os.environ, "SIM_GPU_STATE_DIR": str(server.state_dir), "SGLANG_SIM_HOST_FILE": ""}
     out = subprocess.run(
@@ -198,3 +219,10 @@ def test_port_in_use_fails_like_uvicorn(start_server):
         f"{s.port}): address already in use"
     ) in s.text
     assert "Application shutdown complete." in s.text
+
+
+def test_only_speculative_servers_count_verify_calls():
+    from workbench.sim.sglang.srt.metrics.collector import TokenizerMetricsCollector
+
+    assert "spec_verify_calls_total" not in "\n".join(TokenizerMetricsCollector("m").render())
+    assert "spec_verify_calls_total" in "\n".join(TokenizerMetricsCollector("m", speculative=True).render())

@@ -351,7 +351,7 @@ class Scheduler(SchedulerMetricsMixin):
             for req in batch.reqs:
                 req.out_len = 1
                 self.running.append(req)
-                outputs.append((req.rid, 1, self.finish_reason(req)))
+                outputs.append((req.rid, 1, self.finish_reason(req), 0))
             self.num_generated_tokens += len(batch.reqs)
         else:
             spec = self.spec_algorithm is not None
@@ -364,12 +364,13 @@ class Scheduler(SchedulerMetricsMixin):
                     self.cum_spec_accept_count += 1
                 n = min(n, req.target_len - req.out_len)
                 req.out_len += n
-                outputs.append((req.rid, n, self.finish_reason(req)))
+                # the 4th field: verify calls this step made for the request (SGLang's spec_verify_ct)
+                outputs.append((req.rid, n, self.finish_reason(req), 1 if spec else 0))
                 self.num_generated_tokens += n
             self.forward_ct_decode += 1
             if self.forward_ct_decode % self.server_args.decode_log_interval == 0:
                 self.log_decode_stats(self.last_cuda_graph)
-        finished = {rid for rid, _, fin in outputs if fin is not None}
+        finished = {rid for rid, _, fin, _ in outputs if fin is not None}
         if finished:
             for req in self.running:
                 if req.rid in finished and req.is_warmup and faultpoint.phase() == "warmup":

@@ -28,6 +28,7 @@ class ReqState:
     out_len: int = 0
     finish_reason: str | None = None
     max_new_tokens: int = 0
+    verify_ct: int = 0  # speculative verify calls that produced this request's tokens
 
 
 class SchedulerDied(RuntimeError):
@@ -55,7 +56,9 @@ class TokenizerManager:
         self.rid_to_state: dict[int, ReqState] = {}
         self.lock = threading.Lock()
         self.stats: list[dict[str, Any]] = [{} for _ in leader_conns]
-        self.metrics = TokenizerMetricsCollector(self.served_model_name)
+        self.metrics = TokenizerMetricsCollector(
+            self.served_model_name, speculative=server_args.speculative_algorithm is not None
+        )
         self.dead = False
         for conn in leader_conns:
             threading.Thread(target=self.handle_loop, args=(conn,), daemon=True).start()
@@ -125,20 +128,24 @@ class TokenizerManager:
                 return
             if msg[0] == "out":
                 now = time.monotonic()
-                for rid, n, finish in msg[1]:
+                # (rid, new tokens, finish reason[, verify calls]): a 3-tuple made no verify call
+                for rid, n, finish, *verify in msg[1]:
                     with self.lock:
                         found = self.rid_to_state.get(rid)
                         if found is not None and finish is not None:
                             del self.rid_to_state[rid]
                     if found is None:
                         continue
-                    self.observe(found, n, finish, now)
+                    self.observe(found, n, finish, now, verify[0] if verify else 0)
                     found.q.put((n, finish))
             elif msg[0] == "stats":
                 self.stats[group] = msg[1]
 
-    def observe(self, st: ReqState, n: int, finish: str | None, now: float) -> None:
+    def observe(
+        self, st: ReqState, n: int, finish: str | None, now: float, verify: int = 0
+    ) -> None:
         m = self.metrics
+        st.verify_ct += verify
         if st.first_token_at is None:
             st.first_token_at = now
             m.ttft.observe(now - st.created)
@@ -151,4 +158,5 @@ class TokenizerManager:
             m.e2e.observe(now - st.created)
             m.prompt_tokens_total += st.input_len
             m.generation_tokens_total += st.out_len
+            m.spec_verify_calls_total += st.verify_ct
             m.num_requests_total += 1

@@ -97,10 +97,20 @@ class Histogram:
 
 
 class TokenizerMetricsCollector:
-    def __init__(self, model_name: str) -> None:
+    """Counters and histograms the tokenizer manager updates as requests finish.
+
+    ``sglang:spec_verify_calls_total`` (speculative servers only) sums every finished
+    request's verify calls, counted with ``sglang:generation_tokens_total`` when the
+    request finishes, so the ratio of their deltas over a window is SGLang's own
+    accept length (completion tokens / verify calls) for the requests of that window.
+    """
+
+    def __init__(self, model_name: str, *, speculative: bool = False) -> None:
         self.labels = {"model_name": model_name}
+        self.speculative = speculative
         self.prompt_tokens_total = 0
         self.generation_tokens_total = 0
+        self.spec_verify_calls_total = 0
         self.num_requests_total = 0
         self.num_aborted_requests_total = 0
         self.ttft = Histogram(
@@ -144,6 +154,13 @@ class TokenizerMetricsCollector:
                 f"# HELP {name} {doc}",
                 f"# TYPE {name} counter",
                 f"{name}{_labels(self.labels)} {_num(value)}",
+            ]
+        if self.speculative:
+            name = "sglang:spec_verify_calls_total"
+            out += [
+                f"# HELP {name} Number of speculative verify calls of finished requests.",
+                f"# TYPE {name} counter",
+                f"{name}{_labels(self.labels)} {_num(self.spec_verify_calls_total)}",
             ]
         for h in (self.ttft, self.itl, self.e2e):
             out += h.render(self.labels)

@@ -1,0 +1,80 @@
+"""Benchmark tab: points swept one by one (charts updated per point), results saved to the ledger."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pandas as pd
+import pytest
+
+from workbench.bench import SweepResult
+from workbench.errors import ConfigError
+from workbench.runs import Ledger, read_table
+from workbench.widgets.bench_tab import BenchTab, parse_concurrencies
+
+from .fakes import BASE, FakeContext
+
+
+def fake_sweep(calls):
+    def sweep(spec, concurrencies, *, repeats, runner, labels):
+        calls.append((spec.url, spec.concurrency, list(concurrencies), repeats, labels))
+        c = concurrencies[0]
+        rows = [{"variant": labels["variant"], "concurrency": c, "repeat": r, "completed": spec.num_requests,
+                 "failed": 0, "output_throughput": 100.0 * c + r, "request_throughput": 1.0 * c,
+                 "ttft_p50_ms": 20.0, "tpot_p50_ms": 10.0} for r in range(repeats)]
+        return SweepResult(pd.DataFrame(rows), pd.DataFrame())
+    return sweep
+
+
+def running(ctx):
+    svc = ctx.services()
+    svc.units_[BASE] = dataclasses.replace(svc.units_[BASE], active_state="active", sub_state="running")
+    return svc
+
+
+def test_parse_concurrencies():
+    assert parse_concurrencies("1, 4,16") == [1, 4, 16]
+    for bad in ("", "0", "a,b"):
+        with pytest.raises(ConfigError):
+            parse_concurrencies(bad)
+
+
+def test_sweep_updates_per_point_and_saves_to_the_ledger(tmp_path):
+    ctx = FakeContext(tmp_path)
+    running(ctx)
+    calls: list = []
+    tab = BenchTab(ctx, sweep=fake_sweep(calls), runner_for=lambda host: "runner", sampler_for=None)
+    tab.concurrencies.value, tab.repeats.value = "1,4", 2
+    tab.run_button.click()
+    task = tab.wait(60)
+    assert task.state == "done", tab.bar.error.value
+    # one sweep per concurrency, against the port of the unit's command line, on the host
+    assert [(c[1], c[2], c[3]) for c in calls] == [(1, [1], 2), (4, [4], 2)]
+    assert calls[0][0] == "http://127.0.0.1:30000" and calls[0][4] == {"variant": BASE}
+    assert len(tab.results) == 4 and "output_throughput" in tab.table.value
+    assert "<svg" in tab.throughput.value
+    assert ctx.events == [f"lock panel: benchmark {BASE}", "unlock"]
+    runs = Ledger(tmp_path).runs()
+    assert list(runs["runbook"]) == ["bench"] and list(runs["status"]) == ["ok"]
+    saved = read_table(tmp_path / "runs" / tab.run_record.id / "results.parquet")
+    assert len(saved) == 4 and tab.run_record.id in tab.saved.value
+    assert "concurrency 4" in tab.run_record.result()["conclusion"]
+
+
+def test_a_stopped_server_is_a_message(tmp_path):
+    ctx = FakeContext(tmp_path)
+    tab = BenchTab(ctx, sweep=fake_sweep([]), runner_for=lambda host: None, sampler_for=None)
+    tab.run()
+    assert tab.wait(10).state == "failed"
+    assert "not running" in tab.bar.error.value and Ledger(tmp_path).runs().empty
+
+
+def test_cancel_between_points(tmp_path):
+    ctx = FakeContext(tmp_path)
+    running(ctx)
+    tab = BenchTab(ctx, sampler_for=None, runner_for=lambda host: None,
+                   sweep=lambda spec, cs, **kw: (tab.bar.cancel(), fake_sweep([])(spec, cs, **kw))[1])
+    tab.concurrencies.value = "1,4,16"
+    tab.run()
+    assert tab.wait(10).state == "cancelled"
+    assert len(tab.results) == 1 and Ledger(tmp_path).runs().empty

@@ -1,0 +1,72 @@
+"""Runs tab: the ledger listed, a report opened inline, a runbook rerun with its parameters."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from workbench.errors import ConfigError
+from workbench.runs import Run
+from workbench.widgets.runs_tab import RunsTab, rerun_params
+
+from .fakes import FakeContext
+
+
+def make_run(tmp_path, runbook, params, report=True):
+    run = Run.create(runbook, data_dir=tmp_path)
+    run.write_result({"status": "ok", "host": "gpu-b", "params": params, "conclusion": f"{runbook} concluded"})
+    if report:
+        (run.dir / "report.html").write_text("<html><body><h1>Report of the run</h1></body></html>")
+    return run
+
+
+def test_list_open_report_and_rerun(tmp_path):
+    run = make_run(tmp_path, "bisect", {"host": "gpu-b", "edits": {"--ep-size": "8"}, "run_id": "x",
+                                        "data_dir": "elsewhere"})
+    calls = []
+
+    def execute(runbook, params, *, data_dir):
+        calls.append((runbook, params, data_dir))
+        new = make_run(tmp_path, runbook, params)
+        return SimpleNamespace(run_id=new.id, conclusion="again")
+
+    tab = RunsTab(FakeContext(tmp_path), execute=execute)
+    tab.refresh_button.click()
+    assert run.id in tab.table.value and tab.run_id.value == run.id
+    tab.report_button.click()
+    assert "bisect concluded" in tab.detail.value and "Report of the run" in tab.report.value
+    assert "srcdoc" in tab.report.value
+    tab.rerun_button.click()
+    assert tab.confirm_box.layout.display == "flex" and calls == []  # asks first
+    tab.confirm_button.click()
+    assert tab.wait(10).state == "done"
+    assert calls == [("bisect", {"host": "gpu-b", "edits": {"--ep-size": "8"}}, tmp_path)]
+    assert len(tab.runs) == 2 and "again" in tab.detail.value
+
+
+def test_bench_runs_are_not_rerun(tmp_path):
+    make_run(tmp_path, "bench", {"concurrencies": [1]}, report=False)
+    tab = RunsTab(FakeContext(tmp_path), execute=lambda *a, **k: None)
+    tab.refresh()
+    tab.rerun_button.click()
+    assert "not made by a runbook" in tab.bar.error.value
+    assert tab.open_report(tab.run_id.value) is None and "no report" in tab.report.value
+
+
+def test_empty_ledger_and_bad_run(tmp_path):
+    tab = RunsTab(FakeContext(tmp_path))
+    tab.refresh()
+    assert "no runs" in tab.table.value
+    with pytest.raises(ConfigError):
+        tab.open_report("")
+    (tmp_path / "runs" / "broken").mkdir(parents=True)
+    tab.refresh()
+    with pytest.raises(ConfigError):
+        tab.open_report("broken")
+
+
+def test_rerun_params_drop_run_id_and_data_dir():
+    assert rerun_params({"params": {"run_id": "a", "data_dir": "b", "host": "h"}}) == {"host": "h"}
+    assert json.dumps(rerun_params({})) == "{}"

@@ -1,0 +1,94 @@
+"""``workbench run RUNBOOK``: a runbook end to end (papermill, sanitized notebook, report.html), one run directory.
+
+Exit codes: 0 the run succeeded; 1 the runbook failed (an exception in a cell, the
+server or a restore failed); 2 bad parameters (nothing was started); 3 the kernel
+died, the SSH link was lost, the host was locked or a cell timed out (rerunning
+resumes from the ledger); 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from workbench.errors import ConfigError
+
+EPILOG = """\
+parameters: -p NAME VALUE (repeatable; dicts and lists as JSON text), -y YAML (a mapping).
+exit codes: 0 ok, 1 runbook failed (cell exception, server/restore failure), 2 bad parameters,
+            3 kernel died / SSH lost / host locked / timeout (rerun resumes), 130 interrupted.
+example:    workbench run bisect --host gpu-b -p edits '{"--ep-size": "8", "--enable-nccl-nvls": true}'
+"""
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "run", help="run a runbook (papermill) into data/runs/<run-id>/ with an offline report.html",
+        description="Validate the parameters, run runbooks/RUNBOOK.ipynb with papermill, save the executed "
+        "notebook (secrets and addresses redacted), result.json and report.html in the run directory, and "
+        "leave every host as it was found.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("runbook", metavar="RUNBOOK", help="runbook name (runbooks/NAME.ipynb: bisect, ...)")
+    p.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
+                   help="a parameter (repeatable)")
+    p.add_argument("-y", "--yaml", metavar="YAML", help="parameters as a YAML mapping")
+    p.add_argument("--host", action="append", metavar="HOST",
+                   help="ssh_config alias: sets `host` (or `hosts`, repeatable)")
+    p.add_argument("--data-dir", default="data", metavar="DIR", help="where runs are recorded (default: data)")
+    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                   help="bound on any one cell (default: 4 hours)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar or live output")
+    p.set_defaults(func=run)
+
+
+def gather(args: argparse.Namespace, fields: set[str]) -> dict[str, Any]:
+    """The parameters from -y, -p, --host and the global --ssh-config (later ones win)."""
+    params: dict[str, Any] = {}
+    if args.yaml:
+        import yaml  # type: ignore[import-untyped,unused-ignore]
+
+        loaded = yaml.safe_load(args.yaml)
+        if not isinstance(loaded, dict):
+            raise ConfigError("-y: give a YAML mapping of parameter names to values")
+        params.update(loaded)
+    for name, value in args.parameter:
+        params[name] = value
+    if args.host:
+        if "host" in fields and len(args.host) == 1:
+            params["host"] = args.host[0]
+        elif "hosts" in fields:
+            params["hosts"] = list(args.host)
+        else:
+            raise ConfigError("--host: this runbook takes " + ("one host" if "host" in fields else "no host"))
+    if getattr(args, "ssh_config", None) and "ssh_config" in fields:
+        params.setdefault("ssh_config", args.ssh_config)
+    return params
+
+
+def run(args: argparse.Namespace) -> int:
+    from workbench.runbooks.execute import (
+        DEFAULT_TIMEOUT,
+        EXIT_BAD_PARAMETERS,
+        execute,
+        params_model,
+        resolve,
+    )
+
+    try:
+        name, path = resolve(args.runbook)
+        params = gather(args, set(params_model(path).model_fields))
+        outcome = execute(name, params, data_dir=args.data_dir, progress=not args.no_progress,
+                          timeout=args.timeout or DEFAULT_TIMEOUT)
+    except ConfigError as exc:
+        print(f"workbench run: bad parameters: {exc}", file=sys.stderr)
+        return EXIT_BAD_PARAMETERS
+    status = "ok" if outcome.ok else f"failed ({outcome.kind})"
+    print(f"run directory: {outcome.run_dir}")
+    print(f"status: {status}")
+    print(f"conclusion: {outcome.conclusion}")
+    if outcome.result.get("host_restored") is not None:
+        print(f"host restored: {outcome.result['host_restored']}")
+    if outcome.report:
+        print(f"report: {outcome.report}")
+    return outcome.exit_code

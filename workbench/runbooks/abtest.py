@@ -1,0 +1,434 @@
+"""The A/B runbook (``test_nvls_on_tp8``): is a base unit plus one edit faster than the base?
+
+Per host, in one :class:`~workbench.session.HostSession` (locked, recorded, restored):
+
+1. ``stop_units`` are stopped for the run (they hold the GPUs or the port; restarted on restore);
+2. **A** = the base: measured as it is when it is running and answers ``health_path``, else started
+   and watched to ready;
+3. **B** = the base + ``edits`` as a variant (:meth:`HostSession.serve_variant`): started, watched to
+   ready, measured, stopped and removed.  A variant that does not start is the answer (its failure is
+   classified like a bisect trial), not a failed run.
+
+Both arms are swept alike (:func:`workbench.runbooks.measure.sweep_unit`: load from the host by
+default, GPU samples and ``/metrics`` deltas per point).  Several hosts of one kind split the
+repeats and run in parallel, each restored on its own; every host measures both arms, so a host
+never stands in for an arm.  A is always measured before B on a host (drift between the two
+would show as a difference: repeats on several hosts or runs on several days tell).
+
+Speedup per concurrency = mean B / mean A output tok/s with a 95% bootstrap interval over the
+repeats, and a verdict (better / worse / no significant difference): :mod:`workbench.runbooks.abverdict`.
+With 2-3 repeats the interval is narrow by construction (it cannot see variance the repeats did
+not show): the conclusion says so; read it with the repeats' own spread (``points``).
+
+``result.json``::
+
+    {"runbook": "test_nvls_on_tp8", "status": "ok"|"failed", "hosts": [str], "base_unit": str,
+     "edits": [[flag, value]], "variant_unit": str|null, "metric": "output_throughput", "confidence": 0.95,
+     "arms": {"A": {"unit": str, "started": bool (false: measured as found), "start": {"outcome", "phase",
+                    "seconds"}|null, "points": [<benchmark point>]},
+              "B": {"unit": str|null, "started": bool, "start": {...}|null, "points": [...],
+                    "failure": {"exception_type", "message", "phase", "signature"}|null}},
+     "speedup": [{"concurrency": int, "speedup": float, "lo": float|null, "hi": float|null,
+                  "repeats": int, "verdict": "better"|"worse"|"no significant difference"|"undetermined"}],
+     "verdict": "better"|"worse"|"no significant difference"|"mixed"|"undetermined"|"B does not start"|null,
+     "bottleneck": {"A": {"gpu", "n_gpus", "model", "note", "points": [...], "verdict": str},
+                    "B": {...}}|null,
+     "conclusion": str, "server_starts": int, "wall_seconds": float, "host_restored": bool,
+     "hosts_report": [{"host", "repeats", "restored", "error"}],
+     "failure": {"kind": str, "message": str}|null, "started": float, "finished": float,
+     "params": {...}, "provenance": {...}}
+
+Tables: ``results``, ``requests``, ``telemetry`` (columns ``arm``, ``host``), ``speedup``, ``roofline``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+from pydantic import Field, model_validator
+
+from workbench import plots
+from workbench.errors import ConfigError, LockHeld, RestoreError, WorkbenchError
+from workbench.hosts import Host, connect
+from workbench.provenance import collect as collect_provenance
+from workbench.redact import Redactor
+from workbench.runbooks import measure
+from workbench.runbooks.abverdict import (
+    CONFIDENCE,
+    METRIC,
+    conclusion,
+    overall_verdict,
+    speedups,
+    split_repeats,
+)
+from workbench.runbooks.params import RunbookParams
+from workbench.runs import Run, read_table
+from workbench.services import exec_argv
+from workbench.session import HostSession
+from workbench.trials import classify
+from workbench.unitfile import UnitFile, split_environment
+from workbench.variants import describe_edits, normalize_edits
+from workbench.watch import Outcome, watch_start
+
+RUNBOOK = "test_nvls_on_tp8"
+NVLS: dict[str, str | bool | None] = {"--enable-nccl-nvls": True}
+
+
+class _Target(RunbookParams):
+    hosts: list[str] = Field(default_factory=lambda: ["gpu-b"],
+                             description="ssh_config aliases; several hosts of one kind split the repeats, in parallel")
+    base_unit: str = Field("sglang-k26-ddtree.service", description="arm A: the base unit (measured as found if serving)")
+    edits: dict[str, str | bool | None] = Field(default_factory=lambda: dict(NVLS),
+                                                description="arm B: the base plus these flag edits")
+    health_path: str = Field("/health", description="readiness endpoint of both arms")
+    start_timeout: float = Field(900.0, gt=0, description="seconds to wait for ready, per start")
+    stop_units: list[str] = Field(default_factory=list,
+                                  description="units to stop for the run (they hold the GPUs or port); restarted after")
+    lock_wait: float = Field(0.0, ge=0, description="seconds to wait while another session holds a host")
+    secret_env: list[str] = Field(default_factory=list, description="controller env vars whose values must never appear")
+
+
+class ABParams(measure.LoadParams, _Target):
+    """Target first, then the load shape (the parameters cell keeps this order)."""
+
+    @model_validator(mode="after")
+    def _check(self) -> ABParams:
+        if not self.edits:
+            raise ValueError("edits: give the flag edit(s) arm B adds to the base")
+        try:
+            normalize_edits(self.edits)
+        except ConfigError as exc:
+            raise ValueError(f"edits: {exc}") from None
+        if not self.hosts or len(set(self.hosts)) != len(self.hosts):
+            raise ValueError("hosts: give one or more distinct hosts")
+        if self.repeats < 2:
+            raise ValueError("repeats: an interval needs at least 2 repeats per arm")
+        if self.repeats < len(self.hosts):
+            raise ValueError(f"repeats ({self.repeats}) must be >= the number of hosts ({len(self.hosts)})")
+        return self
+
+
+# -- one host: both arms ------------------------------------------------------------------------
+
+
+@dataclass
+class _HostRun:
+    host: str
+    repeats: int
+    offset: int
+    restored: bool = False
+    error: str | None = None
+    frames: dict[str, list[pd.DataFrame]] = field(default_factory=lambda: {"results": [], "requests": [], "telemetry": []})
+    arms: dict[str, dict[str, Any]] = field(default_factory=dict)
+    starts: int = 0
+    variant: str | None = None
+    provenance: dict[str, Any] = field(default_factory=dict)
+    shapes: dict[str, measure.ServerShape] = field(default_factory=dict)
+    diff: str = ""
+
+
+def _start_words(out: Outcome) -> dict[str, Any]:
+    return {"outcome": out.outcome, "phase": out.phase, "seconds": round(out.seconds, 2)}
+
+
+def _keep(hr: _HostRun, arm: str, sweep: Any) -> None:
+    tags = {"arm": arm, "host": hr.host}
+    res = sweep.results.assign(**tags)
+    res["repeat"] = res["repeat"] + hr.offset
+    req = sweep.requests.assign(**tags)
+    if "repeat" in req:
+        req["repeat"] = req["repeat"] + hr.offset
+    hr.frames["results"].append(res)
+    hr.frames["requests"].append(req)
+    if not sweep.gpu.empty:
+        hr.frames["telemetry"].append(sweep.gpu.assign(**tags))
+
+
+class _ArmFailed(WorkbenchError):
+    """Arm A could not be measured (the base is not serving)."""
+
+
+def _both_arms(host: Host, p: ABParams, hr: _HostRun, redactor: Redactor, purpose: str,
+               tell: Callable[[str], None]) -> None:
+    s = HostSession(host, purpose=purpose, ready_timeout=p.start_timeout, lock_wait=p.lock_wait)
+    try:
+        with s:
+            _arms(s, host, p, hr, redactor, tell)
+    finally:
+        hr.restored = s.restored
+
+
+def _arms(s: HostSession, host: Host, p: ABParams, hr: _HostRun, redactor: Redactor,
+          tell: Callable[[str], None]) -> None:
+    edits = list(normalize_edits(p.edits))
+    text = s.base_text(p.base_unit)
+    for value in UnitFile.parse(text).get_all("Service", "Environment"):
+        redactor.add_env(dict(split_environment(value)))
+    hr.provenance = collect_provenance(host, text)
+    hr.diff = s.variant(p.base_unit, edits).diff()
+    for unit in p.stop_units:
+        s.protect(unit)
+        if s.svc.stop_if_running(unit):
+            tell(f"{hr.host}: stopped {unit} for the run (restarted at the end)")
+    shape = hr.shapes["A"] = measure.server_shape(exec_argv(text, p.base_unit))
+    st = s.svc.status(p.base_unit)
+    if st.running:
+        out = watch_start(s.svc, p.base_unit, start=False, health_path=p.health_path, timeout=min(p.start_timeout, 120))
+        started = False
+    else:
+        s.protect(p.base_unit)
+        s.check_gpus(allow_units=(p.base_unit,))
+        tell(f"{hr.host}: starting A ({p.base_unit})")
+        out = watch_start(s.svc, p.base_unit, health_path=p.health_path, timeout=p.start_timeout)
+        started = True
+        hr.starts += 1
+    hr.arms["A"] = {"unit": p.base_unit, "started": started, "start": _start_words(out) if started else None}
+    if not out.ok:
+        raise _ArmFailed(f"A ({p.base_unit}) is not serving: {out.describe()}")
+    tell(f"{hr.host}: sweeping A, c={p.concurrency} x {hr.repeats}")
+    _keep(hr, "A", measure.sweep_unit(host, shape.port, p, {"variant": "A: base"}, repeats=hr.repeats))
+    tell(f"{hr.host}: starting B ({describe_edits(edits)})")
+    with s.serve_variant(p.base_unit, edits, health_path=p.health_path, timeout=p.start_timeout) as trial:
+        hr.starts += 1
+        hr.variant = trial.variant
+        arm: dict[str, Any] = {"unit": trial.variant, "started": True, "start": _start_words(trial.outcome),
+                               "failure": None}
+        hr.arms["B"] = arm
+        if not trial.outcome.ok:
+            inv = trial.outcome.invocation_id
+            log = (s.svc.invocation_text(trial.variant, inv) if inv else "") or "\n".join(trial.outcome.tail)
+            info = classify(log)
+            arm["failure"] = {"exception_type": info["exception_type"], "message": info["message"] or trial.outcome.reason,
+                              "phase": info["phase"] if info["phase"] not in (None, "unknown") else trial.outcome.phase,
+                              "signature": info["signature"]}
+            tell(f"{hr.host}: B did not start: {trial.outcome.describe()}")
+        else:
+            shape_b = hr.shapes["B"] = measure.server_shape(exec_argv(trial.unit_text, trial.variant))
+            tell(f"{hr.host}: sweeping B, c={p.concurrency} x {hr.repeats}")
+            _keep(hr, "B", measure.sweep_unit(host, shape_b.port, p, {"variant": f"B: {describe_edits(edits)}"},
+                                              repeats=hr.repeats))
+
+
+# -- the run ------------------------------------------------------------------------------------
+
+
+def _frames(hrs: list[_HostRun], name: str) -> pd.DataFrame:
+    parts = [f for hr in hrs for f in hr.frames[name] if not f.empty]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def run(params: ABParams, *, progress: Callable[[str], None] = print) -> tuple[Run, dict[str, Any]]:
+    """A/B ``params.edits`` against ``params.base_unit`` on ``params.hosts``; returns the run and its result."""
+    redactor = Redactor.for_params(params.model_dump())
+    run_ = Run.create(RUNBOOK, data_dir=params.data_dir, run_id=params.run_id, redactor=redactor)
+    edits = list(normalize_edits(params.edits))
+    started = time.time()
+    lock = threading.Lock()
+
+    def tell(line: str) -> None:
+        with lock:
+            progress(redactor.text(line))
+
+    hrs = [_HostRun(h, k, off) for h, (k, off) in zip(params.hosts, split_repeats(params.repeats, len(params.hosts)),
+                                                        strict=True)]
+
+    def worker(hr: _HostRun) -> None:
+        host = None
+        try:
+            host = connect(hr.host, ssh_config=params.ssh_config or None)
+            _both_arms(host, params, hr, redactor, f"{RUNBOOK} {run_.id}", tell)
+        except LockHeld as exc:
+            hr.error = f"host_locked: {exc}"
+        except RestoreError as exc:
+            hr.error = f"restore_failed: {exc}"
+        except _ArmFailed as exc:
+            hr.error = f"base_failed: {exc}"
+        except WorkbenchError as exc:
+            hr.error = f"error: {type(exc).__name__}: {exc}"
+        finally:
+            if host is not None:
+                host.close()
+
+    interrupted = False
+    try:
+        if len(hrs) == 1:
+            worker(hrs[0])  # here, so Ctrl-C reaches the session (which restores on the way out)
+        else:
+            threads = [threading.Thread(target=worker, args=(hr,), name=f"ab-{hr.host}", daemon=True) for hr in hrs]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+    except KeyboardInterrupt:
+        interrupted = True
+        if len(hrs) > 1:
+            progress("interrupted: waiting for every host to finish its arm and restore")
+            for t in threads:
+                t.join()
+    finished = time.time()
+    result = _result(params, run_, hrs, edits, started, finished)
+    if interrupted:
+        result.update(status="failed", failure={"kind": "interrupted", "message": "interrupted (hosts restored on "
+                                                "the way out)"}, conclusion="Run failed: interrupted")
+    run_.write_result(result)
+    if interrupted:
+        raise KeyboardInterrupt
+    return run_, run_.result() or result
+
+
+def _result(params: ABParams, run_: Run, hrs: list[_HostRun], edits: list[tuple[str, Any]],
+            started: float, finished: float) -> dict[str, Any]:
+    results, requests, telemetry = _frames(hrs, "results"), _frames(hrs, "requests"), _frames(hrs, "telemetry")
+    for name, frame in (("results", results), ("requests", requests), ("telemetry", telemetry)):
+        if not frame.empty:
+            run_.table(name, frame)
+    rows = speedups(results)
+    if rows:
+        run_.table("speedup", pd.DataFrame(rows))
+    first = next((hr for hr in hrs if hr.provenance), None)
+    provenance = dict(first.provenance) if first else {}
+    if first:
+        provenance["unit_diff"] = first.diff
+    b_failure = next((hr.arms["B"]["failure"] for hr in hrs if hr.arms.get("B", {}).get("failure")), None)
+    arms: dict[str, Any] = {}
+    bottleneck: dict[str, Any] = {}
+    analyzed = []
+    for arm in ("A", "B"):
+        info = next((hr.arms[arm] for hr in hrs if arm in hr.arms), None)
+        part = results[results["arm"] == arm] if not results.empty else results
+        pts = measure.points(part)
+        arms[arm] = {**(info or {"unit": None, "started": False, "start": None}), "points": pts}
+        shape = next((hr.shapes[arm] for hr in hrs if arm in hr.shapes), None)
+        if shape is not None and not part.empty:
+            roof = measure.roofline(part, params, gpu_name=provenance.get("gpu"),
+                                    gpu_count=int(provenance.get("gpu_count") or 0), shape=shape)
+            rrows = measure.roofline_rows(roof)
+            bottleneck[arm] = {"gpu": roof.gpu, "n_gpus": roof.n_gpus, "model": roof.model, "note": roof.note,
+                               "points": rrows, "verdict": measure.bottleneck_words(rrows, pts, gpu=roof.spec,
+                                                                                     n_gpus=roof.n_gpus)}
+            if not roof.analyzed.empty:
+                analyzed.append(roof.analyzed)
+    if analyzed:
+        run_.table("roofline", pd.concat(analyzed, ignore_index=True))
+    errors = [hr for hr in hrs if hr.error]
+    failure = None
+    if errors:
+        kind = errors[0].error.split(":", 1)[0] if len(errors) == len(hrs) else "host_failed"  # type: ignore[union-attr]
+        failure = {"kind": kind, "message": "; ".join(f"{hr.host}: {hr.error}" for hr in errors)}
+    verdict: str | None = None
+    if b_failure is not None:
+        verdict = "B does not start"
+    elif rows:
+        verdict = overall_verdict([r["verdict"] for r in rows])
+    words = conclusion(params.base_unit, edits, rows, verdict, b_failure=b_failure)
+    if failure is not None:
+        words = f"Run failed: {failure['message']}" + (f" (partial: {words})" if rows else "")
+    return {
+        "status": "ok" if failure is None else "failed",
+        "hosts": params.hosts, "base_unit": params.base_unit, "edits": [[f, v] for f, v in edits],
+        "variant_unit": next((hr.variant for hr in hrs if hr.variant), None),
+        "metric": METRIC, "confidence": CONFIDENCE,
+        "arms": arms, "speedup": rows, "verdict": verdict, "bottleneck": bottleneck or None,
+        "conclusion": words,
+        "server_starts": sum(hr.starts for hr in hrs),
+        "wall_seconds": round(finished - started, 2),
+        "host_restored": all(hr.restored for hr in hrs),
+        "hosts_report": [{"host": hr.host, "repeats": hr.repeats, "restored": hr.restored, "error": hr.error}
+                         for hr in hrs],
+        "failure": failure, "started": started, "finished": finished,
+        "params": params.model_dump(), "provenance": provenance,
+    }
+
+
+# -- what the notebook shows ----------------------------------------------------
+
+
+def tables(run: Run) -> dict[str, pd.DataFrame]:
+    return {p.stem: read_table(p) for p in sorted(run.dir.glob("*.parquet"))}
+
+
+def speedup_frame(result: dict[str, Any]) -> pd.DataFrame:
+    return pd.DataFrame(result.get("speedup") or [])
+
+
+def arms_frame(result: dict[str, Any]) -> pd.DataFrame:
+    rows = []
+    for arm, info in (result.get("arms") or {}).items():
+        for pt in info.get("points") or []:
+            rows.append({"arm": arm, "unit": info.get("unit"), **pt})
+    return pd.DataFrame(rows)
+
+
+def bottleneck_words(result: dict[str, Any]) -> Any:
+    from IPython.display import Markdown
+
+    lines = [f"- **{arm}**: {b.get('verdict') or b.get('note')}" for arm, b in (result.get("bottleneck") or {}).items()]
+    return Markdown("\n".join(lines) or "No roofline (no model spec, or the GPU is not known).")
+
+
+def charts(result: dict[str, Any], t: dict[str, pd.DataFrame]) -> list[Any]:
+    """Speedup with intervals, throughput vs concurrency per arm, latency vs throughput, GPU timeline, roofline."""
+    res = t.get("results", pd.DataFrame())
+    if res.empty:
+        return []
+    out: list[Any] = []
+    if {"A", "B"} <= set(res["arm"]):
+        out.append(plots.speedup_chart(res, "A", color="arm"))
+    out += [plots.throughput_vs_concurrency(res), plots.latency_vs_throughput(res)]
+    tel = t.get("telemetry", pd.DataFrame())
+    if not tel.empty:
+        first = result["hosts"][0]
+        gpu = measure.gpu_chart(tel[tel["host"] == first], res[res["host"] == first],
+                                load_from=result.get("params", {}).get("load_from", "host"), color="arm")
+        if gpu is not None:
+            out.append(gpu)
+    bn = result.get("bottleneck") or {}
+    roof_a = bn.get("A") or {}
+    roof = measure.Roofline(t.get("roofline", pd.DataFrame()), roof_a.get("gpu"), int(roof_a.get("n_gpus") or 1),
+                            roof_a.get("model") or "")
+    chart = measure.roofline_chart(roof, color="arm")
+    if chart is not None:
+        out.append(chart)
+    return out
+
+
+def show_charts(run: Run, result: dict[str, Any]) -> None:
+    from IPython.display import display
+
+    for chart in charts(result, tables(run)):
+        display(chart)
+
+
+def notebook() -> Any:
+    from workbench.runbooks.notebooks import build
+
+    return build(
+        "A/B: is the base plus one edit faster? (NVLS on TP8 by default)",
+        "Measure the base unit (as found if it is serving, else started), then the base plus the edit as a "
+        "variant (started, watched to ready, measured, removed), with the same concurrency sweep, repeats, "
+        "GPU telemetry and server counters. The speedup per concurrency comes with a 95% bootstrap interval "
+        "over the repeats, and a verdict: better, worse, or no significant difference. Several hosts of one "
+        "kind split the repeats in parallel. Every host is left as it was found.",
+        ABParams,
+        [
+            ("code", "from workbench.runbooks import abtest as rb\nfrom workbench.runbooks import show\n\n"
+                     "params = rb.ABParams.from_namespace(globals())", []),
+            ("code", "run, result = rb.run(params)\nprint(f'run directory: {run.dir}')", []),
+            ("md", "## Conclusion", ["conclusion"]),
+            ("code", "show.conclusion(result)", ["conclusion"]),
+            ("code", "rb.speedup_frame(result)", ["conclusion"]),
+            ("md", "## What bounds each arm", []),
+            ("code", "rb.bottleneck_words(result)", []),
+            ("code", "rb.arms_frame(result)", []),
+            ("md", "## Charts\n\nSpeedup B/A with intervals, throughput per arm, latency vs throughput, GPU power "
+                   "and utilization (first host; each measured window shaded), achieved vs roofline.", []),
+            ("code", "rb.show_charts(run, result)", []),
+            ("md", "## Provenance", ["provenance"]),
+            ("code", "show.provenance(result)", ["provenance"]),
+        ],
+    )

@@ -1,0 +1,208 @@
+"""The benchmark runbook: sweep one running service, with GPU telemetry, and say what bounds it.
+
+``run(params)`` holds the host's lock for the sweep (nobody stops the server under it; the
+host is not changed), finds the unit's port from its command line, checks the server answers,
+sweeps the concurrencies (:func:`workbench.runbooks.measure.sweep_unit`: the load from the host
+by default, ``/metrics`` deltas per point, ``nvidia-smi`` samples joined per window), and labels
+every point with :mod:`workbench.bottleneck` on the GPU that ``nvidia-smi`` names and the model
+given.  It never starts or stops anything: a unit that is not running is a failed run.
+
+Tables in the run directory: ``results.parquet`` (one row per point and repeat), ``requests.parquet``
+(one row per request), ``telemetry.parquet`` (GPU samples), ``roofline.parquet`` (``roof_*`` columns).
+
+``result.json``::
+
+    {"runbook": "benchmark", "status": "ok"|"failed", "host": str, "unit": str, "port": int,
+     "load_from": "host"|"tunnel", "concurrency": [int], "repeats": int,
+     "points": [{"concurrency": int, "repeats": int, "output_throughput": float (mean tok/s),
+                 "output_throughput_min": float, "output_throughput_max": float, "request_throughput": float,
+                 "ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms", "itl_p50_ms", "e2e_p50_ms": float,
+                 "tokens_per_chunk": float, "spec_accept_length": float|absent, "spec_windowed": bool|absent,
+                 "gpu_power_w", "gpu_power_frac", "gpu_util_pct", "gpu_energy_per_token_j": float|absent,
+                 "failed": int, "client_bound": int}],
+     "bottleneck": {"gpu": str|null, "n_gpus": int, "model": str, "note": str,
+                    "points": [{"concurrency", "label", "tok_s", "bw_fraction", "headroom", "roofline_tok_s",
+                                "intensity", "ridge"}],
+                    "verdict": str},
+     "conclusion": str, "host_restored": true (nothing was changed), "server_starts": 0,
+     "wall_seconds": float, "failure": {"kind": str, "message": str}|null, "started": float, "finished": float,
+     "params": {...}, "provenance": {...}}
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pandas as pd
+from pydantic import Field
+
+from workbench import plots
+from workbench.errors import HostError, LockHeld, ServiceError, WorkbenchError
+from workbench.hosts import connect
+from workbench.provenance import collect as collect_provenance
+from workbench.redact import Redactor
+from workbench.runbooks import measure
+from workbench.runbooks.params import RunbookParams
+from workbench.runs import Run, read_table
+from workbench.services import exec_argv
+from workbench.session import HostSession
+from workbench.watch import watch_start
+
+
+class _Target(RunbookParams):
+    host: str = Field("gpu-b", description="ssh_config alias of the GPU host")
+    unit: str = Field("sglang-k26-ddtree.service", description="the running unit to benchmark")
+    health_path: str = Field("/health", description="readiness endpoint checked before the sweep")
+    lock_wait: float = Field(0.0, ge=0, description="seconds to wait while another session holds the host")
+
+
+class BenchmarkParams(measure.LoadParams, _Target):
+    """Target first, then the load shape (the parameters cell keeps this order)."""
+
+
+def _throughput_words(pts: list[dict[str, Any]]) -> str:
+    return ", ".join(f"{p['output_throughput']:.0f} tok/s at c={p['concurrency']}" for p in pts)
+
+
+def run(params: BenchmarkParams, *, progress: Callable[[str], None] = print) -> tuple[Run, dict[str, Any]]:
+    """Benchmark ``params.unit`` on ``params.host``; returns the run and its result."""
+    redactor = Redactor.for_params(params.model_dump())
+    run_ = Run.create("benchmark", data_dir=params.data_dir, run_id=params.run_id, redactor=redactor)
+    started = time.time()
+    failure: dict[str, str] | None = None
+    provenance: dict[str, Any] = {"host": params.host}
+    pts: list[dict[str, Any]] = []
+    bottleneck: dict[str, Any] | None = None
+    port: int | None = None
+    host = connect(params.host, ssh_config=params.ssh_config or None)
+    try:
+        with HostSession(host, purpose=f"benchmark {run_.id}", lock_wait=params.lock_wait) as session:
+            svc = session.svc
+            text = svc.unit_text(params.unit)
+            shape = measure.server_shape(exec_argv(text, params.unit))
+            port = shape.port
+            st = svc.status(params.unit)
+            if not st.running:
+                raise ServiceError(f"{params.unit} is {st.active_state} on {params.host}; the benchmark never "
+                                   "starts anything: start it (or run the A/B runbook) first",
+                                   host=params.host, unit=params.unit)
+            ready = watch_start(svc, params.unit, start=False, health_path=params.health_path, timeout=60)
+            if not ready.ok:
+                raise ServiceError(f"{params.unit} is running but not ready: {ready.describe()}",
+                                   host=params.host, unit=params.unit)
+            provenance = collect_provenance(host, text)
+            progress(f"sweeping {params.unit} on {params.host}:{port}: c={params.concurrency} x {params.repeats}")
+            sweep = measure.sweep_unit(host, port, params, {"variant": params.unit, "host": params.host})
+        run_.table("results", sweep.results)
+        run_.table("requests", sweep.requests)
+        if not sweep.gpu.empty:
+            run_.table("telemetry", sweep.gpu)
+        pts = measure.points(sweep.results)
+        roof = measure.roofline(sweep.results, params, gpu_name=provenance.get("gpu"),
+                                gpu_count=int(provenance.get("gpu_count") or 0), shape=shape)
+        if not roof.analyzed.empty:
+            run_.table("roofline", roof.analyzed)
+        rows = measure.roofline_rows(roof)
+        bottleneck = {"gpu": roof.gpu, "n_gpus": roof.n_gpus, "model": roof.model, "note": roof.note,
+                      "points": rows,
+                      "verdict": measure.bottleneck_words(rows, pts, gpu=roof.spec, n_gpus=roof.n_gpus)}
+    except LockHeld as exc:
+        failure = {"kind": "host_locked", "message": str(exc)}
+    except HostError as exc:
+        failure = {"kind": "ssh_lost", "message": str(exc)}
+    except ServiceError as exc:
+        failure = {"kind": "not_serving", "message": str(exc)}
+    except WorkbenchError as exc:
+        failure = {"kind": "error", "message": str(exc)}
+    finally:
+        host.close()
+    finished = time.time()
+    if failure is None:
+        words = f"{params.unit}: {_throughput_words(pts)}."
+        if bottleneck and bottleneck["verdict"]:
+            words += " " + bottleneck["verdict"]
+        elif bottleneck:
+            words += f" ({bottleneck['note']})"
+    else:
+        words = f"Run failed: {failure['message']}"
+    result = {
+        "status": "ok" if failure is None else "failed",
+        "host": params.host, "unit": params.unit, "port": port, "load_from": params.load_from,
+        "concurrency": params.concurrency, "repeats": params.repeats,
+        "points": pts, "bottleneck": bottleneck, "conclusion": words,
+        "host_restored": True, "server_starts": 0,
+        "wall_seconds": round(finished - started, 2), "failure": failure, "started": started, "finished": finished,
+        "params": params.model_dump(), "provenance": provenance,
+    }
+    run_.write_result(result)
+    return run_, run_.result() or result
+
+
+# -- what the notebook shows ----------------------------------------------------
+
+
+def tables(run: Run) -> dict[str, pd.DataFrame]:
+    """The run's Parquet tables by name (results, requests, telemetry, roofline), those present."""
+    return {p.stem: read_table(p) for p in sorted(run.dir.glob("*.parquet"))}
+
+
+def points_frame(result: dict[str, Any]) -> pd.DataFrame:
+    return pd.DataFrame(result.get("points") or [])
+
+
+def roofline_frame(result: dict[str, Any]) -> pd.DataFrame:
+    return pd.DataFrame((result.get("bottleneck") or {}).get("points") or [])
+
+
+def charts(result: dict[str, Any], t: dict[str, pd.DataFrame]) -> list[Any]:
+    """Throughput vs concurrency, latency percentiles vs throughput, GPU timeline, roofline."""
+    res = t.get("results", pd.DataFrame())
+    if res.empty:
+        return []
+    out: list[Any] = [plots.throughput_vs_concurrency(res), plots.latency_vs_throughput(res)]
+    gpu = measure.gpu_chart(t.get("telemetry", pd.DataFrame()), res, load_from=result.get("load_from", "host"))
+    if gpu is not None:
+        out.append(gpu)
+    bn = result.get("bottleneck") or {}
+    roof = measure.Roofline(t.get("roofline", pd.DataFrame()), bn.get("gpu"), int(bn.get("n_gpus") or 1),
+                            bn.get("model") or "")
+    chart = measure.roofline_chart(roof)
+    if chart is not None:
+        out.append(chart)
+    return out
+
+
+def show_charts(run: Run, result: dict[str, Any]) -> None:
+    from IPython.display import display
+
+    for chart in charts(result, tables(run)):
+        display(chart)
+
+
+def notebook() -> Any:
+    from workbench.runbooks.notebooks import build
+
+    return build(
+        "Benchmark: how fast is a running service, and what bounds it?",
+        "Sweep the concurrencies against a running unit (the load runs on the GPU host by default, so TTFT "
+        "has no network in it), with GPU power and utilization sampled and the server's counters read per "
+        "point; then label each point on the roofline of the host's GPUs. Nothing is started or stopped; the "
+        "host's lock is held so nobody changes the server mid-sweep.",
+        BenchmarkParams,
+        [
+            ("code", "from workbench.runbooks import benchmark as rb\nfrom workbench.runbooks import show\n\n"
+                     "params = rb.BenchmarkParams.from_namespace(globals())", []),
+            ("code", "run, result = rb.run(params)\nprint(f'run directory: {run.dir}')", []),
+            ("md", "## Conclusion", ["conclusion"]),
+            ("code", "show.conclusion(result)", ["conclusion"]),
+            ("code", "rb.points_frame(result)", ["conclusion"]),
+            ("code", "rb.roofline_frame(result)", ["conclusion"]),
+            ("md", "## Charts\n\nThroughput vs concurrency, latency percentiles vs throughput, GPU power and "
+                   "utilization over the sweep (each point's measured window shaded), achieved vs roofline.", []),
+            ("code", "rb.show_charts(run, result)", []),
+            ("md", "## Provenance", ["provenance"]),
+            ("code", "show.provenance(result)", ["provenance"]),
+        ],
+    )

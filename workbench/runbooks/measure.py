@@ -1,0 +1,285 @@
+"""Measuring a serving unit: the load shape the measuring runbooks share, one sweep through the
+host with GPU telemetry and server counters joined, and the roofline verdict in words.
+
+Used by the benchmark runbook (one running unit) and the A/B runbook (a base and a variant).
+The server's port and shape (tensor parallel size, draft tokens verified per step) come from
+the unit's command line; the GPU model from ``nvidia-smi`` (provenance), looked up in
+:data:`workbench.bottleneck.GPUS`; the model description is a parameter (:data:`MODEL_SPECS`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+from pydantic import Field, field_validator
+
+from workbench import plots
+from workbench.bench.loadcore import LoadSpec
+from workbench.bench.sweep import SweepResult, host_runner, local_runner, run_sweep
+from workbench.bottleneck import FAR_FROM_ROOF, GPUS, KIMI_K26, GpuSpec, ModelSpec, analyze_results
+from workbench.hosts import Host
+from workbench.runbooks.params import RunbookParams
+from workbench.watch import server_port
+
+MODEL_SPECS: dict[str, ModelSpec] = {"kimi-k2.6": KIMI_K26}
+LOAD_FROM = ("host", "tunnel")
+APIS = ("completions", "chat")
+_TP_FLAGS = ("--tp-size", "--tp", "--tensor-parallel-size", "-tp")
+_DRAFT_FLAGS = ("--speculative-num-draft-tokens",)
+
+
+class LoadParams(RunbookParams):
+    """The request shape and sweep of a measuring runbook."""
+
+    concurrency: list[int] = Field(default_factory=lambda: [1, 4, 16, 64],
+                                   description="requests in flight at each sweep point")
+    repeats: int = Field(3, ge=1, description="runs of each point (intervals need at least 2)")
+    input_len: int = Field(128, ge=1, description="prompt tokens per request")
+    output_len: int = Field(128, ge=1, description="output tokens per request (ignore_eos)")
+    num_requests: int = Field(16, ge=1, description="measured requests per point, at least")
+    requests_per_concurrency: int = Field(4, ge=0, description="measured requests per point: at least this x concurrency")
+    warmup: int = Field(2, ge=0, description="warmup requests per point, not measured")
+    api: str = Field("completions", description="completions or chat")
+    load_from: str = Field("host", description="host: the client runs on the GPU host (TTFT without network); "
+                                               "tunnel: from here through SSH")
+    telemetry: bool = Field(True, description="sample the host's GPUs with nvidia-smi during the sweep")
+    gpu_interval_ms: int = Field(200, ge=50, description="GPU sampling interval (ms); short windows need short intervals")
+    model_spec: str = Field("kimi-k2.6", description="model for the roofline (kimi-k2.6); empty: no roofline")
+    gpu: str = Field("", description="GPU for the roofline (H100 H200 B200 B300 'RTX PRO 6000'); empty: from nvidia-smi")
+
+    @field_validator("concurrency")
+    @classmethod
+    def _concurrency(cls, v: list[int]) -> list[int]:
+        if not v or min(v) < 1:
+            raise ValueError("give at least one concurrency, each >= 1")
+        return v
+
+    @field_validator("api")
+    @classmethod
+    def _api(cls, v: str) -> str:
+        if v not in APIS:
+            raise ValueError(f"api must be one of {APIS}")
+        return v
+
+    @field_validator("load_from")
+    @classmethod
+    def _load_from(cls, v: str) -> str:
+        if v not in LOAD_FROM:
+            raise ValueError(f"load_from must be one of {LOAD_FROM}")
+        return v
+
+    @field_validator("model_spec")
+    @classmethod
+    def _model_spec(cls, v: str) -> str:
+        if v and v not in MODEL_SPECS:
+            raise ValueError(f"model_spec must be empty or one of {sorted(MODEL_SPECS)}")
+        return v
+
+    @field_validator("gpu")
+    @classmethod
+    def _gpu(cls, v: str) -> str:
+        if v and v not in GPUS:
+            raise ValueError(f"gpu must be empty or one of {sorted(GPUS)}")
+        return v
+
+
+@dataclass(frozen=True)
+class ServerShape:
+    """What the command line says about the server: its port, TP size, tokens verified per step."""
+
+    port: int
+    tp: int | None = None
+    draft_tokens: int | None = None
+
+
+def flag_value(argv: list[str], names: tuple[str, ...]) -> str | None:
+    """The value of the last of ``names`` in ``argv`` (``--x v`` or ``--x=v``), None if absent."""
+    found = None
+    for i, tok in enumerate(argv):
+        name, eq, value = tok.partition("=")
+        if name in names:
+            found = value if eq else (argv[i + 1] if i + 1 < len(argv) else None)
+    return found
+
+
+def _int(text: str | None) -> int | None:
+    try:
+        return int(text) if text is not None else None
+    except ValueError:
+        return None
+
+
+def server_shape(argv: list[str]) -> ServerShape:
+    return ServerShape(server_port(argv), _int(flag_value(argv, _TP_FLAGS)), _int(flag_value(argv, _DRAFT_FLAGS)))
+
+
+def gpu_key(name: str | None) -> str | None:
+    """The :data:`GPUS` key an nvidia-smi name belongs to (``NVIDIA B300 SXM6 AC`` -> ``B300``)."""
+    text = " ".join((name or "").upper().split())
+    hits = [k for k in GPUS if k.upper() in text]
+    return max(hits, key=len) if hits else None
+
+
+def load_spec(p: LoadParams, url: str) -> LoadSpec:
+    return LoadSpec(url=url, api=p.api, input_len=p.input_len, output_len=p.output_len,
+                    num_requests=p.num_requests, warmup=p.warmup, concurrency=1)
+
+
+def sweep_unit(host: Host, port: int, p: LoadParams, labels: dict[str, Any], *,
+               repeats: int | None = None) -> SweepResult:
+    """Sweep the server on ``host:port``: load from the host (or through a tunnel), GPU samples
+    joined per point, ``/metrics`` deltas (speculative acceptance per window) through a tunnel."""
+    with host.tunnel(port) as local_port:
+        server_url = f"http://127.0.0.1:{local_port}"
+        if p.load_from == "host":
+            url, runner = f"http://127.0.0.1:{port}", host_runner(host, progress=False)
+        else:
+            url, runner = server_url, local_runner(False)
+        return run_sweep(load_spec(p, url), p.concurrency, repeats=repeats or p.repeats, runner=runner,
+                         labels=labels, requests_per_concurrency=p.requests_per_concurrency or None,
+                         server_url=server_url, gpu_host=host if p.telemetry else None,
+                         gpu_interval_ms=p.gpu_interval_ms)
+
+
+# -- summaries and the roofline -----------------------------------------------------------------
+
+POINT_COLUMNS = ("output_throughput", "request_throughput", "ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms",
+                 "itl_p50_ms", "e2e_p50_ms", "tokens_per_chunk", "spec_accept_length", "gpu_power_w",
+                 "gpu_power_frac", "gpu_util_pct", "gpu_energy_per_token_j")
+
+
+def points(results: pd.DataFrame, by: tuple[str, ...] = ("concurrency",)) -> list[dict[str, Any]]:
+    """Per point: means over repeats, the throughput range, failures and client-bound repeats."""
+    if results.empty:
+        return []
+    rows = []
+    for key, g in results.groupby(list(by), sort=True):
+        keys = key if isinstance(key, tuple) else (key,)
+        row: dict[str, Any] = {k: (int(str(v)) if k == "concurrency" else v) for k, v in zip(by, keys, strict=True)}
+        row["repeats"] = len(g)
+        for col in POINT_COLUMNS:
+            if col in g and g[col].notna().any():
+                row[col] = round(float(g[col].astype(float).mean()), 4)
+        row["output_throughput_min"] = round(float(g["output_throughput"].min()), 3)
+        row["output_throughput_max"] = round(float(g["output_throughput"].max()), 3)
+        row["failed"] = int(g["failed"].sum()) if "failed" in g else 0
+        row["client_bound"] = int(g["client_bound"].astype(bool).sum()) if "client_bound" in g else 0
+        if "spec_windowed" in g:
+            row["spec_windowed"] = bool(g["spec_windowed"].fillna(False).astype(bool).all())
+        rows.append(row)
+    return rows
+
+
+@dataclass
+class Roofline:
+    """The roofline analysis of a sweep, or why there is none."""
+
+    analyzed: pd.DataFrame
+    gpu: str | None
+    n_gpus: int
+    model: str
+    note: str = ""
+
+    @property
+    def spec(self) -> GpuSpec | None:
+        return GPUS.get(self.gpu or "")
+
+
+def roofline(results: pd.DataFrame, p: LoadParams, *, gpu_name: str | None, gpu_count: int,
+             shape: ServerShape) -> Roofline:
+    """``bottleneck.analyze_results`` on the seeds' model and the host's GPU (when both are known)."""
+    key = p.gpu or gpu_key(gpu_name)
+    n = shape.tp or gpu_count or 1
+    empty = pd.DataFrame()
+    if not p.model_spec:
+        return Roofline(empty, key, n, "", "no roofline: no model_spec given")
+    if key is None:
+        return Roofline(empty, None, n, p.model_spec, f"no roofline: GPU {gpu_name!r} is not in bottleneck.GPUS")
+    if results.empty:
+        return Roofline(empty, key, n, p.model_spec, "no roofline: nothing was measured")
+    ok = results[results["completed"] > 0] if "completed" in results else results
+    analyzed = analyze_results(ok, MODEL_SPECS[p.model_spec], GPUS[key], n, tree_tokens=shape.draft_tokens)
+    return Roofline(analyzed, key, n, p.model_spec)
+
+
+def roofline_rows(roof: Roofline) -> list[dict[str, Any]]:
+    """Per concurrency (means over repeats): label, bandwidth fraction, headroom, the roofline."""
+    a = roof.analyzed
+    if a.empty:
+        return []
+    rows = []
+    for c, g in a.groupby("concurrency", sort=True):
+        rows.append({"concurrency": int(str(c)), "label": str(g["roof_label"].mode().iloc[0]),
+                     "tok_s": round(float(g["roof_tok_s"].mean()), 2),
+                     "bw_fraction": round(float(g["roof_bw_fraction"].mean()), 5),
+                     "headroom": round(float(g["roof_headroom"].mean()), 3),
+                     "roofline_tok_s": round(float(g["roof_roofline_tok_s"].mean()), 1),
+                     "intensity": round(float(g["roof_intensity"].mean()), 3),
+                     "ridge": round(float(g["roof_ridge"].mean()), 1)})
+    return rows
+
+
+_LABEL_WORDS = {"memory-bound": "HBM-bandwidth bound", "compute-bound": "compute bound",
+                "launch-bound": "launch bound (GPUs idle between kernels)",
+                "communication-bound": "communication bound"}
+
+
+def bottleneck_words(rows: list[dict[str, Any]], pts: list[dict[str, Any]], *, gpu: GpuSpec | None = None,
+                     n_gpus: int = 1) -> str:
+    """The verdict in words: the label(s) at decode, how far below the bandwidth roofline, power."""
+    if not rows:
+        return ""
+    labels = {r["label"] for r in rows}
+    per = "; ".join(f"c={r['concurrency']}: {r['tok_s']:.0f} tok/s = {r['bw_fraction']:.1%} of peak HBM bandwidth, "
+                    f"{r['headroom']:.1f}x below the bandwidth roofline ({r['roofline_tok_s']:.0f} tok/s)" for r in rows)
+    where = f" on {n_gpus} x {gpu.name}" if gpu else ""
+    if len(labels) == 1:
+        (label,) = labels
+        head = f"{_LABEL_WORDS.get(label, label)} at decode{where} ({label} at every concurrency measured)"
+    else:
+        head = "At decode" + where + ": " + ", ".join(
+            f"{r['label']} at c={r['concurrency']}" for r in rows)
+    words = [f"{head}: {per}."]
+    if labels == {"memory-bound"} and max(r["bw_fraction"] for r in rows) < FAR_FROM_ROOF:
+        words.append("Far below the bandwidth roof: the rest of each step goes to overhead (small kernels, "
+                     "collectives, synchronisation), not to reading weights.")
+    powered = [p for p in pts if p.get("gpu_power_w") is not None]
+    if powered and gpu is not None:
+        top = max(powered, key=lambda p: p["concurrency"])
+        frac = top["gpu_power_w"] / gpu.power_limit_w
+        util = f" at {top['gpu_util_pct']:.0f}% utilization" if top.get("gpu_util_pct") is not None else ""
+        fits = (" — consistent with memory-bound kernels" if labels == {"memory-bound"} and frac < 0.6 else "")
+        words.append(f"GPUs drew {top['gpu_power_w']:.0f} W = {frac:.0%} of {gpu.power_limit_w:.0f} W{util} "
+                     f"at c={top['concurrency']}{fits}.")
+    return " ".join(words)
+
+
+# -- charts (values; nothing is drawn until displayed) ------------------------------------------
+
+
+def window_phases(results: pd.DataFrame, color: str | None = None) -> pd.DataFrame:
+    """One shaded span per measured window: ``phase`` (``c=4``, with the arm when given), start, end."""
+    if results.empty or "start_unix" not in results:
+        return pd.DataFrame(columns=["phase", "start", "end"])
+    label = "c=" + results["concurrency"].astype(str)
+    if color and color in results:
+        label = results[color].astype(str) + " " + label
+    return pd.DataFrame({"phase": label, "start": results["start_unix"], "end": results["end_unix"]})
+
+
+def gpu_chart(samples: pd.DataFrame, results: pd.DataFrame, *, load_from: str = "host",
+              color: str | None = None) -> Any:
+    """GPU power and utilization over the sweep, each point's measured window shaded."""
+    if samples.empty:
+        return None
+    time_col = "time_unix" if load_from == "host" or "time_local" not in samples else "time_local"
+    return plots.gpu_timeline(samples, window_phases(results, color), time_col=time_col)
+
+
+def roofline_chart(roof: Roofline, *, color: str = "variant") -> Any:
+    if roof.analyzed.empty or roof.spec is None:
+        return None
+    return plots.roofline_chart(roof.analyzed, roof.spec, roof.n_gpus, dtype=MODEL_SPECS[roof.model].compute_dtype,
+                                color=color)
