@@ -45,6 +45,7 @@ def run_many(
     timeout: float = 900.0,
     purpose: str = "",
     before: Callable[[HostSession, HostReport, str], None] | None = None,
+    lock_wait: float = 0.0,
 ) -> tuple[dict[Subset, TrialRecord], list[HostReport]]:
     """Run every subset once (or take it from ``lookup``); return results by subset and per-host reports."""
     work: queue.Queue[Subset] = queue.Queue()
@@ -56,7 +57,7 @@ def run_many(
 
     def worker(host: Host, report: HostReport) -> None:
         try:
-            session = HostSession(host, purpose=purpose, ready_timeout=timeout)
+            session = HostSession(host, purpose=purpose, ready_timeout=timeout, lock_wait=lock_wait)
             with session:
                 text = session.svc.unit_text(base)
                 report.fingerprint = host_fingerprint(host)

@@ -176,9 +176,25 @@ def trim(samples: pd.DataFrame, start: float, end: float, time_col: str = "time_
     return samples[(samples[time_col] >= start) & (samples[time_col] <= end)]
 
 
+def _period(samples: pd.DataFrame, time_col: str) -> float:
+    """The sampling period (median gap between one GPU's samples); 0 when it cannot be told."""
+    if samples.empty or "gpu" not in samples:
+        return 0.0
+    first = samples[samples["gpu"] == samples["gpu"].iloc[0]][time_col].sort_values()
+    gaps = first.diff().dropna()
+    return float(gaps.median()) if not gaps.empty else 0.0
+
+
 def window_summary(samples: pd.DataFrame, start: float, end: float, time_col: str = "time_unix") -> dict[str, float]:
-    """GPU figures over one window: per-GPU means, the power fraction of the limit, and energy."""
-    w = trim(samples, start, end, time_col)
+    """GPU figures over one window: per-GPU means, the power fraction of the limit, and energy.
+
+    A sample describes the sampling period *before* it (utilization is "a kernel ran during the
+    last period"), so samples within one period after ``start`` are left out: they would average
+    in the idle moment before the window and pull utilization down on short windows.
+    """
+    w = trim(samples, start + _period(samples, time_col), end, time_col)
+    if w.empty:
+        w = trim(samples, start, end, time_col)
     out: dict[str, float] = {"gpu_samples": float(len(w))}
     if w.empty:
         return out

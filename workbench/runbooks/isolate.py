@@ -15,7 +15,6 @@ the factors that never change the outcome.
 from __future__ import annotations
 
 import itertools
-import os
 import time
 from typing import Any
 
@@ -52,6 +51,7 @@ class IsolateParams(RunbookParams):
     start_timeout: float = Field(900.0, gt=0, description="seconds to wait for ready or failure, per start")
     rerun: bool = Field(False, description="start again even where the ledger has the trial")
     secret_env: list[str] = Field(default_factory=list, description="controller env vars whose values must never appear")
+    lock_wait: float = Field(0.0, ge=0, description="seconds to wait while another session holds a host (0: fail at once)")
 
 
 def combinations(factors: Subset) -> list[Subset]:
@@ -105,9 +105,7 @@ def run(params: IsolateParams) -> tuple[Run, dict[str, Any]]:
         raise ConfigError(f"factors: give between 1 and {MAX_FACTORS} flag edits (2^n starts)")
     if not params.hosts:
         raise ConfigError("hosts: give at least one host")
-    redactor = Redactor()
-    for name in params.secret_env:
-        redactor.add(os.environ.get(name))
+    redactor = Redactor.for_params(params.model_dump())
     run_ = Run.create("isolate_ep_vs_nvls", data_dir=params.data_dir, run_id=params.run_id, redactor=redactor)
     hosts: list[Host] = [connect(h, ssh_config=params.ssh_config or None) for h in params.hosts]
     ledger = Ledger(params.data_dir)
@@ -138,7 +136,7 @@ def run(params: IsolateParams) -> tuple[Run, dict[str, Any]]:
 
     results, reports = run_many(hosts, params.base_unit, combinations(factors), lookup=lookup, on_trial=on_trial,
                                 health_path=params.health_path, timeout=params.start_timeout,
-                                purpose=f"isolate {run_.id}", before=before)
+                                purpose=f"isolate {run_.id}", before=before, lock_wait=params.lock_wait)
     finished = time.time()
     failed_hosts = [r for r in reports if r.error]
     complete = len(results) == 2 ** len(factors)
@@ -176,7 +174,7 @@ def run(params: IsolateParams) -> tuple[Run, dict[str, Any]]:
         "provenance": provenance,
     }
     run_.write_result(result)
-    return run_, result
+    return run_, run_.result() or result  # as written: redacted, with its run id
 
 
 def matrix_frame(result: dict[str, Any]) -> pd.DataFrame:

@@ -1,5 +1,4 @@
 """nvidia-smi parsing, windowing and joining; Prometheus deltas and speculative acceptance."""
-
 from __future__ import annotations
 
 import json
@@ -11,6 +10,7 @@ import pytest
 
 from workbench import telemetry as t
 from workbench.errors import ParseError
+from workbench.telemetry import window_summary
 
 FIX = Path(__file__).parents[2] / "fixtures" / "bench"
 SMI = FIX / "nvidia-smi"
@@ -162,3 +162,13 @@ def test_parses_every_captured_query_gpu_output(cmd: Path) -> None:
         assert set(df["gpu"]) <= {0, 1} and ("2gpu" not in cmd.stem or set(df["gpu"]) == {0, 1})
     if "timestamp" in fields:
         assert df["time_unix"].is_monotonic_increasing or "2gpu" in cmd.stem
+
+
+def test_first_period_after_start_is_left_out() -> None:
+    rows = []
+    for sec in range(0, 10):
+        util = 0.0 if sec <= 2 else 100.0  # the sample at 2 s describes (1 s, 2 s]: before the window
+        rows.append({"time_unix": float(sec), "gpu": 0, "power_w": 100.0, "power_limit_w": 1000.0,
+                     "util_gpu_pct": util, "util_mem_pct": 0.0, "clock_sm_mhz": 1.0})
+    s = window_summary(pd.DataFrame(rows), 2.0, 9.0)
+    assert s["gpu_util_pct"] == 100.0
