@@ -160,6 +160,16 @@ class HostSession:
         self._save()
         return snap
 
+    def make_room(self, units: list[str] | tuple[str, ...]) -> list[str]:
+        """Stop ``units`` for the session (another server holding the GPUs or the port); they are
+        recorded first and restarted by the restore.  Returns the ones that were running."""
+        stopped = []
+        for unit in units:
+            self.protect(unit)
+            if self.svc.stop_if_running(unit):
+                stopped.append(unit)
+        return stopped
+
     def check_gpus(self, allow_units: tuple[str, ...]) -> None:
         inv = gpus.inventory(self.host)
         if inv.error:

@@ -199,3 +199,29 @@ def test_process_backend_runs_the_same_server_on_localhost(tmp_path: Path) -> No
     assert stopped.exit_status == 0, stopped.describe()  # SIGTERM: vLLM shuts down cleanly
     with pytest.raises(ProcessLookupError):  # the server's whole process group is gone
         os.killpg(main_pid, 0)
+
+
+def test_bisect_runbook_finds_which_vllm_flag_breaks_the_unit(vllm_host: Host, tmp_path: Path) -> None:
+    """The main job on real vLLM: of three real flag edits, only --tensor-parallel-size 2 breaks
+    vllm-tiny (the CPU build cannot bind 2 workers: NUMA AssertionError behind "Engine core
+    initialization failed. See root cause above"); bisect names it with the right root cause."""
+    from workbench.runbooks.execute import execute
+
+    ssh_config = getattr(vllm_host, "ssh_config_path", "") or ""
+    sim_was_running = SystemdServices(vllm_host).status(BASE_UNIT).running
+    outcome = execute("bisect", {
+        "host": vllm_host.name, "ssh_config": ssh_config, "base_unit": VLLM_UNIT,
+        "edits": {"--max-num-seqs": "4", "--tensor-parallel-size": "2", "--max-model-len": "256"},
+        "health_path": VLLM_HEALTH_PATH, "start_timeout": START_TIMEOUT, "stop_units": [BASE_UNIT],
+        "lock_wait": LOCK_WAIT, "rerun": True,
+    }, data_dir=str(tmp_path), progress=False)
+    result = outcome.result
+    assert result["status"] == "ok", result.get("failure")
+    (culprit,) = result["culprits"]
+    assert culprit["edits"] == [["--tensor-parallel-size", "2"]]
+    assert culprit["exception_type"] == "AssertionError" and "NUMA" in (culprit["message"] or "")
+    assert result["server_starts"] <= 5 and result["host_restored"] is True
+    assert outcome.report is not None and outcome.report.exists()
+    svc = SystemdServices(vllm_host)
+    assert not svc.status(VLLM_UNIT).running and svc.variant_files() == {}
+    assert svc.status(BASE_UNIT).running is sim_was_running

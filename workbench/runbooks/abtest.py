@@ -171,10 +171,8 @@ def _arms(s: HostSession, host: Host, p: ABParams, hr: _HostRun, redactor: Redac
         redactor.add_env(dict(split_environment(value)))
     hr.provenance = collect_provenance(host, text)
     hr.diff = s.variant(p.base_unit, edits).diff()
-    for unit in p.stop_units:
-        s.protect(unit)
-        if s.svc.stop_if_running(unit):
-            tell(f"{hr.host}: stopped {unit} for the run (restarted at the end)")
+    for unit in s.make_room(p.stop_units):
+        tell(f"{hr.host}: stopped {unit} for the run (restarted at the end)")
     shape = hr.shapes["A"] = measure.server_shape(exec_argv(text, p.base_unit))
     st = s.svc.status(p.base_unit)
     if st.running:

@@ -56,6 +56,8 @@ class BisectParams(RunbookParams):
     rerun: bool = Field(False, description="start again even where the ledger has the trial")
     secret_env: list[str] = Field(default_factory=list,
                                   description="names of controller environment variables whose values must never appear")
+    stop_units: list[str] = Field(default_factory=list,
+                                  description="units to stop for the run (another server holding the GPUs or the port)")
     lock_wait: float = Field(0.0, ge=0, description="seconds to wait while another session holds the host (0: fail at once)")
 
 
@@ -103,7 +105,9 @@ def run(params: BisectParams, *, progress: Callable[[str], None] = print) -> tup
         session = HostSession(host, purpose=f"bisect {run_.id}", ready_timeout=params.start_timeout,
                               lock_wait=params.lock_wait)
         with session:
-            base_text = session.svc.unit_text(params.base_unit)
+            for unit in session.make_room(params.stop_units):
+                progress(f"  stopped {unit} for the run (restarted at the end)")
+            base_text = session.base_text(params.base_unit)
             for value in UnitFile.parse(base_text).get_all("Service", "Environment"):
                 redactor.add_env(dict(split_environment(value)))
             fingerprint = host_fingerprint(host)

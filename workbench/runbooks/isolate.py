@@ -51,6 +51,8 @@ class IsolateParams(RunbookParams):
     start_timeout: float = Field(900.0, gt=0, description="seconds to wait for ready or failure, per start")
     rerun: bool = Field(False, description="start again even where the ledger has the trial")
     secret_env: list[str] = Field(default_factory=list, description="controller env vars whose values must never appear")
+    stop_units: list[str] = Field(default_factory=list,
+                                  description="units to stop for the run (another server holding the GPUs or the port)")
     lock_wait: float = Field(0.0, ge=0, description="seconds to wait while another session holds a host (0: fail at once)")
 
 
@@ -128,6 +130,7 @@ def run(params: IsolateParams) -> tuple[Run, dict[str, Any]]:
         run_.table("trials", pd.DataFrame([t.row() for t in trials]))
 
     def before(session: HostSession, report: Any, text: str) -> None:
+        session.make_room(params.stop_units)
         for value in UnitFile.parse(text).get_all("Service", "Environment"):
             redactor.add_env(dict(split_environment(value)))
         if not provenance:
