@@ -25,6 +25,9 @@ MSG_UNIT_PROCESS_EXIT = "98e322203f7a4ed290d09fe03c09fe15"
 MSG_UNIT_RESTART_SCHEDULED = "5eb03494b6584870a536b337290809b3"
 TERMINAL_MESSAGE_IDS = {MSG_UNIT_FAILED, MSG_UNIT_PROCESS_EXIT, MSG_UNIT_RESTART_SCHEDULED, MSG_UNIT_SUCCESS,
                         MSG_UNIT_STOPPED}
+# journald's own records: "Suppressed N messages from UNIT" (N_DROPPED=, OBJECT_SYSTEMD_UNIT=), and coredumps.
+MSG_JOURNAL_DROPPED = "a596d6fe7bfa4994828e72309e95d61e"
+MSG_COREDUMP = "fc2e22bc6ee647b6b90729ab34a250b1"
 
 _CURSOR_RE = re.compile(r"^-- cursor: (\S+)", re.M)
 
@@ -152,3 +155,69 @@ def query_argv(
         argv += ["-u", unit]
     argv += list(matches)
     return argv
+
+
+# ---------------------------------------------------------------------------
+# Matches and the export query used by retrieval (workbench.journal_read)
+# ---------------------------------------------------------------------------
+
+
+def unit_matches(unit: str) -> list[str]:
+    """What ``journalctl -u UNIT`` matches, spelled out, plus journald's suppression records.
+
+    The unit's own lines, PID 1's lines about it, lines other root daemons log about it
+    (journald's "Suppressed N messages from UNIT" carries ``OBJECT_SYSTEMD_UNIT=``), its
+    coredumps, and every "Suppressed" record (matched again by text: a record whose
+    object fields could not be read would otherwise be missed).  Terms are ORed with
+    ``+``; fields within a term are ANDed.
+    """
+    return [f"_SYSTEMD_UNIT={unit}", "+", "_PID=1", f"UNIT={unit}", "+", "_UID=0", f"OBJECT_SYSTEMD_UNIT={unit}",
+            "+", f"MESSAGE_ID={MSG_COREDUMP}", f"COREDUMP_UNIT={unit}", "+", f"MESSAGE_ID={MSG_JOURNAL_DROPPED}"]
+
+
+def invocation_matches(invocations: Sequence[str]) -> list[str]:
+    """The lines of these invocations: their own, PID 1's and journald's about them, and all "Suppressed" records."""
+    if not invocations:
+        raise ValueError("no invocation to match")
+    own = [f"_SYSTEMD_INVOCATION_ID={i}" for i in invocations]
+    manager = [f"INVOCATION_ID={i}" for i in invocations]
+    daemons = [f"OBJECT_SYSTEMD_INVOCATION_ID={i}" for i in invocations]
+    return [*own, "+", *manager, "+", *daemons, "+", f"MESSAGE_ID={MSG_JOURNAL_DROPPED}"]
+
+
+def manager_matches(unit: str) -> list[str]:
+    """PID 1's lines about ``unit`` (its starts, exits and results)."""
+    return ["_PID=1", f"UNIT={unit}"]
+
+
+def usec_arg(usec: int) -> str:
+    """A µs timestamp as journalctl's ``--since``/``--until`` take it (``@seconds.micros``)."""
+    return f"@{usec // 1_000_000}.{usec % 1_000_000:06d}"
+
+
+def export_argv(
+    matches: Sequence[str] = (),
+    *,
+    since: int | str | None = None,
+    until: int | str | None = None,
+    cursor: str | None = None,
+    lines: int | None = None,
+) -> list[str]:
+    """``journalctl -o export`` over ``matches``: the format retrieval parses (see journal_export).
+
+    ``cursor`` starts *at* the cursor's entry (``--cursor``), not after it: on systemd
+    252 ``--after-cursor`` skips the first matching entry when the cursor's own entry
+    does not match the filter (e.g. the journal-tail cursor taken before a start), so
+    readers drop the cursor's entry themselves.  ``lines`` keeps the last N.  ``since``
+    and ``until`` are µs since the epoch, or text in journalctl's own syntax ("-1h").
+    """
+    argv = ["journalctl", "--no-pager", "-q", "-o", "export"]
+    if cursor:
+        argv += ["--cursor", cursor]
+    if since is not None:
+        argv += ["--since", usec_arg(since) if isinstance(since, int) else since]
+    if until is not None:
+        argv += ["--until", usec_arg(until) if isinstance(until, int) else until]
+    if lines is not None:
+        argv += ["-n", str(lines)]
+    return [*argv, *matches]

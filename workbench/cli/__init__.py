@@ -20,6 +20,7 @@ COMMANDS: tuple[str, ...] = (
     "demo",
     "services",
     "tracebacks",
+    "journal",
     "bench",
     "run",
     "report",

@@ -1,7 +1,7 @@
 """``workbench tracebacks``: the failures in a server log, as a summary or as JSON.
 
-The text comes from one function, :func:`_read_input`, so other sources (a host's
-journal) can be added there without touching the rest.
+The text comes from one function, :func:`_read_input`: a file, stdin, or with
+``--host``/``--unit`` one invocation of a unit's journal (workbench.journal_read).
 """
 
 from __future__ import annotations
@@ -24,11 +24,17 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("file", nargs="?", default="-", metavar="FILE", help="log file, or - for stdin (default)")
     p.add_argument("--json", action="store_true", help="print the stable JSON object (docs/tracebacks.md)")
+    p.add_argument("--host", help="read a unit's journal on this host instead of a file (with --unit)")
+    p.add_argument("--unit", help="the unit whose journal to read (with --host)")
+    p.add_argument("--invocation", metavar="N|ID", default="last",
+                   help="which invocation: its ID, 'last' (default), or an index (-1 last, 0 the oldest)")
     p.set_defaults(func=run)
 
 
 def _read_input(args: argparse.Namespace) -> str:
     """The log text the command works on."""
+    if getattr(args, "host", None) or getattr(args, "unit", None):
+        return _read_journal(args)
     if args.file == "-":
         data = sys.stdin.buffer.read()
     else:
@@ -38,6 +44,30 @@ def _read_input(args: argparse.Namespace) -> str:
         except OSError as exc:
             raise ConfigError(f"cannot read {args.file}: {exc.strerror or exc}; pass a readable log file or - for stdin") from exc
     return data.decode("utf-8", "replace")
+
+
+def _read_journal(args: argparse.Namespace) -> str:
+    """One invocation of a unit's journal (PID 1's lines included) as journalctl-like text."""
+    if not (args.host and args.unit):
+        raise ConfigError("--host and --unit go together")
+    if args.file != "-":
+        raise ConfigError("give a FILE or --host/--unit, not both")
+    from workbench import journal_read
+    from workbench.hosts import connect
+    from workbench.journal_filter import to_text
+    from workbench.services import services_for
+
+    invocation: str | int = args.invocation
+    if invocation != "last":
+        try:
+            invocation = int(invocation)
+        except ValueError:
+            pass
+    svc = services_for(connect(args.host, ssh_config=getattr(args, "ssh_config", None)))
+    frame = journal_read.read(svc, args.unit, invocation=invocation)
+    if frame.lost is not None and frame.lost.incomplete:
+        print(f"workbench tracebacks: {frame.lost.describe()}", file=sys.stderr)
+    return to_text(frame)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,0 +1,226 @@
+"""Journal retrieval on the testbed's real systemd/journald (claims S5-S8), and on the process backend.
+
+Every unit here is a transient ``jtest-*.service`` running tests/fixtures/journal/emit.py;
+each test removes its units, and the module removes /opt/jtest.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import sys
+import time
+import uuid
+from contextlib import redirect_stdout
+from pathlib import Path
+
+import pytest
+
+from workbench import journal_read
+from workbench.cli import main
+from workbench.hosts import LocalHost
+from workbench.journal_filter import filter, to_text
+from workbench.services import ProcessServices, SystemdServices
+
+pytestmark = pytest.mark.testbed
+EMIT = Path(__file__).resolve().parents[1] / "fixtures" / "journal" / "emit.py"
+
+
+@pytest.fixture(scope="module")
+def svc(testbed):
+    from workbench.hosts import SSHHost
+
+    host = SSHHost("gpu-a", ssh_config=str(testbed.ssh_config))
+    host.put(EMIT.read_bytes(), "/opt/jtest/emit.py")
+    yield SystemdServices(host)
+    host.run(["rm", "-rf", "/opt/jtest"])
+    host.close()
+
+
+@pytest.fixture
+def unit(svc):
+    """A fresh unit name; whatever ran under it is stopped and unloaded afterwards."""
+    name = f"jtest-{uuid.uuid4().hex[:8]}.service"
+    yield name
+    svc.host.run(f"systemctl stop {name} 2>/dev/null; systemctl reset-failed {name} 2>/dev/null; true", timeout=60)
+
+
+def run(svc, unit, *args, props=(), wait=True, command=None):
+    """Run emit.py (or ``command``) as a transient unit; with ``wait``, until it exited and journald
+    wrote everything it had received."""
+    svc.host.run(["systemctl", "reset-failed", unit], timeout=30)
+    argv = command or ["python3", "/opt/jtest/emit.py", *args]
+    flags = ["--wait"] if wait else []
+    svc.host.run(["systemd-run", f"--unit={unit}", "-q", *flags, *[f"-p{p}" for p in props], *argv], timeout=300)
+    if wait:
+        svc.host.run(["journalctl", "--sync"], timeout=60)
+
+
+def test_s5_every_traceback_line_of_a_process_that_exits_at_once(svc, unit):
+    for _ in range(3):
+        run(svc, unit, "traceback", "50")
+    table = journal_read.invocations(svc, unit)
+    assert len(table) == 3 and set(table["result"]) == {"exit-code"} and set(table["exit_status"]) == {1}
+    for index in (-3, -2, -1):
+        frame = journal_read.read(svc, unit, invocation=index)
+        own = frame[frame["origin"].isin(["unit", "unattributed"])]
+        assert len(own) == 50, frame.raw
+        assert own["message"].iloc[0] == "Traceback (most recent call last):"
+        assert own["message"].iloc[-1] == "RuntimeError: traceback of 50 lines"
+        assert set(frame["invocation"]) == {table["invocation"].iloc[index]}
+        assert frame["message"].str.contains("status=1/FAILURE", regex=False).any()  # PID 1's exit line
+
+
+def test_s5_lines_journald_could_not_tie_to_the_unit(svc, unit):
+    # A child logs through syslog and is gone before journald reads the datagram (journald is
+    # paused for that moment): the record has no _SYSTEMD_UNIT (systemd #2913).
+    script = ('echo first line; j=$(systemctl show -p MainPID --value systemd-journald); '
+              'kill -STOP "$j"; logger -t jtest-ident "last words"; kill -CONT "$j"; exit 2')
+    run(svc, unit, props=["SyslogIdentifier=jtest-ident"], command=["sh", "-c", script])
+    frame = journal_read.read(svc, unit, invocation="last")
+    last = frame[frame["message"] == "last words"]
+    assert len(last) == 1, frame[["origin", "message"]]
+    assert last["invocation"].iloc[0] == frame["invocation"].iloc[0]
+    assert last["origin"].iloc[0] == "unattributed"
+    assert frame.raw == "first line\nlast words"
+
+
+def test_s6_bytes_ansi_and_long_lines(svc, unit):
+    run(svc, unit, "mixed")
+    frame = journal_read.read(svc, unit, invocation="last")
+    msgs = frame["message"].tolist()
+    assert "invalid utf-8 \ufffd\ufffd here" in msgs
+    assert any(m.startswith("\x1b[36m(EngineCore_DP0 pid=7)\x1b[0m WARNING") for m in msgs)
+    assert "ten kilobytes " + "k" * 10226 in msgs  # 10 KB: one record, whole (export keeps fields >4 KB)
+    long = frame[frame["message"].str.startswith("hundred kilobytes ")]
+    assert len(long) == 1 and len(long["message"].iloc[0]) == 100000 and long["parts"].iloc[0] == 3
+    assert frame.lost.split_lines == 1 and frame.lost.split_records == 3 and frame.lost.binary >= 3
+    assert "no newline at the end" in msgs and not frame.incomplete
+    coloured = frame[frame["message"].str.contains("coloured", regex=False)].iloc[0]
+    assert (coloured["rank"], coloured["level"]) == ("DP0", "WARNING")
+
+
+def test_s7_incremental_reads_never_duplicate_or_skip(svc, unit):
+    cursor = svc.cursor()  # the journal's end: an entry of some other unit
+    run(svc, unit, "seq", "10000", "25", wait=False,
+        props=["LogRateLimitIntervalSec=1s", "LogRateLimitBurst=1000000"])
+    seen: list[str] = []
+    reads = 0
+    first = None
+    deadline = time.monotonic() + 240
+    while "seq done" not in seen:
+        assert time.monotonic() < deadline, f"{len(seen)} lines after {reads} reads"
+        frame, cursor = journal_read.since_cursor(svc, unit, cursor)
+        reads += 1
+        if first is None and len(frame):
+            first = frame["message"].iloc[0]
+        seen += frame[frame["origin"] == "unit"]["message"].tolist()
+        assert frame.cursor == cursor
+    assert first is not None and first.startswith("Started ")  # the cursor's successor was not skipped
+    numbers = [int(m[4:10]) for m in seen if m.startswith("seq=")]
+    assert numbers == list(range(10000)), "duplicated or skipped lines"
+    assert reads > 2
+
+
+def test_s8_rate_limiting_marks_the_log_incomplete(svc, unit):
+    run(svc, unit, "burst", "300", props=["LogRateLimitIntervalSec=2s", "LogRateLimitBurst=10"])
+    frame = journal_read.read(svc, unit, invocation="last")
+    assert frame.lost.suppressed > 0 and frame.incomplete
+    assert "log incomplete" in frame.lost.describe()
+    assert (frame["origin"] == "journald").any()
+    kept = frame[frame["message"].str.startswith("burst ")]
+    assert len(kept) + frame.lost.suppressed == 300
+
+
+def test_s8_suppression_reported_only_by_the_next_invocation(svc, unit):
+    # The first run ends while rate-limited: journald says nothing until the unit's next line,
+    # which the second run prints after the 2 s window (its first line is after a sleep).
+    props = ["LogRateLimitIntervalSec=2s", "LogRateLimitBurst=10"]
+    run(svc, unit, "seq", "300", props=props)
+    run(svc, unit, "burst", "0", props=props)
+    first = journal_read.read(svc, unit, invocation=-2)
+    assert first.lost.suppressed > 0 and first.incomplete
+    second = journal_read.read(svc, unit, invocation=-1)
+    assert "after the burst" in second.raw
+
+
+def test_invocations_windows_and_filters(svc, unit):
+    run(svc, unit, "seq", "3")
+    run(svc, unit, "traceback", "4")
+    run(svc, unit, command=["python3", "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"])
+    table = journal_read.invocations(svc, unit)
+    assert table["result"].tolist() == ["success", "exit-code", "signal"]
+    assert table["exit_code"].tolist()[1:] == ["exited", "killed"] and table["exit_status"].tolist()[1:] == [1, 9]
+    assert journal_read.invocations(svc, unit, 2)["invocation"].tolist() == table["invocation"].tolist()[1:]
+    two = journal_read.read(svc, unit, last_invocations=2)
+    assert set(two["invocation"]) == set(table["invocation"].iloc[1:])
+    middle = table.iloc[1]
+    window = journal_read.read(svc, unit, since=middle["start"], until=middle["end"])
+    assert set(window["invocation"]) == {middle["invocation"]}
+    everything = journal_read.read(svc, unit)
+    assert set(everything["invocation"]) == set(table["invocation"])
+    errors = filter(everything, include="^RuntimeError")
+    assert errors["message"].tolist() == ["RuntimeError: traceback of 4 lines"]
+    text = to_text(filter(everything, invocation=middle["invocation"]))
+    assert "RuntimeError: traceback of 4 lines" in text and "systemd[1]:" in text
+
+
+def test_cli_journal_and_tracebacks(svc, unit, testbed):
+    run(svc, unit, "traceback", "10")
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(["journal", "gpu-a", unit, "--invocation", "last", "--json", "--grep", "Error",
+                     "--ssh-config", str(testbed.ssh_config)]) == 0
+    doc = json.loads(out.getvalue())
+    assert [e["message"] for e in doc["entries"]] == ["RuntimeError: traceback of 10 lines"]
+    assert doc["cursor"] and doc["incomplete"] is False
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(["--ssh-config", str(testbed.ssh_config), "tracebacks", "--host", "gpu-a", "--unit", unit,
+                     "--json"]) == 0
+    assert [f["exception_type"] for f in json.loads(out.getvalue())["failures"]] == ["RuntimeError"]
+
+
+def test_process_backend(tmp_path):
+    host = LocalHost()
+    svc = ProcessServices(host, root=str(tmp_path))
+    name = "jtest-proc.service"
+    (tmp_path / "units").mkdir()
+    (tmp_path / "units" / name).write_text(f"[Service]\nExecStart={sys.executable} {EMIT} traceback 6\n")
+
+    def start_and_wait():
+        svc.start(name)
+        deadline = time.monotonic() + 60
+        while svc.status(name).active_state in ("active", "activating"):  # each status() is a round trip
+            assert time.monotonic() < deadline
+
+    start_and_wait()
+    table = journal_read.invocations(svc, name)
+    assert len(table) == 1 and table["result"].iloc[0] == "exit-code" and table["exit_status"].iloc[0] == 1
+    frame = journal_read.read(svc, name, invocation="last")
+    own = frame[frame["origin"] == "unit"]
+    assert own["message"].tolist()[-1] == "RuntimeError: traceback of 6 lines" and len(own) == 6
+    assert frame["manager"].any() and frame.cursor.startswith("proc:")
+    cursor = frame.cursor
+    # rotate as procsup does, then run again: the cursor follows its file by inode
+    log = Path(svc.log_path(name))
+    os.replace(log, f"{log}.1")
+    start_and_wait()
+    new, cursor2 = journal_read.since_cursor(svc, name, cursor)
+    assert new["invocation"].nunique() == 1 and new["invocation"].iloc[0] != frame["invocation"].iloc[0]
+    assert new[new["origin"] == "unit"]["message"].tolist() == own["message"].tolist()
+    again, cursor3 = journal_read.since_cursor(svc, name, cursor2)
+    assert len(again) == 0 and cursor3 == cursor2
+    os.remove(f"{log}.1")
+    lost, _ = journal_read.since_cursor(svc, name, cursor)
+    assert lost.incomplete and "rotated" in lost.lost.describe()
+    assert len(journal_read.invocations(svc, name)) == 1
+
+
+def test_time_slices_read_the_same_rows(svc, unit):
+    run(svc, unit, "seq", "3000", "300", props=["LogRateLimitIntervalSec=1s", "LogRateLimitBurst=1000000"])
+    one = journal_read.read(svc, unit, invocation="last")
+    sliced = journal_read.read(svc, unit, invocation="last", jobs=3)
+    assert sliced["cursor"].tolist() == one["cursor"].tolist() and len(one) > 3000
+    assert sliced["message"].tolist() == one["message"].tolist()

@@ -1,0 +1,338 @@
+"""A unit's journal as a :class:`~workbench.journal_frame.JournalFrame`: one invocation, the last N,
+a time window, or what is new since a cursor.
+
+On systemd hosts this runs ``journalctl -o export`` (see journal_export for why not JSON)
+with explicit matches, in one SSH round trip per step (journal_fetch):
+
+1. :func:`invocations` reads PID 1's lines about the unit (``_PID=1 UNIT=``): one row per
+   ``INVOCATION_ID`` with its start, end, result and exit status.
+2. An invocation's lines are its own (``_SYSTEMD_INVOCATION_ID=``), PID 1's about it
+   (``INVOCATION_ID=``) and journald's (``OBJECT_SYSTEMD_INVOCATION_ID=``).  Lines a dying
+   process sent over syslog or the native protocol may reach journald after the process is
+   gone and lose their unit (systemd issue #2913; stdout/stderr streams keep it), so for an
+   invocation that ended, such records from the seconds around its end are read again by
+   the identifiers and pids its lines carried, and those without a unit are added as
+   ``origin="unattributed"``.
+3. journald reports rate limiting ("Suppressed N messages from UNIT") only when the unit's
+   next line is accepted, which may be the next invocation's first line; the first
+   record about the unit after the invocation's end is read too, and counted when it is
+   such a report.
+
+Process-backend hosts: the same API over the supervisor's log files (journal_process).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, cast
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from workbench import journal_process
+from workbench.errors import CommandFailed, ConfigError
+from workbench.hosts import Host
+from workbench.journal import (
+    MSG_JOURNAL_DROPPED,
+    export_argv,
+    invocation_matches,
+    manager_matches,
+    unit_matches,
+)
+from workbench.journal_fetch import Section, fetch
+from workbench.journal_frame import (
+    RAW_FIELDS,
+    JournalFrame,
+    Lost,
+    build_frame,
+    select_invocations,
+    to_usec,
+)
+from workbench.journal_systemd import (
+    about,
+    export_table,
+    hold_back,
+    in_invocations,
+    invocations_of,
+    journal_order,
+    late_report,
+)
+from workbench.services import ProcessServices, Services, SystemdServices, services_for
+from workbench.systemd import normalize_unit, valid_unit
+
+__all__ = ["invocations", "read", "since_cursor"]
+
+UNATTRIBUTED_BEFORE_US = 2_000_000  # read this long before an invocation's end for lines without a unit
+UNATTRIBUTED_AFTER_US = 5_000_000  # ... and this long after it
+_PROBE_BYTES = 65536
+
+
+def _raw(table: pa.Table) -> pa.Table:
+    return table.select(list(RAW_FIELDS))
+
+
+def _section_table(section: Section) -> tuple[pa.Table, int]:
+    if not section.ok:
+        raise CommandFailed(f"journalctl failed (exit {section.exited}): {section.stderr.strip()[-500:]}")
+    return export_table(section.data)
+
+
+# ---------------------------------------------------------------------------
+# helpers
+# ---------------------------------------------------------------------------
+
+
+def _services(target: Services | Host) -> Services:
+    """The services backend of ``target`` (a Host is probed for systemd)."""
+    if isinstance(target, SystemdServices | ProcessServices):
+        return target
+    if hasattr(target, "kind") and hasattr(target, "host"):  # another Services implementation
+        return cast(Services, target)
+    return services_for(cast(Host, target))
+
+
+def _unit(unit: str) -> str:
+    unit = normalize_unit(unit)
+    if not valid_unit(unit):
+        raise ConfigError(f"not a valid unit name: {unit!r}")
+    return unit
+
+
+def _time_arg(value: Any) -> int | str | None:
+    """journalctl's --since/--until: µs, or a string in journalctl's own syntax ("-1h", "today")."""
+    if value is None:
+        return None
+    return value if isinstance(value, str) and not value[:1].isdigit() else to_usec(value)
+
+
+def _frame_table(table: pa.Table, keep: np.ndarray | pa.Array) -> pa.Table:
+    if not len(table) or bool(np.all(keep.to_numpy(zero_copy_only=False) if isinstance(keep, pa.Array) else keep)):
+        return table
+    return table.filter(keep)
+
+
+# ---------------------------------------------------------------------------
+# invocations
+# ---------------------------------------------------------------------------
+
+
+def invocations(target: Services | Host, unit: str, n: int | None = None, *, timeout: float = 120.0) -> pd.DataFrame:
+    """The unit's invocations, oldest first (the last ``n`` when given).
+
+    Columns: invocation (ID), start, end (NaT while running), result ("success", systemd's
+    failure result such as "exit-code", "running", or "stopped"), exit_code ("exited",
+    "killed", "dumped"), exit_status, messages (PID 1's lines about it).
+    """
+    svc = _services(target)
+    unit = _unit(unit)
+    if svc.kind == "process":
+        return journal_process.invocations(svc, unit, n, timeout=timeout)
+    lines = None if n is None else max(64, 16 * n)
+    sec = fetch(svc.host, [("pid1", export_argv(manager_matches(unit), lines=lines))], timeout=timeout)["pid1"]
+    table, _ = _section_table(sec)
+    out = invocations_of(table)
+    return out.tail(n).reset_index(drop=True) if n is not None else out
+
+
+# ---------------------------------------------------------------------------
+# reading
+# ---------------------------------------------------------------------------
+
+
+def read(
+    target: Services | Host,
+    unit: str,
+    *,
+    invocation: str | int | None = None,
+    last_invocations: int | None = None,
+    since: Any = None,
+    until: Any = None,
+    after_cursor: str | None = None,
+    timeout: float = 600.0,
+    compress: bool = True,
+    jobs: int = 1,
+) -> JournalFrame:
+    """The unit's journal as a :class:`JournalFrame`.
+
+    Choose at most one of ``invocation`` (an ID, ``"last"``, or an index into
+    :func:`invocations`: -1 last, 0 oldest), ``last_invocations`` (the last N) and
+    ``after_cursor`` (what came after a cursor: a journal cursor, or for the process
+    backend ``proc:INODE:OFFSET`` / ``@USEC``); ``since``/``until`` bound the time
+    (datetimes, epoch seconds, ISO strings, or journalctl expressions such as "-1h").
+    With nothing chosen: all of the unit's lines in the window.  ``jobs`` > 1 reads the
+    chosen invocations (once they have ended) in that many time slices at once: the host
+    formats them on several cores and each is parsed here while the rest arrive.
+    """
+    chosen = [x is not None for x in (invocation, last_invocations, after_cursor)]
+    if sum(chosen) > 1:
+        raise ConfigError("choose one of invocation, last_invocations and after_cursor")
+    svc = _services(target)
+    unit = _unit(unit)
+    if after_cursor is not None:
+        frame, _ = since_cursor(svc, unit, after_cursor, timeout=timeout, compress=compress)
+        return frame
+    if svc.kind == "process":
+        return journal_process.read(svc, unit, invocation=invocation, last_invocations=last_invocations,
+                                    since=since, until=until, timeout=timeout)
+    if invocation is None and last_invocations is None:
+        return _read_window(svc, unit, since, until, timeout=timeout, compress=compress)
+    picked = select_invocations(invocations(svc, unit, timeout=timeout), invocation, last_invocations)
+    return _read_invocations(svc, unit, picked, since, until, timeout=timeout, compress=compress, jobs=jobs)
+
+
+def _read_window(svc: Services, unit: str, since: Any, until: Any, *, timeout: float, compress: bool) -> JournalFrame:
+    argv = export_argv(unit_matches(unit), since=_time_arg(since), until=_time_arg(until))
+    sec = fetch(svc.host, [("main", argv)], timeout=timeout, compress=compress)["main"]
+    table, binary = _section_table(sec)
+    table = _frame_table(table, about(table, unit))
+    return build_frame(_raw(table), unit=unit, lost=Lost(binary=binary))
+
+
+def _read_invocations(svc: Services, unit: str, picked: pd.DataFrame, since: Any, until: Any, *,
+                      timeout: float, compress: bool, jobs: int = 1) -> JournalFrame:
+    ids = [str(i) for i in picked["invocation"]]
+    starts = picked["start"].dropna()
+    first = int(starts.min().value // 1000) - 1_000_000 if len(starts) else None
+    lo = _time_arg(since) if since is not None else first
+    hi = _time_arg(until)
+    ends = {i: int(e.value // 1000) for i, e in zip(picked["invocation"], picked["end"], strict=True) if pd.notna(e)}
+    last_end = ends.get(ids[-1])
+    extra: list[tuple[str, Sequence[str]]] = []
+    if last_end is not None:
+        probe = export_argv(["_SYSTEMD_UNIT=" + unit, "+", f"MESSAGE_ID={MSG_JOURNAL_DROPPED}",
+                             f"OBJECT_SYSTEMD_UNIT={unit}"], since=last_end + 1)
+        extra.append(("after", ["sh", "-c", f'"$@" | head -c {_PROBE_BYTES}', "probe", *probe]))
+    # Slices need a known, finished window: from the first start to past the last end (the
+    # last lines of a dying process are written after PID 1 logs its exit: the last slice is open).
+    span = (lo, max(ends.values())) if isinstance(lo, int) and hi is None and len(ends) == len(ids) else None
+    table, binary, sections = _fetch_export(svc, invocation_matches(ids), lo, hi, span=span, jobs=jobs,
+                                            extra=extra, timeout=timeout, compress=compress)
+    windows = {i: (int(s.value // 1000) if pd.notna(s) else 0, ends.get(i)) for i, s in
+               zip(picked["invocation"], picked["start"], strict=True)}
+    keep = about(table, unit).to_numpy(zero_copy_only=False) & in_invocations(table, set(ids), windows)
+    table = _frame_table(table, keep)
+    unattributed = _unattributed(svc, unit, table, ends, timeout=timeout, compress=compress)
+    after = sections.get("after")
+    late = late_report(after.data if after is not None else None, unit)
+    parts = [t for t in (table, unattributed, late) if t is not None and len(t)]
+    merged = pa.concat_tables(parts) if len(parts) > 1 else (parts[0] if parts else table)
+    if len(parts) > 1:
+        merged = merged.take(pa.array(np.argsort(journal_order(merged), kind="stable")))
+    return build_frame(_raw(merged), unit=unit, lost=Lost(binary=binary))
+
+
+def _fetch_export(svc: Services, matches: list[str], since: int | str | None, until: int | str | None, *,
+                  span: tuple[int, int] | None, jobs: int, extra: list[tuple[str, Sequence[str]]], timeout: float,
+                  compress: bool) -> tuple[pa.Table, int, dict[str, Section]]:
+    """The export rows of ``matches``, in ``jobs`` time slices of ``span`` fetched at once when given.
+
+    Each slice is its own journalctl on the host (its own SSH channel), so the host formats
+    them in parallel, and each is parsed here as soon as it arrives while the others are
+    still coming.  Slice i covers ``[b_i, b_i+1 - 1 µs]``; the last one is open-ended.
+    """
+    if jobs <= 1 or span is None or span[1] <= span[0]:
+        sections = fetch(svc.host, [("main", export_argv(matches, since=since, until=until)), *extra],
+                         timeout=timeout, compress=compress)
+        table, binary = _section_table(sections["main"])
+        return table, binary, sections
+    lo, hi = span
+    bounds = [lo + (hi - lo) * k // jobs for k in range(jobs)]
+    argvs = [export_argv(matches, since=bounds[k], until=bounds[k + 1] - 1 if k + 1 < jobs else None)
+             for k in range(jobs)]
+    with ThreadPoolExecutor(max_workers=jobs + 1, thread_name_prefix="journal-slice") as pool:
+        futures = [pool.submit(fetch, svc.host, [(f"s{k}", argv)], timeout=timeout, compress=compress)
+                   for k, argv in enumerate(argvs)]
+        side = pool.submit(fetch, svc.host, extra, timeout=timeout, compress=compress) if extra else None
+        tables, binary = [], 0
+        for k, fut in enumerate(futures):
+            t, b = _section_table(fut.result()[f"s{k}"])
+            tables.append(t)
+            binary += b
+        sections = side.result() if side is not None else {}
+    return pa.concat_tables(tables), binary, sections
+
+
+def _unattributed(svc: Services, unit: str, table: pa.Table, ends: dict[str, int], *, timeout: float,
+                  compress: bool) -> pa.Table | None:
+    """Lines of each ended invocation's processes that journald logged without a unit (#2913)."""
+    slim = table.select(["origin", "invocation", "pid", "identifier"])
+    own = slim.filter(pc.fill_null(pc.equal(slim["origin"], "unit"), False)) if len(slim) else slim
+    commands: list[tuple[str, Sequence[str]]] = []
+    wanted: list[tuple[str, str, set[int], set[str]]] = []
+    for inv, end in ends.items():
+        rows = own.filter(pc.equal(own["invocation"], inv)) if len(own) else own
+        pids = {p for p in pc.unique(rows["pid"]).to_pylist() if p} if len(rows) else set()
+        idents = {i for i in pc.unique(rows["identifier"]).to_pylist() if i} if len(rows) else set()
+        if not pids and not idents:
+            continue
+        # stdout/stderr streams keep their unit (PID 1 names it when it opens the stream): only
+        # syslog and native-protocol records can lose it, so only those are read again
+        transports = ["_TRANSPORT=syslog", "_TRANSPORT=journal"]
+        matches = [f"SYSLOG_IDENTIFIER={i}" for i in sorted(idents)] + transports if idents else []
+        if pids:
+            matches += (["+"] if matches else []) + [f"_PID={p}" for p in sorted(pids)] + transports
+        name = f"inv{len(wanted)}"
+        commands.append((name, export_argv(matches, since=end - UNATTRIBUTED_BEFORE_US,
+                                           until=end + UNATTRIBUTED_AFTER_US)))
+        wanted.append((name, inv, pids, idents))
+    if not commands:
+        return None
+    sections = fetch(svc.host, commands, timeout=timeout, compress=compress)
+    found = []
+    for name, inv, pids, idents in wanted:
+        t, _ = _section_table(sections[name])
+        if not len(t):
+            continue
+        origin = t["origin"].to_numpy(zero_copy_only=False)
+        pid = t["pid"].to_numpy(zero_copy_only=False)
+        ident = t["identifier"].to_numpy(zero_copy_only=False)
+        mask = (origin == "unattributed") & (np.isin(pid, list(pids)) | np.isin(ident, list(idents)))
+        if mask.any():
+            rows = t.filter(pa.array(mask))
+            for col, value in (("unit", unit), ("invocation", inv)):
+                rows = rows.set_column(rows.schema.get_field_index(col), col, pa.array([value] * len(rows), pa.large_string()))
+            found.append(rows)
+    return pa.concat_tables(found) if found else None
+
+
+# ---------------------------------------------------------------------------
+# incremental
+# ---------------------------------------------------------------------------
+
+
+def since_cursor(
+    target: Services | Host,
+    unit: str,
+    cursor: str,
+    *,
+    invocation: str | None = None,
+    timeout: float = 600.0,
+    compress: bool = True,
+) -> tuple[JournalFrame, str]:
+    """The unit's lines after ``cursor`` and the cursor to pass next time.
+
+    Repeated calls never return a line twice nor skip one: the query starts *at* the
+    cursor (``--cursor``) and drops the cursor's own entry, and a line still being split
+    at LineMax (its last part not yet written) is left for the next call.  ``cursor``
+    may be any journal cursor, e.g. ``Services.cursor()`` or a watch Outcome's.
+    """
+    svc = _services(target)
+    unit = _unit(unit)
+    if not cursor:
+        raise ConfigError("since_cursor needs a cursor (Services.cursor() gives the journal's end)")
+    if svc.kind == "process":
+        return journal_process.since_cursor(svc, unit, cursor, invocation=invocation, timeout=timeout)
+    matches = invocation_matches([invocation]) if invocation else unit_matches(unit)
+    sec = fetch(svc.host, [("main", export_argv(matches, cursor=cursor))], timeout=timeout, compress=compress)["main"]
+    if not sec.ok and "cursor" in sec.stderr.lower():
+        raise ConfigError(f"journalctl rejected the cursor {cursor!r}: {sec.stderr.strip()[-300:]}")
+    table, binary = _section_table(sec)
+    if len(table) and table["cursor"][0].as_py() == cursor:
+        table = table.slice(1)
+    table, next_cursor = hold_back(table, cursor)
+    table = _frame_table(table, about(table, unit))
+    frame = build_frame(_raw(table), unit=unit, cursor=next_cursor, lost=Lost(binary=binary))
+    return frame, next_cursor
