@@ -31,11 +31,12 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from workbench import journal_read, journal_systemd
 from workbench.hosts import SSHHost
 from workbench.journal import export_argv, invocation_matches
-from workbench.journal_fetch import fetch
-from workbench.journal_frame import Lost, build_frame
+from workbench.journal import read as journal_read
+from workbench.journal import systemd as journal_systemd
+from workbench.journal.fetch import fetch
+from workbench.journal.frame import Lost, build_frame
 from workbench.services import SystemdServices
 
 EMIT = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "journal" / "emit.py"

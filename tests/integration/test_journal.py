@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from workbench import journal_read
 from workbench.cli import main
 from workbench.hosts import LocalHost
-from workbench.journal_filter import filter, to_text
+from workbench.journal import read as journal_read
+from workbench.journal.filter import filter, to_text
 from workbench.services import ProcessServices, SystemdServices
 
 pytestmark = pytest.mark.testbed

@@ -66,8 +66,8 @@ def _services(args: argparse.Namespace) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from workbench import journal_read
-    from workbench.journal_filter import filter, to_text
+    from workbench.journal import read as journal_read
+    from workbench.journal.filter import filter, to_text
 
     svc = _services(args)
     if args.list:

@@ -1,7 +1,7 @@
 """``workbench tracebacks``: the failures in a server log, as a summary or as JSON.
 
 The text comes from one function, :func:`_read_input`: a file, stdin, or with
-``--host``/``--unit`` one invocation of a unit's journal (workbench.journal_read).
+``--host``/``--unit`` one invocation of a unit's journal (workbench.journal.read).
 """
 
 from __future__ import annotations
@@ -52,9 +52,9 @@ def _read_journal(args: argparse.Namespace) -> str:
         raise ConfigError("--host and --unit go together")
     if args.file != "-":
         raise ConfigError("give a FILE or --host/--unit, not both")
-    from workbench import journal_read
     from workbench.hosts import connect
-    from workbench.journal_filter import to_text
+    from workbench.journal import read as journal_read
+    from workbench.journal.filter import to_text
     from workbench.services import services_for
 
     invocation: str | int = args.invocation

@@ -1,8 +1,7 @@
 """The triage runbook: why did the last start (or a given one) of a unit end the way it did?
 
 Read-only: no lock, nothing started or stopped.  ``run(params)`` reads one invocation's journal
-(:mod:`workbench.journal_read`: its own lines, PID 1's about it, what journald lost; the
-services backend's ``invocation_text`` where that module is absent), groups its tracebacks by
+(:mod:`workbench.journal.read`: its own lines, PID 1's about it, what journald lost), groups its tracebacks by
 signature (:func:`workbench.tracebacks.analyze`: ranks, phase, final vs root cause), rebuilds the
 phase timeline (:func:`workbench.phases.timeline`, timed by the journal), and says the likely
 cause in words: the root-cause exception, the phase it happened in, the innermost frame, and —
@@ -17,7 +16,7 @@ Tables: ``journal`` (the invocation's rows), ``failures``, ``phases``.
     {"runbook": "triage", "status": "ok"|"failed", "host": str, "unit": str,
      "invocation": {"id": str, "start": str|null, "end": str|null, "result": str|null,
                     "exit_code": str|null, "exit_status": int|null},
-     "source": "journal_read"|"invocation_text", "journal_lines": int, "journal_lost": str|null,
+     "source": "journal_read", "journal_lines": int, "journal_lost": str|null,
      "variant_of": str|null, "flag_diff": [[flag, value]] (value: true, a string, a list, or null = removed),
      "flags_source": "unit files"|"ledger"|null,
      "root_cause": {"kind", "exception_type", "message", "line", "innermost_frame": {"file", "line",
@@ -43,6 +42,8 @@ from pydantic import Field
 from workbench import plots
 from workbench.errors import CommandFailed, ConfigError, HostError, ServiceError, WorkbenchError
 from workbench.hosts import connect
+from workbench.journal import read as journal_read
+from workbench.journal.frame import select_invocations
 from workbench.redact import Redactor
 from workbench.runbooks.cause import (
     first_line,
@@ -83,26 +84,15 @@ def _meta(row: dict[str, Any]) -> dict[str, Any]:
             "exit_status": None if status is None or pd.isna(status) else int(status)}
 
 
-def read_invocation(svc: Services, unit: str, which: str) -> tuple[str, pd.DataFrame | None, dict[str, Any], str]:
-    """(the unit's own log text, the journal frame or None, invocation facts, source)."""
-    try:
-        from workbench import journal_read
-        from workbench.journal_frame import select_invocations
-    except ImportError:  # the journal retrieval modules are optional
-        journal_read = None  # type: ignore[assignment]
-    if journal_read is not None:
-        table = journal_read.invocations(svc, unit)
-        if table.empty:
-            raise ConfigError(f"{unit}: the journal holds no invocation of this unit")
-        picked = select_invocations(table, _invocation_arg(which), None)
-        meta = _meta({str(k): v for k, v in picked.iloc[-1].to_dict().items()})
-        frame = journal_read.read(svc, unit, invocation=meta["id"])
-        return frame.raw, frame, meta, "journal_read"
-    inv = svc.status(unit).invocation_id if which in ("last", "-1") else which
-    if not inv:
-        raise ConfigError(f"{unit}: no invocation to read (give its InvocationID)")
-    meta = {"id": inv, "start": None, "end": None, "result": None, "exit_code": None, "exit_status": None}
-    return svc.invocation_text(unit, inv), None, meta, "invocation_text"
+def read_invocation(svc: Services, unit: str, which: str) -> tuple[str, pd.DataFrame, dict[str, Any], str]:
+    """(the unit's own log text, the journal frame, invocation facts, source)."""
+    table = journal_read.invocations(svc, unit)
+    if table.empty:
+        raise ConfigError(f"{unit}: the journal holds no invocation of this unit")
+    picked = select_invocations(table, _invocation_arg(which), None)
+    meta = _meta({str(k): v for k, v in picked.iloc[-1].to_dict().items()})
+    frame = journal_read.read(svc, unit, invocation=meta["id"])
+    return frame.raw, frame, meta, "journal_read"
 
 
 def _flags(svc: Services, unit: str, base: str, data_dir: str) -> tuple[list[tuple[str, EditValue]], str | None]:

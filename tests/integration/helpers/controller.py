@@ -33,6 +33,7 @@ orig_protect = session.protect
 orig_save = session._save
 orig_install = svc.install_variant
 orig_stop = svc.stop
+orig_stop_if_running = svc.stop_if_running
 
 
 def protect(unit):  # type: ignore[no-untyped-def]
@@ -53,6 +54,13 @@ def install(v):  # type: ignore[no-untyped-def]
     return changed
 
 
+def stop_if_running(unit):  # type: ignore[no-untyped-def]
+    was = orig_stop_if_running(unit)
+    if unit == base:
+        die("after_stop_base")
+    return was
+
+
 def stop(unit, **kw):  # type: ignore[no-untyped-def]
     st = orig_stop(unit, **kw)
     if unit == base:
@@ -66,6 +74,7 @@ session.protect = protect  # type: ignore[method-assign]
 session._save = save  # type: ignore[method-assign]
 svc.install_variant = install  # type: ignore[method-assign]
 svc.stop = stop  # type: ignore[method-assign]
+svc.stop_if_running = stop_if_running  # type: ignore[method-assign]
 
 with session:
     session.run_variant(base, {"--mode": "ok", "--delay": "0.5"}, timeout=60,

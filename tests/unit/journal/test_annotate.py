@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from workbench.journal_annotate import annotate, phase_column
+from workbench.journal.annotate import annotate, phase_column
 from workbench.logformats import parse_line
 from workbench.phases import PhaseTracker
 

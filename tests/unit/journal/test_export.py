@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-import workbench.journal_export as je
+import workbench.journal.export as je
 from workbench.journal import decode_field
-from workbench.journal_export import parse_export
+from workbench.journal.export import parse_export
 
 TEXT = ["__CURSOR", "MESSAGE", "_SYSTEMD_UNIT", "_SYSTEMD_INVOCATION_ID", "INVOCATION_ID", "UNIT", "SYSLOG_IDENTIFIER",
         "MESSAGE_ID", "_LINE_BREAK", "OBJECT_SYSTEMD_UNIT", "_HOSTNAME"]

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from workbench.errors import ConfigError
-from workbench.journal_filter import filter, to_text
-from workbench.journal_frame import RAW_FIELDS, build_frame
-from workbench.journal_systemd import about as _about
-from workbench.journal_systemd import export_table
+from workbench.journal.filter import filter, to_text
+from workbench.journal.frame import RAW_FIELDS, build_frame
+from workbench.journal.systemd import about as _about
+from workbench.journal.systemd import export_table
 from workbench.logformats import parse_line
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from workbench.journal_filter import filter
-from workbench.journal_frame import (
+from workbench.journal.filter import filter
+from workbench.journal.frame import (
     COLUMNS,
     RAW_FIELDS,
     JournalFrame,
@@ -14,10 +14,10 @@ from workbench.journal_frame import (
     empty_raw,
     select_invocations,
 )
-from workbench.journal_systemd import about as _about
-from workbench.journal_systemd import export_table, invocations_of
-from workbench.journal_systemd import hold_back as _hold_back
-from workbench.journal_systemd import in_invocations as _in_invocations
+from workbench.journal.systemd import about as _about
+from workbench.journal.systemd import export_table, invocations_of
+from workbench.journal.systemd import hold_back as _hold_back
+from workbench.journal.systemd import in_invocations as _in_invocations
 
 
 def _frame(fixture_bytes, stem: str, unit: str) -> JournalFrame:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from workbench.errors import ConfigError
-from workbench.journal_frame import RAW_FIELDS, build_frame
-from workbench.journal_process import invocations_of, parse_files, read_script
+from workbench.journal.frame import RAW_FIELDS, build_frame
+from workbench.journal.process import invocations_of, parse_files, read_script
 
 
 def test_rows_cursors_and_invocations(fixture_bytes):

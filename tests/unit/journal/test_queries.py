@@ -13,7 +13,7 @@ from workbench.journal import (
     unit_matches,
     usec_arg,
 )
-from workbench.journal_fetch import script, split_output
+from workbench.journal.fetch import script, split_output
 
 
 def test_unit_matches_spell_out_dash_u_plus_suppression_records():

@@ -27,9 +27,9 @@ import pyarrow.compute as pc
 import pyarrow.json as pajson
 
 from workbench.errors import ConfigError
-from workbench.journal import MSG_UNIT_FAILED, MSG_UNIT_PROCESS_EXIT, MSG_UNIT_STARTED
-from workbench.journal_fetch import fetch
-from workbench.journal_frame import (
+from workbench.journal.entries import MSG_UNIT_FAILED, MSG_UNIT_PROCESS_EXIT, MSG_UNIT_STARTED
+from workbench.journal.fetch import fetch
+from workbench.journal.frame import (
     INVOCATION_COLUMNS,
     RAW_FIELDS,
     JournalFrame,
@@ -197,7 +197,7 @@ def invocations(svc: Any, unit: str, n: int | None = None, *, timeout: float = 1
 
 def read(svc: Any, unit: str, *, invocation: str | int | None = None, last_invocations: int | None = None,
          since: Any = None, until: Any = None, timeout: float = 600.0) -> JournalFrame:
-    """See :func:`workbench.journal_read.read`."""
+    """See :func:`workbench.journal.read.read`."""
     table, cursor, gaps = _fetch(svc, unit, timeout=timeout)
     keep = np.ones(len(table), bool)
     if invocation is not None or last_invocations is not None:
@@ -219,7 +219,7 @@ def read(svc: Any, unit: str, *, invocation: str | int | None = None, last_invoc
 
 def since_cursor(svc: Any, unit: str, cursor: str, *, invocation: str | None = None,
                  timeout: float = 600.0) -> tuple[JournalFrame, str]:
-    """See :func:`workbench.journal_read.since_cursor`; ``cursor`` is ``proc:INODE:OFFSET`` or ``@USEC``."""
+    """See :func:`workbench.journal.read.since_cursor`; ``cursor`` is ``proc:INODE:OFFSET`` or ``@USEC``."""
     if not (cursor.startswith("proc:") or cursor.startswith("@")):
         raise ConfigError(f"not a process-backend cursor: {cursor!r} (proc:INODE:OFFSET or @USEC)")
     table, next_cursor, gaps = _fetch(svc, unit, cursor if cursor.startswith("proc:") else "", timeout=timeout)

@@ -1,4 +1,4 @@
-"""Filtering a :class:`~workbench.journal_frame.JournalFrame` after retrieval, and its text export.
+"""Filtering a :class:`~workbench.journal.frame.JournalFrame` after retrieval, and its text export.
 
 :func:`filter` covers what the seed scripts did with ``grep``: regexes to keep and to
 drop, a minimum level, ranks, phases.  :func:`to_text` writes the rows the way
@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from workbench.errors import ConfigError
-from workbench.journal_frame import JournalFrame
+from workbench.journal.frame import JournalFrame
 
 __all__ = ["LEVELS", "filter", "to_text"]
 

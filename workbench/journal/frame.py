@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from workbench.errors import ConfigError
-from workbench.journal_annotate import annotate, phase_column
+from workbench.journal.annotate import annotate, phase_column
 
 __all__ = ["COLUMNS", "INVOCATION_COLUMNS", "RAW_FIELDS", "JournalFrame", "Lost", "build_frame", "empty_raw",
            "select_invocations", "to_usec"]

@@ -1,4 +1,4 @@
-"""A unit's journal as a :class:`~workbench.journal_frame.JournalFrame`: one invocation, the last N,
+"""A unit's journal as a :class:`~workbench.journal.frame.JournalFrame`: one invocation, the last N,
 a time window, or what is new since a cursor.
 
 On systemd hosts this runs ``journalctl -o export`` (see journal_export for why not JSON)
@@ -32,18 +32,18 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from workbench import journal_process
 from workbench.errors import CommandFailed, ConfigError
 from workbench.hosts import Host
-from workbench.journal import (
+from workbench.journal import process as journal_process
+from workbench.journal.entries import (
     MSG_JOURNAL_DROPPED,
     export_argv,
     invocation_matches,
     manager_matches,
     unit_matches,
 )
-from workbench.journal_fetch import Section, fetch
-from workbench.journal_frame import (
+from workbench.journal.fetch import Section, fetch
+from workbench.journal.frame import (
     RAW_FIELDS,
     JournalFrame,
     Lost,
@@ -51,7 +51,7 @@ from workbench.journal_frame import (
     select_invocations,
     to_usec,
 )
-from workbench.journal_systemd import (
+from workbench.journal.systemd import (
     about,
     export_table,
     hold_back,

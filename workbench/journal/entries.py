@@ -122,8 +122,12 @@ def cursor_argv() -> list[str]:
 
 
 def follow_argv(unit: str, *, after_cursor: str | None = None) -> list[str]:
+    """Follow ``unit`` from a position.  ``--cursor`` rather than ``--after-cursor``: systemd 252
+    skips the first *matching* entry after a cursor that belongs to another unit (the journal-end
+    cursor taken before a start), which would drop PID 1's first line about the start.  The
+    cursor's own entry is another unit's, so the filter leaves it out."""
     argv = ["journalctl", "--no-pager", "-o", "json", "--all", "--follow"]
-    argv += ["--after-cursor", after_cursor] if after_cursor else ["-n", "0"]
+    argv += ["--cursor", after_cursor] if after_cursor else ["-n", "0"]
     return [*argv, "-u", unit]
 
 
@@ -158,7 +162,7 @@ def query_argv(
 
 
 # ---------------------------------------------------------------------------
-# Matches and the export query used by retrieval (workbench.journal_read)
+# Matches and the export query used by retrieval (workbench.journal.read)
 # ---------------------------------------------------------------------------
 
 

@@ -19,7 +19,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from workbench.journal import (
+from workbench.journal.entries import (
     MSG_COREDUMP,
     MSG_JOURNAL_DROPPED,
     MSG_UNIT_FAILED,
@@ -27,8 +27,8 @@ from workbench.journal import (
     MSG_UNIT_SUCCESS,
     TERMINAL_MESSAGE_IDS,
 )
-from workbench.journal_export import parse_export
-from workbench.journal_frame import INVOCATION_COLUMNS, decode_binary
+from workbench.journal.export import parse_export
+from workbench.journal.frame import INVOCATION_COLUMNS, decode_binary
 
 __all__ = ["about", "export_table", "hold_back", "in_invocations", "invocations_of", "journal_order", "late_report"]
 
