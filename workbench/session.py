@@ -197,6 +197,32 @@ class HostSession:
             return Variant.build(base, text, edits or {}, env, runtime_max_sec=runtime_max_sec)
         return Variant.build(base, text, edits or {}, env)
 
+    def _start_variant(self, base: str, edits: dict[str, EditValue] | list[tuple[str, EditValue]],
+                       env: dict[str, str | None] | None, *, health_path: str, timeout: float | None,
+                       runtime_max_sec: int | None, on_event: Any, on_line: Any) -> tuple[Variant, Trial]:
+        """Record, check the GPUs, place, stop the base, start and watch: the one way a variant starts."""
+        snap = self.protect(base)
+        variant = self.variant(base, edits, env, runtime_max_sec=runtime_max_sec)
+        self.check_gpus(allow_units=(snap.unit, *self.record.created, variant.name))
+        if variant.name not in self.record.created:
+            self.record.created.append(variant.name)
+            self._save()  # the record first: never a change without one
+        changed = self.svc.install_variant(variant)  # verified before it is placed
+        stopped_base = self.svc.stop_if_running(base)
+        text = variant.render()
+        outcome = watch_start(self.svc, variant.name, timeout=timeout or self.ready_timeout, unit_text=text,
+                              health_path=health_path, on_event=on_event, on_line=on_line)
+        st = outcome.status
+        trial = Trial(variant.name, base, list(variant.edits), outcome, st.exit_status if st else None,
+                      st.exit_code if st else "", changed, text, stopped_base)
+        return variant, trial
+
+    def _remove(self, name: str) -> None:
+        self.svc.remove_variant(name)
+        if name in self.record.created:
+            self.record.created.remove(name)
+        self._save()
+
     def run_variant(
         self,
         base: str,
@@ -210,27 +236,15 @@ class HostSession:
         on_event: Any = None,
         on_line: Any = None,
     ) -> Trial:
-        """Start ``base`` + ``edits`` as a variant, watch it to ready/failed/timeout, stop it."""
-        snap = self.protect(base)
-        variant = self.variant(base, edits, env, runtime_max_sec=runtime_max_sec)
-        variant_names = (*self.record.created, variant.name)
-        self.check_gpus(allow_units=(snap.unit, *variant_names))
-        if variant.name not in self.record.created:
-            self.record.created.append(variant.name)
-            self._save()
-        changed = self.svc.install_variant(variant)  # verified before it is placed
-        stopped_base = self.svc.stop_if_running(base)
-        outcome = watch_start(self.svc, variant.name, timeout=timeout or self.ready_timeout, unit_text=variant.render(),
-                              health_path=health_path, on_event=on_event, on_line=on_line)
-        final = self.svc.stop(variant.name) if outcome.ok or outcome.outcome == "timeout" else self.svc.status(variant.name)
-        status = outcome.status if outcome.status and not outcome.ok else final
-        trial = Trial(variant.name, base, list(variant.edits), outcome,
-                      status.exit_status if status else None, status.exit_code if status else "",
-                      changed, variant.render(), stopped_base)
+        """Start ``base`` + ``edits`` as a variant, watch it to ready/failed/timeout, stop it (and
+        remove it unless ``keep``).  A failed start keeps the exit status systemd reported."""
+        variant, trial = self._start_variant(base, edits, env, health_path=health_path, timeout=timeout,
+                                             runtime_max_sec=runtime_max_sec, on_event=on_event, on_line=on_line)
+        if trial.outcome.ok or trial.outcome.outcome == "timeout":
+            final = self.svc.stop(variant.name)
+            trial.exit_status, trial.exit_code = final.exit_status, final.exit_code
         if not keep:
-            self.svc.remove_variant(variant.name)
-            self.record.created.remove(variant.name)
-            self._save()
+            self._remove(variant.name)
         return trial
 
     @contextlib.contextmanager
@@ -247,31 +261,15 @@ class HostSession:
     ) -> Iterator[Trial]:
         """Start ``base`` + ``edits`` as a variant and keep it serving inside the block (to measure
         it); stopped and removed on the way out.  ``trial.outcome.ok`` says whether it became ready.
-
-        Same record-before-change order as :meth:`run_variant`; a crash inside the block leaves
-        the record, so the next session (or this one's restore) removes the variant.
-        """
-        snap = self.protect(base)
-        variant = self.variant(base, edits, env, runtime_max_sec=runtime_max_sec)
-        self.check_gpus(allow_units=(snap.unit, *self.record.created, variant.name))
-        if variant.name not in self.record.created:
-            self.record.created.append(variant.name)
-            self._save()
-        changed = self.svc.install_variant(variant)
-        stopped_base = self.svc.stop_if_running(base)
-        outcome = watch_start(self.svc, variant.name, timeout=timeout or self.ready_timeout,
-                              unit_text=variant.render(), health_path=health_path, on_event=on_event)
-        st = outcome.status
-        trial = Trial(variant.name, base, list(variant.edits), outcome, st.exit_status if st else None,
-                      st.exit_code if st else "", changed, variant.render(), stopped_base)
+        A crash inside the block leaves the record, so this session's restore (or the next
+        session) removes the variant."""
+        variant, trial = self._start_variant(base, edits, env, health_path=health_path, timeout=timeout,
+                                             runtime_max_sec=runtime_max_sec, on_event=on_event, on_line=None)
         try:
             yield trial
         finally:
             self.svc.stop(variant.name)
-            self.svc.remove_variant(variant.name)
-            if variant.name in self.record.created:
-                self.record.created.remove(variant.name)
-            self._save()
+            self._remove(variant.name)
 
     # -- restore -----------------------------------------------------------
     def restore(self) -> list[str]:

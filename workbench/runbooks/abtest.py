@@ -67,7 +67,7 @@ from workbench.runbooks.abverdict import (
     split_repeats,
 )
 from workbench.runbooks.params import RunbookParams
-from workbench.runs import Run, read_table
+from workbench.runs import Run
 from workbench.services import exec_argv
 from workbench.session import HostSession
 from workbench.trials import classify
@@ -347,7 +347,7 @@ def _result(params: ABParams, run_: Run, hrs: list[_HostRun], edits: list[tuple[
 
 
 def tables(run: Run) -> dict[str, pd.DataFrame]:
-    return {p.stem: read_table(p) for p in sorted(run.dir.glob("*.parquet"))}
+    return measure.tables(run.dir)
 
 
 def speedup_frame(result: dict[str, Any]) -> pd.DataFrame:
@@ -377,22 +377,14 @@ def charts(result: dict[str, Any], t: dict[str, pd.DataFrame]) -> list[Any]:
     out: list[Any] = []
     if {"A", "B"} <= set(res["arm"]):
         out.append(plots.speedup_chart(res, "A", color="arm"))
-    out += [plots.throughput_vs_concurrency(res), plots.latency_vs_throughput(res)]
     tel = t.get("telemetry", pd.DataFrame())
-    if not tel.empty:
-        first = result["hosts"][0]
-        gpu = measure.gpu_chart(tel[tel["host"] == first], res[res["host"] == first],
-                                load_from=result.get("params", {}).get("load_from", "host"), color="arm")
-        if gpu is not None:
-            out.append(gpu)
-    bn = result.get("bottleneck") or {}
-    roof_a = bn.get("A") or {}
-    roof = measure.Roofline(t.get("roofline", pd.DataFrame()), roof_a.get("gpu"), int(roof_a.get("n_gpus") or 1),
-                            roof_a.get("model") or "")
-    chart = measure.roofline_chart(roof, color="arm")
-    if chart is not None:
-        out.append(chart)
-    return out
+    first = result["hosts"][0]
+    if not tel.empty:  # one host's timeline: several hosts' clocks and GPUs do not share an axis
+        tel = tel[tel["host"] == first]
+    bn = (result.get("bottleneck") or {}).get("A") or {}
+    return out + measure.sweep_charts(res, tel, bn, t.get("roofline", pd.DataFrame()), color="arm",
+                                      load_from=result.get("params", {}).get("load_from", "host"),
+                                      timeline_results=res[res["host"] == first])
 
 
 def show_charts(run: Run, result: dict[str, Any]) -> None:
@@ -403,9 +395,10 @@ def show_charts(run: Run, result: dict[str, Any]) -> None:
 
 
 def notebook() -> Any:
-    from workbench.runbooks.notebooks import build
+    from workbench.runbooks.notebooks import runbook
 
-    return build(
+    return runbook(
+        'abtest',
         "A/B: is the base plus one edit faster? (NVLS on TP8 by default)",
         "Measure the base unit (as found if it is serving, else started), then the base plus the edit as a "
         "variant (started, watched to ready, measured, removed), with the same concurrency sweep, repeats, "
@@ -413,20 +406,12 @@ def notebook() -> Any:
         "over the repeats, and a verdict: better, worse, or no significant difference. Several hosts of one "
         "kind split the repeats in parallel. Every host is left as it was found.",
         ABParams,
+        ['rb.speedup_frame(result)'],
         [
-            ("code", "from workbench.runbooks import abtest as rb\nfrom workbench.runbooks import show\n\n"
-                     "params = rb.ABParams.from_namespace(globals())", []),
-            ("code", "run, result = rb.run(params)\nprint(f'run directory: {run.dir}')", []),
-            ("md", "## Conclusion", ["conclusion"]),
-            ("code", "show.conclusion(result)", ["conclusion"]),
-            ("code", "rb.speedup_frame(result)", ["conclusion"]),
-            ("md", "## What bounds each arm", []),
-            ("code", "rb.bottleneck_words(result)", []),
-            ("code", "rb.arms_frame(result)", []),
-            ("md", "## Charts\n\nSpeedup B/A with intervals, throughput per arm, latency vs throughput, GPU power "
-                   "and utilization (first host; each measured window shaded), achieved vs roofline.", []),
-            ("code", "rb.show_charts(run, result)", []),
-            ("md", "## Provenance", ["provenance"]),
-            ("code", "show.provenance(result)", ["provenance"]),
+            ('md', '## What bounds each arm', []),
+            ('code', 'rb.bottleneck_words(result)', []),
+            ('code', 'rb.arms_frame(result)', []),
+            ('md', '## Charts\n\nSpeedup B/A with intervals, throughput per arm, latency vs throughput, GPU power and utilization (first host; each measured window shaded), achieved vs roofline.', []),
+            ('code', 'rb.show_charts(run, result)', []),
         ],
     )

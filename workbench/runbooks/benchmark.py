@@ -38,14 +38,13 @@ from typing import Any
 import pandas as pd
 from pydantic import Field
 
-from workbench import plots
 from workbench.errors import HostError, LockHeld, ServiceError, WorkbenchError
 from workbench.hosts import connect
 from workbench.provenance import collect as collect_provenance
 from workbench.redact import Redactor
 from workbench.runbooks import measure
 from workbench.runbooks.params import RunbookParams
-from workbench.runs import Run, read_table
+from workbench.runs import Run
 from workbench.services import exec_argv
 from workbench.session import HostSession
 from workbench.watch import watch_start
@@ -145,7 +144,7 @@ def run(params: BenchmarkParams, *, progress: Callable[[str], None] = print) -> 
 
 def tables(run: Run) -> dict[str, pd.DataFrame]:
     """The run's Parquet tables by name (results, requests, telemetry, roofline), those present."""
-    return {p.stem: read_table(p) for p in sorted(run.dir.glob("*.parquet"))}
+    return measure.tables(run.dir)
 
 
 def points_frame(result: dict[str, Any]) -> pd.DataFrame:
@@ -161,17 +160,8 @@ def charts(result: dict[str, Any], t: dict[str, pd.DataFrame]) -> list[Any]:
     res = t.get("results", pd.DataFrame())
     if res.empty:
         return []
-    out: list[Any] = [plots.throughput_vs_concurrency(res), plots.latency_vs_throughput(res)]
-    gpu = measure.gpu_chart(t.get("telemetry", pd.DataFrame()), res, load_from=result.get("load_from", "host"))
-    if gpu is not None:
-        out.append(gpu)
-    bn = result.get("bottleneck") or {}
-    roof = measure.Roofline(t.get("roofline", pd.DataFrame()), bn.get("gpu"), int(bn.get("n_gpus") or 1),
-                            bn.get("model") or "")
-    chart = measure.roofline_chart(roof)
-    if chart is not None:
-        out.append(chart)
-    return out
+    return measure.sweep_charts(res, t.get("telemetry", pd.DataFrame()), result.get("bottleneck") or {},
+                                t.get("roofline", pd.DataFrame()), load_from=result.get("load_from", "host"))
 
 
 def show_charts(run: Run, result: dict[str, Any]) -> None:
@@ -182,27 +172,19 @@ def show_charts(run: Run, result: dict[str, Any]) -> None:
 
 
 def notebook() -> Any:
-    from workbench.runbooks.notebooks import build
+    from workbench.runbooks.notebooks import runbook
 
-    return build(
+    return runbook(
+        'benchmark',
         "Benchmark: how fast is a running service, and what bounds it?",
         "Sweep the concurrencies against a running unit (the load runs on the GPU host by default, so TTFT "
         "has no network in it), with GPU power and utilization sampled and the server's counters read per "
         "point; then label each point on the roofline of the host's GPUs. Nothing is started or stopped; the "
         "host's lock is held so nobody changes the server mid-sweep.",
         BenchmarkParams,
+        ['rb.points_frame(result)', 'rb.roofline_frame(result)'],
         [
-            ("code", "from workbench.runbooks import benchmark as rb\nfrom workbench.runbooks import show\n\n"
-                     "params = rb.BenchmarkParams.from_namespace(globals())", []),
-            ("code", "run, result = rb.run(params)\nprint(f'run directory: {run.dir}')", []),
-            ("md", "## Conclusion", ["conclusion"]),
-            ("code", "show.conclusion(result)", ["conclusion"]),
-            ("code", "rb.points_frame(result)", ["conclusion"]),
-            ("code", "rb.roofline_frame(result)", ["conclusion"]),
-            ("md", "## Charts\n\nThroughput vs concurrency, latency percentiles vs throughput, GPU power and "
-                   "utilization over the sweep (each point's measured window shaded), achieved vs roofline.", []),
-            ("code", "rb.show_charts(run, result)", []),
-            ("md", "## Provenance", ["provenance"]),
-            ("code", "show.provenance(result)", ["provenance"]),
+            ('md', "## Charts\n\nThroughput vs concurrency, latency percentiles vs throughput, GPU power and utilization over the sweep (each point's measured window shaded), achieved vs roofline.", []),
+            ('code', 'rb.show_charts(run, result)', []),
         ],
     )

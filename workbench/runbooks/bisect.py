@@ -198,24 +198,18 @@ def culprits_frame(result: dict[str, Any]) -> pd.DataFrame:
 
 
 def notebook() -> Any:
-    from workbench.runbooks.notebooks import build
+    from workbench.runbooks.notebooks import runbook
 
-    return build(
+    return runbook(
+        'bisect',
         "Bisect: which flag edits break a working unit?",
         "Given a host, a base unit that works and flag edits under which it fails, find every minimal set of "
         "edits that still fails, each with its failure signature, in the fewest server starts. Trials already "
         "in the ledger for the same host, unit text and edits are reused. The host is left as it was found.",
         BisectParams,
+        ['rb.culprits_frame(result)'],
         [
-            ("code", "from workbench.runbooks import bisect as rb\nfrom workbench.runbooks import show\n\n"
-                     "params = rb.BisectParams.from_namespace(globals())", []),
-            ("code", "run, result = rb.run(params)\nprint(f'run directory: {run.dir}')", []),
-            ("md", "## Conclusion", ["conclusion"]),
-            ("code", "show.conclusion(result)", ["conclusion"]),
-            ("code", "rb.culprits_frame(result)", ["conclusion"]),
-            ("md", "## Trials", []),
-            ("code", "rb.trials_frame(result)", []),
-            ("md", "## Provenance", ["provenance"]),
-            ("code", "show.provenance(result)", ["provenance"]),
+            ('md', '## Trials', []),
+            ('code', 'rb.trials_frame(result)', []),
         ],
     )

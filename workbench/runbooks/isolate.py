@@ -207,23 +207,17 @@ def matrix_chart(result: dict[str, Any]) -> Any:
 
 
 def notebook() -> Any:
-    from workbench.runbooks.notebooks import build
+    from workbench.runbooks.notebooks import runbook
 
-    return build(
+    return runbook(
+        'isolate',
         "Isolate EP vs NVLS: which factor causes which failure?",
         "Start every combination of a few flag edits (the full factorial, the base included), spread over the "
         "given hosts, and read the matrix: which factor alone, or which interaction, produces each failure "
         "signature, and which factors never change the outcome. Every host is left as it was found.",
         IsolateParams,
+        ['rb.matrix_frame(result)'],
         [
-            ("code", "from workbench.runbooks import isolate as rb\nfrom workbench.runbooks import show\n\n"
-                     "params = rb.IsolateParams.from_namespace(globals())", []),
-            ("code", "run, result = rb.run(params)\nprint(f'run directory: {run.dir}')", []),
-            ("md", "## Conclusion", ["conclusion"]),
-            ("code", "show.conclusion(result)", ["conclusion"]),
-            ("code", "rb.matrix_frame(result)", ["conclusion"]),
-            ("code", "rb.matrix_chart(result)", []),
-            ("md", "## Provenance", ["provenance"]),
-            ("code", "show.provenance(result)", ["provenance"]),
+            ('code', 'rb.matrix_chart(result)', []),
         ],
     )

@@ -10,6 +10,7 @@ the unit's command line; the GPU model from ``nvidia-smi`` (provenance), looked 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -21,6 +22,7 @@ from workbench.bench.sweep import SweepResult, host_runner, local_runner, run_sw
 from workbench.bottleneck import FAR_FROM_ROOF, GPUS, KIMI_K26, GpuSpec, ModelSpec, analyze_results
 from workbench.hosts import Host
 from workbench.runbooks.params import RunbookParams
+from workbench.runs import read_table
 from workbench.watch import server_port
 
 MODEL_SPECS: dict[str, ModelSpec] = {"kimi-k2.6": KIMI_K26}
@@ -283,3 +285,23 @@ def roofline_chart(roof: Roofline, *, color: str = "variant") -> Any:
         return None
     return plots.roofline_chart(roof.analyzed, roof.spec, roof.n_gpus, dtype=MODEL_SPECS[roof.model].compute_dtype,
                                 color=color)
+
+
+def tables(run_dir: Path) -> dict[str, pd.DataFrame]:
+    """A run's Parquet tables by name (results, requests, telemetry, roofline, ...), those present."""
+    return {p.stem: read_table(p) for p in sorted(run_dir.glob("*.parquet"))}
+
+
+def sweep_charts(res: pd.DataFrame, samples: pd.DataFrame, bottleneck: dict[str, Any], roofline_table: pd.DataFrame,
+                 *, load_from: str, color: str | None = None, timeline_results: pd.DataFrame | None = None) -> list[Any]:
+    """Throughput vs concurrency, latency vs throughput, the GPU timeline (over ``timeline_results``,
+    default all of ``res``) and achieved vs roofline."""
+    out: list[Any] = [plots.throughput_vs_concurrency(res), plots.latency_vs_throughput(res)]
+    gpu = gpu_chart(samples, res if timeline_results is None else timeline_results, load_from=load_from, color=color)
+    if gpu is not None:
+        out.append(gpu)
+    roof = Roofline(roofline_table, bottleneck.get("gpu"), int(bottleneck.get("n_gpus") or 1), bottleneck.get("model") or "")
+    chart = roofline_chart(roof, color=color) if color else roofline_chart(roof)
+    if chart is not None:
+        out.append(chart)
+    return out

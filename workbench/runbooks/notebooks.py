@@ -63,6 +63,27 @@ def build(title: str, intro: str, model: type[BaseModel], cells: list[tuple[str,
     return nb
 
 
+Cell = tuple[str, str, list[str]]
+
+
+def runbook(module: str, title: str, intro: str, model: type[BaseModel], conclusion: list[str],
+            body: list[Cell]) -> nbformat.NotebookNode:
+    """The shape every runbook shares: validate the parameters, run, the conclusion (``show.conclusion``
+    and ``conclusion`` expressions of ``rb``), the body, then provenance."""
+    cells: list[Cell] = [
+        ("code", f"from workbench.runbooks import {module} as rb\nfrom workbench.runbooks import show\n\n"
+                 f"params = rb.{model.__name__}.from_namespace(globals())", []),
+        ("code", "run, result = rb.run(params)\nprint(f'run directory: {run.dir}')", []),
+        ("md", "## Conclusion", ["conclusion"]),
+        ("code", "show.conclusion(result)", ["conclusion"]),
+        *[("code", expr, ["conclusion"]) for expr in conclusion],
+        *body,
+        ("md", "## Provenance", ["provenance"]),
+        ("code", "show.provenance(result)", ["provenance"]),
+    ]
+    return build(title, intro, model, cells)
+
+
 def all_notebooks() -> dict[str, nbformat.NotebookNode]:
     from workbench.runbooks import abtest, benchmark, bisect, isolate, triage
 

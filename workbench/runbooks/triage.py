@@ -225,30 +225,23 @@ def likely_cause_md(result: dict[str, Any]) -> Any:
 
 
 def notebook() -> Any:
-    from workbench.runbooks.notebooks import build
+    from workbench.runbooks.notebooks import runbook
 
-    return build(
+    return runbook(
+        'triage',
         "Triage: why did this start of a unit end the way it did?",
         "Read one invocation's journal (the last by default), group its tracebacks by signature with ranks and "
         "phase, tell the root cause from the last error, rebuild the phase timeline, and say the likely cause in "
         "words — for a workbench variant, with the flags that differ from its base. Read-only: nothing is locked, "
         "started or stopped.",
         TriageParams,
+        ['rb.likely_cause_md(result)'],
         [
-            ("code", "from workbench.runbooks import show\nfrom workbench.runbooks import triage as rb\n\n"
-                     "params = rb.TriageParams.from_namespace(globals())", []),
-            ("code", "run, result = rb.run(params)\nprint(f'run directory: {run.dir}')", []),
-            ("md", "## Conclusion", ["conclusion"]),
-            ("code", "show.conclusion(result)", ["conclusion"]),
-            ("code", "rb.likely_cause_md(result)", ["conclusion"]),
-            ("md", "## Failures by signature\n\nRoot cause (what to fix) against the last error logged, then every "
-                   "failure with its ranks, phase and innermost frame.", []),
-            ("code", "rb.final_vs_root(result)", []),
-            ("code", "rb.failures_frame(result)", []),
-            ("md", "## Phase timeline", []),
-            ("code", "rb.phase_chart(result)", []),
-            ("code", "rb.phases_frame(result)", []),
-            ("md", "## Provenance", ["provenance"]),
-            ("code", "show.provenance(result)", ["provenance"]),
+            ('md', '## Failures by signature\n\nRoot cause (what to fix) against the last error logged, then every failure with its ranks, phase and innermost frame.', []),
+            ('code', 'rb.final_vs_root(result)', []),
+            ('code', 'rb.failures_frame(result)', []),
+            ('md', '## Phase timeline', []),
+            ('code', 'rb.phase_chart(result)', []),
+            ('code', 'rb.phases_frame(result)', []),
         ],
     )
