@@ -211,5 +211,31 @@ def notebook() -> Any:
         [
             ('md', '## Trials', []),
             ('code', 'rb.trials_frame(result)', []),
+            ('code', 'rb.timeline_chart(run)', []),
         ],
     )
+
+
+def timeline_chart(run: Run) -> Any:
+    """One bar per start, coloured by the phases the watch saw, the outcome marked at its end."""
+    from workbench import plots
+    from workbench.runs import read_table
+
+    path = run.dir / "trials.parquet"
+    if not path.exists():
+        return None
+    t = read_table(path)
+    t = t[~t["reused"].astype(bool)].reset_index(drop=True)
+    if t.empty:
+        return None
+    trials, phases = [], []
+    for i, (_, row) in enumerate(t.iterrows(), 1):
+        label = f"{i}. {describe_edits([(e[0], e[1]) for e in row['edits']])}"
+        start, end = float(row["started_at"]), float(row["started_at"]) + float(row["seconds"])
+        trials.append({"trial": label, "start": start, "end": end, "outcome": row["outcome"]})
+        events = list(row["timeline"] or [])
+        for j, ev in enumerate(events):
+            nxt = float(events[j + 1]["seconds"]) if j + 1 < len(events) else float(row["seconds"])
+            phases.append({"trial": label, "phase": ev["phase"], "start": start + float(ev["seconds"]),
+                           "end": start + max(nxt, float(ev["seconds"]))})
+    return plots.trial_timeline(pd.DataFrame(trials), pd.DataFrame(phases) if phases else None)

@@ -11,7 +11,7 @@ from IPython.display import HTML, Markdown
 
 def conclusion(result: dict[str, Any]) -> Markdown:
     status = result.get("status", "?")
-    head = "✅" if status == "ok" else "❌"
+    head = "OK:" if status == "ok" else "FAILED:"
     lines = [f"### {head} {result.get('conclusion', '')}", ""]
     facts = []
     for key, label in (("server_starts", "server starts"), ("wall_seconds", "wall time (s)"),
