@@ -23,6 +23,7 @@ trials, so a rerun costs no start.  With ``n`` edits and one culprit of size
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
@@ -98,47 +99,81 @@ class Search(Generic[T]):
 
     def _fails_with(self, idx: list[int], signature: str) -> bool:
         v = self.run(idx)
-        if not v.ok and v.signature != signature and v.signature is not None:
-            self._pending.setdefault(v.signature, list(idx))
         return not v.ok and v.signature == signature
 
     # -- all culprits ---------------------------------------------------------
     def solve(self) -> list[Culprit[T]]:
-        self._pending: dict[str, list[int]] = {}
-        everything = list(range(len(self.edits)))
-        top = self.run(everything)
-        if top.ok:
+        """Every minimal culprit, for every signature met, until no failing trial is unexplained."""
+        self._found: dict[str, set[frozenset[int]]] = {}
+        self._seen: dict[str, set[frozenset[int]]] = {}
+        if self.run(list(range(len(self.edits)))).ok:
             return []
-        assert top.signature is not None
-        self._pending[top.signature] = everything
-        done: set[str] = set()
-        while self._pending:
-            signature, start = next(iter(self._pending.items()))
-            del self._pending[signature]
-            if signature in done:
+        while True:
+            work = self._unexplained()
+            if work:
+                for signature, sets in work.items():
+                    self._all_for(signature, sets)
                 continue
-            done.add(signature)
-            self._all_for(signature, start)
-        return self.culprits
+            # Failures of a later phase hide behind earlier ones: try the largest sets that hold
+            # no culprit found so far; one that still fails shows something new.
+            if not any(not self.run(s).ok for s in self._avoiding_culprits()):
+                return self.culprits
 
-    def _all_for(self, signature: str, start: list[int]) -> None:
-        found: set[frozenset[int]] = set()
-        todo, seen = [start], set()
-        while todo:
-            failing = todo.pop()
-            key = frozenset(failing)
-            if key in seen:
+    def _avoiding_culprits(self, limit: int = 64) -> list[list[int]]:
+        """The largest subsets of the edits containing no found culprit (all edits minus one
+        minimal hitting set of the culprits), not tried yet; at most ``limit``."""
+        culprits = [sorted(c) for sets in self._found.values() for c in sets]
+        hitting: set[frozenset[int]] = set()
+        for pick in itertools.islice(itertools.product(*culprits), 4096):
+            hitting.add(frozenset(pick))
+        minimal = [h for h in hitting if not any(o < h for o in hitting)]
+        out = []
+        for h in sorted(minimal, key=lambda x: (len(x), sorted(x))):
+            rest = [i for i in range(len(self.edits)) if i not in h]
+            if rest and frozenset(rest) not in self.cache:
+                out.append(rest)
+            if len(out) >= limit:
+                break
+        return out
+
+    def _unexplained(self) -> dict[str, list[list[int]]]:
+        """Failing sets, by signature, that contain no culprit found for it yet and were not searched."""
+        out: dict[str, list[list[int]]] = {}
+        for key, verdict in list(self.cache.items()):
+            sig = verdict.signature
+            if verdict.ok or sig is None or key in self._seen.get(sig, set()):
                 continue
+            if any(c <= key for c in self._found.get(sig, set())):
+                continue
+            out.setdefault(sig, []).append(sorted(key))
+        return out
+
+    def _all_for(self, signature: str, starts: list[list[int]]) -> None:
+        found = self._found.setdefault(signature, set())
+        seen = self._seen.setdefault(signature, set())
+        everything = list(range(len(self.edits)))
+        todo = [(s, True) for s in reversed(starts)]
+        while todo:
+            failing, recorded = todo.pop()
+            key = frozenset(failing)
+            if key in seen or (recorded and any(c <= key for c in found)):
+                continue  # searched already, or a failing trial that a culprit found meanwhile explains
             seen.add(key)
             m = self.ddmin(failing, signature)
             if frozenset(m) not in found:
                 found.add(frozenset(m))
                 self.culprits.append(Culprit(tuple(self.edits[i] for i in sorted(m)), signature))
-            # Any other culprit of this signature misses some element of m.
+            # Any other culprit of this signature misses some element of m: look for it among all
+            # the edits without that element first; where that does not fail this way (another
+            # failure masks it, or a flag that undoes it is there), among this failing set without it.
             for i in m:
+                everywhere = [j for j in everything if j != i]
+                if everywhere and frozenset(everywhere) not in seen and self._fails_with(everywhere, signature):
+                    todo.append((everywhere, False))
+                    continue
                 rest = [j for j in failing if j != i]
                 if rest and frozenset(rest) not in seen and self._fails_with(rest, signature):
-                    todo.append(rest)
+                    todo.append((rest, False))
 
     @property
     def starts(self) -> int:

@@ -7,6 +7,8 @@ import threading
 import time
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from workbench.errors import LockHeld, UnitNotFound, VariantError
 from workbench.lock import HostLock
@@ -16,7 +18,7 @@ from workbench.systemd import UnitStatus
 from workbench.variants import Variant
 from workbench.watch import PortInUse, watch_start
 
-from .conftest import BASE, BASE_TEXT, as_found, tree_digest
+from .conftest import BASE, BASE_TEXT, SIM_BASE, as_found, tree_digest
 
 pytestmark = pytest.mark.testbed
 
@@ -182,4 +184,50 @@ def test_port_already_in_use_is_refused_before_starting(toy):
         assert svc.status(v.name).active_state == "inactive"
     finally:
         svc.remove_variant(v.name)
+    as_found(toy)
+
+
+SEEDS = [
+    ({}, "ready", None, None),                                                        # TP8 + DDTree works
+    ({"--enable-nccl-nvls": True}, "ready", None, None),                              # TP8 + NVLS works
+    ({"--ep-size": "8", "--enable-nccl-nvls": True, "--enable-flashinfer-allreduce-fusion": True},
+     "failed", "RuntimeError", "CUBLAS_STATUS_EXECUTION_FAILED"),
+    ({"--ep-size": "8", "--enable-nccl-nvls": True}, "failed", "RuntimeError", "CUBLAS_STATUS_EXECUTION_FAILED"),
+    ({"--ep-size": "8"}, "failed", "AttributeError", "'NoneType' object has no attribute"),
+]
+
+
+def test_the_seeds_configurations_on_the_simulated_server(testbed):
+    """The seeds' configurations as variants of the real unit, watched and classified, host restored."""
+    from workbench.hosts import SSHHost
+    from workbench.trials import run_trial
+
+    host = SSHHost("gpu-b", ssh_config=str(testbed.ssh_config))
+    svc = SystemdServices(host)
+    before = svc.status(SIM_BASE)
+    with HostSession(host, purpose="test: the seeds' configurations", lock_wait=600) as s:
+        for edits, outcome, exc, text in SEEDS:
+            rec = run_trial(s, SIM_BASE, edits, timeout=180)
+            assert rec.outcome == outcome, (edits, rec.reason)
+            if outcome == "failed":
+                assert rec.phase == "cuda_graph_capture" and rec.exception_type == exc, (edits, rec)
+                assert text in (rec.message or ""), rec.message
+            else:
+                assert rec.phase == "serving"
+    after = svc.status(SIM_BASE)
+    assert after.running == before.running and svc.variant_files() == {}
+    host.close()
+
+
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.text(alphabet=st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",)),
+                        min_size=0, max_size=16), min_size=1, max_size=6))
+def test_flag_values_reach_the_server_argv_exactly_fuzz(toy, values):
+    edits = {f"--fuzz{i}": v for i, v in enumerate(values)}
+    with HostSession(toy, lock_wait=600) as s:
+        trial = s.run_variant(BASE, edits, timeout=60)
+        assert trial.outcome.ok, trial.outcome.describe()
+        argv = json.loads(next(x for x in trial.outcome.tail if x.startswith("argv="))[5:])
+        for i, v in enumerate(values):
+            assert argv[argv.index(f"--fuzz{i}") + 1] == v
     as_found(toy)

@@ -86,3 +86,29 @@ def test_single_culprit_among_many_is_logarithmic():
 def test_subsets_helper_exhaustive_small():
     for n in range(1, 5):
         assert sum(1 for _ in itertools.product([0, 1], repeat=n)) - 1 == full_factorial(list(range(n)), lambda s: Verdict.passed())[0]
+
+
+def sim_like_faults(rng, n):
+    """Faults as the simulator applies them: the matching fault of the earliest phase strikes (ties:
+    file order), and faults of one kind share a signature — so failures mask each other."""
+    faults = []
+    for i in range(rng.randint(1, 4)):
+        cond = frozenset(rng.sample(range(n), rng.randint(1, min(2, n))))
+        faults.append((cond, rng.randint(0, 3), rng.choice(["oom", "nccl", "cublas"]), i))
+
+    def oracle(subset):
+        s = frozenset(subset)
+        hits = sorted((phase, i, kind) for cond, phase, kind, i in faults if cond <= s)
+        return Verdict.failed(f"{hits[0][2]}@{hits[0][0]}") if hits else Verdict.passed()
+
+    return oracle
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_agrees_with_the_full_factorial_when_failures_mask_each_other(seed):
+    rng = random.Random(10_000 + seed)
+    n = rng.choice([3, 4, 5, 6])
+    oracle = sim_like_faults(rng, n)
+    result = bisect(list(range(n)), oracle)
+    _, truth = full_factorial(list(range(n)), oracle)
+    assert {(c.items, c.signature) for c in result.culprits} == {(c.items, c.signature) for c in truth}
