@@ -31,13 +31,13 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from workbench.hosts import SSHHost
 from workbench.journal import export_argv, invocation_matches
 from workbench.journal import read as journal_read
 from workbench.journal import systemd as journal_systemd
 from workbench.journal.fetch import fetch
 from workbench.journal.frame import Lost, build_frame
 from workbench.services import SystemdServices
+from workbench.ssh import SSHHost
 
 EMIT = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "journal" / "emit.py"
 DEFAULT_SSH_CONFIG = Path.home() / ".cache" / "workbench" / "testbed" / "ssh_config"

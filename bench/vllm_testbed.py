@@ -22,8 +22,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from workbench.hosts import SSHHost
 from workbench.session import HostSession
+from workbench.ssh import SSHHost
 from workbench.testbed import paths
 from workbench.testbed.provision import BASE_UNIT, VLLM_HEALTH_PATH, VLLM_UNIT
 from workbench.tracebacks import analyze

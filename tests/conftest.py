@@ -50,7 +50,7 @@ def ssh_config(testbed) -> str:
 
 @pytest.fixture
 def host_a(ssh_config):
-    from workbench.hosts import SSHHost
+    from workbench.ssh import SSHHost
 
     h = SSHHost("gpu-a", ssh_config=ssh_config)
     yield h
@@ -59,7 +59,7 @@ def host_a(ssh_config):
 
 @pytest.fixture
 def host_b(ssh_config):
-    from workbench.hosts import SSHHost
+    from workbench.ssh import SSHHost
 
     h = SSHHost("gpu-b", ssh_config=ssh_config)
     yield h
@@ -70,7 +70,7 @@ def host_b(ssh_config):
 def vllm_host(testbed):
     """gpu-a of a testbed provisioned with the real vLLM: ``vllm-tiny.service`` (port 8000,
     ``/health``) installed, not enabled. Use it inside a ``HostSession`` so the host is restored."""
-    from workbench.hosts import SSHHost
+    from workbench.ssh import SSHHost
 
     if "vllm" not in testbed.provision:
         pytest.fail("the testbed runs without the vllm provisioner: mark the test `realserver` "

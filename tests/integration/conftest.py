@@ -28,7 +28,7 @@ WantedBy=multi-user.target
 
 @pytest.fixture(scope="module")
 def toy(testbed):
-    from workbench.hosts import SSHHost
+    from workbench.ssh import SSHHost
 
     host = SSHHost("gpu-a", ssh_config=str(testbed.ssh_config))
     # The simulated server holds the host's GPUs; these tests need them (and its absence) to themselves.

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from workbench.errors import CommandTimeout, HostUnresponsive
-from workbench.hosts import SSHHost
+from workbench.ssh import SSHHost
 
 pytestmark = pytest.mark.testbed
 

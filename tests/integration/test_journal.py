@@ -29,7 +29,7 @@ EMIT = Path(__file__).resolve().parents[1] / "fixtures" / "journal" / "emit.py"
 
 @pytest.fixture(scope="module")
 def svc(testbed):
-    from workbench.hosts import SSHHost
+    from workbench.ssh import SSHHost
 
     host = SSHHost("gpu-a", ssh_config=str(testbed.ssh_config))
     host.put(EMIT.read_bytes(), "/opt/jtest/emit.py")

@@ -74,7 +74,7 @@ def test_ssh_link_drop_mid_trial_is_finished_by_the_next_session(toy, testbed):
 def test_lock_is_free_after_the_holder_is_killed(toy):
     from workbench.lock import HostLock
 
-    code = ("import sys,time; from workbench.hosts import SSHHost; from workbench.lock import HostLock; "
+    code = ("import sys,time; from workbench.ssh import SSHHost; from workbench.lock import HostLock; "
             "l=HostLock(SSHHost('gpu-a', ssh_config=sys.argv[1]), purpose='holder').acquire(); "
             "print('HELD', flush=True); time.sleep(600)")
     holder = subprocess.Popen([sys.executable, "-c", code, toy.ssh_config_path], stdout=subprocess.PIPE, text=True,

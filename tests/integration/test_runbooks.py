@@ -22,11 +22,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from workbench.hosts import SSHHost
 from workbench.lock import HostLock
 from workbench.runbooks.report import external_refs
 from workbench.services import SystemdServices
 from workbench.session import leftover_record
+from workbench.ssh import SSHHost
 from workbench.watch import watch_start
 
 pytestmark = pytest.mark.testbed

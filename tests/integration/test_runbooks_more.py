@@ -15,13 +15,13 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from workbench.hosts import SSHHost
 from workbench.lock import HostLock
 from workbench.runbooks import triage
 from workbench.runbooks.execute import execute
 from workbench.runbooks.report import external_refs
 from workbench.services import SystemdServices
 from workbench.session import HostSession, leftover_record
+from workbench.ssh import SSHHost
 from workbench.watch import watch_start
 
 pytestmark = pytest.mark.testbed

@@ -146,7 +146,7 @@ def test_two_sessions_exactly_one_gets_the_lock(toy):
     barrier = threading.Barrier(2)
 
     def take() -> None:
-        from workbench.hosts import SSHHost
+        from workbench.ssh import SSHHost
 
         h = SSHHost("gpu-a", ssh_config=toy.ssh_config_path)
         lock = HostLock(h, purpose="race")
@@ -199,7 +199,7 @@ SEEDS = [
 
 def test_the_seeds_configurations_on_the_simulated_server(testbed):
     """The seeds' configurations as variants of the real unit, watched and classified, host restored."""
-    from workbench.hosts import SSHHost
+    from workbench.ssh import SSHHost
     from workbench.trials import run_trial
 
     host = SSHHost("gpu-b", ssh_config=str(testbed.ssh_config))

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from workbench.errors import HostKeyError
-from workbench.hosts import SSHHost
+from workbench.ssh import SSHHost
 
 pytestmark = pytest.mark.testbed
 

@@ -12,8 +12,8 @@ import os
 import signal
 import sys
 
-from workbench.hosts import SSHHost
 from workbench.session import HostSession
+from workbench.ssh import SSHHost
 
 ssh_config, step, base = sys.argv[1:4]
 sig = signal.SIGINT if os.environ.get("KILL_SIGNAL") == "INT" else signal.SIGKILL

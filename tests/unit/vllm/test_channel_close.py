@@ -15,7 +15,7 @@ import paramiko
 import paramiko.pipe
 import pytest
 
-from workbench.hosts import close_channel
+from workbench.ssh import close_channel
 
 
 def _races(closer: object, rounds: int = 100) -> int:

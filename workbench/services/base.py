@@ -1,0 +1,85 @@
+"""The interface every service backend offers, and the helpers they share."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from workbench.errors import ConfigError
+from workbench.hosts import Host, LineStream
+from workbench.journal import Entry
+from workbench.systemd import UnitStatus, normalize_unit, valid_unit
+from workbench.unitfile import UnitFile, split_command
+from workbench.variants import Variant
+
+
+@dataclass
+class ServiceInfo:
+    """One row of a host's inventory."""
+
+    status: UnitStatus
+    argv: list[str] = field(default_factory=list)
+    gpus: list[int] = field(default_factory=list)
+
+    def row(self) -> dict[str, object]:
+        s = self.status
+        return {"unit": s.unit, "load": s.load_state, "active": s.active_state, "sub": s.sub_state,
+                "result": s.result, "exit_status": s.exit_status, "restarts": s.n_restarts,
+                "invocation": s.invocation_id, "main_pid": s.main_pid, "gpus": self.gpus,
+                "command": shlex.join(self.argv) if self.argv else ""}
+
+
+class Services(Protocol):
+    host: Host
+    kind: str
+    state_dir: str  # where sessions keep their record and lock on this host
+
+    def status(self, unit: str) -> UnitStatus: ...
+
+    def statuses(self, units: list[str]) -> list[UnitStatus]: ...
+
+    def units(self, pattern: str = "*") -> list[str]: ...
+
+    def unit_text(self, unit: str) -> str: ...
+
+    def start(self, unit: str) -> UnitStatus: ...
+
+    def stop(self, unit: str, *, timeout: float = 90.0) -> UnitStatus: ...
+
+    def restart(self, unit: str) -> UnitStatus: ...
+
+    def stop_if_running(self, unit: str) -> bool: ...
+
+    def reset(self, unit: str) -> None: ...
+
+    def install_variant(self, variant: Variant) -> bool: ...
+
+    def remove_variant(self, name: str) -> bool: ...
+
+    def variant_files(self) -> dict[str, str]: ...
+
+    def cursor(self) -> str: ...
+
+    def follow(self, unit: str, cursor: str) -> LineStream: ...
+
+    def parse_entry(self, line: str, unit: str) -> Entry | None: ...
+
+    def invocation_text(self, unit: str, invocation: str) -> str: ...
+
+
+def exec_argv(unit_text: str, unit: str = "unit") -> list[str]:
+    """The argv of a unit's single ``ExecStart=``."""
+    execs = UnitFile.parse(unit_text, source=unit).get_all("Service", "ExecStart")
+    if len(execs) != 1:
+        raise ConfigError(f"{unit}: expected exactly one ExecStart=, found {len(execs)}")
+    return split_command(execs[0])[1]
+
+
+def _check_unit(unit: str) -> str:
+    unit = normalize_unit(unit)
+    if not valid_unit(unit):
+        raise ConfigError(f"not a valid unit name: {unit!r}")
+    return unit
+
+

@@ -1,0 +1,222 @@
+"""The process backend: units as files, each start run under :mod:`workbench.procsup` (``setsid``).
+
+For hosts without systemd (containers on GPU clouds). The same unit-file syntax
+(``ExecStart``, ``Environment``, ``UnsetEnvironment``, ``WorkingDirectory``,
+``RuntimeMaxSec``, ``TimeoutStopSec``) is read from ``<root>/units`` and ``<root>/run``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import shlex
+import uuid
+from pathlib import Path
+
+from workbench.errors import ConfigError, UnitNotFound, VariantError
+from workbench.hosts import Host, LineStream
+from workbench.journal import Entry, parse_process_entry
+from workbench.services.base import _check_unit, exec_argv
+from workbench.systemd import UnitStatus
+from workbench.unitfile import UnitFile, split_environment
+from workbench.variants import Variant
+
+DEFAULT_PROCESS_ROOT = "/var/lib/workbench/services"
+
+
+class ProcessServices:
+    """Units as files under ``root`` (``units/`` and variants in ``run/``), run as supervised processes.
+
+    Layout on the host: ``root/units/NAME.service`` (the services as
+    installed), ``root/run/NAME.service`` (runtime variants),
+    ``root/state/NAME.{spec.json,state.json,log}`` and ``root/procsup.py``.
+    """
+
+    kind = "process"
+
+    def __init__(self, host: Host, root: str = DEFAULT_PROCESS_ROOT) -> None:
+        self.host = host
+        self.root = root.rstrip("/")
+        self.state_dir = f"{self.root}/session"
+
+    def _path(self, unit: str) -> str:
+        return f"{self.root}/units/{unit}"
+
+    def _find_file(self, unit: str) -> str | None:
+        for d in ("run", "units"):
+            res = self.host.run(["test", "-f", f"{self.root}/{d}/{unit}"], timeout=30)
+            if res.ok:
+                return f"{self.root}/{d}/{unit}"
+        return None
+
+    def _state(self, unit: str) -> dict[str, object]:
+        res = self.host.run(
+            ["sh", "-c", 'cat "$1" 2>/dev/null; echo; s=$(sed -n \'s/.*"supervisor_pid": \\([0-9]*\\).*/\\1/p\' "$1" 2>/dev/null); '
+             '[ -n "$s" ] && kill -0 "$s" 2>/dev/null && echo ALIVE || echo DEAD', "state", f"{self.root}/state/{unit}.state.json"],
+            timeout=30)
+        text, _, alive = res.stdout.rpartition("\n")
+        if not alive.strip():
+            text, _, alive = text.rpartition("\n")
+        try:
+            state = json.loads(text.strip() or "{}")
+        except ValueError:
+            state = {}
+        state["_alive"] = alive.strip() == "ALIVE"
+        return state
+
+    def statuses(self, units: list[str]) -> list[UnitStatus]:
+        return [self.status(u) for u in units]
+
+    def status(self, unit: str) -> UnitStatus:
+        unit = _check_unit(unit)
+        path = self._find_file(unit)
+        if path is None:
+            return UnitStatus.from_show({"Id": unit, "LoadState": "not-found", "ActiveState": "inactive", "SubState": "dead"})
+        st = self._state(unit)
+        state = str(st.get("state", "inactive"))
+        if state in ("active", "activating") and not st["_alive"]:
+            state, st["result"] = "failed", "supervisor-lost"
+        props = {
+            "Id": unit, "LoadState": "loaded", "ActiveState": state,
+            "SubState": {"active": "running", "activating": "start", "failed": "failed"}.get(state, "dead"),
+            "Result": str(st.get("result") or ("success" if state != "failed" else "")),
+            "MainPID": str(st.get("main_pid") or 0) if state in ("active", "activating") else "0",
+            "NRestarts": "0", "InvocationID": str(st.get("invocation") or ""),
+            "FragmentPath": path, "Type": "exec",
+        }
+        if st.get("exit_signal"):
+            props.update(ExecMainCode="2", ExecMainStatus=str(st["exit_signal"]))
+        elif st.get("exit_code") is not None:
+            props.update(ExecMainCode="1", ExecMainStatus=str(st["exit_code"]))
+        return UnitStatus.from_show(props)
+
+    def units(self, pattern: str = "*") -> list[str]:
+        res = self.host.run(["sh", "-c", 'ls -1 "$1/units" "$1/run" 2>/dev/null', "ls", self.root], timeout=30)
+        names = {n for n in res.stdout.split() if n.endswith(".service")}
+        return sorted(n for n in names if fnmatch.fnmatch(n, pattern))
+
+    def unit_text(self, unit: str) -> str:
+        path = self._find_file(_check_unit(unit))
+        if path is None:
+            raise UnitNotFound(f"{self.host.name}: unit {unit} not found under {self.root}", host=self.host.name, unit=unit)
+        return self.host.run(["cat", "--", path], timeout=30, check=True).stdout
+
+    def _ensure_supervisor(self) -> None:
+        code = (Path(__file__).parents[1] / "procsup.py").read_bytes()
+        res = self.host.run(["cat", "--", f"{self.root}/procsup.py"], timeout=30)
+        if not res.ok or res.stdout.encode() != code:
+            self.host.put(code, f"{self.root}/procsup.py", 0o755)
+
+    def start(self, unit: str) -> UnitStatus:
+        unit = _check_unit(unit)
+        st = self.status(unit)
+        if st.missing:
+            raise UnitNotFound(f"{self.host.name}: unit {unit} not found", host=self.host.name, unit=unit)
+        if st.running:
+            return st
+        text = self.unit_text(unit)
+        uf = UnitFile.parse(text, source=unit)
+        env: dict[str, str] = {}
+        for value in uf.get_all("Service", "Environment"):
+            env.update(split_environment(value))
+        spec = {
+            "argv": exec_argv(text, unit),
+            "env": env,
+            "unset_env": uf.get_all("Service", "UnsetEnvironment"),
+            "cwd": uf.get("Service", "WorkingDirectory") or "/",
+            "runtime_max_sec": uf.get("Service", "RuntimeMaxSec"),
+            "timeout_stop_sec": uf.get("Service", "TimeoutStopSec") or "30",
+            "invocation": uuid.uuid4().hex,
+        }
+        self._ensure_supervisor()
+        state_dir = f"{self.root}/state"
+        self.host.put(json.dumps(spec).encode(), f"{state_dir}/{unit}.spec.json", 0o600)
+        # The launching shell records its own PID (which exec keeps for setsid and the
+        # supervisor) before anything else can ask for the state.
+        launch = (
+            'printf \'{"invocation": "%s", "state": "activating", "supervisor_pid": %s}\' "$3" "$$" >"$1/$2.state.json"; '
+            'exec setsid python3 "$4" "$1" "$2" </dev/null >/dev/null 2>&1'
+        )
+        self.host.run(["sh", "-c", f"sh -c {shlex.quote(launch)} launch \"$@\" &", "start", state_dir, unit,
+                       str(spec["invocation"]), f"{self.root}/procsup.py"], timeout=30, check=True)
+        return self.status(unit)
+
+    def stop(self, unit: str, *, timeout: float = 90.0) -> UnitStatus:
+        unit = _check_unit(unit)
+        st = self._state(unit)
+        pid = st.get("supervisor_pid")
+        if pid and st["_alive"]:
+            self.host.run(["sh", "-c", 'kill -TERM "$1"; i=0; while kill -0 "$1" 2>/dev/null; do i=$((i+1)); '
+                           '[ $i -gt $(( $2 * 20 )) ] && { kill -KILL -- "$1"; break; }; sleep 0.05; done', "stop",
+                           str(pid), str(int(timeout))], timeout=timeout + 10)
+        return self.status(unit)
+
+    def restart(self, unit: str) -> UnitStatus:
+        self.stop(unit)
+        return self.start(unit)
+
+    def stop_if_running(self, unit: str) -> bool:
+        if not self.status(unit).running:
+            return False
+        self.stop(unit)
+        return True
+
+    def reset(self, unit: str) -> None:
+        pass
+
+    def variant_files(self) -> dict[str, str]:
+        res = self.host.run(["sh", "-c", 'grep -H "^X-WorkbenchVariantOf=" "$1"/run/*.service 2>/dev/null || true',
+                             "vf", self.root], timeout=30)
+        out = {}
+        for line in res.stdout.splitlines():
+            path, _, rest = line.partition(":")
+            out[path.rsplit("/", 1)[-1]] = rest.partition("=")[2]
+        return out
+
+    def install_variant(self, variant: Variant) -> bool:
+        text = variant.render()
+        path = f"{self.root}/run/{variant.name}"
+        current = self.host.run(["cat", "--", path], timeout=30)
+        if current.ok and current.stdout == text:
+            return False
+        try:
+            exec_argv(text, variant.name)
+        except ConfigError as exc:
+            raise VariantError(str(exc), host=self.host.name, unit=variant.name) from exc
+        self.host.put(text.encode(), path)
+        return True
+
+    def remove_variant(self, name: str) -> bool:
+        name = _check_unit(name)
+        self.stop(name)
+        res = self.host.run(["rm", "-f", "--", f"{self.root}/run/{name}"], timeout=30)
+        return res.ok
+
+    # -- journal: the supervisor's JSON log, one file per unit -----------
+    def log_path(self, unit: str) -> str:
+        return f"{self.root}/state/{_check_unit(unit)}.log"
+
+    def cursor(self) -> str:
+        """Process-backend cursors are per unit; ``@<epoch µs>`` means "entries after this time"."""
+        res = self.host.run(["date", "+%s%6N"], timeout=30, check=True)
+        return f"@{res.stdout.strip()}"
+
+    def follow(self, unit: str, cursor: str) -> LineStream:
+        path = self.log_path(unit)
+        self.host.run(["sh", "-c", 'mkdir -p "$(dirname "$1")"; touch "$1"', "touch", path], timeout=30, check=True)
+        return self.host.stream(["tail", "-n", "+1", "-F", path])
+
+    def parse_entry(self, line: str, unit: str) -> Entry | None:
+        return parse_process_entry(line, unit)
+
+    def invocation_text(self, unit: str, invocation: str) -> str:
+        path = self.log_path(unit)
+        res = self.host.run(["sh", "-c", 'cat "$1".3 "$1".2 "$1".1 "$1" 2>/dev/null', "logs", path], timeout=120)
+        lines = []
+        for raw in res.stdout.splitlines():
+            e = parse_process_entry(raw, unit)
+            if e is not None and e.invocation == invocation and e.stream != "sys":
+                lines.append(e.message)
+        return "\n".join(lines) + ("\n" if lines else "")
+
+

@@ -1,0 +1,201 @@
+"""The systemd backend: system units driven with systemctl and journalctl."""
+
+from __future__ import annotations
+
+import shlex
+
+from workbench.errors import ServiceError, UnitNotFound, VariantError
+from workbench.hosts import Host, LineStream
+from workbench.journal import Entry, cursor_argv, follow_argv, parse_cursor, parse_json_entry
+from workbench.services.base import _check_unit
+from workbench.systemd import (
+    UnitStatus,
+    list_unit_files_argv,
+    list_units_argv,
+    parse_show,
+    parse_unit_names,
+    show_argv,
+)
+from workbench.unitfile import effective
+from workbench.variants import RUNTIME_DIR, Variant
+
+# Verify a unit file (and in install mode place it and reload) in one round trip.
+# $1 unit name, $2 destination path, $3 "verify" or "install"; the unit text on stdin.
+# First output line: @@unchanged | @@pending | @@invalid | @@valid | @@installed.
+_PLACE_SCRIPT = r"""
+name=$1; dst=$2; mode=$3
+mkdir -p /run/workbench || exit 20
+tmpdir=$(mktemp -d /run/workbench/verify.XXXXXX) || exit 20
+trap 'rm -rf "$tmpdir"' EXIT
+tmp="$tmpdir/$name"
+cat >"$tmp"
+if [ "$mode" = install ] && cmp -s "$tmp" "$dst"; then echo @@unchanged; exit 0; fi
+if [ "$mode" = install ]; then
+  pending=$(systemctl show --no-pager --property=Id,NeedDaemonReload -- '*' \
+    | awk 'BEGIN { RS = ""; FS = "\n" } /NeedDaemonReload=yes/ { for (i = 1; i <= NF; i++) if ($i ~ /^Id=/) print substr($i, 4) }' \
+    | grep -vxF "$name")
+  if [ -n "$pending" ]; then echo @@pending; printf '%s\n' "$pending"; exit 10; fi
+fi
+out=$(systemd-analyze verify -- "$tmp" 2>&1); rc=$?
+problems=$(printf '%s\n' "$out" | grep -F "$name" | grep -v X-WorkbenchVariantOf)
+if [ "$rc" -ne 0 ] || [ -n "$problems" ]; then echo @@invalid; printf '%s\n' "${problems:-$out}"; exit 11; fi
+if [ "$mode" = verify ]; then echo @@valid; exit 0; fi
+chmod 644 "$tmp" && mv -f "$tmp" "$dst" && systemctl daemon-reload && echo @@installed
+"""
+
+
+
+
+class SystemdServices:
+    """System units driven with systemctl."""
+
+    kind = "systemd"
+    state_dir = "/run/workbench"
+
+    def __init__(self, host: Host) -> None:
+        self.host = host
+
+    def statuses(self, units: list[str]) -> list[UnitStatus]:
+        units = [_check_unit(u) for u in units]
+        res = self.host.run(show_argv(units), timeout=30, check=True)
+        blocks = parse_show(res.stdout)
+        out = []
+        for unit, props in zip(units, blocks, strict=False):
+            props.setdefault("Id", unit)
+            out.append(UnitStatus.from_show(props))
+        return out
+
+    def status(self, unit: str) -> UnitStatus:
+        return self.statuses([unit])[0]
+
+    def require(self, unit: str) -> UnitStatus:
+        st = self.status(unit)
+        if st.missing:
+            raise UnitNotFound(f"{self.host.name}: unit {st.unit} is {st.load_state}", host=self.host.name, unit=st.unit)
+        return st
+
+    def units(self, pattern: str = "*") -> list[str]:
+        # list-unit-files exits 1 when nothing matches: an empty answer, not a failure.
+        res = self.host.run(f"{shlex.join(list_units_argv(pattern))}; {shlex.join(list_unit_files_argv(pattern))}; true",
+                            timeout=30, check=True)
+        return sorted(set(parse_unit_names(res.stdout)))
+
+    def unit_text(self, unit: str) -> str:
+        unit = _check_unit(unit)
+        res = self.host.run(["systemctl", "cat", "--no-pager", "--", unit], timeout=30)
+        if not res.ok:
+            raise UnitNotFound(f"{self.host.name}: cannot read unit {unit}: {res.tail(2)}", host=self.host.name, unit=unit)
+        return effective(res.stdout).render()
+
+    def start(self, unit: str) -> UnitStatus:
+        """Queue a start without waiting for it (the watch follows it); fails fast if exec fails."""
+        unit = _check_unit(unit)
+        res = self.host.run(["systemctl", "start", "--no-block", "--", unit], timeout=60)
+        if not res.ok:
+            raise ServiceError(f"{self.host.name}: systemctl start {unit} failed: {res.tail(3)}", host=self.host.name, unit=unit)
+        return self.status(unit)
+
+    def stop(self, unit: str, *, timeout: float = 90.0) -> UnitStatus:
+        unit = _check_unit(unit)
+        res = self.host.run(["systemctl", "stop", "--", unit], timeout=timeout)
+        if not res.ok and "not loaded" not in res.stderr:
+            raise ServiceError(f"{self.host.name}: systemctl stop {unit} failed: {res.tail(3)}", host=self.host.name, unit=unit)
+        return self.status(unit)
+
+    def restart(self, unit: str) -> UnitStatus:
+        unit = _check_unit(unit)
+        self.host.run(["systemctl", "restart", "--no-block", "--", unit], timeout=60, check=True)
+        return self.status(unit)
+
+    def stop_if_running(self, unit: str) -> bool:
+        """Stop ``unit`` if it runs (one round trip); whether it did run."""
+        res = self.host.run(["sh", "-c", 'systemctl is-active --quiet -- "$1" || exit 3; systemctl stop -- "$1"',
+                             "stop", _check_unit(unit)], timeout=120)
+        if res.exited not in (0, 3):
+            raise ServiceError(f"{self.host.name}: systemctl stop {unit} failed: {res.tail(3)}", host=self.host.name,
+                               unit=unit)
+        return res.exited == 0
+
+    def reset(self, unit: str) -> None:
+        self.host.run(["systemctl", "reset-failed", "--", _check_unit(unit)], timeout=30)
+
+    # -- variants ------------------------------------------------------
+    def variant_files(self) -> dict[str, str]:
+        """Runtime unit files we placed: name -> base (found by their marker key)."""
+        res = self.host.run(["sh", "-c", f"grep -l '^X-WorkbenchVariantOf=' {RUNTIME_DIR}/*.service 2>/dev/null "
+                             "| while read f; do printf '%s %s\\n' \"$(basename \"$f\")\" "
+                             "\"$(sed -n 's/^X-WorkbenchVariantOf=//p' \"$f\" | head -n1)\"; done"], timeout=30)
+        out = {}
+        for line in res.stdout.splitlines():
+            name, _, base = line.partition(" ")
+            out[name] = base
+        return out
+
+    def _place(self, text: str, name: str, path: str, mode: str) -> bool:
+        """Verify (and in ``install`` mode place + reload) a unit in one round trip; see ``_PLACE_SCRIPT``."""
+        res = self.host.run(["sh", "-c", _PLACE_SCRIPT, "place", name, path, mode], input=text, timeout=120)
+        lines = res.stdout.splitlines()
+        tag = lines[0] if lines else ""
+        detail = "\n".join(lines[1:]).strip()
+        if tag == "@@pending":
+            raise VariantError(f"{self.host.name}: units with edits waiting for a daemon-reload: {detail.split()}; "
+                               "not reloading on someone else's behalf (reload or revert them first)",
+                               host=self.host.name, unit=name)
+        if tag == "@@invalid":
+            raise VariantError(f"{self.host.name}: variant {name} does not verify:\n{detail}", host=self.host.name,
+                               unit=name)
+        if tag not in ("@@unchanged", "@@installed", "@@valid") or not res.ok:
+            raise VariantError(f"{self.host.name}: placing {name} failed (exit {res.exited}): {res.tail(5)}",
+                               host=self.host.name, unit=name)
+        return tag == "@@installed"
+
+    def verify(self, text: str, name: str) -> None:
+        """``systemd-analyze verify`` on a temporary copy; an invalid unit never reaches a unit path."""
+        self._place(text, name, f"{RUNTIME_DIR}/{name}", "verify")
+
+    def pending_reloads(self) -> list[str]:
+        """Units whose files changed on disk without a daemon-reload (someone else's pending edits)."""
+        res = self.host.run(["systemctl", "show", "--no-pager", "--property=Id,NeedDaemonReload", "--", "*"],
+                            timeout=60, check=True)
+        return [b["Id"] for b in parse_show(res.stdout) if b.get("NeedDaemonReload") == "yes" and b.get("Id")]
+
+    def install_variant(self, variant: Variant) -> bool:
+        """Place the variant's runtime unit and reload; False when the identical file is already there.
+
+        One round trip: compare, refuse when another unit has a pending daemon-reload (our
+        reload would apply someone else's half-done edits), verify a temporary copy with
+        ``systemd-analyze verify``, rename it into place (atomic: same tmpfs), reload.
+        """
+        return self._place(variant.render(), variant.name, variant.path, "install")
+
+    def remove_variant(self, name: str) -> bool:
+        name = _check_unit(name)
+        path = f"{RUNTIME_DIR}/{name}"
+        res = self.host.run(["sh", "-c", 'systemctl stop -- "$1"; systemctl reset-failed -- "$1" 2>/dev/null; '
+                             'rm -f -- "$2" && systemctl daemon-reload', "remove", name, path], timeout=120)
+        return res.ok
+
+    def daemon_reload(self) -> None:
+        self.host.run(["systemctl", "daemon-reload"], timeout=120, check=True)
+
+    # -- journal -------------------------------------------------------
+    def cursor(self) -> str:
+        res = self.host.run(cursor_argv(), timeout=30, check=True)
+        cur = parse_cursor(res.stdout)
+        if cur is None:
+            raise ServiceError(f"{self.host.name}: journalctl printed no cursor: {res.tail(2)}", host=self.host.name)
+        return cur
+
+    def follow(self, unit: str, cursor: str) -> LineStream:
+        return self.host.stream(follow_argv(_check_unit(unit), after_cursor=cursor))
+
+    def parse_entry(self, line: str, unit: str) -> Entry | None:
+        return parse_json_entry(line)
+
+    def invocation_text(self, unit: str, invocation: str) -> str:
+        """Every message the unit's processes logged in one invocation, as plain text."""
+        res = self.host.run(["journalctl", "--no-pager", "-o", "cat", "--all", f"_SYSTEMD_INVOCATION_ID={invocation}"],
+                            timeout=120, check=True)
+        return res.stdout
+
+

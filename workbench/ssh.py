@@ -1,0 +1,392 @@
+"""SSH hosts: a host reached by its ssh_config alias through Fabric (the other half of :mod:`workbench.hosts`).
+
+Fabric connects (ssh_config, ProxyJump gateways built in OpenSSH's order, IdentityFile,
+Port, User); host keys fail closed (Fabric's own default accepts any key); commands run on
+Paramiko channels we read ourselves, so every command has a deadline that the host enforces
+too (``timeout -k``), a host that stops answering is told apart by a liveness probe, and
+streams are tethered to our end of the channel.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import shlex
+import socket
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from workbench import shell
+from workbench.errors import (
+    CommandTimeout,
+    ConfigError,
+    ConnectError,
+    HostError,
+    HostKeyError,
+    HostUnresponsive,
+)
+from workbench.hosts import (
+    CONNECT_TIMEOUT,
+    DEFAULT_TIMEOUT,
+    GRACE_S,
+    KEEPALIVE_S,
+    PROBE_TIMEOUT,
+    LineStream,
+    Result,
+    _check,
+    _prepare,
+    _put_command,
+)
+from workbench.shell import Command
+
+
+def _known_hosts_files(ssh_config: Mapping[str, Any]) -> list[Path]:
+    files: list[str] = []
+    for key in ("userknownhostsfile", "globalknownhostsfile"):
+        value = ssh_config.get(key)
+        if value:
+            files.extend(value if isinstance(value, list) else shlex.split(value))
+    if not files:
+        files = ["~/.ssh/known_hosts", "/etc/ssh/ssh_known_hosts"]
+    return [Path(os.path.expanduser(f)) for f in files]
+
+
+def _harden(conn: Any) -> None:
+    """Make a Fabric connection (and its ProxyJump gateways) refuse unknown or changed keys.
+
+    Fabric hard-codes ``AutoAddPolicy`` and loads no known_hosts file; we load
+    the files ssh_config names (or OpenSSH's defaults) and reject everything
+    else.  ``StrictHostKeyChecking`` cannot loosen this.
+    """
+    import paramiko
+
+    while conn is not None and not isinstance(conn, str | bool):
+        conn.client.set_missing_host_key_policy(paramiko.RejectPolicy())
+        for path in _known_hosts_files(conn.ssh_config):
+            if path.is_file():
+                conn.client.load_system_host_keys(str(path))
+        conn = conn.gateway
+
+
+def close_channel(chan: Any) -> None:
+    """Close a paramiko channel that ``select`` was used on, without killing its connection.
+
+    ``select`` makes paramiko give the channel a pipe; ``Channel.close()`` closes that
+    pipe, but a packet still in flight for the channel is fed to it from the transport
+    thread, which then writes to a closed descriptor: ``OSError: [Errno 9] Bad file
+    descriptor`` there kills the whole connection (or the write lands on a reused
+    descriptor). A chatty server (vLLM's shutdown floods the journal a follow stream
+    reads) hits this. Pointing the buffers at plain events first, under their own
+    locks, leaves late packets nothing to write to.
+    """
+    for buf in (chan.in_buffer, chan.in_stderr_buffer):
+        with contextlib.suppress(Exception):
+            buf.set_event(threading.Event())
+    chan.close()
+
+
+class SSHHost:
+    """A host reached by its ssh_config alias through Fabric."""
+
+    def __init__(
+        self,
+        alias: str,
+        *,
+        ssh_config: str | os.PathLike[str] | None = None,
+        connect_timeout: float = CONNECT_TIMEOUT,
+    ) -> None:
+        if not alias or alias.startswith("-") or any(c.isspace() for c in alias):
+            raise ConfigError(f"not a valid host alias: {alias!r}")
+        self.name = alias
+        self.properties: dict[str, Any] = {}
+        self.ssh_config_path = str(ssh_config) if ssh_config else None
+        self.connect_timeout = connect_timeout
+        self._lock = threading.RLock()
+        self._conn: Any = None
+
+    # -- connection ----------------------------------------------------
+    def _connection(self) -> Any:
+        import paramiko
+        from fabric import Config, Connection
+
+        with self._lock:
+            if self._conn is not None and self._conn.is_connected:
+                return self._conn
+            self._drop()
+            if self.ssh_config_path:
+                if not Path(self.ssh_config_path).is_file():
+                    raise ConfigError(f"ssh_config not found: {self.ssh_config_path}")
+                config = Config(runtime_ssh_path=self.ssh_config_path)
+            else:
+                config = Config()
+            config.load_ssh_config()
+            # Gateways are always passed explicitly: Fabric's own ProxyJump handling builds
+            # multi-hop chains in reverse and recurses on wildcard ``Host *`` jump rules.
+            conn = self._make(Connection, config, self.name, gateway=False)
+            jump = str(conn.ssh_config.get("proxyjump", "")).strip()
+            command = str(conn.ssh_config.get("proxycommand", "")).strip()
+            if jump and jump.lower() != "none":
+                # OpenSSH order: the first hop is dialled directly, each next one through the
+                # one before, the target through the last.
+                gateway: Any = False
+                for hop in jump.split(","):
+                    gateway = self._make(Connection, config, hop.strip(), gateway=gateway)
+                conn = self._make(Connection, config, self.name, gateway=gateway)
+            elif command and command.lower() != "none" and not jump:
+                conn = self._make(Connection, config, self.name, gateway=command)
+            try:
+                conn.open()
+            except paramiko.BadHostKeyException as exc:
+                raise HostKeyError(
+                    f"{self.name}: host key CHANGED ({exc.key.get_name()}); refusing to connect. "
+                    "If the host was reinstalled, remove its old key from known_hosts.",
+                    host=self.name,
+                ) from exc
+            except paramiko.SSHException as exc:
+                if "not found in known_hosts" in str(exc):
+                    raise HostKeyError(
+                        f"{self.name}: host key unknown; refusing to connect. "
+                        "Verify the key and add it to known_hosts (e.g. ssh-keyscan, checked out of band).",
+                        host=self.name,
+                    ) from exc
+                raise ConnectError(f"{self.name}: SSH failed: {exc}", host=self.name) from exc
+            except (OSError, EOFError) as exc:
+                raise ConnectError(f"{self.name}: cannot connect: {exc}", host=self.name) from exc
+            conn.transport.set_keepalive(KEEPALIVE_S)
+            self._conn = conn
+            return conn
+
+    def _make(self, connection_cls: Any, config: Any, host: str, *, gateway: Any) -> Any:
+        conn = connection_cls(host, config=config, connect_timeout=int(self.connect_timeout), gateway=gateway)
+        conn.connect_kwargs.setdefault("look_for_keys", True)
+        conn.connect_kwargs.setdefault("banner_timeout", self.connect_timeout)
+        conn.connect_kwargs.setdefault("auth_timeout", self.connect_timeout)
+        _harden(conn)
+        return conn
+
+    def _drop(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(Exception):
+                self._conn.close()
+        self._conn = None
+
+    def _open_channel(self, timeout: float) -> Any:
+        conn = self._connection()
+        try:
+            return conn.transport.open_session(timeout=timeout)
+        except Exception as exc:
+            with self._lock:
+                self._drop()
+            raise HostUnresponsive(f"{self.name}: cannot open an SSH channel: {exc}", host=self.name) from exc
+
+    def alive(self, timeout: float = PROBE_TIMEOUT) -> bool:
+        """Whether the host answers a trivial command within ``timeout``."""
+        try:
+            chan = self._open_channel(timeout)
+        except HostError:
+            return False
+        try:
+            chan.settimeout(timeout)
+            chan.exec_command("true")
+            deadline = time.monotonic() + timeout
+            while not chan.exit_status_ready():
+                if time.monotonic() > deadline:
+                    return False
+                select.select([chan], [], [], 0.2)
+            return True
+        except Exception:
+            return False
+        finally:
+            close_channel(chan)
+
+    # -- commands ------------------------------------------------------
+    def run(
+        self,
+        cmd: Command,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        check: bool = False,
+        input: str | bytes | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> Result:
+        text, data = _prepare(cmd, input, env)
+        wrapped = shell.with_deadline(text, timeout)
+        started = time.monotonic()
+        deadline = started + timeout + GRACE_S
+        chan = self._open_channel(min(PROBE_TIMEOUT, timeout + GRACE_S))
+        out: list[bytes] = []
+        err: list[bytes] = []
+        try:
+            chan.exec_command(wrapped)
+            if data:
+                threading.Thread(target=self._send_stdin, args=(chan, data), daemon=True).start()
+            else:
+                chan.shutdown_write()
+            while True:
+                got = False
+                if chan.recv_ready():
+                    out.append(chan.recv(65536))
+                    got = True
+                if chan.recv_stderr_ready():
+                    err.append(chan.recv_stderr(65536))
+                    got = True
+                if got:
+                    continue
+                # Done only at EOF with both buffers drained: the exit status can arrive
+                # before the last stderr packets.
+                if (chan.eof_received or chan.closed) and chan.exit_status_ready() \
+                        and not chan.recv_ready() and not chan.recv_stderr_ready():
+                    break
+                if chan.closed and not chan.recv_ready() and not chan.recv_stderr_ready():
+                    break
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    self._on_deadline(text, timeout)
+                select.select([chan], [], [], min(left, 0.5))
+            status = chan.recv_exit_status()
+        finally:
+            close_channel(chan)
+        result = Result(text, b"".join(out).decode(errors="replace"), b"".join(err).decode(errors="replace"),
+                        status, self.name, time.monotonic() - started)
+        if status == shell.TIMEOUT_EXIT and time.monotonic() - started >= timeout:
+            raise CommandTimeout(f"{self.name}: command ran past {timeout:.0f} s and was killed on the host: {text[:200]}",
+                                 host=self.name, result=result)
+        return _check(result, check)
+
+    @staticmethod
+    def _send_stdin(chan: Any, data: bytes) -> None:
+        with contextlib.suppress(Exception):
+            chan.sendall(data)
+            chan.shutdown_write()
+
+    def _on_deadline(self, text: str, timeout: float) -> None:
+        """The host's own deadline did not report back: tell a hung host from a slow command."""
+        if self.alive():
+            raise CommandTimeout(f"{self.name}: command ran past {timeout:.0f} s: {text[:200]}", host=self.name)
+        with self._lock:
+            self._drop()
+        raise HostUnresponsive(
+            f"{self.name}: host stopped answering during a command (no reply within {timeout + GRACE_S:.0f} s "
+            "and a liveness probe failed)",
+            host=self.name,
+        )
+
+    def stream(self, cmd: Command, *, env: Mapping[str, str] | None = None, tether: bool = True) -> LineStream:
+        text, data = _prepare(cmd, None, env)
+        chan = self._open_channel(PROBE_TIMEOUT)
+        chan.set_combine_stderr(True)
+        chan.exec_command(shell.tethered(text) if tether else text)
+        if data:
+            chan.sendall(data)
+
+        def close() -> None:
+            with contextlib.suppress(Exception):
+                chan.shutdown_write()  # EOF on stdin: the tether kills the command on the host
+            with contextlib.suppress(Exception):
+                close_channel(chan)
+
+        stream = LineStream(close, self.name)
+
+        def pump() -> None:
+            buf = b""
+            idle_since = time.monotonic()
+            try:
+                while True:
+                    if chan.recv_ready():
+                        chunk = chan.recv(65536)
+                        if not chunk:
+                            break
+                        buf += chunk
+                        *lines, buf = buf.split(b"\n")
+                        for line in lines:
+                            stream._feed(line.decode(errors="replace"))
+                        idle_since = time.monotonic()
+                        continue
+                    if chan.closed or (chan.exit_status_ready() and not chan.recv_ready()):
+                        break
+                    select.select([chan], [], [], 1.0)
+                    if time.monotonic() - idle_since > 4 * PROBE_TIMEOUT:
+                        idle_since = time.monotonic()
+                        if not self.alive():
+                            raise HostUnresponsive(f"{self.name}: host stopped answering during a stream", host=self.name)
+                if buf:
+                    stream._feed(buf.decode(errors="replace"))
+                status = chan.recv_exit_status() if chan.exit_status_ready() else None
+                stream._finish(status)
+            except BaseException as exc:  # delivered to the consumer
+                stream._finish(None, exc)
+            finally:
+                close_channel(chan)
+
+        threading.Thread(target=pump, daemon=True, name=f"stream-{self.name}").start()
+        return stream
+
+    def put(self, data: bytes, path: str, mode: int = 0o644) -> None:
+        self.run(_put_command(path, mode), input=data, check=True)
+
+    def get(self, path: str, *, timeout: float = DEFAULT_TIMEOUT) -> bytes:
+        import base64
+
+        res = self.run(["base64", "-w0", path], timeout=timeout, check=True)
+        return base64.b64decode(res.stdout)
+
+    @contextlib.contextmanager
+    def tunnel(self, remote_port: int) -> Iterator[int]:
+        """Forward a free local port to ``127.0.0.1:remote_port`` on the host."""
+        conn = self._connection()
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(64)
+        local_port = listener.getsockname()[1]
+        stop = threading.Event()
+
+        def pipe(a: Any, b: Any) -> None:
+            try:
+                while not stop.is_set():
+                    r, _, _ = select.select([a, b], [], [], 0.5)
+                    for src in r:
+                        data = src.recv(65536)
+                        if not data:
+                            return
+                        (b if src is a else a).sendall(data)
+            except Exception:
+                return
+            finally:
+                a.close()
+                close_channel(b)
+
+        def accept() -> None:
+            while not stop.is_set():
+                r, _, _ = select.select([listener], [], [], 0.5)
+                if not r:
+                    continue
+                try:
+                    client, addr = listener.accept()
+                    chan = conn.transport.open_channel(
+                        "direct-tcpip", ("127.0.0.1", remote_port), addr, timeout=PROBE_TIMEOUT
+                    )
+                except Exception:
+                    with contextlib.suppress(Exception):
+                        client.close()
+                    continue
+                threading.Thread(target=pipe, args=(client, chan), daemon=True).start()
+
+        thread = threading.Thread(target=accept, daemon=True, name=f"tunnel-{self.name}")
+        thread.start()
+        try:
+            yield local_port
+        finally:
+            stop.set()
+            listener.close()
+            thread.join(2)
+
+    def close(self) -> None:
+        with self._lock:
+            self._drop()
+
+    def __repr__(self) -> str:
+        return f"SSHHost({self.name!r})"
