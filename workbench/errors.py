@@ -8,6 +8,7 @@ what happened and what to do::
     ├── HostError                anything about reaching or using a host (.host)
     │   ├── HostKeyError         unknown or changed host key: refused (fail closed)
     │   ├── ConnectError         could not connect / authenticate
+    │   │   └── SudoAuthFailure  sudo refused: wrong password, none given, or not allowed
     │   ├── CommandTimeout       a command ran past its deadline (.result, killed on the host)
     │   ├── HostUnresponsive     the host stopped answering mid-command
     │   └── CommandFailed        a command exited non-zero where success was required (.result)
@@ -49,6 +50,11 @@ class HostKeyError(HostError):
 
 class ConnectError(HostError):
     """The host could not be reached or refused authentication."""
+
+
+class SudoAuthFailure(ConnectError):
+    """``sudo`` on the host refused us: a wrong password, none given where one is needed, or
+    a user sudoers does not allow.  Raised before any command ran as root."""
 
 
 class CommandTimeout(HostError, TimeoutError):

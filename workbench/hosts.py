@@ -329,9 +329,12 @@ def default_ssh_config() -> str | None:
     return str(candidate) if candidate.is_file() else None
 
 
-def connect(name: str, *, ssh_config: str | os.PathLike[str] | None = None) -> Host:
+def connect(name: str, *, ssh_config: str | os.PathLike[str] | None = None, sudo: bool | None = None) -> Host:
     """The host called ``name``: ``local`` is this machine, a local-testbed host name is a
-    :class:`LocalHost` with that host's environment, anything else an ssh_config alias."""
+    :class:`LocalHost` with that host's environment, anything else an ssh_config alias.
+
+    ``sudo`` (default: the environment variable ``WORKBENCH_SUDO=1``) makes an SSH host run
+    every command through ``sudo`` when its login user is not root; see :class:`SSHHost`."""
     if name in ("local", "localhost"):
         return LocalHost(name)
     from workbench.testbed.local import load_inventory
@@ -341,4 +344,6 @@ def connect(name: str, *, ssh_config: str | os.PathLike[str] | None = None) -> H
         return LocalHost(name, env=local.get("env"), properties=local)  # type: ignore[arg-type]
     from workbench.ssh import SSHHost
 
-    return SSHHost(name, ssh_config=ssh_config if ssh_config is not None else default_ssh_config())
+    if sudo is None:
+        sudo = os.environ.get("WORKBENCH_SUDO", "").strip().lower() in ("1", "true", "yes")
+    return SSHHost(name, ssh_config=ssh_config if ssh_config is not None else default_ssh_config(), sudo=sudo)

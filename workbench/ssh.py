@@ -28,6 +28,7 @@ from workbench.errors import (
     HostError,
     HostKeyError,
     HostUnresponsive,
+    SudoAuthFailure,
 )
 from workbench.hosts import (
     CONNECT_TIMEOUT,
@@ -89,8 +90,19 @@ def close_channel(chan: Any) -> None:
     chan.close()
 
 
+SUDO_PASSWORD_ENV = "WORKBENCH_SUDO_PASSWORD"
+
+
 class SSHHost:
-    """A host reached by its ssh_config alias through Fabric."""
+    """A host reached by its ssh_config alias through Fabric.
+
+    ``sudo=True`` runs every command as root through ``sudo`` when the login user is not
+    root: the whole command line goes inside ``sudo -- sh -c '...'``, so pipes and
+    redirections run as root too.  The password (``sudo_password``, else the environment
+    variable ``WORKBENCH_SUDO_PASSWORD``; never a notebook parameter) travels on stdin,
+    never on a command line; it is checked once, before the first command, and a wrong one
+    raises :class:`~workbench.errors.SudoAuthFailure` (Invoke's ``AuthFailure``).
+    """
 
     def __init__(
         self,
@@ -98,13 +110,20 @@ class SSHHost:
         *,
         ssh_config: str | os.PathLike[str] | None = None,
         connect_timeout: float = CONNECT_TIMEOUT,
+        sudo: bool = False,
+        sudo_password: str | None = None,
     ) -> None:
         if not alias or alias.startswith("-") or any(c.isspace() for c in alias):
             raise ConfigError(f"not a valid host alias: {alias!r}")
+        if sudo_password is not None and ("\n" in sudo_password or "\0" in sudo_password):
+            raise ConfigError("a sudo password cannot contain a newline or a NUL byte")
         self.name = alias
         self.properties: dict[str, Any] = {}
         self.ssh_config_path = str(ssh_config) if ssh_config else None
         self.connect_timeout = connect_timeout
+        self.sudo = sudo
+        self._sudo_password = sudo_password
+        self._sudo_mode: str | None = None  # "root", "nopasswd" or "password", once checked
         self._lock = threading.RLock()
         self._conn: Any = None
 
@@ -203,6 +222,55 @@ class SSHHost:
         finally:
             close_channel(chan)
 
+    # -- sudo ----------------------------------------------------------
+    def _sudo_check(self) -> str:
+        """How commands become root here: already root, passwordless sudo, or sudo with the
+        password (checked now with ``sudo -k``, so a wrong one fails before any real command)."""
+        with self._lock:
+            if self._sudo_mode is not None:
+                return self._sudo_mode
+            who = self._plain("id -un; id -u", None)
+            user, _, uid = who.stdout.strip().partition("\n")
+            if who.exited == 0 and uid.strip() == "0":
+                self._sudo_mode = "root"
+                return self._sudo_mode
+            probe = self._plain("sudo -n -- true", None)
+            if probe.exited == 127:
+                raise SudoAuthFailure(f"{self.name}: sudo is not installed; log in as root instead", host=self.name)
+            if probe.exited == 0:
+                self._sudo_mode = "nopasswd"
+                return self._sudo_mode
+            password = self._sudo_password if self._sudo_password is not None else os.environ.get(SUDO_PASSWORD_ENV)
+            if "not in the sudoers" in probe.stderr or "may not run sudo" in probe.stderr:
+                raise SudoAuthFailure(f"{self.name}: user {user!r} may not run sudo here", host=self.name)
+            if not password:
+                raise SudoAuthFailure(
+                    f"{self.name}: sudo needs a password for {user!r}; set {SUDO_PASSWORD_ENV} in the environment",
+                    host=self.name)
+            if "\n" in password:
+                raise ConfigError("a sudo password cannot contain a newline")
+            check = self._plain("sudo -k -S -p '' -- true", (password + "\n").encode())
+            if check.exited != 0:
+                why = "not allowed to run commands as root" if "not allowed" in check.stderr else "wrong password"
+                raise SudoAuthFailure(f"{self.name}: sudo refused {user!r}: {why}", host=self.name)
+            self._sudo_password = password
+            self._sudo_mode = "password"
+            return self._sudo_mode
+
+    def _plain(self, cmd: str, data: bytes | None, timeout: float = 4 * PROBE_TIMEOUT) -> Result:
+        return self._exec(shell.with_deadline(cmd, timeout), data, timeout, text=cmd)
+
+    def _become(self, wrapped: str, data: bytes | None) -> tuple[str, bytes | None]:
+        """``wrapped`` (a whole shell command line) run as root when ``sudo`` is on."""
+        if not self.sudo or self._sudo_check() == "root":
+            return wrapped, data
+        if self._sudo_mode == "nopasswd":
+            return shell.join(["sudo", "-n", "--", "sh", "-c", wrapped]), data
+        # sudo -S reads the password a byte at a time up to the newline: the rest of stdin
+        # (environment, input) reaches the command untouched.
+        secret = (self._sudo_password or "").encode() + b"\n"
+        return shell.join(["sudo", "-k", "-S", "-p", "", "--", "sh", "-c", wrapped]), secret + (data or b"")
+
     # -- commands ------------------------------------------------------
     def run(
         self,
@@ -214,7 +282,12 @@ class SSHHost:
         env: Mapping[str, str] | None = None,
     ) -> Result:
         text, data = _prepare(cmd, input, env)
-        wrapped = shell.with_deadline(text, timeout)
+        wrapped, data = self._become(shell.with_deadline(text, timeout), data)
+        return self._exec(wrapped, data, timeout, check=check, text=text)
+
+    def _exec(self, wrapped: str, data: bytes | None, timeout: float, *, check: bool = False,
+              text: str | None = None) -> Result:
+        text = wrapped if text is None else text
         started = time.monotonic()
         deadline = started + timeout + GRACE_S
         chan = self._open_channel(min(PROBE_TIMEOUT, timeout + GRACE_S))
@@ -277,9 +350,10 @@ class SSHHost:
 
     def stream(self, cmd: Command, *, env: Mapping[str, str] | None = None, tether: bool = True) -> LineStream:
         text, data = _prepare(cmd, None, env)
+        wrapped, data = self._become(shell.tethered(text) if tether else text, data)
         chan = self._open_channel(PROBE_TIMEOUT)
         chan.set_combine_stderr(True)
-        chan.exec_command(shell.tethered(text) if tether else text)
+        chan.exec_command(wrapped)
         if data:
             chan.sendall(data)
 
@@ -389,4 +463,4 @@ class SSHHost:
             self._drop()
 
     def __repr__(self) -> str:
-        return f"SSHHost({self.name!r})"
+        return f"SSHHost({self.name!r}{', sudo=True' if self.sudo else ''})"
