@@ -9,7 +9,7 @@ DEB_PACKAGES := systemd-container debootstrap openssh-server openssh-client ipro
 	python3.11-venv libnuma1
 PYTEST_ARGS ?=
 
-.PHONY: demo test venv sysdeps vllm-env lint unit integration testbed-up testbed-down clean
+.PHONY: demo test venv sysdeps vllm-env lint hooks unit integration testbed-up testbed-down clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is required")'
@@ -48,6 +48,11 @@ demo: venv sysdeps
 lint: venv
 	$(VENV)/bin/ruff check workbench tests $(wildcard bench)
 	$(VENV)/bin/mypy
+	$(VENV)/bin/pre-commit run --all-files --show-diff-on-failure
+
+# Install the notebook-hygiene hooks (.pre-commit-config.yaml) into this clone's .git/hooks.
+hooks: venv
+	$(VENV)/bin/pre-commit install
 
 test: venv sysdeps lint vllm-env
 	@set +e; $(VENV)/bin/pytest $(PYTEST_ARGS); rc=$$?; \

@@ -172,3 +172,44 @@ class Redactor:
             if frame[col].dtype == object or is_string_dtype(frame[col].dtype):
                 frame[col] = frame[col].map(self.obj)
         return frame
+
+
+def scan_file(path: str, redactor: Redactor | None = None) -> list[int]:
+    """Line numbers (1-based) of ``path`` that hold a secret or an address the redactor would hide."""
+    redactor = redactor or Redactor()
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return [n for n, line in enumerate(f, 1) if redactor.text(line) != line]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m workbench.redact --check FILE...``: the pre-commit secret scanner (claim N4).
+
+    Exit 1 when a file holds a secret-looking value or an address; the report names files and
+    line numbers only, never what it found.  ``--secret-env NAME`` also looks for the value of
+    the controller's environment variable ``NAME`` (a real token, to be sure it never lands)."""
+    import argparse
+    import sys
+
+    ap = argparse.ArgumentParser(prog="python -m workbench.redact", description=main.__doc__)
+    ap.add_argument("--check", action="store_true", required=True, help="scan the files, change nothing")
+    ap.add_argument("--secret-env", action="append", default=[], metavar="NAME")
+    ap.add_argument("files", nargs="*")
+    args = ap.parse_args(argv)
+    redactor = Redactor(os.environ[n] for n in args.secret_env if os.environ.get(n))
+    bad = 0
+    for path in args.files:
+        try:
+            lines = scan_file(path, redactor)
+        except OSError as exc:
+            print(f"{path}: cannot read: {exc.strerror}", file=sys.stderr)
+            bad += 1
+            continue
+        if lines:
+            bad += 1
+            shown = ", ".join(map(str, lines[:10])) + (f" and {len(lines) - 10} more" if len(lines) > 10 else "")
+            print(f"{path}: secret or address on line(s) {shown}", file=sys.stderr)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
