@@ -168,6 +168,8 @@ def _put_back(host, was_active: bool) -> None:
 def test_panel_in_the_browser(lab, page, host_b):
     from playwright.sync_api import expect
 
+    from workbench.services import SystemdServices
+
     was_active = _active(host_b)
     started = time.monotonic()
     try:
@@ -271,11 +273,23 @@ def test_panel_in_the_browser(lab, page, host_b):
         expect(page.locator(".wb-tracebacks-frames")).to_contain_text("topk_ids")
         _shot(page, "09-tracebacks")
 
+        # Variant again, cancelled mid-start: the run ends as cancelled, the host is left as found
+        _tab(page, "Variant")
+        svc = SystemdServices(host_b)
+        base_running = svc.status(UNIT).running
+        page.locator(".wb-variant-run").click()
+        page.locator(".wb-variant-cancel").click()
+        expect(page.locator(".wb-variant-status")).to_contain_text(": cancelled", timeout=LONG)
+        _shot(page, "10-variant-cancelled")
+        assert svc.variant_files() == {} and svc.status(UNIT).running is base_running
+        assert not [u for u in host_b.run(["systemctl", "list-units", "--all", "--plain", "--no-legend", "*-wb-*"]
+                                          ).stdout.splitlines() if u.strip()]
+
         # Runs: the benchmark is in the ledger
         _tab(page, "Runs")
         page.locator(".wb-runs-refresh").click()
         expect(page.locator(".wb-runs-table")).to_contain_text("bench", timeout=30_000)
-        _shot(page, "10-runs")
+        _shot(page, "11-runs")
         for name in ("services", "variant", "bench", "journal", "tracebacks"):
             assert page.locator(f".wb-{name}-error .wb-error").count() == 0, name
     except Exception:

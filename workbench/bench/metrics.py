@@ -23,6 +23,10 @@ Definitions (only ``phase == "measure"`` records count; latencies over successfu
   **request/s** = successful requests / duration.
 - **concurrency achieved** = sum of E2E / duration (requests in flight on average).
 - **percentiles**: linear interpolation (numpy's default), named ``{metric}_p{q}_ms``.
+- **burst fraction** = share of successful requests with 4+ output chunks whose chunks all arrived
+  within ``BURST_SPAN_S`` (1 ms) of each other: the server generated them over time but delivered
+  them at once (an output process starved of CPU, a proxy buffering the stream). TTFT and ITL of
+  such requests measure delivery, not generation; ``delivery_note`` says so when it is >= 10%.
 - **goodput** (under an ``SLO``) = successful requests meeting every set bound / duration (an
   undefined TPOT, n = 1, violates no TPOT bound, as in vLLM).
 
@@ -46,6 +50,8 @@ PERCENTILES: tuple[int, ...] = (50, 90, 99)
 CPU_LIMIT = 0.85
 LAG_LIMIT_MS = 1.0
 SEND_DELAY_LIMIT_MS = 10.0
+BURST_SPAN_S = 0.001
+BURST_NOTE_FRACTION = 0.10
 LATENCIES = ("ttft", "tpot", "itl", "e2e")
 
 
@@ -117,6 +123,7 @@ def summarize(records: Sequence[dict[str, Any]], run: dict[str, Any] | None = No
         concurrency_achieved=float(df["e2e_s"].sum()) / duration if duration > 0 else np.nan,
         tokens_per_chunk=tokens / chunks if chunks else np.nan,
     )
+    out |= burst_check(measured)
     out |= _stats("ttft", ok["ttft_s"], percentiles)
     out |= _stats("tpot", ok["tpot_s"], percentiles)
     out |= _stats("itl", itl_values(measured), percentiles)
@@ -130,6 +137,20 @@ def summarize(records: Sequence[dict[str, Any]], run: dict[str, Any] | None = No
         out["goodput_rps"] = len(good) / duration if duration > 0 else np.nan
         out["good_fraction"] = len(good) / len(df)
     return out | client_check(run, df)
+
+
+def burst_check(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """``burst_fraction`` (see the module's definitions) and a ``delivery_note`` when it is high."""
+    spans = [r["chunk_s"][-1] - r["chunk_s"][0] for r in records
+             if not r.get("error") and len(r.get("chunk_s") or ()) >= 4]
+    if not spans:
+        return {"burst_fraction": np.nan, "delivery_note": ""}
+    frac = sum(1 for s in spans if s <= BURST_SPAN_S) / len(spans)
+    note = ""
+    if frac >= BURST_NOTE_FRACTION:
+        note = (f"{frac:.0%} of responses arrived in one burst: their TTFT and ITL measure the server's "
+                "delivery, not generation (is its HTTP/output process short of CPU?)")
+    return {"burst_fraction": frac, "delivery_note": note}
 
 
 def client_check(run: dict[str, Any] | None, df: pd.DataFrame | None = None) -> dict[str, Any]:

@@ -157,6 +157,9 @@ def run(args: argparse.Namespace) -> int:
     for _, row in bound.iterrows():
         print(f"warning: c={row['concurrency']} repeat {row['repeat']} was client-bound: {row['client_bound_reason']}",
               file=sys.stderr)
+    if "delivery_note" in result.results:
+        for _, row in result.results[result.results["delivery_note"].fillna("") != ""].iterrows():
+            print(f"note: c={row['concurrency']} repeat {row['repeat']}: {row['delivery_note']}", file=sys.stderr)
     if args.out:
         paths = write_sweep(result, args.out)
         print(f"wrote {', '.join(str(p) for p in paths.values())}", file=sys.stderr)
