@@ -280,6 +280,7 @@ def test_panel_in_the_browser(lab, page, host_b):
         page.locator(".wb-variant-run").click()
         page.locator(".wb-variant-cancel").click()
         expect(page.locator(".wb-variant-status")).to_contain_text(": cancelled", timeout=LONG)
+        expect(page.locator(".wb-variant-outcome")).to_contain_text("host restored")
         _shot(page, "10-variant-cancelled")
         assert svc.variant_files() == {} and svc.status(UNIT).running is base_running
         assert not [u for u in host_b.run(["systemctl", "list-units", "--all", "--plain", "--no-legend", "*-wb-*"]

@@ -12,7 +12,7 @@ from workbench.errors import ConfigError
 from workbench.session import Plan, Trial, leftover_record, plan
 from workbench.variants import EditValue, normalize_edits
 from workbench.watch import PhaseEvent
-from workbench.widgets.background import Task, TaskBar, TaskContext, guarded
+from workbench.widgets.background import Cancelled, Task, TaskBar, TaskContext, guarded
 from workbench.widgets.context import Invocation, PanelContext
 from workbench.widgets.render import esc, pre, table
 
@@ -168,10 +168,18 @@ class VariantTab:
             def line(_entry: Any) -> None:
                 tc.check()  # a cancel ends the watch; the session restores the host on the way out
 
-            with self.ctx.session(f"panel: variant of {base}", host_name) as session:
-                tc.progress(0.1, "starting the variant")
-                trial = session.run_variant(base, edits, timeout=self.ctx.ready_timeout, on_event=event,
-                                            on_line=line)
+            try:
+                with self.ctx.session(f"panel: variant of {base}", host_name) as session:
+                    tc.progress(0.1, "starting the variant")
+                    trial = session.run_variant(base, edits, timeout=self.ctx.ready_timeout, on_event=event,
+                                                on_line=line)
+            except Cancelled:  # the session has put the host back by now (or raised instead)
+                during = f"during {self.events[-1].phase}" if self.events else "before the first phase"
+                self.restore_notes = ["host restored"]
+                self.outcome.value = ("<div class='wb-outcome-cancelled' style='border-left:4px solid #ef6c00;"
+                                      f"padding:4px 8px'><b>cancelled {esc(during)}</b>; variant stopped and "
+                                      "removed, host restored</div>")
+                raise
             self.restore_notes = ["host restored"]
             return trial
 

@@ -74,6 +74,8 @@ def test_a_token_or_an_address_stops_the_commit_without_being_printed(repo: Path
 
 
 def test_the_projects_own_notebooks_pass_both_hooks(tmp_path: Path) -> None:
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout (pre-commit works on git files)")
     env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "pch")}
     files = sorted(str(p.relative_to(ROOT)) for d in ("notebooks", "runbooks") for p in (ROOT / d).glob("*.ipynb"))
     assert files

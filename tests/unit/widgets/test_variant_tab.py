@@ -127,6 +127,7 @@ def test_cancel_ends_the_run_and_the_session_restores(tmp_path):
     block.set()
     assert task.state == "cancelled" and FakeSession.instances[-1].exited
     assert "cancelled" in tab.bar.status.value and ctx.invocations == []
+    assert "cancelled" in tab.outcome.value and "host restored" in tab.outcome.value
 
 
 def test_restore_without_a_record_says_so(tmp_path, monkeypatch):
