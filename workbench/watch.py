@@ -24,7 +24,7 @@ import httpx
 from workbench.errors import ServiceError
 from workbench.hosts import Host, LineStream
 from workbench.journal import MSG_UNIT_FAILED, MSG_UNIT_PROCESS_EXIT, TERMINAL_MESSAGE_IDS, Entry
-from workbench.phases import PhaseTracker
+from workbench.phases import PhaseTracker, PhaseTransition
 from workbench.services import Services, exec_argv
 from workbench.systemd import UnitStatus
 
@@ -196,7 +196,9 @@ def watch_start(
             detected = detected or int(time.time() * 1e6)
             seconds = time.monotonic() - started
             if outcome == "failed":
-                exit_usec = _drain(stream, svc, unit, invocation, tail, tracker, exit_usec)
+                exit_usec = _drain(stream, svc, unit, invocation, tail, tracker, exit_usec,
+                                   on_phase=lambda tr: timeline.append(
+                                       PhaseEvent(tr.phase, tr.started_at, time.monotonic() - started, tr.line)))
             phase = "serving" if outcome == "ready" else (tracker.failure.phase if tracker.failure else tracker.phase)
             if outcome == "ready" and (not timeline or timeline[-1].phase != "serving"):
                 timeline.append(PhaseEvent("serving", None, seconds, reason))
@@ -264,9 +266,12 @@ def watch_start(
 
 
 def _drain(stream: LineStream, svc: Services, unit: str, invocation: str | None, tail: list[str],
-           tracker: PhaseTracker, exit_usec: int | None, grace: float = 1.5) -> int | None:
+           tracker: PhaseTracker, exit_usec: int | None, grace: float = 1.5,
+           on_phase: Callable[[PhaseTransition], None] | None = None) -> int | None:
     """After a failure: read what the unit still logged (the rest of its traceback) until PID 1's
-    verdict about the invocation arrives or ``grace`` seconds pass; return the exit's journal time."""
+    verdict about the invocation arrives or ``grace`` seconds pass; return the exit's journal time.
+    Phases those late lines enter go to ``on_phase`` (the timeline must not lose them: journald can
+    deliver a process's last lines after PID 1's exit record)."""
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline:
         try:
@@ -285,5 +290,7 @@ def _drain(stream: LineStream, svc: Services, unit: str, invocation: str | None,
         if svc.kind == "process" and entry.invocation and invocation and entry.invocation != invocation:
             continue
         tail.append(entry.message)
-        tracker.feed(entry.message, entry.time)
+        tr = tracker.feed(entry.message, entry.time)
+        if tr is not None and on_phase is not None:
+            on_phase(tr)
     return exit_usec
