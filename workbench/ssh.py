@@ -93,6 +93,12 @@ def close_channel(chan: Any) -> None:
 SUDO_PASSWORD_ENV = "WORKBENCH_SUDO_PASSWORD"
 
 
+def _check_sudo_password(password: str) -> None:
+    """``sudo -S`` reads the password as one line: a newline would end it early, a NUL cut it."""
+    if "\n" in password or "\0" in password:
+        raise ConfigError("a sudo password cannot contain a newline or a NUL byte")
+
+
 class SSHHost:
     """A host reached by its ssh_config alias through Fabric.
 
@@ -115,8 +121,8 @@ class SSHHost:
     ) -> None:
         if not alias or alias.startswith("-") or any(c.isspace() for c in alias):
             raise ConfigError(f"not a valid host alias: {alias!r}")
-        if sudo_password is not None and ("\n" in sudo_password or "\0" in sudo_password):
-            raise ConfigError("a sudo password cannot contain a newline or a NUL byte")
+        if sudo_password is not None:
+            _check_sudo_password(sudo_password)
         self.name = alias
         self.properties: dict[str, Any] = {}
         self.ssh_config_path = str(ssh_config) if ssh_config else None
@@ -247,8 +253,7 @@ class SSHHost:
                 raise SudoAuthFailure(
                     f"{self.name}: sudo needs a password for {user!r}; set {SUDO_PASSWORD_ENV} in the environment",
                     host=self.name)
-            if "\n" in password:
-                raise ConfigError("a sudo password cannot contain a newline")
+            _check_sudo_password(password)
             check = self._plain("sudo -k -S -p '' -- true", (password + "\n").encode())
             if check.exited != 0:
                 why = "not allowed to run commands as root" if "not allowed" in check.stderr else "wrong password"

@@ -175,6 +175,13 @@ def watch_start(
     exit_usec: int | None = None
     cursor_usec = int(cursor[1:]) if cursor.startswith("@") else 0
 
+    def enter(tr: PhaseTransition) -> None:
+        """A phase the log entered: on the timeline and to ``on_event``, live or after the verdict."""
+        ev = PhaseEvent(tr.phase, tr.started_at, time.monotonic() - started, tr.line)
+        timeline.append(ev)
+        if on_event:
+            on_event(ev)
+
     with contextlib.ExitStack() as stack:
         stack.callback(stream.close)
         local_port = stack.enter_context(host.tunnel(port))
@@ -196,9 +203,7 @@ def watch_start(
             detected = detected or int(time.time() * 1e6)
             seconds = time.monotonic() - started
             if outcome == "failed":
-                exit_usec = _drain(stream, svc, unit, invocation, tail, tracker, exit_usec,
-                                   on_phase=lambda tr: timeline.append(
-                                       PhaseEvent(tr.phase, tr.started_at, time.monotonic() - started, tr.line)))
+                exit_usec = _drain(stream, svc, unit, invocation, tail, tracker, exit_usec, on_phase=enter)
             phase = "serving" if outcome == "ready" else (tracker.failure.phase if tracker.failure else tracker.phase)
             if outcome == "ready" and (not timeline or timeline[-1].phase != "serving"):
                 timeline.append(PhaseEvent("serving", None, seconds, reason))
@@ -239,10 +244,7 @@ def watch_start(
                     tail.append(entry.message)
                     tr = tracker.feed(entry.message, entry.time)
                     if tr is not None:
-                        ev = PhaseEvent(tr.phase, tr.started_at, time.monotonic() - started, tr.line)
-                        timeline.append(ev)
-                        if on_event:
-                            on_event(ev)
+                        enter(tr)
                         if tr.phase in ("warmup", "serving"):
                             http_up = True
                             check = True
