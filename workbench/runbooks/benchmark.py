@@ -43,6 +43,7 @@ from workbench.hosts import connect
 from workbench.provenance import collect as collect_provenance
 from workbench.redact import Redactor
 from workbench.runbooks import measure
+from workbench.runbooks.outcome import caught_failure
 from workbench.runbooks.params import RunbookParams
 from workbench.runs import Run
 from workbench.services import exec_argv
@@ -107,14 +108,8 @@ def run(params: BenchmarkParams, *, progress: Callable[[str], None] = print) -> 
         bottleneck = {"gpu": roof.gpu, "n_gpus": roof.n_gpus, "model": roof.model, "note": roof.note,
                       "points": rows,
                       "verdict": measure.bottleneck_words(rows, pts, gpu=roof.spec, n_gpus=roof.n_gpus)}
-    except LockHeld as exc:
-        failure = {"kind": "host_locked", "message": str(exc)}
-    except HostError as exc:
-        failure = {"kind": "ssh_lost", "message": str(exc)}
-    except ServiceError as exc:
-        failure = {"kind": "not_serving", "message": str(exc)}
     except WorkbenchError as exc:
-        failure = {"kind": "error", "message": str(exc)}
+        failure = caught_failure(exc, ((LockHeld, "host_locked"), (HostError, "ssh_lost"), (ServiceError, "not_serving")))
     finally:
         host.close()
     finished = time.time()

@@ -28,10 +28,11 @@ import pandas as pd
 from pydantic import Field
 
 from workbench.bisect import Verdict, bisect
-from workbench.errors import HostError, LockHeld, RestoreError, WorkbenchError
+from workbench.errors import WorkbenchError
 from workbench.hosts import connect
 from workbench.provenance import collect as collect_provenance
 from workbench.redact import Redactor
+from workbench.runbooks.outcome import caught_failure
 from workbench.runbooks.params import RunbookParams
 from workbench.runs import Ledger, Run
 from workbench.session import HostSession
@@ -142,14 +143,8 @@ def run(params: BisectParams, *, progress: Callable[[str], None] = print) -> tup
                 culprits.append({"edits": [[f, v] for f, v in c.items], "signature": c.signature,
                                  "exception_type": rec.exception_type, "phase": rec.phase, "message": rec.message})
         restored = session.restored
-    except LockHeld as exc:
-        failure = {"kind": "host_locked", "message": str(exc)}
-    except RestoreError as exc:
-        failure = {"kind": "restore_failed", "message": str(exc)}
-    except HostError as exc:
-        failure = {"kind": "ssh_lost", "message": str(exc)}
     except WorkbenchError as exc:
-        failure = {"kind": "error", "message": str(exc)}
+        failure = caught_failure(exc)
     except KeyboardInterrupt:
         failure = {"kind": "interrupted", "message": "interrupted (the host was restored on the way out)"}
     finished = time.time()

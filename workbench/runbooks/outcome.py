@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from workbench.errors import LockHeld, WorkbenchError
+from workbench.errors import HostError, LockHeld, RestoreError, WorkbenchError
 from workbench.redact import Redactor
 from workbench.runbooks.params import RunbookParams
 from workbench.runbooks.report import export_html
@@ -42,6 +42,15 @@ MARKER_NAME = ".execute.json"  # present while a controller runs the run; left b
 RESTORE_LOCK_WAIT = 60.0
 EXIT_OK, EXIT_FAILED, EXIT_BAD_PARAMETERS, EXIT_LOST, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 TRANSIENT = frozenset({"kernel_died", "ssh_lost", "host_locked", "timeout", "controller_killed"})
+# The failure kind a runbook records for an error it caught: the first class that matches, else "error".
+CAUGHT_KINDS: tuple[tuple[type[WorkbenchError], str], ...] = (
+    (LockHeld, "host_locked"), (RestoreError, "restore_failed"), (HostError, "ssh_lost"))
+
+
+def caught_failure(exc: WorkbenchError, kinds: tuple[tuple[type[WorkbenchError], str], ...] = CAUGHT_KINDS,
+                   ) -> dict[str, str]:
+    """The ``failure`` entry of ``result.json`` for an error a runbook caught (kinds: the table above)."""
+    return {"kind": next((kind for cls, kind in kinds if isinstance(exc, cls)), "error"), "message": str(exc)}
 
 
 @dataclass

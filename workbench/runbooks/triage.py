@@ -53,6 +53,7 @@ from workbench.runbooks.cause import (
     phase_rows,
     variant_base,
 )
+from workbench.runbooks.outcome import caught_failure
 from workbench.runbooks.params import RunbookParams
 from workbench.runs import Ledger, Run, read_table
 from workbench.services import Services, exec_argv, services_for
@@ -153,10 +154,8 @@ def run(params: TriageParams) -> tuple[Run, dict[str, Any]]:
             "failed_in": failed_in, "likely_cause": words,
             "conclusion": f"{params.unit}, invocation {meta['id'][:12]} ({meta.get('result') or '?'}): {words}",
         })
-    except HostError as exc:
-        failure = {"kind": "ssh_lost", "message": str(exc)}
     except WorkbenchError as exc:
-        failure = {"kind": "error", "message": str(exc)}
+        failure = caught_failure(exc, ((HostError, "ssh_lost"),))
     finally:
         host.close()
     finished = time.time()
