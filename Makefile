@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 SYSSTAMP := $(VENV)/.sysdeps
-DEB_PACKAGES := systemd-container debootstrap openssh-server openssh-client iproute2 chromium chromium-driver \
+DEB_PACKAGES := systemd-container debootstrap openssh-server openssh-client iproute2 chromium chromium-driver slurm-wlm munge \
 	python3.11-venv libnuma1
 PYTEST_ARGS ?=
 

@@ -1,0 +1,130 @@
+"""Bisect and factorial over a Slurm cluster: every trial a job, the scheduler places it.
+
+:func:`bisect_jobs` drives :func:`workbench.bisect.bisect` with an oracle whose every call is
+one job (:func:`workbench.slurm.trial.run_job_trial`); :func:`factorial_jobs` runs every
+subset of the edits with up to ``max_parallel`` jobs in flight.  Cancelling (Ctrl-C, an
+error) cancels the jobs in flight: each trial cancels its own job on the way out, and the
+pool is shut down with its queued trials dropped.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from workbench.bisect import Verdict, bisect
+from workbench.errors import ConfigError
+from workbench.slurm.cluster import SlurmCluster
+from workbench.slurm.trial import JobTrial, run_job_trial
+from workbench.variants import EditValue, describe_edits, normalize_edits
+
+
+@dataclass
+class JobSearch:
+    """What a search over jobs found and what it cost."""
+
+    cluster: str
+    base: str
+    edits: list[list[Any]]
+    culprits: list[dict[str, Any]]
+    trials: list[JobTrial]
+    wall_seconds: float
+    jobs_left: list[str] = field(default_factory=list)  # workbench jobs still pending or running after the search
+
+    @property
+    def starts(self) -> int:
+        return len(self.trials)
+
+    @property
+    def queue_seconds(self) -> float:
+        return sum(t.queue_seconds or 0.0 for t in self.trials)
+
+    def conclusion(self) -> str:
+        if not self.culprits:
+            return f"no culprit: every failing set was explained away ({self.starts} jobs)"
+        parts = [f"{describe_edits([tuple(e) for e in c['edits']])} -> {c['exception_type'] or 'failure'} "
+                 f"in {c['phase']}" for c in self.culprits]
+        return (f"{len(self.culprits)} culprit(s) in {self.starts} jobs on slurm:{self.cluster}: "
+                + "; ".join(parts) + f" (queue wait {self.queue_seconds:.1f} s, wall {self.wall_seconds:.1f} s)")
+
+
+def _left(cluster: SlurmCluster, job_ids: set[str]) -> list[str]:
+    return [j.job_id for j in cluster.jobs() if j.job_id in job_ids and not j.ended]
+
+
+def bisect_jobs(
+    cluster: SlurmCluster,
+    base: str,
+    edits: Sequence[tuple[str, EditValue]] | dict[str, EditValue],
+    *,
+    on_trial: Callable[[JobTrial], None] | None = None,
+    **trial_kwargs: Any,
+) -> JobSearch:
+    """Every minimal culprit of ``edits`` on the job script ``base``, one job per trial."""
+    norm = normalize_edits(edits)
+    if not norm:
+        raise ConfigError("bisect needs at least one edit")
+    script = cluster.read_script(base)
+    started = time.monotonic()
+    trials: list[JobTrial] = []
+    by_sig: dict[str, JobTrial] = {}
+
+    def test(subset: tuple[tuple[str, EditValue], ...]) -> Verdict:
+        trial = run_job_trial(cluster, script, list(subset), job_name=f"bisect-{len(trials) + 1}", **trial_kwargs)
+        trials.append(trial)
+        if on_trial:
+            on_trial(trial)
+        if trial.ok:
+            return Verdict.passed()
+        key = f"{trial.signature}|{trial.phase}"  # the same exception in another phase is another failure
+        by_sig.setdefault(key, trial)
+        return Verdict.failed(key)
+
+    search = bisect(norm, test)
+    culprits = []
+    for c in search.culprits:
+        t = by_sig[c.signature]
+        culprits.append({"edits": [[f, v] for f, v in c.items], "signature": t.signature, "phase": t.phase,
+                         "exception_type": t.exception_type, "message": t.message})
+    return JobSearch(cluster.name, base, [[f, v] for f, v in norm], culprits, trials,
+                     time.monotonic() - started, _left(cluster, {t.job_id for t in trials}))
+
+
+def factorial_jobs(
+    cluster: SlurmCluster,
+    base: str,
+    edits: Sequence[tuple[str, EditValue]] | dict[str, EditValue],
+    *,
+    max_parallel: int = 1,
+    **trial_kwargs: Any,
+) -> JobSearch:
+    """Every non-empty subset of ``edits`` as a job, ``max_parallel`` in flight."""
+    if max_parallel < 1:
+        raise ConfigError(f"max_parallel must be >= 1 (got {max_parallel})")
+    norm = normalize_edits(edits)
+    if not norm or len(norm) > 10:
+        raise ConfigError(f"a factorial takes 1 to 10 edits (got {len(norm)}: 2^n - 1 jobs)")
+    script = cluster.read_script(base)
+    subsets = [s for r in range(1, len(norm) + 1) for s in itertools.combinations(norm, r)]
+    started = time.monotonic()
+    pool = ThreadPoolExecutor(max_workers=max_parallel)
+    try:
+        futures = [pool.submit(run_job_trial, cluster, script, list(s), job_name=f"factorial-{i + 1}", **trial_kwargs)
+                   for i, s in enumerate(subsets)]
+        trials = [f.result() for f in futures]
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    failing = {tuple(map(tuple, t.edits)): t for t in trials if not t.ok}
+    culprits = []
+    for key, t in sorted(failing.items(), key=lambda kv: len(kv[0])):
+        sig = (t.signature, t.phase)
+        smaller = [k for k, o in failing.items() if set(k) < set(key) and (o.signature, o.phase) == sig]
+        if not smaller:
+            culprits.append({"edits": [list(e) for e in key], "signature": t.signature, "phase": t.phase,
+                             "exception_type": t.exception_type, "message": t.message})
+    return JobSearch(cluster.name, base, [[f, v] for f, v in norm], culprits, trials,
+                     time.monotonic() - started, _left(cluster, {t.job_id for t in trials}))

@@ -1,0 +1,191 @@
+"""A trial as a Slurm job: submit the edited job script, watch it start, classify, cancel.
+
+The scheduler places the job; the trial follows the job's output file as the server writes
+it (one :class:`~workbench.phases.PhaseTracker`, the same phases as a unit's journal) and
+the job's state from ``scontrol``.  Verdicts:
+
+* ready — the server said it is ready (and, where a port is known, its health URL answered
+  from the submit host);
+* failed — the job ended (the server exited) before that; the log is classified by
+  :func:`workbench.trials.classify`, its phase is the last one the log entered (never
+  ``serving`` before readiness);
+* timeout — neither within ``timeout`` seconds of the job *starting* (the wait in the queue
+  is not counted; it is reported apart as ``queue_seconds``).
+
+Whatever happens (an error, Ctrl-C), the job is cancelled before the trial returns: a trial
+leaves no job behind, and the job's ``--time`` limit is the dead-man switch should the
+controller die first.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from workbench.errors import ConfigError
+from workbench.phases import PhaseTracker
+from workbench.slurm.cluster import SlurmCluster
+from workbench.slurm.script import JobScript
+from workbench.trials import TrialRecord, classify, unit_hash
+from workbench.variants import EditValue, edits_key, normalize_edits
+
+POLL_S = 1.0  # how often the scheduler is asked about the job while its log is quiet
+DEFAULT_TIME_LIMIT = "30"  # minutes: the dead-man switch of every trial job
+
+
+@dataclass
+class JobTrial:
+    """What one trial job did."""
+
+    edits: list[list[Any]]
+    outcome: str  # ready | failed | timeout
+    phase: str
+    job_id: str
+    node: str
+    queue_seconds: float | None
+    run_seconds: float
+    exception_type: str | None = None
+    signature: str | None = None
+    message: str | None = None
+    state: str = ""  # the job's Slurm state when the trial ended
+    reason: str = ""
+    timeline: list[dict[str, Any]] = field(default_factory=list)
+    log_excerpt: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == "ready"
+
+    def record(self, *, base: str, base_text: str, cluster: str) -> TrialRecord:
+        return TrialRecord(
+            edits=self.edits, outcome=self.outcome, phase=self.phase, exception_type=self.exception_type,
+            signature=self.signature, message=self.message, seconds=round(self.run_seconds, 3),
+            host=f"slurm:{cluster}/{self.node}" if self.node else f"slurm:{cluster}", base_unit=base,
+            unit_hash=unit_hash(base_text), edits_key=edits_key(normalize_edits([tuple(e) for e in self.edits])),
+            variant=self.job_id, invocation=self.job_id, reason=self.reason, timeline=self.timeline,
+            log_excerpt=self.log_excerpt,
+        )
+
+
+def _health(cluster: SlurmCluster, node: str, port: int, path: str) -> bool:
+    """GET http://node:port/path from the submit host (python3 there; no curl needed)."""
+    code = ("import sys, urllib.request\n"
+            "try:\n  r = urllib.request.urlopen(sys.argv[1], timeout=5); sys.exit(0 if r.status == 200 else 1)\n"
+            "except Exception:\n  sys.exit(1)\n")
+    return cluster.host.run(["python3", "-c", code, f"http://{node}:{port}{path}"], timeout=15).ok
+
+
+def server_port(argv: Sequence[str]) -> int | None:
+    for i, tok in enumerate(argv):
+        if tok == "--port" and i + 1 < len(argv) and argv[i + 1].isdigit():
+            return int(argv[i + 1])
+        if tok.startswith("--port=") and tok[7:].isdigit():
+            return int(tok[7:])
+    return None
+
+
+def run_job_trial(
+    cluster: SlurmCluster,
+    base: JobScript,
+    edits: Mapping[str, EditValue] | Sequence[tuple[str, EditValue]],
+    *,
+    job_name: str = "trial",
+    time_limit: str = DEFAULT_TIME_LIMIT,
+    timeout: float = 600.0,
+    queue_timeout: float = 3600.0,
+    health_path: str = "/health",
+    env: Mapping[str, str] | None = None,
+    on_event: Callable[[str, str], None] | None = None,
+) -> JobTrial:
+    """Submit ``base`` + ``edits`` as one job and judge its start (see the module docstring)."""
+    if not (0 < timeout < float("inf") and 0 < queue_timeout < float("inf")):
+        raise ConfigError(f"timeouts must be > 0 seconds (got {timeout}, {queue_timeout})")
+    norm = normalize_edits(edits)
+    variant = base.with_edits(norm)
+    port = server_port(variant.argv)
+    job_id = cluster.submit(variant, job_name=job_name, time_limit=time_limit, env=env)
+    emit = on_event or (lambda kind, text: None)
+    emit("submitted", f"job {job_id}")
+    tracker = PhaseTracker()
+    submitted = time.monotonic()
+    info = cluster.job(job_id)
+    started: float | None = None
+    outcome = "timeout"
+    stream = None
+    try:
+        # 1. the queue: only the scheduler can say when the job starts, so ask it.
+        while not (info.running or info.ended):
+            if time.monotonic() - submitted > queue_timeout:
+                emit("queued", f"job {job_id} still pending ({info.reason}) after {queue_timeout:.0f} s")
+                break
+            time.sleep(POLL_S)
+            info = cluster.job(job_id)
+        if info.running or info.ended:
+            started = time.monotonic()
+            emit("running", f"job {job_id} on {info.node_list} after {started - submitted:.1f} s in the queue")
+        # 2. the start: follow the log line by line; ask the scheduler whenever it is quiet.
+        if info.running and info.stdout:
+            stream = cluster.host.stream(["tail", "-n", "+1", "-F", "--", info.stdout], tether=True)
+        while started is not None:
+            line = stream.readline(timeout=POLL_S) if stream is not None else None
+            if line is not None:
+                tr = tracker.feed(line.rstrip("\n"))
+                if tr is not None:
+                    emit("phase", tr.phase)
+                if not tracker.ready:
+                    continue
+                info = cluster.job(job_id)
+                if port is None or not info.nodes or _health(cluster, info.nodes[0], port, health_path):
+                    outcome = "ready"
+                    break
+                continue
+            if stream is None:
+                time.sleep(POLL_S)  # no log file to follow: the job's state is all there is
+            info = cluster.job(job_id)
+            if info.ended:
+                outcome = "failed"
+                break
+            if time.monotonic() - started > timeout:
+                break
+    finally:
+        if stream is not None:
+            stream.close()
+        last = info if info.ended else cluster.cancel([job_id])[0]
+    run_seconds = time.monotonic() - started if started is not None else 0.0
+    trial = JobTrial(
+        edits=[[f, list(v) if isinstance(v, tuple) else v] for f, v in norm],
+        outcome=outcome, phase="serving" if outcome == "ready" else tracker.phase,
+        job_id=job_id, node=info.node_list, queue_seconds=info.queue_seconds, run_seconds=run_seconds,
+        state=last.state, reason=last.reason or "",
+        timeline=[{"phase": t.phase} for t in tracker.transitions],
+    )
+    if outcome == "failed":
+        text = cluster.log(info)
+        got = classify(text)
+        trial.exception_type, trial.message = got["exception_type"], got["message"]
+        trial.signature = got["signature"] or f"job:{info.state}:exit {info.exit_status}"
+        # The log's last phase first; frames only where the log entered none; never serving.
+        phase = tracker.phase if tracker.phase not in ("unknown", "serving") else got["phase"]
+        trial.phase = phase if phase not in (None, "serving") else "unknown"
+        trial.log_excerpt = "\n".join(text.splitlines()[-80:])
+    emit("done", f"job {job_id}: {trial.outcome} in {trial.phase}")
+    return trial
+
+
+def run_many(
+    cluster: SlurmCluster,
+    base: JobScript,
+    edit_sets: Sequence[Sequence[tuple[str, EditValue]]],
+    *,
+    max_parallel: int = 1,
+    **kwargs: Any,
+) -> list[JobTrial]:
+    """Several trials as jobs, at most ``max_parallel`` in flight; results in the given order."""
+    if max_parallel < 1:
+        raise ConfigError(f"max_parallel must be >= 1 (got {max_parallel})")
+    with ThreadPoolExecutor(max_workers=max_parallel) as pool:
+        futures = [pool.submit(run_job_trial, cluster, base, edits, **kwargs) for edits in edit_sets]
+        return [f.result() for f in futures]
