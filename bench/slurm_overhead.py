@@ -57,7 +57,7 @@ def main() -> None:
     cluster = bed.up()
     try:
         lat = []
-        trivial = JobScript("#!/bin/bash\n# workbench: server\npython3 -c pass\n")
+        trivial = JobScript("#!/bin/bash\n#SBATCH --output=/dev/null\n# workbench: server\npython3 -c pass\n")
         for i in range(args.jobs):
             t0 = time.time()
             jid = cluster.submit(trivial, job_name=f"overhead-{i}", time_limit="1")

@@ -85,11 +85,11 @@ def runbook(module: str, title: str, intro: str, model: type[BaseModel], conclus
 
 
 def all_notebooks() -> dict[str, nbformat.NotebookNode]:
-    from workbench.runbooks import abtest, benchmark, bisect, isolate, triage
+    from workbench.runbooks import abtest, benchmark, bisect, isolate, sweep, triage
 
     return {"bisect.ipynb": bisect.notebook(), "isolate_ep_vs_nvls.ipynb": isolate.notebook(),
             "test_nvls_on_tp8.ipynb": abtest.notebook(), "benchmark.ipynb": benchmark.notebook(),
-            "triage.ipynb": triage.notebook()}
+            "triage.ipynb": triage.notebook(), "sweep.ipynb": sweep.notebook()}
 
 
 def main() -> int:

@@ -1,0 +1,278 @@
+"""The sweep runbook: which configuration serves best under the SLOs — crash-aware, host restored.
+
+``run(params)`` expands the grid (:func:`workbench.configsweep.expand_grid`), and in one host
+session (locked, recorded, restored) starts each configuration as a variant of the base unit
+(:meth:`HostSession.serve_variant`), sweeps the concurrency ladder with repeats
+(:func:`workbench.runbooks.measure.sweep_unit`: load from the host, GPU telemetry), and stops it.
+A configuration that does not start is recorded with its signature and phase and the sweep
+goes on; a configuration that holds a culprit an earlier bisect of this base found (the
+ledger of the data dir) is skipped with that culprit as the reason.
+
+``result.json``::
+
+    {"runbook": "sweep", "status": "ok"|"failed", "host": str, "base_unit": str, "grid": {flag: [values]},
+     "slo": {"ttft_p99_ms": float|null, "tpot_p99_ms": float|null},
+     "configs": [{"edits": [[flag, value]], "outcome": "ready"|"failed"|"timeout"|"skipped",
+                  "signature": str|null, "exception_type": str|null, "phase": str|null, "reason": str|null,
+                  "points": [{"concurrency": int, "repeats": int, "output_tok_s": float,
+                              "output_tok_s_lo": float, "output_tok_s_hi": float, "ttft_p99_ms": float,
+                              "tpot_p99_ms": float, "tok_s_per_user": float, "tok_s_per_gpu": float,
+                              "gpus": int, "slo_met": bool}]}],
+     "pareto": [{"config": int, "concurrency": int, "tok_s_per_user": float, "tok_s_per_gpu": float}],
+     "best": {"config": int, "edits": [...], "concurrency": int, "output_tok_s": float,
+              "output_tok_s_lo": float, "output_tok_s_hi": float, ...}|null,
+     "server_starts": int, "host_restored": bool, "conclusion": str, "failure": {...}|null, ...}
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from pydantic import Field, field_validator
+
+from workbench.configsweep import (
+    Slo,
+    best_under_slo,
+    expand_grid,
+    holds_culprit,
+    mean_ci,
+    pareto_front,
+)
+from workbench.errors import HostError, LockHeld, WorkbenchError
+from workbench.hosts import connect
+from workbench.provenance import collect as collect_provenance
+from workbench.redact import Redactor
+from workbench.runbooks import measure
+from workbench.runbooks.outcome import caught_failure
+from workbench.runbooks.params import RunbookParams
+from workbench.runs import Run
+from workbench.services import exec_argv
+from workbench.session import HostSession
+from workbench.trials import classify
+from workbench.variants import describe_edits
+
+
+class _Target(RunbookParams):
+    host: str = Field("gpu-a", description="ssh_config alias of the GPU host")
+    base_unit: str = Field("sglang-k26-ddtree.service", description="the working unit every configuration varies")
+    grid: dict[str, list[str | int | float | bool | None]] = Field(
+        default_factory=lambda: {"--cuda-graph-max-bs": ["64", "128"]},  # type: ignore[arg-type]
+        description='flag -> values to try, e.g. {"--cuda-graph-max-bs": ["64","128"], "--enable-nccl-nvls": [false, true]}')
+    slo_ttft_p99_ms: float | None = Field(None, gt=0, description="SLO: p99 time to first token (ms); null: none")
+    slo_tpot_p99_ms: float | None = Field(None, gt=0, description="SLO: p99 time per output token (ms); null: none")
+    skip_known_culprits: bool = Field(True, description="skip configurations that hold a culprit an earlier bisect found")
+    health_path: str = Field("/health", description="readiness endpoint of the server")
+    start_timeout: float = Field(900.0, gt=0, description="seconds a configuration may take to become ready")
+    lock_wait: float = Field(0.0, ge=0, description="seconds to wait while another session holds the host")
+
+    @field_validator("grid")
+    @classmethod
+    def _grid(cls, v: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        expand_grid(v)  # raises a ConfigError (a ValueError) naming what is wrong
+        return v
+
+
+class SweepParams(measure.LoadParams, _Target):
+    """The base, the grid and the SLOs first, then the load shape."""
+
+
+def known_culprits(data_dir: str | Path, host: str, base_unit: str) -> list[list[tuple[str, Any]]]:
+    """Culprits of finished bisect runs of ``base_unit`` on ``host`` in the data dir's runs."""
+    out: list[list[tuple[str, Any]]] = []
+    for path in sorted(Path(data_dir, "runs").glob("*/result.json")):
+        try:
+            res = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if res.get("runbook") != "bisect" or res.get("status") != "ok":
+            continue
+        if res.get("base_unit") != base_unit or res.get("host") != host:
+            continue
+        for c in res.get("culprits") or []:
+            out.append([(str(f), v) for f, v in c.get("edits") or []])
+    return out
+
+
+def _points(results: pd.DataFrame, gpus: int, slo: Slo) -> list[dict[str, Any]]:
+    pts = []
+    for c, g in results.groupby("concurrency", sort=True):
+        tok, lo, hi = mean_ci(g["output_throughput"].astype(float).tolist())
+        row: dict[str, Any] = {"concurrency": int(str(c)), "repeats": len(g), "output_tok_s": round(tok, 2),
+                               "output_tok_s_lo": round(lo, 2), "output_tok_s_hi": round(hi, 2), "gpus": gpus}
+        for col in ("ttft_p99_ms", "tpot_p99_ms", "ttft_p50_ms", "tpot_p50_ms"):
+            if col in g and g[col].notna().any():
+                row[col] = round(float(g[col].astype(float).max() if col.endswith("p99_ms") else g[col].mean()), 3)
+        tpot = row.get("tpot_p50_ms")
+        row["tok_s_per_user"] = round(1000.0 / tpot, 2) if tpot else None
+        row["tok_s_per_gpu"] = round(tok / gpus, 2) if gpus else None
+        row["slo_met"], why = slo.met(row)
+        if why:
+            row["slo_miss"] = why
+        pts.append(row)
+    return pts
+
+
+def run(params: SweepParams, *, progress: Callable[[str], None] = print) -> tuple[Run, dict[str, Any]]:
+    """Sweep ``params.grid`` over ``params.base_unit`` on ``params.host``; returns the run and its result."""
+    configs = expand_grid(params.grid)
+    slo = Slo(params.slo_ttft_p99_ms, params.slo_tpot_p99_ms)
+    redactor = Redactor.for_params(params.model_dump())
+    run_ = Run.create("sweep", data_dir=params.data_dir, run_id=params.run_id, redactor=redactor)
+    culprits = known_culprits(params.data_dir, params.host, params.base_unit) if params.skip_known_culprits else []
+    started = time.time()
+    failure: dict[str, str] | None = None
+    rows: list[dict[str, Any]] = []
+    frames: list[pd.DataFrame] = []
+    starts = 0
+    restored = False
+    provenance: dict[str, Any] = {"host": params.host}
+    host = connect(params.host, ssh_config=params.ssh_config or None)
+    try:
+        session = HostSession(host, purpose=f"sweep {run_.id}", lock_wait=params.lock_wait)
+        with session as s:
+            provenance = collect_provenance(host, s.svc.unit_text(params.base_unit))
+            for i, config in enumerate(configs):
+                edits = list(config)
+                row: dict[str, Any] = {"edits": [[f, v] for f, v in edits], "outcome": "", "signature": None,
+                                       "exception_type": None, "phase": None, "reason": None, "points": []}
+                rows.append(row)
+                hit = holds_culprit(config, culprits)
+                if hit is not None:
+                    row.update(outcome="skipped", reason=f"holds the culprit {describe_edits(hit)} found by an earlier bisect")
+                    progress(f"[{i + 1}/{len(configs)}] {describe_edits(edits)}: skipped ({row['reason']})")
+                    continue
+                progress(f"[{i + 1}/{len(configs)}] starting {describe_edits(edits)}")
+                with s.serve_variant(params.base_unit, edits, health_path=params.health_path,
+                                     timeout=params.start_timeout) as trial:
+                    starts += 1
+                    out = trial.outcome
+                    if not out.ok:
+                        inv = out.invocation_id
+                        log = (s.svc.invocation_text(trial.variant, inv) if inv else "") or "\n".join(out.tail)
+                        info = classify(log)
+                        phase = out.phase if out.phase not in (None, "unknown", "serving") else info["phase"]
+                        row.update(outcome=out.outcome, signature=info["signature"],
+                                   exception_type=info["exception_type"], phase=phase,
+                                   reason=(info["message"] or out.reason or "")[:300])
+                        progress(f"    did not start: {info['exception_type'] or out.outcome} in {phase}")
+                        continue
+                    shape = measure.server_shape(exec_argv(trial.unit_text, trial.variant))
+                    sweep = measure.sweep_unit(host, shape.port, params, {"variant": f"config {i}", "config": i})
+                    frames.append(sweep.results)
+                    row.update(outcome="ready", phase="serving",
+                               points=_points(sweep.results, shape.tp or int(provenance.get("gpu_count") or 1), slo))
+                    best = max((p["output_tok_s"] for p in row["points"]), default=0)
+                    progress(f"    ready in {out.seconds:.1f} s; best {best:.0f} tok/s")
+        restored = session.restored
+    except WorkbenchError as exc:
+        failure = caught_failure(exc, ((LockHeld, "host_locked"), (HostError, "ssh_lost")))
+    except KeyboardInterrupt:
+        failure = {"kind": "interrupted", "message": "interrupted (the host was restored on the way out)"}
+    finally:
+        host.close()
+    if frames:
+        run_.table("results", pd.concat(frames, ignore_index=True))
+    flat = [{"config": i, **p} for i, r in enumerate(rows) for p in r["points"]]
+    front = [{"config": flat[j]["config"], "concurrency": flat[j]["concurrency"],
+              "tok_s_per_user": flat[j]["tok_s_per_user"], "tok_s_per_gpu": flat[j]["tok_s_per_gpu"]}
+             for j in pareto_front(flat)]
+    b = best_under_slo(flat, slo)
+    best = {**flat[b], "edits": rows[flat[b]["config"]]["edits"]} if b is not None else None
+    finished = time.time()
+    result = {
+        "status": "ok" if failure is None else "failed", "host": params.host, "base_unit": params.base_unit,
+        "grid": params.grid, "slo": {"ttft_p99_ms": slo.ttft_p99_ms, "tpot_p99_ms": slo.tpot_p99_ms},
+        "concurrency": params.concurrency, "repeats": params.repeats,
+        "configs": rows, "pareto": front, "best": best, "server_starts": starts, "host_restored": restored,
+        "conclusion": conclusion(rows, best, slo, failure), "wall_seconds": round(finished - started, 2),
+        "failure": failure, "started": started, "finished": finished, "params": params.model_dump(),
+        "provenance": provenance,
+    }
+    run_.write_result(result)
+    return run_, run_.result() or result
+
+
+def conclusion(rows: list[dict[str, Any]], best: dict[str, Any] | None, slo: Slo,
+               failure: dict[str, str] | None) -> str:
+    if failure is not None:
+        return f"Run failed: {failure['message']}"
+    failed = [r for r in rows if r["outcome"] not in ("ready", "skipped")]
+    skipped = [r for r in rows if r["outcome"] == "skipped"]
+    parts = []
+    if best is not None:
+        ci = ""
+        if best.get("output_tok_s_lo") == best.get("output_tok_s_lo"):  # not NaN
+            ci = f" (95% CI {best['output_tok_s_lo']:.0f}-{best['output_tok_s_hi']:.0f})"
+        parts.append(f"Best under {slo.words()}: {describe_edits([tuple(e) for e in best['edits']])} at "
+                     f"c={best['concurrency']}: {best['output_tok_s']:.0f} tok/s{ci}, "
+                     f"{best['tok_s_per_gpu']:.0f} tok/s per GPU.")
+    else:
+        parts.append(f"No configuration met {slo.words()}.")
+    if failed:
+        parts.append(f"{len(failed)} of {len(rows)} configurations did not start: " + "; ".join(
+            f"{describe_edits([tuple(e) for e in r['edits']])} -> {r['exception_type'] or r['outcome']} in {r['phase']}"
+            for r in failed) + ".")
+    if skipped:
+        parts.append(f"{len(skipped)} skipped as holding a known culprit.")
+    return " ".join(parts)
+
+
+# -- what the notebook shows ----------------------------------------------------------
+
+
+def configs_frame(result: dict[str, Any]) -> pd.DataFrame:
+    return pd.DataFrame([{"config": i, "edits": describe_edits([tuple(e) for e in r["edits"]]),
+                          "outcome": r["outcome"], "phase": r["phase"], "exception_type": r["exception_type"],
+                          "best_tok_s": max((p["output_tok_s"] for p in r["points"]), default=None)}
+                         for i, r in enumerate(result.get("configs") or [])])
+
+
+def pareto_chart(result: dict[str, Any]) -> Any:
+    """tok/s per user vs tok/s per GPU for every measured point, the Pareto front drawn as a line."""
+    import altair as alt
+
+    rows = [{"config": i, "edits": describe_edits([tuple(e) for e in r["edits"]]), **p}
+            for i, r in enumerate(result.get("configs") or []) for p in r["points"]]
+    if not rows:
+        return None
+    df = pd.DataFrame(rows)
+    on = {(f["config"], f["concurrency"]) for f in result.get("pareto") or []}
+    df["pareto"] = [(c, k) in on for c, k in zip(df["config"], df["concurrency"], strict=True)]
+    base = alt.Chart(df).encode(x=alt.X("tok_s_per_user:Q", title="tok/s per user (1000 / TPOT p50)"),
+                                y=alt.Y("tok_s_per_gpu:Q", title="output tok/s per GPU"))
+    points = base.mark_point(filled=True, size=70).encode(
+        color=alt.Color("edits:N", title="configuration"), shape=alt.Shape("slo_met:N", title="SLO met"),
+        tooltip=["edits", "concurrency", "output_tok_s", "ttft_p99_ms", "tpot_p99_ms"])
+    front = base.transform_filter(alt.datum.pareto).mark_line(color="black", strokeDash=[4, 2])
+    return (front + points).properties(title="Pareto front: interactivity vs cost", width=520, height=320)
+
+
+def show_charts(run: Run, result: dict[str, Any]) -> None:
+    from IPython.display import display
+
+    chart = pareto_chart(result)
+    if chart is not None:
+        display(chart)
+
+
+def notebook() -> Any:
+    from workbench.runbooks.notebooks import runbook
+
+    return runbook(
+        "sweep",
+        "Sweep: which configuration serves best under the SLOs?",
+        "Start every configuration of the grid as a variant of the working unit, benchmark the concurrency "
+        "ladder with repeats, and restore the host. A configuration that crashes is recorded with its "
+        "signature and the sweep goes on; one that holds a culprit an earlier bisect found is skipped. "
+        "Result: the table, the Pareto front of tok/s per user vs tok/s per GPU, and the best configuration "
+        "under the SLOs with its 95% interval.",
+        SweepParams,
+        ["rb.configs_frame(result)"],
+        [("md", "## Pareto front\n\nEvery measured point; the dashed line joins the points no other beats on both axes.", []),
+         ("code", "rb.show_charts(run, result)", [])],
+    )
