@@ -22,7 +22,14 @@ from typing import Any
 from urllib.parse import urlsplit
 
 try:  # inside the package
-    from workbench.bench.loadcore import LoadSpec, Recorder, calibrate, discover_model, flush_cache, run_load
+    from workbench.bench.loadcore import (
+        LoadSpec,
+        Recorder,
+        calibrate,
+        discover_model,
+        flush_cache,
+        run_load,
+    )
 except ImportError:  # shipped next to loadcore.py on the host
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from loadcore import (  # type: ignore[no-redef]

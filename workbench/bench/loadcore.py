@@ -83,7 +83,7 @@ class LoadSpec:
     timeout_s: float = 600.0
     tokens_per_word: tuple[float, float] | None = None  # (a, b): prompt tokens = a + b * words
     extra_body: dict[str, Any] = field(default_factory=dict)
-    headers: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict, repr=False)  # may hold the API key
     burstiness: float = 1.0
     duration_s: float | None = None
     range_ratio: float = 0.0
@@ -112,7 +112,7 @@ class LoadSpec:
         if self.prefix_len < 0 or self.prefix_groups < 0 or (self.prefix_groups > 0) != (self.prefix_len > 0):
             raise ValueError("shared prefixes need both prefix_len >= 1 and prefix_groups >= 1 (or neither)")
         for n, item in enumerate(self.dataset):
-            check_item(item, n, self.api)
+            check_item(item, f"dataset item {n}", self.api)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -134,23 +134,23 @@ class LoadSpec:
         return self.url.rstrip("/") + ("/v1/completions" if self.api == "completions" else "/v1/chat/completions")
 
 
-def check_item(item: Any, n: int, api: str) -> None:
-    """Raise ``ValueError`` naming item ``n`` if it is not a usable dataset item for ``api``."""
+def check_item(item: Any, where: str, api: str) -> None:
+    """Raise ``ValueError`` naming ``where`` if ``item`` is not a usable dataset item for ``api``."""
     if not isinstance(item, dict) or ("prompt" in item) == ("messages" in item):
-        raise ValueError(f"dataset item {n} needs exactly one of 'prompt' (text) or 'messages' (chat)")
+        raise ValueError(f"{where} needs exactly one of 'prompt' (text) or 'messages' (chat)")
     if "prompt" in item and not (isinstance(item["prompt"], str) and item["prompt"]):
-        raise ValueError(f"dataset item {n}: 'prompt' must be a non-empty string")
+        raise ValueError(f"{where}: 'prompt' must be a non-empty string")
     if "messages" in item:
         msgs = item["messages"]
         if not (isinstance(msgs, list) and msgs and all(isinstance(m, dict) and "role" in m and "content" in m
                                                         for m in msgs)):
-            raise ValueError(f"dataset item {n}: 'messages' must be a non-empty list of {{role, content}}")
+            raise ValueError(f"{where}: 'messages' must be a non-empty list of {{role, content}}")
         if api != "chat":
-            raise ValueError(f"dataset item {n} holds chat messages: run it with api='chat'")
+            raise ValueError(f"{where} holds chat messages: run it with api='chat'")
     for key in ("output_len", "output_words"):
         v = item.get(key)
         if v is not None and not (isinstance(v, int) and not isinstance(v, bool) and v >= 1):
-            raise ValueError(f"dataset item {n}: {key!r} must be an integer >= 1, not {v!r}")
+            raise ValueError(f"{where}: {key!r} must be an integer >= 1, not {v!r}")
 
 
 def build_body(spec: LoadSpec, prompt: Prompt, max_tokens: int, *, stream: bool = True) -> bytes:
