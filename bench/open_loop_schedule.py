@@ -12,6 +12,7 @@ variation of the actual send gaps against the schedule's (the gamma's is 1/sqrt(
 from __future__ import annotations
 
 import argparse
+import itertools
 import statistics
 import subprocess
 import sys
@@ -33,7 +34,7 @@ def rate_of(times: list[float]) -> float:
 
 
 def cv_of(times: list[float]) -> float:
-    gaps = [y - x for x, y in zip(times, times[1:], strict=False)]
+    gaps = [y - x for x, y in itertools.pairwise(times)]
     return statistics.pstdev(gaps) / statistics.mean(gaps)
 
 
