@@ -21,6 +21,7 @@ measured point fall short of the roof, which ``workbench.bottleneck`` labels fro
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -164,3 +165,63 @@ def decode_step(arch: ModelArch, gpu: GpuSpec, *, batch: int, tp: int = 1, conte
     return DecodeStep(arch.name, gpu.name, tp, batch, context, tokens_per_request, arch.resident_bytes / tp,
                       expert_bytes, per_layer, kv, flops, gpu.hbm_bytes_per_s, gpu.flops(dtype), dtype,
                       gpu.power_limit_w)
+
+
+TP_FLAGS = ("--tp-size", "--tp", "--tensor-parallel-size", "-tp")
+DRAFT_FLAGS = ("--speculative-num-draft-tokens",)
+
+
+def _flag_int(argv: list[str], flags: tuple[str, ...]) -> int | None:
+    for i, a in enumerate(argv):
+        for f in flags:
+            value = None
+            if a == f and i + 1 < len(argv):
+                value = argv[i + 1]
+            elif a.startswith(f + "="):
+                value = a.split("=", 1)[1]
+            if value is not None:
+                try:
+                    return int(value)
+                except ValueError:
+                    raise ConfigError(f"{f} {value!r} is not an integer") from None
+    return None
+
+
+def served_shape(argv: list[str]) -> tuple[int, int | None]:
+    """(tensor-parallel size, draft tokens verified per step or None) of a server command line."""
+    return _flag_int(argv, TP_FLAGS) or 1, _flag_int(argv, DRAFT_FLAGS)
+
+
+def against_results(results: Any, arch: ModelArch, gpu: GpuSpec, tp: int, *,
+                    tokens_per_request: float | None = None) -> list[dict[str, Any]]:
+    """Each sweep row against its decode step's roof: batch = the point's concurrency (achieved, for
+    rate points), context = mean prompt tokens + half the mean output, accepted tokens per step =
+    ``tokens_per_chunk``; power from joined telemetry (``gpu_power_w``) when present."""
+    out = []
+    for _, r in results.iterrows():
+        tok_s, n = _num(r.get("output_throughput")), _num(r.get("completed"))
+        if not tok_s or not n:
+            continue
+        open_loop = _num(r.get("rate")) is not None
+        batch = max(1, round((_num(r.get("concurrency_achieved")) if open_loop else _num(r.get("concurrency"))) or 1))
+        context = (_num(r.get("total_input_tokens")) or 0) / n + (_num(r.get("total_output_tokens")) or 0) / n / 2
+        accept = _num(r.get("tokens_per_chunk")) or 1.0
+        step = decode_step(arch, gpu, batch=batch, tp=tp, context=context,
+                           tokens_per_request=max(tokens_per_request or accept, 1.0))
+        roof = step.roofline_tok_s * accept
+        out.append({"concurrency": r.get("concurrency"), "rate": r.get("rate"), "repeat": r.get("repeat"),
+                    "batch": batch, "bound": step.bound, "roofline_tok_s": roof, "fraction_of_roof": tok_s / roof,
+                    "bytes_per_gpu": step.bytes,
+                    "words": step.against(tok_s, power_w=_num(r.get("gpu_power_w")), accept_len=accept)})
+    return out
+
+
+def _num(x: Any) -> float | None:
+    """``x`` as a float, or None when missing or NaN."""
+    if x is None:
+        return None
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(v) else v

@@ -22,6 +22,8 @@ import json
 import os
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -30,6 +32,10 @@ from workbench.bench.metrics import PERCENTILES, SLO, check_percentiles, percent
 from workbench.bench.sweep import Runner, host_runner, local_runner, run_sweep, write_sweep
 from workbench.bench.workloads import FORMATS, load_workload
 from workbench.errors import ConfigError
+from workbench.gpus import inventory as gpus_inventory
+from workbench.gpuspecs import GPUS, GpuSpec, gpu_for
+from workbench.modelarch import ModelArch, load_config, read_served_config
+from workbench.roofline import against_results, served_shape
 from workbench.services import Services, exec_argv, services_for
 from workbench.systemd import normalize_unit, valid_unit
 from workbench.watch import server_port
@@ -80,6 +86,11 @@ def register(subparsers: Any) -> None:
                    help="comma-separated latency percentiles (default 50,90,95,99)")
     p.add_argument("--goodput", nargs="+", default=[], metavar="METRIC:MS",
                    help="SLOs for goodput, e.g. ttft:2000 tpot:50 e2el:30000 (vLLM's --goodput)")
+    p.add_argument("--roofline", action="store_true",
+                   help="place each point under the model's decode roofline (HOST UNIT: config and GPU from the host)")
+    p.add_argument("--model-config", metavar="PATH", help="with --roofline: a local config.json of the served model")
+    p.add_argument("--gpu", help="with --roofline: the GPU (a key of the GPU table, or an nvidia-smi name)")
+    p.add_argument("--tp", type=int, help="with --roofline: GPUs the model is split over (default: the unit's TP, or 1)")
     p.add_argument("--json", action="store_true", help="print the results as JSON on stdout (nothing else)")
     p.add_argument("--api", choices=("completions", "chat"), default="completions")
     p.add_argument("--model", default="", help="model name (default: the first of /v1/models)")
@@ -183,18 +194,67 @@ def unit_url(svc: Services, unit: str) -> str:
     return f"http://127.0.0.1:{server_port(argv)}"
 
 
+@dataclass
+class Target:
+    url: str
+    runner: Runner
+    host: Any = None
+    argv: list[str] | None = None  # the unit's ExecStart, for HOST UNIT
+
+
+@dataclass
+class RooflineInputs:
+    arch: ModelArch
+    gpu: GpuSpec
+    tp: int
+    draft_tokens: int | None
+
+
+def roofline_inputs(args: argparse.Namespace, target: Target) -> RooflineInputs | None:
+    """What ``--roofline`` needs, from the flags or else from the host and unit; None without ``--roofline``."""
+    if not args.roofline:
+        return None
+    if args.tp is not None and args.tp < 1:
+        raise ConfigError("--tp must be >= 1")
+    tp, draft = served_shape(target.argv) if target.argv else (1, None)
+    if args.model_config:
+        try:
+            text = Path(args.model_config).read_text()
+        except OSError as exc:
+            raise ConfigError(f"--model-config: cannot read {args.model_config}: {exc.strerror or exc}") from None
+        arch = load_config(text, name=Path(args.model_config).parent.name or "model", source=args.model_config)
+    elif target.host is not None and target.argv is not None:
+        arch = read_served_config(target.host, target.argv)
+    else:
+        raise ConfigError("--roofline needs the model: give --model-config PATH/config.json, or the HOST UNIT form")
+    if args.gpu:
+        gpu = GPUS.get(args.gpu) or gpu_for(args.gpu)
+        if gpu is None:
+            raise ConfigError(f"--gpu {args.gpu!r} is not in the GPU table ({', '.join(GPUS)})")
+    elif target.host is not None:
+        inv = gpus_inventory(target.host)
+        name = inv.gpus[0]["name"] if inv.gpus else ""
+        gpu = gpu_for(name) if name else None
+        if gpu is None:
+            raise ConfigError(f"--roofline: the GPU of {target.host.name} ({name or inv.error or 'none found'}) is "
+                              f"not in the table: give --gpu one of {', '.join(GPUS)}")
+    else:
+        raise ConfigError(f"--roofline needs the GPU: give --gpu (one of {', '.join(GPUS)})")
+    return RooflineInputs(arch, gpu, args.tp or tp, draft)
+
+
 @contextlib.contextmanager
-def _target(args: argparse.Namespace) -> Iterator[tuple[str, Runner]]:
-    """(base URL as the runner sees it, runner) for the command line's target form."""
+def _target(args: argparse.Namespace) -> Iterator[Target]:
+    """The base URL as the runner sees it, the runner, and (HOST forms) the host and unit's argv."""
     progress = not args.no_progress
     target = list(args.target)
     if args.url:
         if target:
             raise ConfigError("give the server either as --url or as positional HOST URL, not both")
-        yield args.url, local_runner(progress)
+        yield Target(args.url, local_runner(progress))
         return
     if len(target) == 1 and _is_url(target[0]):
-        yield target[0], local_runner(progress)
+        yield Target(target[0], local_runner(progress))
         return
     if len(target) != 2:
         raise ConfigError("give --url URL, HOST URL (the URL as seen from HOST), or HOST UNIT")
@@ -207,14 +267,18 @@ def _target(args: argparse.Namespace) -> Iterator[tuple[str, Runner]]:
     ssh_config = getattr(args, "ssh_config", None)
     host = connect(host_name, ssh_config=ssh_config)
     try:
+        argv = None
         if not _is_url(where):
-            where = unit_url(services_for(host), where)
+            svc = services_for(host)
+            argv = exec_argv(svc.unit_text(where), where)
+            where = unit_url(svc, where)
         if not args.via_tunnel:
-            yield where, host_runner(host, progress=progress)
+            yield Target(where, host_runner(host, progress=progress), host, argv)
             return
         parts = urlsplit(where)
         with host.tunnel(parts.port or (443 if parts.scheme == "https" else 80)) as local_port:
-            yield urlunsplit((parts.scheme, f"127.0.0.1:{local_port}", parts.path, "", "")), local_runner(progress)
+            yield Target(urlunsplit((parts.scheme, f"127.0.0.1:{local_port}", parts.path, "", "")),
+                         local_runner(progress), host, argv)
     finally:
         host.close()
 
@@ -252,21 +316,29 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("--num-requests must be >= 1")
     if args.json:
         args.no_progress = True
-    with _target(args) as (url, runner):
-        base = _base_spec(args, url, rates, concurrencies, headers)
+    with _target(args) as target:
+        base = _base_spec(args, target.url, rates, concurrencies, headers)
+        roof = roofline_inputs(args, target)
         rpc = None if rates or args.duration else args.requests_per_concurrency
-        result = run_sweep(base, concurrencies, rates=rates, repeats=args.repeats, runner=runner, labels=labels,
-                           requests_per_concurrency=rpc, slo=slo, percentiles=percentiles)
+        result = run_sweep(base, concurrencies, rates=rates, repeats=args.repeats, runner=target.runner,
+                           labels=labels, requests_per_concurrency=rpc, slo=slo, percentiles=percentiles)
     table = result.results
+    points = (against_results(table, roof.arch, roof.gpu, roof.tp, tokens_per_request=roof.draft_tokens)
+              if roof else [])
     if args.json:
         rows = json.loads(table.to_json(orient="records", double_precision=15))
-        sys.stdout.write(json.dumps({"percentiles": list(percentiles), "slo": vars(slo) if slo else None,
-                                     "results": rows}) + "\n")
+        doc: dict[str, Any] = {"percentiles": list(percentiles), "slo": vars(slo) if slo else None, "results": rows}
+        if roof:
+            doc["roofline"] = {"model": roof.arch.name, "gpu": roof.gpu.name, "tp": roof.tp, "points": points}
+        sys.stdout.write(json.dumps(doc) + "\n")
     else:
         shown = [*SHOWN, percentile_key("ttft", 95), percentile_key("tpot", 95), "input_throughput",
                  "total_token_throughput", "goodput_rps"]
         shown = list(dict.fromkeys(c for c in shown if c in table))
         sys.stdout.write(table[shown].to_string(index=False, float_format=lambda x: f"{x:.2f}") + "\n")
+        for pt in points:
+            where = f"c={pt['concurrency']}" if pt["rate"] is None or pt["rate"] != pt["rate"] else f"rate={pt['rate']}"
+            sys.stdout.write(f"roofline {where} repeat {pt['repeat']}: {pt['words']}\n")
     for _, row in table[table["client_bound"]].iterrows():
         print(f"warning: c={row['concurrency']} repeat {row['repeat']} was client-bound: {row['client_bound_reason']}",
               file=sys.stderr)

@@ -125,3 +125,58 @@ def test_bad_workload_options_fail_before_any_request(argv: list[str], message: 
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "--url", "http://127.0.0.1:9", *argv, "--no-progress"]) == 1
     assert message in capsys.readouterr().err
+
+
+CONFIGS = Path(__file__).parents[2] / "fixtures" / "bench" / "configs"
+
+
+def test_roofline_of_each_point(server: str, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["bench", "--url", server, "--concurrency", "1,2", "--num-requests", "2", "--requests-per-concurrency", "1",
+            "--output-len", "8", "--input-len", "32", "--warmup", "0", "--roofline",
+            "--model-config", str(CONFIGS / "Llama-3.1-8B-Instruct.json"), "--gpu", "NVIDIA H100 80GB HBM3", "--tp", "2"]
+    assert main([*argv, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    roof = doc["roofline"]
+    assert roof["gpu"] == "H100 SXM" and roof["tp"] == 2 and len(roof["points"]) == 2
+    for pt, row in zip(roof["points"], doc["results"], strict=True):
+        assert pt["bound"] == "HBM-bound" and pt["batch"] == row["concurrency"]
+        assert pt["fraction_of_roof"] == pytest.approx(row["output_throughput"] / pt["roofline_tok_s"])
+        assert pt["words"].startswith("measured ")
+    # batch 1 at TP2: 15.0 GB of bf16 weights over 2 x 3.35 TB/s, plus the KV of ~36 tokens: ~446 tok/s
+    assert roof["points"][0]["roofline_tok_s"] == pytest.approx(2 * 3.35e12 / (7_504_658_432 * 2), rel=0.01)
+    assert main(argv) == 0
+    assert capsys.readouterr().out.count("roofline c=") == 2
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--roofline", "--gpu", "H100"], "needs the model"),
+        (["--roofline", "--model-config", str(CONFIGS / "Qwen3-8B.json")], "needs the GPU"),
+        (["--roofline", "--model-config", str(CONFIGS / "Qwen3-8B.json"), "--gpu", "Tesla T4"], "not in the GPU table"),
+        (["--roofline", "--model-config", "/nonexistent/config.json", "--gpu", "H100"], "cannot read"),
+    ],
+)
+def test_roofline_needs_a_model_and_a_gpu(server: str, extra: list[str], message: str,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "--url", server, "--concurrency", "1", "--num-requests", "1", "--no-progress", *extra]) == 1
+    assert message in capsys.readouterr().err
+
+
+def test_roofline_inputs_from_the_host_and_the_units_command_line(tmp_path: Path) -> None:
+    import argparse
+
+    from workbench.cli.bench import Target, roofline_inputs
+    from workbench.hosts import LocalHost
+
+    model = tmp_path / "Kimi-K2.6"
+    model.mkdir()
+    (model / "config.json").write_text((CONFIGS / "Kimi-K2.6.json").read_text())
+    argv = ["/usr/bin/python3", "-m", "sglang.launch_server", "--model-path", str(model), "--tp-size", "8",
+            "--speculative-algorithm", "DDTREE", "--speculative-num-draft-tokens", "16"]
+    target = Target("http://127.0.0.1:30000", lambda s: ([], {}), LocalHost("local-test"), argv)
+    args = argparse.Namespace(roofline=True, model_config=None, gpu="B300", tp=None)
+    got = roofline_inputs(args, target)
+    assert got is not None and got.arch.n_experts == 384 and got.tp == 8 and got.draft_tokens == 16
+    assert got.gpu.power_limit_w == 1100
+    assert roofline_inputs(argparse.Namespace(roofline=False), target) is None
