@@ -190,3 +190,16 @@ def test_flush_cache_runs_after_calibration_before_the_run(fixed: tuple[str, Fix
     assert stats(url)["flushes"] == [2]  # after the two calibration probes, before warmup and measurement
     CLIENTS[name](LoadSpec(url=url, input_len=8, output_len=2, num_requests=1, warmup=0))
     assert stats(url)["flushes"] == [2]  # not asked: not flushed
+
+
+def test_sweep_flushes_once_per_point_before_its_warmup(fixed: tuple[str, FixedScheduleServer]) -> None:
+    from workbench.bench.sweep import local_runner, run_sweep
+
+    url, _srv = fixed
+    base = LoadSpec(url=url, input_len=8, output_len=2, num_requests=2, warmup=1, flush_cache=True)
+    # with server_url the warmup runs as a run of its own: the flush must still come before it, once
+    result = run_sweep(base, [1, 2], runner=local_runner(progress=False), server_url=url)
+    seen = stats(url)
+    # point 1: 2 calibration probes, flush, 1 warmup, 2 measured; point 2 (calibration reused): flush, 1 + 2
+    assert seen["flushes"] == [2, 5]
+    assert seen["requests"] == 8 and list(result.results["completed"]) == [2, 2]
