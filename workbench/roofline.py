@@ -112,7 +112,7 @@ class DecodeStep:
         roof = self.roofline_tok_s * accept_len
         frac = tok_s / roof
         words = (f"measured {tok_s:,.0f} tok/s = {frac:.0%} of the {self.bound} roofline ({roof:,.0f} tok/s"
-                 + (f" at {accept_len:g} tokens per step" if accept_len != 1 else "") + ")")
+                 + (f" at {accept_len:.2f} tokens per step" if accept_len != 1 else "") + ")")
         if frac < 1:
             words += f", {1 / frac:.1f}x below it"
         if power_w is not None:

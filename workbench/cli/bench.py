@@ -91,6 +91,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--model-config", metavar="PATH", help="with --roofline: a local config.json of the served model")
     p.add_argument("--gpu", help="with --roofline: the GPU (a key of the GPU table, or an nvidia-smi name)")
     p.add_argument("--tp", type=int, help="with --roofline: GPUs the model is split over (default: the unit's TP, or 1)")
+    p.add_argument("--sample-gpus", action="store_true",
+                   help="with HOST: sample the host's GPUs (nvidia-smi) during the sweep and join power/utilisation")
     p.add_argument("--json", action="store_true", help="print the results as JSON on stdout (nothing else)")
     p.add_argument("--api", choices=("completions", "chat"), default="completions")
     p.add_argument("--model", default="", help="model name (default: the first of /v1/models)")
@@ -319,9 +321,12 @@ def run(args: argparse.Namespace) -> int:
     with _target(args) as target:
         base = _base_spec(args, target.url, rates, concurrencies, headers)
         roof = roofline_inputs(args, target)
+        if args.sample_gpus and target.host is None:
+            raise ConfigError("--sample-gpus needs the HOST form (HOST URL or HOST UNIT): the GPUs are the host's")
         rpc = None if rates or args.duration else args.requests_per_concurrency
         result = run_sweep(base, concurrencies, rates=rates, repeats=args.repeats, runner=target.runner,
-                           labels=labels, requests_per_concurrency=rpc, slo=slo, percentiles=percentiles)
+                           labels=labels, requests_per_concurrency=rpc, slo=slo, percentiles=percentiles,
+                           gpu_host=target.host if args.sample_gpus else None)
     table = result.results
     points = (against_results(table, roof.arch, roof.gpu, roof.tp, tokens_per_request=roof.draft_tokens)
               if roof else [])
@@ -333,7 +338,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(doc) + "\n")
     else:
         shown = [*SHOWN, percentile_key("ttft", 95), percentile_key("tpot", 95), "input_throughput",
-                 "total_token_throughput", "goodput_rps"]
+                 "total_token_throughput", "goodput_rps", "gpu_power_w", "gpu_util_pct"]
         shown = list(dict.fromkeys(c for c in shown if c in table))
         sys.stdout.write(table[shown].to_string(index=False, float_format=lambda x: f"{x:.2f}") + "\n")
         for pt in points:

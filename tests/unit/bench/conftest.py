@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import queue
+import shlex
 import socket
 import subprocess
 import sys
@@ -83,9 +85,30 @@ def serve_sim(state: Path, *extra: str) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def keyed_sim_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def sim_gpu_state(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The GPU state directory the keyed simulator writes and its ``nvidia-smi`` shim reads."""
+    return tmp_path_factory.mktemp("gpu-state")
+
+
+@pytest.fixture(scope="module")
+def keyed_sim_url(sim_gpu_state: Path) -> Iterator[str]:
     """The simulator started with ``--api-key`` (it answers 401 on /v1/* without the bearer token)."""
-    yield from serve_sim(tmp_path_factory.mktemp("gpu-state"), "--api-key", SIM_API_KEY)
+    yield from serve_sim(sim_gpu_state, "--api-key", SIM_API_KEY)
+
+
+@pytest.fixture
+def sim_nvidia_smi(sim_gpu_state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``nvidia-smi`` on this machine's PATH: the simulator's shim, reading the keyed simulator's GPUs
+    (as the testbed hosts install it)."""
+    shim = Path(__file__).parents[3] / "workbench" / "sim" / "nvidia_smi.py"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    exe = bin_dir / "nvidia-smi"
+    exe.write_text(f"#!/bin/sh\nSIM_GPU_STATE_DIR={shlex.quote(str(sim_gpu_state))} exec {shlex.quote(sys.executable)} "
+                   f"{shlex.quote(str(shim))} \"$@\"\n")
+    exe.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    return exe
 
 
 @pytest.fixture(scope="module")

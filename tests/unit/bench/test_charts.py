@@ -88,7 +88,8 @@ def test_latency_cdfs(sweep: SweepResult) -> None:
         assert fr == pytest.approx([(i + 1) / n for i in range(n)])
     assert min(r["ms"] for r in rows) >= 40.0  # the server's TTFT is 40 ms: no chunk can come earlier
     itl = charts.itl_frame(sweep.records)
-    assert len(itl) == 2 * (3 + 3) * 5 and (itl["itl_s"] >= 0.0195).all()  # 5 gaps per 6-token request
+    assert len(itl) == 2 * (3 + 3) * 5 and (itl["itl_s"] > 0).all()  # 5 gaps per 6-token request
+    assert itl["itl_s"].median() == pytest.approx(0.020, abs=0.008)  # the server's 20 ms, loaded-box tolerance
     ispec = charts.latency_cdf(itl, "itl", facet=None).to_dict()
     assert ispec["mark"]["type"] == "line" and ispec["encoding"]["x"]["title"] == "ITL (ms)"
     with pytest.raises(ValueError, match="itl_frame"):

@@ -180,3 +180,23 @@ def test_roofline_inputs_from_the_host_and_the_units_command_line(tmp_path: Path
     assert got is not None and got.arch.n_experts == 384 and got.tp == 8 and got.draft_tokens == 16
     assert got.gpu.power_limit_w == 1100
     assert roofline_inputs(argparse.Namespace(roofline=False), target) is None
+
+
+def test_the_seeds_verdict_by_itself_on_the_simulator(keyed_sim_url: str, sim_nvidia_smi: Path,
+                                                      monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """Host client + the simulator's GPUs (its nvidia-smi) + K2.6's config: the bound and the power, in words."""
+    monkeypatch.setenv("WORKBENCH_API_KEY", SIM_API_KEY)
+    rc = main(["bench", "local", keyed_sim_url, "--concurrency", "8", "--num-requests", "8", "--warmup", "1",
+               "--input-len", "500", "--output-len", "200", "--sample-gpus", "--roofline",
+               "--model-config", str(CONFIGS / "Kimi-K2.6.json"), "--tp", "8", "--json"])
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    doc = json.loads(out.out)
+    (row,) = doc["results"]
+    (pt,) = doc["roofline"]["points"]
+    assert doc["roofline"]["gpu"] == "B300 (HGX)"  # named by the shim's nvidia-smi, not by a flag
+    assert row["gpu_power_w"] > 0 and row["gpu_count"] == 8
+    assert pt["bound"] == "HBM-bound" and f"{row['gpu_power_w']:.0f} W" in pt["words"]
+    # the simulated B300s draw ~360 W of 1,100 under decode, as the seeds' GPUs did
+    assert row["gpu_power_w"] < 0.6 * 1100 and f"HBM-bound at {row['gpu_power_w']:.0f} W" in pt["words"]
