@@ -27,44 +27,14 @@ from typing import Any
 
 import pandas as pd
 
+from workbench.gpuspecs import GPUS, GpuSpec
+
+__all__ = ["COMM_FRACTION", "FAR_FROM_ROOF", "GPUS", "IDLE_UTIL_PCT", "KIMI_K26", "GpuSpec", "ModelSpec", "Verdict",
+           "analyze", "analyze_results", "distinct_experts"]
+
 IDLE_UTIL_PCT = 60.0
 COMM_FRACTION = 0.5
 FAR_FROM_ROOF = 0.5  # below this fraction of the roof, say what else the step is spending time on
-
-
-@dataclass(frozen=True)
-class GpuSpec:
-    """Per-GPU peaks: dense (no sparsity) tensor FLOP/s by dtype, HBM bytes/s, board power."""
-
-    name: str
-    hbm_bytes_per_s: float
-    memory_gb: float
-    peak_flops: dict[str, float]
-    power_limit_w: float
-    source: str = ""
-
-
-T, P = 1e12, 1e15
-# Sources (datasheet figures, dense = half the "with sparsity" numbers):
-GPUS: dict[str, GpuSpec] = {
-    # NVIDIA H100 Tensor Core GPU datasheet (SXM5): 3.35 TB/s HBM3, 80 GB, 989 TF BF16, 1979 TF FP8, 700 W.
-    "H100": GpuSpec("H100 SXM", 3.35 * T, 80, {"bf16": 989 * T, "fp8": 1979 * T}, 700, "NVIDIA H100 datasheet"),
-    # NVIDIA H200 datasheet (SXM): 4.8 TB/s HBM3e, 141 GB, same tensor cores as H100, up to 700 W
-    # (our capture: power.limit 700 W, 4.29 TB/s copy, 656 TF bf16 GEMM; tests/fixtures/bench/nvidia-smi).
-    "H200": GpuSpec("H200 SXM", 4.8 * T, 141, {"bf16": 989 * T, "fp8": 1979 * T}, 700, "NVIDIA H200 datasheet"),
-    # NVIDIA HGX B200 (Blackwell architecture technical brief, HGX at 1000 W): 8 TB/s, 180 GB,
-    # 2.25 PF BF16, 4.5 PF FP8, 9 PF FP4 dense.
-    "B200": GpuSpec("B200 (HGX)", 8 * T, 180, {"bf16": 2.25 * P, "fp8": 4.5 * P, "fp4": 9 * P}, 1000,
-                    "NVIDIA HGX B200 / Blackwell technical brief"),
-    # NVIDIA HGX B300 / Blackwell Ultra (GTC 2025, DGX B300 datasheet): 8 TB/s, 288 GB, BF16/FP8 as
-    # B200 (36 / 72 PF sparse per 8 GPUs), ~14 PF FP4 dense; 1100 W (the seeds' power.limit).
-    "B300": GpuSpec("B300 (HGX)", 8 * T, 288, {"bf16": 2.25 * P, "fp8": 4.5 * P, "fp4": 14 * P}, 1100,
-                    "NVIDIA HGX/DGX B300 datasheet"),
-    # NVIDIA RTX PRO 6000 Blackwell Server Edition: 1792 GB/s GDDR7, 96 GB, 600 W, 4000 FP4 TOPS sparse
-    # (so ~2 PF FP4, ~1 PF FP8, ~0.5 PF BF16 dense: derived, not quoted).
-    "RTX PRO 6000": GpuSpec("RTX PRO 6000 Blackwell", 1.792 * T, 96, {"bf16": 0.5 * P, "fp8": 1 * P, "fp4": 2 * P},
-                            600, "NVIDIA RTX PRO 6000 Blackwell datasheet"),
-}
 
 
 @dataclass(frozen=True)
@@ -154,11 +124,11 @@ def analyze(tok_s: float, batch: int, model: ModelSpec, gpu: GpuSpec, n_gpus: in
               + experts * model.expert_params * model.expert_bytes_per_param
               + model.kv_bytes_per_token * context_tokens * batch)
     flops = 2 * model.active_params * verified
-    peak_bw, peak_flops = gpu.hbm_bytes_per_s * n_gpus, gpu.peak_flops[model.compute_dtype] * n_gpus
+    peak_bw, peak_flops = gpu.hbm_bytes_per_s * n_gpus, gpu.flops(model.compute_dtype) * n_gpus
     bw_frac, c_frac = nbytes * steps / peak_bw, flops * steps / peak_flops
     intensity, ridge = flops / nbytes, peak_flops / peak_bw
     roof = min(peak_bw / nbytes, peak_flops / flops) * out_per_step
-    ev = [f"arithmetic intensity {intensity:.1f} FLOP/B vs ridge {ridge:.0f} FLOP/B ({model.compute_dtype})",
+    ev = [f"arithmetic intensity {intensity:.1f} FLOP/B vs ridge {ridge:.0f} FLOP/B ({gpu.compute_dtype(model.compute_dtype)})",
           f"{nbytes / 1e9:.1f} GB read per step ({experts:.0f} experts/layer) x {steps:.1f} steps/s = "
           f"{bw_frac:.1%} of {n_gpus} x {gpu.hbm_bytes_per_s / 1e12:.2f} TB/s",
           f"compute {c_frac:.2%} of peak"]

@@ -76,6 +76,10 @@ class HttpxTransport:
 def _prepare(spec: LoadSpec) -> LoadSpec:
     try:
         return prepare(spec)
+    except urllib.error.HTTPError as exc:
+        detail = exc.read().decode("utf-8", "replace").strip()[:300]
+        raise HostError(f"{spec.url} answered HTTP {exc.code} while preparing the run ({exc.url}): {detail}"
+                        + ("; is the API key right?" if exc.code in (401, 403) else "")) from exc
     except (urllib.error.URLError, OSError) as exc:
         raise HostError(f"cannot reach {spec.url} to prepare the run: {exc}; is the server up?") from exc
     except ValueError as exc:

@@ -13,7 +13,10 @@ Usage is reported as the OpenAI API does: a final usage-only chunk when the requ
 ``stream_options.include_usage``, cumulative usage on every chunk with ``continuous_usage_stats``.
 A prompt's token count is its number of words (chat adds ``CHAT_OVERHEAD``). The model name
 selects a fault: ``fail-NNN`` answers HTTP NNN, ``close-after-K`` drops the connection after
-K chunks, ``error-after-K`` sends an SSE error event after K chunks.
+K chunks, ``error-after-K`` sends an SSE error event after K chunks. ``POST /flush_cache`` answers
+as SGLang does and is counted: ``/stats`` lists ``flushes`` (the request count at each flush) and
+``seen`` (per request: ``max_tokens``, prompt words and chat roles), so a test can check what a
+client sent, and when it flushed.
 
 Run it as ``python3 -m workbench.bench.fixedserver --port 0 --itl-ms 10``: it prints
 ``READY <port>`` once listening.
@@ -42,6 +45,8 @@ class FixedScheduleServer:
         self.lateness: list[float] = []
         self.gaps: list[float] = []  # actual send-time gaps between consecutive chunks of a request
         self.requests = 0
+        self.flushes: list[int] = []
+        self.seen: list[dict[str, Any]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._server: asyncio.AbstractServer | None = None
@@ -80,7 +85,11 @@ class FixedScheduleServer:
         if method == "GET" and path == "/health":
             return await self._json(w, 200, {})
         if method == "GET" and path == "/stats":
-            return await self._json(w, 200, {"requests": self.requests, "lateness_s": self.lateness, "gaps_s": self.gaps})
+            return await self._json(w, 200, {"requests": self.requests, "lateness_s": self.lateness, "gaps_s": self.gaps,
+                                             "flushes": self.flushes, "seen": self.seen})
+        if method == "POST" and path == "/flush_cache":
+            self.flushes.append(self.requests)
+            return await self._json(w, 200, {"message": "Cache flushed."})
         if method != "POST" or path not in ("/v1/completions", "/v1/chat/completions"):
             return await self._json(w, 404, {"error": {"message": f"no route {method} {path}"}})
         req = json.loads(body)
@@ -94,6 +103,8 @@ class FixedScheduleServer:
             text = " ".join(p.get("text", "") for p in text if isinstance(p, dict))
         usage = {"prompt_tokens": len(str(text).split()) + (CHAT_OVERHEAD if chat else 0), "completion_tokens": 0}
         n = int(req.get("max_tokens") or req.get("max_completion_tokens") or 16)
+        self.seen.append({"max_tokens": n, "prompt_words": len(str(text).split()), "prompt_head": str(text)[:40],
+                          "roles": [m.get("role") for m in req["messages"]] if chat else None})
         head = {"id": f"cmpl-{self.requests}", "created": int(time.time()), "model": model,
                 "object": "chat.completion.chunk" if chat else "text_completion"}
         if not req.get("stream"):

@@ -22,10 +22,24 @@ from typing import Any
 from urllib.parse import urlsplit
 
 try:  # inside the package
-    from workbench.bench.loadcore import LoadSpec, Recorder, calibrate, discover_model, run_load
+    from workbench.bench.loadcore import (
+        LoadSpec,
+        Recorder,
+        calibrate,
+        discover_model,
+        flush_cache,
+        run_load,
+    )
 except ImportError:  # shipped next to loadcore.py on the host
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from loadcore import LoadSpec, Recorder, calibrate, discover_model, run_load  # type: ignore[no-redef]
+    from loadcore import (  # type: ignore[no-redef]
+        LoadSpec,
+        Recorder,
+        calibrate,
+        discover_model,
+        flush_cache,
+        run_load,
+    )
 
 MAX_ERROR_BODY = 2048
 
@@ -120,11 +134,16 @@ async def _dechunk(reader: asyncio.StreamReader, rec: Recorder) -> None:
 
 
 def prepare(spec: LoadSpec) -> LoadSpec:
-    """Fill in the model name and the prompt calibration by asking the server."""
+    """Fill in the model name and the prompt calibration by asking the server; flush its cache if asked.
+
+    The flush comes last, so the calibration probes leave nothing cached either.
+    """
     if not spec.model:
         spec.model = discover_model(spec.url, spec.headers)
     if spec.tokens_per_word is None:
         spec.tokens_per_word = calibrate(spec)
+    if spec.flush_cache:
+        flush_cache(spec.url, spec.headers, timeout=min(spec.timeout_s, 60.0))
     return spec
 
 

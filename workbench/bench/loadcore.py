@@ -4,9 +4,11 @@ This module is shipped to GPU hosts next to ``hostclient.py`` and run there by t
 ``python3``, so it imports nothing outside the standard library and nothing from ``workbench``.
 It holds everything that decides *what* is measured, so both clients produce the same records:
 
-- ``LoadSpec``: one run (endpoint, lengths, fixed concurrency or Poisson rate, warmup, seed);
-- ``build_prompts`` / ``calibrate``: synthetic prompts of a given token length, sized from the
-  server's own ``usage.prompt_tokens`` (no tokenizer, no model download);
+- ``LoadSpec``: one run (endpoint, workload, fixed concurrency or an open-loop rate with
+  burstiness, count- or duration-bounded, warmup, seed);
+- ``request_for`` / ``calibrate``: request ``i``'s prompt and output length — a dataset item
+  (text or chat messages), or synthetic words sized from the server's own
+  ``usage.prompt_tokens`` (no tokenizer, no model download), with length ranges and shared prefixes;
 - ``Recorder``: turns the bytes of one streamed response into one per-request record;
 - ``run_load``: the asyncio scheduler (warmup, then fixed concurrency or Poisson arrivals), with
   the client's self-check (event-loop lag, CPU time).
@@ -41,6 +43,8 @@ WORDS = tuple(
 )
 
 Send = Callable[[bytes, "Recorder"], Awaitable[None]]
+Prompt = str | list[dict[str, Any]]  # completion text, or chat messages
+REDACTED = "<redacted>"
 
 
 @dataclass
@@ -48,7 +52,21 @@ class LoadSpec:
     """One load run against an OpenAI-compatible server.
 
     ``concurrency`` alone: closed loop with that many requests in flight. ``rate`` (requests/s):
-    Poisson arrivals, with ``concurrency`` (if set) capping the requests in flight.
+    open-loop arrivals, with ``concurrency`` (if set) capping the requests in flight; the gaps
+    are gamma-distributed with shape ``burstiness`` and mean 1/rate (1.0: Poisson; < 1 burstier,
+    > 1 more even), as ``vllm bench serve --burstiness``.
+
+    Workload: ``dataset`` items (``{"prompt": str}`` or ``{"messages": [...]}``, optional
+    ``output_len`` in tokens or ``output_words``) used in order and cycled; else synthetic prompts
+    of ``input_len`` tokens and ``output_len`` output tokens, each drawn uniformly from
+    ``[L(1 - range_ratio), L(1 + range_ratio)]``; with ``prefix_groups`` > 0 every prompt starts
+    with one of that many shared prefixes of ``prefix_len`` tokens (request ``i`` in group
+    ``i % prefix_groups``), then its own ``input_len`` tokens.
+
+    Bounds: ``num_requests`` measured requests, or with ``duration_s`` no new measured request
+    starts after that many seconds (``num_requests`` is then a cap). ``flush_cache``: POST the
+    server's ``/flush_cache`` (SGLang) before the run. ``headers`` (e.g. the API key) are sent
+    with every request and never written into records (see ``public_dict``).
     """
 
     url: str
@@ -65,7 +83,14 @@ class LoadSpec:
     timeout_s: float = 600.0
     tokens_per_word: tuple[float, float] | None = None  # (a, b): prompt tokens = a + b * words
     extra_body: dict[str, Any] = field(default_factory=dict)
-    headers: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict, repr=False)  # may hold the API key
+    burstiness: float = 1.0
+    duration_s: float | None = None
+    range_ratio: float = 0.0
+    prefix_len: int = 0
+    prefix_groups: int = 0
+    dataset: list[dict[str, Any]] = field(default_factory=list)
+    flush_cache: bool = False
 
     def __post_init__(self) -> None:
         if self.api not in ("completions", "chat"):
@@ -78,9 +103,26 @@ class LoadSpec:
             raise ValueError("num_requests, input_len and output_len must be >= 1")
         if self.tokens_per_word is not None:
             self.tokens_per_word = (float(self.tokens_per_word[0]), float(self.tokens_per_word[1]))
+        if not self.burstiness > 0:
+            raise ValueError(f"burstiness must be > 0, not {self.burstiness}")
+        if self.duration_s is not None and not self.duration_s > 0:
+            raise ValueError(f"duration_s must be > 0 seconds, not {self.duration_s}")
+        if not 0 <= self.range_ratio < 1:
+            raise ValueError(f"range_ratio must be in [0, 1), not {self.range_ratio}")
+        if self.prefix_len < 0 or self.prefix_groups < 0 or (self.prefix_groups > 0) != (self.prefix_len > 0):
+            raise ValueError("shared prefixes need both prefix_len >= 1 and prefix_groups >= 1 (or neither)")
+        for n, item in enumerate(self.dataset):
+            check_item(item, f"dataset item {n}", self.api)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def public_dict(self) -> dict[str, Any]:
+        """``to_dict`` for records and saved tables: header values redacted, dataset items counted."""
+        d = asdict(self)
+        d["headers"] = {k: REDACTED for k in self.headers}
+        d["dataset"] = len(self.dataset)
+        return d
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> LoadSpec:
@@ -92,10 +134,29 @@ class LoadSpec:
         return self.url.rstrip("/") + ("/v1/completions" if self.api == "completions" else "/v1/chat/completions")
 
 
-def build_body(spec: LoadSpec, prompt: str, max_tokens: int, *, stream: bool = True) -> bytes:
+def check_item(item: Any, where: str, api: str) -> None:
+    """Raise ``ValueError`` naming ``where`` if ``item`` is not a usable dataset item for ``api``."""
+    if not isinstance(item, dict) or ("prompt" in item) == ("messages" in item):
+        raise ValueError(f"{where} needs exactly one of 'prompt' (text) or 'messages' (chat)")
+    if "prompt" in item and not (isinstance(item["prompt"], str) and item["prompt"]):
+        raise ValueError(f"{where}: 'prompt' must be a non-empty string")
+    if "messages" in item:
+        msgs = item["messages"]
+        if not (isinstance(msgs, list) and msgs and all(isinstance(m, dict) and "role" in m and "content" in m
+                                                        for m in msgs)):
+            raise ValueError(f"{where}: 'messages' must be a non-empty list of {{role, content}}")
+        if api != "chat":
+            raise ValueError(f"{where} holds chat messages: run it with api='chat'")
+    for key in ("output_len", "output_words"):
+        v = item.get(key)
+        if v is not None and not (isinstance(v, int) and not isinstance(v, bool) and v >= 1):
+            raise ValueError(f"{where}: {key!r} must be an integer >= 1, not {v!r}")
+
+
+def build_body(spec: LoadSpec, prompt: Prompt, max_tokens: int, *, stream: bool = True) -> bytes:
     body: dict[str, Any] = {"model": spec.model, "max_tokens": max_tokens, "temperature": 0.0, "stream": stream}
     if spec.api == "chat":
-        body["messages"] = [{"role": "user", "content": prompt}]
+        body["messages"] = prompt if isinstance(prompt, list) else [{"role": "user", "content": prompt}]
     else:
         body["prompt"] = prompt
     if stream:  # per-chunk usage gives exact tokens per chunk on SGLang and vLLM
@@ -106,19 +167,57 @@ def build_body(spec: LoadSpec, prompt: str, max_tokens: int, *, stream: bool = T
     return json.dumps(body).encode()
 
 
-def words_for(spec: LoadSpec) -> int:
+def words_for(spec: LoadSpec, tokens: int | None = None) -> int:
+    """Words of a synthetic prompt of ``tokens`` (default ``input_len``) tokens, template included."""
     a, b = spec.tokens_per_word or (0.0, 1.0)
-    return max(1, round((spec.input_len - a) / b))
+    return max(1, round(((spec.input_len if tokens is None else tokens) - a) / b))
 
 
-def build_prompts(spec: LoadSpec, count: int) -> list[str]:
-    """``count`` distinct prompts of ``spec.input_len`` tokens (per the calibration).
+def _drawn(length: int, ratio: float, rng: random.Random) -> int:
+    """A length drawn uniformly from [L(1 - ratio), L(1 + ratio)] (vLLM's random range ratio)."""
+    if not ratio:
+        return length
+    return max(1, rng.randint(math.floor(length * (1 - ratio)), math.ceil(length * (1 + ratio))))
 
-    Each prompt starts with its own index so that no two share a cacheable prefix.
+
+def shared_prefix(spec: LoadSpec, group: int) -> str:
+    """The shared prefix of ``group``: ``prefix_len`` tokens of words, the same for every request in it."""
+    b = (spec.tokens_per_word or (0.0, 1.0))[1]
+    rng = random.Random(f"{spec.seed}:prefix:{group}")
+    return " ".join([f"g{group}", *rng.choices(WORDS, k=max(0, round(spec.prefix_len / b) - 1))])
+
+
+def request_for(spec: LoadSpec, i: int) -> tuple[Prompt, int]:
+    """Request ``i``'s prompt and ``max_tokens``: seeded per index, identical across clients and runs.
+
+    Synthetic prompts start with their index (after the shared prefix, if any), so no two share
+    a cacheable prefix beyond the one intended.
     """
-    rng = random.Random(spec.seed)
-    n = words_for(spec)
-    return [" ".join([str(i), *rng.choices(WORDS, k=max(0, n - 1))]) for i in range(count)]
+    if spec.dataset:
+        item = spec.dataset[i % len(spec.dataset)]
+        out = item.get("output_len")
+        if out is None and item.get("output_words"):
+            out = max(1, round(item["output_words"] * (spec.tokens_per_word or (0.0, 1.0))[1]))
+        prompt: Prompt = item["messages"] if "messages" in item else item["prompt"]
+        return prompt, int(out or spec.output_len)
+    rng = random.Random(f"{spec.seed}:{i}")
+    in_len, out_len = _drawn(spec.input_len, spec.range_ratio, rng), _drawn(spec.output_len, spec.range_ratio, rng)
+    text = " ".join([str(i), *rng.choices(WORDS, k=max(0, words_for(spec, in_len) - 1))])
+    if spec.prefix_groups:
+        text = shared_prefix(spec, i % spec.prefix_groups) + " " + text
+    return text, out_len
+
+
+def build_prompts(spec: LoadSpec, count: int) -> list[Prompt]:
+    """The prompts of requests ``0 .. count - 1`` (see ``request_for``)."""
+    return [request_for(spec, i)[0] for i in range(count)]
+
+
+def arrival_gap(rng: random.Random, rate: float, burstiness: float) -> float:
+    """One gap between open-loop arrivals: gamma(shape=burstiness, mean=1/rate); exponential at 1."""
+    if burstiness == 1.0:
+        return rng.expovariate(rate)
+    return rng.gammavariate(burstiness, 1.0 / (rate * burstiness))
 
 
 def http_json(url: str, body: dict[str, Any] | None = None, headers: dict[str, str] | None = None,
@@ -134,6 +233,17 @@ def http_json(url: str, body: dict[str, Any] | None = None, headers: dict[str, s
 def discover_model(url: str, headers: dict[str, str] | None = None) -> str:
     """The first model id the server lists at ``/v1/models``."""
     return str(http_json(url.rstrip("/") + "/v1/models", headers=headers)["data"][0]["id"])
+
+
+def flush_cache(url: str, headers: dict[str, str] | None = None, timeout: float = 60.0) -> str:
+    """POST SGLang's ``/flush_cache`` (drop the radix/prefix cache); returns the server's answer.
+
+    SGLang answers 400 while requests are running: that is raised, not ignored, since the next
+    point would then run on a warm cache.
+    """
+    req = urllib.request.Request(url.rstrip("/") + "/flush_cache", data=b"", method="POST", headers=headers or {})
+    with urllib.request.urlopen(req, timeout=timeout) as resp:
+        return str(resp.read().decode("utf-8", "replace").strip())
 
 
 def calibrate(spec: LoadSpec, probes: tuple[int, int] = (16, 144)) -> tuple[float, float]:
@@ -272,7 +382,6 @@ async def run_load(spec: LoadSpec, send: Send, on_record: Callable[[dict[str, An
     Returns (records, run): one record per request (warmups included, ``phase="warmup"``) and
     the run's self-check (CPU time, event-loop lag, measured window).
     """
-    prompts = build_prompts(spec, spec.warmup + spec.num_requests)
     origin = (time.perf_counter(), time.time())
     records: list[dict[str, Any]] = []
     lag: list[float] = []
@@ -283,7 +392,8 @@ async def run_load(spec: LoadSpec, send: Send, on_record: Callable[[dict[str, An
         rec = Recorder(rid, phase, origin, sched)
         rec.begin()  # the transport calls begin() again right before connecting
         try:
-            await asyncio.wait_for(send(build_body(spec, prompts[rid], spec.output_len), rec), spec.timeout_s)
+            prompt, max_tokens = request_for(spec, rid)
+            await asyncio.wait_for(send(build_body(spec, prompt, max_tokens), rec), spec.timeout_s)
         except TimeoutError:
             rec.fail(f"timed out after {spec.timeout_s} s")
         except Exception as exc:  # a transport bug must not kill the run: record it
@@ -293,21 +403,27 @@ async def run_load(spec: LoadSpec, send: Send, on_record: Callable[[dict[str, An
         if on_record is not None:
             on_record(record)
 
-    async def closed_loop(ids: list[int], phase: str, width: int) -> None:
+    deadline = math.inf  # with duration_s: no measured request starts after it
+
+    async def closed_loop(ids: range, phase: str, width: int) -> None:
         queue = iter(ids)
 
         async def worker() -> None:
             for rid in queue:
+                if time.perf_counter() >= deadline:
+                    return
                 await one(rid, phase, time.perf_counter())
 
         await asyncio.gather(*(worker() for _ in range(max(1, min(width, len(ids))))))
 
     try:
         if spec.warmup:
-            await closed_loop(list(range(spec.warmup)), "warmup", spec.concurrency or 1)
-        measured = list(range(spec.warmup, spec.warmup + spec.num_requests))
+            await closed_loop(range(spec.warmup), "warmup", spec.concurrency or 1)
+        measured = range(spec.warmup, spec.warmup + spec.num_requests)
         lag.clear()  # the self-check covers the measured phase only
         cpu_measure0, perf_measure0 = time.process_time(), time.perf_counter()
+        if spec.duration_s is not None:
+            deadline = perf_measure0 + spec.duration_s
         if spec.rate is None:
             await closed_loop(measured, "measure", spec.concurrency or 1)
         else:
@@ -323,11 +439,13 @@ async def run_load(spec: LoadSpec, send: Send, on_record: Callable[[dict[str, An
                     await one(rid, "measure", sched)
 
             for rid in measured:
+                if t >= deadline:
+                    break
                 delay = t - time.perf_counter()
                 if delay > 0:
                     await asyncio.sleep(delay)
                 tasks.append(asyncio.ensure_future(capped(rid, t)))
-                t += rng.expovariate(spec.rate)
+                t += arrival_gap(rng, spec.rate, spec.burstiness)
             await asyncio.gather(*tasks)
         wall = time.perf_counter() - perf_measure0
         cpu = time.process_time() - cpu_measure0
@@ -336,7 +454,7 @@ async def run_load(spec: LoadSpec, send: Send, on_record: Callable[[dict[str, An
         await monitor
     lag_ms = [x * 1000 for x in lag]
     run = {
-        "kind": "run", "v": RECORD_VERSION, "client": client, "spec": spec.to_dict(),
+        "kind": "run", "v": RECORD_VERSION, "client": client, "spec": spec.public_dict(),
         "t0_unix": origin[1], "cpu_s": cpu, "wall_s": wall, "cpu_frac": cpu / wall if wall > 0 else None,
         "loop_lag_p50_ms": _pct(lag_ms, 50), "loop_lag_p99_ms": _pct(lag_ms, 99),
         "loop_lag_max_ms": max(lag_ms) if lag_ms else None, "loop_lag_samples": len(lag_ms),

@@ -19,16 +19,19 @@ Definitions (only ``phase == "measure"`` records count; latencies over successfu
 - **tokens per chunk** = sum of output tokens / sum of output chunks: tracks the speculative
   acceptance length as the client sees it (1.0 without speculation).
 - **duration** = last end - first send, over measured requests (warmup excluded).
-- **output tok/s** = sum of output tokens of successful requests / duration;
-  **request/s** = successful requests / duration.
+- **output tok/s** (``output_throughput``) = sum of output tokens of successful requests / duration;
+  **input tok/s** (``input_throughput``) = their prompt tokens (server ``usage``) / duration;
+  **total tok/s** (``total_token_throughput``) = input + output; **request/s** = successful requests / duration.
 - **concurrency achieved** = sum of E2E / duration (requests in flight on average).
-- **percentiles**: linear interpolation (numpy's default), named ``{metric}_p{q}_ms``.
+- **percentiles**: linear interpolation (numpy's default), named ``{metric}_p{q}_ms`` (``q`` as
+  given: ``p95``, ``p99.9``); the defaults are ``PERCENTILES`` (50, 90, 95, 99), any list may be asked for.
 - **burst fraction** = share of successful requests with 4+ output chunks whose chunks all arrived
   within ``BURST_SPAN_S`` (1 ms) of each other: the server generated them over time but delivered
   them at once (an output process starved of CPU, a proxy buffering the stream). TTFT and ITL of
   such requests measure delivery, not generation; ``delivery_note`` says so when it is >= 10%.
 - **goodput** (under an ``SLO``) = successful requests meeting every set bound / duration (an
-  undefined TPOT, n = 1, violates no TPOT bound, as in vLLM).
+  undefined TPOT, n = 1, violates no TPOT bound, as in vLLM); ``goodput_output_throughput`` = their
+  output tokens / duration; ``good_fraction`` = their share of measured requests.
 
 Client self-check (from the run record): ``cpu_frac`` = client CPU seconds / wall seconds of the
 measured phase (the event loop is one thread, so ~1.0 means saturated); ``loop_lag_*_ms`` = how
@@ -46,7 +49,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-PERCENTILES: tuple[int, ...] = (50, 90, 99)
+PERCENTILES: tuple[float, ...] = (50, 90, 95, 99)
 CPU_LIMIT = 0.85
 LAG_LIMIT_MS = 1.0
 SEND_DELAY_LIMIT_MS = 10.0
@@ -94,18 +97,32 @@ def itl_values(records: Iterable[dict[str, Any]]) -> np.ndarray:
     return np.concatenate(gaps) if gaps else np.array([])
 
 
-def _stats(name: str, values_s: Any, percentiles: Sequence[int]) -> dict[str, float]:
+def percentile_key(name: str, q: float) -> str:
+    """The column of percentile ``q`` of ``name``: ``ttft_p95_ms``, ``itl_p99.9_ms``."""
+    return f"{name}_p{float(q):g}_ms"
+
+
+def check_percentiles(percentiles: Sequence[float]) -> tuple[float, ...]:
+    """The percentiles as a tuple, or ``ValueError`` if one is outside [0, 100]."""
+    qs = tuple(float(q) for q in percentiles)
+    if not qs or any(not 0 <= q <= 100 for q in qs):
+        raise ValueError(f"percentiles must be numbers in [0, 100], not {list(percentiles)}")
+    return qs
+
+
+def _stats(name: str, values_s: Any, percentiles: Sequence[float]) -> dict[str, float]:
     v = np.asarray(values_s, dtype=float) * 1000
     v = v[~np.isnan(v)]
     out = {f"{name}_mean_ms": float(v.mean()) if v.size else np.nan}
     for q in percentiles:
-        out[f"{name}_p{q}_ms"] = float(np.percentile(v, q)) if v.size else np.nan
+        out[percentile_key(name, q)] = float(np.percentile(v, q)) if v.size else np.nan
     return out
 
 
 def summarize(records: Sequence[dict[str, Any]], run: dict[str, Any] | None = None, *,
-              slo: SLO | None = None, percentiles: Sequence[int] = PERCENTILES) -> dict[str, Any]:
+              slo: SLO | None = None, percentiles: Sequence[float] = PERCENTILES) -> dict[str, Any]:
     """The canonical aggregate of one run (measured requests only), plus the client self-check."""
+    percentiles = check_percentiles(percentiles)
     measured = [r for r in records if r.get("kind", "request") == "request" and r.get("phase") == "measure"]
     df = request_frame(measured)
     out: dict[str, Any] = {"requests": len(df)}
@@ -114,12 +131,17 @@ def summarize(records: Sequence[dict[str, Any]], run: dict[str, Any] | None = No
     ok = df[df["ok"]]
     duration = float(df["end_unix"].max() - df["start_unix"].min())
     tokens = float(ok["output_tokens"].fillna(0).sum())
+    prompt_tokens = float(ok["input_tokens"].fillna(0).sum())
     chunks = float(ok["n_chunks"].sum())
+
+    def rate(x: float) -> float:
+        return x / duration if duration > 0 else np.nan
+
     out.update(
         completed=len(ok), failed=int((~df["ok"]).sum()), duration_s=duration,
-        total_input_tokens=float(ok["input_tokens"].fillna(0).sum()), total_output_tokens=tokens,
-        request_throughput=len(ok) / duration if duration > 0 else np.nan,
-        output_throughput=tokens / duration if duration > 0 else np.nan,
+        total_input_tokens=prompt_tokens, total_output_tokens=tokens,
+        request_throughput=rate(len(ok)), output_throughput=rate(tokens), input_throughput=rate(prompt_tokens),
+        total_token_throughput=rate(prompt_tokens + tokens),
         concurrency_achieved=float(df["e2e_s"].sum()) / duration if duration > 0 else np.nan,
         tokens_per_chunk=tokens / chunks if chunks else np.nan,
     )
@@ -134,7 +156,8 @@ def summarize(records: Sequence[dict[str, Any]], run: dict[str, Any] | None = No
             if bound is not None:
                 # an undefined TPOT (one output token) has nothing to violate, as in vLLM's goodput
                 good = good[good[col].fillna(0.0 if col == "tpot_s" else np.inf) * 1000 <= bound]
-        out["goodput_rps"] = len(good) / duration if duration > 0 else np.nan
+        out["goodput_rps"] = rate(len(good))
+        out["goodput_output_throughput"] = rate(float(good["output_tokens"].fillna(0).sum()))
         out["good_fraction"] = len(good) / len(df)
     return out | client_check(run, df)
 

@@ -75,7 +75,8 @@ def run_on_host(host: HostLike, spec: LoadSpec, *, python: str = "python3",
     status = None
     tmp = ship(host)
     try:
-        host.put(json.dumps(spec.to_dict()).encode(), f"{tmp}/spec.json")
+        # the spec may carry an API key in its headers: readable by this user only, removed below
+        host.put(json.dumps(spec.to_dict()).encode(), f"{tmp}/spec.json", mode=0o600)
         bar = tqdm(total=spec.warmup + spec.num_requests, disable=not progress, unit="req",
                    desc=f"{host.name} c={spec.concurrency}" + (f" rate={spec.rate}/s" if spec.rate else ""))
         try:

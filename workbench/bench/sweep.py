@@ -21,7 +21,7 @@ import pandas as pd
 
 from workbench.bench.client import run_local
 from workbench.bench.loadcore import LoadSpec
-from workbench.bench.metrics import SLO, request_frame, summarize
+from workbench.bench.metrics import PERCENTILES, SLO, request_frame, summarize
 from workbench.bench.remote import HostLike, run_on_host
 from workbench.errors import ConfigError, HostError
 from workbench.telemetry import GpuSampler, join_telemetry, server_window, snapshot_server
@@ -50,7 +50,8 @@ def host_runner(host: HostLike, *, python: str = "python3", progress: bool = Tru
 def run_sweep(base: LoadSpec, concurrencies: Sequence[int] = (), *, rates: Sequence[float] = (), repeats: int = 1,
               runner: Runner | None = None, labels: dict[str, Any] | None = None, slo: SLO | None = None,
               requests_per_concurrency: int | None = None, server_url: str | None = None,
-              gpu_host: HostLike | None = None, gpu_interval_ms: int = 500) -> SweepResult:
+              gpu_host: HostLike | None = None, gpu_interval_ms: int = 500,
+              percentiles: Sequence[float] = PERCENTILES) -> SweepResult:
     """Run ``base`` at each concurrency (closed loop), or at each Poisson ``rate`` (requests/s,
     in-flight capped by ``base.concurrency``), ``repeats`` times. Each point has
     ``base.num_requests`` measured requests, or ``requests_per_concurrency * c`` if larger.
@@ -63,6 +64,9 @@ def run_sweep(base: LoadSpec, concurrencies: Sequence[int] = (), *, rates: Seque
     ``gpu_host``: sample its GPUs with nvidia-smi for the whole sweep (``SweepResult.gpu``) and
     join each point's measured window (``workbench.telemetry.join_telemetry``: power, utilization,
     energy per token).
+
+    ``base.flush_cache``: the server's prefix cache is flushed once before each point (its warmup
+    included). ``percentiles``: the latency percentiles of every row (``{metric}_p{q}_ms``).
     """
     if bool(concurrencies) == bool(rates):
         raise ConfigError("give concurrencies or Poisson rates (one of the two)")
@@ -76,7 +80,8 @@ def run_sweep(base: LoadSpec, concurrencies: Sequence[int] = (), *, rates: Seque
         if sampler is not None and not sampler.wait_for_sample():
             raise HostError(f"nvidia-smi on {sampler.host.name} produced no sample: {' | '.join(sampler.lines[-3:])}",
                             host=sampler.host.name)
-        result = _sweep(base, concurrencies, rates, repeats, runner, labels, slo, requests_per_concurrency, server_url)
+        result = _sweep(base, concurrencies, rates, repeats, runner, labels, slo, requests_per_concurrency, server_url,
+                        percentiles)
     finally:
         samples = sampler.stop() if sampler is not None else pd.DataFrame()
     if not samples.empty and not result.results.empty:
@@ -87,7 +92,7 @@ def run_sweep(base: LoadSpec, concurrencies: Sequence[int] = (), *, rates: Seque
 
 def _sweep(base: LoadSpec, concurrencies: Sequence[int], rates: Sequence[float], repeats: int, runner: Runner,
            labels: dict[str, Any], slo: SLO | None, requests_per_concurrency: int | None,
-           server_url: str | None) -> SweepResult:
+           server_url: str | None, percentiles: Sequence[float]) -> SweepResult:
     rows: list[dict[str, Any]] = []
     frames: list[pd.DataFrame] = []
     raw: list[dict[str, Any]] = []
@@ -104,11 +109,13 @@ def _sweep(base: LoadSpec, concurrencies: Sequence[int], rates: Sequence[float],
             spec = replace(spec, model=learnt.get("model") or spec.model,
                            tokens_per_word=tuple(learnt["tokens_per_word"]) if learnt.get("tokens_per_word") else spec.tokens_per_word)
             tags = {**labels, "concurrency": c, "rate": rate, "repeat": rep}
-            summary = summarize(records, run, slo=slo)
+            summary = summarize(records, run, slo=slo, percentiles=percentiles)
             measured = [r for r in records if r["phase"] == "measure"]
             window = {"start_unix": min((r["start_unix"] for r in measured), default=None),
                       "end_unix": max((r["start_unix"] + r["e2e_s"] for r in measured), default=None),
-                      "input_len": point.input_len, "output_len": point.output_len, "api": point.api}
+                      "input_len": point.input_len, "output_len": point.output_len, "api": point.api,
+                      "burstiness": point.burstiness if rate else None, "duration_limit_s": point.duration_s,
+                      "dataset_items": len(point.dataset)}
             rows.append({**tags, **window, **summary, **server})
             frames.append(request_frame(records).assign(**{k: v for k, v in tags.items()}))
             raw.extend({**r, **tags} for r in [*records, run])
@@ -125,7 +132,7 @@ def _run_point(point: LoadSpec, runner: Runner, server_url: str | None
     if point.warmup:  # warm up outside the server window, then measure alone
         warm, learnt = runner(replace(point, num_requests=point.warmup, warmup=0, seed=point.seed + 10_000))
         warm = [{**r, "phase": "warmup", "id": -1 - i} for i, r in enumerate(warm)]
-        point = replace(point, warmup=0, model=learnt["spec"]["model"],
+        point = replace(point, warmup=0, model=learnt["spec"]["model"], flush_cache=False,
                         tokens_per_word=tuple(learnt["spec"]["tokens_per_word"]))
     before = snapshot_server(server_url)
     records, run = runner(point)

@@ -7,26 +7,45 @@ Forms (``_target`` turns them into a base URL and a runner)::
     workbench bench HOST http://127.0.0.1:30000 --via-tunnel ...         # from here, through an SSH tunnel
     workbench bench HOST sglang-k26-ddtree.service ...                   # the unit's port, from its ExecStart
     workbench bench --url URL --rates 1,2,4 --max-concurrency 64          # Poisson arrivals instead
+    workbench bench --url URL --dataset sharegpt.json --rates 4 --burstiness 0.5 --duration 60 --json
+
+The API key comes from the environment only (``WORKBENCH_API_KEY``, else ``OPENAI_API_KEY``, or the
+variable ``--api-key-env`` names), as do ``--header NAME=ENVVAR`` values: never from the command line,
+and never written into the output (run records hold the header names with redacted values).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
+import os
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from workbench.bench.loadcore import LoadSpec
+from workbench.bench.metrics import PERCENTILES, SLO, check_percentiles, percentile_key
 from workbench.bench.sweep import Runner, host_runner, local_runner, run_sweep, write_sweep
+from workbench.bench.workloads import FORMATS, load_workload
 from workbench.errors import ConfigError
+from workbench.gpus import inventory as gpus_inventory
+from workbench.gpuspecs import GPUS, GpuSpec, gpu_for
+from workbench.modelarch import ModelArch, load_config, read_served_config
+from workbench.roofline import against_results, served_shape
 from workbench.services import Services, exec_argv, services_for
 from workbench.systemd import normalize_unit, valid_unit
 from workbench.watch import server_port
 
 SHOWN = ("concurrency", "rate", "repeat", "completed", "failed", "output_throughput", "request_throughput",
          "ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms", "itl_p50_ms", "tokens_per_chunk", "client_bound")
+API_KEY_ENVS = ("WORKBENCH_API_KEY", "OPENAI_API_KEY")
+DURATION_CAP = 1_000_000  # measured requests a --duration run may start at most
+DATASET_ITEMS_MAX = 10_000  # dataset items shipped for a --duration run (cycled)
+GOODPUT_KEYS = {"ttft": "ttft_ms", "tpot": "tpot_ms", "e2el": "e2e_ms", "e2e": "e2e_ms"}
 
 
 def register(subparsers: Any) -> None:
@@ -42,11 +61,39 @@ def register(subparsers: Any) -> None:
     p.add_argument("--rates", help="comma-separated Poisson request rates (req/s) instead of concurrencies")
     p.add_argument("--max-concurrency", type=int, help="with --rates: cap on requests in flight")
     p.add_argument("--repeats", type=int, default=1)
-    p.add_argument("--num-requests", type=int, default=32, help="measured requests per point (at least)")
+    p.add_argument("--burstiness", type=float, default=1.0,
+                   help="with --rates: gamma shape of the arrival gaps (1 = Poisson, < 1 burstier)")
+    p.add_argument("--num-requests", type=int, help="measured requests per point (at least; default 32)")
+    p.add_argument("--duration", type=float, metavar="SECONDS",
+                   help="measure for this long per point (no request starts after it) instead of a count")
     p.add_argument("--requests-per-concurrency", type=int, default=4, help="measured requests >= this x concurrency")
     p.add_argument("--warmup", type=int, default=2, help="warmup requests per point (excluded)")
     p.add_argument("--input-len", type=int, default=128)
     p.add_argument("--output-len", type=int, default=128)
+    p.add_argument("--range-ratio", type=float, default=0.0,
+                   help="synthetic lengths uniform in [L(1-r), L(1+r)] (vLLM's --random-range-ratio)")
+    p.add_argument("--prefix-len", type=int, default=0, help="shared-prefix tokens (with --prefix-groups)")
+    p.add_argument("--prefix-groups", type=int, default=0, help="number of distinct shared prefixes")
+    p.add_argument("--dataset", metavar="PATH", help="ShareGPT JSON or JSONL (prompt / messages, output_len)")
+    p.add_argument("--dataset-format", choices=FORMATS, default="auto")
+    p.add_argument("--dataset-output-len", type=int, help="fixed output tokens for every dataset request")
+    p.add_argument("--flush-cache", action="store_true", help="POST the server's /flush_cache before each point (SGLang)")
+    p.add_argument("--api-key-env", metavar="VAR",
+                   help=f"environment variable holding the API key (default: {' or '.join(API_KEY_ENVS)} if set)")
+    p.add_argument("--header", action="append", default=[], metavar="NAME=ENVVAR",
+                   help="send header NAME with the value of environment variable ENVVAR")
+    p.add_argument("--percentiles", default=",".join(f"{q:g}" for q in PERCENTILES),
+                   help="comma-separated latency percentiles (default 50,90,95,99)")
+    p.add_argument("--goodput", nargs="+", default=[], metavar="METRIC:MS",
+                   help="SLOs for goodput, e.g. ttft:2000 tpot:50 e2el:30000 (vLLM's --goodput)")
+    p.add_argument("--roofline", action="store_true",
+                   help="place each point under the model's decode roofline (HOST UNIT: config and GPU from the host)")
+    p.add_argument("--model-config", metavar="PATH", help="with --roofline: a local config.json of the served model")
+    p.add_argument("--gpu", help="with --roofline: the GPU (a key of the GPU table, or an nvidia-smi name)")
+    p.add_argument("--tp", type=int, help="with --roofline: GPUs the model is split over (default: the unit's TP, or 1)")
+    p.add_argument("--sample-gpus", action="store_true",
+                   help="with HOST: sample the host's GPUs (nvidia-smi) during the sweep and join power/utilisation")
+    p.add_argument("--json", action="store_true", help="print the results as JSON on stdout (nothing else)")
     p.add_argument("--api", choices=("completions", "chat"), default="completions")
     p.add_argument("--model", default="", help="model name (default: the first of /v1/models)")
     p.add_argument("--no-ignore-eos", action="store_true", help="do not send ignore_eos (for servers that reject it)")
@@ -86,6 +133,56 @@ def parse_labels(items: list[str]) -> dict[str, str]:
     return out
 
 
+def parse_percentiles(text: str) -> tuple[float, ...]:
+    try:
+        return check_percentiles([float(x) for x in text.split(",") if x.strip()])
+    except ValueError as exc:
+        raise ConfigError(f"--percentiles: {exc}") from None
+
+
+def parse_goodput(items: list[str]) -> SLO | None:
+    """``["ttft:2000", "tpot:50"]`` -> ``SLO(ttft_ms=2000, tpot_ms=50)``."""
+    if not items:
+        return None
+    bounds: dict[str, float] = {}
+    for item in items:
+        key, _, value = item.partition(":")
+        if key.lower() not in GOODPUT_KEYS:
+            raise ConfigError(f"--goodput takes ttft:MS, tpot:MS or e2el:MS, not {item!r}")
+        try:
+            bounds[GOODPUT_KEYS[key.lower()]] = float(value)
+        except ValueError:
+            raise ConfigError(f"--goodput {item!r}: the bound must be milliseconds") from None
+        if bounds[GOODPUT_KEYS[key.lower()]] <= 0:
+            raise ConfigError(f"--goodput {item!r}: the bound must be > 0 ms")
+    return SLO(**bounds)
+
+
+def request_headers(api_key_env: str | None, header_items: list[str],
+                    environ: dict[str, str] | os._Environ[str] = os.environ) -> dict[str, str]:
+    """Headers from the environment: ``Authorization: Bearer $KEY`` and each ``NAME=ENVVAR``."""
+    headers = {}
+    if api_key_env:
+        if not environ.get(api_key_env):
+            raise ConfigError(f"--api-key-env {api_key_env}: that environment variable is not set")
+        headers["Authorization"] = f"Bearer {environ[api_key_env]}"
+    else:
+        for var in API_KEY_ENVS:
+            if environ.get(var):
+                headers["Authorization"] = f"Bearer {environ[var]}"
+                break
+    for item in header_items:
+        name, sep, var = item.partition("=")
+        if not sep or not name.strip() or not var:
+            raise ConfigError(f"--header takes NAME=ENVVAR (the value is read from the environment), not {item!r}")
+        if var not in environ:
+            raise ConfigError(f"--header {name}: environment variable {var} is not set")
+        if any(c in name + environ[var] for c in "\r\n"):
+            raise ConfigError(f"--header {name}: a header name or value cannot hold a line break")
+        headers[name.strip()] = environ[var]
+    return headers
+
+
 def _is_url(text: str) -> bool:
     return urlsplit(text).scheme in ("http", "https")
 
@@ -99,18 +196,67 @@ def unit_url(svc: Services, unit: str) -> str:
     return f"http://127.0.0.1:{server_port(argv)}"
 
 
+@dataclass
+class Target:
+    url: str
+    runner: Runner
+    host: Any = None
+    argv: list[str] | None = None  # the unit's ExecStart, for HOST UNIT
+
+
+@dataclass
+class RooflineInputs:
+    arch: ModelArch
+    gpu: GpuSpec
+    tp: int
+    draft_tokens: int | None
+
+
+def roofline_inputs(args: argparse.Namespace, target: Target) -> RooflineInputs | None:
+    """What ``--roofline`` needs, from the flags or else from the host and unit; None without ``--roofline``."""
+    if not args.roofline:
+        return None
+    if args.tp is not None and args.tp < 1:
+        raise ConfigError("--tp must be >= 1")
+    tp, draft = served_shape(target.argv) if target.argv else (1, None)
+    if args.model_config:
+        try:
+            text = Path(args.model_config).read_text()
+        except OSError as exc:
+            raise ConfigError(f"--model-config: cannot read {args.model_config}: {exc.strerror or exc}") from None
+        arch = load_config(text, name=Path(args.model_config).parent.name or "model", source=args.model_config)
+    elif target.host is not None and target.argv is not None:
+        arch = read_served_config(target.host, target.argv)
+    else:
+        raise ConfigError("--roofline needs the model: give --model-config PATH/config.json, or the HOST UNIT form")
+    if args.gpu:
+        gpu = GPUS.get(args.gpu) or gpu_for(args.gpu)
+        if gpu is None:
+            raise ConfigError(f"--gpu {args.gpu!r} is not in the GPU table ({', '.join(GPUS)})")
+    elif target.host is not None:
+        inv = gpus_inventory(target.host)
+        name = inv.gpus[0]["name"] if inv.gpus else ""
+        gpu = gpu_for(name) if name else None
+        if gpu is None:
+            raise ConfigError(f"--roofline: the GPU of {target.host.name} ({name or inv.error or 'none found'}) is "
+                              f"not in the table: give --gpu one of {', '.join(GPUS)}")
+    else:
+        raise ConfigError(f"--roofline needs the GPU: give --gpu (one of {', '.join(GPUS)})")
+    return RooflineInputs(arch, gpu, args.tp or tp, draft)
+
+
 @contextlib.contextmanager
-def _target(args: argparse.Namespace) -> Iterator[tuple[str, Runner]]:
-    """(base URL as the runner sees it, runner) for the command line's target form."""
+def _target(args: argparse.Namespace) -> Iterator[Target]:
+    """The base URL as the runner sees it, the runner, and (HOST forms) the host and unit's argv."""
     progress = not args.no_progress
     target = list(args.target)
     if args.url:
         if target:
             raise ConfigError("give the server either as --url or as positional HOST URL, not both")
-        yield args.url, local_runner(progress)
+        yield Target(args.url, local_runner(progress))
         return
     if len(target) == 1 and _is_url(target[0]):
-        yield target[0], local_runner(progress)
+        yield Target(target[0], local_runner(progress))
         return
     if len(target) != 2:
         raise ConfigError("give --url URL, HOST URL (the URL as seen from HOST), or HOST UNIT")
@@ -123,42 +269,86 @@ def _target(args: argparse.Namespace) -> Iterator[tuple[str, Runner]]:
     ssh_config = getattr(args, "ssh_config", None)
     host = connect(host_name, ssh_config=ssh_config)
     try:
+        argv = None
         if not _is_url(where):
-            where = unit_url(services_for(host), where)
+            svc = services_for(host)
+            argv = exec_argv(svc.unit_text(where), where)
+            where = unit_url(svc, where)
         if not args.via_tunnel:
-            yield where, host_runner(host, progress=progress)
+            yield Target(where, host_runner(host, progress=progress), host, argv)
             return
         parts = urlsplit(where)
         with host.tunnel(parts.port or (443 if parts.scheme == "https" else 80)) as local_port:
-            yield urlunsplit((parts.scheme, f"127.0.0.1:{local_port}", parts.path, "", "")), local_runner(progress)
+            yield Target(urlunsplit((parts.scheme, f"127.0.0.1:{local_port}", parts.path, "", "")),
+                         local_runner(progress), host, argv)
     finally:
         host.close()
+
+
+def _base_spec(args: argparse.Namespace, url: str, rates: list[float], concurrencies: list[int],
+               headers: dict[str, str]) -> LoadSpec:
+    num = args.num_requests or (DURATION_CAP if args.duration else 32)
+    dataset: list[dict[str, Any]] = []
+    if args.dataset:
+        rpc = 0 if rates or args.duration else args.requests_per_concurrency
+        need = args.warmup + max(num, rpc * max(concurrencies or [1]))
+        dataset = load_workload(args.dataset, count=min(need, DATASET_ITEMS_MAX), fmt=args.dataset_format,
+                                chat=args.api == "chat", output_len=args.dataset_output_len)
+    try:
+        return LoadSpec(url=url, model=args.model, api=args.api, input_len=args.input_len,
+                        output_len=args.output_len, num_requests=num, warmup=args.warmup,
+                        ignore_eos=not args.no_ignore_eos, concurrency=args.max_concurrency if rates else 1,
+                        rate=rates[0] if rates else None, burstiness=args.burstiness, duration_s=args.duration,
+                        range_ratio=args.range_ratio, prefix_len=args.prefix_len, prefix_groups=args.prefix_groups,
+                        dataset=dataset, flush_cache=args.flush_cache, headers=headers)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc
 
 
 def run(args: argparse.Namespace) -> int:
     rates = parse_rates(args.rates) if args.rates else []
     concurrencies = [] if rates else parse_concurrency(args.concurrency)
     labels = parse_labels(args.label)
+    percentiles = parse_percentiles(args.percentiles)
+    slo = parse_goodput(args.goodput)
+    headers = request_headers(args.api_key_env, args.header)
     if args.repeats < 1:
         raise ConfigError("--repeats must be >= 1")
-    with _target(args) as (url, runner):
-        try:
-            base = LoadSpec(url=url, model=args.model, api=args.api, input_len=args.input_len,
-                            output_len=args.output_len, num_requests=args.num_requests, warmup=args.warmup,
-                            ignore_eos=not args.no_ignore_eos, concurrency=args.max_concurrency if rates else 1,
-                            rate=rates[0] if rates else None)
-        except ValueError as exc:
-            raise ConfigError(str(exc)) from exc
-        result = run_sweep(base, concurrencies, rates=rates, repeats=args.repeats, runner=runner, labels=labels,
-                           requests_per_concurrency=None if rates else args.requests_per_concurrency)
-    shown = [c for c in SHOWN if c in result.results]
-    sys.stdout.write(result.results[shown].to_string(index=False, float_format=lambda x: f"{x:.2f}") + "\n")
-    bound = result.results[result.results["client_bound"]]
-    for _, row in bound.iterrows():
+    if args.num_requests is not None and args.num_requests < 1:
+        raise ConfigError("--num-requests must be >= 1")
+    if args.json:
+        args.no_progress = True
+    with _target(args) as target:
+        base = _base_spec(args, target.url, rates, concurrencies, headers)
+        roof = roofline_inputs(args, target)
+        if args.sample_gpus and target.host is None:
+            raise ConfigError("--sample-gpus needs the HOST form (HOST URL or HOST UNIT): the GPUs are the host's")
+        rpc = None if rates or args.duration else args.requests_per_concurrency
+        result = run_sweep(base, concurrencies, rates=rates, repeats=args.repeats, runner=target.runner,
+                           labels=labels, requests_per_concurrency=rpc, slo=slo, percentiles=percentiles,
+                           gpu_host=target.host if args.sample_gpus else None)
+    table = result.results
+    points = (against_results(table, roof.arch, roof.gpu, roof.tp, tokens_per_request=roof.draft_tokens)
+              if roof else [])
+    if args.json:
+        rows = json.loads(table.to_json(orient="records", double_precision=15))
+        doc: dict[str, Any] = {"percentiles": list(percentiles), "slo": vars(slo) if slo else None, "results": rows}
+        if roof:
+            doc["roofline"] = {"model": roof.arch.name, "gpu": roof.gpu.name, "tp": roof.tp, "points": points}
+        sys.stdout.write(json.dumps(doc) + "\n")
+    else:
+        shown = [*SHOWN, percentile_key("ttft", 95), percentile_key("tpot", 95), "input_throughput",
+                 "total_token_throughput", "goodput_rps", "gpu_power_w", "gpu_util_pct"]
+        shown = list(dict.fromkeys(c for c in shown if c in table))
+        sys.stdout.write(table[shown].to_string(index=False, float_format=lambda x: f"{x:.2f}") + "\n")
+        for pt in points:
+            where = f"c={pt['concurrency']}" if pt["rate"] is None or pt["rate"] != pt["rate"] else f"rate={pt['rate']}"
+            sys.stdout.write(f"roofline {where} repeat {pt['repeat']}: {pt['words']}\n")
+    for _, row in table[table["client_bound"]].iterrows():
         print(f"warning: c={row['concurrency']} repeat {row['repeat']} was client-bound: {row['client_bound_reason']}",
               file=sys.stderr)
-    if "delivery_note" in result.results:
-        for _, row in result.results[result.results["delivery_note"].fillna("") != ""].iterrows():
+    if "delivery_note" in table:
+        for _, row in table[table["delivery_note"].fillna("") != ""].iterrows():
             print(f"note: c={row['concurrency']} repeat {row['repeat']}: {row['delivery_note']}", file=sys.stderr)
     if args.out:
         paths = write_sweep(result, args.out)

@@ -77,6 +77,7 @@ def test_analyze_results_labels_every_sweep_row() -> None:
 
 
 def test_gpu_table_has_the_known_gpus_with_sources() -> None:
-    assert {"H100", "H200", "B200", "B300", "RTX PRO 6000"} <= set(GPUS)
-    assert all(g.source and g.hbm_bytes_per_s > 1e12 and g.power_limit_w >= 600 for g in GPUS.values())
+    assert {"A100", "H100", "H200", "B200", "B300", "L40S", "RTX PRO 6000", "MI300X"} <= set(GPUS)
+    assert all(g.source and g.interconnect and g.hbm_bytes_per_s >= 0.8e12 and g.power_limit_w >= 350
+               for g in GPUS.values())
     assert GPUS["B300"].power_limit_w == 1100 and GPUS["H200"].hbm_bytes_per_s == 4.8e12

@@ -122,7 +122,7 @@ def test_parameters_default_to_nvls_and_are_checked_before_any_host():
     ({"concurrency": [0, 4]}, "concurrency"),
     ({"load_from": "laptop"}, "load_from"),
     ({"model_spec": "llama"}, "model_spec"),
-    ({"gpu": "A100"}, "gpu"),
+    ({"gpu": "T4"}, "gpu"),
     ({"api": "responses"}, "api"),
 ])
 def test_bad_parameters_fail_at_once(ns, message):

@@ -34,7 +34,8 @@ def test_server_shape_from_the_command_line():
     ("NVIDIA H200", "H200"),
     ("NVIDIA H100 80GB HBM3", "H100"),
     ("NVIDIA RTX PRO 6000 Blackwell Server Edition", "RTX PRO 6000"),
-    ("NVIDIA A100-SXM4-80GB", None),
+    ("NVIDIA A100-SXM4-80GB", "A100"),
+    ("Tesla T4", None),
     (None, None),
 ])
 def test_gpu_key_from_the_nvidia_smi_name(name, key):
@@ -89,9 +90,9 @@ def test_no_roofline_without_a_model_or_a_known_gpu():
     none = measure.roofline(seeds_results(), BenchmarkParams(model_spec=""), gpu_name="NVIDIA B300", gpu_count=8,
                             shape=shape)
     assert none.analyzed.empty and "no model_spec" in none.note
-    unknown = measure.roofline(seeds_results(), BenchmarkParams(), gpu_name="NVIDIA A100", gpu_count=8, shape=shape)
+    unknown = measure.roofline(seeds_results(), BenchmarkParams(), gpu_name="Tesla T4", gpu_count=8, shape=shape)
     assert unknown.analyzed.empty and "not in bottleneck.GPUS" in unknown.note
-    forced = measure.roofline(seeds_results(), BenchmarkParams(gpu="H200"), gpu_name="NVIDIA A100", gpu_count=8,
+    forced = measure.roofline(seeds_results(), BenchmarkParams(gpu="H200"), gpu_name="Tesla T4", gpu_count=8,
                               shape=shape)
     assert forced.gpu == "H200" and not forced.analyzed.empty
     assert measure.bottleneck_words([], []) == ""
