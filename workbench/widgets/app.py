@@ -16,15 +16,13 @@ from workbench.services import services_for as default_services_for
 from workbench.widgets.background import guarded
 from workbench.widgets.bench_tab import BenchTab
 from workbench.widgets.context import PanelContext, discover_hosts
-from workbench.widgets.fleet_tab import FleetTab
-from workbench.widgets.gpu_tab import GpuTab
 from workbench.widgets.journal_tab import JournalTab
 from workbench.widgets.runs_tab import RunsTab
 from workbench.widgets.services_tab import ServicesTab
 from workbench.widgets.tracebacks_tab import TracebacksTab
 from workbench.widgets.variant_tab import VariantTab
 
-TITLES = ("Hosts and services", "Fleet", "Variant", "Journal", "Tracebacks", "Benchmark", "GPUs", "Runs")
+TITLES = ("Hosts and services", "Variant", "Journal", "Tracebacks", "Benchmark", "Runs")
 
 
 class WorkbenchPanel:
@@ -48,8 +46,6 @@ class WorkbenchPanel:
         self.tracebacks = TracebacksTab(self.ctx, **(tabs or {}).get("tracebacks", {}))
         self.bench = BenchTab(self.ctx, **(tabs or {}).get("bench", {}))
         self.runs = RunsTab(self.ctx, **(tabs or {}).get("runs", {}))
-        self.fleet = FleetTab(self.ctx, **(tabs or {}).get("fleet", {}))
-        self.gpus = GpuTab(self.ctx, **(tabs or {}).get("gpus", {}))
         self.error = widgets.HTML(value="")
         self.host = widgets.Dropdown(options=names, value=self.ctx.current or None, description="host")
         self.host.add_class("wb-host")
@@ -73,8 +69,7 @@ class WorkbenchPanel:
         self.widget.add_class("wb-panel")
 
     def tabs(self) -> list[Any]:
-        return [self.services, self.fleet, self.variant, self.journal, self.tracebacks, self.bench, self.gpus,
-                self.runs]
+        return [self.services, self.variant, self.journal, self.tracebacks, self.bench, self.runs]
 
     def select(self, name: str) -> None:
         """Work on host ``name`` from now on (every tab)."""
