@@ -6,6 +6,8 @@ Starts the local cluster (munged, slurmctld, slurmd; tests/integration/test_slur
 
 * submit → running for ``--jobs`` trivial jobs (``sbatch`` to the job's ``StartTime`` as
   ``scontrol`` reports it, and to the moment the trial saw it running);
+* the seeds' factorial (2 edits, 3 jobs) with ``max_parallel`` 1 and 2 over the testbed's two
+  nodes (the second in a network namespace of its own);
 * the seeds' bisect (3 edits) with trials as jobs, against the same trials run directly on
   this machine as plain processes (``python3 -m sglang.launch_server`` with the same edits,
   judged by the same log tracker): the difference is the scheduler's cost per trial.
@@ -23,7 +25,7 @@ from pathlib import Path
 
 from workbench.phases import PhaseTracker
 from workbench.slurm.script import JobScript
-from workbench.slurm.search import bisect_jobs
+from workbench.slurm.search import bisect_jobs, factorial_jobs
 from workbench.testbed.slurm import BASE_SCRIPT, LocalSlurm
 
 EDITS = [("--ep-size", "8"), ("--enable-nccl-nvls", True), ("--enable-flashinfer-allreduce-fusion", True)]
@@ -53,7 +55,7 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=10)
     ap.add_argument("--root", default="/tmp/wb-slurm-bench")
     args = ap.parse_args()
-    bed = LocalSlurm(Path(args.root))
+    bed = LocalSlurm(Path(args.root), nodes=2)
     cluster = bed.up()
     try:
         lat = []
@@ -69,6 +71,12 @@ def main() -> None:
             seen = time.time() - t0
             lat.append(seen)
             cluster.cancel([jid])
+        factorial = {}
+        for mp in (1, 2):
+            f = factorial_jobs(cluster, BASE_SCRIPT, EDITS[:2], max_parallel=mp, timeout=120)
+            factorial[f"max_parallel_{mp}"] = {"jobs": f.starts, "wall_s": round(f.wall_seconds, 1),
+                                               "nodes": sorted({t.node for t in f.trials}),
+                                               "culprits": len(f.culprits), "jobs_left": f.jobs_left}
         search = bisect_jobs(cluster, BASE_SCRIPT, EDITS, timeout=120)
         script = cluster.read_script(BASE_SCRIPT)
         direct = [direct_trial(script, [tuple(e) for e in t.edits]) if t.ok else None for t in search.trials]
@@ -79,6 +87,7 @@ def main() -> None:
                        "queue_s": round(search.queue_seconds, 1),
                        "run_s": round(sum(t.run_seconds for t in search.trials), 1),
                        "culprits": [c["edits"] for c in search.culprits], "jobs_left": search.jobs_left},
+            "factorial": factorial,
             "direct_ready_s": [round(d, 2) for d in direct if d is not None],
             "job_ready_s": [round((t.queue_seconds or 0) + t.run_seconds, 2) for t in search.trials if t.ok],
         }

@@ -12,7 +12,7 @@ import pytest
 from workbench.errors import ConfigError
 from workbench.slurm import JobNotFound, SubmitError
 from workbench.slurm.search import bisect_jobs, factorial_jobs
-from workbench.slurm.trial import run_job_trial
+from workbench.slurm.trial import run_job_trial, run_many
 from workbench.testbed.slurm import BASE_SCRIPT, LocalSlurm, available
 
 EP8 = ("--ep-size", "8")
@@ -26,7 +26,7 @@ def cluster(tmp_path_factory):
         if os.environ.get("CI"):
             pytest.fail(f"CI must run the Slurm tests: {why}")
         pytest.skip(why)
-    bed = LocalSlurm(tmp_path_factory.mktemp("slurm"))
+    bed = LocalSlurm(tmp_path_factory.mktemp("slurm"), nodes=2)
     c = bed.up()
     yield c
     bed.down()
@@ -48,7 +48,7 @@ def test_baseline_serves_as_a_job_and_is_cancelled_after(cluster) -> None:
     trial = run_job_trial(cluster, cluster.read_script(BASE_SCRIPT), [], timeout=120,
                           on_event=lambda k, t: events.append((k, t)))
     assert trial.ok and trial.phase == "serving", trial
-    assert trial.queue_seconds is not None and trial.node == "localhost"
+    assert trial.queue_seconds is not None and trial.node in ("node1", "node2")
     assert [k for k, _ in events][:2] == ["submitted", "running"]
     assert any(k == "phase" and t == "cuda_graph_capture" for k, t in events)
     assert cluster.job(trial.job_id).state in ("CANCELLED", "COMPLETING")
@@ -76,12 +76,20 @@ def test_bisect_finds_both_culprits_with_trials_as_jobs(cluster) -> None:
     assert found.starts <= 7 and "queue wait" in found.conclusion()
 
 
-def test_factorial_with_two_in_flight_queues_the_second(cluster) -> None:
+def test_factorial_with_two_in_flight_uses_both_nodes(cluster) -> None:
     found = factorial_jobs(cluster, BASE_SCRIPT, [EP8, NVLS], max_parallel=2, timeout=120)
     assert len(found.trials) == 3 and found.jobs_left == []
     assert {tuple(tuple(e) for e in c["edits"]) for c in found.culprits} == {(EP8,), (EP8, NVLS)}
-    # One node, gres gpu:8 a job: two in flight means one waits in the queue, reported apart.
-    assert max(t.queue_seconds or 0 for t in found.trials) > 1.0
+    assert {t.node for t in found.trials} == {"node1", "node2"}
+    assert found.wall_seconds < sum(t.run_seconds + (t.queue_seconds or 0) for t in found.trials)
+
+
+def test_more_in_flight_than_nodes_queue_and_the_wait_is_reported_apart(cluster) -> None:
+    trials = run_many(cluster, cluster.read_script(BASE_SCRIPT), [[EP8]] * 3, max_parallel=3, timeout=120)
+    assert [t.exception_type for t in trials] == ["AttributeError"] * 3
+    # two nodes, gres gpu:8 a job: the third waits in the queue, and its wait is not run time
+    assert max(t.queue_seconds or 0 for t in trials) >= 2.0
+    assert all(t.run_seconds < 60 for t in trials) and _active(cluster) == []
 
 
 def test_interrupted_trial_cancels_its_job(cluster) -> None:

@@ -59,6 +59,12 @@ class SlurmCluster:
             raise ServiceError(f"{self.name}: sinfo failed: {res.tail(3)}", host=self.host.name)
         return facts.parse_sinfo_nodes(res.stdout)
 
+    def node_addr(self, node: str) -> str:
+        """Where ``node`` is reached (its ``NodeAddr``; node names need not resolve)."""
+        res = self._run(facts.show_node(node))
+        kv = facts.parse_keyvalues(res.stdout.strip()) if res.ok else {}
+        return kv.get("NodeAddr") or node
+
     def partitions(self) -> list[dict[str, str]]:
         res = self._run(facts.show_partitions())
         if not res.ok:

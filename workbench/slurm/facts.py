@@ -218,6 +218,10 @@ def show_jobs() -> list[str]:
     return ["scontrol", "show", "job", "-o"]
 
 
+def show_node(node: str) -> list[str]:
+    return ["scontrol", "show", "node", "-o", node]
+
+
 def sinfo_nodes() -> list[str]:
     return ["sinfo", "-h", "-N", "-o", SINFO_FORMAT]
 

@@ -138,7 +138,8 @@ def run_job_trial(
                 if not tracker.ready:
                     continue
                 info = cluster.job(job_id)
-                if port is None or not info.nodes or _health(cluster, info.nodes[0], port, health_path):
+                if port is None or not info.nodes or _health(cluster, cluster.node_addr(info.nodes[0]), port,
+                                                             health_path):
                     outcome = "ready"
                     break
                 continue

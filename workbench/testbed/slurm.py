@@ -10,9 +10,12 @@ configuration is read or changed.  What works here (found on this machine, 2026-
   refused, ``Count=`` alone reports 0 GPUs and the node goes ``INVAL``): eight ``c 1 3``
   nodes (the same device numbers as /dev/null) stand in for /dev/nvidia0-7, and Slurm sets
   ``CUDA_VISIBLE_DEVICES`` from them as on a real GPU node;
-* one ``slurmd`` per machine: Debian's build has no ``--enable-multiple-slurmd``
-  (a second node on the same address is a fatal ``Duplicated NodeHostName``), so parallel
-  trials need nodes in their own network namespaces (the nspawn testbed's hosts);
+* node names other than ``localhost`` (a node called ``localhost`` gets the machine's host
+  name, and a second node is then a fatal ``Duplicated NodeHostName``);
+* one ``slurmd`` per address (Debian's build has no ``--enable-multiple-slurmd``), so a second
+  node runs in a network namespace of its own (``nodes=2``: ``ip netns`` + a veth pair on
+  10.214.0.0/24, the controller at .1), with its own spool, log and GPU state directories —
+  and its own port 30000, as on a real second host;
 * no accounting daemon: ``sacct`` answers "Slurm accounting storage is disabled"; job
   states come from ``scontrol show job`` (kept ``MinJobAge`` seconds after the end).
 
@@ -22,6 +25,7 @@ cluster's script directory, running the simulated server from this repository.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -38,7 +42,9 @@ from workbench.hosts import LocalHost
 from workbench.slurm.cluster import SlurmCluster
 
 CLUSTER = "testbed"
-NODE = "localhost"
+NODE = "node1"  # not "localhost": Slurm gives that name the machine's own host name
+SUBNET = "10.214.0"  # the second node's veth pair: the root side .1, the node .2
+NODE2 = "node2"
 BASE_SCRIPT = "sglang-k26-ddtree.sbatch"
 MODELS = Path(__file__).with_name("models")  # config.json only, as the nspawn hosts get them
 START_TIMEOUT = 30.0
@@ -50,10 +56,10 @@ _BASELINE = """#!/bin/bash
 #SBATCH --output={logs}/%x-%j.log
 export PYTHONPATH={sim_site}
 export PYTHONUNBUFFERED=1
-export SIM_GPU_STATE_DIR={gpu_state}
+export SIM_GPU_STATE_DIR={gpu_state}/$SLURMD_NODENAME
 # workbench: server
 exec python3 -m sglang.launch_server --model-path {model_dir} --served-model-name kimi-k2.6 \\
-    --host 127.0.0.1 --port {port} --tp-size 8 --trust-remote-code \\
+    --host 0.0.0.0 --port {port} --tp-size 8 --trust-remote-code \\
     --speculative-algorithm DDTREE --speculative-draft-model-path {draft_dir} \\
     --speculative-num-steps 3 --speculative-eagle-topk 4 --speculative-num-draft-tokens 8 \\
     --mem-fraction-static 0.85 --cuda-graph-max-bs 64 --enable-metrics
@@ -82,6 +88,39 @@ class LocalSlurm:
 
     root: Path
     server_port: int = 30000
+    nodes: int = 1  # 2: a second slurmd in a network namespace of its own (see the module docstring)
+
+    @property
+    def netns(self) -> str:
+        return "wbs-" + hashlib.sha1(str(self.root).encode()).hexdigest()[:8]
+
+    @property
+    def ctld_addr(self) -> str:
+        return f"{SUBNET}.1" if self.nodes > 1 else "127.0.0.1"
+
+    @property
+    def node_addrs(self) -> dict[str, str]:
+        if self.nodes == 1:
+            return {NODE: "127.0.0.1"}
+        if self.nodes == 2:
+            return {NODE: f"{SUBNET}.1", NODE2: f"{SUBNET}.2"}
+        raise ConfigError(f"the local Slurm testbed has 1 or 2 nodes, not {self.nodes}")
+
+    def _net_up(self) -> None:
+        """The second node's namespace: a veth pair, the root side the controller's address."""
+        ns, veth = self.netns, self.netns[-8:]  # interface names: at most 15 characters
+        for argv in (["ip", "netns", "add", ns],
+                     ["ip", "link", "add", f"ws{veth}", "type", "veth", "peer", "name", "eth0", "netns", ns],
+                     ["ip", "addr", "add", f"{SUBNET}.1/24", "dev", f"ws{veth}"],
+                     ["ip", "link", "set", f"ws{veth}", "up"],
+                     ["ip", "-n", ns, "addr", "add", f"{SUBNET}.2/24", "dev", "eth0"],
+                     ["ip", "-n", ns, "link", "set", "eth0", "up"],
+                     ["ip", "-n", ns, "link", "set", "lo", "up"]):
+            subprocess.run(argv, check=True, capture_output=True, timeout=10)
+
+    def _net_down(self) -> None:
+        subprocess.run(["ip", "netns", "del", self.netns], capture_output=True, timeout=10, check=False)
+        subprocess.run(["ip", "link", "del", f"ws{self.netns[-8:]}"], capture_output=True, timeout=10, check=False)
 
     @property
     def conf(self) -> Path:
@@ -101,7 +140,8 @@ class LocalSlurm:
 
     def _write(self) -> None:
         r = self.root
-        for d in ("state", "spool", "log", "dev", "scripts", "logs", "munge", "gpu-state"):
+        for d in ("state", "spool", "log", "dev", "scripts", "logs", "munge", "gpu-state", *(
+                f"gpu-state/{n}" for n in self.node_addrs), *(f"spool/{n}" for n in self.node_addrs)):
             (r / d).mkdir(parents=True, exist_ok=True)
         os.chmod(r / "munge", 0o700)
         key = r / "munge" / "munge.key"
@@ -114,19 +154,22 @@ class LocalSlurm:
                 os.mknod(dev, 0o600 | 0o020000, os.makedev(1, 3))
         ctld, slurmd = _free_port(), _free_port()
         self.conf.write_text("\n".join([
-            f"ClusterName={CLUSTER}", f"SlurmctldHost={NODE}(127.0.0.1)", "AuthType=auth/munge",
+            f"ClusterName={CLUSTER}", f"SlurmctldHost={socket.gethostname()}({self.ctld_addr})",
+            "AuthType=auth/munge",
             f"AuthInfo=socket={r}/munge/munge.socket",
             "ProctrackType=proctrack/linuxproc", "TaskPlugin=task/none", "SelectType=select/cons_tres",
             "SelectTypeParameters=CR_Core", "GresTypes=gpu", "SlurmUser=root", "SlurmdUser=root",
-            f"StateSaveLocation={r}/state", f"SlurmdSpoolDir={r}/spool",
-            f"SlurmctldPidFile={r}/slurmctld.pid", f"SlurmdPidFile={r}/slurmd.pid",
-            f"SlurmctldLogFile={r}/log/slurmctld.log", f"SlurmdLogFile={r}/log/slurmd.log",
+            f"StateSaveLocation={r}/state",
+            f"SlurmctldPidFile={r}/slurmctld.pid", f"SlurmctldLogFile={r}/log/slurmctld.log",
             f"SlurmctldPort={ctld}", f"SlurmdPort={slurmd}", "JobAcctGatherType=jobacct_gather/none",
+            f"SlurmdSpoolDir={r}/spool/%n", f"SlurmdPidFile={r}/slurmd-%n.pid", f"SlurmdLogFile={r}/log/slurmd-%n.log",
             "AccountingStorageType=accounting_storage/none", "MpiDefault=none", "ReturnToService=2",
             "MinJobAge=600", "KillWait=5", "SchedulerParameters=sched_interval=1",
-            f"NodeName={NODE} NodeAddr=127.0.0.1 CPUs={os.cpu_count() or 2} RealMemory=1000 Gres=gpu:8 State=UNKNOWN",
-            f"PartitionName=gpu Nodes={NODE} Default=YES MaxTime=INFINITE State=UP", ""]))
-        (r / "gres.conf").write_text(f"NodeName={NODE} Name=gpu File={r}/dev/nvidia[0-7]\n")
+            *[f"NodeName={n} NodeHostName={n} NodeAddr={a} CPUs={os.cpu_count() or 2} RealMemory=1000 Gres=gpu:8 State=UNKNOWN"
+              for n, a in self.node_addrs.items()],
+            f"PartitionName=gpu Nodes={','.join(self.node_addrs)} Default=YES MaxTime=INFINITE State=UP", ""]))
+        (r / "gres.conf").write_text("".join(f"NodeName={n} Name=gpu File={r}/dev/nvidia[0-7]\n"
+                                             for n in self.node_addrs))
         (self.script_dir / BASE_SCRIPT).write_text(_BASELINE.format(
             logs=r / "logs", sim_site=Path(_sim_pkg.__file__).parent, gpu_state=r / "gpu-state",
             model_dir=MODELS / "Kimi-K2.6", draft_dir=MODELS / "Kimi-K2.6-DFlash", port=self.server_port))
@@ -145,13 +188,19 @@ class LocalSlurm:
         if not ok:
             raise ConfigError(f"cannot start the Slurm testbed: {why}")
         self.down()
+        if self.nodes > 1:
+            self._net_up()
         self._write()
         r = self.root
         self._spawn("munged", ["munged", "--force", "-F", f"--socket={r}/munge/munge.socket",
                                f"--key-file={r}/munge/munge.key", f"--pid-file={r}/munge/munged.pid",
                                f"--log-file={r}/log/munged.log", f"--seed-file={r}/munge/munged.seed"])
         self._spawn("slurmctld", ["slurmctld", "-D", "-f", str(self.conf)])
-        self._spawn("slurmd", ["slurmd", "-D", "-f", str(self.conf), "-N", NODE])
+        self._spawn(f"slurmd-{NODE}", ["slurmd", "-D", "-f", str(self.conf), "-N", NODE])
+        if self.nodes > 1:
+            # nsenter, not ``ip netns exec``: that remounts /sys, hiding the cgroup tree slurmd reads
+            self._spawn(f"slurmd-{NODE2}", ["nsenter", f"--net=/run/netns/{self.netns}",
+                                             "slurmd", "-D", "-f", str(self.conf), "-N", NODE2])
         cluster = self.cluster()
         deadline = time.monotonic() + START_TIMEOUT
         last = ""
@@ -159,13 +208,12 @@ class LocalSlurm:
             try:
                 nodes = cluster.nodes()
                 last = ", ".join(f"{n.name} {n.state}" for n in nodes)
-                if nodes and all(n.state == "idle" for n in nodes):
+                if len(nodes) == self.nodes and all(n.state == "idle" for n in nodes):
                     return cluster
             except Exception as exc:  # the controller is not answering yet
                 last = str(exc)
             time.sleep(0.3)  # the daemons give no readiness signal but their answers
-        logs = "\n".join((r / "log" / f).read_text()[-800:] for f in ("slurmctld.log", "slurmd.log")
-                         if (r / "log" / f).exists())
+        logs = "\n".join(p.read_text()[-800:] for p in sorted((r / "log").glob("slurm*.log")))
         self.down()
         raise ConfigError(f"the Slurm testbed did not become idle in {START_TIMEOUT:.0f} s ({last})\n{logs}")
 
@@ -182,9 +230,13 @@ class LocalSlurm:
     def down(self) -> None:
         """Cancel every job, stop the daemons (pid files), leave the state directory."""
         if self.conf.exists() and (self.root / "slurmctld.pid").exists():
-            subprocess.run(["scancel", "--full", "--user=root"], env={**os.environ, **self.env},
-                           capture_output=True, timeout=15, check=False)
-        for pid_file in ("slurmd.pid", "slurmctld.pid", "munge/munged.pid"):
+            try:  # a controller that is gone cannot cancel anything: go on and stop the daemons
+                subprocess.run(["scancel", "--full", "--user=root"], env={**os.environ, **self.env},
+                               capture_output=True, timeout=10, check=False)
+            except subprocess.TimeoutExpired:
+                pass
+        pid_files = [p.name for p in self.root.glob("slurmd-*.pid")] + ["slurmctld.pid", "munge/munged.pid"]
+        for pid_file in pid_files:
             path = self.root / pid_file
             try:
                 pid = int(path.read_text().split()[0])
@@ -206,3 +258,4 @@ class LocalSlurm:
                 except ProcessLookupError:
                     pass
             path.unlink(missing_ok=True)
+        self._net_down()
