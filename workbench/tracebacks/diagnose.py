@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
 from workbench.tracebacks.model import (
     Analysis,
@@ -157,6 +158,45 @@ def _chains(tracebacks: Sequence[Traceback]) -> list[list[Traceback]]:
     return chains
 
 
+def _start_failed(ex: Extractor, line: int) -> bool:
+    """Some server in the log said its start failed (before it was ready) near this line."""
+    return any(t.init_failed is not None and abs(t.init_failed - line) <= 400 for t in ex.trackers.values())
+
+
+_CALLING = re.compile(r"when calling `(\w+)")
+_CUDA_STATUS = re.compile(r"^CUDA error: (?=[A-Z][A-Z0-9_]{5,})")
+
+
+def innermost_frame(frames: Sequence[Frame]) -> Frame | None:
+    """The innermost frame that is not a generic wrapper (``Module._call_impl``, ``contextlib``...)."""
+    for frame in reversed(frames):
+        base = frame.file.replace("\\", "/").rsplit("/", 1)[-1]
+        if (base, frame.function) not in _WRAPPER_FRAMES and not frame.file.startswith("<frozen"):
+            return frame
+    return frames[-1] if frames else None
+
+
+def describe(exception_type: str | None, message: str | None, frames: Sequence[Frame]) -> str:
+    """A readable one-line signature: ``RuntimeError: CUBLAS_STATUS_EXECUTION_FAILED in
+    cublasGemmStridedBatchedEx at forward_absorb_prepare (deepseek_v2.py)``."""
+    first = (message or "").split("\n", 1)[0].strip()
+    callee = _CALLING.search(first)
+    if callee is not None:
+        first = first[: callee.start()].rstrip(" :")
+    first = _CUDA_STATUS.sub("", first)
+    if len(first) > 120:
+        first = first[:119] + "…"
+    text = exception_type or "cut-off traceback"
+    if first:
+        text += f": {first}"
+    if callee is not None:
+        text += f" in {callee.group(1)}"
+    frame = innermost_frame(frames)
+    if frame is not None:
+        text += f" at {frame.function} ({frame.file.replace(chr(92), '/').rsplit('/', 1)[-1]})"
+    return text
+
+
 def _natural(rank: str) -> list[object]:
     return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", rank)]
 
@@ -194,16 +234,28 @@ def analysis_of(ex: Extractor) -> Analysis:
             phase=last.phase, ranks=_ranks(t.rank for chain in occ for t in chain), occurrences=len(occ),
             tracebacks=tuple(sorted(t.index for chain in occ for t in chain)), first_line=first[0].start_line,
             pointer=is_pointer(last) and _root_link(first) is last,
+            signature_text=describe(last.exception_type, last.message, last.frames),
         ))
     cpp_groups: dict[str, list[CppException]] = {}
     for c in ex.cpp_exceptions:
         cpp_groups.setdefault(_cpp_signature(c), []).append(c)
     for sig, cs in cpp_groups.items():
         c = cs[0]
-        failures.append(Failure(sig, c.exception_type, c.message, None, c.phase, _ranks(x.rank for x in cs), len(cs), (), c.line, is_pointer(c)))
+        failures.append(Failure(sig, c.exception_type, c.message, None, c.phase, _ranks(x.rank for x in cs), len(cs), (), c.line,
+                                is_pointer(c), describe(c.exception_type, c.message, ())))
     failures.sort(key=lambda f: f.first_line)
     final = _final(tracebacks, failures, ex.cpp_exceptions)
     root = _root_cause(ex, chains, failures)
+    if root is not None and root.phase == "unknown" and root.innermost_frame is None:
+        # an exception or log line printed alone: the traceback printed next to it says where
+        at = root.line
+        near = [t for t in tracebacks if abs(t.start_line - at) <= 12 and t.phase != "unknown"]
+        if near:
+            root = replace(root, phase=min(near, key=lambda t: abs(t.start_line - at)).phase)
+    if root is not None and root.phase == "unknown" and _start_failed(ex, root.line):
+        root = replace(root, phase="startup_other")  # the server said its start failed: not serving
+    if final is not None and final.phase == "unknown" and root is not None:
+        final = replace(final, phase=root.phase)
     return Analysis(tracebacks, tuple(failures), tuple(ex.events), tuple(ex.cpp_exceptions), final, root, ex.line_no)
 
 
@@ -258,7 +310,7 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
     by_sig = {f.signature: f for f in failures}
 
     def event_root(e: LogEvent) -> RootCause:
-        return RootCause("log_line", None, e.text, e.line, None, e.phase, _ranks([e.rank]))
+        return RootCause("log_line", None, e.text, e.line, None, e.phase, _ranks([e.rank]), None, e.text[:160])
 
     def first_event(*kinds: str, hw: bool | None = None) -> LogEvent | None:
         for e in events:
@@ -278,6 +330,7 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
         return event_root(oom)
     # failures in the segment, earliest first
     items: list[tuple[int, bool, RootCause]] = []
+    cut: list[tuple[int, RootCause]] = []
     for chain in chains:
         if not lo <= chain[0].start_line <= hi or (server is not None and chain[0].server != server):
             continue
@@ -285,22 +338,30 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
         sig = signature(chain)
         failure = by_sig.get(sig)
         ranks = failure.ranks if failure else _ranks([link.rank])
-        pointer = is_pointer(link)
-        if link.exception_type is None:
+        rc = RootCause("exception", link.exception_type, link.message or "", link.start_line, link.innermost,
+                       link.phase, ranks, sig, describe(link.exception_type, link.message, link.frames))
+        if link.exception_type is None:  # cut before its exception line: where it failed, not what
+            cut.append((chain[0].start_line, rc))
             continue
-        items.append((chain[0].start_line, pointer, RootCause(
-            "exception", link.exception_type, link.message or "", link.start_line, link.innermost, link.phase, ranks)))
+        items.append((chain[0].start_line, is_pointer(link), rc))
     for c in ex.cpp_exceptions:
         if lo <= c.line <= hi and (server is None or c.server == server):
             f = by_sig.get(_cpp_signature(c))
             items.append((c.line, is_pointer(c), RootCause("exception", c.exception_type, c.message, c.line, None, c.phase,
-                                                           f.ranks if f else _ranks([c.rank]))))
+                                                           f.ranks if f else _ranks([c.rank]), _cpp_signature(c),
+                                                           describe(c.exception_type, c.message, ()))))
     # a process that died or crashed before any real exception was printed is the cause
     # of the exceptions that follow (vLLM's "cancelled" when a worker was SIGKILLed)
+    dumps = {t.start_line for t in ex.tracebacks if t.exception_type == "Fatal Python error"}
     for ev in events:
-        if ev.kind in ("fatal_signal", "process_died", "device_assert"):
+        if ev.kind in ("fatal_signal", "process_died", "device_assert") and ev.line not in dumps:
             items.append((ev.line, False, event_root(ev)))
     items.sort(key=lambda x: x[0])
+    # an exception line printed on its own that repeats a full traceback's (a summary, a quote)
+    # says less than the traceback: drop the echo
+    full = {(rc.exception_type, normalize_message(rc.message)) for _l, _p, rc in items if rc.innermost_frame is not None}
+    items = [it for it in items if it[2].innermost_frame is not None or it[2].kind != "exception"
+             or (it[2].exception_type, normalize_message(it[2].message)) not in full]
     primary = [rc for _line, pointer, rc in items if not pointer]
     chosen = next((rc for rc in primary if not (rc.kind == "exception" and _SECONDARY.search(rc.message))), None)
     chosen = chosen or (primary[0] if primary else None)
@@ -310,12 +371,14 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
             if assertion is not None:
                 return event_root(assertion)
         return chosen
-    for kinds in (("error_line",), ("nccl_warn", "xid")):
+    for kinds in (("error_line", "compile_error"), ("nccl_warn", "xid")):
         line = first_event(*kinds)
         if line:
             return event_root(line)
     if items:
         return items[0][2]
+    if cut:  # only tracebacks cut before their exception: the first says where it failed
+        return min(cut, key=lambda x: x[0])[1]
     killed = first_event("killed")
     return event_root(killed) if killed else None
 

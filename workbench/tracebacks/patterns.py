@@ -14,6 +14,13 @@ _HEADER = "Traceback (most recent call last)"
 _FILE = re.compile(r'(\s*)File "([^"\n]*)"?(?:, line (\d+))?(?:, in (.*))?')
 _FILE_STRICT = re.compile(r'\s*File "[^"\n]+", line \d+, in \S')
 _EXC = re.compile(r"([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?:\([\w.]+\))?)(?::(?:[ \t]?(.*)))?$")
+# a bare exception line (no frame before it) must name an error class outright: not a warning
+_BARE_EXC_NAME = re.compile(r"(?:Error|Exception|Fault|Failure|Timeout|Cancelled|Abort)$")
+_EXC_REPR = re.compile(r"([A-Za-z_][\w.]*(?:Error|Exception))\((['\"])(.+)")
+_FATAL = re.compile(r"\s*Fatal Python error: (.*)")
+_FH_HEADER = re.compile(r"\s*(Current thread|Thread|Stack)\b[^(]*\(most recent call first\):")
+_FH_FRAME = re.compile(r'\s*File "([^"]*)", line (\d+) in (.+)')
+_LEVEL_IN_PREFIX = re.compile(r"\bERROR\b|\bCRITICAL\b|\bWARNING\b|\[E\]")
 _EXC_NAME = re.compile(r"(?:Error|Exception|Exit|Interrupt|Warning|Iteration|Fault|Failure|Timeout|Unsupported|Cancelled|Abort)$")
 _CARET = re.compile(r"\s*[~^]+\s*$")
 _QUOTE = re.compile(r"[ \t]*(?:> ?)+")
@@ -47,16 +54,19 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
         r"Bus error \(core dumped\)|\*\*\* SIG(?:SEGV|ABRT|BUS|ILL|FPE)|received signal SIG(?:SEGV|ABRT|BUS)|"
         r"Floating point exception")),
     ("device_assert", re.compile(r"\.cu:\d+: .*Assertion .* failed\.|device-side assertion .* failed")),
-    ("error_line", re.compile(r"out of memory|CUDA error|CUDA runtime error|cudaError\w+|Error Code \d+|Assertion failed")),
+    ("error_line", re.compile(r"out of memory|CUDA error|CUDA runtime error|cudaError\w+|CUDA_ERROR_\w+|Error Code \d+|"
+                              r"Assertion failed|[Ff]ailed to (?:start|initiali[sz]e)[^:.]*: \S|NCCL error")),
+    # a C compiler or linker failing under torch.compile / triton: no level, no traceback of its own
+    ("compile_error", re.compile(r"^collect2: error:|cannot find -l\w+|: fatal error: |^error: command '\S+' failed")),
     ("nccl_warn", re.compile(
         r"NCCL WARN|Watchdog caught collective operation timeout|ran for \d+ milliseconds before timing out|"
         r"[Ww]atchdog timeout")),
     ("process_died", re.compile(
-        r"died unexpectedly|scheduler is dead|scheduler died|^Exit code: -?\d+|exited with code -?\d+|"
+        r"actor died|died unexpectedly|scheduler is dead|scheduler died|^Exit code: -?\d+|exited with code -?\d+|"
         r"exited unexpectedly|ChildFailedError|Failed core proc\(s\): \{'|Main process exited, code=")),
     ("killed", re.compile(r"^Killed$|Received sigquit|SIGQUIT received|kill_process_tree")),
 )
-_EVENT_ANCHORS = ("Xid", "CUDA", "cuda", "Error Code", "ssertion", "Main process", "out of memory", "Out of memory", "oom", "OOM", "Fatal", "Segmentation",
+_EVENT_ANCHORS = ("Xid", "CUDA", "cuda", "Error Code", "error", "ailed", "actor died", "cannot find -l", "ssertion", "Main process", "out of memory", "Out of memory", "oom", "OOM", "Fatal", "Segmentation",
                   "Abort", "Illegal", "Bus error", "SIG", "Floating", "NCCL WARN", "Watchdog", "timing out", "died",
                   "dead", "Exit code", "exited", "ChildFailed", "Failed core", "Killed", "sigquit", "SIGQUIT",
                   "kill_process")

@@ -34,10 +34,11 @@ def test_json_keys_are_the_documented_ones() -> None:
     assert set(doc["tracebacks"][0]) == {"rank", "start_line", "end_line", "frames", "exception_type", "message",
                                          "truncated", "chained_from", "chain"}
     assert set(doc["tracebacks"][0]["frames"][0]) == {"file", "line", "function", "code"}
-    assert set(doc["failures"][0]) == {"signature", "exception_type", "message", "innermost_frame", "phase", "ranks",
-                                       "occurrences", "tracebacks"}
+    assert set(doc["failures"][0]) == {"signature", "signature_text", "exception_type", "message", "innermost_frame",
+                                       "phase", "ranks", "occurrences", "tracebacks"}
     assert set(doc["final"]) == {"exception_type", "message", "innermost_frame", "phase", "ranks", "truncated", "last_complete"}
-    assert set(doc["root_cause"]) == {"kind", "exception_type", "message", "line", "innermost_frame", "phase", "ranks"}
+    assert set(doc["root_cause"]) == {"kind", "exception_type", "message", "line", "innermost_frame", "where",
+                                      "signature", "signature_text", "phase", "ranks"}
 
 
 def test_signature_ignores_what_varies_between_ranks_and_runs() -> None:
