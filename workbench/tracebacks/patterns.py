@@ -19,6 +19,9 @@ _BARE_EXC_NAME = re.compile(r"(?:Error|Exception|Fault|Failure|Timeout|Cancelled
 _EXC_REPR = re.compile(r"([A-Za-z_][\w.]*(?:Error|Exception))\((['\"])(.+)")
 _FATAL = re.compile(r"\s*Fatal Python error: (.*)")
 _FH_HEADER = re.compile(r"\s*(Current thread|Thread|Stack)\b[^(]*\(most recent call first\):")
+# rich's boxed tracebacks (typer, rich.traceback.install), once the box borders are gone
+_RICH_FRAME = re.compile(r"\s*(?:(\S+?\.pyx?):(\d+) in (\S+)|in (\S+):(\d+))\s*$")
+_RICH_CODE = re.compile(r"\s*(❱\s*)?\d+\s(?:│|\s|$)")
 _FH_FRAME = re.compile(r'\s*File "([^"]*)", line (\d+) in (.+)')
 _LEVEL_IN_PREFIX = re.compile(r"\bERROR\b|\bCRITICAL\b|\bWARNING\b|\[E\]")
 _EXC_NAME = re.compile(r"(?:Error|Exception|Exit|Interrupt|Warning|Iteration|Fault|Failure|Timeout|Unsupported|Cancelled|Abort)$")

@@ -44,6 +44,8 @@ from workbench.tracebacks.patterns import (
     _PLAIN,
     _PROCESS_LINE,
     _QUOTE,
+    _RICH_CODE,
+    _RICH_FRAME,
     _STOP,
     _TERMINATE,
     _WHAT,
@@ -66,6 +68,7 @@ class _Block:
     lead: str = ""  # the text before "Traceback" on the header line ("Initialization failed. warmup error: ")
     ready: bool = False  # the server had declared itself ready when the block began
     faulthandler: bool = False  # a faulthandler dump: frames listed most recent call first
+    rich: bool = False  # rich's boxed traceback: "path.py:8 in func" frames and numbered code lines
     frames: list[Frame] = field(default_factory=list)
     exc_type: str | None = None
     message: list[str] = field(default_factory=list)
@@ -392,6 +395,7 @@ class Extractor:
                     rank = "rank" + m.group(3) if m.group(3) else m.group(2).replace("_", " ")
         block = self._new_block(stream, origin, parsed, header, rank=rank)
         block.lead = msg[:pos]
+        block.rich = "╭" in block.lead
         if stream.intro is not None and self.line_no - stream.intro[0] <= 2:
             # "Error executing method 'load_model'." / "EngineCore failed to start." just above
             block.lead = stream.intro[1] + " " + block.lead
@@ -474,6 +478,9 @@ class Extractor:
         if _CONTEXT in msg or _CAUSE in msg:
             self._close(stream, cut=True)
             return False
+        if block.rich and self._rich_line(block, msg):
+            block.end = self.line_no
+            return True
         stripped = msg.lstrip()
         if stripped.startswith("File \"") and self._frame_line(block, msg):
             block.end = self.line_no
@@ -500,6 +507,24 @@ class Extractor:
                 stream.in_message = True
                 return True
         return self._foreign(stream, block)
+
+    def _rich_line(self, block: _Block, msg: str) -> bool:
+        """A line of rich's boxed traceback: a frame, a numbered source line (``❱`` marks the
+        frame's own line) or the box's bottom edge."""
+        fr = _RICH_FRAME.match(msg)
+        if fr is not None:
+            file, line, func = (fr.group(1), fr.group(2), fr.group(3)) if fr.group(1) else ("<stdin>", fr.group(5), fr.group(4))
+            block.frames.append(Frame(file, int(line), func, None))
+            block.expect_code = False
+            return True
+        code = _RICH_CODE.match(msg)
+        if code is not None:
+            if code.group(1) and block.frames:
+                last = block.frames[-1]
+                text = msg[code.end():].replace("│", " ").strip()
+                block.frames[-1] = Frame(last.file, last.line, last.function, text or None)
+            return True
+        return msg.lstrip().startswith("╰")
 
     def _foreign(self, stream: _Stream, block: _Block) -> bool:
         block.foreign += 1
