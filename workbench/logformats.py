@@ -119,11 +119,11 @@ _RAY_REPEAT = re.compile(r" \[repeated \d+x across cluster\]$")
 _CLEAN_MARKS = ("^[", "\ufffd[", ")0m", "│", "┃", "║", "^M", "cluster]", "File \u201c", 'File \\"')
 
 
+_CLEAN_MARK = re.compile("|".join(re.escape(m) for m in _CLEAN_MARKS))
+
+
 def _needs_clean(line: str) -> bool:
-    for mark in _CLEAN_MARKS:
-        if mark in line:
-            return True
-    return line[:1].isdigit() and "m(" in line[:12]
+    return _CLEAN_MARK.search(line) is not None or (line[:1].isdigit() and "m(" in line[:12])
 
 
 def clean_line(line: str) -> str:

@@ -128,16 +128,15 @@ _FAILURE_RE = re.compile(
 )
 _FAILURE_ANCHORS = ("exception", "Traceback", "fail", "died", "dead", "sigquit", "SIGQUIT", "out of memory",
                     "OutOfMemory", "Killed", "Segmentation", "terminate called")
+_ANCHOR = re.compile("|".join(re.escape(a) for a in _ANCHORS))
+_FAILURE_ANCHOR = re.compile("|".join(re.escape(a) for a in _FAILURE_ANCHORS))
 _INIT_FAILED = re.compile(r"failed to start|[Ii]nitialization failed|failed to initiali[sz]e")
 _ORDER = {"nccl_init": 1, "weight_loading": 2, "kv_cache_alloc": 3, "cuda_graph_capture": 4, "warmup": 5, "serving": 6}
 
 
 def phase_of_message(message: str) -> tuple[str, float, str] | None:
     """The (phase, order, kind) rule a message matches, or None."""
-    for anchor in _ANCHORS:
-        if anchor in message:
-            break
-    else:
+    if _ANCHOR.search(message) is None:
         return None
     for pattern, (_pat, phase, order, kind) in zip(_COMPILED, _RULES, strict=True):
         if pattern.search(message):
@@ -146,10 +145,7 @@ def phase_of_message(message: str) -> tuple[str, float, str] | None:
 
 
 def _is_failure(message: str) -> bool:
-    for anchor in _FAILURE_ANCHORS:
-        if anchor in message:
-            return _FAILURE_RE.search(message) is not None
-    return False
+    return _FAILURE_ANCHOR.search(message) is not None and _FAILURE_RE.search(message) is not None
 
 
 class PhaseTracker:

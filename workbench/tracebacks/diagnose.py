@@ -32,6 +32,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
+from workbench.phases import decide_phase
 from workbench.tracebacks.model import (
     Analysis,
     Comparison,
@@ -310,7 +311,8 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
     by_sig = {f.signature: f for f in failures}
 
     def event_root(e: LogEvent) -> RootCause:
-        return RootCause("log_line", None, e.text, e.line, None, e.phase, _ranks([e.rank]), None, e.text[:160])
+        phase = decide_phase((), (e.text,), e.phase)  # the line's own words, then the timeline
+        return RootCause("log_line", None, e.text, e.line, None, phase, _ranks([e.rank]), None, e.text[:160])
 
     def first_event(*kinds: str, hw: bool | None = None) -> LogEvent | None:
         for e in events:

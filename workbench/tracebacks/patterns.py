@@ -69,10 +69,12 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
         r"exited unexpectedly|ChildFailedError|Failed core proc\(s\): \{'|Main process exited, code=")),
     ("killed", re.compile(r"^Killed$|Received sigquit|SIGQUIT received|kill_process_tree")),
 )
-_EVENT_ANCHORS = ("Xid", "CUDA", "cuda", "Error Code", "error", "ailed", "actor died", "cannot find -l", "ssertion", "Main process", "out of memory", "Out of memory", "oom", "OOM", "Fatal", "Segmentation",
+_EVENT_ANCHORS = ("Xid", "CUDA", "cuda", "Error Code", "NCCL error", "ailed to ", "actor died", "cannot find -l", "collect2",
+                  "fatal error", "error: command", "ssertion", "Main process", "out of memory", "Out of memory", "oom", "OOM", "Fatal", "Segmentation",
                   "Abort", "Illegal", "Bus error", "SIG", "Floating", "NCCL WARN", "Watchdog", "timing out", "died",
                   "dead", "Exit code", "exited", "ChildFailed", "Failed core", "Killed", "sigquit", "SIGQUIT",
                   "kill_process")
+_EVENT_ANCHOR = re.compile("|".join(re.escape(a) for a in _EVENT_ANCHORS))
 _PLAIN: tuple[str | None, ...] = (None, None, None, None, None, None)
 _MAX_FOREIGN = 25
 _MAX_MESSAGE_LINES = 40
@@ -107,3 +109,22 @@ def split_flattened(rest: str) -> tuple[list[Frame], str | None, str]:
             after = _FLAT_END.split(tail[exc.end(1):].lstrip(":"), 1)[0].strip()
             return frames, exc.group(1), after
     return frames, None, ""
+
+
+def _interesting() -> re.Pattern[str]:
+    """One search that says whether a line can matter to the scanner or to the phase timeline."""
+    from workbench.phases import _ANCHORS, _FAILURE_ANCHORS  # the timeline's own words
+
+    words = {
+        'File "', "Traceback", "most recent call", "Error", "error", "Exception", "exception", "what()", "terminate",
+        "Fatal", "fatal", "Segmentation", "Abort", "Killed", "SIG", "Xid", "CUDA", "cuda", "NCCL", "nccl", "ssertion",
+        "died", "dead", "fail", "Fail", "xited", "Exit", "OOM", "oom", "out of memory", "Out of memory",
+        "above exception", "During handling", "atchdog", "timing out", "sigquit", "ChildFailed", "kill_process",
+        "cannot find -l", "ray::", "Illegal", "Bus error", "Floating", "Main process", "Interrupt", "Timeout",
+        "Cancelled", "Thread 0x", "Stack (", "│", "┃", "║", "╭", "^[", "\ufffd[", '{"', "m(",
+        *_EVENT_ANCHORS, *_ANCHORS, *_FAILURE_ANCHORS,
+    }
+    return re.compile("|".join(re.escape(w) for w in sorted(words, key=len, reverse=True)))
+
+
+_INTERESTING = _interesting()

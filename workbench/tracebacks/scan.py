@@ -18,12 +18,13 @@ from workbench.logformats import LineShapes, LogLine, _parse
 from workbench.phases import PhaseTracker, decide_phase
 from workbench.tracebacks.model import Chain, CppException, Frame, LogEvent, Traceback
 from workbench.tracebacks.patterns import (
+    _INTERESTING,
     _BARE_EXC_NAME,
     _CARET,
     _CAUSE,
     _CONTEXT,
     _CPP_STOP,
-    _EVENT_ANCHORS,
+    _EVENT_ANCHOR,
     _EVENTS,
     _EXC,
     _EXC_REPR,
@@ -134,10 +135,34 @@ class Extractor:
         self._prev_len = 0
         self._widest = 0
         self.shapes = LineShapes()
+        self._busy: set[int] = set()  # streams with a block, a C++ exception or a chain pending
+        self._stream: _Stream | None = None
 
     # -- input -------------------------------------------------------------------
     def feed(self, line: str) -> None:
+        if (not self._busy and _INTERESTING.search(line) is None and self._tracker.flavor is not None
+                and not line[:1].isspace()):
+            # nothing is open and the line names nothing the scanner or the timeline reads:
+            # count it and move on (most lines of a server log)
+            self.line_no += 1
+            n = len(line)
+            self._prev_len = n
+            if n > self._widest:
+                self._widest = n
+            self._touched = None
+            return
+        self._feed(line)
+        stream = self._stream
+        if stream is not None:
+            if stream.block is not None or stream.cpp is not None or stream.pending is not None or stream.queued \
+                    or stream.skip_dump:
+                self._busy.add(id(stream))
+            else:
+                self._busy.discard(id(stream))
+
+    def _feed(self, line: str) -> None:
         self.line_no += 1
+        self._stream = None
         if line and line[0] in " \t>":
             stripped = line.lstrip(" \t")
             if stripped.startswith(">"):
@@ -174,6 +199,7 @@ class Extractor:
         stream = self._streams.get(origin)
         if stream is None:
             stream = self._streams[origin] = _Stream()
+        self._stream = stream
         if stream.skip_dump:
             if _FH_FRAME.match(msg):
                 return
@@ -362,10 +388,7 @@ class Extractor:
         stream.fatal = None
 
     def _event(self, parsed: LogLine, msg: str) -> None:
-        for anchor in _EVENT_ANCHORS:
-            if anchor in msg:
-                break
-        else:
+        if _EVENT_ANCHOR.search(msg) is None:
             return
         level = parsed.level
         if level is None:
@@ -379,8 +402,8 @@ class Extractor:
                 text = msg.strip()  # the line without its log prefixes: what it says, not who printed it
                 if len(text) > 400:  # a pasted line that lost its newlines: keep the part that matters
                     text = "…" + msg[max(0, m.start() - 120): m.end() + 200].strip() + "…"
-                phase = decide_phase((), (msg,), self._tracker.phase, ready=self._tracker.ready)
-                self.events.append(LogEvent(kind, self.line_no, text, parsed.rank, phase, self._server))
+                # the timeline's phase; the words of the line are weighed only if it becomes the root cause
+                self.events.append(LogEvent(kind, self.line_no, text, parsed.rank, self._tracker.phase, self._server))
                 return
 
     def _start(self, stream: _Stream, origin: tuple[str | None, ...], parsed: LogLine, msg: str, header: str | None, pos: int) -> None:
