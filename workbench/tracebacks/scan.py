@@ -18,7 +18,6 @@ from workbench.logformats import LineShapes, LogLine, _parse
 from workbench.phases import PhaseTracker, decide_phase
 from workbench.tracebacks.model import Chain, CppException, Frame, LogEvent, Traceback
 from workbench.tracebacks.patterns import (
-    _INTERESTING,
     _BARE_EXC_NAME,
     _CARET,
     _CAUSE,
@@ -35,6 +34,7 @@ from workbench.tracebacks.patterns import (
     _FILE,
     _FILE_STRICT,
     _HEADER,
+    _INTERESTING,
     _LEVEL_IN_PREFIX,
     _MAX_FOREIGN,
     _MAX_MESSAGE_CHARS,
