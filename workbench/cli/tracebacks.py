@@ -1,6 +1,7 @@
 """``workbench tracebacks``: the failures in a server log, as a summary or as JSON.
 
-The text comes from one function, :func:`_read_input`: a file, stdin, or with
+The log comes from one function, :func:`_analyze_input`: a file or stdin (read a line at a
+time, so memory stays bounded on a log of any size), or with
 ``--host``/``--unit`` one invocation of a unit's journal (workbench.journal.read).
 
 Exit status (the CLI-wide meanings): 0 no failure found, 1 a failure found (a traceback,
@@ -16,7 +17,7 @@ import sys
 from typing import Any
 
 from workbench.errors import ConfigError
-from workbench.tracebacks import analyze, format_summary, to_json
+from workbench.tracebacks import Analysis, analyze, analyze_stream, format_summary, to_json
 from workbench.tracebacks.render import json_schema
 
 
@@ -38,19 +39,18 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _read_input(args: argparse.Namespace) -> str:
-    """The log text the command works on."""
+def _analyze_input(args: argparse.Namespace) -> Analysis:
+    """The analysis of the log the command works on: a file or stdin read a line at a time, or a journal."""
     if getattr(args, "host", None) or getattr(args, "unit", None):
-        return _read_journal(args)
+        return analyze(_read_journal(args))
     if args.file == "-":
-        data = sys.stdin.buffer.read()
-    else:
-        try:
-            with open(args.file, "rb") as fh:
-                data = fh.read()
-        except OSError as exc:
-            raise ConfigError(f"cannot read {args.file}: {exc.strerror or exc}; pass a readable log file or - for stdin") from exc
-    return data.decode("utf-8", "replace")
+        return analyze_stream(sys.stdin.buffer)
+    try:
+        fh = open(args.file, "rb")
+    except OSError as exc:
+        raise ConfigError(f"cannot read {args.file}: {exc.strerror or exc}; pass a readable log file or - for stdin") from exc
+    with fh:
+        return analyze_stream(fh)
 
 
 def _read_journal(args: argparse.Namespace) -> str:
@@ -88,11 +88,10 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return EXIT_NONE_FOUND
     try:
-        text = _read_input(args)
+        analysis = _analyze_input(args)
     except ConfigError as exc:
         print(f"workbench tracebacks: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    analysis = analyze(text)
     if args.json:
         json.dump(to_json(analysis), sys.stdout, indent=2, ensure_ascii=False)
         sys.stdout.write("\n")

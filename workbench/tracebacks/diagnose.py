@@ -31,6 +31,7 @@ import hashlib
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
+from typing import BinaryIO
 
 from workbench.phases import decide_phase
 from workbench.tracebacks.model import (
@@ -44,7 +45,7 @@ from workbench.tracebacks.model import (
     RootCause,
     Traceback,
 )
-from workbench.tracebacks.scan import Extractor, extract
+from workbench.tracebacks.scan import Extractor, extract, extract_stream
 
 _WRAPPER_FRAMES = {
     ("module.py", "_call_impl"), ("module.py", "_wrapped_call_impl"), ("module.py", "__call__"),
@@ -217,6 +218,11 @@ def _root_link(chain: Sequence[Traceback]) -> Traceback:
 def analyze(text: str | bytes, *, year: int | None = None) -> Analysis:
     """Parse a whole log: tracebacks, failures, events, final error and root cause."""
     return analysis_of(extract(text, year=year))
+
+
+def analyze_stream(stream: BinaryIO, *, year: int | None = None) -> Analysis:
+    """:func:`analyze` for a binary stream (a log file, stdin), read a line at a time: memory bounded."""
+    return analysis_of(extract_stream(stream, year=year))
 
 
 def analysis_of(ex: Extractor) -> Analysis:

@@ -69,7 +69,7 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
         r"exited unexpectedly|ChildFailedError|Failed core proc\(s\): \{'|Main process exited, code=")),
     ("killed", re.compile(r"^Killed$|Received sigquit|SIGQUIT received|kill_process_tree")),
 )
-_EVENT_ANCHORS = ("Xid", "CUDA", "cuda", "Error Code", "NCCL error", "ailed to ", "actor died", "cannot find -l", "collect2",
+_EVENT_ANCHORS = ("Xid", "CUDA error", "CUDA runtime", "cudaError", "CUDA_ERROR", "Error Code", "NCCL error", "ailed to ", "actor died", "cannot find -l", "collect2",
                   "fatal error", "error: command", "ssertion", "Main process", "out of memory", "Out of memory", "oom", "OOM", "Fatal", "Segmentation",
                   "Abort", "Illegal", "Bus error", "SIG", "Floating", "NCCL WARN", "Watchdog", "timing out", "died",
                   "dead", "Exit code", "exited", "ChildFailed", "Failed core", "Killed", "sigquit", "SIGQUIT",
@@ -111,20 +111,26 @@ def split_flattened(rest: str) -> tuple[list[Frame], str | None, str]:
     return frames, None, ""
 
 
-def _interesting() -> re.Pattern[str]:
+def _interesting(*, strong: bool) -> re.Pattern[str]:
     """One search that says whether a line can matter to the scanner or to the phase timeline."""
     from workbench.phases import _ANCHORS, _FAILURE_ANCHORS  # the timeline's own words
 
     words = {
         'File "', "Traceback", "most recent call", "Error", "error", "Exception", "exception", "what()", "terminate",
-        "Fatal", "fatal", "Segmentation", "Abort", "Killed", "SIG", "Xid", "CUDA", "cuda", "NCCL", "nccl", "ssertion",
+        "Fatal", "fatal", "Segmentation", "Abort", "Killed", "SIG", "Xid", "NCCL", "nccl", "ssertion",
         "died", "dead", "fail", "Fail", "xited", "Exit", "OOM", "oom", "out of memory", "Out of memory",
         "above exception", "During handling", "atchdog", "timing out", "sigquit", "ChildFailed", "kill_process",
         "cannot find -l", "ray::", "Illegal", "Bus error", "Floating", "Main process", "Interrupt", "Timeout",
         "Cancelled", "Thread 0x", "Stack (", "│", "┃", "║", "╭", "^[", "\ufffd[", '{"', "m(",
         *_EVENT_ANCHORS, *_ANCHORS, *_FAILURE_ANCHORS,
-    }
+    } - _WEAK
+    if not strong:
+        words |= _WEAK
     return re.compile("|".join(re.escape(w) for w in sorted(words, key=len, reverse=True)))
 
 
-_INTERESTING = _interesting()
+# words that matter to the timeline only while it does not know the phase yet (a window that
+# begins mid-run): the batch and request lines that make up most of a serving log
+_WEAK = frozenset({"batch", "/v1/", "Avg prompt"})
+_INTERESTING = _interesting(strong=False)
+_STRONG = _interesting(strong=True)

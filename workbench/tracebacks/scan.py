@@ -11,8 +11,10 @@ is linear in the input.
 
 from __future__ import annotations
 
+import io
 import json
 from dataclasses import dataclass, field
+from typing import BinaryIO
 
 from workbench.logformats import LineShapes, LogLine, _parse
 from workbench.phases import PhaseTracker, decide_phase
@@ -48,7 +50,9 @@ from workbench.tracebacks.patterns import (
     _RICH_CODE,
     _RICH_FRAME,
     _STOP,
+    _STRONG,
     _TERMINATE,
+    _WEAK,
     _WHAT,
     looks_like_exception,
     split_flattened,
@@ -110,6 +114,10 @@ class _Stream:
     intro: tuple[int, str] | None = None  # the last line of text seen outside a block
 
 
+_MAX_FRAMES = 1000
+_QUIET_LINES = 200  # an open block whose writer printed nothing for this many lines no longer holds the fast path
+
+
 class Extractor:
     """Incremental extractor: ``feed`` lines in order, then ``finish``.
 
@@ -136,14 +144,15 @@ class Extractor:
         self._widest = 0
         self.shapes = LineShapes()
         self._busy: set[int] = set()  # streams with a block, a C++ exception or a chain pending
+        self._busy_last = 0  # the last line a busy stream took
         self._stream: _Stream | None = None
 
     # -- input -------------------------------------------------------------------
     def feed(self, line: str) -> None:
-        if (not self._busy and _INTERESTING.search(line) is None and self._tracker.flavor is not None
-                and not line[:1].isspace()):
-            # nothing is open and the line names nothing the scanner or the timeline reads:
-            # count it and move on (most lines of a server log)
+        if ((not self._busy or self._busy_last < self.line_no - _QUIET_LINES) and self._tracker.flavor is not None
+                and not line[:1].isspace() and self._dull(line)):
+            # nothing is open (or what is open has had no line for a while) and the line names
+            # nothing the scanner or the timeline reads: count it and move on (most lines of a server log)
             self.line_no += 1
             n = len(line)
             self._prev_len = n
@@ -157,8 +166,16 @@ class Extractor:
             if stream.block is not None or stream.cpp is not None or stream.pending is not None or stream.queued \
                     or stream.skip_dump:
                 self._busy.add(id(stream))
+                self._busy_last = self.line_no
             else:
                 self._busy.discard(id(stream))
+
+    def _dull(self, line: str) -> bool:
+        """True when the line names nothing the scanner reads, nor anything the timeline needs now."""
+        m = _INTERESTING.search(line)
+        if m is None:
+            return True
+        return m.group(0) in _WEAK and self._tracker.phase != "unknown" and _STRONG.search(line) is None
 
     def _feed(self, line: str) -> None:
         self.line_no += 1
@@ -560,6 +577,8 @@ class Extractor:
         if m is None:
             return False
         indent, file, line, func = m.group(1), m.group(2), m.group(3), m.group(4)
+        if len(block.frames) >= _MAX_FRAMES:  # a runaway recursion: keep both ends, bounded
+            del block.frames[_MAX_FRAMES // 2]
         block.frames.append(Frame(file, int(line) if line else None, (func or "?").strip() or "?", None))
         block.file_indent = len(indent)
         block.expect_code = True
@@ -672,6 +691,32 @@ def extract(text: str | bytes, *, year: int | None = None) -> Extractor:
             break
         feed(text[pos:end])
         pos = end + 1
+    ex.finish()
+    return ex
+
+
+def extract_stream(stream: BinaryIO, *, year: int | None = None, head_bytes: int = 2_000_000) -> Extractor:
+    """Run an :class:`Extractor` over a binary stream (a file, stdin) without holding it in memory.
+
+    The first ``head_bytes`` are read ahead to learn the log's line prefixes; after that, one
+    line at a time: memory stays bounded by the longest line and what was found.
+    """
+    reader = io.TextIOWrapper(stream, encoding="utf-8", errors="replace", newline="\n")
+    ex = Extractor(year=year)
+    head = reader.read(head_bytes)
+    _learn_shapes(ex, head)
+    lines = head.split("\n")
+    tail = lines.pop()  # the head ends inside a line, or is the whole input
+    feed = ex.feed
+    for line in lines:
+        feed(line)
+    if len(head) >= head_bytes:
+        tail += reader.readline()
+        while tail.endswith("\n"):
+            feed(tail[:-1])
+            tail = reader.readline()
+    feed(tail)
+    reader.detach()
     ex.finish()
     return ex
 

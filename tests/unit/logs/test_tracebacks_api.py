@@ -23,7 +23,8 @@ def _text(case: str) -> str:
 def test_public_names() -> None:
     assert set(tb.__all__) == {
         "Analysis", "Comparison", "CppException", "Extractor", "Failure", "Final", "Frame", "LogEvent",
-        "RootCause", "Traceback", "analysis_of", "analyze", "compare", "comparison_to_json", "extract",
+        "RootCause", "Traceback", "analysis_of", "analyze", "analyze_stream", "compare", "comparison_to_json", "extract",
+        "extract_stream",
         "extract_tracebacks", "format_summary", "is_pointer", "normalize_message", "signature", "to_json",
     }
 

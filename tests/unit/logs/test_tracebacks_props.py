@@ -117,3 +117,19 @@ def test_big_input_and_pathological_lines() -> None:
         "  File \"x\", line 1, in f\n" * 50_000 + "ValueError: " + "x" * 100_000,
     ):
         _check(line)
+
+
+@pytest.mark.parametrize("head", [64, 4096, 10_000_000])
+def test_reading_a_stream_equals_reading_the_text(head: int) -> None:
+    """extract_stream (the CLI's path: bounded memory) finds what extract finds in the whole text."""
+    import io
+
+    from workbench.tracebacks import extract_stream
+
+    for name in ("vllm_compose_kv_cache_restart", "sglang_tp8_nccl_init_remote_exit", "vllm_flattened_paste"):
+        data = (FIXTURES / f"{name}.log").read_bytes()
+        whole = extract(data.decode("utf-8", "replace"))
+        streamed = extract_stream(io.BytesIO(data), head_bytes=head)
+        assert streamed.line_no == whole.line_no
+        assert streamed.tracebacks == whole.tracebacks
+        assert streamed.events == whole.events
