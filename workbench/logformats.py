@@ -31,8 +31,10 @@ or for vLLM the ranks named by a worker process ("TP1 EP1" for ``Worker_TP1_EP1`
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 __all__ = ["LogLine", "clean_line", "parse_line", "parse_time", "strip_ansi"]
 
@@ -119,7 +121,7 @@ _RAY_REPEAT = re.compile(r" \[repeated \d+x across cluster\]$")
 _CLEAN_MARKS = ("^[", "\ufffd[", ")0m", "│", "┃", "║", "^M", "cluster]", "File \u201c", 'File \\"')
 
 
-_CLEAN_MARK = re.compile("|".join(re.escape(m) for m in _CLEAN_MARKS))
+_CLEAN_MARK = re.compile("|".join(re.escape(m) for m in _CLEAN_MARKS))  # few marks: an alternation is fine
 
 
 def _needs_clean(line: str) -> bool:
@@ -444,3 +446,25 @@ class LineShapes:
             if m is not None and m.end() > 0:
                 return message[m.end():]
         return None
+
+
+def any_of(words: Iterable[str]) -> re.Pattern[str]:
+    """A regex that finds any of ``words`` (literal), built as a trie: one character test per
+    branch instead of one alternative per word, about twice as fast as ``a|b|c`` on long lists.
+
+    Only presence is meant: where one word is a prefix of another, the shorter one matches.
+    """
+    trie: dict[str, Any] = {}
+    for word in words:
+        node = trie
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def build(node: dict[str, Any]) -> str:
+        if "" in node:
+            return ""  # a word ends here: enough to match
+        alts = [re.escape(ch) + build(sub) for ch, sub in sorted(node.items())]
+        return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+
+    return re.compile(build(trie) if trie else r"(?!)")

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from workbench.logformats import LogLine, parse_line, parse_time
+from workbench.logformats import LogLine, any_of, parse_line, parse_time
 
 __all__ = [
     "PHASES",
@@ -128,8 +128,8 @@ _FAILURE_RE = re.compile(
 )
 _FAILURE_ANCHORS = ("exception", "Traceback", "fail", "died", "dead", "sigquit", "SIGQUIT", "out of memory",
                     "OutOfMemory", "Killed", "Segmentation", "terminate called")
-_ANCHOR = re.compile("|".join(re.escape(a) for a in _ANCHORS))
-_FAILURE_ANCHOR = re.compile("|".join(re.escape(a) for a in _FAILURE_ANCHORS))
+_ANCHOR = any_of(_ANCHORS)
+_FAILURE_ANCHOR = any_of(_FAILURE_ANCHORS)
 _INIT_FAILED = re.compile(r"failed to start|[Ii]nitialization failed|failed to initiali[sz]e")
 _ORDER = {"nccl_init": 1, "weight_loading": 2, "kv_cache_alloc": 3, "cuda_graph_capture": 4, "warmup": 5, "serving": 6}
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from workbench.logformats import any_of
 from workbench.tracebacks.model import EventKind, Frame
 
 _HEADER = "Traceback (most recent call last)"
@@ -74,7 +75,7 @@ _EVENT_ANCHORS = ("Xid", "CUDA error", "CUDA runtime", "cudaError", "CUDA_ERROR"
                   "Abort", "Illegal", "Bus error", "SIG", "Floating", "NCCL WARN", "Watchdog", "timing out", "died",
                   "dead", "Exit code", "exited", "ChildFailed", "Failed core", "Killed", "sigquit", "SIGQUIT",
                   "kill_process")
-_EVENT_ANCHOR = re.compile("|".join(re.escape(a) for a in _EVENT_ANCHORS))
+_EVENT_ANCHOR = any_of(_EVENT_ANCHORS)
 _PLAIN: tuple[str | None, ...] = (None, None, None, None, None, None)
 _MAX_FOREIGN = 25
 _MAX_MESSAGE_LINES = 40
@@ -126,7 +127,7 @@ def _interesting(*, strong: bool) -> re.Pattern[str]:
     } - _WEAK
     if not strong:
         words |= _WEAK
-    return re.compile("|".join(re.escape(w) for w in sorted(words, key=len, reverse=True)))
+    return any_of(words)
 
 
 # words that matter to the timeline only while it does not know the phase yet (a window that

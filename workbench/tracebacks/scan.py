@@ -170,6 +170,17 @@ class Extractor:
             else:
                 self._busy.discard(id(stream))
 
+    def quiet(self) -> bool:
+        """Nothing is open that the next lines could continue (or what is open went quiet)."""
+        return (not self._busy or self._busy_last < self.line_no - _QUIET_LINES) and self._tracker.flavor is not None
+
+    def skip(self, lines: int) -> None:
+        """Count ``lines`` dull lines without reading them (see :func:`_feed_lines`)."""
+        if lines:
+            self.line_no += lines
+            self._prev_len = 0
+            self._touched = None
+
     def _dull(self, line: str) -> bool:
         """True when the line names nothing the scanner reads, nor anything the timeline needs now."""
         m = _INTERESTING.search(line)
@@ -681,41 +692,58 @@ def extract(text: str | bytes, *, year: int | None = None) -> Extractor:
         text = bytes(text).decode("utf-8", "replace")
     ex = Extractor(year=year)
     _learn_shapes(ex, text)
-    feed = ex.feed
-    pos = 0
-    find = text.find
-    while True:  # one line at a time: no list of every line of a 100 MB log
-        end = find("\n", pos)
-        if end < 0:
-            feed(text[pos:])
-            break
-        feed(text[pos:end])
-        pos = end + 1
+    last = text.rfind("\n") + 1
+    _feed_lines(ex, text, last)
+    ex.feed(text[last:])
     ex.finish()
     return ex
 
 
-def extract_stream(stream: BinaryIO, *, year: int | None = None, head_bytes: int = 2_000_000) -> Extractor:
+def _feed_lines(ex: Extractor, text: str, stop: int) -> None:
+    """Feed the lines of ``text[:stop]`` (``stop`` just after a newline, or 0).
+
+    While nothing is open, one regex search over the text finds the next line that can matter
+    and the dull lines before it are only counted: no Python work per line for the bulk of a
+    server log.
+    """
+    feed = ex.feed
+    find = text.find
+    pos = 0
+    while pos < stop:
+        if ex.quiet():
+            # once the timeline knows the phase, batch and request lines cannot move it
+            m = (_STRONG if ex._tracker.phase != "unknown" else _INTERESTING).search(text, pos, stop)
+            if m is None:
+                ex.skip(text.count("\n", pos, stop))
+                return
+            j = text.rfind("\n", pos, m.start())
+            if j >= pos:
+                ex.skip(text.count("\n", pos, j + 1))
+                pos = j + 1
+        end = find("\n", pos, stop)
+        feed(text[pos:end])
+        pos = end + 1
+
+
+def extract_stream(stream: BinaryIO, *, year: int | None = None, head_bytes: int = 2_000_000,
+                   chunk_bytes: int = 1 << 20) -> Extractor:
     """Run an :class:`Extractor` over a binary stream (a file, stdin) without holding it in memory.
 
-    The first ``head_bytes`` are read ahead to learn the log's line prefixes; after that, one
-    line at a time: memory stays bounded by the longest line and what was found.
+    The first ``head_bytes`` are read ahead to learn the log's line prefixes; after that, chunks
+    of ``chunk_bytes``: memory stays bounded by the chunk, the longest line and what was found.
     """
     reader = io.TextIOWrapper(stream, encoding="utf-8", errors="replace", newline="\n")
     ex = Extractor(year=year)
-    head = reader.read(head_bytes)
-    _learn_shapes(ex, head)
-    lines = head.split("\n")
-    tail = lines.pop()  # the head ends inside a line, or is the whole input
-    feed = ex.feed
-    for line in lines:
-        feed(line)
-    if len(head) >= head_bytes:
-        tail += reader.readline()
-        while tail.endswith("\n"):
-            feed(tail[:-1])
-            tail = reader.readline()
-    feed(tail)
+    text = reader.read(head_bytes)
+    _learn_shapes(ex, text)
+    while True:
+        last = text.rfind("\n") + 1
+        _feed_lines(ex, text, last)
+        more = reader.read(chunk_bytes)
+        if not more:
+            break
+        text = text[last:] + more
+    ex.feed(text[last:])
     reader.detach()
     ex.finish()
     return ex
