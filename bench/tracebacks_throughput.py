@@ -104,7 +104,7 @@ def main() -> int:
         paths = make_inputs(args.mb, Path(tmp))
         print(f"inputs: {args.mb:g} MB each; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; "
               f"baseline {args.baseline}")
-        print(f"| input | tree | MB/s (full) | MB/s (1/4) | time full/quarter | peak RSS MB | tracebacks |")
+        print("| input | tree | MB/s (full) | MB/s (1/4) | time full/quarter | peak RSS MB | tracebacks |")
         print("|---|---|---:|---:|---:|---:|---:|")
         for name in ("dense", "server", "random"):
             for label, tree in (("baseline", base), ("this tree", ROOT)):
