@@ -133,3 +133,23 @@ def test_reading_a_stream_equals_reading_the_text(head: int) -> None:
         assert streamed.line_no == whole.line_no
         assert streamed.tracebacks == whole.tracebacks
         assert streamed.events == whole.events
+
+
+@pytest.mark.parametrize("prefix", [
+    "2025-06-01T10:00:{s:02d}.123456789Z stdout F ",              # containerd / CRI
+    "2025-03-08 02:04:{s:02d},693 - __main__ - INFO - ",            # Python logging in front of the server's lines
+    "kserve-container ",                                            # a container name
+    "2026-06-17T16:25:{s:02d}.5969653Z ",                           # GitHub Actions
+    "^[[1;36m(EngineCore_DP0 pid=6444)^[[0;0m ",                    # colour codes pasted as text
+])
+def test_a_line_prefix_nobody_declared_is_learned(prefix: str) -> None:
+    """A real log behind a prefix no parser knows analyses like the log itself."""
+    for name in ("sglang_tp8_capture_typeerror_cut", "captured_cuda_oom_single", "vllm_v0_headless_spawnprocess_window"):
+        text = (FIXTURES / f"{name}.log").read_text()
+        prefixed = "\n".join(prefix.format(s=i % 60) + line for i, line in enumerate(text.split("\n")))
+        plain, wrapped = analyze(text), analyze(prefixed)
+        assert [(t.exception_type, t.message, [(f.file, f.function) for f in t.frames]) for t in wrapped.tracebacks] == [
+            (t.exception_type, t.message, [(f.file, f.function) for f in t.frames]) for t in plain.tracebacks
+        ], name
+        assert (wrapped.root_cause.exception_type, wrapped.root_cause.phase) == (
+            plain.root_cause.exception_type, plain.root_cause.phase), name
