@@ -165,6 +165,7 @@ def _start_failed(ex: Extractor, line: int) -> bool:
     return any(t.init_failed is not None and abs(t.init_failed - line) <= 400 for t in ex.trackers.values())
 
 
+_ANNOUNCES = re.compile(r"because of an error raised|raised in (?:its )?creation task")
 _CALLING = re.compile(r"when calling `(\w+)")
 _CUDA_STATUS = re.compile(r"^CUDA error: (?=[A-Z][A-Z0-9_]{5,})")
 
@@ -360,9 +361,19 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
                                                            describe(c.exception_type, c.message, ()))))
     # a process that died or crashed before any real exception was printed is the cause
     # of the exceptions that follow (vLLM's "cancelled" when a worker was SIGKILLed)
-    dumps = {t.start_line for t in ex.tracebacks if t.exception_type == "Fatal Python error"}
+    dumps = [t.start_line for t in ex.tracebacks if t.exception_type == "Fatal Python error"]
+    raised = [t.start_line for t in ex.tracebacks if t.exception_type is not None]
+
+    def announces(ev: LogEvent) -> bool:
+        """The line only announces a stack printed just after it: the stack says more.
+        (A crash handler's "*** SIGSEGV received" before faulthandler's dump; Ray's "The actor
+        died because of an error raised in its creation task" before that error.)"""
+        if ev.kind == "fatal_signal":
+            return any(0 <= d - ev.line <= 12 for d in dumps)
+        return _ANNOUNCES.search(ev.text) is not None and any(0 < r - ev.line <= 12 for r in raised)
+
     for ev in events:
-        if ev.kind in ("fatal_signal", "process_died", "device_assert") and ev.line not in dumps:
+        if ev.kind in ("fatal_signal", "process_died", "device_assert") and not announces(ev):
             items.append((ev.line, False, event_root(ev)))
     items.sort(key=lambda x: x[0])
     # an exception line printed on its own that repeats a full traceback's (a summary, a quote)

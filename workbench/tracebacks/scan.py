@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
@@ -114,6 +115,8 @@ class _Stream:
     intro: tuple[int, str] | None = None  # the last line of text seen outside a block
 
 
+_FILE_CUT = re.compile(r'File "[^"]+", line \d*,?\s*$')
+_FRAME_TAIL = re.compile(r"\d*, in \S|in \S")
 _MAX_FRAMES = 1000
 _QUIET_LINES = 200  # an open block whose writer printed nothing for this many lines no longer holds the fast path
 
@@ -145,10 +148,26 @@ class Extractor:
         self.shapes = LineShapes()
         self._busy: set[int] = set()  # streams with a block, a C++ exception or a chain pending
         self._busy_last = 0  # the last line a busy stream took
+        self._held: str | None = None  # a frame line waiting for the tail the terminal wrapped
         self._stream: _Stream | None = None
 
     # -- input -------------------------------------------------------------------
     def feed(self, line: str) -> None:
+        held = self._held
+        if held is not None:  # a frame line cut by the terminal before ", in f": is this its tail?
+            self._held = None
+            tail = line.strip()
+            if _FRAME_TAIL.match(tail):
+                self._line(held.rstrip() + ("" if tail[:1].isdigit() else " ") + tail)
+                self.skip(1)
+                return
+            self._line(held)
+        if 'File "' in line and ", in " not in line and _FILE_CUT.search(line) is not None:
+            self._held = line
+            return
+        self._line(line)
+
+    def _line(self, line: str) -> None:
         if ((not self._busy or self._busy_last < self.line_no - _QUIET_LINES) and self._tracker.flavor is not None
                 and not line[:1].isspace() and self._dull(line)):
             # nothing is open (or what is open has had no line for a while) and the line names
@@ -172,7 +191,8 @@ class Extractor:
 
     def quiet(self) -> bool:
         """Nothing is open that the next lines could continue (or what is open went quiet)."""
-        return (not self._busy or self._busy_last < self.line_no - _QUIET_LINES) and self._tracker.flavor is not None
+        return ((not self._busy or self._busy_last < self.line_no - _QUIET_LINES) and self._tracker.flavor is not None
+                and self._held is None)
 
     def skip(self, lines: int) -> None:
         """Count ``lines`` dull lines without reading them (see :func:`_feed_lines`)."""
@@ -259,6 +279,9 @@ class Extractor:
         return True
 
     def finish(self) -> None:
+        if self._held is not None:
+            held, self._held = self._held, None
+            self._line(held)
         for origin, stream in self._streams.items():
             if stream.block is not None:
                 self._close(stream, cut=not stream.in_message)
