@@ -97,7 +97,7 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
     (r"Init torch distributed begin", "nccl_init", 1, "start"),
     (r"is assigned as DP rank|world_size=\d+ rank=\d+ local_rank=|is using nccl==", "nccl_init", 1, "progress"),
     (r"Init torch distributed ends", "startup_other", 1.5, "end"),
-    (r"Load weight begin|Starting to load model", "weight_loading", 2, "begin"),
+    (r"Load weight begin|Starting to load model|Loading (?:drafter|draft) model", "weight_loading", 2, "begin"),
     (r"Loading (?:safetensors|pt|bin) checkpoint shards|Loading weights:", "weight_loading", 2, "progress"),
     (r"Load weight end", "kv_cache_alloc", 3, "end"),
     (r"Loading (?:model )?weights took|Model loading took", "startup_other", 2.5, "end"),

@@ -45,7 +45,7 @@ from workbench.tracebacks.model import (
     RootCause,
     Traceback,
 )
-from workbench.tracebacks.scan import Extractor, extract, extract_stream
+from workbench.tracebacks.scan import CUT_DUMP, Extractor, extract, extract_stream
 
 _WRAPPER_FRAMES = {
     ("module.py", "_call_impl"), ("module.py", "_wrapped_call_impl"), ("module.py", "__call__"),
@@ -165,7 +165,7 @@ def _start_failed(ex: Extractor, line: int) -> bool:
     return any(t.init_failed is not None and abs(t.init_failed - line) <= 400 for t in ex.trackers.values())
 
 
-_ANNOUNCES = re.compile(r"because of an error raised|raised in (?:its )?creation task")
+_ANNOUNCES = re.compile(r"because of an error raised|raised in (?:its )?creation task|failed to start")
 _CALLING = re.compile(r"when calling `(\w+)")
 _CUDA_STATUS = re.compile(r"^CUDA error: (?=[A-Z][A-Z0-9_]{5,})")
 
@@ -260,6 +260,13 @@ def analysis_of(ex: Extractor) -> Analysis:
         near = [t for t in tracebacks if abs(t.start_line - at) <= 12 and t.phase != "unknown"]
         if near:
             root = replace(root, phase=min(near, key=lambda t: abs(t.start_line - at)).phase)
+    if root is not None and root.phase == "unknown":
+        # the phase the server's timeline had reached when the failure was reported (a request
+        # answered 500 after the engine died), if no restart came in between
+        tracker = next((t for t in ex.trackers.values() if t.phase not in ("unknown", "startup_other")
+                        and not any(tr.restart and tr.line_no > root.line for tr in t.transitions)), None)
+        if tracker is not None and tracker.phase == "serving":
+            root = replace(root, phase="serving")
     if root is not None and root.phase == "unknown" and _start_failed(ex, root.line):
         root = replace(root, phase="startup_other")  # the server said its start failed: not serving
     if final is not None and final.phase == "unknown" and root is not None:
@@ -362,7 +369,7 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
     # a process that died or crashed before any real exception was printed is the cause
     # of the exceptions that follow (vLLM's "cancelled" when a worker was SIGKILLed)
     dumps = [t.start_line for t in ex.tracebacks if t.exception_type == "Fatal Python error"]
-    raised = [t.start_line for t in ex.tracebacks if t.exception_type is not None]
+    raised = [t.start_line for t in ex.tracebacks]
 
     def announces(ev: LogEvent) -> bool:
         """The line only announces a stack printed just after it: the stack says more.
@@ -376,6 +383,9 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
         if ev.kind in ("fatal_signal", "process_died", "device_assert") and not announces(ev):
             items.append((ev.line, False, event_root(ev)))
     items.sort(key=lambda x: x[0])
+    # frames of a dump whose header was cut off (often another thread's) give way to a whole dump
+    if any(rc.exception_type == "Fatal Python error" and rc.message != CUT_DUMP for _l, _p, rc in items):
+        items = [it for it in items if it[2].message != CUT_DUMP]
     # an exception line printed on its own that repeats a full traceback's (a summary, a quote)
     # says less than the traceback: drop the echo
     full = {(rc.exception_type, normalize_message(rc.message)) for _l, _p, rc in items if rc.innermost_frame is not None}

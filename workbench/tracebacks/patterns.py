@@ -59,7 +59,7 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
         r"Floating point exception")),
     ("device_assert", re.compile(r"\.cu:\d+: .*Assertion .* failed\.|device-side assertion .* failed")),
     ("error_line", re.compile(r"out of memory|CUDA error|CUDA runtime error|cudaError\w+|CUDA_ERROR_\w+|Error Code \d+|"
-                              r"Assertion failed|[Ff]ailed to (?:start|initiali[sz]e)[^:.]*: \S|NCCL error")),
+                              r"Assertion failed|[Ff]ailed to (?:start|initiali[sz]e)[^:.]*: \S|NCCL error|Connection refused")),
     # a C compiler or linker failing under torch.compile / triton: no level, no traceback of its own
     ("compile_error", re.compile(r"^collect2: error:|cannot find -l\w+|: fatal error: |^error: command '\S+' failed")),
     ("nccl_warn", re.compile(
@@ -67,10 +67,11 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
         r"[Ww]atchdog timeout")),
     ("process_died", re.compile(
         r"actor died|died unexpectedly|scheduler is dead|scheduler died|^Exit code: -?\d+|exited with code -?\d+|"
-        r"exited unexpectedly|ChildFailedError|Failed core proc\(s\): \{'|Main process exited, code=")),
+        r"exited unexpectedly|ChildFailedError|Failed core proc\(s\): \{'|Main process exited, code=|"
+        r"(?:WorkerProc|EngineCore|Worker) failed to start")),
     ("killed", re.compile(r"^Killed$|Received sigquit|SIGQUIT received|kill_process_tree")),
 )
-_EVENT_ANCHORS = ("Xid", "CUDA error", "CUDA runtime", "cudaError", "CUDA_ERROR", "Error Code", "NCCL error", "ailed to ", "actor died", "cannot find -l", "collect2",
+_EVENT_ANCHORS = ("Xid", "Connection refused", "failed to start", "CUDA error", "CUDA runtime", "cudaError", "CUDA_ERROR", "Error Code", "NCCL error", "ailed to ", "actor died", "cannot find -l", "collect2",
                   "fatal error", "error: command", "ssertion", "Main process", "out of memory", "Out of memory", "oom", "OOM", "Fatal", "Segmentation",
                   "Abort", "Illegal", "Bus error", "SIG", "Floating", "NCCL WARN", "Watchdog", "timing out", "died",
                   "dead", "Exit code", "exited", "ChildFailed", "Failed core", "Killed", "sigquit", "SIGQUIT",

@@ -117,6 +117,7 @@ class _Stream:
 
 _FILE_CUT = re.compile(r'File "[^"]+", line \d*,?\s*$')
 _FRAME_TAIL = re.compile(r"\d*, in \S|in \S")
+CUT_DUMP = "crash (the dump's header was cut off)"
 _MAX_FRAMES = 1000
 _QUIET_LINES = 200  # an open block whose writer printed nothing for this many lines no longer holds the fast path
 
@@ -377,6 +378,15 @@ class Extractor:
             if fh is not None:
                 self._dump(stream, origin, parsed, header, fh.group(1))
                 return
+        if msg[:1].isspace() and "File \"" in msg and _FH_FRAME.match(msg):
+            # a faulthandler dump whose header lines were cut off: its frames in "line N in f" form
+            self._dump(stream, origin, parsed, header, "Current thread")
+            block = stream.block
+            if block is not None:
+                block.cut_start = True
+                block.message = [CUT_DUMP]
+                self._in_block(stream, block, parsed, msg, header)
+            return
         if "Fatal Python error" in msg:
             fatal = _FATAL.match(msg)
             if fatal is not None:
