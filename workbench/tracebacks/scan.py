@@ -381,11 +381,11 @@ class Extractor:
         if msg[:1].isspace() and "File \"" in msg and _FH_FRAME.match(msg):
             # a faulthandler dump whose header lines were cut off: its frames in "line N in f" form
             self._dump(stream, origin, parsed, header, "Current thread")
-            block = stream.block
-            if block is not None:
-                block.cut_start = True
-                block.message = [CUT_DUMP]
-                self._in_block(stream, block, parsed, msg, header)
+            dump = stream.block
+            if dump is not None:
+                dump.cut_start = True
+                dump.message = [CUT_DUMP]
+                self._in_block(stream, dump, parsed, msg, header)
             return
         if "Fatal Python error" in msg:
             fatal = _FATAL.match(msg)
