@@ -1,74 +1,119 @@
-"""Throughput of the log parsers: MB/s of log text through ``analyze``, lines/s through ``parse_line``.
+"""Throughput and memory of the log parsers, this tree beside a baseline revision, in one run.
 
-    .venv/bin/python bench/tracebacks_throughput.py            # 100 MB, the figure in docs/tracebacks.md
-    .venv/bin/python bench/tracebacks_throughput.py --mb 10    # quicker
+    .venv/bin/python bench/tracebacks_throughput.py                    # 100 MB inputs, baseline d7a812c
+    .venv/bin/python bench/tracebacks_throughput.py --mb 20 --baseline HEAD~3
 
-The input is every real log in tests/fixtures/tracebacks/ concatenated and repeated up
-to the requested size (about one traceback line in three, far denser than a server log,
-so this is a pessimistic figure). It also runs 1/4 of the size to show the time grows
-linearly, and reports the peak RSS. Times are CPU seconds of this process
-(``time.process_time``), so other work on a shared machine does not count; the load
-average is printed alongside.
+Inputs (each cut to ``--mb``):
+
+* ``dense``: every real log in tests/fixtures/tracebacks/ concatenated and repeated, about one
+  line in three inside a traceback, far denser than a server log (the figure issue 5 used);
+* ``server``: real serving logs (tests/fixtures/captured/vllm/serve_under_load.log, an SGLang
+  start to ready) repeated, with every traceback fixture inserted once per megabyte: the shape of
+  a long-running server's journal;
+* ``random``: random bytes (``--mb`` of them), for the peak memory of reading a file that is
+  not a log.
+
+Each measurement runs in a fresh Python process with the tree under test first on the path
+(the baseline is exported with ``git archive``), so the peak RSS is that of one analysis.
+Times are CPU seconds of that process (``time.process_time``), so other work on a shared
+machine counts less; 1/4 of each input is also timed to show the time grows linearly. The
+baseline has no streaming reader, so its file figures read the whole file and decode it, as
+its CLI did.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
-import resource
+import subprocess
 import sys
-import time
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from workbench.logformats import parse_line  # noqa: E402
-from workbench.phases import timeline  # noqa: E402
-from workbench.tracebacks import analyze  # noqa: E402
-
 FIXTURES = ROOT / "tests" / "fixtures" / "tracebacks"
+SERVING = (ROOT / "tests" / "fixtures" / "captured" / "vllm" / "serve_under_load.log",
+           ROOT / "tests" / "fixtures" / "logs" / "phases" / "sglang_tp1_startup_ready.log")
+
+# what one child process runs: analyse a file (streaming when the tree has it) and report
+CHILD = r"""
+import json, resource, sys, time
+sys.path.insert(0, sys.argv[1])
+import workbench.tracebacks as tb
+path, part = sys.argv[2], float(sys.argv[3])
+t = time.process_time()
+if part < 1.0:
+    data = open(path, "rb").read()
+    text = data[: int(len(data) * part)].decode("utf-8", "replace")
+    del data
+    a = tb.analyze(text)
+elif hasattr(tb, "analyze_stream"):
+    with open(path, "rb") as fh:
+        a = tb.analyze_stream(fh)
+else:
+    a = tb.analyze(open(path, "rb").read().decode("utf-8", "replace"))
+dt = time.process_time() - t
+hwm = [l for l in open("/proc/self/status") if l.startswith("VmHWM:")]  # ru_maxrss survives exec
+rss = int(hwm[0].split()[1]) / 1024 if hwm else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({"cpu_s": dt, "tracebacks": len(a.tracebacks), "failures": len(a.failures), "rss_mb": rss}))
+"""
 
 
-def corpus(megabytes: float) -> str:
-    base = "\n".join(p.read_text(errors="replace") for p in sorted(FIXTURES.glob("*.log")))
+def make_inputs(megabytes: float, out: Path) -> dict[str, Path]:
     want = int(megabytes * 1_000_000)
-    return (base * (want // len(base) + 1))[:want]
+    logs = [p.read_text(errors="replace") for p in sorted(FIXTURES.glob("*.log"))]
+    dense = "\n".join(logs)
+    paths = {"dense": out / "dense.log", "server": out / "server.log", "random": out / "random.bin"}
+    paths["dense"].write_text((dense * (want // len(dense) + 1))[:want])
+    serving = "\n".join(p.read_text(errors="replace") for p in SERVING)
+    parts: list[str] = []
+    size = i = 0
+    while size < want:
+        chunk = serving * max(1, 1_000_000 // len(serving)) + "\n" + logs[i % len(logs)] + "\n"
+        parts.append(chunk)
+        size += len(chunk)
+        i += 1
+    paths["server"].write_text("".join(parts)[:want])
+    with open(paths["random"], "wb") as fh:
+        left = want
+        while left > 0:
+            n = min(left, 1 << 20)
+            fh.write(os.urandom(n))
+            left -= n
+    return paths
 
 
-def timed(fn, *args):  # type: ignore[no-untyped-def]
-    """CPU seconds of this process: on a shared machine wall time mostly measures the neighbours."""
-    t = time.process_time()
-    out = fn(*args)
-    return time.process_time() - t, out
+def run(tree: Path, path: Path, part: float) -> dict[str, float]:
+    out = subprocess.run([sys.executable, "-c", CHILD, str(tree), str(path), str(part)],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--mb", type=float, default=100.0, help="size of the input in MB (default 100)")
+    ap.add_argument("--mb", type=float, default=100.0, help="size of each input in MB (default 100)")
+    ap.add_argument("--baseline", default="d7a812c", help="revision to compare with (default d7a812c, before issue 15)")
     args = ap.parse_args()
-
-    text = corpus(args.mb)
-    lines = text.split("\n")
-    mb = len(text.encode()) / 1e6
-    print(f"input: {mb:.1f} MB, {len(lines):,} lines, {len(list(FIXTURES.glob('*.log')))} real logs repeated; "
-          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
-
-    sample = lines[: min(len(lines), 500_000)]
-    dt, _ = timed(lambda: [parse_line(x) for x in sample])
-    print(f"parse_line:            {len(sample) / dt:>12,.0f} lines/s  ({len(sample):,} lines in {dt:.2f} s)")
-
-    quarter = text[: len(text) // 4]
-    dq, _ = timed(analyze, quarter)
-    da, analysis = timed(analyze, text)
-    print(f"analyze (1/4 input):   {mb / 4 / dq:>12,.1f} MB/s   ({dq:.2f} s)")
-    print(f"analyze (full input):  {mb / da:>12,.1f} MB/s   ({da:.2f} s, {len(analysis.tracebacks):,} tracebacks, "
-          f"{len(analysis.failures)} failures)")
-    print(f"CPU time ratio full / quarter: {da / dq:.2f} (4.0 = linear)")
-
-    dp, rows = timed(timeline, text)
-    print(f"phases.timeline:       {mb / dp:>12,.1f} MB/s   ({dp:.2f} s, {len(rows):,} rows)")
-    print(f"peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp) / "baseline"
+        base.mkdir()
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.baseline, "workbench"],
+                                 capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
+        paths = make_inputs(args.mb, Path(tmp))
+        print(f"inputs: {args.mb:g} MB each; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; "
+              f"baseline {args.baseline}")
+        print("| input | tree | MB/s (full) | MB/s (1/4) | time full/quarter | peak RSS MB | tracebacks |")
+        print("|---|---|---:|---:|---:|---:|---:|")
+        for name in ("dense", "server", "random"):
+            for label, tree in (("baseline", base), ("this tree", ROOT)):
+                full = run(tree, paths[name], 1.0)
+                quarter = run(tree, paths[name], 0.25) if name != "random" else None
+                mbs = args.mb / full["cpu_s"] if full["cpu_s"] else float("inf")
+                q = f"{args.mb / 4 / quarter['cpu_s']:.1f}" if quarter else "-"
+                ratio = f"{full['cpu_s'] / quarter['cpu_s']:.2f}" if quarter else "-"
+                print(f"| {name} | {label} | {mbs:.1f} | {q} | {ratio} | {full['rss_mb']:.0f} | {full['tracebacks']} |")
     return 0
 
 

@@ -37,15 +37,18 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from workbench.logformats import LogLine, parse_line, parse_time
+from workbench.logformats import LogLine, any_of, parse_line, parse_time
 
 __all__ = [
     "PHASES",
     "PhaseFailure",
     "PhaseTracker",
     "PhaseTransition",
+    "decide_phase",
     "phase_from_frames",
     "phase_of_message",
+    "stack_evidence",
+    "text_evidence",
     "timeline",
     "track",
 ]
@@ -92,26 +95,28 @@ class PhaseFailure:
 _RULES: tuple[tuple[str, str, float, str], ...] = (
     (r"server_args=|Initializing an? (?:V1 )?LLM engine|vLLM API server version|non-default args:", "startup_other", 0, "start"),
     (r"Init torch distributed begin", "nccl_init", 1, "start"),
-    (r"is assigned as DP rank|world_size=\d+ rank=\d+ local_rank=|vLLM is using nccl==", "nccl_init", 1, "progress"),
+    (r"is assigned as DP rank|world_size=\d+ rank=\d+ local_rank=|is using nccl==", "nccl_init", 1, "progress"),
     (r"Init torch distributed ends", "startup_other", 1.5, "end"),
-    (r"Load weight begin|Starting to load model", "weight_loading", 2, "begin"),
+    (r"Load weight begin|Starting to load model|Loading (?:drafter|draft) model", "weight_loading", 2, "begin"),
     (r"Loading (?:safetensors|pt|bin) checkpoint shards|Loading weights:", "weight_loading", 2, "progress"),
     (r"Load weight end", "kv_cache_alloc", 3, "end"),
     (r"Loading (?:model )?weights took|Model loading took", "startup_other", 2.5, "end"),
     (r"KV Cache is allocated|Memory pool end|Available KV cache memory|GPU KV cache size|# GPU blocks:|Maximum concurrency for|Memory profiling takes", "kv_cache_alloc", 3, "progress"),
     (r"Capture (?:draft (?:extend )?)?cuda graph begin|Capture [\w ]{0,40}CUDA graph begin", "cuda_graph_capture", 4, "begin"),
-    (r"Capturing CUDA graph|Capturing batches|Capture cuda graph bs", "cuda_graph_capture", 4, "progress"),
+    (r"Capturing CUDA graph|Capturing cudagraphs|Capturing batches|Capture cuda graph bs", "cuda_graph_capture", 4, "progress"),
     (r"Capture (?:draft (?:extend )?)?cuda graph end|Capture [\w ]{0,40}CUDA graph end", "startup_other", 4.5, "end"),
     (r"max_total_num_tokens=", "startup_other", 4.6, "progress"),
     (r"Graph capturing finished", "warmup", 5, "end"),
     (r"init engine \(profile, create kv cache, warmup model\) took", "startup_other", 5.5, "end"),
     (r"Uvicorn running on|Application startup complete", "warmup", 5, "http_up"),
+    (r"warmup error|[Ww]armup failed", "warmup", 5, "begin"),
     (r"Starting vLLM (?:API )?server|fired up and ready to roll", "serving", 6, "ready"),
     (r"Decode batch[.,]? |Prefill batch[.,]? |Avg prompt throughput:|\"(?:POST|GET) /v1/", "serving", 6, "batch"),
 )
 _COMPILED = tuple(re.compile(pat) for pat, *_rest in _RULES)
 # words one of which every rule needs (checked with ``in`` before any regex runs)
-_ANCHORS = ("server_args=", "LLM engine", "vLLM", "non-default", "Init torch", "assigned as DP", "world_size=",
+_ANCHORS = ("server_args=", "LLM engine", "vLLM", "non-default", "Init torch", "assigned as DP", "world_size=", "using nccl",
+            "armup",
             "Load weight", "Starting to load", "Loading", "Model loading", "KV Cache", "KV cache", "Memory p",
             "GPU blocks", "Maximum concurrency", "Capture", "Capturing", "max_total_num_tokens", "Graph capturing",
             "init engine", "Uvicorn", "Application startup", "fired up", "batch", "Avg prompt", "/v1/")
@@ -123,15 +128,15 @@ _FAILURE_RE = re.compile(
 )
 _FAILURE_ANCHORS = ("exception", "Traceback", "fail", "died", "dead", "sigquit", "SIGQUIT", "out of memory",
                     "OutOfMemory", "Killed", "Segmentation", "terminate called")
+_ANCHOR = any_of(_ANCHORS)
+_FAILURE_ANCHOR = any_of(_FAILURE_ANCHORS)
+_INIT_FAILED = re.compile(r"failed to start|[Ii]nitialization failed|failed to initiali[sz]e")
 _ORDER = {"nccl_init": 1, "weight_loading": 2, "kv_cache_alloc": 3, "cuda_graph_capture": 4, "warmup": 5, "serving": 6}
 
 
 def phase_of_message(message: str) -> tuple[str, float, str] | None:
     """The (phase, order, kind) rule a message matches, or None."""
-    for anchor in _ANCHORS:
-        if anchor in message:
-            break
-    else:
+    if _ANCHOR.search(message) is None:
         return None
     for pattern, (_pat, phase, order, kind) in zip(_COMPILED, _RULES, strict=True):
         if pattern.search(message):
@@ -140,10 +145,7 @@ def phase_of_message(message: str) -> tuple[str, float, str] | None:
 
 
 def _is_failure(message: str) -> bool:
-    for anchor in _FAILURE_ANCHORS:
-        if anchor in message:
-            return _FAILURE_RE.search(message) is not None
-    return False
+    return _FAILURE_ANCHOR.search(message) is not None and _FAILURE_RE.search(message) is not None
 
 
 class PhaseTracker:
@@ -161,6 +163,8 @@ class PhaseTracker:
         self.failure: PhaseFailure | None = None
         self.restarts = 0
         self.flavor: str | None = None  # "sglang" or "vllm", from the shape of the lines
+        # the line where the server said its start failed ("EngineCore failed to start"), if any
+        self.init_failed: int | None = None
         self.line_no = 0
         self._order: float = -1
         self._transitions: list[PhaseTransition] = []
@@ -189,6 +193,8 @@ class PhaseTracker:
         if rule is None:
             if self.failure is None and msg and _is_failure(msg):
                 self.failure = PhaseFailure(self.phase, self._time(parsed, at), parsed.raw, self.line_no)
+            if self.init_failed is None and not self.ready and "ail" in msg and _INIT_FAILED.search(msg):
+                self.init_failed = self.line_no
             return None
         phase, order, kind = rule
         restart = False
@@ -204,6 +210,7 @@ class PhaseTracker:
                 self.restarts += 1
                 self.ready = False
                 self.failure = None
+                self.init_failed = None
             elif order < self._order and not (self.phase == "startup_other" and self._order <= 1):
                 return None
         elif kind != "begin" and order < self._order:
@@ -286,43 +293,156 @@ def _comparable(a: datetime, b: datetime) -> bool:
     return (a.tzinfo is None) == (b.tzinfo is None)
 
 
-# Frame rules: (function names, path fragments) -> phase. Checked from the innermost frame
-# outwards; the first frame that names a phase decides.
-_FRAME_RULES: tuple[tuple[frozenset[str], tuple[str, ...], str], ...] = (
-    (frozenset({"capture", "capture_one_batch_size", "_capture_graph", "_capture_one_stream", "init_cuda_graphs",
-                "init_device_graphs", "capture_model", "_capture_cudagraphs", "capture_graph",
-                "_create_cudagraph", "init_piecewise_cuda_graphs"}), ("cuda_graph_runner.py", "cudagraph", "cuda_graph"), "cuda_graph_capture"),
-    (frozenset({"load_weights", "load_model", "_load_weights", "get_model", "load_weights_and_postprocess",
-                "_get_all_weights", "safetensors_weights_iterator", "process_weights_after_loading",
-                "download_model", "_prepare_weights", "load_checkpoint"}), ("model_loader",), "weight_loading"),
-    (frozenset({"init_memory_pool", "profile_max_num_token", "_initialize_kv_caches", "determine_available_memory",
-                "get_kv_cache_configs", "initialize_kv_cache", "_check_enough_kv_cache_memory", "determine_num_available_blocks",
-                "initialize_cache", "_allocate_kv_cache", "init_cache_engine", "profile_run", "_init_cache",
-                "check_enough_kv_cache_memory", "get_kv_cache_config", "init_kv_cache"}), ("memory_pool.py",), "kv_cache_alloc"),
-    (frozenset({"init_torch_distributed", "initialize_model_parallel", "init_distributed_environment",
-                "ncclCommInitRank", "init_process_group", "init_world_group", "init_model_parallel_group",
-                "ensure_model_parallel_initialized", "_init_distributed_environment"}), ("pynccl", "custom_all_reduce"), "nccl_init"),
-    (frozenset({"_wait_and_warmup", "_execute_server_warmup", "compile_or_warm_up_model", "kernel_warmup",
-                "_dummy_sampler_run", "warmup_model", "_warmup"}), (), "warmup"),
-    (frozenset({"event_loop_normal", "event_loop_overlap", "event_loop_pp", "run_batch", "forward_batch_generation",
-                "execute_model", "step", "run_busy_loop", "worker_busy_loop", "process_input_sockets",
-                "event_loop_overlap_disagg_decode", "event_loop_overlap_disagg_prefill", "event_loop_normal_disagg_prefill",
-                "event_loop_normal_disagg_decode", "generate_request", "_handle_batch_output"}), (), "serving"),
+# Phase evidence from a stack and from the words of a failure.
+#
+# Precedence, strongest first (``decide_phase``):
+#   1. a frame whose function names a start-up step (innermost first): warmup, cuda_graph_capture,
+#      weight_loading, kv_cache_alloc, nccl_init. Frames include the callees named in each frame's
+#      code line (a cut traceback still says what it was calling) and the method names a wrapper
+#      prints (Ray's ``ray::Actor.method()``, vLLM's ``Error executing method 'load_model'``,
+#      ``collective_rpc("load_model")``), which count as the outermost frames;
+#   2. a frame of the serving loop (event loop, execute_model, a request handler) - but a failure
+#      while the log says the server is warming up and not yet ready is ``warmup``, never serving;
+#   3. the words of the error and of the line that announced it ("warmup error", "KV cache",
+#      ``ncclCommInitRank``, "stream is capturing");
+#   4. the start's timeline: the phase the log lines had reached (:class:`PhaseTracker`);
+#   5. ``startup_other`` when the frames or words belong to start-up (constructors, imports,
+#      engine creation, "failed to start") without naming a step;
+#   6. ``unknown``.
+_FRAME_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"warm_?up|_dummy_sampler_run", re.I), "warmup"),
+    (re.compile(r"captur|cuda_?graph|cudagraph|device_graphs"), "cuda_graph_capture"),
+    (re.compile(r"load_weight|load_model|^_load_w\d|^get_model$|weights_iterator|process_weights_after_loading|"
+                r"download_model|_prepare_weights|load_checkpoint|_get_all_weights|^_load_module$|load_state_dict"),
+     "weight_loading"),
+    (re.compile(r"kv_cache|kvcache|memory_pool|^_init_pools$|profile_max_num_token|determine_available_memory|"
+                r"determine_num_available_blocks|^profile_run$|cache_size|init_cache_engine|initialize_cache|"
+                r"_allocate_kv|^_init_cache$|num_gpu_blocks"), "kv_cache_alloc"),
+    (re.compile(r"init_torch_distributed|init_distributed|distributed_environment|model_parallel|process_group|"
+                r"ncclCommInitRank|ncclGetUniqueId|init_world_group|createComm|mscclpp|^init_device$|_init_nccl|"
+                r"init_communicator"), "nccl_init"),
 )
+_SERVING = re.compile(
+    r"event_loop|busy_loop|^run_batch$|forward_batch_generation|execute_model|engine_step|run_engine_loop|"
+    r"^step(?:_async)?$|step_with_batch_queue|_process_engine_step|output_handler|^(?:async_)?generate$|"
+    r"generate_sequences|^generate_request$|_generate_(?:non_)?streaming|completion_(?:stream|full)_generator|"
+    r"^create_(?:chat_)?completion$|"
+    r"_executor_loop|process_batch_result|resolve_last_batch_result|^run_asgi$|execution_loop|^execute$|"
+    r"_handle_batch_output|process_input_sockets|^recv_requests$|handle_request|^_forward_raw$|^forward_extend$|"
+    r"^forward_decode$")
+_STARTUP = re.compile(
+    r"^__init__$|^<import>$|launch|startup|^run_server|build_async_engine_client|from_engine_args|"
+    r"from_vllm_config|make_client|make_async_mp_client|make_arg_parser|_init_engines|^run_engine_core$|"
+    r"^run_scheduler_process$|init_model_worker|init_tp_model_worker|_init_model_runner|init_draft_worker|"
+    r"^initialize$|_init_executor|_init_workers|^init_worker|^worker_main$|create_engine_config|get_tokenizer|"
+    r"^get_config$|from_pretrained|_build_model|_start_executor_workers|^create$|^lifespan$|^serve$|"
+    r"subparser_init|_find_and_load|^exec_module$|soc_version|^Runtime$|^_run_module_as_main$")
+# constructors of these files are the step itself (a CudaGraphRunner() is a capture)
+_INIT_PATHS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("cuda_graph_runner.py", "cudagraph", "cuda_graph"), "cuda_graph_capture"),
+    (("model_loader",), "weight_loading"),
+    (("memory_pool.py",), "kv_cache_alloc"),
+    (("pynccl", "custom_all_reduce", "parallel_state.py", "cuda_communicator", "device_communicators"), "nccl_init"),
+)
+_PATH_RULES: tuple[tuple[str, str], ...] = (("/warmup.py", "warmup"),)
+_CALLEE = re.compile(r"(\w+)\s*\(")
+_QUOTED_METHOD = re.compile(r"""(?:rpc|_workers|method)\(\s*['"](\w+)['"]""")
+_WRAPPER_METHOD = re.compile(r"ray::\w+\.(\w+)\(\)|method '(\w+)'|collective_rpc\(\s*['\"](\w+)")
+_TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"warm_?up", re.I), "warmup"),
+    (re.compile(r"stream is capturing|during CUDA graph capture|Capture cuda graph failed|cudaErrorStreamCapture|"
+                r"graph capture", re.I), "cuda_graph_capture"),
+    (re.compile(r"KV cache|kv_cache|cache blocks|num_gpu_blocks"), "kv_cache_alloc"),
+    (re.compile(r"ncclCommInitRank|[Nn]ccl_?[Cc]ommunicator|init_process_group|createComm|"
+                r"(?:initiali[sz]e|init)\w* [^\n]{0,60}NCCL|NCCL[^\n]{0,60}\binit", re.I), "nccl_init"),
+)
+_TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|failed to (?:start|initiali[sz]e)|creation task|"
+                           r"Failed to start|aborting startup", re.I)
+
+
+def _frame_phase(file: str, function: str) -> str | None:
+    for pattern, phase in _FRAME_RULES:
+        if pattern.search(function):
+            return phase
+    if function == "__init__":
+        for paths, phase in _INIT_PATHS:
+            if any(p in file for p in paths):
+                return phase
+    for path, phase in _PATH_RULES:
+        if path in file:
+            return phase
+    return None
+
+
+def stack_evidence(frames: Iterable[tuple[str, str, str | None]]) -> tuple[str | None, bool, bool]:
+    """(start-up step, serving seen, start-up seen) of a stack of (file, function, code), outermost first.
+
+    The code line of each frame adds the functions it calls, as frames just inside it.
+    """
+    expanded: list[tuple[str, str]] = []
+    for file, function, code in frames:
+        expanded.append((file, function))
+        if function == "<module>" and code and code.lstrip().startswith(("import ", "from ")):
+            expanded.append((file, "<import>"))  # an import chain: the program is still starting
+        elif code:
+            for name in _CALLEE.findall(code):
+                expanded.append((file, name))
+            for name in _QUOTED_METHOD.findall(code):
+                expanded.append((file, name))
+    serving = startup = False
+    for file, function in reversed(expanded):
+        phase = _frame_phase(file, function)
+        if phase is not None:
+            return phase, serving, True
+        if not serving and _SERVING.search(function):
+            serving = True
+        if not startup and _STARTUP.search(function):
+            startup = True
+    return None, serving, startup
+
+
+def text_evidence(texts: Iterable[str | None]) -> tuple[str | None, bool, bool, bool]:
+    """(start-up step, serving, start-up seen, step from a wrapper's method name) from the words of a failure."""
+    words = [t for t in texts if t]
+    methods = [("", name) for t in words for m in _WRAPPER_METHOD.finditer(t) for name in m.groups() if name]
+    step, serving, startup = stack_evidence((f, n, None) for f, n in methods) if methods else (None, False, False)
+    if step is not None:
+        return step, serving, True, True
+    for text in words:
+        for pattern, phase in _TEXT_RULES:
+            if pattern.search(text):
+                return phase, serving, True, False
+    return None, serving, startup or any(_TEXT_STARTUP.search(t) for t in words), False
+
+
+def decide_phase(frames: Iterable[tuple[str, str, str | None]], texts: Iterable[str | None] = (),
+                 timeline_phase: str = "unknown", *, ready: bool = False) -> str:
+    """The phase of one failure from its stack, its words and the log's timeline (precedence above)."""
+    step, serving, startup = stack_evidence(frames)
+    if step is not None:
+        return step
+    text_step, text_serving, text_startup, from_method = text_evidence(texts)
+    if from_method and text_step is not None:
+        return text_step
+    if serving or text_serving:
+        return "warmup" if timeline_phase == "warmup" and not ready else "serving"
+    if text_step is not None:
+        return text_step
+    if timeline_phase not in ("unknown", ""):
+        return timeline_phase
+    if startup or text_startup:
+        return "startup_other"
+    return "unknown"
 
 
 def phase_from_frames(frames: Iterable[tuple[str, str]]) -> str | None:
     """The phase a stack was in, from its (file, function) pairs listed outermost first.
 
-    The innermost frame that matches a rule decides, so a capture that calls the model's
-    forward is ``cuda_graph_capture`` and a KV-cache profile run inside
-    ``determine_available_memory`` is ``kv_cache_alloc``. Path fragments only count for
-    functions named ``__init__`` (constructors of runners and communicators).
+    The innermost frame that names a start-up step decides, so a capture that calls the model's
+    forward is ``cuda_graph_capture``; else a serving-loop frame means ``serving``; None when the
+    frames name neither (:func:`decide_phase` adds the other evidence and the fallbacks).
     """
-    for file, function in reversed(list(frames)):
-        for names, paths, phase in _FRAME_RULES:
-            if function in names:
-                return phase
-            if paths and function == "__init__" and any(p in file for p in paths):
-                return phase
-    return None
+    step, serving, _startup = stack_evidence((f, n, None) for f, n in frames)
+    if step is not None:
+        return step
+    return "serving" if serving else None

@@ -182,7 +182,7 @@ def test_cli_journal_and_tracebacks(svc, unit, testbed):
     out = io.StringIO()
     with redirect_stdout(out):
         assert main(["--ssh-config", str(testbed.ssh_config), "tracebacks", "--host", "gpu-a", "--unit", unit,
-                     "--json"]) == 0
+                     "--json"]) == 1  # exit 1: a failure was found
     assert [f["exception_type"] for f in json.loads(out.getvalue())["failures"]] == ["RuntimeError"]
 
 

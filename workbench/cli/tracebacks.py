@@ -1,7 +1,12 @@
 """``workbench tracebacks``: the failures in a server log, as a summary or as JSON.
 
-The text comes from one function, :func:`_read_input`: a file, stdin, or with
+The log comes from one function, :func:`_analyze_input`: a file or stdin (read a line at a
+time, so memory stays bounded on a log of any size), or with
 ``--host``/``--unit`` one invocation of a unit's journal (workbench.journal.read).
+
+Exit status (the CLI-wide meanings): 0 no failure found, 1 a failure found (a traceback,
+a C++ exception or a failure line: the JSON's ``root_cause`` is not null), 2 usage error
+(bad arguments, unreadable file). ``--schema`` prints the JSON Schema of ``--json``.
 """
 
 from __future__ import annotations
@@ -12,7 +17,8 @@ import sys
 from typing import Any
 
 from workbench.errors import ConfigError
-from workbench.tracebacks import analyze, format_summary, to_json
+from workbench.tracebacks import Analysis, analyze, analyze_stream, format_summary, to_json
+from workbench.tracebacks.render import json_schema
 
 
 def register(subparsers: Any) -> None:
@@ -24,26 +30,27 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("file", nargs="?", default="-", metavar="FILE", help="log file, or - for stdin (default)")
     p.add_argument("--json", action="store_true", help="print the stable JSON object (docs/tracebacks.md)")
+    p.add_argument("--schema", action="store_true", help="print the JSON Schema of the --json object and exit")
     p.add_argument("--host", help="read a unit's journal on this host instead of a file (with --unit)")
     p.add_argument("--unit", help="the unit whose journal to read (with --host)")
     p.add_argument("--invocation", metavar="N|ID", default="last",
                    help="which invocation: its ID, 'last' (default), or an index (-1 last, 0 the oldest)")
+    p.epilog = "exit status: 0 no failure found, 1 failure found, 2 usage error"
     p.set_defaults(func=run)
 
 
-def _read_input(args: argparse.Namespace) -> str:
-    """The log text the command works on."""
+def _analyze_input(args: argparse.Namespace) -> Analysis:
+    """The analysis of the log the command works on: a file or stdin read a line at a time, or a journal."""
     if getattr(args, "host", None) or getattr(args, "unit", None):
-        return _read_journal(args)
+        return analyze(_read_journal(args))
     if args.file == "-":
-        data = sys.stdin.buffer.read()
-    else:
-        try:
-            with open(args.file, "rb") as fh:
-                data = fh.read()
-        except OSError as exc:
-            raise ConfigError(f"cannot read {args.file}: {exc.strerror or exc}; pass a readable log file or - for stdin") from exc
-    return data.decode("utf-8", "replace")
+        return analyze_stream(sys.stdin.buffer)
+    try:
+        fh = open(args.file, "rb")
+    except OSError as exc:
+        raise ConfigError(f"cannot read {args.file}: {exc.strerror or exc}; pass a readable log file or - for stdin") from exc
+    with fh:
+        return analyze_stream(fh)
 
 
 def _read_journal(args: argparse.Namespace) -> str:
@@ -70,11 +77,25 @@ def _read_journal(args: argparse.Namespace) -> str:
     return to_text(frame)
 
 
+EXIT_NONE_FOUND = 0
+EXIT_FAILURE_FOUND = 1
+EXIT_USAGE = 2
+
+
 def run(args: argparse.Namespace) -> int:
-    analysis = analyze(_read_input(args))
+    if getattr(args, "schema", False):
+        json.dump(json_schema(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return EXIT_NONE_FOUND
+    try:
+        analysis = _analyze_input(args)
+    except ConfigError as exc:
+        print(f"workbench tracebacks: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     if args.json:
         json.dump(to_json(analysis), sys.stdout, indent=2, ensure_ascii=False)
         sys.stdout.write("\n")
     else:
         sys.stdout.write(format_summary(analysis))
-    return 0
+    found = analysis.root_cause is not None or bool(analysis.failures)
+    return EXIT_FAILURE_FOUND if found else EXIT_NONE_FOUND

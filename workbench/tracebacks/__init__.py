@@ -31,6 +31,7 @@ Definitions (also in docs/tracebacks.md):
 Public API::
 
     analyze(text) -> Analysis           # everything below in one pass
+    analyze_stream(binary_file) -> Analysis   # the same, a line at a time (memory bounded)
     extract_tracebacks(text) -> list[Traceback]
     compare(a, b) -> Comparison         # two Analyses: same / different / only-in-A / only-in-B
     to_json(analysis) -> dict           # the stable JSON of ``workbench tracebacks --json``
@@ -42,6 +43,7 @@ from __future__ import annotations
 from workbench.tracebacks.diagnose import (
     analysis_of,
     analyze,
+    analyze_stream,
     compare,
     is_pointer,
     normalize_message,
@@ -59,7 +61,7 @@ from workbench.tracebacks.model import (
     Traceback,
 )
 from workbench.tracebacks.render import comparison_to_json, format_summary, to_json
-from workbench.tracebacks.scan import Extractor, extract
+from workbench.tracebacks.scan import Extractor, extract, extract_stream
 
 __all__ = [
     "Analysis",
@@ -74,9 +76,11 @@ __all__ = [
     "Traceback",
     "analysis_of",
     "analyze",
+    "analyze_stream",
     "compare",
     "comparison_to_json",
     "extract",
+    "extract_stream",
     "extract_tracebacks",
     "format_summary",
     "is_pointer",

@@ -30,7 +30,10 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from typing import BinaryIO
 
+from workbench.phases import decide_phase
 from workbench.tracebacks.model import (
     Analysis,
     Comparison,
@@ -42,7 +45,7 @@ from workbench.tracebacks.model import (
     RootCause,
     Traceback,
 )
-from workbench.tracebacks.scan import Extractor, extract
+from workbench.tracebacks.scan import CUT_DUMP, Extractor, extract, extract_stream
 
 _WRAPPER_FRAMES = {
     ("module.py", "_call_impl"), ("module.py", "_wrapped_call_impl"), ("module.py", "__call__"),
@@ -157,6 +160,46 @@ def _chains(tracebacks: Sequence[Traceback]) -> list[list[Traceback]]:
     return chains
 
 
+def _start_failed(ex: Extractor, line: int) -> bool:
+    """Some server in the log said its start failed (before it was ready) near this line."""
+    return any(t.init_failed is not None and abs(t.init_failed - line) <= 400 for t in ex.trackers.values())
+
+
+_ANNOUNCES = re.compile(r"because of an error raised|raised in (?:its )?creation task|failed to start")
+_CALLING = re.compile(r"when calling `(\w+)")
+_CUDA_STATUS = re.compile(r"^CUDA error: (?=[A-Z][A-Z0-9_]{5,})")
+
+
+def innermost_frame(frames: Sequence[Frame]) -> Frame | None:
+    """The innermost frame that is not a generic wrapper (``Module._call_impl``, ``contextlib``...)."""
+    for frame in reversed(frames):
+        base = frame.file.replace("\\", "/").rsplit("/", 1)[-1]
+        if (base, frame.function) not in _WRAPPER_FRAMES and not frame.file.startswith("<frozen"):
+            return frame
+    return frames[-1] if frames else None
+
+
+def describe(exception_type: str | None, message: str | None, frames: Sequence[Frame]) -> str:
+    """A readable one-line signature: ``RuntimeError: CUBLAS_STATUS_EXECUTION_FAILED in
+    cublasGemmStridedBatchedEx at forward_absorb_prepare (deepseek_v2.py)``."""
+    first = (message or "").split("\n", 1)[0].strip()
+    callee = _CALLING.search(first)
+    if callee is not None:
+        first = first[: callee.start()].rstrip(" :")
+    first = _CUDA_STATUS.sub("", first)
+    if len(first) > 120:
+        first = first[:119] + "…"
+    text = exception_type or "cut-off traceback"
+    if first:
+        text += f": {first}"
+    if callee is not None:
+        text += f" in {callee.group(1)}"
+    frame = innermost_frame(frames)
+    if frame is not None:
+        text += f" at {frame.function} ({frame.file.replace(chr(92), '/').rsplit('/', 1)[-1]})"
+    return text
+
+
 def _natural(rank: str) -> list[object]:
     return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", rank)]
 
@@ -178,6 +221,11 @@ def analyze(text: str | bytes, *, year: int | None = None) -> Analysis:
     return analysis_of(extract(text, year=year))
 
 
+def analyze_stream(stream: BinaryIO, *, year: int | None = None) -> Analysis:
+    """:func:`analyze` for a binary stream (a log file, stdin), read a line at a time: memory bounded."""
+    return analysis_of(extract_stream(stream, year=year))
+
+
 def analysis_of(ex: Extractor) -> Analysis:
     """Build the :class:`Analysis` of an extractor that has been fed and finished."""
     tracebacks = tuple(ex.tracebacks)
@@ -194,16 +242,35 @@ def analysis_of(ex: Extractor) -> Analysis:
             phase=last.phase, ranks=_ranks(t.rank for chain in occ for t in chain), occurrences=len(occ),
             tracebacks=tuple(sorted(t.index for chain in occ for t in chain)), first_line=first[0].start_line,
             pointer=is_pointer(last) and _root_link(first) is last,
+            signature_text=describe(last.exception_type, last.message, last.frames),
         ))
     cpp_groups: dict[str, list[CppException]] = {}
     for c in ex.cpp_exceptions:
         cpp_groups.setdefault(_cpp_signature(c), []).append(c)
     for sig, cs in cpp_groups.items():
         c = cs[0]
-        failures.append(Failure(sig, c.exception_type, c.message, None, c.phase, _ranks(x.rank for x in cs), len(cs), (), c.line, is_pointer(c)))
+        failures.append(Failure(sig, c.exception_type, c.message, None, c.phase, _ranks(x.rank for x in cs), len(cs), (), c.line,
+                                is_pointer(c), describe(c.exception_type, c.message, ())))
     failures.sort(key=lambda f: f.first_line)
     final = _final(tracebacks, failures, ex.cpp_exceptions)
     root = _root_cause(ex, chains, failures)
+    if root is not None and root.phase == "unknown" and root.innermost_frame is None:
+        # an exception or log line printed alone: the traceback printed next to it says where
+        at = root.line
+        near = [t for t in tracebacks if abs(t.start_line - at) <= 12 and t.phase != "unknown"]
+        if near:
+            root = replace(root, phase=min(near, key=lambda t: abs(t.start_line - at)).phase)
+    if root is not None and root.phase == "unknown":
+        # the phase the server's timeline had reached when the failure was reported (a request
+        # answered 500 after the engine died), if no restart came in between
+        tracker = next((t for t in ex.trackers.values() if t.phase not in ("unknown", "startup_other")
+                        and not any(tr.restart and tr.line_no > root.line for tr in t.transitions)), None)
+        if tracker is not None and tracker.phase == "serving":
+            root = replace(root, phase="serving")
+    if root is not None and root.phase == "unknown" and _start_failed(ex, root.line):
+        root = replace(root, phase="startup_other")  # the server said its start failed: not serving
+    if final is not None and final.phase == "unknown" and root is not None:
+        final = replace(final, phase=root.phase)
     return Analysis(tracebacks, tuple(failures), tuple(ex.events), tuple(ex.cpp_exceptions), final, root, ex.line_no)
 
 
@@ -258,7 +325,8 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
     by_sig = {f.signature: f for f in failures}
 
     def event_root(e: LogEvent) -> RootCause:
-        return RootCause("log_line", None, e.text, e.line, None, e.phase, _ranks([e.rank]))
+        phase = decide_phase((), (e.text,), e.phase)  # the line's own words, then the timeline
+        return RootCause("log_line", None, e.text, e.line, None, phase, _ranks([e.rank]), None, e.text[:160])
 
     def first_event(*kinds: str, hw: bool | None = None) -> LogEvent | None:
         for e in events:
@@ -278,6 +346,7 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
         return event_root(oom)
     # failures in the segment, earliest first
     items: list[tuple[int, bool, RootCause]] = []
+    cut: list[tuple[int, RootCause]] = []
     for chain in chains:
         if not lo <= chain[0].start_line <= hi or (server is not None and chain[0].server != server):
             continue
@@ -285,22 +354,43 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
         sig = signature(chain)
         failure = by_sig.get(sig)
         ranks = failure.ranks if failure else _ranks([link.rank])
-        pointer = is_pointer(link)
-        if link.exception_type is None:
+        rc = RootCause("exception", link.exception_type, link.message or "", link.start_line, link.innermost,
+                       link.phase, ranks, sig, describe(link.exception_type, link.message, link.frames))
+        if link.exception_type is None:  # cut before its exception line: where it failed, not what
+            cut.append((chain[0].start_line, rc))
             continue
-        items.append((chain[0].start_line, pointer, RootCause(
-            "exception", link.exception_type, link.message or "", link.start_line, link.innermost, link.phase, ranks)))
+        items.append((chain[0].start_line, is_pointer(link), rc))
     for c in ex.cpp_exceptions:
         if lo <= c.line <= hi and (server is None or c.server == server):
             f = by_sig.get(_cpp_signature(c))
             items.append((c.line, is_pointer(c), RootCause("exception", c.exception_type, c.message, c.line, None, c.phase,
-                                                           f.ranks if f else _ranks([c.rank]))))
+                                                           f.ranks if f else _ranks([c.rank]), _cpp_signature(c),
+                                                           describe(c.exception_type, c.message, ()))))
     # a process that died or crashed before any real exception was printed is the cause
     # of the exceptions that follow (vLLM's "cancelled" when a worker was SIGKILLed)
+    dumps = [t.start_line for t in ex.tracebacks if t.exception_type == "Fatal Python error"]
+    raised = [t.start_line for t in ex.tracebacks]
+
+    def announces(ev: LogEvent) -> bool:
+        """The line only announces a stack printed just after it: the stack says more.
+        (A crash handler's "*** SIGSEGV received" before faulthandler's dump; Ray's "The actor
+        died because of an error raised in its creation task" before that error.)"""
+        if ev.kind == "fatal_signal":
+            return any(0 <= d - ev.line <= 12 for d in dumps)
+        return _ANNOUNCES.search(ev.text) is not None and any(0 < r - ev.line <= 12 for r in raised)
+
     for ev in events:
-        if ev.kind in ("fatal_signal", "process_died", "device_assert"):
+        if ev.kind in ("fatal_signal", "process_died", "device_assert") and not announces(ev):
             items.append((ev.line, False, event_root(ev)))
     items.sort(key=lambda x: x[0])
+    # frames of a dump whose header was cut off (often another thread's) give way to a whole dump
+    if any(rc.exception_type == "Fatal Python error" and rc.message != CUT_DUMP for _l, _p, rc in items):
+        items = [it for it in items if it[2].message != CUT_DUMP]
+    # an exception line printed on its own that repeats a full traceback's (a summary, a quote)
+    # says less than the traceback: drop the echo
+    full = {(rc.exception_type, normalize_message(rc.message)) for _l, _p, rc in items if rc.innermost_frame is not None}
+    items = [it for it in items if it[2].innermost_frame is not None or it[2].kind != "exception"
+             or (it[2].exception_type, normalize_message(it[2].message)) not in full]
     primary = [rc for _line, pointer, rc in items if not pointer]
     chosen = next((rc for rc in primary if not (rc.kind == "exception" and _SECONDARY.search(rc.message))), None)
     chosen = chosen or (primary[0] if primary else None)
@@ -310,12 +400,14 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
             if assertion is not None:
                 return event_root(assertion)
         return chosen
-    for kinds in (("error_line",), ("nccl_warn", "xid")):
+    for kinds in (("error_line", "compile_error"), ("nccl_warn", "xid")):
         line = first_event(*kinds)
         if line:
             return event_root(line)
     if items:
         return items[0][2]
+    if cut:  # only tracebacks cut before their exception: the first says where it failed
+        return min(cut, key=lambda x: x[0])[1]
     killed = first_event("killed")
     return event_root(killed) if killed else None
 

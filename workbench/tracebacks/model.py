@@ -7,7 +7,7 @@ from typing import Literal
 
 Chain = Literal["cause", "context"]
 EventKind = Literal[
-    "xid", "oom_kill", "fatal_signal", "device_assert", "error_line", "nccl_warn", "process_died", "killed"
+    "xid", "oom_kill", "fatal_signal", "device_assert", "error_line", "compile_error", "nccl_warn", "process_died", "killed"
 ]
 
 
@@ -107,6 +107,7 @@ class Failure:
     tracebacks: tuple[int, ...]
     first_line: int
     pointer: bool = False
+    signature_text: str = ""
 
 
 @dataclass(frozen=True)
@@ -125,7 +126,12 @@ class Final:
 
 @dataclass(frozen=True)
 class RootCause:
-    """What to fix: an exception (``kind="exception"``) or a log line (``kind="log_line"``)."""
+    """What to fix: an exception (``kind="exception"``) or a log line (``kind="log_line"``).
+
+    ``exception_type`` is None (and ``message`` empty) when the only traceback was cut before its
+    exception line: ``innermost_frame`` and ``phase`` still say where it failed. ``signature`` is
+    the id of its failure (None for a log line); ``signature_text`` reads it in one line.
+    """
 
     kind: Literal["exception", "log_line"]
     exception_type: str | None
@@ -134,6 +140,8 @@ class RootCause:
     innermost_frame: Frame | None
     phase: str
     ranks: tuple[str, ...]
+    signature: str | None = None
+    signature_text: str = ""
 
 
 @dataclass(frozen=True)

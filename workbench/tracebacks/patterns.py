@@ -8,12 +8,23 @@ from __future__ import annotations
 
 import re
 
+from workbench.logformats import any_of
 from workbench.tracebacks.model import EventKind, Frame
 
 _HEADER = "Traceback (most recent call last)"
 _FILE = re.compile(r'(\s*)File "([^"\n]*)"?(?:, line (\d+))?(?:, in (.*))?')
 _FILE_STRICT = re.compile(r'\s*File "[^"\n]+", line \d+, in \S')
 _EXC = re.compile(r"([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?:\([\w.]+\))?)(?::(?:[ \t]?(.*)))?$")
+# a bare exception line (no frame before it) must name an error class outright: not a warning
+_BARE_EXC_NAME = re.compile(r"(?:Error|Exception|Fault|Failure|Timeout|Cancelled|Abort)$")
+_EXC_REPR = re.compile(r"([A-Za-z_][\w.]*(?:Error|Exception))\((['\"])(.+)")
+_FATAL = re.compile(r"\s*Fatal Python error: (.*)")
+_FH_HEADER = re.compile(r"\s*(Current thread|Thread|Stack)\b[^(]*\(most recent call first\):")
+# rich's boxed tracebacks (typer, rich.traceback.install), once the box borders are gone
+_RICH_FRAME = re.compile(r"\s*(?:(\S+?\.pyx?):(\d+) in (\S+)|in (\S+):(\d+))\s*$")
+_RICH_CODE = re.compile(r"\s*(❱\s*)?\d+\s(?:│|\s|$)")
+_FH_FRAME = re.compile(r'\s*File "([^"]*)", line (\d+) in (.+)')
+_LEVEL_IN_PREFIX = re.compile(r"\bERROR\b|\bCRITICAL\b|\bWARNING\b|\[E\]")
 _EXC_NAME = re.compile(r"(?:Error|Exception|Exit|Interrupt|Warning|Iteration|Fault|Failure|Timeout|Unsupported|Cancelled|Abort)$")
 _CARET = re.compile(r"\s*[~^]+\s*$")
 _QUOTE = re.compile(r"[ \t]*(?:> ?)+")
@@ -47,19 +58,25 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
         r"Bus error \(core dumped\)|\*\*\* SIG(?:SEGV|ABRT|BUS|ILL|FPE)|received signal SIG(?:SEGV|ABRT|BUS)|"
         r"Floating point exception")),
     ("device_assert", re.compile(r"\.cu:\d+: .*Assertion .* failed\.|device-side assertion .* failed")),
-    ("error_line", re.compile(r"out of memory|CUDA error|CUDA runtime error|cudaError\w+|Error Code \d+|Assertion failed")),
+    ("error_line", re.compile(r"out of memory|CUDA error|CUDA runtime error|cudaError\w+|CUDA_ERROR_\w+|Error Code \d+|"
+                              r"Assertion failed|[Ff]ailed to (?:start|initiali[sz]e)[^:.]*: \S|NCCL error|Connection refused")),
+    # a C compiler or linker failing under torch.compile / triton: no level, no traceback of its own
+    ("compile_error", re.compile(r"^collect2: error:|cannot find -l\w+|: fatal error: |^error: command '\S+' failed")),
     ("nccl_warn", re.compile(
         r"NCCL WARN|Watchdog caught collective operation timeout|ran for \d+ milliseconds before timing out|"
         r"[Ww]atchdog timeout")),
     ("process_died", re.compile(
-        r"died unexpectedly|scheduler is dead|scheduler died|^Exit code: -?\d+|exited with code -?\d+|"
-        r"exited unexpectedly|ChildFailedError|Failed core proc\(s\): \{'|Main process exited, code=")),
+        r"actor died|died unexpectedly|scheduler is dead|scheduler died|^Exit code: -?\d+|exited with code -?\d+|"
+        r"exited unexpectedly|ChildFailedError|Failed core proc\(s\): \{'|Main process exited, code=|"
+        r"(?:WorkerProc|EngineCore|Worker) failed to start")),
     ("killed", re.compile(r"^Killed$|Received sigquit|SIGQUIT received|kill_process_tree")),
 )
-_EVENT_ANCHORS = ("Xid", "CUDA", "cuda", "Error Code", "ssertion", "Main process", "out of memory", "Out of memory", "oom", "OOM", "Fatal", "Segmentation",
+_EVENT_ANCHORS = ("Xid", "Connection refused", "failed to start", "CUDA error", "CUDA runtime", "cudaError", "CUDA_ERROR", "Error Code", "NCCL error", "ailed to ", "actor died", "cannot find -l", "collect2",
+                  "fatal error", "error: command", "ssertion", "Main process", "out of memory", "Out of memory", "oom", "OOM", "Fatal", "Segmentation",
                   "Abort", "Illegal", "Bus error", "SIG", "Floating", "NCCL WARN", "Watchdog", "timing out", "died",
                   "dead", "Exit code", "exited", "ChildFailed", "Failed core", "Killed", "sigquit", "SIGQUIT",
                   "kill_process")
+_EVENT_ANCHOR = any_of(_EVENT_ANCHORS)
 _PLAIN: tuple[str | None, ...] = (None, None, None, None, None, None)
 _MAX_FOREIGN = 25
 _MAX_MESSAGE_LINES = 40
@@ -94,3 +111,28 @@ def split_flattened(rest: str) -> tuple[list[Frame], str | None, str]:
             after = _FLAT_END.split(tail[exc.end(1):].lstrip(":"), 1)[0].strip()
             return frames, exc.group(1), after
     return frames, None, ""
+
+
+def _interesting(*, strong: bool) -> re.Pattern[str]:
+    """One search that says whether a line can matter to the scanner or to the phase timeline."""
+    from workbench.phases import _ANCHORS, _FAILURE_ANCHORS  # the timeline's own words
+
+    words = {
+        'File "', "Traceback", "most recent call", "Error", "error", "Exception", "exception", "what()", "terminate",
+        "Fatal", "fatal", "Segmentation", "Abort", "Killed", "SIG", "Xid", "NCCL", "nccl", "ssertion",
+        "died", "dead", "fail", "Fail", "xited", "Exit", "OOM", "oom", "out of memory", "Out of memory",
+        "above exception", "During handling", "atchdog", "timing out", "sigquit", "ChildFailed", "kill_process",
+        "cannot find -l", "ray::", "Illegal", "Bus error", "Floating", "Main process", "Interrupt", "Timeout",
+        "Cancelled", "Thread 0x", "Stack (", "│", "┃", "║", "╭", "^[", "\ufffd[", '{"', "m(",
+        *_EVENT_ANCHORS, *_ANCHORS, *_FAILURE_ANCHORS,
+    } - _WEAK
+    if not strong:
+        words |= _WEAK
+    return any_of(words)
+
+
+# words that matter to the timeline only while it does not know the phase yet (a window that
+# begins mid-run): the batch and request lines that make up most of a serving log
+_WEAK = frozenset({"batch", "/v1/", "Avg prompt"})
+_INTERESTING = _interesting(strong=False)
+_STRONG = _interesting(strong=True)

@@ -11,23 +11,34 @@ is linear in the input.
 
 from __future__ import annotations
 
+import io
+import json
+import re
 from dataclasses import dataclass, field
+from typing import BinaryIO
 
-from workbench.logformats import LogLine, _parse
-from workbench.phases import PhaseTracker, phase_from_frames
+from workbench.logformats import LineShapes, LogLine, _parse
+from workbench.phases import PhaseTracker, decide_phase
 from workbench.tracebacks.model import Chain, CppException, Frame, LogEvent, Traceback
 from workbench.tracebacks.patterns import (
+    _BARE_EXC_NAME,
     _CARET,
     _CAUSE,
     _CONTEXT,
     _CPP_STOP,
-    _EVENT_ANCHORS,
+    _EVENT_ANCHOR,
     _EVENTS,
     _EXC,
+    _EXC_REPR,
+    _FATAL,
     _FENCE,
+    _FH_FRAME,
+    _FH_HEADER,
     _FILE,
     _FILE_STRICT,
     _HEADER,
+    _INTERESTING,
+    _LEVEL_IN_PREFIX,
     _MAX_FOREIGN,
     _MAX_MESSAGE_CHARS,
     _MAX_MESSAGE_LINES,
@@ -37,8 +48,12 @@ from workbench.tracebacks.patterns import (
     _PLAIN,
     _PROCESS_LINE,
     _QUOTE,
+    _RICH_CODE,
+    _RICH_FRAME,
     _STOP,
+    _STRONG,
     _TERMINATE,
+    _WEAK,
     _WHAT,
     looks_like_exception,
     split_flattened,
@@ -56,6 +71,10 @@ class _Block:
     phase_hint: str
     cut_start: bool = False
     end: int = 0
+    lead: str = ""  # the text before "Traceback" on the header line ("Initialization failed. warmup error: ")
+    ready: bool = False  # the server had declared itself ready when the block began
+    faulthandler: bool = False  # a faulthandler dump: frames listed most recent call first
+    rich: bool = False  # rich's boxed traceback: "path.py:8 in func" frames and numbered code lines
     frames: list[Frame] = field(default_factory=list)
     exc_type: str | None = None
     message: list[str] = field(default_factory=list)
@@ -91,6 +110,16 @@ class _Stream:
     # headers printed before any body: processes that write to one stderr print their
     # "Traceback (most recent call last):" lines first and their frames afterwards
     queued: list[tuple[int, str | None]] = field(default_factory=list)
+    fatal: tuple[int, str] | None = None  # the last "Fatal Python error: ..." line
+    skip_dump: bool = False  # inside the dump of a thread that did not crash
+    intro: tuple[int, str] | None = None  # the last line of text seen outside a block
+
+
+_FILE_CUT = re.compile(r'File "[^"]+", line \d*,?\s*$')
+_FRAME_TAIL = re.compile(r"\d*, in \S|in \S")
+CUT_DUMP = "crash (the dump's header was cut off)"
+_MAX_FRAMES = 1000
+_QUIET_LINES = 200  # an open block whose writer printed nothing for this many lines no longer holds the fast path
 
 
 class Extractor:
@@ -117,15 +146,86 @@ class Extractor:
         self._touched: _Block | None = None  # the block that took the previous input line
         self._prev_len = 0
         self._widest = 0
+        self.shapes = LineShapes()
+        self._busy: set[int] = set()  # streams with a block, a C++ exception or a chain pending
+        self._busy_last = 0  # the last line a busy stream took
+        self._held: str | None = None  # a frame line waiting for the tail the terminal wrapped
+        self._stream: _Stream | None = None
 
     # -- input -------------------------------------------------------------------
     def feed(self, line: str) -> None:
+        held = self._held
+        if held is not None:  # a frame line cut by the terminal before ", in f": is this its tail?
+            self._held = None
+            tail = line.strip()
+            if _FRAME_TAIL.match(tail):
+                self._line(held.rstrip() + ("" if tail[:1].isdigit() else " ") + tail)
+                self.skip(1)
+                return
+            self._line(held)
+        if 'File "' in line and ", in " not in line and _FILE_CUT.search(line) is not None:
+            self._held = line
+            return
+        self._line(line)
+
+    def _line(self, line: str) -> None:
+        if ((not self._busy or self._busy_last < self.line_no - _QUIET_LINES) and self._tracker.flavor is not None
+                and not line[:1].isspace() and self._dull(line)):
+            # nothing is open (or what is open has had no line for a while) and the line names
+            # nothing the scanner or the timeline reads: count it and move on (most lines of a server log)
+            self.line_no += 1
+            n = len(line)
+            self._prev_len = n
+            if n > self._widest:
+                self._widest = n
+            self._touched = None
+            return
+        self._feed(line)
+        stream = self._stream
+        if stream is not None:
+            if stream.block is not None or stream.cpp is not None or stream.pending is not None or stream.queued \
+                    or stream.skip_dump:
+                self._busy.add(id(stream))
+                self._busy_last = self.line_no
+            else:
+                self._busy.discard(id(stream))
+
+    def quiet(self) -> bool:
+        """Nothing is open that the next lines could continue (or what is open went quiet)."""
+        return ((not self._busy or self._busy_last < self.line_no - _QUIET_LINES) and self._tracker.flavor is not None
+                and self._held is None)
+
+    def skip(self, lines: int) -> None:
+        """Count ``lines`` dull lines without reading them (see :func:`_feed_lines`)."""
+        if lines:
+            self.line_no += lines
+            self._prev_len = 0
+            self._touched = None
+
+    def _dull(self, line: str) -> bool:
+        """True when the line names nothing the scanner reads, nor anything the timeline needs now."""
+        m = _INTERESTING.search(line)
+        if m is None:
+            return True
+        return m.group(0) in _WEAK and self._tracker.phase != "unknown" and _STRONG.search(line) is None
+
+    def _feed(self, line: str) -> None:
         self.line_no += 1
+        self._stream = None
         if line and line[0] in " \t>":
             stripped = line.lstrip(" \t")
             if stripped.startswith(">"):
                 line = _QUOTE.sub("", line, count=1)
+        if line[:2] == '{"' and ('"log":"' in line or '"message":"' in line):
+            line = _json_log(line)
         parsed, origin, header = _parse(line)
+        msg0 = parsed.message
+        if msg0 and msg0[0] not in " \t":
+            rest = self.shapes.strip(msg0) if self.shapes else None
+            if rest is None and 'File "' in msg0 and self.shapes.learn(msg0):
+                rest = self.shapes.strip(msg0)
+            if rest is not None:
+                parsed, origin, header = _reparse(parsed, origin, header, rest)
         server = f"{parsed.host or ''}|{parsed.service or ''}" if (parsed.host or parsed.service) else "|"
         tracker = self.trackers.get(server)
         if tracker is None:
@@ -148,6 +248,11 @@ class Extractor:
         stream = self._streams.get(origin)
         if stream is None:
             stream = self._streams[origin] = _Stream()
+        self._stream = stream
+        if stream.skip_dump:
+            if _FH_FRAME.match(msg):
+                return
+            stream.skip_dump = False
         if stream.cpp is not None and self._cpp_line(stream, msg, parsed):
             return
         if stream.block is not None and self._in_block(stream, stream.block, parsed, msg, header):
@@ -175,6 +280,9 @@ class Extractor:
         return True
 
     def finish(self) -> None:
+        if self._held is not None:
+            held, self._held = self._held, None
+            self._line(held)
         for origin, stream in self._streams.items():
             if stream.block is not None:
                 self._close(stream, cut=not stream.in_message)
@@ -192,20 +300,30 @@ class Extractor:
             b.index = renumber[b.index]
             if b.chained_from is not None:
                 b.chained_from = renumber[b.chained_from]
-        frame_phase = [phase_from_frames((f.file, f.function) for f in b.frames) for b in blocks]
-        # links of one chain share a rank and a phase: the last link whose frames name a
-        # phase, else what the log lines said when the chain began
-        rank = [b.rank for b in blocks]
-        phase = [p or b.phase_hint for p, b in zip(frame_phase, blocks, strict=True)]
         for b in blocks:
-            if b.chained_from is not None:
-                prev = b.chained_from
-                rank[b.index] = rank[b.index] or rank[prev]
-                if frame_phase[b.index] is None:
-                    phase[b.index] = phase[prev]
-        for b in reversed(blocks):
-            if b.chained_from is not None and frame_phase[b.chained_from] is None:
-                phase[b.chained_from] = phase[b.index]
+            if b.faulthandler:
+                b.frames.reverse()  # faulthandler lists the most recent call first
+        # links of one chain share a rank and a phase, decided over the whole chain
+        # (workbench.phases.decide_phase: frames, then words, then the timeline)
+        rank = [b.rank for b in blocks]
+        chain_of: dict[int, list[_Block]] = {}
+        for b in blocks:
+            if b.chained_from is not None and b.chained_from in chain_of:
+                chain = chain_of[b.chained_from]
+                chain.append(b)
+                rank[b.index] = rank[b.index] or rank[b.chained_from]
+            else:
+                chain = [b]
+            chain_of[b.index] = chain
+        phase: dict[int, str] = {}
+        for b in blocks:
+            chain = chain_of[b.index]
+            if chain[0].index in phase:
+                phase[b.index] = phase[chain[0].index]
+                continue
+            decided = _chain_phase(chain)
+            for link in chain:
+                phase[link.index] = decided
         for b in blocks:
             self.tracebacks.append(Traceback(
                 index=b.index, rank=rank[b.index], start_line=b.start, end_line=max(b.end, b.start),
@@ -226,6 +344,7 @@ class Extractor:
             return
         if not msg.strip():
             return
+        stream.intro = (self.line_no, msg[:200])
         if stream.pending is not None:
             stream.pending_left -= 1
             if stream.pending_left <= 0:
@@ -254,6 +373,24 @@ class Extractor:
             self._frame_line(block, msg)
             block.end = self.line_no
             return
+        if "(most recent call first)" in msg:
+            fh = _FH_HEADER.match(msg)
+            if fh is not None:
+                self._dump(stream, origin, parsed, header, fh.group(1))
+                return
+        if msg[:1].isspace() and "File \"" in msg and _FH_FRAME.match(msg):
+            # a faulthandler dump whose header lines were cut off: its frames in "line N in f" form
+            self._dump(stream, origin, parsed, header, "Current thread")
+            dump = stream.block
+            if dump is not None:
+                dump.cut_start = True
+                dump.message = [CUT_DUMP]
+                self._in_block(stream, dump, parsed, msg, header)
+            return
+        if "Fatal Python error" in msg:
+            fatal = _FATAL.match(msg)
+            if fatal is not None:
+                stream.fatal = (self.line_no, fatal.group(1).strip())
         if "terminate called" in msg:
             m = _TERMINATE.search(msg)
             if m:
@@ -267,22 +404,66 @@ class Extractor:
                 stream.cpp = _Cpp(self.line_no, self.line_no, "std::exception", parsed.rank, self._tracker.phase, self._server, [m.group(1)], 1)
                 self._cpp.append(stream.cpp)
                 return
+        if msg[:1].isalpha() and parsed.level not in ("INFO", "DEBUG") and self._bare(stream, origin, parsed, msg, header):
+            return
         self._event(parsed, msg)
 
-    def _event(self, parsed: LogLine, msg: str) -> None:
-        for anchor in _EVENT_ANCHORS:
-            if anchor in msg:
-                break
+    def _bare(self, stream: _Stream, origin: tuple[str | None, ...], parsed: LogLine, msg: str, header: str | None) -> bool:
+        """An exception line with no frame before it (the window began after them, or the tool
+        printed only the line): a block of its own, cut at the start."""
+        text = msg.rstrip()
+        m = _EXC.match(text)
+        if m is not None and m.group(2) and _BARE_EXC_NAME.search(m.group(1).split("(", 1)[0]):
+            exc_type, message = m.group(1), m.group(2).rstrip()
         else:
+            r = _EXC_REPR.match(text)
+            if r is None:
+                return False
+            exc_type, message = r.group(1), r.group(3).rstrip("')\"")
+        block = self._new_block(stream, origin, parsed, header, cut_start=True)
+        block.exc_type = exc_type
+        block.message = [message]
+        if stream.pending is not None and stream.pending_from is not None:
+            block.chained_from, block.chain = stream.pending_from, stream.pending
+            stream.pending = None
+        if message.startswith("ray::"):
+            # Ray's "RayTaskError(X): ray::Actor.method() ..." heads the task's own frames and
+            # their exception line, which replaces this one when it comes
+            block.lead = text
+            return True
+        stream.in_message = True
+        return True
+
+    def _dump(self, stream: _Stream, origin: tuple[str | None, ...], parsed: LogLine, header: str | None, which: str) -> None:
+        """faulthandler's "Current thread 0x... (most recent call first):": the crashed thread's stack."""
+        if which == "Thread":  # another thread's stack: not where it crashed
+            stream.skip_dump = True
             return
+        block = self._new_block(stream, origin, parsed, header)
+        block.faulthandler = True
+        fatal = stream.fatal
+        if fatal is not None and self.line_no - fatal[0] <= 8:
+            block.start = fatal[0]
+        block.exc_type = "Fatal Python error"
+        block.message = [fatal[1] if fatal is not None else "crash"]
+        stream.fatal = None
+
+    def _event(self, parsed: LogLine, msg: str) -> None:
+        if _EVENT_ANCHOR.search(msg) is None:
+            return
+        level = parsed.level
+        if level is None:
+            lvl = _LEVEL_IN_PREFIX.search(msg, 0, 48)
+            level = "ERROR" if lvl is not None and lvl.group(0) in ("ERROR", "[E]", "CRITICAL") else None
         for kind, pattern in _EVENTS:
             m = pattern.search(msg)
-            if m and kind == "error_line" and parsed.level not in ("ERROR", "CRITICAL"):
+            if m and kind == "error_line" and level not in ("ERROR", "CRITICAL"):
                 continue
             if m:
-                text = parsed.raw.strip()
+                text = msg.strip()  # the line without its log prefixes: what it says, not who printed it
                 if len(text) > 400:  # a pasted line that lost its newlines: keep the part that matters
                     text = "…" + msg[max(0, m.start() - 120): m.end() + 200].strip() + "…"
+                # the timeline's phase; the words of the line are weighed only if it becomes the root cause
                 self.events.append(LogEvent(kind, self.line_no, text, parsed.rank, self._tracker.phase, self._server))
                 return
 
@@ -297,6 +478,11 @@ class Extractor:
                 if m and (m.group(2) or m.group(3)):
                     rank = "rank" + m.group(3) if m.group(3) else m.group(2).replace("_", " ")
         block = self._new_block(stream, origin, parsed, header, rank=rank)
+        block.lead = msg[:pos]
+        block.rich = "╭" in block.lead
+        if stream.intro is not None and self.line_no - stream.intro[0] <= 2:
+            # "Error executing method 'load_model'." / "EngineCore failed to start." just above
+            block.lead = stream.intro[1] + " " + block.lead
         self._last_header = (block, stream)
         if stream.pending is not None and stream.pending_from is not None:
             block.chained_from, block.chain = stream.pending_from, stream.pending
@@ -327,7 +513,7 @@ class Extractor:
         block = _Block(
             index=len(self._blocks), rank=rank if rank is not None else parsed.rank, start=self.line_no,
             header=repeat, origin="|".join(o or "" for o in origin), server=self._server, phase_hint=self._tracker.phase,
-            cut_start=cut_start, end=self.line_no,
+            cut_start=cut_start, end=self.line_no, ready=self._tracker.ready,
         )
         self._blocks.append(block)
         stream.block = block
@@ -336,6 +522,14 @@ class Extractor:
 
     def _in_block(self, stream: _Stream, block: _Block, parsed: LogLine, msg: str, header: str | None) -> bool:
         """Consume the line if it belongs to the open block; False hands it to the idle state."""
+        if block.faulthandler:
+            fr = _FH_FRAME.match(msg)
+            if fr is not None:
+                block.frames.append(Frame(fr.group(1), int(fr.group(2)), fr.group(3).strip(), None))
+                block.end = self.line_no
+                return True
+            self._close(stream, cut=False)
+            return not msg.strip()
         if _HEADER in msg:
             if (not block.frames and block.exc_type is None and msg.strip() == _HEADER + ":"
                     and header == block.header):
@@ -368,6 +562,9 @@ class Extractor:
         if _CONTEXT in msg or _CAUSE in msg:
             self._close(stream, cut=True)
             return False
+        if block.rich and self._rich_line(block, msg):
+            block.end = self.line_no
+            return True
         stripped = msg.lstrip()
         if stripped.startswith("File \"") and self._frame_line(block, msg):
             block.end = self.line_no
@@ -395,6 +592,24 @@ class Extractor:
                 return True
         return self._foreign(stream, block)
 
+    def _rich_line(self, block: _Block, msg: str) -> bool:
+        """A line of rich's boxed traceback: a frame, a numbered source line (``❱`` marks the
+        frame's own line) or the box's bottom edge."""
+        fr = _RICH_FRAME.match(msg)
+        if fr is not None:
+            file, line, func = (fr.group(1), fr.group(2), fr.group(3)) if fr.group(1) else ("<stdin>", fr.group(5), fr.group(4))
+            block.frames.append(Frame(file, int(line), func, None))
+            block.expect_code = False
+            return True
+        code = _RICH_CODE.match(msg)
+        if code is not None:
+            if code.group(1) and block.frames:
+                last = block.frames[-1]
+                text = msg[code.end():].replace("│", " ").strip()
+                block.frames[-1] = Frame(last.file, last.line, last.function, text or None)
+            return True
+        return msg.lstrip().startswith("╰")
+
     def _foreign(self, stream: _Stream, block: _Block) -> bool:
         block.foreign += 1
         if block.foreign > _MAX_FOREIGN:
@@ -406,6 +621,8 @@ class Extractor:
         if m is None:
             return False
         indent, file, line, func = m.group(1), m.group(2), m.group(3), m.group(4)
+        if len(block.frames) >= _MAX_FRAMES:  # a runaway recursion: keep both ends, bounded
+            del block.frames[_MAX_FRAMES // 2]
         block.frames.append(Frame(file, int(line) if line else None, (func or "?").strip() or "?", None))
         block.file_indent = len(indent)
         block.expect_code = True
@@ -458,20 +675,128 @@ class Extractor:
         stream.cpp = None
 
 
+def _chain_phase(chain: list[_Block]) -> str:
+    """One phase for the links of a chain: the first link whose stack names a step decides
+    (the cause is where it failed), else the evidence of all links together."""
+    texts = [t for b in chain for t in (b.lead, b.message[0] if b.message else None)]
+    first = chain[0]
+    for b in chain:
+        frames = [(f.file, f.function, f.code) for f in b.frames]
+        decided = decide_phase(frames, texts, "unknown", ready=first.ready)
+        if decided not in ("unknown", "startup_other", "serving"):
+            return decided
+    frames = [(f.file, f.function, f.code) for b in chain for f in b.frames]
+    return decide_phase(frames, texts, first.phase_hint, ready=first.ready)
+
+
+def _json_log(line: str) -> str:
+    """The text of one line of a JSON log (docker's json-file driver, Ray's log monitor)."""
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return line
+    if isinstance(record, dict):
+        text = record.get("log", record.get("message"))
+        if isinstance(text, str):
+            return text.rstrip("\r\n")
+    return line
+
+
+def _reparse(outer: LogLine, origin: tuple[str | None, ...], header: str | None,
+             rest: str) -> tuple[LogLine, tuple[str | None, ...], str | None]:
+    """A line whose learned prefix was stripped: read the known prefixes of what remains."""
+    inner, inner_origin, inner_header = _parse(rest)
+    if any(inner_origin):
+        origin = tuple(a or b for a, b in zip(origin, inner_origin, strict=True))
+    merged = LogLine(outer.raw, inner.message, inner.time or outer.time, inner.level or outer.level,
+                     inner.rank or outer.rank, inner.process or outer.process, inner.pid or outer.pid,
+                     outer.service or inner.service, outer.host or inner.host, inner.location or outer.location,
+                     inner.format if inner.format != "plain" else outer.format)
+    if merged.level is None:
+        lvl = _LEVEL_IN_PREFIX.search(outer.message[: max(0, len(outer.message) - len(rest))])
+        if lvl is not None:
+            merged.level = "ERROR" if lvl.group(0).startswith(("E", "[E")) else lvl.group(0).strip("[] ")
+    return merged, origin, inner_header if inner_header is not None else header
+
+
 def extract(text: str | bytes, *, year: int | None = None) -> Extractor:
     """Run an :class:`Extractor` over a whole text (lines split on ``\\n``)."""
     if isinstance(text, bytes | bytearray):
         text = bytes(text).decode("utf-8", "replace")
     ex = Extractor(year=year)
-    feed = ex.feed
-    pos = 0
-    find = text.find
-    while True:  # one line at a time: no list of every line of a 100 MB log
-        end = find("\n", pos)
-        if end < 0:
-            feed(text[pos:])
-            break
-        feed(text[pos:end])
-        pos = end + 1
+    _learn_shapes(ex, text)
+    last = text.rfind("\n") + 1
+    _feed_lines(ex, text, last)
+    ex.feed(text[last:])
     ex.finish()
     return ex
+
+
+def _feed_lines(ex: Extractor, text: str, stop: int) -> None:
+    """Feed the lines of ``text[:stop]`` (``stop`` just after a newline, or 0).
+
+    While nothing is open, one regex search over the text finds the next line that can matter
+    and the dull lines before it are only counted: no Python work per line for the bulk of a
+    server log.
+    """
+    feed = ex.feed
+    find = text.find
+    pos = 0
+    while pos < stop:
+        if ex.quiet():
+            # once the timeline knows the phase, batch and request lines cannot move it
+            m = (_STRONG if ex._tracker.phase != "unknown" else _INTERESTING).search(text, pos, stop)
+            if m is None:
+                ex.skip(text.count("\n", pos, stop))
+                return
+            j = text.rfind("\n", pos, m.start())
+            if j >= pos:
+                ex.skip(text.count("\n", pos, j + 1))
+                pos = j + 1
+        end = find("\n", pos, stop)
+        feed(text[pos:end])
+        pos = end + 1
+
+
+def extract_stream(stream: BinaryIO, *, year: int | None = None, head_bytes: int = 2_000_000,
+                   chunk_bytes: int = 1 << 20) -> Extractor:
+    """Run an :class:`Extractor` over a binary stream (a file, stdin) without holding it in memory.
+
+    The first ``head_bytes`` are read ahead to learn the log's line prefixes; after that, chunks
+    of ``chunk_bytes``: memory stays bounded by the chunk, the longest line and what was found.
+    """
+    reader = io.TextIOWrapper(stream, encoding="utf-8", errors="replace", newline="\n")
+    ex = Extractor(year=year)
+    text = reader.read(head_bytes)
+    _learn_shapes(ex, text)
+    while True:
+        last = text.rfind("\n") + 1
+        _feed_lines(ex, text, last)
+        more = reader.read(chunk_bytes)
+        if not more:
+            break
+        text = text[last:] + more
+    ex.feed(text[last:])
+    reader.detach()
+    ex.finish()
+    return ex
+
+
+def _learn_shapes(ex: Extractor, text: str, *, samples: int = 64) -> None:
+    """Learn the log's own line prefixes from its first frame lines, before the pass that reads it,
+    so the lines above the first frame (the header with its rank) are read with them too."""
+    pos = 0
+    for _ in range(samples):
+        i = text.find('File "', pos)
+        if i < 0:
+            return
+        start = text.rfind("\n", 0, i) + 1
+        end = text.find("\n", i)
+        end = len(text) if end < 0 else end
+        line = text[start:end]
+        if line[:2] == '{"':
+            line = _json_log(line)
+        msg = _parse(line)[0].message
+        if msg and msg[0] not in " \t":
+            ex.shapes.learn(msg)
+        pos = end + 1

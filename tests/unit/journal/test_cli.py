@@ -33,7 +33,7 @@ def test_choices_exclude_each_other(capsys):
 
 
 def test_tracebacks_host_needs_unit_and_no_file(capsys):
-    assert main(["tracebacks", "--host", "gpu-a"]) == 1
+    assert main(["tracebacks", "--host", "gpu-a"]) == 2  # usage error
     assert "--host and --unit go together" in capsys.readouterr().err
-    assert main(["tracebacks", "some.log", "--host", "h", "--unit", "u"]) == 1
+    assert main(["tracebacks", "some.log", "--host", "h", "--unit", "u"]) == 2
     assert "not both" in capsys.readouterr().err

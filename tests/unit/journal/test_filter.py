@@ -30,7 +30,8 @@ def test_include_exclude(frame):
 def test_level_rank_phase_origin(frame):
     assert set(filter(frame, level="warning")["level"]) == {"WARNING"}
     assert set(filter(frame, rank="TP3")["rank"]) == {"DP1 TP3"}
-    assert set(filter(frame, rank=["DP0", "TP0"])["rank"]) == {"DP0", "TP0"}
+    # EngineCore_DP0 names a process, not a rank (issue 15): only the SGLang TP0 line has a rank here
+    assert set(filter(frame, rank=["DP0", "TP0"])["rank"]) == {"TP0"}
     assert set(filter(frame, phase="weight_loading")["phase"]) == {"weight_loading"}
     assert filter(frame, origin="manager")["manager"].all()
     inv = frame["invocation"].iloc[0]

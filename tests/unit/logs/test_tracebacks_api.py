@@ -23,7 +23,8 @@ def _text(case: str) -> str:
 def test_public_names() -> None:
     assert set(tb.__all__) == {
         "Analysis", "Comparison", "CppException", "Extractor", "Failure", "Final", "Frame", "LogEvent",
-        "RootCause", "Traceback", "analysis_of", "analyze", "compare", "comparison_to_json", "extract",
+        "RootCause", "Traceback", "analysis_of", "analyze", "analyze_stream", "compare", "comparison_to_json", "extract",
+        "extract_stream",
         "extract_tracebacks", "format_summary", "is_pointer", "normalize_message", "signature", "to_json",
     }
 
@@ -34,10 +35,11 @@ def test_json_keys_are_the_documented_ones() -> None:
     assert set(doc["tracebacks"][0]) == {"rank", "start_line", "end_line", "frames", "exception_type", "message",
                                          "truncated", "chained_from", "chain"}
     assert set(doc["tracebacks"][0]["frames"][0]) == {"file", "line", "function", "code"}
-    assert set(doc["failures"][0]) == {"signature", "exception_type", "message", "innermost_frame", "phase", "ranks",
-                                       "occurrences", "tracebacks"}
+    assert set(doc["failures"][0]) == {"signature", "signature_text", "exception_type", "message", "innermost_frame",
+                                       "phase", "ranks", "occurrences", "tracebacks"}
     assert set(doc["final"]) == {"exception_type", "message", "innermost_frame", "phase", "ranks", "truncated", "last_complete"}
-    assert set(doc["root_cause"]) == {"kind", "exception_type", "message", "line", "innermost_frame", "phase", "ranks"}
+    assert set(doc["root_cause"]) == {"kind", "exception_type", "message", "line", "innermost_frame", "where",
+                                      "signature", "signature_text", "phase", "ranks"}
 
 
 def test_signature_ignores_what_varies_between_ranks_and_runs() -> None:
@@ -92,14 +94,14 @@ def test_compare_pairs_same_place_other_message() -> None:
 
 def test_cli_json_equals_to_json(capsys: pytest.CaptureFixture[str]) -> None:
     path = FIXTURES / "vllm_compose_kv_cache_restart.log"
-    assert main(["tracebacks", str(path), "--json"]) == 0
+    assert main(["tracebacks", str(path), "--json"]) == 1  # a failure was found
     assert json.loads(capsys.readouterr().out) == to_json(analyze(path.read_text()))
 
 
 def test_cli_summary_from_stdin(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     data = (FIXTURES / "sglang_tp8_nccl_init_remote_exit.log").read_bytes()
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
-    assert main(["tracebacks", "-"]) == 0
+    assert main(["tracebacks", "-"]) == 1
     out = capsys.readouterr().out
     assert "RuntimeError: NCCL error: remote process exited or there was a network error" in out
     assert "phase nccl_init on TP0, TP1, TP2, TP3, TP4, TP6, TP7 x7" in out
@@ -107,7 +109,7 @@ def test_cli_summary_from_stdin(monkeypatch: pytest.MonkeyPatch, capsys: pytest.
 
 
 def test_cli_missing_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    assert main(["tracebacks", str(tmp_path / "nope.log")]) == 1
+    assert main(["tracebacks", str(tmp_path / "nope.log")]) == 2  # usage error
     assert "cannot read" in capsys.readouterr().err
 
 

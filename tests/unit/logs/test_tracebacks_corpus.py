@@ -1,0 +1,45 @@
+"""The labelled corpus of real log windows (tests/fixtures/tracebacks/corpus/README.md).
+
+Only the development part is asserted here; the held-out parts are measured by
+``bench/tracebacks_accuracy.py`` and reported in BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+CORPUS = ROOT / "tests" / "fixtures" / "tracebacks" / "corpus"
+_spec = importlib.util.spec_from_file_location("tracebacks_accuracy", ROOT / "bench" / "tracebacks_accuracy.py")
+assert _spec is not None and _spec.loader is not None
+accuracy = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(accuracy)
+
+
+def test_every_case_has_a_label_with_its_source() -> None:
+    logs = sorted(CORPUS.glob("*/*.log"))
+    assert len(logs) >= 140
+    for log in logs:
+        label = json.loads(log.with_suffix(".json").read_text())
+        assert label["source"].startswith("https://"), log.name
+        assert set(label) <= {"source", "root_cause", "final"}, log.name
+
+
+def test_no_case_is_in_two_parts() -> None:
+    parts = [{p.stem for p in (CORPUS / name).glob("*.log")} for name in ("dev", "heldout", "heldout2", "heldout3")]
+    assert all(parts)
+    assert sum(len(p) for p in parts) == len(set().union(*parts))
+
+
+def test_development_part_meets_the_goal() -> None:
+    r = accuracy.score("dev")
+    assert r["matched"] / r["fields"] >= 0.95, r["missed"]
+    assert r["phases_matched"] / r["phases"] >= 0.90, r["missed"]
+
+
+def test_message_is_matched_as_a_key_phrase() -> None:
+    assert accuracy.field_matches("message", "CUDA out of memory", "CUDA out of  memory. Tried to allocate")
+    assert not accuracy.field_matches("message", "CUDA out of memory", None)
+    assert not accuracy.field_matches("phase", "serving", "warmup")
