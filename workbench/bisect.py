@@ -199,21 +199,25 @@ class Search(Generic[T]):
         top = [r for r in holding if r.rank == rank]
         return rank, frozenset(r.signature for r in top), top
 
+    def _check(self, s: int) -> tuple[str, Rule | None] | None:
+        """How the trial of ``s`` disagrees with the model (None: it agrees)."""
+        v = self.cache[s]
+        rank, sigs, top = self.predict(s)
+        if v.ok:
+            return ("blocked", top[0]) if top else None
+        if v.signature in sigs:
+            return None
+        if v.rank > rank:
+            return "blocked", top[0]
+        return "unexplained", None
+
     def _inconsistent(self) -> tuple[int, str, Rule | None] | None:
         for s in sorted(self.cache, key=lambda m: (bin(m).count("1"), m)):
             if not s or s in self.exceptions:
                 continue
-            v = self.cache[s]
-            rank, sigs, top = self.predict(s)
-            if v.ok:
-                if top:
-                    return s, "blocked", top[0]
-                continue
-            if v.signature in sigs:
-                continue
-            if v.rank > rank:
-                return s, "blocked", top[0]
-            return s, "unexplained", None
+            bad = self._check(s)
+            if bad is not None:
+                return s, bad[0], bad[1]
         return None
 
     def _learn(self) -> Ask:
@@ -361,8 +365,8 @@ class Search(Generic[T]):
                     continue
                 need = rule.pos | bit
                 if any(t & need == need and not t & rule.blockers and not v.ok and v.signature == rule.signature
-                       for t, v in self.cache.items()):
-                    continue  # R fired with c present: c does not stop it
+                       and self._alone(rule, t) for t, v in self.cache.items()):
+                    continue  # R fired with c present, nothing else could have: c does not stop it
                 for s in untested:
                     if s & need == need and not s & rule.blockers and rule in self.predict(s)[2]:
                         if s not in picks:
@@ -371,6 +375,10 @@ class Search(Generic[T]):
                 if len(picks) >= self.width:
                     return picks
         return picks
+
+    def _alone(self, rule: Rule, s: int) -> bool:
+        """No other rule of the model could have struck at ``s`` in ``rule``'s place."""
+        return not any(r is not rule and r.rank <= rule.rank and r.holds(s) for r in self.rules)
 
     def _open_sets(self, limit: int = 64) -> list[int]:
         sets, tested, value, covers, low, vis = self._cover_state()
@@ -434,6 +442,7 @@ class Search(Generic[T]):
         self._finish()
 
     def _finish(self) -> None:
+        self.exceptions = {s for s in self.exceptions if self._check(s) is not None}
         total = self.full
         tested = sum(1 for m in self.cache if m)
         unexplained = [self.items(m) for m in sorted(self.exceptions)]
