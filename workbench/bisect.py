@@ -15,12 +15,14 @@ The search learns a *fault model* from its trials and tests until no fault it ca
 * **learning**: a trial that fails with a σ no rule predicts is narrowed with Zeller's ddmin to a
   1-minimal set (a new rule); a trial where a rule predicts a failure that did not come (the unit
   started, or failed in a later phase) has a blocker among its other edits, found by halving;
-* **cover**: a fault missing from the model, of the shape "some edits present, at most one edit
-  absent", in any phase, is *open* while some set where it would show (the model predicts the set
+* **cover**: a fault missing from the model, of the shape "at most two edits present, at most one
+  edit absent" (``MAX_PRESENT``), in any phase, is *open* while some set where it would show (the model predicts the set
   starts or fails later than that phase) is untested and no trial where it would have shown has
   been run.  The search tests, greedily, the set that closes the most open faults, and learns from
   any surprise;
-* **confirmation**: every culprit is started alone (the minimal set against the base).
+* **confirmation**: every edit is started alone first, and every culprit is started alone (the
+  minimal set against the base).  Larger culprits (three edits or more) are found by ddmin from the
+  failing trials; the cover does not look for them where no trial failed.
 
 What is guaranteed (``Search.guarantee``): each culprit was started and failed with its signature,
 and every trial agrees with the learned model; when ``complete`` is true, no fault of the shape
@@ -51,7 +53,7 @@ T = TypeVar("T")
 PHASE_ORDER: tuple[str, ...] = PHASES[:6]  # nccl_init .. serving
 OK_RANK = len(PHASE_ORDER)  # a start that became ready: later than any failure
 UNKNOWN_RANK = -1  # a failure whose phase nothing tells: taken as the earliest (it may mask anything)
-MAX_PRESENT = 3  # the cover's fault shape: at most this many edits present (and one absent)
+MAX_PRESENT = 2  # the cover's fault shape: at most this many edits present (and at most one absent)
 COVER_MAX = 10  # the fault-model check enumerates all 2^n sets of edits up to this many edits
 
 
@@ -167,12 +169,12 @@ class Search(Generic[T]):
             if room < len(todo):
                 self.cut = True
                 todo = todo[:max(room, 0)]
-        if not todo:
-            return
-        verdicts = yield todo
-        for m, v in zip(todo, verdicts, strict=True):
-            self.cache[m] = v
-            self.order.append((self.items(m), v))
+        for at in range(0, len(todo), self.width):
+            batch = todo[at:at + self.width]
+            verdicts = yield batch
+            for m, v in zip(batch, verdicts, strict=True):
+                self.cache[m] = v
+                self.order.append((self.items(m), v))
 
     def _first(self, cands: Sequence[int], pred: Callable[[int], bool]) -> Generator[list[int], list[Verdict], int | None]:
         """The first candidate (in order) satisfying ``pred``; up to ``width`` asked at once."""
@@ -424,6 +426,8 @@ class Search(Generic[T]):
         if self.cache[self.full].ok:
             self._finish()
             return
+        if self.n <= COVER_MAX:  # every edit alone: each one-edit culprit at once, whatever blocks it elsewhere
+            yield from self._ask([1 << i for i in range(self.n)])
         while not self.cut:
             yield from self._learn()
             if self.cut:
@@ -472,7 +476,8 @@ class Search(Generic[T]):
         unconfirmed = [m for ms in minimal.values() for m in ms if m not in self.cache]
         complete = not self.cut and not self.exceptions and not unconfirmed
         if complete:
-            statement = ("Complete for faults of the shape 'some edits present, at most one absent' in any phase "
+            statement = (f"Complete for faults of the shape 'at most {self.max_present} edits present, at most one "
+                         "absent' in any phase "
                          "(the earliest phase strikes): any such fault not among the culprits would have shown in "
                          "one of the trials; each culprit was started alone and failed with its signature; every "
                          "trial agrees with the culprits and their blockers.")

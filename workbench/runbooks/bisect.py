@@ -96,7 +96,7 @@ def conclusion(culprits: list[dict[str, Any]], trials: list[TrialRecord],
         parts.append(f"{what} -> {failure_words(c['exception_type'], c.get('message'))} during {c['phase']}{extra}")
     text = f"{len(culprits)} minimal culprit(s): " + "; ".join(parts) + "."
     if guarantee is not None:
-        text += (" Complete: no fault of the shape 'edits present, at most one absent' is left untested."
+        text += (" Complete: no fault of two edits or fewer (one of them absent at most) is left untested."
                  if guarantee.get("complete") else " Not complete: see the guarantee.")
     return text
 
