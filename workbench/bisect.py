@@ -171,6 +171,12 @@ class Search(Generic[T]):
                 todo = todo[:max(room, 0)]
         for at in range(0, len(todo), self.width):
             batch = todo[at:at + self.width]
+            if len(batch) < self.width and self.n <= COVER_MAX and self.full in self.cache:
+                # a host would idle: give it the set the cover would test next (needed unless the model changes)
+                room = self.width - len(batch)
+                if self.max_starts is not None:
+                    room = min(room, self.max_starts - self.starts - len(batch))
+                batch += [p for p in self._cover_picks() if p not in batch and p not in self.cache][:max(room, 0)]
             verdicts = yield batch
             for m, v in zip(batch, verdicts, strict=True):
                 self.cache[m] = v
