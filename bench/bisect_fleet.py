@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bisect_offline import Scenario, random_scenario
 
 from workbench.bisect import Verdict, bisect, full_factorial
+from workbench.errors import WorkbenchError
 from workbench.fleet import Fleet
 from workbench.hosts import connect
 
@@ -83,8 +84,11 @@ def main() -> None:
             one = bisect_on(hosts[:1], sc)
             many = bisect_on(hosts, sc)
         finally:
-            for h in hosts:
-                h.run(["rm", "-f", FAULT_PATH])
+            for h in hosts:  # every host, even when another is unreachable
+                try:
+                    h.run(["rm", "-f", FAULT_PATH], timeout=30)
+                except WorkbenchError as exc:
+                    print(f"{h.name}: could not remove {FAULT_PATH}: {exc}", file=sys.stderr)
         row = {"case": case, "shapes": sc.shapes, "n": args.n, "one_host": one, "all_hosts": many,
                "one_host_exact": one["culprits"] == want, "all_hosts_exact": many["culprits"] == want,
                "wall_ratio": round(many["wall_s"] / one["wall_s"], 3)}
