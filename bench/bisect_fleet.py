@@ -4,8 +4,8 @@
                                            [--out bench/results/bisect_fleet.json]
 
 Scenarios: bench/bisect_offline.py's generator (blockers, mutual fixes, two-phase bugs, masking,
-valued flags, aliases, removals) written as /etc/sglang-sim/faults.toml on every host (removed
-after).  Each scenario is bisected with a :class:`workbench.fleet.Fleet` of the first host alone,
+valued flags, aliases, removals) written as /etc/sglang-sim/faults.toml on every host while the
+bench holds its lock (removed before it lets go).  Each scenario is bisected with a :class:`workbench.fleet.Fleet` of the first host alone,
 then of all hosts (one trial per host at a time), and both answers are checked against the offline
 factorial of the same fault file.  Per-trial overhead = trial wall (fleet dispatch to record) minus
 the watch's seconds.
@@ -27,7 +27,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bisect_offline import Scenario, random_scenario
 
 from workbench.bisect import Verdict, bisect, full_factorial
-from workbench.errors import WorkbenchError
 from workbench.fleet import Fleet
 from workbench.hosts import connect
 
@@ -46,9 +45,13 @@ def toml_of(faults: list[dict[str, Any]]) -> str:
 
 
 def bisect_on(hosts: list[Any], sc: Scenario) -> dict[str, Any]:
+    """The fault file is on a host only while this fleet holds its lock (setup writes it, teardown removes it)."""
     overhead: list[float] = []
+    text = toml_of(sc.fault_data).encode()
     t0 = time.monotonic()
-    with Fleet(hosts, BASE, purpose="bench bisect fleet", timeout=180, lock_wait=600) as fleet:
+    with Fleet(hosts, BASE, purpose="bench bisect fleet", timeout=180, lock_wait=600,
+               setup=lambda s, r, t: s.host.put(text, FAULT_PATH),
+               teardown=lambda s: s.host.run(["rm", "-f", FAULT_PATH], timeout=30)) as fleet:
         def many(batch: list[Any]) -> list[Verdict]:
             b0 = time.monotonic()
             recs = fleet.run(batch)
@@ -78,17 +81,8 @@ def main() -> None:
         sc = random_scenario(rng, args.n)
         _, truth = full_factorial(sc.edits, sc.oracle)
         want = sorted([[list(map(list, c.items)), c.phase] for c in truth], key=str)
-        for h in hosts:
-            h.put(toml_of(sc.fault_data).encode(), FAULT_PATH)
-        try:
-            one = bisect_on(hosts[:1], sc)
-            many = bisect_on(hosts, sc)
-        finally:
-            for h in hosts:  # every host, even when another is unreachable
-                try:
-                    h.run(["rm", "-f", FAULT_PATH], timeout=30)
-                except WorkbenchError as exc:
-                    print(f"{h.name}: could not remove {FAULT_PATH}: {exc}", file=sys.stderr)
+        one = bisect_on(hosts[:1], sc)
+        many = bisect_on(hosts, sc)
         row = {"case": case, "shapes": sc.shapes, "n": args.n, "one_host": one, "all_hosts": many,
                "one_host_exact": one["culprits"] == want, "all_hosts_exact": many["culprits"] == want,
                "wall_ratio": round(many["wall_s"] / one["wall_s"], 3)}

@@ -106,13 +106,20 @@ class Fleet:
     order given; each host is restored on its own when the fleet closes (or when its worker fails).
     A host that fails stops taking work and its trial goes back to the others; when none is left,
     ``run`` raises the first host's error (so a caller maps it to a failure kind as for one host).
-    ``setup(session, report, base_text)`` runs on each host once its session is open.
+    ``setup(session, report, base_text)`` runs on each host once its session is open, ``teardown(session)``
+    before it closes.  Hosts are locked one after the other in name order (never two waits at once), so
+    two fleets, or a fleet and a two-host test, that want the same hosts cannot hold one each and wait.
     """
 
     def __init__(self, hosts: Sequence[Host], base: str, *, purpose: str = "", health_path: str = "/health",
                  timeout: float = 900.0, lock_wait: float = 0.0,
-                 setup: Callable[[HostSession, HostReport, str], None] | None = None) -> None:
+                 setup: Callable[[HostSession, HostReport, str], None] | None = None,
+                 teardown: Callable[[HostSession], None] | None = None) -> None:
         self.hosts = list(hosts)
+        self.teardown = teardown
+        order = sorted(range(len(self.hosts)), key=lambda i: self.hosts[i].name)
+        self._turn = {self.hosts[i].name: k for k, i in enumerate(order)}  # lock order: by name
+        self._opened = [threading.Event() for _ in self.hosts]
         self.base = base
         self.purpose, self.health_path, self.timeout, self.lock_wait = purpose, health_path, timeout, lock_wait
         self.setup = setup
@@ -166,9 +173,16 @@ class Fleet:
 
     def _worker(self, host: Host, report: HostReport) -> None:
         opened = False
+        turn = self._turn[host.name]
         try:
+            if turn:
+                self._opened[turn - 1].wait()  # the host before this one (by name) is locked or given up
             session = HostSession(host, purpose=self.purpose, ready_timeout=self.timeout, lock_wait=self.lock_wait)
-            with session:
+            try:
+                session.__enter__()
+            finally:
+                self._opened[turn].set()
+            with _Entered(session):
                 text = session.base_text(self.base)
                 report.fingerprint = host_fingerprint(host)
                 if self.setup:
@@ -193,8 +207,11 @@ class Fleet:
                     with self._cond:
                         self._done[k] = rec
                         self._cond.notify_all()
+                if self.teardown:
+                    self.teardown(session)
             report.restored = session.restored
         except BaseException as exc:  # kept for the caller; a worker thread has no one else to tell
+            self._opened[turn].set()
             report.error = f"{type(exc).__name__}: {exc}"
             with self._cond:
                 self.errors.append(exc)
@@ -203,3 +220,16 @@ class Fleet:
                 else:
                     self._ready += 1
                 self._cond.notify_all()
+
+
+class _Entered:
+    """Exit (restore, unlock) a session that was entered already."""
+
+    def __init__(self, session: HostSession) -> None:
+        self.session = session
+
+    def __enter__(self) -> HostSession:
+        return self.session
+
+    def __exit__(self, *exc: object) -> None:
+        self.session.__exit__(*exc)

@@ -75,3 +75,12 @@ def test_a_host_that_cannot_open_leaves_the_others_working(fakes, monkeypatch):
 def test_no_host_opens_raises_the_first_error(fakes):
     with pytest.raises(HostError), fleet_mod.Fleet([FakeHost("broken")], "base.service"):
         pass
+
+
+def test_hosts_are_locked_one_after_the_other_in_name_order(fakes):
+    with fleet_mod.Fleet([FakeHost("gpu-b"), FakeHost("gpu-a")], "base.service", teardown=lambda s: FakeSession.log.append(
+            ("teardown", s.host.name))):
+        pass
+    entered = [name for what, name in FakeSession.log if what == "enter"]
+    assert entered == ["gpu-a", "gpu-b"]
+    assert sorted(name for what, name in FakeSession.log if what == "teardown") == ["gpu-a", "gpu-b"]
