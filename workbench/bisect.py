@@ -35,7 +35,8 @@ set).  When ``E`` itself starts there is nothing to narrow and nothing is search
 
 Trials already known (a ledger of earlier runs) are given as ``known`` and cost no start; with
 ``width > 1`` the search asks for up to ``width`` independent sets at a time (cover picks, ddmin's
-chunks and complements, blocker halves), for a fleet of equal hosts to run at once.
+chunks and complements, blocker halves; a host that would idle gets the cover's next set), for a
+fleet of equal hosts to run at once.
 """
 
 from __future__ import annotations
