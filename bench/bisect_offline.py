@@ -1,64 +1,303 @@
-"""Bisect against the full factorial on many random fault sets, offline (no server): agreement and starts.
+"""Bisect against the full factorial on random fault scenarios, offline: the simulator decides every trial.
 
-    .venv/bin/python bench/bisect_offline.py [--cases 3000] [--sizes 3,4,5,6,8]
+    .venv/bin/python bench/bisect_offline.py [--cases 400] [--sizes 4,5,6,7,8] [--seed 20261201]
+                                             [--old-rev d7a812c] [--out bench/results/bisect_offline.json]
 
-Faults as the simulator applies them (the matching fault of the earliest phase strikes, faults of one
-kind share a signature, so failures mask each other), 1-4 faults on 1-2 of ``n`` edits. Agreement =
-bisect's (culprit set, signature) pairs equal the factorial's minimal failing sets; starts compared
-with 2^n - 1 (the factorial without the base run) and one-at-a-time's n.
+The scenarios are written apart from the code under test: a random fault file in the simulator's
+own format (workbench/sim/README.md, "Fault files"), evaluated by the simulator's own code
+(``sglang.srt.server_args`` parses the command line the variant would run, ``simcore.faults``
+picks the strike) on the seeds' base unit with ``n`` random edits applied by ``workbench.variants``.
+Each scenario mixes these shapes (the edits always fail together, the base always starts):
+
+* ``plain``: a fault on 1-3 edits, in a random phase;
+* ``blocker``: a fault whose ``when.none_of`` names another of the edits (or the base value that a
+  valued edit changes);
+* ``mutual``: two edits that fail alone and fix each other (each fault blocked by the other edit);
+* ``two_phase``: the same bug in ``cuda_graph_capture`` and, with ``--disable-cuda-graph`` among the
+  edits, in ``warmup``;
+* ``masking``: an early fault (``nccl_init``, ``weight_loading``) that hides later ones.
+
+Edits include valued flags that change base values (``--mem-fraction-static 0.95``,
+``--cuda-graph-max-bs 256``), an alias (``--tp 4`` over the base's ``--tp-size 8``, the fault
+spelling ``--tensor-parallel-size=4``) and removals (``--enable-metrics`` removed).
+
+Ground truth: the full factorial's minimal failing sets per signature (exception + message +
+phase).  Compared in one run: this tree's bisect on one host and with two hosts (``width=2``),
+the bisect of ``--old-rev`` (phase-blind signatures, warmup failures named ``serving`` as its
+trials did), one-at-a-time, the factorial.  "exact" = same culprit sets, signatures and phases.
+Wall time is simulated: a start takes the time to the phase it fails in (or to ready), and a
+batch of ``width`` starts on ``width`` hosts takes its longest start.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import random
 import statistics
+import subprocess
+import sys
+import tempfile
 from collections import defaultdict
+from pathlib import Path
+from typing import Any
 
-from workbench.bisect import Verdict, bisect, full_factorial
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "workbench" / "sim"))
+
+from sglang.srt.server_args import flag_view, prepare_server_args  # noqa: E402
+from simcore.faults import Fault, parse_faults, select_strike  # noqa: E402
+
+from workbench.bisect import Verdict, bisect, full_factorial, one_at_a_time  # noqa: E402
+from workbench.variants import EditValue, apply_edits  # noqa: E402
+
+BASE_ARGV = ["/usr/bin/python3", "-m", "sglang.launch_server", "--model-path", "/models/Kimi-K2.6", "--served-model-name", "kimi-k2.6", "--host", "0.0.0.0", "--port", "30000", "--tp-size", "8", "--trust-remote-code", "--speculative-algorithm", "DDTREE", "--speculative-draft-model-path", "/models/Kimi-K2.6-DFlash", "--speculative-num-steps", "3", "--speculative-eagle-topk", "4", "--speculative-num-draft-tokens", "8", "--mem-fraction-static", "0.85", "--cuda-graph-max-bs", "64", "--enable-metrics"]
+
+# (flag, value, "present" condition as (when-key, term)); the opposite key gives "absent".
+POOL: list[tuple[str, EditValue, tuple[str, str]]] = [
+    ("--ep-size", "8", ("all_of", "--ep-size=8")),
+    ("--enable-nccl-nvls", True, ("all_of", "--enable-nccl-nvls")),
+    ("--enable-flashinfer-allreduce-fusion", True, ("all_of", "--enable-flashinfer-allreduce-fusion")),
+    ("--enable-symm-mem", True, ("all_of", "--enable-symm-mem")),
+    ("--disable-custom-all-reduce", True, ("all_of", "--disable-custom-all-reduce")),
+    ("--disable-radix-cache", True, ("all_of", "--disable-radix-cache")),
+    ("--enable-dp-attention", True, ("all_of", "--enable-dp-attention")),
+    ("--dp-size", "2", ("all_of", "--dp=2")),  # alias spelling in the fault file
+    ("--tp", "4", ("all_of", "--tensor-parallel-size=4")),  # alias of the base's --tp-size 8
+    ("--kv-cache-dtype", "fp8_e4m3", ("all_of", "--kv-cache-dtype=fp8_e4m3")),
+    ("--chunked-prefill-size", "4096", ("all_of", "--chunked-prefill-size=4096")),
+    ("--page-size", "64", ("all_of", "--page-size=64")),
+    ("--mem-fraction-static", "0.95", ("none_of", "--mem-fraction-static=0.85")),  # changes the base value
+    ("--cuda-graph-max-bs", "256", ("all_of", "--cuda-graph-max-bs=256")),  # changes the base value
+    ("--enable-metrics", None, ("all_of", "--enable-metrics=false")),  # a removal
+    ("--enable-torch-compile", True, ("all_of", "--enable-torch-compile")),
+]
+DISABLE_GRAPH: tuple[str, EditValue, tuple[str, str]] = (
+    "--disable-cuda-graph", True, ("all_of", "--disable-cuda-graph"))
+KINDS_BY_PHASE = {
+    "nccl_init": ["nccl"], "weight_loading": ["weight_key_error", "cuda_oom"], "kv_cache_alloc": ["cuda_oom"],
+    "cuda_graph_capture": ["cublas", "nonetype", "illegal_memory_access", "cuda_oom", "nccl"],
+    "warmup": ["cublas", "nonetype", "illegal_memory_access", "cuda_oom", "nccl"],
+}
+LATE_KINDS = ["cublas", "nonetype", "illegal_memory_access", "nccl"]
+SECONDS_TO = {"nccl_init": 1.5, "weight_loading": 2.5, "kv_cache_alloc": 3.0, "cuda_graph_capture": 3.5,
+              "warmup": 4.0, None: 4.0, "ok": 4.5}  # simulated start time to the verdict
+FLIP = {"all_of": "none_of", "none_of": "all_of"}
 
 
-def sim_like_faults(rng: random.Random, n: int):  # type: ignore[no-untyped-def]
-    faults = []
-    for i in range(rng.randint(1, 4)):
-        cond = frozenset(rng.sample(range(n), rng.randint(1, min(2, n))))
-        faults.append((cond, rng.randint(0, 3), rng.choice(["oom", "nccl", "cublas"]), i))
+class Scenario:
+    """A fault file and ``n`` edits on the seeds' base; ``oracle`` runs the simulator's own decision."""
 
-    def oracle(subset):  # type: ignore[no-untyped-def]
-        s = frozenset(subset)
-        hits = sorted((phase, i, kind) for cond, phase, kind, i in faults if cond <= s)
-        return Verdict.failed(f"{hits[0][2]}@{hits[0][0]}") if hits else Verdict.passed()
+    def __init__(self, edits: list[tuple[str, EditValue, tuple[str, str]]], faults: list[dict[str, Any]],
+                 shapes: list[str]) -> None:
+        self.pool = edits
+        self.edits = [(f, v) for f, v, _ in edits]
+        self.fault_data = faults
+        self.shapes = shapes
+        self.faults: list[Fault] = parse_faults({"version": 1, "fault": faults}, "<generated>",
+                                                flag_view(prepare_server_args(BASE_ARGV[3:])).options)
+        self.memo: dict[tuple[tuple[str, EditValue], ...], Verdict] = {}
 
-    return oracle
+    def oracle(self, subset: tuple[tuple[str, EditValue], ...]) -> Verdict:
+        key = tuple(sorted(subset, key=str))
+        if key not in self.memo:
+            try:
+                args = prepare_server_args(apply_edits(BASE_ARGV, list(subset))[3:])
+            except ValueError as exc:  # the server refuses the flags before any phase
+                self.memo[key] = Verdict.failed(f"ValueError: {exc} in startup_other", "startup_other")
+                return self.memo[key]
+            view = flag_view(args)
+            groups = 1 if args.enable_dp_attention else args.dp_size
+            strike = select_strike(self.faults, view, args.tp_size * args.pp_size * groups, 0,
+                                   warmup_enabled=not args.skip_server_warmup,
+                                   graphs_enabled=not args.disable_cuda_graph)
+            if strike is None:
+                self.memo[key] = Verdict.passed()
+            else:
+                what = strike.fault.params.get("status") or strike.fault.params.get("error") or ""
+                self.memo[key] = Verdict.failed(f"{strike.kind}{'/' + what if what else ''} in {strike.phase}",
+                                                strike.phase)
+        return self.memo[key]
+
+
+def _fault(rng: random.Random, i: int, phase: str, kind: str | None = None, **when: list[str]) -> dict[str, Any]:
+    kind = kind or rng.choice(KINDS_BY_PHASE[phase])
+    return {"id": f"f{i}", "phase": phase, "kind": kind, "when": {k: v for k, v in when.items() if v}}
+
+
+def _cond(items: list[tuple[str, EditValue, tuple[str, str]]], absent: list[tuple[str, EditValue, tuple[str, str]]]
+          ) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {"all_of": [], "none_of": []}
+    for _, _, (key, term) in items:
+        out[key].append(term)
+    for _, _, (key, term) in absent:
+        out[FLIP[key]].append(term)
+    return out
+
+
+def random_scenario(rng: random.Random, n: int) -> Scenario:
+    while True:
+        shapes = rng.sample(["plain", "blocker", "mutual", "two_phase", "masking"], rng.randint(1, 3))
+        pool = rng.sample(POOL, n - (1 if "two_phase" in shapes else 0))
+        if "two_phase" in shapes:
+            pool.insert(rng.randrange(len(pool) + 1), DISABLE_GRAPH)
+        others = [e for e in pool if e is not DISABLE_GRAPH]
+        faults: list[dict[str, Any]] = []
+        for shape in shapes:
+            i = len(faults)
+            if shape == "plain":
+                p = rng.choice(list(KINDS_BY_PHASE))
+                faults.append(_fault(rng, i, p, **_cond(rng.sample(others, rng.choice([1, 1, 2, 2, 3])), [])))
+            elif shape == "blocker":
+                pos = rng.sample(others, rng.choice([1, 2]))
+                block = rng.choice([e for e in pool if e not in pos])
+                faults.append(_fault(rng, i, rng.choice(list(KINDS_BY_PHASE)), **_cond(pos, [block])))
+            elif shape == "mutual":
+                x, y = rng.sample(others, 2)
+                p = rng.choice(["nccl_init", "cuda_graph_capture", "weight_loading"])
+                kind = rng.choice(KINDS_BY_PHASE[p])
+                faults.append(_fault(rng, i, p, kind, **_cond([x], [y])))
+                faults.append(_fault(rng, i + 1, p, kind, **_cond([y], [x])))
+                if rng.random() < 0.5:  # ... and the pair does something of its own with a third edit
+                    z = rng.choice([e for e in others if e not in (x, y)])
+                    faults.append(_fault(rng, i + 2, "kv_cache_alloc", "cuda_oom", **_cond([x, y, z], [])))
+            elif shape == "two_phase":
+                pos = rng.sample(others, rng.choice([1, 1, 2]))
+                kind = rng.choice(LATE_KINDS)
+                faults.append(_fault(rng, i, "cuda_graph_capture", kind, **_cond(pos, [])))
+                faults.append(_fault(rng, i + 1, "warmup", kind, **_cond(pos, [])))
+            else:  # masking
+                faults.append(_fault(rng, i, rng.choice(["nccl_init", "weight_loading"]),
+                                     **_cond(rng.sample(others, 1), [])))
+                faults.append(_fault(rng, i + 1, rng.choice(["cuda_graph_capture", "warmup"]),
+                                     **_cond(rng.sample(others, rng.choice([1, 2])), [])))
+        rng.shuffle(faults)
+        for j, f in enumerate(faults):
+            f["id"] = f"f{j}"
+        sc = Scenario(pool, faults, shapes)
+        if sc.oracle(()).ok and not sc.oracle(tuple(sc.edits)).ok:
+            return sc
+
+
+def _answer(culprits: list[Any], phase_of: Any = None) -> set[tuple[frozenset[Any], str, str | None]]:
+    return {(frozenset(c.items), c.signature.split(" in ")[0], phase_of(c) if phase_of else c.phase)
+            for c in culprits}
+
+
+def _load_old(rev: str) -> Any:
+    text = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:workbench/bisect.py"], check=True,
+                          capture_output=True, text=True).stdout
+    path = Path(tempfile.mkdtemp()) / "bisect_old.py"
+    path.write_text(text)
+    spec = importlib.util.spec_from_file_location("bisect_old", path)
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["bisect_old"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _wall(order: list[tuple[Any, Verdict]], width: int) -> float:
+    times = [SECONDS_TO["ok"] if v.ok else SECONDS_TO.get(v.phase, 4.0) for _, v in order]
+    return sum(max(times[i:i + width]) for i in range(0, len(times), width))
+
+
+def run_case(sc: Scenario, old: Any) -> dict[str, Any]:
+    edits = sc.edits
+    _, truth_c = full_factorial(edits, sc.oracle)
+    truth = _answer(truth_c)
+    row: dict[str, Any] = {"n": len(edits), "shapes": sc.shapes, "factorial": 2 ** len(edits) - 1}
+    for name, width in (("bisect", 1), ("bisect_2_hosts", 2)):
+        batches: list[int] = []
+
+        def many(subsets: list[Any], batches: list[int] = batches) -> list[Verdict]:
+            batches.append(len(subsets))
+            return [sc.oracle(s) for s in subsets]
+
+        s = bisect(edits, test_many=many, width=width)
+        row[name] = {"starts": s.starts, "exact": _answer(s.culprits) == truth,
+                     "sets": {(a, b) for a, b, _ in _answer(s.culprits)} == {(a, b) for a, b, _ in truth},
+                     "complete": bool(s.guarantee and s.guarantee.complete),
+                     "wall": _wall(s.order, width) if width == 1 else
+                     sum(max(SECONDS_TO["ok"] if v.ok else SECONDS_TO.get(v.phase, 4.0) for _, v in s.order[i:i + b])
+                         for i, b in zip(_offsets(batches), batches, strict=True))}
+    if old is not None:  # what the old runbook saw: signatures without the phase, warmup named serving
+        def blind(subset: Any) -> Any:
+            v = sc.oracle(subset)
+            return old.Verdict.passed() if v.ok else old.Verdict.failed((v.signature or "").split(" in ")[0])
+        o = old.bisect(edits, blind)
+        phase_of = {frozenset(c.items): c.phase for c in truth_c}
+        got = set()
+        for c in o.culprits:
+            v = sc.oracle(tuple(c.items))
+            got.add((frozenset(c.items), c.signature, "serving" if v.phase == "warmup" else v.phase))
+        row["old_bisect"] = {"starts": o.starts, "exact": got == truth,
+                             "sets": {(a, b) for a, b, _ in got} == {(a, b) for a, b, _ in truth}}
+        del phase_of
+    starts, oat = one_at_a_time(edits, sc.oracle)
+    row["one_at_a_time"] = {"starts": starts, "exact": _answer(oat) == truth,
+                            "sets": {(a, b) for a, b, _ in _answer(oat)} == {(a, b) for a, b, _ in truth}}
+    return row
+
+
+def _offsets(batches: list[int]) -> list[int]:
+    out, at = [], 0
+    for b in batches:
+        out.append(at)
+        at += b
+    return out
+
+
+def summary(rows: list[dict[str, Any]], names: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in names:
+        per: dict[str, Any] = {}
+        for n in sorted({r["n"] for r in rows}):
+            rs = [r for r in rows if r["n"] == n and name in r]
+            starts = [r[name]["starts"] for r in rs]
+            per[str(n)] = {"cases": len(rs), "exact_pct": round(100 * sum(r[name]["exact"] for r in rs) / len(rs), 1),
+                           "sets_pct": round(100 * sum(r[name]["sets"] for r in rs) / len(rs), 1),
+                           "median_starts": statistics.median(starts), "max_starts": max(starts),
+                           "median_pct_of_factorial": round(100 * statistics.median(starts) / (2 ** n - 1), 1)}
+        out[name] = per
+    walls = [(r["bisect"]["wall"], r["bisect_2_hosts"]["wall"]) for r in rows]
+    out["wall_2_hosts_over_1"] = round(sum(b for _, b in walls) / sum(a for a, _ in walls), 3)
+    out["bisect_complete_pct"] = round(100 * sum(r["bisect"]["complete"] for r in rows) / len(rows), 1)
+    by_shape: dict[str, list[bool]] = defaultdict(list)
+    for r in rows:
+        for s in r["shapes"]:
+            by_shape[s].append(r["bisect"]["exact"])
+            by_shape[f"{s} (old)"].append(r.get("old_bisect", {}).get("exact", False))
+    out["exact_pct_by_shape"] = {k: round(100 * sum(v) / len(v), 1) for k, v in sorted(by_shape.items())}
+    return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--cases", type=int, default=3000)
-    ap.add_argument("--sizes", default="3,4,5,6,8")
+    ap.add_argument("--cases", type=int, default=400)
+    ap.add_argument("--sizes", default="4,5,6,7,8")
+    ap.add_argument("--seed", type=int, default=20261201)
+    ap.add_argument("--old-rev", default="d7a812c", help="git revision whose bisect is the baseline ('' = none)")
+    ap.add_argument("--out", default="")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
-    rng = random.Random(20261129)
-    agree = 0
-    starts: dict[int, list[int]] = defaultdict(list)
-    misses = []
+    old = _load_old(args.old_rev) if args.old_rev else None
+    rng = random.Random(args.seed)
+    rows, misses = [], []
     for case in range(args.cases):
-        n = rng.choice(sizes)
-        oracle = sim_like_faults(rng, n)
-        result = bisect(list(range(n)), oracle)
-        _, truth = full_factorial(list(range(n)), oracle)
-        ok = {(c.items, c.signature) for c in result.culprits} == {(c.items, c.signature) for c in truth}
-        agree += ok
-        if not ok:
-            misses.append(case)
-        starts[n].append(result.starts)
-    print(json.dumps({
-        "cases": args.cases, "agree": agree, "missed_cases": misses[:20],
-        "median_starts": {n: statistics.median(v) for n, v in sorted(starts.items())},
-        "max_starts": {n: max(v) for n, v in sorted(starts.items())},
-        "factorial_starts": {n: 2 ** n - 1 for n in sorted(starts)},
-    }, indent=1))
+        sc = random_scenario(rng, sizes[case % len(sizes)])
+        row = run_case(sc, old)
+        rows.append(row)
+        if not row["bisect"]["exact"] and len(misses) < 5:
+            misses.append({"case": case, "complete": row["bisect"]["complete"], "shapes": sc.shapes, "edits": sc.edits,
+                           "faults": sc.fault_data})
+    names = ["bisect", "bisect_2_hosts", "one_at_a_time"] + (["old_bisect"] if old else [])
+    report = {"cases": len(rows), "seed": args.seed, "summary": summary(rows, names), "bisect_misses": misses}
+    text = json.dumps(report, indent=1, default=str)
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text)
 
 
 if __name__ == "__main__":

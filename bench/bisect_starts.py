@@ -69,7 +69,7 @@ def oracle_for(session: HostSession, records: list[TrialRecord]):  # type: ignor
         rec = run_trial(session, BASE, list(subset), timeout=180)
         rec.reason = f"{rec.reason} | wall {time.monotonic() - t0:.3f}"
         records.append(rec)
-        return Verdict.passed() if rec.outcome == "ready" else Verdict.failed(rec.signature or rec.outcome)
+        return Verdict.passed() if rec.outcome == "ready" else Verdict.failed(rec.signature_id or rec.outcome, rec.phase)
     return test
 
 
@@ -77,10 +77,10 @@ def minimal_sets(results: dict[Any, TrialRecord]) -> set[tuple[frozenset[str], s
     by = {frozenset(f for f, _ in s): r for s, r in results.items()}
     out = set()
     for s, r in by.items():
-        if r.outcome == "ready" or not r.signature:
+        if r.outcome == "ready" or not r.signature_id:
             continue
-        if not any(o < s and q.outcome != "ready" and q.signature == r.signature for o, q in by.items()):
-            out.add((s, r.signature))
+        if not any(o < s and q.outcome != "ready" and q.signature_id == r.signature_id for o, q in by.items()):
+            out.add((s, r.signature_id))
     return out
 
 

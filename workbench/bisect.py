@@ -1,184 +1,512 @@
-"""Which flag edits break a working unit? Delta debugging over sets of edits (pure; no I/O).
+"""Which flag edits break a working unit? A search over sets of edits that does not assume monotonicity (pure).
 
-Given edits ``E`` under which a working base fails, find every *minimal culprit*:
-a subset ``S`` of ``E`` that fails with some signature ``σ`` while no proper
-subset of ``S`` fails with ``σ``.  Failures are told apart by signature (the
-seeds: EP8 alone -> NoneType, EP8 + NVLS -> CUBLAS), so one search can end
-with several culprits.
+Given edits ``E`` under which a working base fails, find every *minimal culprit*: a subset ``S`` of
+``E`` that fails with some signature ``σ`` while no proper subset of ``S`` fails with ``σ`` -- the
+minimal failing sets per signature that the full factorial (all ``2^n - 1`` subsets) would give.
+A signature carries the phase (the runbook keys failures on exception type + normalised message +
+phase), so the same bug in ``cuda_graph_capture`` and, behind ``--disable-cuda-graph``, in
+``warmup`` gives two culprits.
 
-The search, driven by an oracle ``test(subset) -> Verdict``:
+The search learns a *fault model* from its trials and tests until no fault it cannot see is left:
 
-1. test ``E`` itself; it must fail (else there is nothing to find);
-2. for each failure signature σ met, with a failing set ``F_σ``: Zeller's ddmin
-   on ``F_σ`` with the predicate "fails with σ" gives a 1-minimal ``M``; a trial
-   that fails with another signature σ' becomes the starting set of σ';
-3. other culprits of σ that avoid ``M``: for each ``m`` in ``M`` test
-   ``F_σ \\ {m}``; if that still fails with σ, search it too (each culprit
-   found must differ from the known ones in at least one element).
+* a **rule** is "fails with σ (in phase p) when all edits of ``P`` are present and none of its
+  blockers ``N``"; at a set of edits the rule of the earliest phase that holds strikes (a
+  weight_loading failure masks every later phase), as in the simulator and in a real start;
+* **learning**: a trial that fails with a σ no rule predicts is narrowed with Zeller's ddmin to a
+  1-minimal set (a new rule); a trial where a rule predicts a failure that did not come (the unit
+  started, or failed in a later phase) has a blocker among its other edits, found by halving;
+* **cover**: a fault missing from the model, of the shape "at most two edits present, at most one
+  edit absent" (``MAX_PRESENT``), in any phase, is *open* while some set where it would show (the model predicts the set
+  starts or fails later than that phase) is untested and no trial where it would have shown has
+  been run.  The search tests, greedily, the set that closes the most open faults, and learns from
+  any surprise;
+* **confirmation**: every edit is started alone first, and every culprit is started alone (the
+  minimal set against the base).  Larger culprits (three edits or more) are found by ddmin from the
+  failing trials; the cover does not look for them where no trial failed.
 
-Verdicts are memoised, and the oracle may answer from a ledger of earlier
-trials, so a rerun costs no start.  With ``n`` edits and one culprit of size
-``k`` ddmin needs ``O(k log n)`` starts; the full factorial needs ``2^n - 1``.
+What is guaranteed (``Search.guarantee``): each culprit was started and failed with its signature,
+and every trial agrees with the learned model; when ``complete`` is true, no fault of the shape
+above, missing from the model, could add or change a culprit without having shown in a trial.  A
+fault that needs two or more edits *absent* at once, or an outcome that the earliest-phase rule
+does not explain, is outside that guarantee: such trials are listed in ``unexplained``; with more
+than ``COVER_MAX`` edits, or when ``max_starts`` cut the search, ``complete`` is false and
+``untested`` lists the sets that would still need a start (only the full factorial tests every
+set).  When ``E`` itself starts there is nothing to narrow and nothing is searched.
+
+Trials already known (a ledger of earlier runs) are given as ``known`` and cost no start; with
+``width > 1`` the search asks for up to ``width`` independent sets at a time (cover picks, ddmin's
+chunks and complements, blocker halves; a host that would idle gets the cover's next set), for a
+fleet of equal hosts to run at once.
 """
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
+import numpy as np
+
+from workbench.phases import PHASES
+
 T = TypeVar("T")
+
+PHASE_ORDER: tuple[str, ...] = PHASES[:6]  # nccl_init .. serving
+OK_RANK = len(PHASE_ORDER)  # a start that became ready: later than any failure
+UNKNOWN_RANK = -1  # a failure whose phase nothing tells: taken as the earliest (it may mask anything)
+MAX_PRESENT = 2  # the cover's fault shape: at most this many edits present (and at most one absent)
+COVER_MAX = 10  # the fault-model check enumerates all 2^n sets of edits up to this many edits
+
+
+def phase_rank(phase: str | None) -> int:
+    """Position of ``phase`` on the startup path; ``UNKNOWN_RANK`` for unknown / startup_other."""
+    return PHASE_ORDER.index(phase) if phase in PHASE_ORDER else UNKNOWN_RANK
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """What one trial of a subset showed: ``ok``, or failed with ``signature``."""
+    """What one trial of a subset showed: ``ok``, or failed with ``signature`` in ``phase``."""
 
     ok: bool
     signature: str | None = None  # None when ok
+    phase: str | None = None
 
     @classmethod
     def passed(cls) -> Verdict:
         return cls(True, None)
 
     @classmethod
-    def failed(cls, signature: str) -> Verdict:
-        return cls(False, signature)
+    def failed(cls, signature: str, phase: str | None = None) -> Verdict:
+        return cls(False, signature, phase)
+
+    @property
+    def rank(self) -> int:
+        return OK_RANK if self.ok else phase_rank(self.phase)
 
 
 @dataclass
 class Culprit(Generic[T]):
+    """A minimal failing set, its signature and phase, and the edits seen to stop its failure."""
+
     items: tuple[T, ...]
     signature: str
+    phase: str | None = None
+    blockers: tuple[T, ...] = ()
 
 
 @dataclass
+class Guarantee(Generic[T]):
+    """What the search proved; see the module docstring."""
+
+    complete: bool
+    statement: str
+    tested: int  # distinct non-empty sets with a verdict (started or known)
+    total: int  # 2^n - 1: what the full factorial starts
+    untested: list[tuple[T, ...]] = field(default_factory=list)
+    unexplained: list[tuple[T, ...]] = field(default_factory=list)
+
+
+@dataclass
+class Rule:
+    pos: int  # bit mask of edits that must be present
+    signature: str
+    rank: int
+    blockers: int = 0  # bit mask: any of these present stops the rule
+
+    def holds(self, s: int) -> bool:
+        return s & self.pos == self.pos and not s & self.blockers
+
+
+Ask = Generator[list[int], list[Verdict], None]
+
+
 class Search(Generic[T]):
-    """State and outcome of one bisection."""
+    """State and outcome of one bisection; drive it with :func:`bisect` (or ``steps()``)."""
 
-    edits: tuple[T, ...]
-    test: Callable[[tuple[T, ...]], Verdict]
-    cache: dict[frozenset[int], Verdict] = field(default_factory=dict)
-    order: list[tuple[tuple[T, ...], Verdict]] = field(default_factory=list)
-    culprits: list[Culprit[T]] = field(default_factory=list)
+    def __init__(self, edits: Sequence[T], *, known: Iterable[tuple[Sequence[T], Verdict]] = (), width: int = 1,
+                 max_starts: int | None = None, max_present: int = MAX_PRESENT) -> None:
+        self.max_present = max_present
+        self.edits = tuple(edits)
+        self.n = len(self.edits)
+        self.full = (1 << self.n) - 1
+        self.width = max(1, width)
+        self.max_starts = max_starts
+        self.cache: dict[int, Verdict] = {0: Verdict.passed()}  # the base works: that is the premise
+        self.order: list[tuple[tuple[T, ...], Verdict]] = []  # trials the oracle ran, in order
+        self.rules: list[Rule] = []
+        self.exceptions: set[int] = set()
+        self.culprits: list[Culprit[T]] = []
+        self.guarantee: Guarantee[T] | None = None
+        self.cut = False
+        for subset, verdict in known:
+            mask = self._mask(subset)
+            if mask is not None and mask:
+                self.cache.setdefault(mask, verdict)
+        self.known = len(self.cache) - 1
 
-    # -- oracle with memo (keys are index sets so unhashable edits work) ------
-    def run(self, idx: Sequence[int]) -> Verdict:
-        key = frozenset(idx)
-        if key not in self.cache:
-            subset = tuple(self.edits[i] for i in sorted(key))
-            verdict = Verdict.passed() if not key else self.test(subset)
-            self.cache[key] = verdict
-            self.order.append((subset, verdict))
-        return self.cache[key]
+    # -- sets as bit masks --------------------------------------------------------------------
+    def _mask(self, subset: Sequence[T]) -> int | None:
+        mask = 0
+        for item in subset:
+            hit = [i for i, e in enumerate(self.edits) if e == item]
+            if not hit:
+                return None
+            mask |= 1 << hit[0]
+        return mask
 
-    # -- ddmin with a signature predicate -----------------------------------
-    def ddmin(self, start: list[int], signature: str) -> list[int]:
-        """Zeller & Hildebrandt's ddmin: a 1-minimal subset of ``start`` failing with ``signature``."""
-        current = list(start)
-        n = 2
-        while len(current) >= 2:
-            chunks = _split(current, n)
-            reduced = False
-            for chunk in chunks:  # reduce to a subset
-                if self._fails_with(chunk, signature):
-                    current, n, reduced = chunk, 2, True
-                    break
-            if not reduced:
-                for chunk in chunks:  # reduce to a complement
-                    rest = [i for i in current if i not in chunk]
-                    if rest and self._fails_with(rest, signature):
-                        current, n, reduced = rest, max(n - 1, 2), True
-                        break
-            if not reduced:
-                if n >= len(current):
-                    break
-                n = min(len(current), 2 * n)
-        return current
-
-    def _fails_with(self, idx: list[int], signature: str) -> bool:
-        v = self.run(idx)
-        return not v.ok and v.signature == signature
-
-    # -- all culprits ---------------------------------------------------------
-    def solve(self) -> list[Culprit[T]]:
-        """Every minimal culprit, for every signature met, until no failing trial is unexplained."""
-        self._found: dict[str, set[frozenset[int]]] = {}
-        self._seen: dict[str, set[frozenset[int]]] = {}
-        if self.run(list(range(len(self.edits)))).ok:
-            return []
-        while True:
-            work = self._unexplained()
-            if work:
-                for signature, sets in work.items():
-                    self._all_for(signature, sets)
-                continue
-            # Failures of a later phase hide behind earlier ones: try the largest sets that hold
-            # no culprit found so far; one that still fails shows something new.
-            if not any(not self.run(s).ok for s in self._avoiding_culprits()):
-                return self.culprits
-
-    def _avoiding_culprits(self, limit: int = 64) -> list[list[int]]:
-        """The largest subsets of the edits containing no found culprit (all edits minus one
-        minimal hitting set of the culprits), not tried yet; at most ``limit``."""
-        culprits = [sorted(c) for sets in self._found.values() for c in sets]
-        hitting: set[frozenset[int]] = set()
-        for pick in itertools.islice(itertools.product(*culprits), 4096):
-            hitting.add(frozenset(pick))
-        minimal = [h for h in hitting if not any(o < h for o in hitting)]
-        out = []
-        for h in sorted(minimal, key=lambda x: (len(x), sorted(x))):
-            rest = [i for i in range(len(self.edits)) if i not in h]
-            if rest and frozenset(rest) not in self.cache:
-                out.append(rest)
-            if len(out) >= limit:
-                break
-        return out
-
-    def _unexplained(self) -> dict[str, list[list[int]]]:
-        """Failing sets, by signature, that contain no culprit found for it yet and were not searched."""
-        out: dict[str, list[list[int]]] = {}
-        for key, verdict in list(self.cache.items()):
-            sig = verdict.signature
-            if verdict.ok or sig is None or key in self._seen.get(sig, set()):
-                continue
-            if any(c <= key for c in self._found.get(sig, set())):
-                continue
-            out.setdefault(sig, []).append(sorted(key))
-        return out
-
-    def _all_for(self, signature: str, starts: list[list[int]]) -> None:
-        found = self._found.setdefault(signature, set())
-        seen = self._seen.setdefault(signature, set())
-        everything = list(range(len(self.edits)))
-        todo = [(s, True) for s in reversed(starts)]
-        while todo:
-            failing, recorded = todo.pop()
-            key = frozenset(failing)
-            if key in seen or (recorded and any(c <= key for c in found)):
-                continue  # searched already, or a failing trial that a culprit found meanwhile explains
-            seen.add(key)
-            m = self.ddmin(failing, signature)
-            if frozenset(m) not in found:
-                found.add(frozenset(m))
-                self.culprits.append(Culprit(tuple(self.edits[i] for i in sorted(m)), signature))
-            # Any other culprit of this signature misses some element of m: look for it among all
-            # the edits without that element first; where that does not fail this way (another
-            # failure masks it, or a flag that undoes it is there), among this failing set without it.
-            for i in m:
-                everywhere = [j for j in everything if j != i]
-                if everywhere and frozenset(everywhere) not in seen and self._fails_with(everywhere, signature):
-                    todo.append((everywhere, False))
-                    continue
-                rest = [j for j in failing if j != i]
-                if rest and frozenset(rest) not in seen and self._fails_with(rest, signature):
-                    todo.append((rest, False))
+    def items(self, mask: int) -> tuple[T, ...]:
+        return tuple(e for i, e in enumerate(self.edits) if mask >> i & 1)
 
     @property
     def starts(self) -> int:
-        """Trials that needed the oracle (the memo and the empty set excluded)."""
-        return sum(1 for subset, _ in self.order if subset)
+        """Trials that needed the oracle (the memo, known trials and the empty set excluded)."""
+        return len(self.order)
+
+    # -- asking the oracle ---------------------------------------------------------------------
+    def _ask(self, masks: Sequence[int]) -> Ask:
+        todo = list(dict.fromkeys(m for m in masks if m not in self.cache))
+        if self.max_starts is not None:
+            room = self.max_starts - self.starts
+            if room < len(todo):
+                self.cut = True
+                todo = todo[:max(room, 0)]
+        for at in range(0, len(todo), self.width):
+            batch = todo[at:at + self.width]
+            if len(batch) < self.width and self.n <= COVER_MAX and self.full in self.cache:
+                # a host would idle: give it the set the cover would test next (needed unless the model changes)
+                room = self.width - len(batch)
+                if self.max_starts is not None:
+                    room = min(room, self.max_starts - self.starts - len(batch))
+                batch += [p for p in self._cover_picks() if p not in batch and p not in self.cache][:max(room, 0)]
+            verdicts = yield batch
+            for m, v in zip(batch, verdicts, strict=True):
+                self.cache[m] = v
+                self.order.append((self.items(m), v))
+
+    def _first(self, cands: Sequence[int], pred: Callable[[int], bool]) -> Generator[list[int], list[Verdict], int | None]:
+        """The first candidate (in order) satisfying ``pred``; up to ``width`` asked at once."""
+        i = 0
+        while i < len(cands):
+            c = cands[i]
+            if c in self.cache:
+                if pred(c):
+                    return c
+                i += 1
+                continue
+            yield from self._ask([x for x in cands[i:] if x not in self.cache][:self.width])
+            if c not in self.cache:
+                return None  # out of starts
+        return None
+
+    # -- the model ------------------------------------------------------------------------------
+    def predict(self, s: int) -> tuple[int, frozenset[str], list[Rule]]:
+        """(rank, possible signatures, striking rules) at ``s``: the earliest phase among the rules that hold."""
+        holding = [r for r in self.rules if r.holds(s)]
+        if not holding:
+            return OK_RANK, frozenset(), []
+        rank = min(r.rank for r in holding)
+        top = [r for r in holding if r.rank == rank]
+        return rank, frozenset(r.signature for r in top), top
+
+    def _check(self, s: int) -> tuple[str, Rule | None] | None:
+        """How the trial of ``s`` disagrees with the model (None: it agrees)."""
+        v = self.cache[s]
+        rank, sigs, top = self.predict(s)
+        if v.ok:
+            return ("blocked", top[0]) if top else None
+        if v.signature in sigs:
+            return None
+        if v.rank > rank:
+            return "blocked", top[0]
+        return "unexplained", None
+
+    def _inconsistent(self) -> tuple[int, str, Rule | None] | None:
+        for s in sorted(self.cache, key=lambda m: (bin(m).count("1"), m)):
+            if not s or s in self.exceptions:
+                continue
+            bad = self._check(s)
+            if bad is not None:
+                return s, bad[0], bad[1]
+        return None
+
+    def _learn(self) -> Ask:
+        while True:
+            bad = self._inconsistent()
+            if bad is None:
+                return
+            s, kind, rule = bad
+            v = self.cache[s]
+            if kind == "unexplained":
+                sig = v.signature or ""
+                m = yield from self._ddmin(s, sig)
+                if m is None:
+                    return  # out of starts
+                if any(r.pos == m and r.signature == sig for r in self.rules):
+                    self.exceptions.add(s)  # a rule blocked here fires here: beyond the model
+                else:
+                    self.rules.append(Rule(m, sig, self.cache[m].rank))
+            else:
+                assert rule is not None
+                b = yield from self._blocker(rule, s)
+                if b is None:
+                    if self.cut:
+                        return
+                    self.exceptions.add(s)
+                else:
+                    rule.blockers |= 1 << b
+
+    def _fails_with(self, sig: str) -> Callable[[int], bool]:
+        def pred(m: int) -> bool:
+            v = self.cache.get(m)
+            return v is not None and not v.ok and v.signature == sig
+        return pred
+
+    def _ddmin(self, start: int, sig: str) -> Generator[list[int], list[Verdict], int | None]:
+        """Zeller & Hildebrandt's ddmin: a 1-minimal subset of ``start`` failing with ``sig``."""
+        current = [i for i in range(self.n) if start >> i & 1]
+        pred = self._fails_with(sig)
+        k = 2
+        while len(current) >= 2:
+            chunks = _split(current, k)
+            masks = [_bits(c) for c in chunks]
+            whole = _bits(current)
+            rests = [whole & ~m for m in masks] if k > 2 else []
+            hit = yield from self._first(masks + [r for r in rests if r], pred)
+            if self.cut and hit is None:
+                return None
+            if hit is not None:
+                current = [i for i in current if hit >> i & 1]
+                k = 2 if hit in masks else max(k - 1, 2)
+                continue
+            if k >= len(current):
+                break
+            k = min(len(current), 2 * k)
+        return _bits(current)
+
+    def _blocker(self, rule: Rule, s: int) -> Generator[list[int], list[Verdict], int | None]:
+        """An edit of ``s`` outside the rule's edits whose presence stops the rule, by halving."""
+        def blocked(m: int) -> bool:
+            v = self.cache.get(m)
+            return v is not None and v.rank > rule.rank
+
+        def fires(m: int) -> bool:
+            v = self.cache.get(m)
+            return v is not None and v.signature == rule.signature
+
+        pool = [i for i in range(self.n) if (s & ~rule.pos) >> i & 1]
+        while len(pool) > 2 * self.width:
+            h1, h2 = pool[:len(pool) // 2], pool[len(pool) // 2:]
+            m1, m2 = rule.pos | _bits(h1), rule.pos | _bits(h2)
+            yield from self._ask([m1, m2][:self.width] if self.width > 1 else [m1])
+            if m1 not in self.cache:
+                return None
+            if blocked(m1):
+                pool = h1
+                continue
+            if fires(m1):
+                pool = h2
+                continue
+            yield from self._ask([m2])  # m1 failed earlier (masked): look at the other half
+            if blocked(m2):
+                pool = h2
+            elif fires(m2):
+                pool = h1
+            else:
+                break  # both halves masked: try every edit alone
+        hit = yield from self._first([rule.pos | 1 << i for i in pool], blocked)
+        return None if hit is None else (hit & ~rule.pos).bit_length() - 1
+
+    # -- the cover: faults the model does not have, that no trial has excluded ---------------------
+    def _cover_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        n = self.n
+        sets = np.arange(1, self.full + 1, dtype=np.int64)
+        tested = np.array([int(s) in self.cache for s in sets])
+        value = np.array([self.cache[int(s)].rank if int(s) in self.cache else self.predict(int(s))[0]
+                          for s in sets], dtype=np.int64)
+        pos_list, neg_list = [], []
+        for c in [-1, *range(n)]:
+            neg = 0 if c < 0 else 1 << c
+            free = self.full & ~neg
+            sub = free
+            while sub:
+                if bin(sub).count("1") <= self.max_present:
+                    pos_list.append(sub)
+                    neg_list.append(neg)
+                sub = (sub - 1) & free
+        pos = np.array(pos_list, dtype=np.int64)[:, None]
+        neg = np.array(neg_list, dtype=np.int64)[:, None]
+        covers = ((sets[None, :] & pos) == pos) & ((sets[None, :] & neg) == 0)
+        low = np.where(covers & tested[None, :], value[None, :], -2).max(axis=1)
+        vis = np.where(covers & ~tested[None, :], value[None, :], -2).max(axis=1)
+        return sets, tested, value, covers, np.maximum(low, 0), vis
+
+    def _cover_picks(self) -> list[int]:
+        sets, tested, value, covers, low, vis = self._cover_state()
+        picks: list[int] = []
+        low = low.copy()
+        for _ in range(self.width):
+            open_ = low < vis
+            if not open_.any():
+                break
+            gain = np.clip(np.minimum(value[None, :], vis[:, None]) - low[:, None], 0, None)
+            score = np.where(covers & open_[:, None] & ~tested[None, :], gain, 0).sum(axis=0)
+            for p in picks:
+                score[p - 1] = 0
+            best = int(score.argmax())
+            if score[best] <= 0:
+                break
+            picks.append(int(sets[best]))
+            low = np.where(covers[:, best], np.maximum(low, value[best]), low)
+        return picks
+
+    def _blocker_picks(self) -> list[int]:
+        """Sets that test an open blocker hypothesis: "edit c stops rule R" where R is predicted to strike
+        (and so masks what a blocked R would let through) and no trial showed R firing with c present."""
+        if self.n > COVER_MAX:
+            return []
+        picks: list[int] = []
+        untested = [s for s in range(1, self.full + 1) if s not in self.cache]
+        untested.sort(key=lambda m: (bin(m).count("1"), m))
+        for rule in self.rules:
+            for c in range(self.n):
+                bit = 1 << c
+                if (rule.pos | rule.blockers) & bit:
+                    continue
+                need = rule.pos | bit
+                if any(t & need == need and not t & rule.blockers and not v.ok and v.signature == rule.signature
+                       and self._alone(rule, t) for t, v in self.cache.items()):
+                    continue  # R fired with c present, nothing else could have: c does not stop it
+                for s in untested:
+                    if s & need == need and not s & rule.blockers and rule in self.predict(s)[2]:
+                        if s not in picks:
+                            picks.append(s)
+                        break
+                if len(picks) >= self.width:
+                    return picks
+        return picks
+
+    def _alone(self, rule: Rule, s: int) -> bool:
+        """No other rule of the model could have struck at ``s`` in ``rule``'s place."""
+        return not any(r is not rule and r.rank <= rule.rank and r.holds(s) for r in self.rules)
+
+    def _open_sets(self, limit: int = 64) -> list[int]:
+        sets, tested, value, covers, low, vis = self._cover_state()
+        open_ = low < vis
+        need = (covers[open_] & (value[None, :] > low[open_][:, None]) & ~tested[None, :]).any(axis=0)
+        return [int(s) for s in sets[need]][:limit]
+
+    # -- the answer -----------------------------------------------------------------------------
+    def _minimal(self) -> dict[str, list[int]]:
+        """Minimal sets per signature over trials where run and the model elsewhere (ties: every signature)."""
+        out: dict[str, list[int]] = {}
+        limit = self.full if self.n <= 16 else 0
+        masks = sorted(range(1, limit + 1), key=lambda m: bin(m).count("1")) if limit else sorted(
+            (m for m in self.cache if m), key=lambda m: bin(m).count("1"))
+        for s in masks:
+            if s in self.cache:
+                v = self.cache[s]
+                sigs = frozenset() if v.ok or v.signature is None else frozenset({v.signature})
+            else:
+                sigs = self.predict(s)[1]
+            for sig in sigs:
+                found = out.setdefault(sig, [])
+                if not any(m & s == m for m in found):
+                    found.append(s)
+        return out
+
+    def steps(self) -> Generator[list[tuple[T, ...]], list[Verdict], None]:
+        """The search as a coroutine: yields the subsets to try next, takes their verdicts in order."""
+        gen = self._steps()
+        try:
+            masks = next(gen)
+            while True:
+                verdicts = yield [self.items(m) for m in masks]
+                masks = gen.send(verdicts)
+        except StopIteration:
+            return
+
+    def _steps(self) -> Ask:
+        yield from self._ask([self.full])
+        if self.full not in self.cache:
+            self._finish()
+            return
+        if self.cache[self.full].ok:
+            self._finish()
+            return
+        if self.n <= COVER_MAX:  # every edit alone: each one-edit culprit at once, whatever blocks it elsewhere
+            yield from self._ask([1 << i for i in range(self.n)])
+        while not self.cut:
+            yield from self._learn()
+            if self.cut:
+                break
+            picks = self._cover_picks() if self.n <= COVER_MAX else []
+            picks = picks or self._blocker_picks()
+            if picks:
+                yield from self._ask(picks)
+                continue
+            minimal = self._minimal()
+            need = sorted({m for ms in minimal.values() for m in ms if m not in self.cache},
+                          key=lambda m: bin(m).count("1"))
+            if not need:
+                break
+            yield from self._ask(need[:self.width])
+        self._finish()
+
+    def _finish(self) -> None:
+        self.exceptions = {s for s in self.exceptions if self._check(s) is not None}
+        total = self.full
+        tested = sum(1 for m in self.cache if m)
+        unexplained = [self.items(m) for m in sorted(self.exceptions)]
+        if self.cache.get(self.full, Verdict.passed()).ok and self.full in self.cache:
+            self.guarantee = Guarantee(True, "All the edits together start: nothing to narrow, nothing searched.",
+                                       tested, total)
+            return
+        minimal = self._minimal()
+        for sig, ms in minimal.items():
+            for m in ms:
+                if m not in self.cache:
+                    continue  # only sets that were started become culprits
+                blockers = 0
+                for r in self.rules:
+                    if r.signature == sig and r.pos & m == r.pos:
+                        blockers |= r.blockers
+                self.culprits.append(Culprit(self.items(m), sig, self.cache[m].phase, self.items(blockers)))
+        self.culprits.sort(key=lambda c: (phase_rank(c.phase), len(c.items), str(c.signature)))
+        if self.n > COVER_MAX:
+            self.guarantee = Guarantee(
+                False, f"{self.n} edits: over the {COVER_MAX} up to which the fault-model check runs; each culprit "
+                "was started alone and is 1-minimal (every set without one of its edits was tried), but other "
+                "culprits may hide in the sets not started (only the full factorial tests them all).",
+                tested, total, untested=[], unexplained=unexplained)
+            return
+        untested = [self.items(m) for m in self._open_sets()] if self.cut else []
+        unconfirmed = [m for ms in minimal.values() for m in ms if m not in self.cache]
+        complete = not self.cut and not self.exceptions and not unconfirmed
+        if complete:
+            statement = (f"Complete for faults of the shape 'at most {self.max_present} edits present, at most one "
+                         "absent' in any phase "
+                         "(the earliest phase strikes): any such fault not among the culprits would have shown in "
+                         "one of the trials; each culprit was started alone and failed with its signature; every "
+                         "trial agrees with the culprits and their blockers.")
+        else:
+            why = []
+            if self.cut:
+                why.append(f"the start budget ({self.max_starts}) ran out; the sets in 'untested' could still "
+                           "show a culprit")
+            if self.exceptions:
+                why.append(f"{len(self.exceptions)} trial(s) no fault of that shape explains (a fault needing "
+                           "two or more edits absent, or a flaky start): see 'unexplained'")
+            if unconfirmed:
+                why.append(f"{len(unconfirmed)} predicted culprit(s) not started")
+            statement = "Not complete: " + "; ".join(why) + ". Only the full factorial would test every set."
+        self.guarantee = Guarantee(complete, statement, tested, total, untested, unexplained)
+
+
+def _bits(idx: Iterable[int]) -> int:
+    m = 0
+    for i in idx:
+        m |= 1 << i
+    return m
 
 
 def _split(items: list[int], n: int) -> list[list[int]]:
@@ -192,10 +520,22 @@ def _split(items: list[int], n: int) -> list[list[int]]:
     return out
 
 
-def bisect(edits: Sequence[T], test: Callable[[tuple[T, ...]], Verdict]) -> Search[T]:
-    """Run the search; ``result.culprits`` holds one entry per minimal failing subset."""
-    search: Search[T] = Search(tuple(edits), test)
-    search.solve()
+def bisect(edits: Sequence[T], test: Callable[[tuple[T, ...]], Verdict] | None = None, *,
+           test_many: Callable[[list[tuple[T, ...]]], list[Verdict]] | None = None, width: int = 1,
+           known: Iterable[tuple[Sequence[T], Verdict]] = (), max_starts: int | None = None) -> Search[T]:
+    """Run the search; ``result.culprits`` holds one entry per minimal failing set, ``result.guarantee``
+    what was proven.  ``test`` tries one subset; ``test_many`` (for a fleet) tries up to ``width`` at once."""
+    if test is None and test_many is None:
+        raise ValueError("bisect needs test or test_many")
+    search: Search[T] = Search(edits, known=known, width=width, max_starts=max_starts)
+    run_many = test_many or (lambda subsets: [test(s) for s in subsets])  # type: ignore[misc]
+    steps = search.steps()
+    try:
+        batch = next(steps)
+        while True:
+            batch = steps.send(run_many(batch))
+    except StopIteration:
+        pass
     return search
 
 
@@ -209,7 +549,7 @@ def one_at_a_time(edits: Sequence[T], test: Callable[[tuple[T, ...]], Verdict]) 
         v = test(tuple(edits[:k]))
         starts += 1
         if not v.ok:
-            return starts, [Culprit((edits[k - 1],), v.signature or "")]
+            return starts, [Culprit((edits[k - 1],), v.signature or "", v.phase)]
     return starts, []
 
 
@@ -225,5 +565,5 @@ def full_factorial(edits: Sequence[T], test: Callable[[tuple[T, ...]], Verdict])
         if v.ok:
             continue
         if not any(o < idx and not w.ok and w.signature == v.signature for o, w in verdicts.items()):
-            culprits.append(Culprit(tuple(edits[i] for i in sorted(idx)), v.signature or ""))
+            culprits.append(Culprit(tuple(edits[i] for i in sorted(idx)), v.signature or "", v.phase))
     return 2 ** n - 1, culprits

@@ -2,9 +2,17 @@
 
 A trial runs inside a :class:`~workbench.session.HostSession` (locked, recorded,
 restored), reads the invocation's whole log, and lets
-:mod:`workbench.tracebacks` name the failure: its signature groups the same
-failure on every rank and every restart, and keeps different failures apart.
-Trials are keyed for reuse by (host, host fingerprint, base unit text, edits).
+:mod:`workbench.tracebacks` name the failure.  Trials are keyed for reuse by
+(host, host fingerprint, base unit text, edits).
+
+The **phase** of a failure comes from the start's timeline first (what the watch saw: the phase
+the log was in when the failure began, else the last phase it entered), from the root cause's
+frames only where the timeline names no startup phase, and is never ``serving`` unless the log
+declared the server ready (a scheduler-loop frame before readiness is the warmup request);
+``unknown`` only when neither tells.  The **signature** a bisect keys on is exception type +
+normalised message + phase, in words (``signature``) and as a short id (``signature_id``):
+the same exception in ``cuda_graph_capture`` and in ``warmup`` are two signatures,
+:func:`related` pairs them.
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from workbench.hosts import Host
+from workbench.phases import PHASES
 from workbench.session import HostSession
 from workbench.tracebacks import analyze, normalize_message
 from workbench.variants import EditValue, edits_key, normalize_edits, one_line
@@ -33,10 +42,12 @@ class TrialRecord:
     outcome: str  # ready | failed | timeout
     phase: str
     exception_type: str | None
-    signature: str | None
+    signature: str | None  # in words: "Type: normalised message in phase"
     message: str | None
     seconds: float
     reused: bool = False
+    signature_id: str | None = None  # "Type@hash" of (exception type, normalised message, phase)
+    frames_phase: str | None = None  # what the root cause's frames said, kept for the record
     host: str = ""
     base_unit: str = ""
     unit_hash: str = ""
@@ -65,6 +76,39 @@ def failure_words(exception_type: str | None, message: str | None, width: int = 
     if len(text) > width:
         text = text[: width - 3] + "..."
     return f"{exception_type or 'failure'} ({text})" if text else str(exception_type)
+
+
+STARTUP_PHASES = PHASES[:5]  # nccl_init .. warmup: the phases of a start before readiness
+
+
+def failure_phase(timeline_phase: str | None, frames_phase: str | None, *, ready_seen: bool = False) -> str:
+    """The phase a failed start died in: the timeline's, else the frames', never ``serving`` before readiness."""
+    if timeline_phase in STARTUP_PHASES or (timeline_phase == "serving" and ready_seen):
+        return str(timeline_phase)
+    if frames_phase in STARTUP_PHASES:
+        return str(frames_phase)
+    if frames_phase == "serving" or timeline_phase == "serving":
+        return "serving" if ready_seen else "warmup"  # the scheduler loop before ready serves the warmup request
+    if timeline_phase and timeline_phase != "unknown":
+        return timeline_phase  # startup_other: between the named steps
+    return "unknown"
+
+
+def signature_of(exception_type: str | None, message: str | None, phase: str) -> tuple[str, str]:
+    """(words, id) of a failure: exception type + normalised first message line + phase."""
+    norm = normalize_message(message)
+    what = f"{exception_type}: {norm}" if exception_type and norm else (exception_type or norm or "failure")
+    words = f"{what} in {phase}"
+    digest = hashlib.sha1(f"{exception_type}|{norm}|{phase}".encode()).hexdigest()[:10]
+    return words, f"{exception_type or 'log'}@{digest}"
+
+
+def related(signatures: list[tuple[str | None, str | None, str]]) -> list[list[int]]:
+    """Groups (indices) of signatures with the same exception and message in different phases."""
+    by: dict[tuple[str | None, str], list[int]] = {}
+    for i, (exc, msg, _phase) in enumerate(signatures):
+        by.setdefault((exc, normalize_message(msg)), []).append(i)
+    return [g for g in by.values() if len({signatures[i][2] for i in g}) > 1]
 
 
 def host_fingerprint(host: Host) -> str:
@@ -102,6 +146,16 @@ def classify(text: str) -> dict[str, Any]:
             "root_cause_kind": kind}
 
 
+def _timeline_phase(out: Any) -> tuple[str | None, bool]:
+    """(the phase the watch says the start died in, whether the log declared it ready)."""
+    phases = [e.phase for e in out.timeline]
+    ready = out.ok or "serving" in phases  # the tracker enters serving on the server's own "ready" line
+    if out.phase and out.phase != "unknown":
+        return out.phase, ready
+    named = [p for p in phases if p not in ("unknown", "failed")]
+    return (named[-1] if named else None), ready
+
+
 def run_trial(
     session: HostSession,
     base: str,
@@ -125,13 +179,18 @@ def run_trial(
         text = session.svc.invocation_text(trial.variant, out.invocation_id) if out.invocation_id else ""
         text = text or "\n".join(out.tail)
         info = classify(text)
+        timeline_phase, ready_seen = _timeline_phase(out)
+        info["frames_phase"] = info["phase"]
+        info["phase"] = failure_phase(timeline_phase, info["phase"], ready_seen=ready_seen)
         if info["signature"] is None:
-            # No traceback and no telling log line: the exit itself is the signature.
+            # No traceback and no telling log line: the exit itself is the failure.
             how = f"signal {trial.exit_status}" if trial.exit_code == "killed" else f"exit {trial.exit_status}"
-            info["signature"] = f"{out.outcome}:{out.phase}:{how}"
+            what = "timeout" if out.outcome == "timeout" else f"{out.outcome} ({how})"
+            info["signature"], info["signature_id"] = signature_of(None, what, info["phase"])
             info["message"] = out.reason
-        if info["phase"] in (None, "unknown"):
-            info["phase"] = out.phase
+        else:
+            info["signature"], info["signature_id"] = signature_of(info["exception_type"], info["message"],
+                                                                   info["phase"])
         excerpt = "\n".join(text.splitlines()[-80:])
     return TrialRecord(
         edits=[[f, list(v) if isinstance(v, tuple) else v] for f, v in norm],
@@ -141,6 +200,8 @@ def run_trial(
         signature=info["signature"],
         message=info["message"],
         seconds=round(out.seconds, 3),
+        signature_id=info.get("signature_id"),
+        frames_phase=info.get("frames_phase"),
         host=session.host.name,
         base_unit=base,
         unit_hash=unit_hash(base_text),

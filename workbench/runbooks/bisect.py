@@ -7,13 +7,22 @@ ledger), restores the host, and writes ``result.json`` and ``trials.parquet``
 into the run directory (trials after every start, so a run that dies can be
 resumed: rerunning it reuses what was recorded).
 
+Several equal hosts (``hosts``) run independent trials of the search at the same time, one per
+host, each host locked, recorded and restored on its own (:class:`workbench.fleet.Fleet`).
+Trials of earlier runs on the same hosts (fingerprint) and unit text are given to the search up
+front, so they cost no start and inform every choice.
+
 ``result.json``::
 
-    {"runbook": "bisect", "status": "ok"|"failed", "host": str, "base_unit": str, "edits": [[flag, value], ...],
-     "culprits": [{"edits": [[flag, value], ...], "signature": str, "exception_type": str|null, "phase": str,
-                   "message": str|null}],
+    {"runbook": "bisect", "status": "ok"|"failed", "host": str, "hosts": [str], "base_unit": str,
+     "edits": [[flag, value], ...],
+     "culprits": [{"edits": [[flag, value], ...], "exception_type": str|null, "phase": str,
+                   "signature": "Type: normalised message in phase", "signature_id": "Type@hash",
+                   "message": str|null, "blockers": [[flag, value], ...], "related": [signature_id, ...]}],
+     "guarantee": {"complete": bool, "statement": str, "sets_tested": int, "sets_total": int,
+                   "untested": [[[flag, value], ...], ...], "unexplained": [[[flag, value], ...], ...]},
      "trials": [{"edits": [...], "outcome": "ready"|"failed"|"timeout", "phase": str, "exception_type": str|null,
-                 "signature": str|null, "seconds": float, "reused": bool}],
+                 "signature": str|null, "signature_id": str|null, "seconds": float, "reused": bool, "host": str}],
      "server_starts": int, "wall_seconds": float, "host_restored": bool,
      "conclusion": str, "failure": {"kind": str, "message": str}|null, "started": float, "finished": float}
 """
@@ -28,7 +37,8 @@ import pandas as pd
 from pydantic import Field
 
 from workbench.bisect import Verdict, bisect
-from workbench.errors import WorkbenchError
+from workbench.errors import ConfigError, WorkbenchError
+from workbench.fleet import Fleet, HostReport
 from workbench.hosts import connect
 from workbench.provenance import collect as collect_provenance
 from workbench.redact import Redactor
@@ -36,7 +46,7 @@ from workbench.runbooks.outcome import caught_failure
 from workbench.runbooks.params import RunbookParams
 from workbench.runs import Ledger, Run
 from workbench.session import HostSession
-from workbench.trials import TrialRecord, failure_words, host_fingerprint, run_trial, unit_hash
+from workbench.trials import TrialRecord, failure_words, related, unit_hash
 from workbench.unitfile import UnitFile, split_environment
 from workbench.variants import EditValue, Variant, describe_edits, edits_key, normalize_edits
 
@@ -49,6 +59,10 @@ SEEDS_EDITS: dict[str, str | bool | None] = {
 
 class BisectParams(RunbookParams):
     host: str = Field("gpu-a", description="ssh_config alias of the GPU host")
+    hosts: list[str] = Field(default_factory=list,
+                             description="several equal hosts run independent trials at once (empty: host alone)")
+    max_starts: int = Field(0, ge=0, description="stop after this many server starts (0: no limit; "
+                            "the guarantee then lists the sets left untested)")
     base_unit: str = Field("sglang-k26-ddtree.service", description="a unit that works")
     edits: dict[str, str | bool | None] = Field(default_factory=lambda: dict(SEEDS_EDITS),
                                                 description="flag edits under which it fails")
@@ -69,7 +83,8 @@ def _record_from_ledger(hit: dict[str, Any]) -> TrialRecord:
     return rec
 
 
-def conclusion(culprits: list[dict[str, Any]], trials: list[TrialRecord]) -> str:
+def conclusion(culprits: list[dict[str, Any]], trials: list[TrialRecord],
+               guarantee: dict[str, Any] | None = None) -> str:
     if not trials:
         return "No trial ran."
     if not culprits:
@@ -77,23 +92,66 @@ def conclusion(culprits: list[dict[str, Any]], trials: list[TrialRecord]) -> str
     parts = []
     for c in culprits:
         what = describe_edits([(e[0], e[1]) for e in c["edits"]])
-        parts.append(f"{what} -> {failure_words(c['exception_type'], c.get('message'))} during {c['phase']}")
-    return f"{len(culprits)} minimal culprit(s): " + "; ".join(parts) + "."
+        extra = f" (the same failure as in {len(c['related'])} other phase(s))" if c.get("related") else ""
+        parts.append(f"{what} -> {failure_words(c['exception_type'], c.get('message'))} during {c['phase']}{extra}")
+    text = f"{len(culprits)} minimal culprit(s): " + "; ".join(parts) + "."
+    if guarantee is not None:
+        text += (" Complete: no fault of two edits or fewer (one of them absent at most) is left untested."
+                 if guarantee.get("complete") else " Not complete: see the guarantee.")
+    return text
+
+
+def _verdict(rec: TrialRecord) -> Verdict:
+    if rec.outcome == "ready":
+        return Verdict.passed()
+    return Verdict.failed(rec.signature_id or rec.signature or f"{rec.outcome}:{rec.phase}", rec.phase)
+
+
+def _subset_of(rec: TrialRecord) -> tuple[tuple[str, EditValue], ...]:
+    return tuple((f, tuple(v) if isinstance(v, list) else v) for f, v in rec.edits)
+
+
+def culprit_entries(search: Any, by_sig: dict[str, TrialRecord]) -> list[dict[str, Any]]:
+    """One result.json entry per culprit; ``related``: the signature ids of the same exception in other phases."""
+    out = []
+    for c in search.culprits:
+        rec = by_sig[c.signature]
+        out.append({"edits": [[f, v] for f, v in c.items], "exception_type": rec.exception_type, "phase": rec.phase,
+                    "signature": rec.signature, "signature_id": c.signature, "message": rec.message,
+                    "blockers": [[f, v] for f, v in c.blockers], "related": []})
+    keys = [(e["exception_type"], e["message"], e["phase"]) for e in out]
+    for group in related(keys):
+        for i in group:
+            out[i]["related"] = sorted({out[j]["signature_id"] for j in group if out[j]["phase"] != out[i]["phase"]})
+    return out
+
+
+def guarantee_entry(search: Any) -> dict[str, Any]:
+    g = search.guarantee if search is not None else None
+    if g is None:
+        return {"complete": False, "statement": "The search did not finish.", "sets_tested": 0, "sets_total": 0,
+                "untested": [], "unexplained": []}
+    return {"complete": g.complete, "statement": g.statement, "sets_tested": g.tested, "sets_total": g.total,
+            "untested": [[[f, v] for f, v in s] for s in g.untested],
+            "unexplained": [[[f, v] for f, v in s] for s in g.unexplained]}
 
 
 def run(params: BisectParams, *, progress: Callable[[str], None] = print) -> tuple[Run, dict[str, Any]]:
-    """Bisect ``params.edits`` on ``params.host``; returns the run and its result."""
+    """Bisect ``params.edits`` on ``params.host`` (or on ``params.hosts`` at once); returns the run and its result."""
     redactor = Redactor.for_params(params.model_dump())
+    names = list(dict.fromkeys(params.hosts)) if params.hosts else [params.host]
     run_ = Run.create("bisect", data_dir=params.data_dir, run_id=params.run_id, redactor=redactor)
     edits = list(normalize_edits(params.edits))
     started = time.time()
     trials: list[TrialRecord] = []
     culprits: list[dict[str, Any]] = []
-    provenance: dict[str, Any] = {"host": params.host}
+    provenance: dict[str, Any] = {"host": names[0]}
     failure: dict[str, str] | None = None
     restored = False
-    host = connect(params.host, ssh_config=params.ssh_config or None)
+    guarantee: dict[str, Any] = guarantee_entry(None)
     ledger = Ledger(params.data_dir)
+    texts: dict[str, str] = {}
+    fleet: Fleet | None = None
 
     def tell(line: str) -> None:
         progress(redactor.text(line))
@@ -102,65 +160,82 @@ def run(params: BisectParams, *, progress: Callable[[str], None] = print) -> tup
         if trials:
             run_.table("trials", pd.DataFrame([t.row() for t in trials]))
 
+    def setup(session: HostSession, report: HostReport, base_text: str) -> None:
+        for unit in session.make_room(params.stop_units):
+            progress(f"  {session.host.name}: stopped {unit} for the run (restarted at the end)")
+        for value in UnitFile.parse(base_text).get_all("Service", "Environment"):
+            redactor.add_env(dict(split_environment(value)))
+        texts[session.host.name] = base_text
+        if session.host.name == names[0]:
+            report.provenance = collect_provenance(session.host, base_text)
+
     try:
-        session = HostSession(host, purpose=f"bisect {run_.id}", ready_timeout=params.start_timeout,
-                              lock_wait=params.lock_wait)
-        with session:
-            for unit in session.make_room(params.stop_units):
-                progress(f"  stopped {unit} for the run (restarted at the end)")
-            base_text = session.base_text(params.base_unit)
-            for value in UnitFile.parse(base_text).get_all("Service", "Environment"):
-                redactor.add_env(dict(split_environment(value)))
-            fingerprint = host_fingerprint(host)
+        hosts = [connect(h, ssh_config=params.ssh_config or None) for h in names]
+        fleet = Fleet(hosts, params.base_unit, purpose=f"bisect {run_.id}", health_path=params.health_path,
+                      timeout=params.start_timeout, lock_wait=params.lock_wait, setup=setup)
+        with fleet:
+            if len(set(texts.values())) > 1:
+                raise ConfigError(f"the hosts {', '.join(names)} have different {params.base_unit} unit texts: "
+                                  "a fleet bisect needs equal hosts")
+            base_text = next(iter(texts.values()))
             uhash = unit_hash(base_text)
-            provenance = collect_provenance(host, base_text)
+            prints = {r.host: r.fingerprint for r in fleet.reports if not r.error}
+            provenance = next((r.provenance for r in fleet.reports if r.provenance), provenance)
             provenance["unit_diff"] = Variant.build(params.base_unit, base_text, edits).diff()
-            by_subset: dict[str, TrialRecord] = {}
-
-            def oracle(subset: tuple[tuple[str, EditValue], ...]) -> Verdict:
-                key = edits_key(subset)
-                hit = None if params.rerun else ledger.find_trial(host=params.host, fingerprint=fingerprint,
-                                                                  unit_hash=uhash, edits_key=redactor.text(key))
-                if hit is not None:
-                    rec = _record_from_ledger(hit)
-                    tell(f"  reused: {describe_edits(subset)} -> {rec.outcome} ({rec.exception_type or rec.phase})")
-                else:
-                    tell(f"  start:  {describe_edits(subset)}")
-                    rec = run_trial(session, params.base_unit, list(subset), health_path=params.health_path,
-                                    timeout=params.start_timeout, fingerprint=fingerprint)
-                    tell(f"          {rec.outcome} in {rec.phase} after {rec.seconds:.1f} s"
-                         + (f": {rec.exception_type}" if rec.exception_type else ""))
+            provenance["hosts"] = names
+            known = [] if params.rerun else _ledger_known(ledger, prints, uhash, edits, redactor)
+            for rec in known:
                 trials.append(rec)
-                by_subset[key] = rec
-                save()
-                if rec.outcome == "ready":
-                    return Verdict.passed()
-                return Verdict.failed(rec.signature or f"{rec.outcome}:{rec.phase}")
+            if known:
+                tell(f"  reused from the ledger: {len(known)} trial(s)")
+            by_sig: dict[str, TrialRecord] = {rec.signature_id or "": rec for rec in known if rec.signature_id}
 
-            search = bisect(edits, oracle)
-            for c in search.culprits:
-                rec = by_subset[edits_key(c.items)]
-                culprits.append({"edits": [[f, v] for f, v in c.items], "signature": c.signature,
-                                 "exception_type": rec.exception_type, "phase": rec.phase, "message": rec.message})
-        restored = session.restored
+            def test_many(batch: list[tuple[tuple[str, EditValue], ...]]) -> list[Verdict]:
+                for subset in batch:
+                    tell(f"  start:  {describe_edits(subset)}")
+                recs = fleet.run(batch) if fleet else []
+                for subset, rec in zip(batch, recs, strict=True):
+                    tell(f"          {describe_edits(subset)}: {rec.outcome} in {rec.phase} after {rec.seconds:.1f} s"
+                         + (f" on {rec.host}" if len(names) > 1 else "")
+                         + (f": {rec.exception_type}" if rec.exception_type else ""))
+                    trials.append(rec)
+                    if rec.signature_id:
+                        by_sig.setdefault(rec.signature_id, rec)
+                save()
+                return [_verdict(r) for r in recs]
+
+            search = bisect(edits, test_many=test_many, width=fleet.width,
+                            known=[(_subset_of(r), _verdict(r)) for r in known],
+                            max_starts=params.max_starts or None)
+            culprits = culprit_entries(search, by_sig)
+            guarantee = guarantee_entry(search)
+        restored = all(r.restored for r in fleet.reports)
+        if any(r.error for r in fleet.reports):
+            bad = [r for r in fleet.reports if r.error]
+            tell("  host(s) lost during the run: " + "; ".join(f"{r.host}: {r.error}" for r in bad))
     except WorkbenchError as exc:
         failure = caught_failure(exc)
+        restored = bool(fleet) and all(r.restored for r in fleet.reports if r.fingerprint) if fleet else False
     except KeyboardInterrupt:
         failure = {"kind": "interrupted", "message": "interrupted (the host was restored on the way out)"}
+        restored = bool(fleet) and all(r.restored for r in fleet.reports if r.fingerprint) if fleet else False
     finished = time.time()
     save()
     result = {
         "status": "ok" if failure is None else "failed",
-        "host": params.host,
+        "host": names[0],
+        "hosts": names,
         "base_unit": params.base_unit,
         "edits": [[f, v] for f, v in edits],
         "culprits": culprits,
+        "guarantee": guarantee,
         "trials": [{"edits": t.edits, "outcome": t.outcome, "phase": t.phase, "exception_type": t.exception_type,
-                    "signature": t.signature, "seconds": t.seconds, "reused": t.reused} for t in trials],
+                    "signature": t.signature, "signature_id": t.signature_id, "seconds": t.seconds,
+                    "reused": t.reused, "host": t.host} for t in trials],
         "server_starts": sum(1 for t in trials if not t.reused),
         "wall_seconds": round(finished - started, 2),
         "host_restored": restored,
-        "conclusion": conclusion(culprits, trials) if failure is None else f"Run failed: {failure['message']}",
+        "conclusion": conclusion(culprits, trials, guarantee) if failure is None else f"Run failed: {failure['message']}",
         "failure": failure,
         "started": started,
         "finished": finished,
@@ -173,6 +248,28 @@ def run(params: BisectParams, *, progress: Callable[[str], None] = print) -> tup
     return run_, run_.result() or result  # as written: redacted, with its run id
 
 
+def _ledger_known(ledger: Ledger, prints: dict[str, str], uhash: str, edits: list[tuple[str, EditValue]],
+                  redactor: Redactor) -> list[TrialRecord]:
+    """Trials of earlier runs on these hosts (same fingerprint and unit text) of subsets of ``edits``, newest
+    per subset; only those recorded with phase-carrying signatures (``signature_id``)."""
+    frame = ledger.trials()
+    if frame.empty or "signature_id" not in frame.columns or len(edits) > 12:
+        return []
+    keys = {}
+    for mask in range(1, 2 ** len(edits)):
+        subset = tuple(e for i, e in enumerate(edits) if mask >> i & 1)
+        keys[redactor.text(edits_key(subset))] = subset
+    ok = (frame["host"].map(lambda h: h in prints) & (frame["fingerprint"] == frame["host"].map(prints))
+          & (frame["unit_hash"] == uhash) & frame["edits_key"].isin(list(keys)) & ~frame["reused"].astype(bool)
+          & (frame["outcome"].eq("ready") | frame["signature_id"].notna()))
+    hits = frame[ok]
+    out: dict[str, TrialRecord] = {}
+    for row in hits.sort_values("started_at").to_dict("records"):
+        rec = _record_from_ledger({str(k): v for k, v in row.items()})
+        out[rec.edits_key] = rec
+    return [out[k] for k in keys if k in out]
+
+
 # -- what the notebook shows ----------------------------------------------------
 
 
@@ -181,14 +278,31 @@ def trials_frame(result: dict[str, Any]) -> pd.DataFrame:
     for i, t in enumerate(result.get("trials", []), 1):
         rows.append({"#": i, "edits": describe_edits([(e[0], e[1]) for e in t["edits"]]), "outcome": t["outcome"],
                      "phase": t["phase"], "exception": t["exception_type"] or "", "signature": t["signature"] or "",
-                     "seconds": t["seconds"], "reused": t["reused"]})
+                     "seconds": t["seconds"], "reused": t["reused"], "host": t.get("host", "")})
     return pd.DataFrame(rows)
+
+
+def guarantee_text(result: dict[str, Any]) -> str:
+    """What the search proved, in words, with the sets left untested or unexplained (if any)."""
+    g = result.get("guarantee") or {}
+    lines = [str(g.get("statement", "")), f"Sets started or known: {g.get('sets_tested', 0)} of "
+             f"{g.get('sets_total', 0)} (the full factorial)."]
+    for key, words in (("untested", "Untested sets that could still show a culprit"),
+                       ("unexplained", "Trials no fault of the guarantee's shape explains")):
+        sets = g.get(key) or []
+        if sets:
+            lines.append(f"{words}: " + "; ".join(describe_edits([(e[0], e[1]) for e in s]) or "(none)"
+                                                  for s in sets))
+    return "\n".join(line for line in lines if line)
 
 
 def culprits_frame(result: dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame([{"edits": describe_edits([(e[0], e[1]) for e in c["edits"]]),
                           "exception": c["exception_type"] or "", "phase": c["phase"],
-                          "signature": c["signature"], "message": (c.get("message") or "")[:160]}
+                          "signature": c["signature"], "signature_id": c.get("signature_id", ""),
+                          "related": ", ".join(c.get("related") or []),
+                          "blockers": describe_edits([(e[0], e[1]) for e in c.get("blockers") or []]),
+                          "message": (c.get("message") or "")[:160]}
                          for c in result.get("culprits", [])])
 
 
@@ -202,7 +316,7 @@ def notebook() -> Any:
         "edits that still fails, each with its failure signature, in the fewest server starts. Trials already "
         "in the ledger for the same host, unit text and edits are reused. The host is left as it was found.",
         BisectParams,
-        ['rb.culprits_frame(result)'],
+        ['rb.culprits_frame(result)', 'print(rb.guarantee_text(result))'],
         [
             ('md', '## Trials', []),
             ('code', 'rb.trials_frame(result)', []),

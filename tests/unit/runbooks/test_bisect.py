@@ -21,7 +21,8 @@ def test_seeds_scenario_finds_both_culprits():
     result = bisect([EP, NVLS, FUSION], seeds_oracle)
     got = {(c.items, c.signature) for c in result.culprits}
     assert got == {((EP,), "nonetype"), ((EP, NVLS), "cublas")}
-    assert result.starts < 7  # fewer than the full factorial
+    # Without phases every failure may mask anything: the guarantee then needs every set of 3 edits.
+    assert result.starts <= 7 and result.guarantee.complete
 
 
 def test_nothing_to_find_when_everything_works():
@@ -112,3 +113,123 @@ def test_agrees_with_the_full_factorial_when_failures_mask_each_other(seed):
     result = bisect(list(range(n)), oracle)
     _, truth = full_factorial(list(range(n)), oracle)
     assert {(c.items, c.signature) for c in result.culprits} == {(c.items, c.signature) for c in truth}
+
+
+# -- shapes that break the monotonicity assumption (each oracle: earliest phase strikes) ---------
+
+PH = ("nccl_init", "weight_loading", "kv_cache_alloc", "cuda_graph_capture", "warmup")
+
+
+def rules_oracle(rules):
+    """rules: (present, absent, kind, phase); the earliest phase among those that hold strikes (ties: order)."""
+    def oracle(subset):
+        s = set(subset)
+        hits = [(PH.index(ph), i, kind, ph) for i, (pos, neg, kind, ph) in enumerate(rules)
+                if set(pos) <= s and not set(neg) & s]
+        if not hits:
+            return Verdict.passed()
+        _, _, kind, ph = min(hits)
+        return Verdict.failed(f"{kind} in {ph}", ph)
+    return oracle
+
+
+def truth_of(edits, oracle):
+    return {(c.items, c.signature) for c in full_factorial(edits, oracle)[1]}
+
+
+def test_a_blocker_among_the_edits_does_not_hide_its_culprit():
+    # C fails alone; B (in no culprit) stops it; A fails with everything: every set with C that an
+    # old bisect would try also held B.
+    edits = ["A", "B", "C", "D"]
+    oracle = rules_oracle([(["C"], ["B"], "oom", "kv_cache_alloc"), (["A"], [], "nccl", "nccl_init")])
+    result = bisect(edits, oracle)
+    assert {(c.items, c.signature) for c in result.culprits} == truth_of(edits, oracle)
+    assert (("C",), "oom in kv_cache_alloc") in {(c.items, c.signature) for c in result.culprits}
+    assert next(c for c in result.culprits if c.items == ("C",)).blockers == ("B",)
+    assert result.guarantee.complete
+
+
+def test_edits_that_fail_alone_but_fix_each_other():
+    edits = ["dp", "attn", "x", "y", "z"]
+    oracle = rules_oracle([(["dp"], ["attn"], "nccl", "nccl_init"), (["attn"], ["dp"], "nccl", "nccl_init"),
+                           (["dp", "attn", "x"], [], "oom", "kv_cache_alloc")])
+    result = bisect(edits, oracle)
+    got = {(c.items, c.signature) for c in result.culprits}
+    assert got == truth_of(edits, oracle) and len(got) == 3
+
+
+def test_the_same_bug_in_two_phases_gives_two_culprits():
+    edits = ["ep", "--disable-cuda-graph", "nvls"]
+    oracle = rules_oracle([(["ep"], ["--disable-cuda-graph"], "nonetype", "cuda_graph_capture"),
+                           (["ep"], [], "nonetype", "warmup")])
+    result = bisect(edits, oracle)
+    got = {(c.items, c.signature) for c in result.culprits}
+    assert got == {(("ep",), "nonetype in cuda_graph_capture"), (("ep", "--disable-cuda-graph"), "nonetype in warmup")}
+
+
+def test_an_early_failure_masks_later_ones_until_avoided():
+    edits = list("abcdef")
+    oracle = rules_oracle([(["a"], [], "key", "weight_loading"), (["a", "b"], [], "cublas", "warmup"),
+                           (["c", "d"], [], "cublas", "cuda_graph_capture")])
+    result = bisect(edits, oracle)
+    assert {(c.items, c.signature) for c in result.culprits} == truth_of(edits, oracle)
+    assert result.starts < 2 ** len(edits) - 1
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_exact_on_random_rule_sets_with_blockers(seed):
+    rng = random.Random(50_000 + seed)
+    n = rng.choice([4, 5, 6])
+    edits = list(range(n))
+    rules = []
+    for _ in range(rng.randint(1, 4)):
+        pos = rng.sample(edits, rng.randint(1, 2))
+        neg = rng.sample([e for e in edits if e not in pos], rng.randint(0, 1))
+        rules.append((pos, neg, rng.choice(["oom", "nccl", "cublas"]), rng.choice(PH)))
+    oracle = rules_oracle(rules)
+    if oracle(()).ok is False or oracle(tuple(edits)).ok:
+        return
+    result = bisect(edits, oracle)
+    assert {(c.items, c.signature) for c in result.culprits} == truth_of(edits, oracle)
+    assert result.guarantee.complete and result.starts <= 2 ** n - 1
+
+
+def test_each_culprit_was_started_alone():
+    edits = list("abcde")
+    oracle = rules_oracle([(["b", "d"], [], "cublas", "cuda_graph_capture"), (["e"], ["a"], "oom", "warmup")])
+    result = bisect(edits, oracle)
+    started = {frozenset(s) for s, _ in result.order}
+    assert all(frozenset(c.items) in started for c in result.culprits)
+
+
+def test_a_start_budget_makes_the_guarantee_incomplete_and_names_untested_sets():
+    edits = list("abcdef")
+    oracle = rules_oracle([(["a"], ["b"], "oom", "kv_cache_alloc"), (["c"], [], "nccl", "nccl_init")])
+    result = bisect(edits, oracle, max_starts=4)
+    assert result.starts <= 4
+    assert not result.guarantee.complete and "budget" in result.guarantee.statement
+    assert result.guarantee.untested
+
+
+def test_known_trials_cost_no_start():
+    edits = list("abcd")
+    oracle = rules_oracle([(["a", "c"], [], "cublas", "cuda_graph_capture")])
+    first = bisect(edits, oracle)
+    again = bisect(edits, oracle, known=[(s, v) for s, v in first.order])
+    assert again.starts == 0
+    assert {(c.items, c.signature) for c in again.culprits} == {(c.items, c.signature) for c in first.culprits}
+
+
+def test_width_asks_several_sets_at_once_and_finds_the_same():
+    edits = list("abcdefg")
+    oracle = rules_oracle([(["a"], ["g"], "oom", "kv_cache_alloc"), (["c", "d"], [], "nccl", "nccl_init")])
+    sizes = []
+
+    def many(subsets):
+        sizes.append(len(subsets))
+        return [oracle(s) for s in subsets]
+
+    two = bisect(edits, test_many=many, width=2)
+    one = bisect(edits, oracle)
+    assert {(c.items, c.signature) for c in two.culprits} == {(c.items, c.signature) for c in one.culprits}
+    assert max(sizes) == 2 and len(sizes) < two.starts  # batches of two ran

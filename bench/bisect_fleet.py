@@ -1,0 +1,99 @@
+"""Wall time of the bisect on one host and on two equal hosts, on the testbed, same scenarios in one run.
+
+    .venv/bin/python bench/bisect_fleet.py [--hosts gpu-a,gpu-b] [--cases 2] [--n 6] [--seed 7]
+                                           [--out bench/results/bisect_fleet.json]
+
+Scenarios: bench/bisect_offline.py's generator (blockers, mutual fixes, two-phase bugs, masking,
+valued flags, aliases, removals) written as /etc/sglang-sim/faults.toml on every host while the
+bench holds its lock (removed before it lets go).  Each scenario is bisected with a :class:`workbench.fleet.Fleet` of the first host alone,
+then of all hosts (one trial per host at a time), and both answers are checked against the offline
+factorial of the same fault file.  Per-trial overhead = trial wall (fleet dispatch to record) minus
+the watch's seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bisect_offline import Scenario, random_scenario
+
+from workbench.bisect import Verdict, bisect, full_factorial
+from workbench.fleet import Fleet
+from workbench.hosts import connect
+
+BASE = "sglang-k26-ddtree.service"
+FAULT_PATH = "/etc/sglang-sim/faults.toml"
+
+
+def toml_of(faults: list[dict[str, Any]]) -> str:
+    lines = ["version = 1", ""]
+    for f in faults:
+        lines += ["[[fault]]", f'id = "{f["id"]}"', f'phase = "{f["phase"]}"', f'kind = "{f["kind"]}"']
+        for key, terms in f.get("when", {}).items():
+            lines.append(f"when.{key} = [" + ", ".join(json.dumps(t) for t in terms) + "]")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def bisect_on(hosts: list[Any], sc: Scenario) -> dict[str, Any]:
+    """The fault file is on a host only while this fleet holds its lock (setup writes it, teardown removes it)."""
+    overhead: list[float] = []
+    text = toml_of(sc.fault_data).encode()
+    t0 = time.monotonic()
+    with Fleet(hosts, BASE, purpose="bench bisect fleet", timeout=180, lock_wait=600,
+               setup=lambda s, r, t: s.host.put(text, FAULT_PATH),
+               teardown=lambda s: s.host.run(["rm", "-f", FAULT_PATH], timeout=30)) as fleet:
+        def many(batch: list[Any]) -> list[Verdict]:
+            b0 = time.monotonic()
+            recs = fleet.run(batch)
+            if len(batch) == 1:
+                overhead.append(time.monotonic() - b0 - recs[0].seconds)
+            return [Verdict.passed() if r.outcome == "ready" else Verdict.failed(r.signature_id or "", r.phase)
+                    for r in recs]
+        search = bisect(sc.edits, test_many=many, width=fleet.width)
+    return {"hosts": len(hosts), "starts": search.starts, "wall_s": round(time.monotonic() - t0, 1),
+            "culprits": sorted([[list(map(list, c.items)), c.phase] for c in search.culprits], key=str),
+            "complete": bool(search.guarantee and search.guarantee.complete),
+            "median_overhead_outside_watch_s": round(statistics.median(overhead), 3) if overhead else None}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--hosts", default="gpu-a,gpu-b")
+    ap.add_argument("--cases", type=int, default=2)
+    ap.add_argument("--n", type=int, default=6)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--out", default="bench/results/bisect_fleet.json")
+    args = ap.parse_args()
+    hosts = [connect(h) for h in args.hosts.split(",")]
+    rng = random.Random(args.seed)
+    rows = []
+    for case in range(args.cases):
+        sc = random_scenario(rng, args.n)
+        _, truth = full_factorial(sc.edits, sc.oracle)
+        want = sorted([[list(map(list, c.items)), c.phase] for c in truth], key=str)
+        one = bisect_on(hosts[:1], sc)
+        many = bisect_on(hosts, sc)
+        row = {"case": case, "shapes": sc.shapes, "n": args.n, "one_host": one, "all_hosts": many,
+               "one_host_exact": one["culprits"] == want, "all_hosts_exact": many["culprits"] == want,
+               "wall_ratio": round(many["wall_s"] / one["wall_s"], 3)}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    summary = {"cases": len(rows), "wall_ratio_total": round(sum(r["all_hosts"]["wall_s"] for r in rows)
+                                                            / sum(r["one_host"]["wall_s"] for r in rows), 3)}
+    print(json.dumps(summary))
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps({"rows": rows, "summary": summary}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
