@@ -17,6 +17,7 @@ from typing import Any, cast
 
 from workbench.deployment.flags import check_edits, differences
 from workbench.deployment.model import Deployment, Node
+from workbench.errors import WorkbenchError
 from workbench.hosts import Host
 from workbench.journal.read import read as read_journal
 from workbench.services import Services, services_for
@@ -69,6 +70,7 @@ class DeploymentOutcome:
     units: dict[str, str] = field(default_factory=dict)  # node label -> unit that ran
     final: dict[str, UnitStatus] = field(default_factory=dict)
     not_joined: tuple[str, ...] = ()
+    phase: str = ""  # the last phase the head reached (``serving`` when ready)
 
     @property
     def ok(self) -> bool:
@@ -99,13 +101,20 @@ def flag_differences(dep: Deployment, hosts: Mapping[str, Host | Services]) -> d
 
 
 def stop(dep: Deployment, hosts: Mapping[str, Host | Services], units: Mapping[str, str] | None = None) -> None:
-    svcs = _svcs(dep, hosts)
+    """Stop every node, the head first."""
+    _stop(dep, _svcs(dep, hosts), units)
+
+
+def _stop(dep: Deployment, svcs: Mapping[str, Services], units: Mapping[str, str] | None) -> None:
     for n in dep.stop_order():
         svcs[n.label].stop((units or {}).get(n.label, n.unit))
 
 
 def _joined(svc: Services, unit: str) -> bool:
-    frame = read_journal(svc, unit, invocation="last", timeout=60)
+    try:
+        frame = read_journal(svc, unit, invocation="last", timeout=60)
+    except WorkbenchError:  # no invocation at all: it never ran, so it never joined
+        return False
     return bool(frame["message"].fillna("").str.contains(JOINED_LINE, regex=False).any())
 
 
@@ -159,10 +168,10 @@ def start(
                        f"not every node joined within {dep.join_timeout:.0f} s"
                        + (f": {', '.join(not_joined)} did not" if not_joined else ""))
     if verdict is not None:
-        stop(dep, svcs, names)
+        _stop(dep, svcs, names)
     thread.join(timeout + 60)
     if "error" in result:
-        stop(dep, svcs, names)
+        _stop(dep, svcs, names)
         raise result["error"]
     head_out: Outcome | None = result.get("outcome")
     if verdict is None:
@@ -171,10 +180,17 @@ def start(
             verdict = ("ready", None, head_out.reason)
         else:
             verdict = (head_out.outcome, head.label, head_out.describe())
-            stop(dep, svcs, names)
+            _stop(dep, svcs, names)
+    phase = head_out.phase if head_out is not None else (phases[-1] if phases else "starting")
+    outcome, failed, reason = verdict
+    if outcome != "ready" and failed == head.label and not_joined == () and phase in ("starting", "boot", "nccl_init"):
+        # the head gave up waiting at the rendezvous: the node to look at is the one that never joined
+        not_joined = tuple(n.label for n in dep.workers if not _joined(svcs[n.label], names[n.label]))
+        if not_joined:
+            failed, reason = not_joined[0], f"{', '.join(not_joined)} did not join the rendezvous ({reason})"
     final = {n.label: svcs[n.label].status(names[n.label]) for n in dep.nodes}
-    return DeploymentOutcome(dep.name, verdict[0], verdict[1], verdict[2], time.monotonic() - started, head_out,
-                             names, final, not_joined)
+    return DeploymentOutcome(dep.name, outcome, failed, reason, time.monotonic() - started, head_out,
+                             names, final, not_joined, phase)
 
 
 @dataclass
@@ -188,10 +204,11 @@ class DeploymentSession:
     """One :class:`HostSession` per node: locked, recorded, restored per node whatever happens."""
 
     def __init__(self, dep: Deployment, hosts: Mapping[str, Host], *, purpose: str = "deployment",
-                 ready_timeout: float = 900.0, make_room: Sequence[str] = ()) -> None:
+                 ready_timeout: float = 900.0, make_room: Sequence[str] = (), lock_wait: float = 0.0) -> None:
         self.dep = dep
+        # locks are taken in node order (head first) by every deployment session: no deadlock between two
         self.sessions = {n.label: HostSession(hosts[n.host], purpose=f"{purpose} {dep.name}",
-                                              ready_timeout=ready_timeout) for n in dep.nodes}
+                                              ready_timeout=ready_timeout, lock_wait=lock_wait) for n in dep.nodes}
         self.make_room = tuple(make_room)
         self._stack = contextlib.ExitStack()
 
@@ -221,6 +238,17 @@ class DeploymentSession:
             s.svc.stop_if_running(n.unit)
             names[n.label] = variant.name
         return names
+
+    def start_base(self, *, timeout: float | None = None) -> DeploymentOutcome:
+        """Start the deployment's own units (judged); the restore stops them again if they were stopped."""
+        for n in self.dep.nodes:
+            s = self.sessions[n.label]
+            s.make_room(self.make_room)
+            s.protect(n.unit)
+        return start(self.dep, self.services_by_host(), timeout=timeout or 900.0)
+
+    def services_by_host(self) -> dict[str, Host | Services]:
+        return {n.host: self.sessions[n.label].svc for n in self.dep.nodes}
 
     def run_variant(self, edits: Mapping[str, EditValue] | Sequence[tuple[str, EditValue]],
                     env: dict[str, str | None] | None = None, *, timeout: float | None = None,
