@@ -26,11 +26,13 @@ def test_two_nodes_rendezvous_and_serve(start_server):
     addr = f"127.0.0.1:{free_port()}"
     n0 = start_server([*TWO_NODES, "--dist-init-addr", addr, "--node-rank", "0"])
     assert n0.wait_for("Init torch distributed begin.")
+    # node 0 alone cannot pass the rendezvous: nothing past it for as long as node 1 is absent
+    with pytest.raises(TimeoutError):
+        n0.wait_for("Init torch distributed ends.", timeout=1.5)
     n1 = start_server([*TWO_NODES, "--dist-init-addr", addr, "--node-rank", "1"])
     assert n0.wait_for("The server is fired up and ready to roll!")
-    # node 0 cannot pass the rendezvous before node 1 has joined
     ends = re.search(r"TP0\] Init torch distributed ends\. elapsed=([\d.]+) s", n0.text)
-    assert ends and float(ends.group(1)) > 0
+    assert ends and float(ends.group(1)) >= 1.5
     assert n1.wait_for("Capture cuda graph end.")
     with urllib.request.urlopen(f"{n0.url}/health_generate", timeout=5) as r:
         assert r.status == 200
