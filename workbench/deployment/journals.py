@@ -108,9 +108,33 @@ def _is_consequence(text: str) -> bool:
     return any(c in text for c in CONSEQUENCES)
 
 
+JOIN_BEGIN = "Init torch distributed begin."
+JOIN_END = "Init torch distributed ends."
+
+
+def not_joined(frames: Mapping[str, pd.DataFrame], offsets: Mapping[str, float] | None = None) -> list[NodeFailure]:
+    """Nodes that began the rendezvous and never finished it (stopped before their own error, if any)."""
+    out = []
+    for label, frame in frames.items():
+        own = _own(frame)
+        text = own["message"].fillna("")
+        began = text.str.contains(JOIN_BEGIN, regex=False)
+        if began.any() and not text.str.contains(JOIN_END, regex=False).any():
+            shift = pd.to_timedelta(float((offsets or {}).get(label, 0.0)), unit="s")
+            out.append(NodeFailure(label, label, None, "began the rendezvous and never joined it "
+                                   f"(no {JOIN_END!r})", "nccl_init", own["time"][began].iloc[0] - shift, False))
+    return out
+
+
 def first_failure(frames: Mapping[str, pd.DataFrame], offsets: Mapping[str, float] | None = None) -> NodeFailure | None:
-    """The root cause across nodes: the earliest real failure, else the earliest of any kind."""
+    """The root cause across nodes: the earliest real failure; else, when the only failures are a
+    head waiting for clients, the node that never joined; else the earliest failure of any kind."""
     failures = node_failures(frames, offsets)
     real = [f for f in failures if not f.consequence]
-    chosen = real or failures
-    return chosen[0] if chosen else None
+    if real:
+        return real[0]
+    if failures and "waiting for clients" in failures[0].message:
+        missing = [f for f in not_joined(frames, offsets) if f.node != failures[0].node]
+        if missing:
+            return missing[0]
+    return failures[0] if failures else None

@@ -123,16 +123,25 @@ def _parse_one(name: str, body: Any, source: str) -> Deployment:
     return Deployment(name, tuple(nodes), port, float(join))
 
 
-def default_path() -> Path | None:
+def default_path(ssh_config: str | None = None) -> Path | None:
+    """``$WORKBENCH_DEPLOYMENTS``, else ``deployments.toml`` next to the ssh_config in use."""
     env = os.environ.get(DEPLOYMENTS_ENV)
-    return Path(env) if env else None
+    if env:
+        return Path(env)
+    from workbench.hosts import default_ssh_config
+
+    config = ssh_config or default_ssh_config() or str(Path.home() / ".ssh" / "config")
+    candidate = Path(config).with_name("deployments.toml")
+    return candidate if candidate.is_file() else None
 
 
-def load_deployments(path: str | os.PathLike[str] | None = None) -> dict[str, Deployment]:
-    """The deployments of ``path`` (else ``$WORKBENCH_DEPLOYMENTS``); a missing file is an error."""
-    p = Path(path) if path is not None else default_path()
+def load_deployments(path: str | os.PathLike[str] | None = None, *, ssh_config: str | None = None
+                     ) -> dict[str, Deployment]:
+    """The deployments of ``path`` (else :func:`default_path`); a missing file is an error."""
+    p = Path(path) if path is not None else default_path(ssh_config)
     if p is None:
-        raise ConfigError(f"no deployments file: pass one or set ${DEPLOYMENTS_ENV}")
+        raise ConfigError(f"no deployments file: pass one, set ${DEPLOYMENTS_ENV}, or put deployments.toml "
+                          "next to your ssh_config")
     try:
         text = p.read_text()
     except OSError as e:

@@ -138,3 +138,13 @@ def test_clock_skew_of_one_host_is_corrected_in_the_merge():
     cause = first_failure(skewed, offsets)
     assert cause is not None and cause.rank == "node1/TP3"
     assert cause.time == first_failure({"node0": true0, "node1": true1}).time
+
+
+def test_node_stopped_before_its_own_error_is_named_when_the_head_waited_for_it():
+    # the judged start stops everything once the head gives up: node1's connect error never printed
+    node1 = _frame(FIX / "nojoin" / "node1.log")
+    node1 = node1[~node1["message"].str.contains("c10d|DistNetworkError|Traceback|Scheduler hit", regex=True)]
+    frames = {"node0": _frame(FIX / "nojoin" / "node0.log"), "node1": node1}
+    cause = first_failure(frames)
+    assert cause is not None and cause.node == "node1" and cause.phase == "nccl_init"
+    assert "never joined" in cause.message
