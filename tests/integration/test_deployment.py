@@ -29,7 +29,9 @@ def tree_digest(host) -> str:
     (the baseline's own state is the HostSession's to verify: it may still be settling after a boot)."""
     files = host.run("find /etc/systemd/system /run/systemd/system -type f \\( -name 'sglang-k26-2node*' -o "
                      f"-name '{BASELINE}' \\) -print0 | sort -z | xargs -0 -r sha256sum", check=True).stdout
-    states = host.run(["systemctl", "is-active", multinode.UNIT]).stdout
+    # "failed" and "inactive" are both "not running" (an earlier failed start leaves "failed" on purpose:
+    # systemctl status should show it), as the HostSession's own record counts them
+    states = host.run(["systemctl", "is-active", multinode.UNIT]).stdout.replace("failed", "inactive")
     return files + states
 
 
