@@ -171,3 +171,12 @@ class Registry:
 PROVISIONERS = Registry()
 PROVISIONERS.register("sim", SimProvisioner)
 PROVISIONERS.register("vllm", VllmProvisioner.prepare)
+
+
+def _multinode() -> Provisioner:
+    from workbench.testbed.multinode import MultinodeProvisioner  # it imports this module
+
+    return MultinodeProvisioner()
+
+
+PROVISIONERS.register("multinode", _multinode)

@@ -29,6 +29,7 @@ _FAULT_KEYS = {
     "phase",
     "kind",
     "ranks",
+    "node",
     "when",
     "probability",
     "after_seconds",
@@ -93,6 +94,7 @@ class Fault:
     after_requests: int = 0
     params: dict[str, Any] = field(default_factory=dict)
     description: str = ""
+    node: int | None = None
 
     def condition_holds(self, view: FlagView) -> bool:
         return (
@@ -101,7 +103,20 @@ class Fault:
             and not any(t.holds(view) for t in self.none_of)
         )
 
-    def resolve_ranks(self, world_size: int, seed: int) -> tuple[int, ...]:
+    def resolve_ranks(self, world_size: int, seed: int, nnodes: int = 1) -> tuple[int, ...]:
+        """Global ranks the fault names; with ``node`` set, only that node's share of them."""
+        ranks = self._named_ranks(world_size, seed)
+        if self.node is None:
+            return ranks
+        per_node = world_size // max(nnodes, 1)
+        lo, hi = self.node * per_node, (self.node + 1) * per_node
+        if self.ranks == "all" or isinstance(self.ranks, list):
+            return tuple(r for r in ranks if lo <= r < hi)
+        count = min(int(self.ranks["count"]), per_node)
+        rng = random.Random(request_seed(seed, "ranks", self.id))
+        return tuple(sorted(rng.sample(range(lo, hi), count))) if hi <= world_size else ()
+
+    def _named_ranks(self, world_size: int, seed: int) -> tuple[int, ...]:
         if self.ranks == "all":
             return tuple(range(world_size))
         if isinstance(self.ranks, list):
@@ -212,6 +227,9 @@ def _parse_fault(i: int, item: Any, path: str, options: Mapping[str, FlagInfo]) 
             raise err("ranks", "a table must be {count = N} with N >= 1")
     else:
         raise err("ranks", f'must be "all", a list of ranks or {{count = N}}; got {ranks!r}')
+    node = item.get("node")
+    if node is not None and (isinstance(node, bool) or not isinstance(node, int) or node < 0):
+        raise err("node", "must be a node rank (integer >= 0)")
     when = item.get("when", {})
     if not isinstance(when, dict):
         raise err("when", "must be a table with all_of / any_of / none_of")
@@ -255,6 +273,7 @@ def _parse_fault(i: int, item: Any, path: str, options: Mapping[str, FlagInfo]) 
         after_requests=after_n,
         params=params,
         description=desc,
+        node=node,
     )
 
 
@@ -316,6 +335,7 @@ def select_strike(
     seed: int,
     warmup_enabled: bool = True,
     graphs_enabled: bool = True,
+    nnodes: int = 1,
 ) -> Strike | None:
     """The single fault that strikes for these flags, or None.
 
@@ -334,7 +354,7 @@ def select_strike(
             draw = random.Random(request_seed(seed, "probability", f.id)).random()
             if draw >= f.probability:
                 continue
-        ranks = f.resolve_ranks(world_size, seed)
+        ranks = f.resolve_ranks(world_size, seed, nnodes)
         if not ranks:
             continue
         key = (PHASES.index(f.phase), f.index)

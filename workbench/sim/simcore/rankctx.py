@@ -7,7 +7,7 @@ import threading
 import time
 from typing import Any
 
-from . import faultpoint, gpuview
+from . import distsim, faultpoint, gpuview
 from .gpustate import StateWriter
 from .hostcfg import GpuHost
 from .timing import PhaseTimes
@@ -43,8 +43,15 @@ class RankContext:
 
     def collective(self) -> None:
         """A collective every rank must reach; a rank that raised never does, so the rest hang."""
-        if self._barrier is not None and self.world_size > 1:
+        if distsim.active():
+            distsim.barrier()
+        elif self._barrier is not None and self.world_size > 1:
             self._barrier.wait()
+
+    def joined(self) -> None:
+        """Every rank of every node is in the process group: from now on a dead peer is noticed."""
+        if distsim.active():
+            distsim.watch_peers()
 
     def work(self, seconds: float) -> None:
         """The GPU/IO time of a startup step, with a little per-rank spread."""

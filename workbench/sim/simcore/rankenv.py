@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from . import faultpoint
+from . import distsim, faultpoint
 from .faults import Strike
 from .hostcfg import GpuHost
 from .rankctx import RankContext
@@ -25,6 +25,7 @@ class RankSetup:
     seed: int
     strike: Strike | None
     launched_at: float
+    dist: distsim.DistSetup | None = None
 
     def build(self, process_name: str) -> tuple[RankContext, Strike | None]:
         ctx = RankContext(
@@ -39,6 +40,7 @@ class RankSetup:
             self.seed,
         )
         faultpoint.arm(self.strike, self.rank)
+        distsim.configure(self.dist, self.rank)
         # interpreter start and imports of a real scheduler process take this long
         remaining = self.times.boot - (time.time() - self.launched_at)
         if remaining > 0:

@@ -100,6 +100,7 @@ class ServerArgs:
     nnodes: int = 1
     node_rank: int = 0
     dist_init_addr: str | None = None
+    dist_timeout: int | None = None
     random_seed: int | None = None
     stream_interval: int = 1
     watchdog_timeout: float = 300
@@ -292,6 +293,7 @@ class ServerArgs:
         a("--nnodes", type=int, default=d.nnodes)
         a("--node-rank", type=int, default=d.node_rank)
         a("--dist-init-addr", "--nccl-init-addr", type=str, default=None)
+        a("--dist-timeout", type=int, default=None)
         a("--random-seed", type=int, default=None)
         a("--stream-interval", type=int, default=d.stream_interval)
         a("--watchdog-timeout", type=float, default=d.watchdog_timeout)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
 from sglang.srt.distributed.device_communicators.pynccl import PyNcclCommunicator
 
 _TP: GroupCoordinator | None = None
@@ -46,7 +47,15 @@ class GroupCoordinator:
 def init_distributed_environment(
     world_size: int, rank: int, distributed_init_method: str, local_rank: int, backend: str = "nccl"
 ) -> None:
-    return None
+    from simcore import distsim
+
+    if distsim.multi_node():  # one host: the launcher's own barrier stands for the store
+        torch.distributed.init_process_group(
+            backend=backend,
+            init_method=distributed_init_method,
+            world_size=world_size,
+            rank=rank,
+        )
 
 
 def initialize_model_parallel(

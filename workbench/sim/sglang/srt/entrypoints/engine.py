@@ -19,6 +19,7 @@ from sglang.srt.server_args import flag_view
 from sglang.srt.utils import configure_logger, kill_process_tree
 from simcore.faults import FaultFileError, find_fault_file, load_fault_file, select_strike
 from simcore.hostcfg import HostConfigError, load_host
+from simcore.multinode import node_layout
 from simcore.rankenv import RankSetup
 from simcore.timing import phase_times
 
@@ -73,6 +74,38 @@ def _fatal_config(message: str) -> None:
     raise SystemExit(2)
 
 
+def _recv_ready(readers: list[Any]) -> list[dict[str, Any]]:
+    scheduler_infos = []
+    for rank, reader, proc in readers:
+        try:
+            data = reader.recv()
+        except EOFError:
+            if _state.sigquit.is_set():
+                threading.Event().wait()
+            proc.join()
+            logger.error(f"Rank {rank} scheduler is dead. Please check if there are relevant logs.")
+            logger.error(f"Exit code: {proc.exitcode}")
+            raise
+        if data["status"] != "ready":
+            raise RuntimeError("Initialization failed. Please see the error messages above.")
+        scheduler_infos.append(data)
+    return scheduler_infos
+
+
+def _wait_nonzero_node(readers: list[Any]) -> None:
+    _recv_ready(readers)
+    procs = [proc for _, _, proc in readers]
+    ended = multiprocessing.connection.wait([p.sentinel for p in procs])
+    for proc in procs:
+        if proc.sentinel in ended:
+            proc.join()
+            logger.error(
+                f"Scheduler or DataParallelController {proc.pid} terminated with {proc.exitcode}"
+            )
+    kill_process_tree(os.getpid(), include_parent=False)
+    raise SystemExit(1)
+
+
 def _launch_subprocesses(server_args: Any) -> tuple[list[Any], dict[str, Any], Any]:
     configure_logger(server_args)
     logger.info(f"{server_args=}")
@@ -93,6 +126,9 @@ def _launch_subprocesses(server_args: Any) -> tuple[list[Any], dict[str, Any], A
     tp, ep = server_args.tp_size, server_args.ep_size
     groups = 1 if server_args.enable_dp_attention else server_args.dp_size
     world = tp * server_args.pp_size * groups
+    nodes = node_layout(server_args, world)
+    if nodes.error:
+        _fatal_config(nodes.error)
     strike = select_strike(
         faults,
         view,
@@ -100,6 +136,7 @@ def _launch_subprocesses(server_args: Any) -> tuple[list[Any], dict[str, Any], A
         server_args.sim_seed,
         warmup_enabled=not server_args.skip_server_warmup,
         graphs_enabled=not server_args.disable_cuda_graph,
+        nnodes=server_args.nnodes,
     )
     if server_args.mem_fraction_static is None:
         server_args.mem_fraction_static = 0.86 if server_args.speculative_algorithm else 0.88
@@ -111,7 +148,7 @@ def _launch_subprocesses(server_args: Any) -> tuple[list[Any], dict[str, Any], A
     times = phase_times(model_config.spec, tp, server_args.speculative_algorithm is not None)
     times = times.scaled(server_args.sim_time_scale)
     ctx = mp.get_context("spawn")
-    barrier = ctx.Barrier(world)
+    barrier = ctx.Barrier(world) if nodes.dist is None else None
     state_dir = server_args.sim_gpu_state_dir
     leader_conns, readers = [], []
     launched_at = time.time()
@@ -122,16 +159,18 @@ def _launch_subprocesses(server_args: Any) -> tuple[list[Any], dict[str, Any], A
         for local in range(tp * server_args.pp_size):
             pp_rank, tp_rank = divmod(local, tp)
             rank = g * tp * server_args.pp_size + local
+            if rank not in nodes.ranks:
+                continue
             if server_args.enable_dp_attention and server_args.dp_size > 1:
                 dp_rank: int | None = tp_rank // max(tp // server_args.dp_size, 1)
             else:
                 dp_rank = g if server_args.dp_size > 1 else None
             moe_ep_rank = tp_rank // max(tp // ep, 1)
-            gpu_id = server_args.base_gpu_id + rank * server_args.gpu_id_step
-            if local == 0:
-                port_args = PortArgs(
-                    server_args.port + 233, sched_conn, [w for _, w in follower_pipes]
-                )
+            gpu_id = server_args.base_gpu_id + (rank - nodes.ranks.start) * server_args.gpu_id_step
+            if local == 0 or rank == nodes.ranks.start:
+                base = g * tp * server_args.pp_size + 1
+                followers = [w for i, (_, w) in enumerate(follower_pipes) if base + i in nodes.ranks]
+                port_args = PortArgs(server_args.port + 233, sched_conn, followers)
             else:
                 port_args = PortArgs(server_args.port + 233, follower_pipes[local - 1][0], [])
             reader, writer = ctx.Pipe(duplex=False)
@@ -146,6 +185,7 @@ def _launch_subprocesses(server_args: Any) -> tuple[list[Any], dict[str, Any], A
                 server_args.sim_seed,
                 strike,
                 launched_at,
+                nodes.dist,
             )
             proc = ctx.Process(
                 target=run_scheduler_process,
@@ -169,18 +209,8 @@ def _launch_subprocesses(server_args: Any) -> tuple[list[Any], dict[str, Any], A
             readers.append((rank, reader, proc))
         if server_args.dp_size > 1 and not server_args.enable_dp_attention:
             logger.info(f"Launch DP{g} starting at GPU #{g * tp}.")
-    scheduler_infos = []
-    for rank, reader, proc in readers:
-        try:
-            data = reader.recv()
-        except EOFError:
-            if _state.sigquit.is_set():
-                threading.Event().wait()
-            proc.join()
-            logger.error(f"Rank {rank} scheduler is dead. Please check if there are relevant logs.")
-            logger.error(f"Exit code: {proc.exitcode}")
-            raise
-        if data["status"] != "ready":
-            raise RuntimeError("Initialization failed. Please see the error messages above.")
-        scheduler_infos.append(data)
+    if server_args.node_rank >= 1:
+        # Nodes other than 0 run no tokenizer or HTTP server: their ranks serve node 0's leader.
+        _wait_nonzero_node(readers)
+    scheduler_infos = _recv_ready(readers)
     return leader_conns, scheduler_infos[0], model_config

@@ -98,10 +98,14 @@ class ModelRunner:
         logger.info("Init torch distributed begin.")
         self.sim.enter_phase("nccl_init")
         torch.cuda.set_device(self.gpu_id)
+        if self.server_args.dist_init_addr:
+            dist_init_method = f"tcp://{self.server_args.dist_init_addr}"
+        else:
+            dist_init_method = f"tcp://127.0.0.1:{self.dist_port}"
         init_distributed_environment(
             world_size=self.tp_size * self.pp_size,
             rank=self.tp_size * self.pp_rank + self.tp_rank,
-            distributed_init_method=f"tcp://127.0.0.1:{self.dist_port}",
+            distributed_init_method=dist_init_method,
             local_rank=self.gpu_id,
         )
         initialize_model_parallel(
@@ -115,6 +119,7 @@ class ModelRunner:
         self.sim.work(self.sim.times.nccl_init)
         self.sim.set_memory(0.79 * GiB)
         self.sim.collective()
+        self.sim.joined()
         logger.info(
             f"Init torch distributed ends. elapsed={time.perf_counter() - tic:.2f} s, "
             f"mem usage={gpuview.used() / GiB:.2f} GB"

@@ -8,6 +8,7 @@ import logging
 import os
 import signal
 import sys
+import time
 import traceback
 from typing import Any
 
@@ -16,8 +17,18 @@ _PR_SET_NAME = 15
 _PR_SET_PDEATHSIG = 1
 
 
+def _install_log_clock() -> None:
+    """A simulated host whose clock runs ``$SGLANG_SIM_CLOCK_OFFSET`` seconds off stamps so."""
+    from simcore.multinode import clock_offset
+
+    offset = clock_offset()
+    if offset:
+        logging.Formatter.converter = staticmethod(lambda t: time.localtime((t or 0) + offset))
+
+
 def configure_logger(server_args: Any, prefix: str = "") -> None:
     """SGLang's format: no level name; the rank prefix sits inside the timestamp brackets."""
+    _install_log_clock()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(AttributeError, ValueError):
             stream.reconfigure(line_buffering=True)  # type: ignore[union-attr]

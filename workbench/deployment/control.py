@@ -1,0 +1,274 @@
+"""Status, ordered start/stop and the judged start of a deployment; variants on every node.
+
+A start is judged as a whole: ready when the head serves; failed as soon as any node's process
+exits, or when a node has not joined the rendezvous within the deployment's ``join_timeout``.
+Variants go through one :class:`~workbench.session.HostSession` per node, so each node is
+locked, recorded and restored by the same code as a single-host trial.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from workbench.deployment.flags import check_edits, differences
+from workbench.deployment.model import Deployment, Node
+from workbench.errors import WorkbenchError
+from workbench.hosts import Host
+from workbench.journal.read import read as read_journal
+from workbench.services import Services, services_for
+from workbench.services.base import exec_argv
+from workbench.session import HostSession
+from workbench.systemd import UnitStatus
+from workbench.variants import EditValue
+from workbench.watch import Outcome, PhaseEvent, watch_start
+
+JOINED_LINE = "Init torch distributed ends."
+POLL_S = 0.5
+
+
+@dataclass(frozen=True)
+class NodeState:
+    node: Node
+    status: UnitStatus
+
+    def row(self) -> dict[str, object]:
+        st = self.status
+        return {"node": self.node.label, "host": self.node.host, "unit": st.unit, "state": st.active_state,
+                "sub": st.sub_state, "pid": st.main_pid, "result": st.result, "exit": st.exit_status}
+
+
+@dataclass(frozen=True)
+class DeploymentStatus:
+    deployment: Deployment
+    nodes: tuple[NodeState, ...]
+
+    @property
+    def overall(self) -> str:
+        """``running`` (every node), ``stopped`` (none), ``degraded`` (some: not a working server)."""
+        running = [n.status.running for n in self.nodes]
+        return "running" if all(running) else "stopped" if not any(running) else "degraded"
+
+    def rows(self) -> list[dict[str, object]]:
+        return [n.row() for n in self.nodes]
+
+
+@dataclass
+class DeploymentOutcome:
+    """How one start of the whole deployment ended."""
+
+    deployment: str
+    outcome: str  # "ready" | "failed" | "timeout"
+    failed_node: str | None
+    reason: str
+    seconds: float
+    head: Outcome | None = None
+    units: dict[str, str] = field(default_factory=dict)  # node label -> unit that ran
+    final: dict[str, UnitStatus] = field(default_factory=dict)
+    not_joined: tuple[str, ...] = ()
+    phase: str = ""  # the last phase the head reached (``serving`` when ready)
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == "ready"
+
+    def describe(self) -> str:
+        where = f" ({self.failed_node})" if self.failed_node else ""
+        return f"{self.deployment}: {self.outcome.upper()}{where} after {self.seconds:.1f} s: {self.reason}"
+
+
+def _svcs(dep: Deployment, hosts: Mapping[str, Host | Services]) -> dict[str, Services]:
+    out: dict[str, Services] = {}
+    for n in dep.nodes:
+        h = hosts[n.host]
+        out[n.label] = cast(Services, h) if hasattr(h, "follow") else services_for(cast(Host, h))
+    return out
+
+
+def status(dep: Deployment, hosts: Mapping[str, Host | Services]) -> DeploymentStatus:
+    svcs = _svcs(dep, hosts)
+    return DeploymentStatus(dep, tuple(NodeState(n, svcs[n.label].status(n.unit)) for n in dep.nodes))
+
+
+def flag_differences(dep: Deployment, hosts: Mapping[str, Host | Services]) -> dict[str, dict[str, Any]]:
+    """Flags that are not the same on every node (``--node-rank`` and friends aside): fix before starting."""
+    svcs = _svcs(dep, hosts)
+    return differences({n.label: exec_argv(svcs[n.label].unit_text(n.unit), n.unit) for n in dep.nodes})
+
+
+def stop(dep: Deployment, hosts: Mapping[str, Host | Services], units: Mapping[str, str] | None = None) -> None:
+    """Stop every node, the head first."""
+    _stop(dep, _svcs(dep, hosts), units)
+
+
+def _stop(dep: Deployment, svcs: Mapping[str, Services], units: Mapping[str, str] | None) -> None:
+    for n in dep.stop_order():
+        svcs[n.label].stop((units or {}).get(n.label, n.unit))
+
+
+def _joined(svc: Services, unit: str) -> bool:
+    try:
+        frame = read_journal(svc, unit, invocation="last", timeout=60)
+    except WorkbenchError:  # no invocation at all: it never ran, so it never joined
+        return False
+    return bool(frame["message"].fillna("").str.contains(JOINED_LINE, regex=False).any())
+
+
+def start(
+    dep: Deployment,
+    hosts: Mapping[str, Host | Services],
+    units: Mapping[str, str] | None = None,
+    *,
+    timeout: float = 900.0,
+    health_path: str = "/health",
+    on_event: Callable[[PhaseEvent], None] | None = None,
+) -> DeploymentOutcome:
+    """Start every node (workers first, then the head) and judge the whole; a failed start is stopped."""
+    svcs = _svcs(dep, hosts)
+    names = {n.label: (units or {}).get(n.label, n.unit) for n in dep.nodes}
+    started = time.monotonic()
+    for n in dep.workers:
+        svcs[n.label].start(names[n.label])
+    head = dep.head
+    result: dict[str, Any] = {}
+    phases: list[str] = []
+
+    def on_head_event(ev: PhaseEvent) -> None:
+        phases.append(ev.phase)
+        if on_event is not None:
+            on_event(ev)
+
+    def watch_head() -> None:
+        try:
+            result["outcome"] = watch_start(svcs[head.label], names[head.label], timeout=timeout, port=dep.port,
+                                            health_path=health_path, on_event=on_head_event)
+        except BaseException as e:  # handed to the caller's thread below
+            result["error"] = e
+
+    thread = threading.Thread(target=watch_head, daemon=True, name=f"watch-{dep.name}")
+    thread.start()
+    verdict: tuple[str, str | None, str] | None = None
+    not_joined: tuple[str, ...] = ()
+    while thread.is_alive() and verdict is None:
+        thread.join(POLL_S)
+        for n in dep.workers:
+            st = svcs[n.label].status(names[n.label])
+            if not st.running:
+                verdict = ("failed", n.label, f"{n.host}: {names[n.label]} exited ({st.result}, "
+                                              f"status={st.exit_status})")
+                break
+        joined_phase = any(p not in ("starting", "boot", "nccl_init") for p in phases)
+        if verdict is None and not joined_phase and time.monotonic() - started > dep.join_timeout:
+            not_joined = tuple(n.label for n in dep.workers if not _joined(svcs[n.label], names[n.label]))
+            verdict = ("failed", not_joined[0] if not_joined else head.label,
+                       f"not every node joined within {dep.join_timeout:.0f} s"
+                       + (f": {', '.join(not_joined)} did not" if not_joined else ""))
+    if verdict is not None:
+        _stop(dep, svcs, names)
+    thread.join(timeout + 60)
+    if "error" in result:
+        _stop(dep, svcs, names)
+        raise result["error"]
+    head_out: Outcome | None = result.get("outcome")
+    if verdict is None:
+        assert head_out is not None
+        if head_out.ok:
+            verdict = ("ready", None, head_out.reason)
+        else:
+            verdict = (head_out.outcome, head.label, head_out.describe())
+            _stop(dep, svcs, names)
+    phase = head_out.phase if head_out is not None else (phases[-1] if phases else "starting")
+    outcome, failed, reason = verdict
+    if outcome != "ready" and failed == head.label and not_joined == () and phase in ("starting", "boot", "nccl_init"):
+        # the head gave up waiting at the rendezvous: the node to look at is the one that never joined
+        not_joined = tuple(n.label for n in dep.workers if not _joined(svcs[n.label], names[n.label]))
+        if not_joined:
+            failed, reason = not_joined[0], f"{', '.join(not_joined)} did not join the rendezvous ({reason})"
+    final = {n.label: svcs[n.label].status(names[n.label]) for n in dep.nodes}
+    return DeploymentOutcome(dep.name, outcome, failed, reason, time.monotonic() - started, head_out,
+                             names, final, not_joined, phase)
+
+
+@dataclass
+class DeploymentTrial:
+    outcome: DeploymentOutcome
+    variants: dict[str, str]  # node label -> variant unit
+    edits: tuple[tuple[str, EditValue], ...]
+
+
+class DeploymentSession:
+    """One :class:`HostSession` per node: locked, recorded, restored per node whatever happens."""
+
+    def __init__(self, dep: Deployment, hosts: Mapping[str, Host], *, purpose: str = "deployment",
+                 ready_timeout: float = 900.0, make_room: Sequence[str] = (), lock_wait: float = 0.0) -> None:
+        self.dep = dep
+        # locks are taken in node order (head first) by every deployment session: no deadlock between two
+        self.sessions = {n.label: HostSession(hosts[n.host], purpose=f"{purpose} {dep.name}",
+                                              ready_timeout=ready_timeout, lock_wait=lock_wait) for n in dep.nodes}
+        self.make_room = tuple(make_room)
+        self._stack = contextlib.ExitStack()
+
+    def __enter__(self) -> DeploymentSession:
+        with contextlib.ExitStack() as stack:
+            for label in (n.label for n in self.dep.nodes):
+                stack.enter_context(self.sessions[label])
+            self._stack = stack.pop_all()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stack.close()  # restores every node, the last-entered first; errors surface after all ran
+
+    def _place(self, edits: tuple[tuple[str, EditValue], ...], env: dict[str, str | None] | None) -> dict[str, str]:
+        """Record, place and verify the variant on every node, and stop the bases: nothing started yet."""
+        names = {}
+        for n in self.dep.nodes:
+            s = self.sessions[n.label]
+            s.make_room(self.make_room)
+            snap = s.protect(n.unit)
+            variant = s.variant(n.unit, list(edits), env)
+            s.check_gpus(allow_units=(snap.unit, *s.record.created, variant.name))
+            if variant.name not in s.record.created:
+                s.record.created.append(variant.name)
+                s._save()  # hook wanted in session.py: a public place_variant() doing these three steps
+            s.svc.install_variant(variant)
+            s.svc.stop_if_running(n.unit)
+            names[n.label] = variant.name
+        return names
+
+    def start_base(self, *, timeout: float | None = None) -> DeploymentOutcome:
+        """Start the deployment's own units (judged); the restore stops them again if they were stopped."""
+        for n in self.dep.nodes:
+            s = self.sessions[n.label]
+            s.make_room(self.make_room)
+            s.protect(n.unit)
+        return start(self.dep, self.services_by_host(), timeout=timeout or 900.0)
+
+    def services_by_host(self) -> dict[str, Host | Services]:
+        return {n.host: self.sessions[n.label].svc for n in self.dep.nodes}
+
+    def run_variant(self, edits: Mapping[str, EditValue] | Sequence[tuple[str, EditValue]],
+                    env: dict[str, str | None] | None = None, *, timeout: float | None = None,
+                    keep_serving: bool = False) -> DeploymentTrial:
+        """The same edits on every node (node-specific flags refused), a judged start, then a stop."""
+        norm = check_edits(edits)
+        names = self._place(norm, env)
+        svcs = {label: s.svc for label, s in self.sessions.items()}
+        by_host = {n.host: svcs[n.label] for n in self.dep.nodes}
+        out = start(self.dep, by_host, names, timeout=timeout or 900.0)
+        if out.ok and not keep_serving:
+            stop(self.dep, by_host, names)
+        return DeploymentTrial(out, names, norm)
+
+    @contextlib.contextmanager
+    def serving(self, edits: Mapping[str, EditValue] | Sequence[tuple[str, EditValue]],
+                env: dict[str, str | None] | None = None, *, timeout: float | None = None) -> Iterator[DeploymentTrial]:
+        trial = self.run_variant(edits, env, timeout=timeout, keep_serving=True)
+        try:
+            yield trial
+        finally:
+            by_host = {n.host: self.sessions[n.label].svc for n in self.dep.nodes}
+            stop(self.dep, by_host, trial.variants)

@@ -1,0 +1,162 @@
+"""A deployment described once, in TOML (read-only from the workbench's side).
+
+::
+
+    [deployment.k26-2node]
+    unit = "sglang-k26-2node.service"   # the same unit name on every node
+    port = 30000                        # the head's HTTP port (default: the head's --port)
+    join_timeout = 120                  # seconds for every node to join once the head starts
+
+    [[deployment.k26-2node.node]]
+    host = "gpu-a"                      # an ssh_config alias
+    rank = 0                            # its --node-rank; rank 0 is the head (serves HTTP)
+    [[deployment.k26-2node.node]]
+    host = "gpu-b"
+    rank = 1
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from workbench.errors import ConfigError
+
+DEPLOYMENTS_ENV = "WORKBENCH_DEPLOYMENTS"
+_KEYS = {"unit", "port", "join_timeout", "node"}
+_NODE_KEYS = {"host", "rank", "unit"}
+
+
+@dataclass(frozen=True)
+class Node:
+    host: str
+    rank: int
+    unit: str
+
+    @property
+    def label(self) -> str:
+        return f"node{self.rank}"
+
+
+@dataclass(frozen=True)
+class Deployment:
+    name: str
+    nodes: tuple[Node, ...]
+    port: int | None = None
+    join_timeout: float = 120.0
+
+    @property
+    def head(self) -> Node:
+        return self.nodes[0]
+
+    @property
+    def workers(self) -> tuple[Node, ...]:
+        return self.nodes[1:]
+
+    @property
+    def hosts(self) -> tuple[str, ...]:
+        return tuple(n.host for n in self.nodes)
+
+    def start_order(self) -> tuple[Node, ...]:
+        """Workers first (they wait for the head's rendezvous), the head last."""
+        return (*self.workers, self.head)
+
+    def stop_order(self) -> tuple[Node, ...]:
+        """The head first: the workers then lose nothing that is still serving."""
+        return self.nodes
+
+    def node(self, key: str | int) -> Node:
+        for n in self.nodes:
+            if key in (n.host, n.rank, n.label):
+                return n
+        raise ConfigError(f"deployment {self.name}: no node {key!r} (nodes: {', '.join(self.hosts)})")
+
+
+def parse_deployments(text: str, source: str = "<deployments>") -> dict[str, Deployment]:
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{source}: not valid TOML: {e}") from None
+    extra = set(doc) - {"deployment"}
+    if extra:
+        raise ConfigError(f"{source}: unknown top-level key {sorted(extra)[0]!r} (expected [deployment.NAME])")
+    return {name: _parse_one(name, body, source) for name, body in doc.get("deployment", {}).items()}
+
+
+def _parse_one(name: str, body: Any, source: str) -> Deployment:
+    where = f"{source}: deployment {name!r}"
+    if not isinstance(body, dict):
+        raise ConfigError(f"{where}: must be a table")
+    extra = set(body) - _KEYS
+    if extra:
+        raise ConfigError(f"{where}: unknown key {sorted(extra)[0]!r} (known: {', '.join(sorted(_KEYS))})")
+    unit = body.get("unit")
+    raw_nodes = body.get("node", [])
+    if not isinstance(raw_nodes, list) or len(raw_nodes) < 2:
+        raise ConfigError(f"{where}: needs at least two [[deployment.{name}.node]] tables")
+    nodes = []
+    for i, raw in enumerate(raw_nodes):
+        if not isinstance(raw, dict) or set(raw) - _NODE_KEYS:
+            raise ConfigError(f"{where}: node[{i}]: a table with host, rank and optionally unit")
+        host, rank, node_unit = raw.get("host"), raw.get("rank"), raw.get("unit", unit)
+        if not isinstance(host, str) or not host:
+            raise ConfigError(f"{where}: node[{i}].host: must be a host alias")
+        if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
+            raise ConfigError(f"{where}: node[{i}].rank: must be an integer >= 0 (the --node-rank)")
+        if not isinstance(node_unit, str) or not node_unit.endswith(".service"):
+            raise ConfigError(f"{where}: node[{i}]: unit must name a .service (here or in the deployment)")
+        nodes.append(Node(host, rank, node_unit))
+    nodes.sort(key=lambda n: n.rank)
+    if [n.rank for n in nodes] != list(range(len(nodes))):
+        raise ConfigError(f"{where}: node ranks must be 0..{len(nodes) - 1}, each once")
+    if len({n.host for n in nodes}) != len(nodes):
+        raise ConfigError(f"{where}: a host appears twice")
+    port = body.get("port")
+    if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536):
+        raise ConfigError(f"{where}: port must be a TCP port")
+    join = body.get("join_timeout", 120.0)
+    if isinstance(join, bool) or not isinstance(join, int | float) or join <= 0:
+        raise ConfigError(f"{where}: join_timeout must be a positive number of seconds")
+    return Deployment(name, tuple(nodes), port, float(join))
+
+
+def default_path(ssh_config: str | None = None) -> Path | None:
+    """``$WORKBENCH_DEPLOYMENTS``, else ``deployments.toml`` next to the ssh_config in use."""
+    env = os.environ.get(DEPLOYMENTS_ENV)
+    if env:
+        return Path(env)
+    from workbench.hosts import default_ssh_config
+
+    config = ssh_config or default_ssh_config() or str(Path.home() / ".ssh" / "config")
+    candidate = Path(config).with_name("deployments.toml")
+    return candidate if candidate.is_file() else None
+
+
+def load_deployments(path: str | os.PathLike[str] | None = None, *, ssh_config: str | None = None
+                     ) -> dict[str, Deployment]:
+    """The deployments of ``path`` (else :func:`default_path`); a missing file is an error."""
+    p = Path(path) if path is not None else default_path(ssh_config)
+    if p is None:
+        raise ConfigError(f"no deployments file: pass one, set ${DEPLOYMENTS_ENV}, or put deployments.toml "
+                          "next to your ssh_config")
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise ConfigError(f"cannot read deployments file {p}: {e.strerror}") from None
+    return parse_deployments(text, str(p))
+
+
+def find_deployment(deployments: dict[str, Deployment], key: str, hosts: tuple[str, ...] = ()) -> Deployment:
+    """By name, or by unit (and, if given, the hosts it spans): what the CLI accepts."""
+    if key in deployments:
+        return deployments[key]
+    matches = [d for d in deployments.values() if key in {n.unit for n in d.nodes}
+               and (not hosts or set(hosts) == set(d.hosts))]
+    if len(matches) == 1:
+        return matches[0]
+    known = ", ".join(sorted(deployments)) or "none"
+    raise ConfigError(f"no single deployment matches {key!r}{' on ' + ','.join(hosts) if hosts else ''} "
+                      f"(known: {known})")
