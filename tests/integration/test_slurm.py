@@ -74,6 +74,15 @@ def test_bisect_finds_both_culprits_with_trials_as_jobs(cluster) -> None:
                    (EP8, NVLS): ("RuntimeError", "cuda_graph_capture")}, found.conclusion()
     assert found.jobs_left == [] and _active(cluster) == []
     assert found.starts <= 7 and "queue wait" in found.conclusion()
+    assert found.guarantee.get("complete") is True, found.guarantee
+
+
+def test_bisect_with_two_jobs_in_flight_finds_the_same(cluster) -> None:
+    edits = [EP8, NVLS, ("--enable-flashinfer-allreduce-fusion", True)]
+    found = bisect_jobs(cluster, BASE_SCRIPT, edits, max_parallel=2, timeout=120)
+    got = {tuple(tuple(e) for e in c["edits"]) for c in found.culprits}
+    assert got == {(EP8,), (EP8, NVLS)} and found.jobs_left == []
+    assert {t.node for t in found.trials} == {"node1", "node2"}
 
 
 def test_factorial_with_two_in_flight_uses_both_nodes(cluster) -> None:

@@ -34,6 +34,7 @@ class JobSearch:
     trials: list[JobTrial]
     wall_seconds: float
     jobs_left: list[str] = field(default_factory=list)  # workbench jobs still pending or running after the search
+    guarantee: dict[str, Any] = field(default_factory=dict)  # what the bisect proved (workbench.bisect)
 
     @property
     def starts(self) -> int:
@@ -61,10 +62,15 @@ def bisect_jobs(
     base: str,
     edits: Sequence[tuple[str, EditValue]] | dict[str, EditValue],
     *,
+    max_parallel: int = 1,
+    max_starts: int | None = None,
     on_trial: Callable[[JobTrial], None] | None = None,
     **trial_kwargs: Any,
 ) -> JobSearch:
-    """Every minimal culprit of ``edits`` on the job script ``base``, one job per trial."""
+    """Every minimal culprit of ``edits`` on the job script ``base``, one job per trial, up to
+    ``max_parallel`` jobs in flight (the search's independent trials of one step go out together)."""
+    if max_parallel < 1:
+        raise ConfigError(f"max_parallel must be >= 1 (got {max_parallel})")
     norm = normalize_edits(edits)
     if not norm:
         raise ConfigError("bisect needs at least one edit")
@@ -73,25 +79,43 @@ def bisect_jobs(
     trials: list[JobTrial] = []
     by_sig: dict[str, JobTrial] = {}
 
-    def test(subset: tuple[tuple[str, EditValue], ...]) -> Verdict:
-        trial = run_job_trial(cluster, script, list(subset), job_name=f"bisect-{len(trials) + 1}", **trial_kwargs)
-        trials.append(trial)
-        if on_trial:
-            on_trial(trial)
-        if trial.ok:
-            return Verdict.passed()
-        key = f"{trial.signature}|{trial.phase}"  # the same exception in another phase is another failure
-        by_sig.setdefault(key, trial)
-        return Verdict.failed(key)
+    def one(subset: tuple[tuple[str, EditValue], ...], n: int) -> JobTrial:
+        return run_job_trial(cluster, script, list(subset), job_name=f"bisect-{n}", **trial_kwargs)
 
-    search = bisect(norm, test)
+    def test_many(batch: list[tuple[tuple[str, EditValue], ...]]) -> list[Verdict]:
+        first = len(trials) + 1
+        with ThreadPoolExecutor(max_workers=max_parallel) as pool:
+            done = list(pool.map(one, batch, range(first, first + len(batch))))
+        verdicts = []
+        for trial in done:
+            trials.append(trial)
+            if on_trial:
+                on_trial(trial)
+            if trial.ok:
+                verdicts.append(Verdict.passed())
+                continue
+            key = f"{trial.signature}|{trial.phase}"  # the same exception in another phase is another failure
+            by_sig.setdefault(key, trial)
+            verdicts.append(Verdict.failed(key, trial.phase))
+        return verdicts
+
+    search = bisect(norm, test_many=test_many, width=max_parallel, max_starts=max_starts)
     culprits = []
     for c in search.culprits:
         t = by_sig[c.signature]
         culprits.append({"edits": [[f, v] for f, v in c.items], "signature": t.signature, "phase": t.phase,
-                         "exception_type": t.exception_type, "message": t.message})
+                         "exception_type": t.exception_type, "message": t.message,
+                         "blockers": [[f, v] for f, v in c.blockers]})
     return JobSearch(cluster.name, base, [[f, v] for f, v in norm], culprits, trials,
-                     time.monotonic() - started, _left(cluster, {t.job_id for t in trials}))
+                     time.monotonic() - started, _left(cluster, {t.job_id for t in trials}),
+                     guarantee=_guarantee(search))
+
+
+def _guarantee(search: Any) -> dict[str, Any]:
+    g = getattr(search, "guarantee", None)
+    if g is None:
+        return {}
+    return {k: getattr(g, k) for k in ("complete", "statement") if hasattr(g, k)}
 
 
 def factorial_jobs(
