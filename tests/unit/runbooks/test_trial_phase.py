@@ -13,7 +13,8 @@ FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "runbooks"
 def test_a_warmup_failure_is_warmup_though_its_frames_say_serving():
     text = (FIXTURES / "sim_warmup_nonetype.log").read_text()
     info = classify(text)
-    assert info["exception_type"] == "AttributeError" and info["phase"] == "serving"  # what the frames say
+    # the diagnosis reads warmup off the log itself now (a failure before readiness is never serving)
+    assert info["exception_type"] == "AttributeError" and info["phase"] == "warmup"
     tracker = next(iter(track(text).values()))
     timeline = tracker.failure.phase if tracker.failure else tracker.phase
     assert failure_phase(timeline, info["phase"], ready_seen=tracker.ready) == "warmup"
