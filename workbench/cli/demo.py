@@ -9,13 +9,18 @@ on the TP8 + DDTree baseline), and prints the conclusion, the run directory and 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg,unused-ignore]
-    p = sub.add_parser("demo", help="bring the testbed up and bisect the seeds' flags on it (writes an HTML report)")
-    p.add_argument("--backend", choices=("auto", "nspawn", "local"), default="auto")
-    p.add_argument("--data-dir", default="data")
+    p = sub.add_parser("demo", help="bring the testbed up and bisect the seeds' flags on it (writes an HTML report)",
+                       description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
+                       epilog="examples:\n  workbench demo\n  workbench demo --backend local --rerun\n")
+    p.add_argument("--backend", choices=("auto", "nspawn", "local"), default="auto",
+                   help="nspawn (root + systemd-nspawn) or local processes; auto picks nspawn when it can")
+    p.add_argument("--data-dir", default=os.environ.get("WORKBENCH_DATA_DIR") or "data", metavar="DIR",
+                   help="where the run is recorded (default: $WORKBENCH_DATA_DIR, else ./data)")
     p.add_argument("--rerun", action="store_true", help="start every trial again even if the ledger has it")
     p.set_defaults(func=_demo)
 

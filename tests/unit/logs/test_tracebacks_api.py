@@ -92,14 +92,14 @@ def test_compare_pairs_same_place_other_message() -> None:
 
 def test_cli_json_equals_to_json(capsys: pytest.CaptureFixture[str]) -> None:
     path = FIXTURES / "vllm_compose_kv_cache_restart.log"
-    assert main(["tracebacks", str(path), "--json"]) == 0
+    assert main(["tracebacks", str(path), "--json"]) == 1  # failures found
     assert json.loads(capsys.readouterr().out) == to_json(analyze(path.read_text()))
 
 
 def test_cli_summary_from_stdin(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     data = (FIXTURES / "sglang_tp8_nccl_init_remote_exit.log").read_bytes()
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
-    assert main(["tracebacks", "-"]) == 0
+    assert main(["tracebacks", "-"]) == 1  # failures found
     out = capsys.readouterr().out
     assert "RuntimeError: NCCL error: remote process exited or there was a network error" in out
     assert "phase nccl_init on TP0, TP1, TP2, TP3, TP4, TP6, TP7 x7" in out
@@ -107,7 +107,7 @@ def test_cli_summary_from_stdin(monkeypatch: pytest.MonkeyPatch, capsys: pytest.
 
 
 def test_cli_missing_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    assert main(["tracebacks", str(tmp_path / "nope.log")]) == 1
+    assert main(["tracebacks", str(tmp_path / "nope.log")]) == 2  # bad input
     assert "cannot read" in capsys.readouterr().err
 
 
