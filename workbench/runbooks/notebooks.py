@@ -18,7 +18,6 @@ import nbformat
 from pydantic import BaseModel
 
 
-
 def runbooks_dir() -> Path:
     """Where the runbook notebooks are: the copy a built wheel carries (setup.py puts
     ``runbooks/*.ipynb`` into ``workbench/runbooks/ipynb/``), else the checkout's ``runbooks/``."""
