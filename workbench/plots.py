@@ -17,16 +17,19 @@ import pandas as pd
 import vl_convert as vlc
 
 from workbench.bottleneck import GpuSpec
+from workbench.tinterval import mean_interval
 
 _REMOTE_SRC = re.compile(r"""<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)\s*=\s*["']?\s*(?:https?:)?//""", re.I)
 
 
-def _mean_ci(df: pd.DataFrame, by: list[str], y: str) -> pd.DataFrame:
-    """Mean of ``y`` per group with a 95% t-interval over repeats (NaN bounds for one repeat)."""
+def _mean_ci(df: pd.DataFrame, by: list[str], y: str, level: float = 0.95) -> pd.DataFrame:
+    """Mean of ``y`` per group with a Student-t interval over repeats (``level``; NaN bounds for one
+    repeat): with 3 repeats the half-width is 4.30 standard errors, not 1.96."""
     g = df.groupby(by, dropna=False)[y]
     out = g.agg(["mean", "std", "count"]).reset_index()
-    half = 1.96 * out["std"] / np.sqrt(out["count"])  # normal approx; honest enough for a chart
-    out["lo"], out["hi"] = out["mean"] - half, out["mean"] + half
+    bounds = [mean_interval(m, s, int(n), level) for m, s, n in zip(out["mean"], out["std"], out["count"], strict=True)]
+    out["lo"] = [b[0] for b in bounds]
+    out["hi"] = [b[1] for b in bounds]
     return out.rename(columns={"mean": y})
 
 
