@@ -155,7 +155,9 @@ def trial_timeline(trials: pd.DataFrame, phases: pd.DataFrame | None = None) -> 
     """
     t0 = float(trials["start"].min())
     tr = trials.assign(s=trials["start"] - t0, e=trials["end"] - t0)
-    y = alt.Y("trial:N", sort=alt.EncodingSortField("s", order="ascending"), title=None)
+    # labelLimit 0: the whole edit list of each trial, never cut to "--ep-size 8, --enable-nc…"
+    y = alt.Y("trial:N", sort=alt.EncodingSortField("s", order="ascending"), title=None,
+              axis=alt.Axis(labelLimit=0))
     if phases is not None and not phases.empty:
         seg = phases.assign(s=phases["start"] - t0, e=phases["end"] - t0)
         bars = alt.Chart(seg).mark_bar().encode(x=alt.X("s:Q", title="seconds"), x2="e:Q", y=y,

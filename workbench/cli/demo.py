@@ -36,9 +36,10 @@ def _demo(args: argparse.Namespace) -> int:
     outcome = execute("bisect", {"host": "gpu-a", "rerun": args.rerun}, data_dir=args.data_dir)
     result = outcome.result or {}
     print(f"\n{outcome.conclusion}")
-    for c in result.get("culprits", []):
-        edits = ", ".join(f if v is True else f"{f} {v}" for f, v in c["edits"])
-        print(f"  culprit: {edits:45} -> {c['exception_type']} in {c['phase']}")
+    from workbench.runbooks.show import culprit_lines
+
+    for line in culprit_lines(result):
+        print(f"  {line}")
     print(f"server starts: {result.get('server_starts')} (reused trials: "
           f"{sum(1 for t in result.get('trials', []) if t.get('reused'))}); host restored: {result.get('host_restored')}")
     print(f"run directory: {outcome.run_dir}\nreport:        {outcome.report}")

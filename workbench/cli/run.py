@@ -89,6 +89,10 @@ def run(args: argparse.Namespace) -> int:
     print(f"run directory: {outcome.run_dir}")
     print(f"status: {status}")
     print(f"conclusion: {outcome.conclusion}")
+    from workbench.runbooks.show import culprit_lines
+
+    for line in culprit_lines(outcome.result):
+        print(f"  {line}")
     if outcome.result.get("host_restored") is not None:
         print(f"host restored: {outcome.result['host_restored']}")
     if outcome.report:
