@@ -81,4 +81,8 @@ def test_the_wheel_carries_the_runbooks_and_runs_one(installed: Path, testbed, t
     (run_dir,) = (tmp_path / "data" / "runs").iterdir()
     result = json.loads((run_dir / "result.json").read_text())
     assert result["status"] == "ok" and result["runbook"] == "triage"
+    import jsonschema
+
+    schema = json.loads((ROOT / "docs" / "schemas" / "triage.result.schema.json").read_text())
+    jsonschema.Draft202012Validator(schema).validate(result)
     assert (run_dir / "report.html").stat().st_size > 10_000
