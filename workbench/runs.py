@@ -15,6 +15,7 @@ seconds), and still reads older tables that held JSON strings.
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import time
 from dataclasses import dataclass
@@ -79,6 +80,20 @@ def _decode_timeline(value: Any) -> Any:
     if isinstance(value, str):
         return json.loads(value)
     return None if value is None else [dict(ev) for ev in value]
+
+
+def default_data_dir(start: str | Path | None = None) -> Path:
+    """Where runs are: ``$WORKBENCH_DATA_DIR``, else the nearest ``data/`` holding ``runs/`` in the
+    current directory or above it (as git finds ``.git``: a notebook in ``notebooks/`` sees the runs
+    ``workbench run`` made from the checkout's root), else ``./data``."""
+    env = os.environ.get("WORKBENCH_DATA_DIR")
+    if env:
+        return Path(env)
+    here = Path(start or Path.cwd()).resolve()
+    for d in (here, *here.parents):
+        if (d / "data" / "runs").is_dir():
+            return d / "data"
+    return here / "data"
 
 
 def new_run_id(runbook: str) -> str:

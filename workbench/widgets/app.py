@@ -11,6 +11,7 @@ import ipywidgets as widgets
 
 from workbench.errors import ConfigError
 from workbench.hosts import Host, connect, default_ssh_config
+from workbench.runs import default_data_dir
 from workbench.services import Services
 from workbench.services import services_for as default_services_for
 from workbench.widgets.background import guarded
@@ -31,11 +32,12 @@ class WorkbenchPanel:
     ``services_for=`` replace how hosts are reached (tests)."""
 
     def __init__(self, hosts: Sequence[str] | None = None, *, ssh_config: str | None = None,
-                 data_dir: str | Path = "data", lock_wait: float = 0.0, ready_timeout: float = 600.0,
+                 data_dir: str | Path | None = None, lock_wait: float = 0.0, ready_timeout: float = 600.0,
                  connect: Callable[[str], Host] | None = None,
                  services_for: Callable[[Host], Services] = default_services_for,
                  tabs: dict[str, Any] | None = None) -> None:
         ssh_config = ssh_config if ssh_config is not None else default_ssh_config()
+        data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
         names = list(hosts) if hosts is not None else discover_hosts(ssh_config)
         self.ctx = PanelContext(names, connect=connect or functools.partial(_connect, ssh_config=ssh_config),
                                 services_for=services_for, data_dir=data_dir, lock_wait=lock_wait,
