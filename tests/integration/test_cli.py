@@ -39,8 +39,8 @@ def test_readme_host_example_runs(testbed, monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_variant_json_is_only_json_and_ssh_config_goes_after(testbed) -> None:
-    proc = _workbench("variant", "gpu-a", UNIT, "--set", "ep-size=8", "--json", "--ssh-config",
-                      str(testbed.ssh_config))
+    proc = _workbench("variant", "gpu-a", UNIT, "--set", "ep-size=8", "--json", "--lock-wait", "600",
+                      "--ssh-config", str(testbed.ssh_config))
     out, err = proc.communicate(timeout=600)
     assert proc.returncode == 1, err  # the variant fails to start: a failure found
     doc = json.loads(out)  # nothing but the JSON object on stdout

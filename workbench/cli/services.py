@@ -69,6 +69,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg,
     var.add_argument("--health", default="/health", help="health path polled for readiness")
     var.add_argument("--timeout", type=float, default=900.0, metavar="SECONDS",
                      help="give up on readiness (and call it failed) after this long")
+    var.add_argument("--lock-wait", type=float, default=0.0, metavar="SECONDS",
+                     help="wait this long for a host another session holds (0: fail at once, exit 3)")
     var.add_argument("--json", action="store_true",
                      help="stdout: one JSON object (variant, outcome, phase, reason, seconds, exit_status, "
                           "invocation); progress on stderr")
@@ -158,7 +160,9 @@ def _variant(args: argparse.Namespace) -> int:
     if args.plan:
         print(plan(host, args.unit, edits, env or None))
         return 0
-    with HostSession(host, purpose=f"variant of {args.unit}") as session:
+    if args.lock_wait < 0:
+        raise ConfigError("--lock-wait needs 0 or more seconds")
+    with HostSession(host, purpose=f"variant of {args.unit}", lock_wait=args.lock_wait) as session:
         trial = session.run_variant(args.unit, edits, env or None, health_path=args.health, timeout=args.timeout,
                                     keep=args.keep,
                                     on_event=_phase_line)
