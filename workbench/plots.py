@@ -124,6 +124,46 @@ def gpu_timeline(samples: pd.DataFrame, phases: pd.DataFrame | None = None, *, t
     return alt.vconcat(*panels).properties(title="GPU power and utilization")
 
 
+GPU_PANELS: tuple[tuple[str, str, str | None], ...] = (
+    # (column, title, the column drawn as a rule: the ceiling the value is read against)
+    ("power_w", "power (W)", "power_limit_w"),
+    ("util_gpu_pct", "utilization.gpu (%)", None),
+    ("mem_used_mib", "memory used (MiB)", "mem_total_mib"),
+    ("clock_sm_mhz", "SM clock (MHz)", None),
+    ("clock_mem_mhz", "memory clock (MHz)", None),
+)
+
+
+def gpu_dashboard(samples: pd.DataFrame, *, time_col: str = "time_unix", last_s: float | None = None,
+                  width: int = 560, height: int = 110) -> alt.VConcatChart:
+    """Per GPU over time: power with the power limit as a rule ("360 W of 1,100 W" at a glance),
+    utilization, memory used with the total as a rule, SM and memory clocks; ``last_s`` keeps
+    only the last seconds (a live view)."""
+    df = samples.dropna(subset=[time_col])
+    if last_s is not None and not df.empty:
+        df = df[df[time_col] >= float(df[time_col].max()) - last_s]
+    t0 = float(df[time_col].min()) if not df.empty else 0.0
+    df = df.assign(t=df[time_col] - t0, gpu=df["gpu"].astype(str) if "gpu" in df else "0")
+    panels = []
+    for col, title, ceiling in GPU_PANELS:
+        if col not in df:
+            continue
+        line = alt.Chart(df).mark_line().encode(
+            x=alt.X("t:Q", title="seconds"), y=alt.Y(f"{col}:Q", title=title),
+            color=alt.Color("gpu:N", title="GPU"),
+            tooltip=["gpu", alt.Tooltip("t", format=".1f"), alt.Tooltip(col, format=".0f")])
+        layers: list[Any] = [line]
+        if ceiling and ceiling in df and df[ceiling].notna().any():
+            rule = pd.DataFrame({"value": [float(df[ceiling].max())], "label": [f"{ceiling.split('_')[0]} "
+                                 f"{'limit' if ceiling == 'power_limit_w' else 'total'} {df[ceiling].max():.0f}"]})
+            layers.append(alt.Chart(rule).mark_rule(strokeDash=[4, 4], color="gray").encode(
+                y="value:Q", tooltip=["label"]))
+            layers.append(alt.Chart(rule).mark_text(align="left", dx=4, dy=-6, color="gray").encode(
+                y="value:Q", text="label:N", x=alt.value(0)))
+        panels.append(alt.layer(*layers).properties(width=width, height=height))
+    return alt.vconcat(*panels).properties(title="GPUs")
+
+
 def roofline_chart(analyzed: pd.DataFrame, gpu: GpuSpec, n_gpus: int, *, dtype: str = "bf16",
                    color: str = "variant") -> alt.LayerChart:
     """Achieved FLOP/s against arithmetic intensity under the bandwidth and compute roofs.

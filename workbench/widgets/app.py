@@ -17,13 +17,14 @@ from workbench.services import services_for as default_services_for
 from workbench.widgets.background import guarded
 from workbench.widgets.bench_tab import BenchTab
 from workbench.widgets.context import PanelContext, discover_hosts
+from workbench.widgets.gpu_tab import GpuTab
 from workbench.widgets.journal_tab import JournalTab
 from workbench.widgets.runs_tab import RunsTab
 from workbench.widgets.services_tab import ServicesTab
 from workbench.widgets.tracebacks_tab import TracebacksTab
 from workbench.widgets.variant_tab import VariantTab
 
-TITLES = ("Hosts and services", "Variant", "Journal", "Tracebacks", "Benchmark", "Runs")
+TITLES = ("Hosts and services", "Variant", "Journal", "Tracebacks", "Benchmark", "GPU", "Runs")
 
 
 class WorkbenchPanel:
@@ -47,6 +48,7 @@ class WorkbenchPanel:
         self.journal = JournalTab(self.ctx, **(tabs or {}).get("journal", {}))
         self.tracebacks = TracebacksTab(self.ctx, **(tabs or {}).get("tracebacks", {}))
         self.bench = BenchTab(self.ctx, **(tabs or {}).get("bench", {}))
+        self.gpu = GpuTab(self.ctx, **(tabs or {}).get("gpu", {}))
         self.runs = RunsTab(self.ctx, **(tabs or {}).get("runs", {}))
         self.error = widgets.HTML(value="")
         self.host = widgets.Dropdown(options=names, value=self.ctx.current or None, description="host")
@@ -71,7 +73,7 @@ class WorkbenchPanel:
         self.widget.add_class("wb-panel")
 
     def tabs(self) -> list[Any]:
-        return [self.services, self.variant, self.journal, self.tracebacks, self.bench, self.runs]
+        return [self.services, self.variant, self.journal, self.tracebacks, self.bench, self.gpu, self.runs]
 
     def select(self, name: str) -> None:
         """Work on host ``name`` from now on (every tab)."""

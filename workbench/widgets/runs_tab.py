@@ -45,10 +45,10 @@ class RunsTab:
         self.bar = TaskBar("runs")
         self.refresh_button = widgets.Button(description="Refresh", icon="refresh")
         self.refresh_button.add_class("wb-runs-refresh")
-        self.data_dir = widgets.Text(value=str(ctx.data_dir), description="data dir",
+        self.data_dir = widgets.Text(value=str(ctx.data_dir), description="data dir", continuous_update=False,
                                      layout=widgets.Layout(width="520px"))
         self.data_dir.add_class("wb-runs-datadir")
-        self.data_dir.on_submit(guarded(self.bar.error, lambda _w: self.use_data_dir(self.data_dir.value)))
+        self.data_dir.observe(guarded(self.bar.error, lambda ch: self.use_data_dir(ch["new"])), names="value")
         self.table = widgets.HTML(value="")
         self.table.add_class("wb-runs-table")
         self.run_id = widgets.Dropdown(options=[], description="run", layout=widgets.Layout(width="520px"))
