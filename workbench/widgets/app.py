@@ -17,6 +17,7 @@ from workbench.services import services_for as default_services_for
 from workbench.widgets.background import guarded
 from workbench.widgets.bench_tab import BenchTab
 from workbench.widgets.context import PanelContext, discover_hosts
+from workbench.widgets.fleet_tab import FleetTab
 from workbench.widgets.gpu_tab import GpuTab
 from workbench.widgets.journal_tab import JournalTab
 from workbench.widgets.runs_tab import RunsTab
@@ -24,7 +25,7 @@ from workbench.widgets.services_tab import ServicesTab
 from workbench.widgets.tracebacks_tab import TracebacksTab
 from workbench.widgets.variant_tab import VariantTab
 
-TITLES = ("Hosts and services", "Variant", "Journal", "Tracebacks", "Benchmark", "GPU", "Runs")
+TITLES = ("Fleet", "Hosts and services", "Variant", "Journal", "Tracebacks", "Benchmark", "GPU", "Runs")
 
 
 class WorkbenchPanel:
@@ -43,6 +44,7 @@ class WorkbenchPanel:
         self.ctx = PanelContext(names, connect=connect or functools.partial(_connect, ssh_config=ssh_config),
                                 services_for=services_for, data_dir=data_dir, lock_wait=lock_wait,
                                 ready_timeout=ready_timeout)
+        self.fleet = FleetTab(self.ctx, **(tabs or {}).get("fleet", {}))
         self.services = ServicesTab(self.ctx, **(tabs or {}).get("services", {}))
         self.variant = VariantTab(self.ctx, **(tabs or {}).get("variant", {}))
         self.journal = JournalTab(self.ctx, **(tabs or {}).get("journal", {}))
@@ -73,7 +75,7 @@ class WorkbenchPanel:
         self.widget.add_class("wb-panel")
 
     def tabs(self) -> list[Any]:
-        return [self.services, self.variant, self.journal, self.tracebacks, self.bench, self.gpu, self.runs]
+        return [self.fleet, self.services, self.variant, self.journal, self.tracebacks, self.bench, self.gpu, self.runs]
 
     def select(self, name: str) -> None:
         """Work on host ``name`` from now on (every tab)."""
