@@ -3,7 +3,8 @@ sampled from ``nvidia-smi`` on the host while the user works.
 
 Sampling is a background task of the tab's bar (Cancel or Stop ends it); every ``refresh_s``
 the lines received so far are parsed (:func:`workbench.telemetry.parse_nvidia_smi`) and the
-chart (:func:`workbench.plots.gpu_dashboard`, the last ``window_s`` seconds) is redrawn.
+chart (:func:`workbench.plots.gpu_dashboard`, the last ``window_s`` seconds) is redrawn as
+inline SVG.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from workbench import plots
 from workbench.telemetry import GpuSampler, parse_nvidia_smi
 from workbench.widgets.background import Task, TaskBar, TaskContext, guarded
 from workbench.widgets.context import PanelContext
+from workbench.widgets.render import chart_svg
 
 
 class GpuTab:
@@ -38,7 +40,9 @@ class GpuTab:
         self.stop_button.add_class("wb-gpu-stop")
         self.summary = widgets.HTML(value="<i>not sampling</i>")
         self.summary.add_class("wb-gpu-summary")
-        self.chart = widgets.Output()
+        # Inline SVG in an HTML widget, as the Benchmark tab: an Output widget does not take
+        # displays from the sampling thread, and the SVG needs no renderer extension.
+        self.chart = widgets.HTML(value="")
         self.chart.add_class("wb-gpu-chart")
         self.start_button.on_click(guarded(self.bar.error, lambda _b: self.start()))
         self.stop_button.on_click(guarded(self.bar.error, lambda _b: self.stop()))
@@ -86,11 +90,7 @@ class GpuTab:
                          f"{r.get('util_gpu_pct', float('nan')):.0f}% busy, {r.get('mem_used_mib', 0):.0f} MiB")
         self.summary.value = "<br>".join(parts)
         chart = plots.gpu_dashboard(df, last_s=self.window_s)
-        from IPython.display import display
-
-        with self.chart:
-            self.chart.clear_output(wait=True)
-            display(chart)
+        self.chart.value = chart_svg(chart)
         return chart
 
     def wait(self, timeout: float | None = 600.0) -> Task | None:

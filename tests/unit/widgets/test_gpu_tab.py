@@ -78,6 +78,7 @@ def test_live_view_redraws_as_lines_arrive_and_stop_ends_sampling(tmp_path) -> N
     first = tab.update()
     assert first is not None and len(tab.samples) == len(LINES) // 2
     assert "GPU 0:" in tab.summary.value and "of 700 W" in tab.summary.value
+    assert "<svg" in tab.chart.value and "power limit 700" in tab.chart.value
     samplers[0].more()
     tab.update()
     assert len(tab.samples) == len(LINES)
