@@ -17,16 +17,19 @@ import pandas as pd
 import vl_convert as vlc
 
 from workbench.bottleneck import GpuSpec
+from workbench.tinterval import mean_interval
 
 _REMOTE_SRC = re.compile(r"""<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)\s*=\s*["']?\s*(?:https?:)?//""", re.I)
 
 
-def _mean_ci(df: pd.DataFrame, by: list[str], y: str) -> pd.DataFrame:
-    """Mean of ``y`` per group with a 95% t-interval over repeats (NaN bounds for one repeat)."""
+def _mean_ci(df: pd.DataFrame, by: list[str], y: str, level: float = 0.95) -> pd.DataFrame:
+    """Mean of ``y`` per group with a Student-t interval over repeats (``level``; NaN bounds for one
+    repeat): with 3 repeats the half-width is 4.30 standard errors, not 1.96."""
     g = df.groupby(by, dropna=False)[y]
     out = g.agg(["mean", "std", "count"]).reset_index()
-    half = 1.96 * out["std"] / np.sqrt(out["count"])  # normal approx; honest enough for a chart
-    out["lo"], out["hi"] = out["mean"] - half, out["mean"] + half
+    bounds = [mean_interval(m, s, int(n), level) for m, s, n in zip(out["mean"], out["std"], out["count"], strict=True)]
+    out["lo"] = [b[0] for b in bounds]
+    out["hi"] = [b[1] for b in bounds]
     return out.rename(columns={"mean": y})
 
 
@@ -121,6 +124,46 @@ def gpu_timeline(samples: pd.DataFrame, phases: pd.DataFrame | None = None, *, t
     return alt.vconcat(*panels).properties(title="GPU power and utilization")
 
 
+GPU_PANELS: tuple[tuple[str, str, str | None], ...] = (
+    # (column, title, the column drawn as a rule: the ceiling the value is read against)
+    ("power_w", "power (W)", "power_limit_w"),
+    ("util_gpu_pct", "utilization.gpu (%)", None),
+    ("mem_used_mib", "memory used (MiB)", "mem_total_mib"),
+    ("clock_sm_mhz", "SM clock (MHz)", None),
+    ("clock_mem_mhz", "memory clock (MHz)", None),
+)
+
+
+def gpu_dashboard(samples: pd.DataFrame, *, time_col: str = "time_unix", last_s: float | None = None,
+                  width: int = 560, height: int = 110) -> alt.VConcatChart:
+    """Per GPU over time: power with the power limit as a rule ("360 W of 1,100 W" at a glance),
+    utilization, memory used with the total as a rule, SM and memory clocks; ``last_s`` keeps
+    only the last seconds (a live view)."""
+    df = samples.dropna(subset=[time_col])
+    if last_s is not None and not df.empty:
+        df = df[df[time_col] >= float(df[time_col].max()) - last_s]
+    t0 = float(df[time_col].min()) if not df.empty else 0.0
+    df = df.assign(t=df[time_col] - t0, gpu=df["gpu"].astype(str) if "gpu" in df else "0")
+    panels = []
+    for col, title, ceiling in GPU_PANELS:
+        if col not in df:
+            continue
+        line = alt.Chart(df).mark_line().encode(
+            x=alt.X("t:Q", title="seconds"), y=alt.Y(f"{col}:Q", title=title),
+            color=alt.Color("gpu:N", title="GPU"),
+            tooltip=["gpu", alt.Tooltip("t", format=".1f"), alt.Tooltip(col, format=".0f")])
+        layers: list[Any] = [line]
+        if ceiling and ceiling in df and df[ceiling].notna().any():
+            rule = pd.DataFrame({"value": [float(df[ceiling].max())], "label": [f"{ceiling.split('_')[0]} "
+                                 f"{'limit' if ceiling == 'power_limit_w' else 'total'} {df[ceiling].max():.0f}"]})
+            layers.append(alt.Chart(rule).mark_rule(strokeDash=[4, 4], color="gray").encode(
+                y="value:Q", tooltip=["label"]))
+            layers.append(alt.Chart(rule).mark_text(align="left", dx=4, dy=-6, color="gray").encode(
+                y="value:Q", text="label:N", x=alt.value(0)))
+        panels.append(alt.layer(*layers).properties(width=width, height=height))
+    return alt.vconcat(*panels).properties(title="GPUs")
+
+
 def roofline_chart(analyzed: pd.DataFrame, gpu: GpuSpec, n_gpus: int, *, dtype: str = "bf16",
                    color: str = "variant") -> alt.LayerChart:
     """Achieved FLOP/s against arithmetic intensity under the bandwidth and compute roofs.
@@ -152,7 +195,9 @@ def trial_timeline(trials: pd.DataFrame, phases: pd.DataFrame | None = None) -> 
     """
     t0 = float(trials["start"].min())
     tr = trials.assign(s=trials["start"] - t0, e=trials["end"] - t0)
-    y = alt.Y("trial:N", sort=alt.EncodingSortField("s", order="ascending"), title=None)
+    # labelLimit 0: the whole edit list of each trial, never cut to "--ep-size 8, --enable-nc…"
+    y = alt.Y("trial:N", sort=alt.EncodingSortField("s", order="ascending"), title=None,
+              axis=alt.Axis(labelLimit=0))
     if phases is not None and not phases.empty:
         seg = phases.assign(s=phases["start"] - t0, e=phases["end"] - t0)
         bars = alt.Chart(seg).mark_bar().encode(x=alt.X("s:Q", title="seconds"), x2="e:Q", y=y,

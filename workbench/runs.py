@@ -5,12 +5,17 @@ the executed notebook, ``report.html`` and Parquet tables (``trials``,
 ``journal``, ``tracebacks``, ``requests``, ``telemetry``, ...).  The
 :class:`Ledger` reads them back into pandas to compare runs across days and to
 reuse trials already made on the same host, unit text and edits.
-Nested values (edits, timelines) are stored as JSON strings in Parquet.
+Parquet columns have real types: ``edits`` is ``list<struct<flag, action, values>>``,
+``timeline`` ``list<struct<phase, seconds>>``, ``started_at`` a UTC timestamp, so DuckDB,
+Polars or ``pd.read_parquet`` see lists, structs and times.  :func:`read_table` turns them
+back into the shapes the runbooks use (``[[flag, value], ...]``, timelines as dicts, epoch
+seconds), and still reads older tables that held JSON strings.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import time
 from dataclasses import dataclass
@@ -22,8 +27,73 @@ import pandas as pd
 from workbench.errors import ConfigError
 from workbench.redact import Redactor
 
-JSON_COLUMNS = ("edits", "timeline")
+JSON_COLUMNS = ("edits", "timeline")  # nested columns (JSON strings in tables written before 2026-12)
+TIME_COLUMNS = ("started_at",)  # epoch seconds in memory, UTC timestamps in Parquet
 DEFAULT_DATA_DIR = "data"
+
+
+def encode_edits(edits: Any) -> list[dict[str, Any]] | None:
+    """``[[flag, value], ...]`` as Arrow-typed structs: ``action`` is ``set`` (one value), ``switch``
+    (a boolean flag, True), ``unset`` (None) or ``repeat`` (a list of values)."""
+    if edits is None or (isinstance(edits, float) and edits != edits):
+        return None
+    out = []
+    for flag, value in (edits.items() if isinstance(edits, dict) else edits):
+        if value is True:
+            out.append({"flag": str(flag), "action": "switch", "values": []})
+        elif value is None or value is False:
+            out.append({"flag": str(flag), "action": "unset", "values": []})
+        elif isinstance(value, list | tuple):
+            out.append({"flag": str(flag), "action": "repeat", "values": [str(v) for v in value]})
+        else:
+            out.append({"flag": str(flag), "action": "set", "values": [str(value)]})
+    return out
+
+
+def decode_edits(value: Any) -> list[list[Any]] | None:
+    """The inverse of :func:`encode_edits` (and of the JSON strings of older tables)."""
+    if isinstance(value, str):
+        return list(json.loads(value))
+    if value is None:
+        return None
+    out: list[list[Any]] = []
+    for e in value:
+        if isinstance(e, dict):
+            raw = e.get("values")  # a numpy array when read by pandas
+            values = [] if raw is None else list(raw)
+            action = e.get("action")
+            out.append([e["flag"], True if action == "switch" else None if action == "unset"
+                        else values if action == "repeat" else (values[0] if values else "")])
+        else:
+            out.append(list(e))
+    return out
+
+
+def _timeline(value: Any) -> list[dict[str, Any]] | None:
+    if value is None or (isinstance(value, float) and value != value):
+        return None
+    return [{"phase": str(ev.get("phase")), "seconds": None if ev.get("seconds") is None else float(ev["seconds"])}
+            for ev in value]
+
+
+def _decode_timeline(value: Any) -> Any:
+    if isinstance(value, str):
+        return json.loads(value)
+    return None if value is None else [dict(ev) for ev in value]
+
+
+def default_data_dir(start: str | Path | None = None) -> Path:
+    """Where runs are: ``$WORKBENCH_DATA_DIR``, else the nearest ``data/`` holding ``runs/`` in the
+    current directory or above it (as git finds ``.git``: a notebook in ``notebooks/`` sees the runs
+    ``workbench run`` made from the checkout's root), else ``./data``."""
+    env = os.environ.get("WORKBENCH_DATA_DIR")
+    if env:
+        return Path(env)
+    here = Path(start or Path.cwd()).resolve()
+    for d in (here, *here.parents):
+        if (d / "data" / "runs").is_dir():
+            return d / "data"
+    return here / "data"
 
 
 def new_run_id(runbook: str) -> str:
@@ -52,9 +122,13 @@ class Run:
 
     def table(self, name: str, frame: pd.DataFrame) -> Path:
         out = self.redactor.frame(frame.copy())
-        for col in JSON_COLUMNS:
-            if col in out.columns:
-                out[col] = out[col].map(lambda v: json.dumps(v, default=str))
+        if "edits" in out.columns:
+            out["edits"] = out["edits"].map(encode_edits)
+        if "timeline" in out.columns:
+            out["timeline"] = out["timeline"].map(_timeline)
+        for col in TIME_COLUMNS:
+            if col in out.columns and pd.api.types.is_numeric_dtype(out[col]):
+                out[col] = pd.to_datetime(out[col], unit="s", utc=True).astype("datetime64[us, UTC]")
         path = self.dir / f"{name}.parquet"
         tmp = path.with_suffix(".parquet.tmp")  # a run killed mid-write must not leave a torn table
         out.to_parquet(tmp, index=False)
@@ -77,10 +151,15 @@ class Run:
 
 
 def read_table(path: Path) -> pd.DataFrame:
+    """A run's table in the shapes the runbooks use (see the module docstring)."""
     frame = pd.read_parquet(path)
-    for col in JSON_COLUMNS:
-        if col in frame.columns:
-            frame[col] = frame[col].map(lambda v: json.loads(v) if isinstance(v, str) else v)
+    if "edits" in frame.columns:
+        frame["edits"] = frame["edits"].map(decode_edits).astype(object)
+    if "timeline" in frame.columns:
+        frame["timeline"] = frame["timeline"].map(_decode_timeline).astype(object)
+    for col in TIME_COLUMNS:
+        if col in frame.columns and isinstance(frame[col].dtype, pd.DatetimeTZDtype):
+            frame[col] = frame[col].map(lambda t: t.timestamp() if pd.notna(t) else float("nan")).astype(float)
     return frame
 
 

@@ -5,7 +5,7 @@ runs headless from /usr/bin/chromium, started here and reached over the DevTools
 so both processes are ours and are ended by PID. The test opens notebooks/workbench.ipynb,
 runs its cell, and clicks through the panel against gpu-b of the testbed: status, start and
 stop (confirmed), a short benchmark, a variant plan and a run that fails in
-cuda_graph_capture, that invocation's journal and its tracebacks. Each step asserts on
+cuda_graph_capture, that invocation's journal and its tracebacks, the runs, live GPU charts; first the fleet. Each step asserts on
 what the page shows and leaves a screenshot in artifacts/screenshots/. The host is left
 as it was found.
 """
@@ -186,7 +186,18 @@ def test_panel_in_the_browser(lab, page, host_b):
         wait.fill("400")
         wait.press("Enter")
 
+        # Fleet: every host's units and lock at a glance, refreshed in the background
+        page.locator(".wb-fleet-watch").click()
+        fleet = page.locator(".wb-fleet-table")
+        expect(fleet).to_contain_text("gpu-a", timeout=60_000)
+        expect(fleet).to_contain_text("gpu-b")
+        expect(fleet).to_contain_text(UNIT)
+        _shot(page, "00-fleet")
+        page.locator(".wb-fleet-stop").click()
+        expect(page.locator(".wb-fleet-status")).to_contain_text(": cancelled", timeout=60_000)
+
         # Hosts and services: status, lock holder
+        _tab(page, "Hosts and services")
         page.locator(".wb-services-refresh").click()
         expect(page.locator(".wb-services-table")).to_contain_text(UNIT, timeout=60_000)
         expect(page.locator(".wb-services-lock")).to_contain_text("lock:")
@@ -291,7 +302,18 @@ def test_panel_in_the_browser(lab, page, host_b):
         page.locator(".wb-runs-refresh").click()
         expect(page.locator(".wb-runs-table")).to_contain_text("bench", timeout=30_000)
         _shot(page, "11-runs")
-        for name in ("services", "variant", "bench", "journal", "tracebacks"):
+
+        # GPU: live charts of the host's GPUs (its nvidia-smi), power against its limit
+        _tab(page, "GPU")
+        page.locator(".wb-gpu-start").click()
+        expect(page.locator(".wb-gpu-summary")).to_contain_text("GPU 0:", timeout=60_000)
+        expect(page.locator(".wb-gpu-summary")).to_contain_text(" W of ")
+        expect(page.locator(".wb-gpu-chart svg").first).to_be_visible(timeout=60_000)
+        expect(page.locator(".wb-gpu-chart")).to_contain_text("power limit")
+        _shot(page, "12-gpu")
+        page.locator(".wb-gpu-stop").click()
+        expect(page.locator(".wb-gpu-status")).to_contain_text(": cancelled", timeout=60_000)
+        for name in ("fleet", "services", "variant", "bench", "journal", "tracebacks", "gpu"):
             assert page.locator(f".wb-{name}-error .wb-error").count() == 0, name
     except Exception:
         with contextlib.suppress(Exception):

@@ -52,7 +52,8 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "bench", help="run a concurrency sweep against an OpenAI-compatible server",
         description="Stream synthetic requests at fixed concurrencies (with warmup and repeats) and report "
-        "TTFT/TPOT/ITL/throughput with the definitions of docs/metrics.md.")
+        "TTFT/TPOT/ITL/throughput with the definitions of docs/metrics.md. The table goes to stdout, "
+        "progress and warnings to stderr.", epilog=EXAMPLES)
     p.add_argument("target", nargs="*", metavar="HOST URL|UNIT",
                    help="[HOST] URL, or HOST UNIT (its port from its ExecStart): with HOST the load runs on that host")
     p.add_argument("--url", help="server base URL, e.g. http://127.0.0.1:30000 (load from this machine)")
@@ -60,22 +61,25 @@ def register(subparsers: Any) -> None:
     p.add_argument("--concurrency", default="1,4,16,64", help="comma-separated concurrencies (default 1,4,16,64)")
     p.add_argument("--rates", help="comma-separated Poisson request rates (req/s) instead of concurrencies")
     p.add_argument("--max-concurrency", type=int, help="with --rates: cap on requests in flight")
-    p.add_argument("--repeats", type=int, default=1)
+    p.add_argument("--repeats", type=int, default=1, metavar="N",
+                   help="measure each point N times (the charts' confidence bands need >= 2)")
     p.add_argument("--burstiness", type=float, default=1.0,
                    help="with --rates: gamma shape of the arrival gaps (1 = Poisson, < 1 burstier)")
-    p.add_argument("--num-requests", type=int, help="measured requests per point (at least; default 32)")
+    p.add_argument("--num-requests", type=int, metavar="N", help="measured requests per point (at least; default 32)")
     p.add_argument("--duration", type=float, metavar="SECONDS",
                    help="measure for this long per point (no request starts after it) instead of a count")
     p.add_argument("--requests-per-concurrency", type=int, default=4, help="measured requests >= this x concurrency")
     p.add_argument("--warmup", type=int, default=2, help="warmup requests per point (excluded)")
-    p.add_argument("--input-len", type=int, default=128)
-    p.add_argument("--output-len", type=int, default=128)
+    p.add_argument("--input-len", type=int, default=128, metavar="TOKENS", help="prompt length of each request")
+    p.add_argument("--output-len", type=int, default=128, metavar="TOKENS",
+                   help="tokens each request asks for (with ignore_eos, it gets them)")
     p.add_argument("--range-ratio", type=float, default=0.0,
                    help="synthetic lengths uniform in [L(1-r), L(1+r)] (vLLM's --random-range-ratio)")
     p.add_argument("--prefix-len", type=int, default=0, help="shared-prefix tokens (with --prefix-groups)")
     p.add_argument("--prefix-groups", type=int, default=0, help="number of distinct shared prefixes")
     p.add_argument("--dataset", metavar="PATH", help="ShareGPT JSON or JSONL (prompt / messages, output_len)")
-    p.add_argument("--dataset-format", choices=FORMATS, default="auto")
+    p.add_argument("--dataset-format", choices=FORMATS, default="auto",
+                   help="how to read --dataset (auto: by its content)")
     p.add_argument("--dataset-output-len", type=int, help="fixed output tokens for every dataset request")
     p.add_argument("--flush-cache", action="store_true", help="POST the server's /flush_cache before each point (SGLang)")
     p.add_argument("--api-key-env", metavar="VAR",
@@ -94,13 +98,23 @@ def register(subparsers: Any) -> None:
     p.add_argument("--sample-gpus", action="store_true",
                    help="with HOST: sample the host's GPUs (nvidia-smi) during the sweep and join power/utilisation")
     p.add_argument("--json", action="store_true", help="print the results as JSON on stdout (nothing else)")
-    p.add_argument("--api", choices=("completions", "chat"), default="completions")
+    p.add_argument("--api", choices=("completions", "chat"), default="completions",
+                   help="/v1/completions or /v1/chat/completions")
     p.add_argument("--model", default="", help="model name (default: the first of /v1/models)")
     p.add_argument("--no-ignore-eos", action="store_true", help="do not send ignore_eos (for servers that reject it)")
     p.add_argument("--label", action="append", default=[], metavar="KEY=VALUE", help="joined into every row")
     p.add_argument("--out", metavar="DIR", help="write results.parquet, requests.parquet, records.jsonl here")
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.set_defaults(func=run)
+
+
+EXAMPLES = """\
+examples:
+  workbench bench --url http://127.0.0.1:30000 --concurrency 1,4 --repeats 3
+  workbench bench gpu-a sglang-k26-ddtree.service --concurrency 1,4,16,64 --out data/bench/k26
+  workbench bench gpu-a http://127.0.0.1:30000 --via-tunnel --rates 1,2,4 --max-concurrency 64
+exit: 0 every point served requests, 1 a point where every request failed, 2 bad options, 3 host problem.
+"""
 
 
 def parse_rates(text: str) -> list[float]:
@@ -353,4 +367,16 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         paths = write_sweep(result, args.out)
         print(f"wrote {', '.join(str(p) for p in paths.values())}", file=sys.stderr)
-    return 0
+    dead = all_failed(result.results)
+    for where in dead:
+        print(f"error: every request failed at {where}", file=sys.stderr)
+    return 1 if dead else 0
+
+
+def all_failed(results: Any) -> list[str]:
+    """The points (``c=4 repeat 0``) where no request completed and some failed."""
+    if results is None or not len(results) or "completed" not in results:
+        return []
+    bad = results[(results["completed"].fillna(0) == 0) & (results.get("failed", 0) > 0)]
+    key = "rate" if "rate" in bad and bad["rate"].notna().any() else "concurrency"
+    return [f"{'rate' if key == 'rate' else 'c'}={row[key]} repeat {row.get('repeat', 0)}" for _, row in bad.iterrows()]

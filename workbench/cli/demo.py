@@ -9,13 +9,18 @@ on the TP8 + DDTree baseline), and prints the conclusion, the run directory and 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg,unused-ignore]
-    p = sub.add_parser("demo", help="bring the testbed up and bisect the seeds' flags on it (writes an HTML report)")
-    p.add_argument("--backend", choices=("auto", "nspawn", "local"), default="auto")
-    p.add_argument("--data-dir", default="data")
+    p = sub.add_parser("demo", help="bring the testbed up and bisect the seeds' flags on it (writes an HTML report)",
+                       description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
+                       epilog="examples:\n  workbench demo\n  workbench demo --backend local --rerun\n")
+    p.add_argument("--backend", choices=("auto", "nspawn", "local"), default="auto",
+                   help="nspawn (root + systemd-nspawn) or local processes; auto picks nspawn when it can")
+    p.add_argument("--data-dir", default=os.environ.get("WORKBENCH_DATA_DIR") or "data", metavar="DIR",
+                   help="where the run is recorded (default: $WORKBENCH_DATA_DIR, else ./data)")
     p.add_argument("--rerun", action="store_true", help="start every trial again even if the ledger has it")
     p.set_defaults(func=_demo)
 
@@ -31,9 +36,10 @@ def _demo(args: argparse.Namespace) -> int:
     outcome = execute("bisect", {"host": "gpu-a", "rerun": args.rerun}, data_dir=args.data_dir)
     result = outcome.result or {}
     print(f"\n{outcome.conclusion}")
-    for c in result.get("culprits", []):
-        edits = ", ".join(f if v is True else f"{f} {v}" for f, v in c["edits"])
-        print(f"  culprit: {edits:45} -> {c['exception_type']} in {c['phase']}")
+    from workbench.runbooks.show import culprit_lines
+
+    for line in culprit_lines(result):
+        print(f"  {line}")
     print(f"server starts: {result.get('server_starts')} (reused trials: "
           f"{sum(1 for t in result.get('trials', []) if t.get('reused'))}); host restored: {result.get('host_restored')}")
     print(f"run directory: {outcome.run_dir}\nreport:        {outcome.report}")

@@ -23,8 +23,10 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "report", help="write report.html for a run directory or a papermill output notebook",
         description="Render a run's offline report.html (conclusion first, code collapsed, no CDN). Given a "
-        "notebook from plain papermill, sanitize it into the run directory first.")
-    p.add_argument("target", metavar="RUN_DIR|NOTEBOOK")
+        "notebook from plain papermill, sanitize it into the run directory first.",
+        epilog="examples:\n  workbench report data/runs/20261201-101500-bisect-1a2b\n"
+               "  papermill runbooks/bisect.ipynb out.ipynb -p host gpu-a && workbench report out.ipynb\n")
+    p.add_argument("target", metavar="RUN_DIR|NOTEBOOK", help="a run directory, or a papermill output notebook")
     p.add_argument("--run-dir", metavar="DIR", help="the run directory of NOTEBOOK (default: the one it printed)")
     p.set_defaults(func=report)
 

@@ -9,6 +9,7 @@ resumes from the ledger); 130 interrupted.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
@@ -18,7 +19,7 @@ EPILOG = """\
 parameters: -p NAME VALUE (repeatable; dicts and lists as JSON text), -y YAML (a mapping).
 exit codes: 0 ok, 1 runbook failed (cell exception, server/restore failure), 2 bad parameters,
             3 kernel died / SSH lost / host locked / timeout (rerun resumes), 130 interrupted.
-example:    workbench run bisect --host gpu-b -p edits '{"--ep-size": "8", "--enable-nccl-nvls": true}'
+examples:   workbench run bisect --host gpu-b -p edits '{"--ep-size": "8", "--enable-nccl-nvls": true}'
 """
 
 
@@ -31,14 +32,15 @@ def register(subparsers: Any) -> None:
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("runbook", metavar="RUNBOOK", help="runbook name (runbooks/NAME.ipynb: bisect, ...)")
     p.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
-                   help="a parameter (repeatable)")
+                   help="a parameter (repeatable; `papermill --help-notebook runbooks/NAME.ipynb` lists them)")
     p.add_argument("-y", "--yaml", metavar="YAML", help="parameters as a YAML mapping")
     p.add_argument("--host", action="append", metavar="HOST",
                    help="ssh_config alias: sets `host` (or `hosts`, repeatable)")
-    p.add_argument("--data-dir", default="data", metavar="DIR", help="where runs are recorded (default: data)")
+    p.add_argument("--data-dir", default=os.environ.get("WORKBENCH_DATA_DIR") or "data", metavar="DIR",
+                   help="where runs are recorded (default: $WORKBENCH_DATA_DIR, else ./data)")
     p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                    help="bound on any one cell (default: 4 hours)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar or live output")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar or live trial lines on stderr")
     p.set_defaults(func=run)
 
 
@@ -87,6 +89,10 @@ def run(args: argparse.Namespace) -> int:
     print(f"run directory: {outcome.run_dir}")
     print(f"status: {status}")
     print(f"conclusion: {outcome.conclusion}")
+    from workbench.runbooks.show import culprit_lines
+
+    for line in culprit_lines(outcome.result):
+        print(f"  {line}")
     if outcome.result.get("host_restored") is not None:
         print(f"host restored: {outcome.result['host_restored']}")
     if outcome.report:

@@ -9,37 +9,76 @@ from typing import Any
 
 from workbench.errors import ConfigError
 
+STATUS_EXAMPLES = """\
+examples:
+  workbench status gpu-a                       # every service
+  workbench status gpu-a 'sglang*' --json | jq '.[].active'
+"""
+VERB_EXAMPLES = """\
+examples:
+  workbench {verb} gpu-a sglang-k26-ddtree.service{wait}
+"""
+VARIANT_EXAMPLES = """\
+examples:
+  workbench variant gpu-a sglang-k26-ddtree.service --set ep-size=8 --set enable-nccl-nvls --plan
+  workbench variant gpu-a sglang-k26-ddtree.service --set ep-size=8 --json | jq .outcome
+  workbench variant gpu-a sglang-k26-ddtree.service --unset disable-cuda-graph --env NCCL_DEBUG=INFO --keep
+exit: 0 the variant became ready, 1 it failed to start (its last lines on stderr), 2 bad edits,
+3 host problem; the host is restored either way (unless --keep).
+"""
+
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg,unused-ignore]
-    p = sub.add_parser("status", help="units on a host with state, invocation, restarts, GPUs and command line")
-    p.add_argument("host")
+    p = sub.add_parser("status", help="units on a host with state, invocation, restarts, GPUs and command line",
+                       description="One line per unit: load/active state, sub-state, exit status, restarts, "
+                                   "the invocation, the GPUs its processes hold, and its command line.",
+                       epilog=STATUS_EXAMPLES)
+    p.add_argument("host", help="host alias (ssh_config), 'local', or a local-testbed host")
     p.add_argument("pattern", nargs="?", default="*", help="unit glob (default: every service)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="a JSON array of the units (one object each) on stdout")
     p.set_defaults(func=_status)
     for verb in ("start", "stop", "restart"):
-        v = sub.add_parser(verb, help=f"{verb} a unit")
-        v.add_argument("host")
-        v.add_argument("unit")
-        v.add_argument("--wait", action="store_true", help="wait until ready or failed (start/restart)")
-        v.add_argument("--health", default="/health", help="health path for --wait (default /health)")
-        v.add_argument("--timeout", type=float, default=900.0)
+        v = sub.add_parser(verb, help=f"{verb} a unit", description=f"{verb.capitalize()} a unit through its "
+                           "backend (systemctl, or the process supervisor).",
+                           epilog=VERB_EXAMPLES.format(verb=verb, wait="" if verb == "stop" else " --wait"))
+        v.add_argument("host", help="host alias (ssh_config), 'local', or a local-testbed host")
+        v.add_argument("unit", help="the unit (.service may be left out)")
+        v.add_argument("--wait", action="store_true",
+                       help="wait until ready or failed, with the phase timeline on stderr (start/restart); "
+                            "exit 1 if it failed")
+        v.add_argument("--health", default="/health", help="health path polled for readiness with --wait")
+        v.add_argument("--timeout", type=float, default=900.0, metavar="SECONDS",
+                       help="with --wait: give up (and call it failed) after this long")
         v.set_defaults(func=_verb, verb=verb)
     var = sub.add_parser("variant", help="run a variant of a working unit, watch it, restore the host",
                          description="Flags may be given with or without their leading dashes: "
                                      "--set ep-size=8 --set enable-nccl-nvls --unset disable-cuda-graph "
-                                     "(or --set=--ep-size=8).")
-    var.add_argument("host")
+                                     "(or --set=--ep-size=8). Phase lines go to stderr; stdout holds the "
+                                     "outcome (only JSON with --json).",
+                         epilog=VARIANT_EXAMPLES)
+    var.add_argument("host", help="host alias (ssh_config), 'local', or a local-testbed host")
     var.add_argument("unit", help="the base unit (left untouched)")
     var.add_argument("--set", action="append", default=[], metavar="FLAG[=VALUE]",
-                     help="set or add a flag (a boolean flag without =VALUE)")
-    var.add_argument("--unset", action="append", default=[], metavar="FLAG", help="remove a flag and its value")
-    var.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="set an environment variable")
+                     help="set or add a flag (a boolean flag without =VALUE); repeatable")
+    var.add_argument("--unset", action="append", default=[], metavar="FLAG",
+                     help="remove a flag and its value; repeatable")
+    var.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                     help="set an environment variable of the server; repeatable")
     var.add_argument("--plan", action="store_true", help="show the unit diff and the commands; change nothing")
     var.add_argument("--keep", action="store_true", help="leave the variant running (and the base stopped)")
-    var.add_argument("--health", default="/health")
-    var.add_argument("--timeout", type=float, default=900.0)
-    var.add_argument("--json", action="store_true")
+    var.add_argument("--health", default="/health", help="health path polled for readiness")
+    var.add_argument("--timeout", type=float, default=900.0, metavar="SECONDS",
+                     help="give up on readiness (and call it failed) after this long")
+    var.add_argument("--lock-wait", type=float, default=0.0, metavar="SECONDS",
+                     help="wait this long for a host another session holds (0: fail at once, exit 3)")
+    var.add_argument("--json", action="store_true",
+                     help="stdout: one JSON object (variant, outcome, phase, reason, seconds, exit_status, "
+                          "invocation); progress on stderr")
     var.set_defaults(func=_variant)
+
+
+def _phase_line(ev: Any) -> None:
+    print(f"  {ev.seconds:6.1f}s  {ev.phase}", file=sys.stderr, flush=True)
 
 
 def _flag(text: str) -> str:
@@ -99,7 +138,7 @@ def _verb(args: argparse.Namespace) -> int:
         if args.verb == "restart":
             svc.stop(args.unit)
         out = watch_start(svc, args.unit, health_path=args.health, timeout=args.timeout,
-                          on_event=lambda ev: print(f"  {ev.seconds:6.1f}s  {ev.phase}", flush=True))
+                          on_event=_phase_line)
         print(out.describe())
         return 0 if out.ok else 1
     st = svc.start(args.unit) if args.verb == "start" else svc.restart(args.unit)
@@ -121,10 +160,12 @@ def _variant(args: argparse.Namespace) -> int:
     if args.plan:
         print(plan(host, args.unit, edits, env or None))
         return 0
-    with HostSession(host, purpose=f"variant of {args.unit}") as session:
+    if args.lock_wait < 0:
+        raise ConfigError("--lock-wait needs 0 or more seconds")
+    with HostSession(host, purpose=f"variant of {args.unit}", lock_wait=args.lock_wait) as session:
         trial = session.run_variant(args.unit, edits, env or None, health_path=args.health, timeout=args.timeout,
                                     keep=args.keep,
-                                    on_event=lambda ev: print(f"  {ev.seconds:6.1f}s  {ev.phase}", flush=True))
+                                    on_event=_phase_line)
         if args.keep:
             session.record.created.clear()  # the user asked to keep it: not ours to remove
             session.restored = True
@@ -133,10 +174,12 @@ def _variant(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"variant": trial.variant, "outcome": out.outcome, "phase": out.phase,
                           "reason": out.reason, "seconds": round(out.seconds, 2), "exit_status": trial.exit_status,
-                          "invocation": out.invocation_id}, indent=2))
+                          "invocation": out.invocation_id, "kept": args.keep,
+                          "tail": [] if out.ok else out.tail[-15:]}, indent=2))
     else:
         print(out.describe())
         if not out.ok:
             print("\n".join(f"    {line}" for line in out.tail[-15:]), file=sys.stderr)
-        print("host restored" if not args.keep else f"kept {trial.variant} running; base left stopped")
+        print("host restored" if not args.keep else f"kept {trial.variant} running; base left stopped",
+              file=sys.stderr)
     return 0 if out.ok else 1

@@ -7,18 +7,23 @@ import json
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg,unused-ignore]
-    p = sub.add_parser("testbed", help="simulated GPU hosts with real systemd, journald and sshd")
+    p = sub.add_parser("testbed", help="simulated GPU hosts with real systemd, journald and sshd",
+                       epilog="examples:\n  workbench testbed up --hosts 2\n  workbench testbed status --json\n"
+                              "  workbench testbed down\n")
     tsub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
-    up = tsub.add_parser("up", help="build (once) and boot the hosts; idempotent")
-    up.add_argument("--hosts", type=int, default=2, help="number of hosts (gpu-a, gpu-b, ...)")
+    up = tsub.add_parser("up", help="build (once) and boot the hosts; idempotent",
+                         epilog="examples:\n  workbench testbed up\n  workbench testbed up --hosts 3 --provision sim,vllm\n")
+    up.add_argument("--hosts", type=int, default=2, metavar="N", help="number of hosts (gpu-a, gpu-b, ...)")
     up.add_argument("--backend", choices=("auto", "nspawn", "local"), default="auto",
                     help="nspawn (root + systemd-nspawn) or local processes; auto picks nspawn when it can")
-    up.add_argument("--provision", default="sim", help="comma-separated provisioners (default: sim)")
+    up.add_argument("--provision", default="sim", metavar="LIST",
+                    help="comma-separated provisioners: sim (the simulated SGLang), vllm (the real vLLM)")
     up.set_defaults(func=_up)
-    st = tsub.add_parser("status", help="what runs")
-    st.add_argument("--json", action="store_true")
+    st = tsub.add_parser("status", help="what runs", epilog="examples:\n  workbench testbed status --json\n")
+    st.add_argument("--json", action="store_true", help="one JSON object: backend, hosts, ssh_config")
     st.set_defaults(func=_status)
-    dn = tsub.add_parser("down", help="stop every host and remove every trace")
+    dn = tsub.add_parser("down", help="stop every host and remove every trace",
+                         epilog="examples:\n  workbench testbed down\n")
     dn.set_defaults(func=_down)
 
 

@@ -20,6 +20,14 @@ from workbench.errors import ConfigError
 from workbench.tracebacks import Analysis, analyze, analyze_stream, format_summary, to_json
 from workbench.tracebacks.render import json_schema
 
+EXAMPLES = """\
+examples:
+  workbench tracebacks server.log
+  journalctl -u sglang-k26-ddtree.service -b | workbench tracebacks -
+  workbench tracebacks --host gpu-a --unit sglang-k26-ddtree.service --invocation -2 --json
+exit: 0 no failure in the log, 1 failures found (like grep, pytest), 2 unreadable input, 3 host problem.
+"""
+
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
@@ -28,6 +36,7 @@ def register(subparsers: Any) -> None:
         description="Find every Python traceback (and C++ exception, Xid, OOM kill...) in an SGLang/vLLM log, "
         "group them into failures and name the final error and the root cause.",
     )
+    p.epilog = EXAMPLES
     p.add_argument("file", nargs="?", default="-", metavar="FILE", help="log file, or - for stdin (default)")
     p.add_argument("--json", action="store_true", help="print the stable JSON object (docs/tracebacks.md)")
     p.add_argument("--schema", action="store_true", help="print the JSON Schema of the --json object and exit")

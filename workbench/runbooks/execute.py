@@ -21,7 +21,6 @@ import importlib
 import json
 import os
 import signal
-import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -50,6 +49,7 @@ from workbench.runbooks.outcome import (
     recover_incomplete,
 )
 from workbench.runbooks.params import RunbookParams, validate
+from workbench.runbooks.progress import RunProgress
 from workbench.runbooks.report import export_fallback, export_html
 from workbench.runbooks.sanitize import sanitize
 from workbench.runs import DEFAULT_DATA_DIR, Run, new_run_id
@@ -115,6 +115,11 @@ def prepare(runbook: str | Path, params: Mapping[str, Any], *, data_dir: str | P
     return name, path, validated, validated.model_dump(include=set(given))
 
 
+def _code_cells(path: Path) -> int:
+    """The cells papermill runs: the notebook's code cells plus the injected parameters cell."""
+    return 1 + sum(1 for c in nbformat.read(str(path), as_version=4).cells if c.cell_type == "code" and c.source.strip())
+
+
 def hosts_of(params: Mapping[str, Any]) -> list[str]:
     """The hosts a run may have changed (its ``host`` and ``hosts`` parameters)."""
     out = [params["host"]] if isinstance(params.get("host"), str) and params.get("host") else []
@@ -159,25 +164,6 @@ class _Sink:
         return path
 
 
-class _Echo:
-    """A papermill ``stdout_file``: the kernel's output, redacted, line by line above the progress bar."""
-
-    def __init__(self, redactor: Redactor) -> None:
-        self.redactor = redactor
-        self.buf = ""
-
-    def write(self, text: str) -> None:
-        from tqdm import tqdm
-
-        self.buf += text
-        *lines, self.buf = self.buf.split("\n")
-        for line in lines:
-            tqdm.write(self.redactor.text(line), file=sys.stderr)
-
-    def flush(self) -> None:
-        pass
-
-
 # -- the kernel -------------------------------------------------------------------------
 
 
@@ -187,6 +173,9 @@ def _tracking_manager(kernels: list[Any]) -> type:
 
     class Manager(AsyncKernelManager):  # type: ignore[misc,unused-ignore]
         def __init__(self, *args: Any, **kwargs: Any) -> None:
+            # IPC sockets (files in Jupyter's runtime dir, 0700): a kernel only this user on this machine
+            # can reach, and no "Kernel is running over TCP without encryption" warning.
+            kwargs.setdefault("transport", "ipc")
             super().__init__(*args, **kwargs)
             kernels.append(self)
 
@@ -275,14 +264,17 @@ def execute(runbook: str | Path, params: Mapping[str, Any], *, data_dir: str | P
     _Sink.register()
     _Sink.targets[url] = save
     kernels: list[Any] = []
+    shown = RunProgress(name, redactor, total_cells=_code_cells(path)) if progress else None
+    hooks: dict[str, Any] = {"on_cell_complete": shown.cell_complete} if shown else {}
     try:
         error = supervise(lambda: papermill.execute_notebook(
-            str(path), url, parameters=injected, progress_bar=progress,
-            stdout_file=_Echo(redactor) if progress else None, stderr_file=_Echo(redactor) if progress else None,
+            str(path), url, parameters=injected, progress_bar=False, stdout_file=shown, stderr_file=shown,
             execution_timeout=timeout, start_timeout=kernel_start_timeout, kernel_name=kernel_name,
-            extra_arguments=[KERNEL_SETUP], kernel_manager_class=_tracking_manager(kernels)), kernels)
+            extra_arguments=[KERNEL_SETUP], kernel_manager_class=_tracking_manager(kernels), **hooks), kernels)
     finally:
         _Sink.targets.pop(url, None)
+        if shown:
+            shown.close()
     result = complete_result(run, validated, classify(error, run.result()), started)
     hosts = hosts_of(injected) or hosts_of(validated.model_dump())
     if hosts and not (result.get("status") == "ok" and result.get("host_restored")):

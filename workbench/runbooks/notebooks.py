@@ -17,7 +17,17 @@ from typing import Any
 import nbformat
 from pydantic import BaseModel
 
-RUNBOOKS_DIR = Path(__file__).resolve().parents[2] / "runbooks"
+
+def runbooks_dir() -> Path:
+    """Where the runbook notebooks are: the copy a built wheel carries (setup.py puts
+    ``runbooks/*.ipynb`` into ``workbench/runbooks/ipynb/``), else the checkout's ``runbooks/``."""
+    packaged = Path(__file__).resolve().parent / "ipynb"
+    if packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parents[2] / "runbooks"
+
+
+RUNBOOKS_DIR = runbooks_dir()
 
 
 def _type_name(annotation: Any) -> str:

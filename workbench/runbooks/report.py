@@ -45,6 +45,9 @@ _TEMPLATE = r"""
 details.wb-code { margin: 2px 0; }
 details.wb-code > summary { cursor: pointer; color: var(--jp-ui-font-color2, #616161); font-size: 85%; }
 .wb-status { border-left: 4px solid #d32f2f; padding: 4px 12px; background: #fdecea; }
+.wb-culprit { border-left: 4px solid #f57c00; padding: 2px 12px; margin: 8px 0; }
+details.wb-traceback > summary { cursor: pointer; }
+details.wb-traceback pre { font-size: 85%; overflow-x: auto; }
 </style>
 {%- endblock extra_css -%}
 {%- block data_svg scoped -%}

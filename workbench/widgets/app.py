@@ -11,18 +11,21 @@ import ipywidgets as widgets
 
 from workbench.errors import ConfigError
 from workbench.hosts import Host, connect, default_ssh_config
+from workbench.runs import default_data_dir
 from workbench.services import Services
 from workbench.services import services_for as default_services_for
 from workbench.widgets.background import guarded
 from workbench.widgets.bench_tab import BenchTab
 from workbench.widgets.context import PanelContext, discover_hosts
+from workbench.widgets.fleet_tab import FleetTab
+from workbench.widgets.gpu_tab import GpuTab
 from workbench.widgets.journal_tab import JournalTab
 from workbench.widgets.runs_tab import RunsTab
 from workbench.widgets.services_tab import ServicesTab
 from workbench.widgets.tracebacks_tab import TracebacksTab
 from workbench.widgets.variant_tab import VariantTab
 
-TITLES = ("Hosts and services", "Variant", "Journal", "Tracebacks", "Benchmark", "Runs")
+TITLES = ("Fleet", "Hosts and services", "Variant", "Journal", "Tracebacks", "Benchmark", "GPU", "Runs")
 
 
 class WorkbenchPanel:
@@ -31,20 +34,23 @@ class WorkbenchPanel:
     ``services_for=`` replace how hosts are reached (tests)."""
 
     def __init__(self, hosts: Sequence[str] | None = None, *, ssh_config: str | None = None,
-                 data_dir: str | Path = "data", lock_wait: float = 0.0, ready_timeout: float = 600.0,
+                 data_dir: str | Path | None = None, lock_wait: float = 0.0, ready_timeout: float = 600.0,
                  connect: Callable[[str], Host] | None = None,
                  services_for: Callable[[Host], Services] = default_services_for,
                  tabs: dict[str, Any] | None = None) -> None:
         ssh_config = ssh_config if ssh_config is not None else default_ssh_config()
+        data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
         names = list(hosts) if hosts is not None else discover_hosts(ssh_config)
         self.ctx = PanelContext(names, connect=connect or functools.partial(_connect, ssh_config=ssh_config),
                                 services_for=services_for, data_dir=data_dir, lock_wait=lock_wait,
                                 ready_timeout=ready_timeout)
+        self.fleet = FleetTab(self.ctx, **(tabs or {}).get("fleet", {}))
         self.services = ServicesTab(self.ctx, **(tabs or {}).get("services", {}))
         self.variant = VariantTab(self.ctx, **(tabs or {}).get("variant", {}))
         self.journal = JournalTab(self.ctx, **(tabs or {}).get("journal", {}))
         self.tracebacks = TracebacksTab(self.ctx, **(tabs or {}).get("tracebacks", {}))
         self.bench = BenchTab(self.ctx, **(tabs or {}).get("bench", {}))
+        self.gpu = GpuTab(self.ctx, **(tabs or {}).get("gpu", {}))
         self.runs = RunsTab(self.ctx, **(tabs or {}).get("runs", {}))
         self.error = widgets.HTML(value="")
         self.host = widgets.Dropdown(options=names, value=self.ctx.current or None, description="host")
@@ -69,7 +75,7 @@ class WorkbenchPanel:
         self.widget.add_class("wb-panel")
 
     def tabs(self) -> list[Any]:
-        return [self.services, self.variant, self.journal, self.tracebacks, self.bench, self.runs]
+        return [self.fleet, self.services, self.variant, self.journal, self.tracebacks, self.bench, self.gpu, self.runs]
 
     def select(self, name: str) -> None:
         """Work on host ``name`` from now on (every tab)."""

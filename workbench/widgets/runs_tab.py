@@ -45,6 +45,10 @@ class RunsTab:
         self.bar = TaskBar("runs")
         self.refresh_button = widgets.Button(description="Refresh", icon="refresh")
         self.refresh_button.add_class("wb-runs-refresh")
+        self.data_dir = widgets.Text(value=str(ctx.data_dir), description="data dir", continuous_update=False,
+                                     layout=widgets.Layout(width="520px"))
+        self.data_dir.add_class("wb-runs-datadir")
+        self.data_dir.observe(guarded(self.bar.error, lambda ch: self.use_data_dir(ch["new"])), names="value")
         self.table = widgets.HTML(value="")
         self.table.add_class("wb-runs-table")
         self.run_id = widgets.Dropdown(options=[], description="run", layout=widgets.Layout(width="520px"))
@@ -67,11 +71,22 @@ class RunsTab:
         self.rerun_button.on_click(guarded(err, lambda _b: self.request_rerun(self.run_id.value)))
         self.confirm_button.on_click(guarded(err, lambda _b: self.rerun(self.run_id.value)))
         self.widget = widgets.VBox([
-            self.refresh_button, self.table, widgets.HBox([self.run_id, self.report_button, self.rerun_button]),
+            widgets.HBox([self.data_dir, self.refresh_button]), self.table, widgets.HBox([self.run_id, self.report_button, self.rerun_button]),
             self.confirm_box, self.bar.widget, self.detail, self.report])
 
+    def use_data_dir(self, path: str | Path) -> pd.DataFrame:
+        """List the runs of another data directory (e.g. where ``workbench run`` wrote them)."""
+        chosen = Path(str(path)).expanduser()
+        if not chosen.is_dir():
+            raise ConfigError(f"{chosen} is not a directory; give the data dir that holds runs/")
+        self.ctx.data_dir = chosen
+        self.data_dir.value = str(chosen)
+        return self.refresh()
+
     def refresh(self) -> pd.DataFrame:
-        """Read the ledger (local files: fast, done inline)."""
+        """Read the ledger of the data dir field (local files: fast, done inline)."""
+        if self.data_dir.value and Path(self.data_dir.value).expanduser() != self.ctx.data_dir:
+            return self.use_data_dir(self.data_dir.value)
         self.runs = Ledger(self.ctx.data_dir).runs()
         rows = records(self.runs.sort_values("run_id", ascending=False)) if not self.runs.empty else []
         for r in rows:

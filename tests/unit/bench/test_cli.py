@@ -44,7 +44,7 @@ def test_positional_url_and_host_forms(server: str, capsys: pytest.CaptureFixtur
     ],
 )
 def test_bad_command_lines_say_what_to_do(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(argv) == 1
+    assert main(argv) == 2  # usage error
     assert message in capsys.readouterr().err
 
 

@@ -103,3 +103,16 @@ def test_offline_html_embeds_vega_and_loads_nothing_remote(results: pd.DataFrame
     plots.check_offline(html)
     with pytest.raises(ValueError, match="remote resource"):
         plots.check_offline('<script src="https://cdn.jsdelivr.net/npm/vega@5"></script>')
+
+
+def test_trial_timeline_labels_are_not_cut() -> None:
+    import vl_convert as vlc
+
+    label = "3. --ep-size 8, --enable-nccl-nvls, --enable-flashinfer-allreduce-fusion"
+    trials = pd.DataFrame({"trial": [label, "1. --ep-size 8"], "start": [0.0, 5.0], "end": [4.0, 9.0],
+                           "outcome": ["failed", "failed"]})
+    phases = pd.DataFrame({"trial": [label], "phase": ["cuda_graph_capture"], "start": [0.0], "end": [4.0]})
+    for chart in (plots.trial_timeline(trials, phases), plots.trial_timeline(trials)):
+        svg = vlc.vegalite_to_svg(chart.to_dict())
+        assert label.replace("--", "&#45;&#45;") in svg or label in svg, "the trial label was cut"
+        assert "…" not in svg

@@ -19,9 +19,9 @@ def test_arguments():
                                       "--since=-1h", "--json"])
     assert (args.host, args.unit, args.invocation, args.rank, args.since, args.json) == (
         "gpu-a", "sglang", "-2", ["TP3", "TP1"], "-1h", True)
-    assert args.ssh_config == "/c" and args.journal_ssh_config is None
-    args = build_parser().parse_args(["journal", "h", "u", "--last", "3", "--ssh-config", "/d"])
-    assert (args.last, args.journal_ssh_config) == (3, "/d")
+    assert args.ssh_config == "/c"
+    args = build_parser().parse_args(["journal", "h", "u", "--last", "3", "--ssh-config", "/d", "-n", "5", "-f"])
+    assert (args.last, args.ssh_config, args.lines, args.follow) == (3, "/d", 5, True)
     assert [_invocation(v) for v in (None, "last", "-1", "0", "0c1d")] == [None, "last", -1, 0, "0c1d"]
 
 

@@ -70,3 +70,35 @@ def test_empty_ledger_and_bad_run(tmp_path):
 def test_rerun_params_drop_run_id_and_data_dir():
     assert rerun_params({"params": {"run_id": "a", "data_dir": "b", "host": "h"}}) == {"host": "h"}
     assert json.dumps(rerun_params({})) == "{}"
+
+
+def test_runs_made_by_the_cli_elsewhere_are_listed_after_choosing_their_data_dir(tmp_path):
+    panel_dir, cli_dir = tmp_path / "notebooks" / "data", tmp_path / "cli-data"
+    panel_dir.mkdir(parents=True)
+    run = make_run(cli_dir, "bisect", {"host": "gpu-b"})
+    tab = RunsTab(FakeContext(panel_dir))
+    tab.refresh()
+    assert tab.runs.empty
+    tab.data_dir.value = str(cli_dir)
+    tab.refresh_button.click()  # the field's directory is read
+    assert run.id in tab.table.value and tab.ctx.data_dir == cli_dir
+    tab.data_dir.value = str(tmp_path / "nope")
+    tab.refresh_button.click()
+    assert "not a directory" in tab.bar.error.value and tab.ctx.data_dir == cli_dir
+
+
+def test_the_default_data_dir_is_found_upwards_like_git(tmp_path, monkeypatch):
+    from workbench.runs import default_data_dir
+
+    monkeypatch.delenv("WORKBENCH_DATA_DIR", raising=False)
+    (tmp_path / "data" / "runs").mkdir(parents=True)
+    (tmp_path / "notebooks").mkdir()
+    assert default_data_dir(tmp_path / "notebooks") == (tmp_path / "data").resolve()
+    assert default_data_dir(tmp_path / "notebooks" / "x") == (tmp_path / "data").resolve()  # need not exist
+    lone = tmp_path / "elsewhere"
+    lone.mkdir()
+    monkeypatch.chdir(lone)
+    found = default_data_dir()
+    assert found == lone.resolve() / "data" or (found / "runs").is_dir()  # ./data, unless a parent has runs
+    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "mine"))
+    assert default_data_dir(tmp_path / "notebooks") == tmp_path / "mine"

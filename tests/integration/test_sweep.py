@@ -1,0 +1,77 @@
+"""The sweep runbook on the testbed (issue 18's contract): a 2x2 grid over the seeds' base, the
+EP8 configurations recorded as failed with the NoneType signature (not fatal to the sweep), a
+Pareto front and a best configuration under SLOs, the host as found; then a known culprit from a
+bisect in the same data dir makes the sweep skip those configurations without starting them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from workbench.lock import HostLock
+from workbench.runbooks.execute import execute
+from workbench.runbooks.report import external_refs
+from workbench.services import SystemdServices
+from workbench.session import leftover_record
+from workbench.ssh import SSHHost
+
+pytestmark = pytest.mark.testbed
+BASE = "sglang-k26-ddtree.service"
+LOCK_WAIT = 300.0
+GRID = {"--cuda-graph-max-bs": ["64", "128"], "--ep-size": ["1", "8"]}
+SMALL = {"concurrency": [1, 16], "repeats": 2, "input_len": 32, "output_len": 48, "num_requests": 8,
+         "requests_per_concurrency": 1, "warmup": 1, "lock_wait": LOCK_WAIT}
+
+
+def _as_found(ssh_config: str, was_running: bool) -> None:
+    host = SSHHost("gpu-a", ssh_config=ssh_config)
+    try:
+        svc = SystemdServices(host)
+        with HostLock(host, purpose="test: host as found", wait=LOCK_WAIT):
+            assert leftover_record(host) is None and svc.variant_files() == {}
+            assert svc.status(BASE).running is was_running
+    finally:
+        host.close()
+
+
+def test_sweep_grid_with_failing_configs_pareto_and_best(testbed, ssh_config, tmp_path: Path) -> None:
+    host = SSHHost("gpu-a", ssh_config=ssh_config)
+    was_running = SystemdServices(host).status(BASE).running
+    host.close()
+    params = {"host": "gpu-a", "base_unit": BASE, "grid": GRID, "slo_ttft_p99_ms": 5000.0, **SMALL}
+    out = execute("sweep", params, data_dir=tmp_path, progress=False, timeout=540)
+    res = out.result
+    assert res["status"] == "ok", res.get("failure")
+    configs = res["configs"]
+    assert len(configs) == 4 and res["host_restored"] is True
+    for c in configs:
+        ep = dict((f, v) for f, v in c["edits"])["--ep-size"]
+        if ep == "8":
+            assert c["outcome"] == "failed" and c["exception_type"] == "AttributeError", c
+            assert c["phase"] == "cuda_graph_capture" and c["signature"] and c["points"] == []
+        else:
+            assert c["outcome"] == "ready", c
+            assert [p["concurrency"] for p in c["points"]] == [1, 16]
+            for p in c["points"]:
+                assert p["output_tok_s"] > 0 and p["ttft_p99_ms"] > 0 and p["tpot_p99_ms"] > 0
+                assert p["tok_s_per_gpu"] == pytest.approx(p["output_tok_s"] / 8, rel=0.01)
+    assert res["pareto"] and all(configs[f["config"]]["outcome"] == "ready" for f in res["pareto"])
+    assert res["best"] is not None and dict(map(tuple, res["best"]["edits"]))["--ep-size"] == "1"
+    assert "did not start" in res["conclusion"] and "AttributeError" in res["conclusion"]
+    html = (out.run_dir / "report.html").read_text()
+    assert external_refs(html) == [] and "Pareto" in html
+    _as_found(ssh_config, was_running)
+
+    # A bisect of this base found --ep-size 8: the next sweep skips those configurations.
+    fake = tmp_path / "runs" / "earlier-bisect"
+    fake.mkdir(parents=True)
+    (fake / "result.json").write_text(json.dumps({
+        "runbook": "bisect", "status": "ok", "host": "gpu-a", "base_unit": BASE,
+        "culprits": [{"edits": [["--ep-size", "8"]], "signature": "AttributeError@x"}]}))
+    again = execute("sweep", {**params, "grid": {"--ep-size": ["1", "8"]}, "concurrency": [1]},
+                    data_dir=tmp_path, progress=False, timeout=540).result
+    assert [c["outcome"] for c in again["configs"]] == ["ready", "skipped"]
+    assert "earlier bisect" in again["configs"][1]["reason"] and again["server_starts"] == 1
+    _as_found(ssh_config, was_running)

@@ -1,0 +1,266 @@
+"""Typed models of every runbook's ``result.json`` and of the traceback JSON, and their JSON Schemas.
+
+The runbooks write plain dicts (their docstrings describe them); these pydantic models say the
+same in types, so a consumer can validate a result or generate code from
+``docs/schemas/*.schema.json``.  ``python -m workbench.runbooks.schemas`` writes the schemas;
+a test checks they are up to date and that real results validate.  Every model allows extra
+keys: a runbook may add a field before its schema does (consumers must ignore unknown keys),
+and the keys a run that failed early never wrote are optional.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_DIR = Path(__file__).resolve().parents[2] / "docs" / "schemas"
+Edit = list[Any]  # [flag, value]: value a string, true (a switch), a list of strings, or null (removed)
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class FrameRef(_Open):
+    file: str
+    line: int | None = None
+    function: str
+
+
+class Failure(_Open):
+    kind: str = Field(description="cell_error, kernel_died, ssh_lost, host_locked, timeout, interrupted, ...")
+    message: str
+
+
+class RunResult(_Open):
+    """The keys every runbook's result.json has (written by the runbook or completed by `workbench run`)."""
+
+    run_id: str
+    runbook: str
+    status: Literal["ok", "failed"]
+    conclusion: str = ""
+    failure: Failure | None = None
+    host_restored: bool | None = None
+    restore_notes: list[str] | None = None
+    server_starts: int | None = None
+    wall_seconds: float | None = None
+    started: float | None = Field(None, description="epoch seconds")
+    finished: float | None = Field(None, description="epoch seconds")
+    params: dict[str, Any] = Field(default_factory=dict, description="the validated parameters, redacted")
+    provenance: dict[str, Any] = Field(default_factory=dict)
+
+
+class TrialSummary(_Open):
+    edits: list[Edit]
+    outcome: str = Field(description="ready | failed | timeout")
+    phase: str | None = None
+    exception_type: str | None = None
+    signature: str | None = None
+    seconds: float | None = None
+    reused: bool = False
+
+
+class Culprit(_Open):
+    edits: list[Edit]
+    signature: str = Field(description="readable (with signature_id) or, in older results, the hash id")
+    signature_id: str | None = Field(None, description="the hash id, e.g. RuntimeError@bf5b7c54f7")
+    exception_type: str | None = None
+    phase: str | None = None
+    message: str | None = None
+    innermost_frame: FrameRef | None = None
+    ranks: list[str] | None = None
+    traceback: str | None = None
+
+
+class BisectResult(RunResult):
+    runbook: Literal["bisect"]
+    host: str | None = None
+    base_unit: str | None = None
+    edits: list[Edit] = Field(default_factory=list)
+    culprits: list[Culprit] = Field(default_factory=list)
+    trials: list[TrialSummary] = Field(default_factory=list)
+
+
+class MatrixRow(_Open):
+    factors: dict[str, bool]
+    outcome: str
+    phase: str | None = None
+    exception_type: str | None = None
+    signature: str | None = None
+    seconds: float | None = None
+    reused: bool | None = None
+    host: str | None = None
+
+
+class IsolateResult(RunResult):
+    runbook: Literal["isolate_ep_vs_nvls"]
+    hosts: list[str] = Field(default_factory=list)
+    base_unit: str | None = None
+    factors: list[Edit] = Field(default_factory=list)
+    matrix: list[MatrixRow] = Field(default_factory=list)
+    causes: list[dict[str, Any]] = Field(default_factory=list)
+    no_effect: list[str] = Field(default_factory=list)
+    hosts_report: list[dict[str, Any]] | None = None
+
+
+class BenchPoint(_Open):
+    concurrency: int | None = None
+    repeats: int | None = None
+    output_throughput: float | None = Field(None, description="mean tok/s over repeats")
+    request_throughput: float | None = None
+    ttft_p50_ms: float | None = None
+    ttft_p99_ms: float | None = None
+    tpot_p50_ms: float | None = None
+    itl_p50_ms: float | None = None
+    failed: int | None = None
+
+
+class Bottleneck(_Open):
+    gpu: str | None = None
+    n_gpus: int | None = None
+    model: str | None = None
+    note: str | None = None
+    points: list[dict[str, Any]] = Field(default_factory=list)
+    verdict: str | None = None
+
+
+class BenchmarkResult(RunResult):
+    runbook: Literal["benchmark"]
+    host: str | None = None
+    unit: str | None = None
+    port: int | None = None
+    load_from: str | None = Field(None, description="host | tunnel")
+    concurrency: list[int] = Field(default_factory=list)
+    repeats: int | None = None
+    points: list[BenchPoint] = Field(default_factory=list)
+    bottleneck: Bottleneck | None = None
+
+
+class Arm(_Open):
+    unit: str | None = None
+    started: bool | None = None
+    start: dict[str, Any] | None = None
+    points: list[BenchPoint] = Field(default_factory=list)
+    failure: dict[str, Any] | None = None
+
+
+class Speedup(_Open):
+    concurrency: int
+    speedup: float | None = None
+    lo: float | None = None
+    hi: float | None = None
+    repeats: int | None = None
+    verdict: str | None = None
+
+
+class ABResult(RunResult):
+    runbook: Literal["test_nvls_on_tp8"]
+    hosts: list[str] = Field(default_factory=list)
+    base_unit: str | None = None
+    edits: list[Edit] = Field(default_factory=list)
+    variant_unit: str | None = None
+    metric: str | None = None
+    confidence: float | None = None
+    arms: dict[str, Arm] = Field(default_factory=dict)
+    speedup: list[Speedup] = Field(default_factory=list)
+    verdict: str | None = None
+    bottleneck: dict[str, Bottleneck] | None = None
+    hosts_report: list[dict[str, Any]] | None = None
+
+
+class RootCauseJSON(_Open):
+    kind: Literal["exception", "log_line"]
+    exception_type: str | None = None
+    message: str
+    line: int
+    innermost_frame: FrameRef | None = None
+    phase: str
+    ranks: list[str]
+
+
+class FailureJSON(_Open):
+    signature: str
+    exception_type: str | None = None
+    message: str | None = None
+    innermost_frame: FrameRef | None = None
+    phase: str
+    ranks: list[str]
+    occurrences: int
+    tracebacks: list[int]
+
+
+class TriageResult(RunResult):
+    runbook: Literal["triage"]
+    host: str | None = None
+    unit: str | None = None
+    invocation: dict[str, Any] | None = None
+    source: str | None = None
+    journal_lines: int | None = None
+    journal_lost: str | None = None
+    variant_of: str | None = None
+    flag_diff: list[Edit] | None = None
+    flags_source: str | None = None
+    root_cause: RootCauseJSON | None = None
+    final: dict[str, Any] | None = None
+    failures: list[FailureJSON] = Field(default_factory=list)
+    phases: list[dict[str, Any]] = Field(default_factory=list)
+    failed_in: str | None = None
+    likely_cause: str | None = None
+
+
+class TracebackBlock(_Open):
+    rank: str | None = None
+    start_line: int
+    end_line: int
+    frames: list[dict[str, Any]]
+    exception_type: str | None = None
+    message: str | None = None
+    truncated: bool
+    chained_from: int | None = None
+    chain: Literal["cause", "context"] | None = None
+
+
+class TracebacksJSON(_Open):
+    """``workbench tracebacks --json`` (docs/tracebacks.md)."""
+
+    tracebacks: list[TracebackBlock]
+    failures: list[FailureJSON]
+    final: dict[str, Any] | None = None
+    root_cause: RootCauseJSON | None = None
+
+
+RESULT_MODELS: dict[str, type[RunResult]] = {
+    "bisect": BisectResult, "isolate_ep_vs_nvls": IsolateResult, "benchmark": BenchmarkResult,
+    "test_nvls_on_tp8": ABResult, "triage": TriageResult,
+}
+
+
+def schemas() -> dict[str, dict[str, Any]]:
+    """File name -> JSON Schema, for every runbook's result.json and the traceback JSON."""
+    out = {f"{name}.result.schema.json": model.model_json_schema() for name, model in RESULT_MODELS.items()}
+    out["tracebacks.schema.json"] = TracebacksJSON.model_json_schema()
+    for name, schema in out.items():
+        schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+        schema["$id"] = f"docs/schemas/{name}"
+    return out
+
+
+def validate_result(result: dict[str, Any]) -> RunResult:
+    """A result.json checked against its runbook's model (pydantic's ValidationError if it does not fit)."""
+    return RESULT_MODELS[str(result.get("runbook"))].model_validate(result)
+
+
+def main() -> int:
+    SCHEMA_DIR.mkdir(parents=True, exist_ok=True)
+    for name, schema in schemas().items():
+        (SCHEMA_DIR / name).write_text(json.dumps(schema, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        print(f"wrote docs/schemas/{name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
