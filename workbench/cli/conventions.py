@@ -55,6 +55,9 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
                         "or ~/.cache/workbench)"),
     ("WORKBENCH_TESTBED_DIR", "the testbed's state directory (default: $WORKBENCH_CACHE/testbed)"),
     ("WORKBENCH_KEEP_TESTBED", "1: the test suite leaves a testbed it started running"),
+    ("WORKBENCH_API_KEY", "the API key `workbench bench` sends as a Bearer token (else OPENAI_API_KEY)"),
+    ("WORKBENCH_DEPLOYMENTS", "multi-node deployments file (default: deployments.toml beside the ssh_config)"),
+    ("WORKBENCH_SLURM_CLUSTERS", "Slurm clusters file for slurm:NAME (default: ~/.config/workbench/slurm.toml)"),
 )
 
 

@@ -25,7 +25,8 @@ examples:
   workbench tracebacks server.log
   journalctl -u sglang-k26-ddtree.service -b | workbench tracebacks -
   workbench tracebacks --host gpu-a --unit sglang-k26-ddtree.service --invocation -2 --json
-exit: 0 no failure in the log, 1 failures found (like grep, pytest), 2 unreadable input, 3 host problem.
+exit status: 0 no failure found, 1 failure found (like grep, pytest), 2 usage error or unreadable input,
+3 host problem.
 """
 
 
@@ -44,7 +45,6 @@ def register(subparsers: Any) -> None:
     p.add_argument("--unit", help="the unit whose journal to read (with --host)")
     p.add_argument("--invocation", metavar="N|ID", default="last",
                    help="which invocation: its ID, 'last' (default), or an index (-1 last, 0 the oldest)")
-    p.epilog = "exit status: 0 no failure found, 1 failure found, 2 usage error"
     p.set_defaults(func=run)
 
 

@@ -212,6 +212,41 @@ class TriageResult(RunResult):
     likely_cause: str | None = None
 
 
+class SweepPoint(_Open):
+    concurrency: int
+    repeats: int
+    output_tok_s: float
+    output_tok_s_lo: float | None = None
+    output_tok_s_hi: float | None = None
+    ttft_p99_ms: float | None = None
+    tpot_p99_ms: float | None = None
+    tok_s_per_user: float | None = None
+    tok_s_per_gpu: float | None = None
+    gpus: int
+    slo_met: bool
+
+
+class SweepConfig(_Open):
+    edits: list[Edit]
+    outcome: Literal["ready", "failed", "timeout", "skipped", ""]
+    signature: str | None = None
+    exception_type: str | None = None
+    phase: str | None = None
+    reason: str | None = None
+    points: list[SweepPoint] = Field(default_factory=list)
+
+
+class SweepResult(RunResult):
+    runbook: Literal["sweep"]
+    host: str | None = None
+    base_unit: str | None = None
+    grid: dict[str, list[Any]] = Field(default_factory=dict)
+    slo: dict[str, float | None] = Field(default_factory=dict)
+    configs: list[SweepConfig] = Field(default_factory=list)
+    pareto: list[dict[str, Any]] = Field(default_factory=list)
+    best: dict[str, Any] | None = None
+
+
 class TracebackBlock(_Open):
     rank: str | None = None
     start_line: int
@@ -235,7 +270,7 @@ class TracebacksJSON(_Open):
 
 RESULT_MODELS: dict[str, type[RunResult]] = {
     "bisect": BisectResult, "isolate_ep_vs_nvls": IsolateResult, "benchmark": BenchmarkResult,
-    "test_nvls_on_tp8": ABResult, "triage": TriageResult,
+    "test_nvls_on_tp8": ABResult, "triage": TriageResult, "sweep": SweepResult,
 }
 
 

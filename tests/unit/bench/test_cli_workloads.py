@@ -58,7 +58,7 @@ def test_without_the_key_the_server_refuses_and_says_so(keyed_sim_url: str,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     rc = main(["bench", "--url", keyed_sim_url, "--concurrency", "1", "--num-requests", "1", "--no-progress"])
     err = capsys.readouterr().err
-    assert rc == 1 and "HTTP 401" in err and "API key" in err
+    assert rc == 3 and "HTTP 401" in err and "API key" in err  # exit table: the server refused us (host problem)
 
 
 def test_dataset_on_the_host_client_with_a_named_key_variable(keyed_sim_url: str, monkeypatch: pytest.MonkeyPatch,
@@ -123,7 +123,7 @@ def test_option_parsers() -> None:
 )
 def test_bad_workload_options_fail_before_any_request(argv: list[str], message: str,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["bench", "--url", "http://127.0.0.1:9", *argv, "--no-progress"]) == 1
+    assert main(["bench", "--url", "http://127.0.0.1:9", *argv, "--no-progress"]) == 2  # usage error
     assert message in capsys.readouterr().err
 
 
@@ -159,7 +159,7 @@ def test_roofline_of_each_point(server: str, capsys: pytest.CaptureFixture[str])
 )
 def test_roofline_needs_a_model_and_a_gpu(server: str, extra: list[str], message: str,
                                           capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["bench", "--url", server, "--concurrency", "1", "--num-requests", "1", "--no-progress", *extra]) == 1
+    assert main(["bench", "--url", server, "--concurrency", "1", "--num-requests", "1", "--no-progress", *extra]) == 2
     assert message in capsys.readouterr().err
 
 
