@@ -13,12 +13,14 @@ import sys
 from collections.abc import Sequence
 
 from workbench.errors import WorkbenchError
+from workbench.signals import terminate_as_interrupt
 
 # One line per subcommand module; order is the order of ``workbench --help``.
 COMMANDS: tuple[str, ...] = (
     "testbed",
     "demo",
     "services",
+    "restore",
     "tracebacks",
     "journal",
     "bench",
@@ -46,7 +48,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return int(args.func(args) or 0)
+        with terminate_as_interrupt():  # SIGTERM and SIGHUP restore as Ctrl-C does
+            return int(args.func(args) or 0)
     except WorkbenchError as exc:
         print(f"workbench: error: {exc}", file=sys.stderr)
         return 1

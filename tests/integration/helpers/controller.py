@@ -4,6 +4,8 @@
 
 Steps: after_protect, after_record, after_install, after_stop_base, during_watch, after_watch.
 Prints "REACHED <step>" right before dying, so the test knows the kill happened there.
+KILL_SIGNAL: KILL (default), TERM (no handler here: the default action, like any Python program),
+INT.  GUARD=0 runs the session without its guard (to test the next session's recovery).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from workbench.session import HostSession
 from workbench.ssh import SSHHost
 
 ssh_config, step, base = sys.argv[1:4]
-sig = signal.SIGINT if os.environ.get("KILL_SIGNAL") == "INT" else signal.SIGKILL
+sig = getattr(signal, "SIG" + os.environ.get("KILL_SIGNAL", "KILL"))
 
 
 def die(at: str) -> None:
@@ -26,7 +28,7 @@ def die(at: str) -> None:
 
 
 host = SSHHost("gpu-a", ssh_config=ssh_config)
-session = HostSession(host, purpose=f"kill-at-{step}")
+session = HostSession(host, purpose=f"kill-at-{step}", guard=os.environ.get("GUARD", "1") != "0")
 svc = session.svc
 
 orig_protect = session.protect

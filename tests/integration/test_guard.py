@@ -1,0 +1,175 @@
+"""The guard: the host puts itself back with no further workbench command, whatever happens to the controller.
+
+Each test kills or cuts off a controller at a step of a variant, then waits on the host itself
+(plain ``ssh`` and ``systemctl``, never the workbench) until the state found is back, within
+the documented bound, and measures how long that took.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from workbench.guard import POLL_S, STALE_S
+
+from .conftest import BASE, BASE_TEXT
+from .test_restore import CONTROLLER, STEPS
+
+pytestmark = pytest.mark.testbed
+ROOT = Path(__file__).parents[2]
+# The bound documented in docs/guard.md: the controller's end noticed (at once, or STALE_S after
+# its last heartbeat), then the toy variant stopped and the base restarted (a few seconds).
+BOUND_KILLED = 15.0
+BOUND_CUT = STALE_S + POLL_S + 15.0
+STATE_SCRIPT = (
+    f"systemctl is-active {BASE}; "
+    "grep -l '^X-WorkbenchVariantOf=' /run/systemd/system/*.service 2>/dev/null | wc -l; "
+    "systemctl list-units --all --plain --no-legend 'toy-wb-*' | wc -l; "
+    "test -e /run/workbench/session.json && echo record || echo no-record; "
+    f"sha256sum /etc/systemd/system/{BASE} | cut -c1-64; "
+    "systemctl list-units --plain --no-legend 'workbench-guard-*' | grep -c running || true"
+)
+
+
+def host_state(ssh_config: str) -> list[str]:
+    """The host as plain ssh sees it (no workbench code)."""
+    try:
+        res = subprocess.run(["ssh", "-F", ssh_config, "-o", "ConnectTimeout=3", "gpu-a", STATE_SCRIPT],
+                             capture_output=True, text=True, timeout=10)
+    except subprocess.TimeoutExpired:
+        return ["no answer"]
+    return res.stdout.split()
+
+
+def found_state() -> list[str]:
+    import hashlib
+
+    return ["active", "0", "0", "no-record", hashlib.sha256(BASE_TEXT.encode()).hexdigest(), "0"]
+
+
+def wait_as_found(ssh_config: str, since: float, bound: float) -> float:
+    """Seconds from ``since`` until the host is back as found; fails past ``bound``."""
+    want = found_state()
+    while True:
+        state = host_state(ssh_config)
+        if state == want:
+            return time.monotonic() - since
+        assert time.monotonic() - since < bound, f"not restored {bound:.0f} s after the controller went: {state}"
+        time.sleep(0.2)
+
+
+def controller(ssh_config: str, step: str, signal_name: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, KILL_SIGNAL=signal_name, PYTHONPATH=str(ROOT), GUARD="1")
+    return subprocess.run([sys.executable, str(CONTROLLER), ssh_config, step, BASE], capture_output=True,
+                          text=True, timeout=180, env=env)
+
+
+def report(name: str, seconds: float) -> None:
+    print(f"\nGUARD-RESTORE {name} {seconds:.2f} s", flush=True)
+
+
+@pytest.mark.parametrize("signal_name", ["KILL", "TERM"])
+@pytest.mark.parametrize("step", STEPS)
+def test_controller_killed_at_every_step_host_restores_itself(toy, step, signal_name):
+    proc = controller(toy.ssh_config_path, step, signal_name)
+    gone = time.monotonic()
+    assert f"REACHED {step}" in proc.stdout, proc.stdout + proc.stderr
+    assert proc.returncode == -getattr(signal, f"SIG{signal_name}")
+    report(f"{signal_name}@{step}", wait_as_found(toy.ssh_config_path, gone, BOUND_KILLED))
+
+
+def cli(ssh_config: str, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "workbench.cli", "--ssh-config", ssh_config, *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)))
+
+
+def cli_until(ssh_config: str, phase: str) -> subprocess.Popen[str]:
+    """``workbench variant`` running, stopped right after it prints ``phase``."""
+    p = cli(ssh_config, "variant", "gpu-a", BASE, "--set", "mode=ok", "--set", "delay=1", "--timeout", "60")
+    assert p.stdout is not None
+    for line in p.stdout:
+        if line.split()[-1:] == [phase]:
+            return p
+    raise AssertionError(f"the variant ended before {phase}: {p.communicate()}")
+
+
+@pytest.mark.parametrize("signal_name", ["TERM", "HUP"])
+def test_cli_variant_restores_on_sigterm_and_sighup_as_on_ctrl_c(toy, signal_name):
+    p = cli_until(toy.ssh_config_path, "weight_loading")
+    p.send_signal(getattr(signal, f"SIG{signal_name}"))
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 130, out + err
+    assert f"SIG{signal_name}: stopping and restoring the host" in err
+    assert host_state(toy.ssh_config_path) == found_state()  # restored before it exited
+
+
+def test_cli_variant_sigkill_during_weight_loading_host_restores_itself(toy):
+    p = cli_until(toy.ssh_config_path, "weight_loading")
+    p.kill()
+    p.wait()
+    report("cli-KILL@weight_loading", wait_as_found(toy.ssh_config_path, time.monotonic(), BOUND_KILLED))
+
+
+def _cut_link(testbed, up: bool) -> None:
+    netns = next(h.netns for h in testbed.hosts if h.name == "gpu-a")
+    subprocess.run(["ip", "netns", "exec", netns, "ip", "link", "set", "eth0", "up" if up else "down"], check=True)
+
+
+def test_network_partition_host_restores_itself_while_cut_off(toy, testbed):
+    """The link goes down mid-start and stays down past the bound: the guard restores on its own."""
+    p = cli_until(toy.ssh_config_path, "weight_loading")
+    _cut_link(testbed, up=False)
+    cut = time.monotonic()
+    try:
+        time.sleep(BOUND_CUT)  # the host is unreachable: there is nothing to poll until the link is back
+    finally:
+        _cut_link(testbed, up=True)
+    # Already restored while cut off: at once once reachable (a few seconds for ssh to get through).
+    took = wait_as_found(toy.ssh_config_path, cut, BOUND_CUT + 10)
+    log = subprocess.run(["ssh", "-F", toy.ssh_config_path, "gpu-a",
+                          "journalctl -o cat --no-pager -t python3 -g 'workbench-guard' --since -3min"],
+                         capture_output=True, text=True, timeout=20).stdout
+    assert "no heartbeat for" in log and "host restored" in log, log
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 1, out + err
+    assert "host stopped answering" in err and "guard" in err, err
+    assert "No existing session" not in err and "Timeout opening channel" not in err
+    report("partition", took)
+
+
+def _sshd_pids_serving(testbed, local_pid: int) -> list[int]:
+    """The host-side sshd processes of ``local_pid``'s SSH connections (found by TCP port)."""
+    netns = next(h.netns for h in testbed.hosts if h.name == "gpu-a")
+    addr = next(h.address for h in testbed.hosts if h.name == "gpu-a")
+    ours = subprocess.run(["ss", "-tnpH", "dst", f"{addr}:22"], capture_output=True, text=True).stdout
+    ports = [line.split()[3].rsplit(":", 1)[1] for line in ours.splitlines() if f"pid={local_pid}," in line]
+    pids: list[int] = []
+    for port in ports:
+        theirs = subprocess.run(["ip", "netns", "exec", netns, "ss", "-tnpH", "sport", "= :22", "dport", f"= :{port}"],
+                                capture_output=True, text=True).stdout
+        pids += [int(x.split(",")[0]) for x in theirs.split("pid=")[1:]]
+    return sorted(set(pids))
+
+
+def test_sshd_stopped_host_restores_itself(toy, testbed):
+    """sshd serving the controller frozen (SIGSTOP): the heartbeat stops, the guard takes over."""
+    p = cli_until(toy.ssh_config_path, "weight_loading")
+    pids = _sshd_pids_serving(testbed, p.pid)
+    assert pids, "no sshd found for the controller's connection"
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    stopped = time.monotonic()
+    try:
+        took = wait_as_found(toy.ssh_config_path, stopped, BOUND_CUT)
+    finally:
+        for pid in pids:
+            os.kill(pid, signal.SIGCONT)
+    p.communicate(timeout=120)
+    report("sshd-SIGSTOP", took)
