@@ -177,3 +177,60 @@ def test_sshd_stopped_host_restores_itself(toy, testbed):
     out, err = p.communicate(timeout=120)
     print(err)
     report("sshd-SIGSTOP", took)
+
+
+def _workbench(ssh_config: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "workbench", "--ssh-config", ssh_config, *args],
+                          capture_output=True, text=True, timeout=120, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+
+
+def test_status_shows_a_guarded_session(toy):
+    p = cli_until(toy.ssh_config_path, "weight_loading")
+    try:
+        st = _workbench(toy.ssh_config_path, "status", "gpu-a", "toy*")
+        assert st.returncode == 0, st.stderr
+        assert "session: GUARDED" in st.stdout and "variant of toy.service" in st.stdout, st.stdout
+    finally:
+        p.send_signal(signal.SIGINT)
+        p.communicate(timeout=60)
+    assert host_state(toy.ssh_config_path) == found_state()
+
+
+def test_frozen_controller_and_an_edited_base_stale_record_then_restore_accept_current(toy):
+    """The controller freezes (SIGSTOP: a laptop lid closed) with the base stopped; someone edits the
+    base meanwhile.  The guard removes the variant but does not guess about the base; status says
+    so, ``workbench restore`` explains what changed, ``--accept-current`` finishes."""
+    env = dict(os.environ, KILL_SIGNAL="STOP", PYTHONPATH=str(ROOT), GUARD="1")
+    proc = subprocess.Popen([sys.executable, str(CONTROLLER), toy.ssh_config_path, "after_stop_base", BASE],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    edited = BASE_TEXT.replace("RestartSec=1", "RestartSec=2")
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "REACHED after_stop_base"
+        frozen = time.monotonic()
+        toy.put(edited.encode(), f"/etc/systemd/system/{BASE}")
+        toy.run("systemctl daemon-reload", check=True)
+        # The guard takes over once the heartbeat is stale: the variant goes, the base is left stopped.
+        while (state := host_state(toy.ssh_config_path))[1:3] != ["0", "0"]:
+            assert time.monotonic() - frozen < BOUND_CUT, state
+            time.sleep(0.5)
+        assert state[0] == "inactive" and state[3] == "record", state
+    finally:
+        proc.kill()
+        proc.communicate()
+    st = _workbench(toy.ssh_config_path, "status", "gpu-a", "toy*")
+    assert "session: ABANDONED" in st.stdout and "unit files changed" in st.stdout, st.stdout
+    first = _workbench(toy.ssh_config_path, "restore", "gpu-a")
+    assert first.returncode == 1, first.stdout + first.stderr
+    assert f"/etc/systemd/system/{BASE} changed" in first.stderr, first.stderr
+    assert "workbench restore gpu-a --accept-current" in first.stderr
+    assert host_state(toy.ssh_config_path)[0] == "inactive"  # nothing guessed
+    done = _workbench(toy.ssh_config_path, "restore", "gpu-a", "--accept-current")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"accepted the current files and unit-file state of {BASE}" in done.stdout, done.stdout
+    assert f"started {BASE} (it was running when found): ready" in done.stdout, done.stdout
+    again = _workbench(toy.ssh_config_path, "restore", "gpu-a")
+    assert again.returncode == 0 and "nothing to restore" in again.stdout
+    # Put the fixture's base back for the next tests (the edit was this test's own).
+    toy.put(BASE_TEXT.encode(), f"/etc/systemd/system/{BASE}")
+    toy.run(f"systemctl daemon-reload && systemctl restart {BASE}", check=True)
+    assert host_state(toy.ssh_config_path) == found_state()
