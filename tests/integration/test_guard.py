@@ -174,7 +174,7 @@ def test_sshd_stopped_host_restores_itself(toy, testbed):
     finally:
         for pid in pids:
             os.kill(pid, signal.SIGCONT)
-    out, err = p.communicate(timeout=120)
+    _, err = p.communicate(timeout=120)
     print(err)
     report("sshd-SIGSTOP", took)
 
