@@ -234,3 +234,44 @@ def test_frozen_controller_and_an_edited_base_stale_record_then_restore_accept_c
     toy.put(BASE_TEXT.encode(), f"/etc/systemd/system/{BASE}")
     toy.run(f"systemctl daemon-reload && systemctl restart {BASE}", check=True)
     assert host_state(toy.ssh_config_path) == found_state()
+
+
+SIM_STATE = ("systemctl is-active sglang-k26-ddtree.service; "
+             "grep -l '^X-WorkbenchVariantOf=' /run/systemd/system/*.service 2>/dev/null | wc -l; "
+             "test -e /run/workbench/session.json && echo record || echo no-record")
+
+
+def _gpu_b(ssh_config: str) -> list[str]:
+    try:
+        return subprocess.run(["ssh", "-F", ssh_config, "-o", "ConnectTimeout=3", "gpu-b", SIM_STATE],
+                              capture_output=True, text=True, timeout=10).stdout.split()
+    except subprocess.TimeoutExpired:
+        return ["no answer"]
+
+
+@pytest.mark.parametrize("when", ["variant_loaded", "after_first_trial"])
+def test_bisect_controller_killed_host_restores_itself(ssh_config, tmp_path, when):
+    """``workbench run bisect`` SIGKILLed (its kernel dies with it) mid-trial or between trials."""
+    cmd = [sys.executable, "-m", "workbench", "--ssh-config", ssh_config, "run", "bisect", "--host", "gpu-b",
+           "--data-dir", str(tmp_path), "-p", "start_timeout", "120", "-p", "lock_wait", "240", "--no-progress"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    try:
+        deadline = time.monotonic() + 400
+        while True:
+            assert proc.poll() is None and time.monotonic() < deadline, "the bisect ended before the kill"
+            if when == "variant_loaded" and _gpu_b(ssh_config)[1:2] == ["1"]:
+                break
+            if when == "after_first_trial" and list(tmp_path.glob("runs/*/trials.parquet")):
+                break
+            time.sleep(0.3)
+        proc.kill()
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    gone = time.monotonic()
+    while (state := _gpu_b(ssh_config)) != ["active", "0", "no-record"]:
+        assert time.monotonic() - gone < BOUND_KILLED, f"not restored: {state}"
+        time.sleep(0.2)
+    report(f"bisect-KILL@{when}", time.monotonic() - gone)
