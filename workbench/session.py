@@ -27,6 +27,7 @@ import json
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -302,11 +303,22 @@ class HostSession:
         """Record, check the GPUs, place, stop the base, start and watch: the one way a variant starts."""
         snap = self.protect(base)
         variant = self.variant(base, edits, env, runtime_max_sec=runtime_max_sec)
-        self.check_gpus(allow_units=(snap.unit, *self.record.created, variant.name))
+        allow = (snap.unit, *self.record.created, variant.name)
         if variant.name not in self.record.created:
             self.record.created.append(variant.name)
             self._save()  # the record first: never a change without one
-        changed = self.svc.install_variant(variant)  # verified before it is placed
+        # The GPU check and the verified placement run at once (two channels); nothing starts
+        # before both are done, and a variant placed for busy GPUs is removed again.
+        with ThreadPoolExecutor(1, thread_name_prefix="gpu-check") as pool:
+            gpu_check = pool.submit(self.check_gpus, allow_units=allow)
+            try:
+                changed = self.svc.install_variant(variant)  # verified before it is placed
+            finally:
+                busy = gpu_check.exception()
+        if isinstance(busy, GpuBusy):
+            self._remove(variant.name)
+        if busy is not None:
+            raise busy
         stopped_base = self.svc.stop_if_running(base)
         text = variant.render()
         outcome = watch_start(self.svc, variant.name, timeout=timeout or self.ready_timeout, unit_text=text,
@@ -317,10 +329,12 @@ class HostSession:
         return variant, trial
 
     def _remove(self, name: str) -> None:
+        """Remove a variant.  The record on the host keeps listing it until the next write (the next
+        trial's): removing a variant that is gone is a no-op, so the record stays a safe superset,
+        and a trial costs one record write."""
         self.svc.remove_variant(name)
         if name in self.record.created:
             self.record.created.remove(name)
-        self._save()
 
     def run_variant(
         self,

@@ -275,3 +275,29 @@ def test_bisect_controller_killed_host_restores_itself(ssh_config, tmp_path, whe
         assert time.monotonic() - gone < BOUND_KILLED, f"not restored: {state}"
         time.sleep(0.2)
     report(f"bisect-KILL@{when}", time.monotonic() - gone)
+
+
+def test_busy_gpus_refuse_the_start_and_the_placed_variant_is_removed(toy):
+    """The GPU check runs beside the verified placement: busy GPUs (the simulated server holds them)
+    refuse the start, the variant placed meanwhile is removed, the base never stopped."""
+    from workbench import gpus
+    from workbench.errors import GpuBusy
+    from workbench.session import HostSession
+
+    from .conftest import SIM_BASE, as_found
+
+    toy.run(["systemctl", "start", SIM_BASE], check=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not gpus.inventory(toy).busy():
+            assert time.monotonic() < deadline, "the simulated server never held the GPUs"
+            time.sleep(0.5)
+        before = toy.run(["systemctl", "show", "-p", "InvocationID", "--value", BASE]).stdout
+        with HostSession(toy, purpose="busy") as s:
+            with pytest.raises(GpuBusy, match=SIM_BASE):
+                s.run_variant(BASE, {"--mode": "ok"}, timeout=60)
+            assert s.svc.variant_files() == {}
+        assert toy.run(["systemctl", "show", "-p", "InvocationID", "--value", BASE]).stdout == before
+    finally:
+        toy.run(["systemctl", "stop", SIM_BASE], check=True)
+    as_found(toy)
