@@ -11,7 +11,8 @@ what happened and what to do::
     │   │   └── SudoAuthFailure  sudo refused: wrong password, none given, or not allowed
     │   ├── CommandTimeout       a command ran past its deadline (.result, killed on the host)
     │   ├── HostUnresponsive     the host stopped answering (.waited, .restored)
-    │   └── CommandFailed        a command exited non-zero where success was required (.result)
+    │   ├── CommandFailed        a command exited non-zero where success was required (.result)
+    │   └── GuardError           the host's guard could not be armed (before any change)
     ├── ServiceError             unit-level problems (.host, .unit)
     │   ├── UnitNotFound         LoadState=not-found
     │   ├── VariantError         a variant could not be built or verified
@@ -76,6 +77,10 @@ class HostUnresponsive(HostError, TimeoutError):
 
 class CommandFailed(HostError):
     """A command exited non-zero where success was required."""
+
+
+class GuardError(HostError):
+    """The guard that restores a host without its controller could not be armed; nothing was changed."""
 
 
 class ServiceError(WorkbenchError):

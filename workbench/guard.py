@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from workbench.errors import GuardError
 from workbench.hosts import Host
 from workbench.services import Services
 
@@ -96,7 +97,11 @@ class Guard:
         argv = ["python3", self.paths.script, "--id", self.paths.session_id, "--record", self.record_path,
                 "--beat", self.paths.beat, "--lock", self.lock_path, "--owner", self.owner_path,
                 "--stale", f"{self.stale_s:g}"]
-        self.host.run(self.svc.guard_start_argv(self.paths.name, argv), timeout=30, check=True)
+        res = self.host.run(self.svc.guard_start_argv(self.paths.name, argv), timeout=30)
+        if not res.ok:
+            raise GuardError(f"{self.host.name}: cannot arm the guard ({self.paths.name}; it needs python3 and "
+                             f"systemd-run or setsid on the host): {res.tail(3)}; nothing was changed",
+                             host=self.host.name, result=res)
         self.armed = True
         self.last_beat = time.monotonic()
         self._stop.clear()

@@ -172,6 +172,10 @@ def main(argv=None):
     log(f"armed for session {args.id} (lock holder pid {holder}, heartbeat stale after {args.stale:g} s)")
     while True:
         time.sleep(POLL_S)
+        current = load(args.record)
+        if current is None or current.get("id") != args.id:
+            log("the session's record is gone (restored by its controller or a later session): nothing to do")
+            return 0
         fd = take_lock(args.lock, 0)
         why = "its lock was released without a restore" if fd is not None else ""
         if fd is None:

@@ -33,6 +33,8 @@ from typing import Any
 
 from workbench import gpus, signals
 from workbench.errors import (
+    CommandTimeout,
+    ConnectError,
     GpuBusy,
     HostError,
     HostUnresponsive,
@@ -198,7 +200,7 @@ class HostSession:
         try:
             try:
                 self.restore()
-            except HostError as err:
+            except (HostUnresponsive, CommandTimeout, ConnectError) as err:  # the host does not answer
                 raise self._unanswered(err) from err
             except RestoreError:
                 self._disarm()  # the guard would find what we found: the record stays for `workbench restore`
