@@ -254,6 +254,7 @@ def test_bisect_controller_killed_host_restores_itself(ssh_config, tmp_path, whe
     """``workbench run bisect`` SIGKILLed (its kernel dies with it) mid-trial or between trials."""
     cmd = [sys.executable, "-m", "workbench", "--ssh-config", ssh_config, "run", "bisect", "--host", "gpu-b",
            "--data-dir", str(tmp_path), "-p", "start_timeout", "120", "-p", "lock_wait", "240", "--no-progress"]
+    found = _gpu_b(ssh_config)[0]  # other suites may leave the base stopped: the state found is the goal
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env=dict(os.environ, PYTHONPATH=str(ROOT)))
     try:
@@ -271,7 +272,7 @@ def test_bisect_controller_killed_host_restores_itself(ssh_config, tmp_path, whe
         if proc.poll() is None:
             proc.kill()
     gone = time.monotonic()
-    while (state := _gpu_b(ssh_config)) != ["active", "0", "no-record"]:
+    while (state := _gpu_b(ssh_config)) != [found, "0", "no-record"]:
         assert time.monotonic() - gone < BOUND_KILLED, f"not restored: {state}"
         time.sleep(0.2)
     report(f"bisect-KILL@{when}", time.monotonic() - gone)
