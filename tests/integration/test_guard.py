@@ -7,6 +7,7 @@ the documented bound, and measures how long that took.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -254,7 +255,6 @@ def test_bisect_controller_killed_host_restores_itself(ssh_config, tmp_path, whe
     """``workbench run bisect`` SIGKILLed (its kernel dies with it) mid-trial or between trials."""
     cmd = [sys.executable, "-m", "workbench", "--ssh-config", ssh_config, "run", "bisect", "--host", "gpu-b",
            "--data-dir", str(tmp_path), "-p", "start_timeout", "120", "-p", "lock_wait", "240", "--no-progress"]
-    found = _gpu_b(ssh_config)[0]  # other suites may leave the base stopped: the state found is the goal
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env=dict(os.environ, PYTHONPATH=str(ROOT)))
     try:
@@ -266,6 +266,12 @@ def test_bisect_controller_killed_host_restores_itself(ssh_config, tmp_path, whe
             if when == "after_first_trial" and list(tmp_path.glob("runs/*/trials.parquet")):
                 break
             time.sleep(0.3)
+        # The state found is what the session recorded (other suites may start or stop this base).
+        record = subprocess.run(["ssh", "-F", ssh_config, "gpu-b", "cat /run/workbench/session.json"],
+                                capture_output=True, text=True, timeout=10).stdout
+        snaps = json.loads(record)["snapshots"] if record.strip() else {}
+        snap = snaps.get("sglang-k26-ddtree.service")
+        found = ("active" if snap["running"] else "inactive") if snap else _gpu_b(ssh_config)[0]
         proc.kill()
         proc.wait()
     finally:
