@@ -58,6 +58,11 @@ class GuardPaths:
         return f"{self.state_dir}/{SCRIPT}"
 
     @property
+    def log(self) -> str:
+        """The guard's log where it has no journal (the process backend's ``guard_start_argv``)."""
+        return f"{self.state_dir}/{self.name}.log"
+
+    @property
     def beat(self) -> str:
         return f"{self.state_dir}/guard-{self.session_id[:12]}.beat"
 
@@ -89,10 +94,7 @@ class Guard:
         """Start the guard on the host; raises if it cannot be started (nothing was changed yet)."""
         if self.armed:
             return
-        code = (Path(__file__).parent / SCRIPT).read_bytes()
-        current = self.host.run(["cat", "--", self.paths.script], timeout=30)
-        if not current.ok or current.stdout.encode() != code:
-            self.host.put(code, self.paths.script, 0o755)
+        self.host.put((Path(__file__).parent / SCRIPT).read_bytes(), self.paths.script, 0o755)
         self.host.run(["touch", "--", self.paths.beat], timeout=30, check=True)
         argv = ["python3", self.paths.script, "--id", self.paths.session_id, "--record", self.record_path,
                 "--beat", self.paths.beat, "--lock", self.lock_path, "--owner", self.owner_path,
@@ -132,7 +134,8 @@ class Guard:
         if not self.armed:
             return
         self.host.run(self.svc.guard_stop_argv(self.paths.name), timeout=30, check=True)
-        self.host.run(["rm", "-f", "--", self.paths.beat], timeout=30)
+        # Nothing of the guard stays behind a session that ended normally.
+        self.host.run(["rm", "-f", "--", self.paths.beat, self.paths.script, self.paths.log], timeout=30)
         self.armed = False
 
     def abandon(self) -> None:

@@ -34,7 +34,8 @@ STATE_SCRIPT = (
     "systemctl list-units --all --plain --no-legend 'toy-wb-*' | wc -l; "
     "test -e /run/workbench/session.json && echo record || echo no-record; "
     f"sha256sum /etc/systemd/system/{BASE} | cut -c1-64; "
-    "systemctl list-units --plain --no-legend 'workbench-guard-*' | grep -c running || true"
+    "systemctl list-units --plain --no-legend 'workbench-guard-*' | grep -c running || true; "
+    "ls /run/workbench 2>/dev/null | grep -c -e hostguard -e beat || true"  # nothing of the guard left
 )
 
 
@@ -51,7 +52,7 @@ def host_state(ssh_config: str) -> list[str]:
 def found_state() -> list[str]:
     import hashlib
 
-    return ["active", "0", "0", "no-record", hashlib.sha256(BASE_TEXT.encode()).hexdigest(), "0"]
+    return ["active", "0", "0", "no-record", hashlib.sha256(BASE_TEXT.encode()).hexdigest(), "0", "0"]
 
 
 def wait_as_found(ssh_config: str, since: float, bound: float) -> float:
