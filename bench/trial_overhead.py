@@ -1,9 +1,10 @@
 """Per-trial overhead outside the server's own start: this tree against a baseline tree, one run.
 
-    .venv/bin/python bench/trial_overhead.py [--host gpu-b] [--trials 8] [--rounds 2]
+    .venv/bin/python bench/trial_overhead.py [--host gpu-b] [--trials 8] [--rounds 2] [--local]
                                              [--baseline-tree /work/main] [--out bench/results/trial_overhead.json]
 
-On the running nspawn testbed: one session per tree and round on ``--host``, ``--trials`` trials of the
+On the running nspawn testbed (or, with ``--local``, a fresh local testbed: the process backend, in a
+temporary directory, torn down after): one session per tree and round on ``--host``, ``--trials`` trials of the
 seeds' failing variant (``--ep-size 8``: fails in cuda_graph_capture) of the simulated SGLang base.
 Overhead of a trial = its wall time in ``run_variant`` minus the watch's own ``outcome.seconds`` (the
 server's start as the watch saw it): the record writes, the GPU check, the verified placement, the base
@@ -64,11 +65,30 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--baseline-tree", default="/work/main")
     ap.add_argument("--out", default=str(HERE.parent / "results" / "trial_overhead.json"))
+    ap.add_argument("--local", action="store_true", help="a local testbed (process backend) instead of nspawn")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         child(args.host, args.trials)
         return
+    if args.local:
+        import tempfile
+
+        from workbench.testbed import local
+
+        with tempfile.TemporaryDirectory(prefix="wb-overhead-") as tmp:
+            os.environ["WORKBENCH_TESTBED_DIR"] = tmp
+            args.host = "gpu-a"  # the one host a local testbed of 1 has
+            local.up(1, progress=lambda _m: None)
+            try:
+                run(args)
+            finally:
+                local.down(progress=lambda _m: None)
+        return
+    run(args)
+
+
+def run(args: argparse.Namespace) -> None:
     trees = {"baseline": args.baseline_tree, "this": str(HERE.parents[1])}
     later: dict[str, list[float]] = {"baseline": [], "this": []}  # every trial but a session's first
     rounds = []
@@ -78,7 +98,8 @@ def main() -> None:
             got = measure(trees[name], args.host, args.trials)
             later[name] += [g["wall_s"] - g["watch_s"] for g in got[1:]]
             rounds.append({"round": r, "tree": name, **summary(got)})
-    result: dict[str, object] = {"host": args.host, "trees": trees, "rounds": rounds}
+    result: dict[str, object] = {"host": args.host, "backend": "process (local)" if args.local else "systemd (nspawn)",
+                                 "trees": trees, "rounds": rounds}
     for name, over in later.items():
         result[name] = {"median_overhead_s": round(statistics.median(over), 3), "max_overhead_s": round(max(over), 3)}
     Path(args.out).write_text(json.dumps(result, indent=2))
