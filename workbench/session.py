@@ -219,8 +219,10 @@ class HostSession:
                 self.lock._stream = None
 
     def _disarm(self) -> None:
+        """Stop the guard after our own restore; one that cannot be stopped finds no record and exits."""
         if self.guard is not None:
-            self.guard.disarm()
+            with contextlib.suppress(HostError):
+                self.guard.disarm()
 
     def _unanswered(self, err: HostError) -> HostUnresponsive:
         """The restore could not reach the host: say how long we waited and that the guard restores it."""
@@ -232,6 +234,8 @@ class HostSession:
             return HostUnresponsive(f"{base}; not restored from here: the guard on {self.host.name} restores it "
                                     f"({bound_text(self.guard.stale_s)}); `workbench status {self.host.name}` shows it",
                                     host=self.host.name, waited=waited, restored="guard")
+        if not self.record.snapshots and not self.record.created:
+            return HostUnresponsive(f"{base}; nothing had been changed on it", host=self.host.name, waited=waited)
         return HostUnresponsive(f"{base}; the host was NOT restored (no guard armed): run "
                                 f"`workbench restore {self.host.name}` when it answers", host=self.host.name,
                                 waited=waited, restored="not restored")
