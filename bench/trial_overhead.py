@@ -28,10 +28,14 @@ HERE = Path(__file__).resolve()
 
 
 def child(host_name: str, trials: int) -> None:
-    from workbench.hosts import connect
+    from workbench.hosts import LocalHost, connect
     from workbench.session import HostSession
+    from workbench.ssh import SSHHost
+    from workbench.testbed import paths
 
     host = connect(host_name)
+    if isinstance(host, LocalHost) and not os.environ.get("WORKBENCH_TESTBED_DIR"):  # nspawn: over SSH
+        host = SSHHost(host_name, ssh_config=str(paths.state_dir() / "ssh_config"))
     out = []
     with HostSession(host, purpose="bench trial overhead", lock_wait=300) as s:
         for _ in range(trials):
