@@ -133,6 +133,7 @@ def test_network_partition_host_restores_itself_while_cut_off(toy, testbed):
         time.sleep(BOUND_CUT)  # the host is unreachable: there is nothing to poll until the link is back
     finally:
         _cut_link(testbed, up=True)
+        toy.close()  # the fixture's connection died with the link: the next command reconnects
     # Already restored while cut off: as found as soon as ssh gets through again.
     wait_as_found(toy.ssh_config_path, cut, BOUND_CUT + 10)
     log = subprocess.run(["ssh", "-F", toy.ssh_config_path, "gpu-a",
