@@ -223,12 +223,14 @@ def test_frozen_controller_and_an_edited_base_stale_record_then_restore_accept_c
     st = _workbench(toy.ssh_config_path, "status", "gpu-a", "toy*")
     assert "session: ABANDONED" in st.stdout and "unit files changed" in st.stdout, st.stdout
     first = _workbench(toy.ssh_config_path, "restore", "gpu-a")
+    print(st.stdout.splitlines()[0], first.stderr, sep="\n")
     assert first.returncode == 1, first.stdout + first.stderr
     assert f"/etc/systemd/system/{BASE} changed" in first.stderr, first.stderr
     assert "workbench restore gpu-a --accept-current" in first.stderr
     assert host_state(toy.ssh_config_path)[0] == "inactive"  # nothing guessed
     done = _workbench(toy.ssh_config_path, "restore", "gpu-a", "--accept-current")
     assert done.returncode == 0, done.stdout + done.stderr
+    print(done.stdout)
     assert f"accepted the current files and unit-file state of {BASE}" in done.stdout, done.stdout
     assert f"started {BASE} (it was running when found): ready" in done.stdout, done.stdout
     again = _workbench(toy.ssh_config_path, "restore", "gpu-a")
