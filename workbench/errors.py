@@ -10,14 +10,16 @@ what happened and what to do::
     │   ├── ConnectError         could not connect / authenticate
     │   │   └── SudoAuthFailure  sudo refused: wrong password, none given, or not allowed
     │   ├── CommandTimeout       a command ran past its deadline (.result, killed on the host)
-    │   ├── HostUnresponsive     the host stopped answering mid-command
-    │   └── CommandFailed        a command exited non-zero where success was required (.result)
+    │   ├── HostUnresponsive     the host stopped answering (.waited, .restored)
+    │   ├── CommandFailed        a command exited non-zero where success was required (.result)
+    │   └── GuardError           the host's guard could not be armed (before any change)
     ├── ServiceError             unit-level problems (.host, .unit)
     │   ├── UnitNotFound         LoadState=not-found
     │   ├── VariantError         a variant could not be built or verified
     │   └── GpuBusy              the GPUs are held by something else
     ├── LockHeld                 another session holds the host lock (.owner)
     ├── RestoreError             the host could not be put back as found (.details)
+    │   └── StaleRecord          the base changed since the session recorded it (.changes)
     ├── ParseError               input text could not be parsed (.source, .line)
     └── RunbookError             a runbook run failed (.run_dir, .kind)
 """
@@ -62,11 +64,23 @@ class CommandTimeout(HostError, TimeoutError):
 
 
 class HostUnresponsive(HostError, TimeoutError):
-    """The host stopped answering in the middle of a command."""
+    """The host stopped answering: ``waited`` seconds without a reply; ``restored`` says what
+    became of the host: ``"restored"``, ``"guard"`` (its guard restores it), ``"not restored"``,
+    or ``""`` when no session had changed it."""
+
+    def __init__(self, message: str, *, host: str | None = None, result: Any = None, waited: float | None = None,
+                 restored: str = "") -> None:
+        super().__init__(message, host=host, result=result)
+        self.waited = waited
+        self.restored = restored
 
 
 class CommandFailed(HostError):
     """A command exited non-zero where success was required."""
+
+
+class GuardError(HostError):
+    """The guard that restores a host without its controller could not be armed; nothing was changed."""
 
 
 class ServiceError(WorkbenchError):
@@ -106,6 +120,16 @@ class RestoreError(WorkbenchError):
         super().__init__(message)
         self.host = host
         self.details = details or []
+
+
+class StaleRecord(RestoreError):
+    """A base unit changed (files or enablement) since the session recorded it: the record no longer
+    says what "as found" is.  ``changes`` maps each unit to what changed; nothing is guessed."""
+
+    def __init__(self, message: str, *, host: str | None = None, details: list[str] | None = None,
+                 changes: dict[str, list[str]] | None = None) -> None:
+        super().__init__(message, host=host, details=details)
+        self.changes = changes or {}
 
 
 class ParseError(WorkbenchError, ValueError):

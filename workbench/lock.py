@@ -3,7 +3,8 @@
 ``flock -n`` on a file in ``/run/lock`` (tmpfs: gone at reboot) runs ``cat``
 reading the channel's stdin; when the holder releases the lock, is killed, or
 its SSH link drops, ``cat`` sees EOF and exits, and the kernel frees the lock.
-Owner details for whoever is refused go to a side file, written by the holder.
+Owner details for whoever is refused go to a side file, written by the holder, with the
+holder's PID on the host (``cat``), which the session's guard ends when the heartbeat stops.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ HELD_EXIT = 75
 def lock_argv(path: str, wait: float = 0) -> list[str]:
     """``flock`` that fails at once (``wait=0``) or waits on the host, then holds while stdin is open."""
     how = ["-w", f"{wait:g}"] if wait > 0 else ["-n"]
-    return ["flock", *how, "-E", str(HELD_EXIT), path, "sh", "-c", "echo LOCKED; exec cat"]
+    return ["flock", *how, "-E", str(HELD_EXIT), path, "sh", "-c", 'echo "LOCKED $$"; exec cat']
 
 
 @dataclass
@@ -76,11 +77,13 @@ class HostLock:
             if line is None:
                 stream.close()
                 raise WorkbenchError(f"{self.host.name}: no answer while taking the lock within {self.timeout:.0f} s")
-            if line.strip() == "LOCKED":
+            word, _, pid = line.strip().partition(" ")
+            if word == "LOCKED":
                 break
         self._stream = stream
         owner = {"user": getpass.getuser(), "machine": socket.gethostname(), "pid": os.getpid(),
-                 "since": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "purpose": self.purpose}
+                 "since": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "purpose": self.purpose,
+                 "host_pid": int(pid) if pid.isdigit() else None}  # the holder on the host (the guard ends it)
         self.host.put(json.dumps(owner).encode(), self.owner_path)
         self.owner_info = owner
         return self

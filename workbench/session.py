@@ -3,15 +3,19 @@
 ``with HostSession(host) as s:`` takes the host's lock (refused at once, with
 the holder's details, if another session holds it), finishes the restore of a
 session that died without one (its record is still on the host), and restores
-on the way out: normal end, exception, Ctrl-C, SIGTERM.  If the controller is
-killed with SIGKILL or its SSH link drops, the lock frees itself, every variant
-stops by its own ``RuntimeMaxSec=``, and the next session on that host finds
-the record and completes the restore.
+on the way out: normal end, exception, Ctrl-C, SIGTERM, SIGHUP.  Before its first
+change it arms a guard on the host (:mod:`workbench.guard`): if the controller is
+killed, loses power or its SSH link, the host restores itself from the record
+within a bound (``guard.bound_text()``), with no later session needed.  A record
+left anyway (a guard that could not finish) is finished by the next session or by
+``workbench restore HOST``; a base that changed since it was recorded is never
+guessed at (:class:`~workbench.errors.StaleRecord` says what changed and how to go on).
 
 The record (``<state_dir>/session.json`` on the host) is written *before* each
 change it describes, so there is never a change without a record:
-the base units' snapshots (file hashes, drop-ins, active and unit-file state)
-and every variant unit created.  After a restore the host is checked: no
+the base units' snapshots (file hashes, drop-ins, active and unit-file state),
+every variant unit created, and the undo steps (:func:`undo_steps`) that both the
+restore here and the guard on the host run.  After a restore the host is checked: no
 variant loaded or on disk, base files byte-identical, base units back in their
 prior state (restarted and ready if they were running).
 """
@@ -21,12 +25,24 @@ from __future__ import annotations
 import contextlib
 import json
 import time
+import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from workbench import gpus
-from workbench.errors import GpuBusy, RestoreError, WorkbenchError
+from workbench import gpus, signals
+from workbench.errors import (
+    CommandTimeout,
+    ConnectError,
+    GpuBusy,
+    HostError,
+    HostUnresponsive,
+    RestoreError,
+    StaleRecord,
+    WorkbenchError,
+)
+from workbench.guard import RECORD, Guard, bound_text
 from workbench.hosts import Host
 from workbench.lock import HostLock
 from workbench.services import Services, services_for
@@ -65,6 +81,33 @@ class Record:
     started: float = 0.0
     snapshots: dict[str, Snapshot] = field(default_factory=dict)
     created: list[str] = field(default_factory=list)
+    id: str = ""
+    undo: list[dict[str, Any]] = field(default_factory=list)  # undo_steps() as of the last write
+    guard: dict[str, Any] = field(default_factory=dict)
+
+
+def undo_steps(record: Record, svc: Services) -> list[dict[str, Any]]:
+    """What puts the host back, in order, as the backend's own commands: remove every variant,
+    then return each base unit to its recorded run state.  The session's restore and the guard
+    on the host (:mod:`workbench.hostguard`) both follow these steps."""
+    steps: list[dict[str, Any]] = [{"do": "remove", "unit": n, "argv": svc.remove_variant_argv(n)}
+                                   for n in record.created]
+    for snap in record.snapshots.values():
+        steps.append({"do": "start" if snap.running else "stop", "unit": snap.unit,
+                      "argv": svc.start_argv(snap.unit) if snap.running else svc.stop_argv(snap.unit),
+                      "check": svc.running_argv(snap.unit)})
+    return steps
+
+
+def record_path(svc: Services) -> str:
+    return f"{svc.state_dir}/{RECORD}"
+
+
+def _parse_record(raw: dict[str, Any]) -> Record:
+    snaps = {k: Snapshot(**v) for k, v in raw.get("snapshots", {}).items()}
+    return Record(owner=raw.get("owner", {}), started=raw.get("started", 0.0), snapshots=snaps,
+                  created=list(raw.get("created", [])), id=str(raw.get("id", "")), undo=list(raw.get("undo", [])),
+                  guard=dict(raw.get("guard") or {}))
 
 
 class HostSession:
@@ -79,6 +122,7 @@ class HostSession:
         ready_timeout: float = 900.0,
         gpu_memory_threshold_mib: float = 1024.0,
         lock_wait: float = 0.0,
+        guard: bool = True,
     ) -> None:
         self.host = host
         self.svc = services or services_for(host)
@@ -89,28 +133,48 @@ class HostSession:
         self.gpu_memory_threshold_mib = gpu_memory_threshold_mib
         self.recovered: list[str] = []
         self.restored = False
+        self.use_guard = guard
+        self._host_gone = False
+        self.guard: Guard | None = None
         self._texts: dict[str, str] = {}
 
     # -- record ----------------------------------------------------------
     @property
     def record_path(self) -> str:
-        return f"{self.svc.state_dir}/session.json"
+        return record_path(self.svc)
+
+    def _check_still_ours(self) -> None:
+        """Refuse to change anything more once the host may have been handed to the guard."""
+        if self.guard is not None and self.guard.took_over:
+            raise HostUnresponsive(
+                f"{self.host.name}: host stopped answering: no heartbeat acknowledged for "
+                f"{self.guard.silent_for:.0f} s; its guard restores it ({bound_text(self.guard.stale_s)}); "
+                "changing nothing more", host=self.host.name, waited=self.guard.silent_for, restored="guard")
+        if self.lock._stream is not None and not self.lock.held:
+            raise HostUnresponsive(f"{self.host.name}: this session lost its lock on the host (its SSH channel "
+                                   "ended); changing nothing more", host=self.host.name, restored="guard")
 
     def _save(self) -> None:
+        """Write the record (before the change it describes); the first write arms the guard."""
+        self._check_still_ours()
+        if self.use_guard and self.guard is None:
+            self.guard = Guard(self.host, self.svc, session_id=self.record.id, record_path=self.record_path,
+                               lock_path=self.lock.path, owner_path=self.lock.owner_path)
+            self.record.guard = self.guard.info()
+        self.record.undo = undo_steps(self.record, self.svc)
         data = asdict(self.record)
         self.host.put(json.dumps(data, indent=1).encode(), self.record_path, 0o600)
+        if self.guard is not None and not self.guard.armed:
+            self.guard.arm()  # after the record it reads, before the change it describes
 
     def _load(self) -> Record | None:
         res = self.host.run(["cat", "--", self.record_path], timeout=30)
         if not res.ok:
             return None
         try:
-            raw = json.loads(res.stdout)
-        except ValueError:
+            return _parse_record(json.loads(res.stdout))
+        except (ValueError, TypeError):
             return None
-        snaps = {k: Snapshot(**v) for k, v in raw.get("snapshots", {}).items()}
-        return Record(owner=raw.get("owner", {}), started=raw.get("started", 0.0), snapshots=snaps,
-                      created=list(raw.get("created", [])))
 
     # -- context ---------------------------------------------------------
     def __enter__(self) -> HostSession:
@@ -121,18 +185,60 @@ class HostSession:
                 self.record = leftover
                 self.recovered = list(leftover.created)
                 self.restore()
-            self.record = Record(owner=dict(self.lock.owner_info or {}), started=time.time())
+            self.record = Record(owner=dict(self.lock.owner_info or {}), started=time.time(), id=uuid.uuid4().hex)
             self.restored = False
         except BaseException:
             self.lock.release()
             raise
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
+        with signals.shielded():
+            self._exit(exc)
+
+    def _exit(self, exc: BaseException | None) -> None:
         try:
-            self.restore()
+            try:
+                self.restore()
+            except (HostUnresponsive, CommandTimeout, ConnectError) as err:  # the host does not answer
+                raise self._unanswered(err) from err
+            except RestoreError:
+                self._disarm()  # the guard would find what we found: the record stays for `workbench restore`
+                raise
+            self._disarm()
+            if isinstance(exc, HostUnresponsive) and self.record.snapshots and not exc.restored:
+                raise HostUnresponsive(f"{exc}; the host was restored when it answered again", host=exc.host,
+                                       waited=exc.waited, restored="restored") from exc
         finally:
-            self.lock.release()
+            if self.lock.held and not self._host_gone:
+                with contextlib.suppress(HostError):
+                    self.lock.release()
+            elif self.lock._stream is not None:  # no round trip to a host that does not answer
+                with contextlib.suppress(Exception):
+                    self.lock._stream.close()
+                self.lock._stream = None
+
+    def _disarm(self) -> None:
+        """Stop the guard after our own restore; one that cannot be stopped finds no record and exits."""
+        if self.guard is not None:
+            with contextlib.suppress(HostError):
+                self.guard.disarm()
+
+    def _unanswered(self, err: HostError) -> HostUnresponsive:
+        """The restore could not reach the host: say how long we waited and that the guard restores it."""
+        self._host_gone = True
+        waited = getattr(err, "waited", None) or (self.guard.silent_for if self.guard else None)
+        base = str(err).split("; the host", 1)[0]
+        if self.guard is not None and self.guard.armed:
+            self.guard.abandon()
+            return HostUnresponsive(f"{base}; not restored from here: the guard on {self.host.name} restores it "
+                                    f"({bound_text(self.guard.stale_s)}); `workbench status {self.host.name}` shows it",
+                                    host=self.host.name, waited=waited, restored="guard")
+        if not self.record.snapshots and not self.record.created:
+            return HostUnresponsive(f"{base}; nothing had been changed on it", host=self.host.name, waited=waited)
+        return HostUnresponsive(f"{base}; the host was NOT restored (no guard armed): run "
+                                f"`workbench restore {self.host.name}` when it answers", host=self.host.name,
+                                waited=waited, restored="not restored")
 
     # -- snapshots ---------------------------------------------------------
     def _files(self, st: UnitStatus) -> dict[str, str]:
@@ -203,11 +309,22 @@ class HostSession:
         """Record, check the GPUs, place, stop the base, start and watch: the one way a variant starts."""
         snap = self.protect(base)
         variant = self.variant(base, edits, env, runtime_max_sec=runtime_max_sec)
-        self.check_gpus(allow_units=(snap.unit, *self.record.created, variant.name))
+        allow = (snap.unit, *self.record.created, variant.name)
         if variant.name not in self.record.created:
             self.record.created.append(variant.name)
             self._save()  # the record first: never a change without one
-        changed = self.svc.install_variant(variant)  # verified before it is placed
+        # The GPU check and the verified placement run at once (two channels); nothing starts
+        # before both are done, and a variant placed for busy GPUs is removed again.
+        with ThreadPoolExecutor(1, thread_name_prefix="gpu-check") as pool:
+            gpu_check = pool.submit(self.check_gpus, allow_units=allow)
+            try:
+                changed = self.svc.install_variant(variant)  # verified before it is placed
+            finally:
+                busy = gpu_check.exception()
+        if isinstance(busy, GpuBusy):
+            self._remove(variant.name)
+        if busy is not None:
+            raise busy
         stopped_base = self.svc.stop_if_running(base)
         text = variant.render()
         outcome = watch_start(self.svc, variant.name, timeout=timeout or self.ready_timeout, unit_text=text,
@@ -218,10 +335,12 @@ class HostSession:
         return variant, trial
 
     def _remove(self, name: str) -> None:
+        """Remove a variant.  The record on the host keeps listing it until the next write (the next
+        trial's): removing a variant that is gone is a no-op, so the record stays a safe superset,
+        and a trial costs one record write."""
         self.svc.remove_variant(name)
         if name in self.record.created:
             self.record.created.remove(name)
-        self._save()
 
     def run_variant(
         self,
@@ -272,34 +391,98 @@ class HostSession:
             self._remove(variant.name)
 
     # -- restore -----------------------------------------------------------
-    def restore(self) -> list[str]:
-        """Put the host back as recorded; raise ``RestoreError`` (keeping the record) if it is not."""
+    def changed_since_record(self) -> dict[str, list[str]]:
+        """Base units whose files or enablement differ from the record: unit -> what changed."""
+        changes: dict[str, list[str]] = {}
+        for snap in self.record.snapshots.values():
+            st = self.svc.status(snap.unit)
+            files = self._files(st)
+            what = [f"{p} changed (sha256 {snap.files[p][:12]} -> {files[p][:12]})"
+                    for p in sorted(set(snap.files) & set(files)) if snap.files[p] != files[p]]
+            what += [f"{p} removed" for p in sorted(set(snap.files) - set(files))]
+            what += [f"{p} added" for p in sorted(set(files) - set(snap.files))]
+            if st.unit_file_state != snap.unit_file_state:
+                what.append(f"unit-file state {snap.unit_file_state} -> {st.unit_file_state}")
+            if what:
+                changes[snap.unit] = what
+        return changes
+
+    def _accept_current(self, units: list[str]) -> list[str]:
+        """Take ``units``' current files and enablement as the state found (the operator said so)."""
+        actions = []
+        for unit in units:
+            snap = self.record.snapshots[unit]
+            st = self.svc.status(unit)
+            snap.files, snap.unit_file_state = self._files(st), st.unit_file_state
+            actions.append(f"accepted the current files and unit-file state of {unit} as found")
+        return actions
+
+    def restore(self, *, accept_current: bool = False) -> list[str]:
+        """Put the host back as recorded, following :func:`undo_steps`; what was done, in words.
+
+        Variants are always removed (they are ours).  A base unit that changed since it was
+        recorded is left as it is and :class:`StaleRecord` raised (record kept), unless
+        ``accept_current``: then its current files count as found.  ``RestoreError`` (record
+        kept) if the host is not as found afterwards."""
         if self.restored:
             return []
         actions: list[str] = []
-        for name in list(self.record.created):
-            self.svc.remove_variant(name)
-            actions.append(f"removed variant {name}")
-        self.record.created.clear()
-        for snap in self.record.snapshots.values():
-            st = self.svc.status(snap.unit)
-            if snap.running and not st.running:
-                out = watch_start(self.svc, snap.unit, timeout=self.ready_timeout)
-                actions.append(f"restarted {snap.unit}: {out.outcome}")
+        changes = self.changed_since_record() if self.record.snapshots else {}
+        if changes and accept_current:
+            actions += self._accept_current(sorted(changes))
+            changes = {}
+        for step in undo_steps(self.record, self.svc):
+            unit = step["unit"]
+            if step["do"] == "remove":
+                self.svc.remove_variant(unit)
+                actions.append(f"removed variant {unit} (stopped, unit file deleted)")
+                continue
+            if unit in changes:
+                actions.append(f"left {unit} as it is: it changed since the record")
+                continue
+            st = self.svc.status(unit)
+            if step["do"] == "start" and not st.running:
+                out = watch_start(self.svc, unit, timeout=self.ready_timeout)
+                actions.append(f"started {unit} (it was running when found): {out.outcome} in {out.seconds:.1f} s")
                 if not out.ok:
-                    raise RestoreError(f"{self.host.name}: {snap.unit} did not come back: {out.describe()}",
+                    raise RestoreError(f"{self.host.name}: {unit} did not come back: {out.describe()}",
                                        host=self.host.name, details=actions)
-            elif not snap.running and st.running:
-                self.svc.stop(snap.unit)
-                actions.append(f"stopped {snap.unit}")
+            elif step["do"] == "stop" and st.running:
+                self.svc.stop(unit)
+                actions.append(f"stopped {unit} (it was not running when found)")
+            else:
+                actions.append(f"{unit}: already {'running' if st.running else 'stopped'} as found")
+        self.record.created.clear()
+        if changes:
+            self._save_kept()
+            raise self._stale(changes, actions)
         problems = self.verify()
         if problems:
-            self._save()
+            self._save_kept()
             raise RestoreError(f"{self.host.name}: not restored: " + "; ".join(problems), host=self.host.name,
                                details=problems)
         self.host.run(["rm", "-f", "--", self.record_path], timeout=30, check=True)
         self.restored = True
         return actions
+
+    def _save_kept(self) -> None:
+        """Keep the record (no variants left in it) for whoever finishes the restore; arms nothing."""
+        self.record.undo = undo_steps(self.record, self.svc)
+        self.host.put(json.dumps(asdict(self.record), indent=1).encode(), self.record_path, 0o600)
+
+    def _stale(self, changes: dict[str, list[str]], actions: list[str]) -> StaleRecord:
+        owner = self.record.owner or {}
+        lines = [f"  {unit}: {'; '.join(what)}" for unit, what in changes.items()]
+        states = {u: self.record.snapshots[u] for u in changes}
+        found = ", ".join(f"{u} was {'running' if s.running else 'stopped'}" for u, s in states.items())
+        return StaleRecord(
+            f"{self.host.name}: the session record (from {owner.get('since', '?')}, "
+            f"{owner.get('purpose') or 'no purpose'}) no longer matches the base, which changed since:\n"
+            + "\n".join(lines) + f"\nThe variants are removed; when found, {found}; nothing else was touched.\n"
+            f"If the current files are right, run `workbench restore {self.host.name} --accept-current` "
+            f"(puts the run state back with the current files); otherwise put the files back as they were, "
+            f"then `workbench restore {self.host.name}`.",
+            host=self.host.name, details=actions, changes=changes)
 
     def verify(self) -> list[str]:
         """What differs from the recorded state (empty: the host is as found)."""
@@ -330,6 +513,37 @@ def leftover_record(host: Host, services: Services | None = None) -> dict[str, A
         return dict(json.loads(res.stdout))
     except ValueError as exc:
         raise WorkbenchError(f"{host.name}: unreadable session record: {exc}") from exc
+
+
+@dataclass
+class RestoreReport:
+    """What ``workbench restore HOST`` found and did."""
+
+    host: str
+    found: bool  # whether a session record was there
+    owner: dict[str, Any] = field(default_factory=dict)
+    actions: list[str] = field(default_factory=list)
+    guard: dict[str, Any] = field(default_factory=dict)  # what the guard had tried, if it ran
+
+
+def restore_host(host: Host, *, services: Services | None = None, accept_current: bool = False,
+                 lock_wait: float = 0.0) -> RestoreReport:
+    """Restore ``host`` by hand from the record a session left (takes the lock; nothing to do without
+    a record).  ``accept_current``: a base that changed since the record is taken as found."""
+    s = HostSession(host, services=services, purpose="workbench restore", lock_wait=lock_wait, guard=False)
+    s.lock.acquire()
+    try:
+        leftover = s._load()
+        if leftover is None:
+            return RestoreReport(host.name, False)
+        s.record = leftover
+        actions = s.restore(accept_current=accept_current)
+        beat = leftover.guard.get("beat")
+        if beat:
+            host.run(["rm", "-f", "--", str(beat)], timeout=30)
+        return RestoreReport(host.name, True, leftover.owner, actions, leftover.guard)
+    finally:
+        s.lock.release()
 
 
 @dataclass(frozen=True)

@@ -132,6 +132,7 @@ class SSHHost:
         self._sudo_mode: str | None = None  # "root", "nopasswd" or "password", once checked
         self._lock = threading.RLock()
         self._conn: Any = None
+        self._was_connected = False
 
     # -- connection ----------------------------------------------------
     def _connection(self) -> Any:
@@ -180,9 +181,12 @@ class SSHHost:
                     ) from exc
                 raise ConnectError(f"{self.name}: SSH failed: {exc}", host=self.name) from exc
             except (OSError, EOFError) as exc:
+                if self._was_connected:  # it answered before: a stall, not a configuration problem
+                    raise self.unresponsive("could not reconnect", self.connect_timeout) from exc
                 raise ConnectError(f"{self.name}: cannot connect: {exc}", host=self.name) from exc
             conn.transport.set_keepalive(KEEPALIVE_S)
             self._conn = conn
+            self._was_connected = True
             return conn
 
     def _make(self, connection_cls: Any, config: Any, host: str, *, gateway: Any) -> Any:
@@ -201,12 +205,19 @@ class SSHHost:
 
     def _open_channel(self, timeout: float) -> Any:
         conn = self._connection()
+        started = time.monotonic()
         try:
             return conn.transport.open_session(timeout=timeout)
         except Exception as exc:
             with self._lock:
                 self._drop()
-            raise HostUnresponsive(f"{self.name}: cannot open an SSH channel: {exc}", host=self.name) from exc
+            raise self.unresponsive("no SSH channel opened", time.monotonic() - started) from exc
+
+    def unresponsive(self, what: str, waited: float) -> HostUnresponsive:
+        """The one error for a stall, whatever paramiko said ("No existing session", "Timeout
+        opening channel.", "Channel closed."): what we waited for and how long."""
+        return HostUnresponsive(f"{self.name}: host stopped answering ({what}; waited {waited:.0f} s)",
+                                host=self.name, waited=waited)
 
     def alive(self, timeout: float = PROBE_TIMEOUT) -> bool:
         """Whether the host answers a trivial command within ``timeout``."""
@@ -299,7 +310,12 @@ class SSHHost:
         out: list[bytes] = []
         err: list[bytes] = []
         try:
-            chan.exec_command(wrapped)
+            try:
+                chan.exec_command(wrapped)
+            except Exception as exc:  # the transport died between opening the channel and using it
+                with self._lock:
+                    self._drop()
+                raise self.unresponsive("the SSH connection dropped", time.monotonic() - started) from exc
             if data:
                 threading.Thread(target=self._send_stdin, args=(chan, data), daemon=True).start()
             else:
@@ -347,20 +363,22 @@ class SSHHost:
             raise CommandTimeout(f"{self.name}: command ran past {timeout:.0f} s: {text[:200]}", host=self.name)
         with self._lock:
             self._drop()
-        raise HostUnresponsive(
-            f"{self.name}: host stopped answering during a command (no reply within {timeout + GRACE_S:.0f} s "
-            "and a liveness probe failed)",
-            host=self.name,
-        )
+        raise self.unresponsive("no reply to a command, and a liveness probe failed",
+                                timeout + GRACE_S + PROBE_TIMEOUT)
 
     def stream(self, cmd: Command, *, env: Mapping[str, str] | None = None, tether: bool = True) -> LineStream:
         text, data = _prepare(cmd, None, env)
         wrapped, data = self._become(shell.tethered(text) if tether else text, data)
         chan = self._open_channel(PROBE_TIMEOUT)
-        chan.set_combine_stderr(True)
-        chan.exec_command(wrapped)
-        if data:
-            chan.sendall(data)
+        try:
+            chan.set_combine_stderr(True)
+            chan.exec_command(wrapped)
+            if data:
+                chan.sendall(data)
+        except Exception as exc:
+            with self._lock:
+                self._drop()
+            raise self.unresponsive("the SSH connection dropped", 0.0) from exc
 
         def close() -> None:
             with contextlib.suppress(Exception):
@@ -391,7 +409,8 @@ class SSHHost:
                     if time.monotonic() - idle_since > 4 * PROBE_TIMEOUT:
                         idle_since = time.monotonic()
                         if not self.alive():
-                            raise HostUnresponsive(f"{self.name}: host stopped answering during a stream", host=self.name)
+                            raise self.unresponsive("a stream went silent, and a liveness probe failed",
+                                                    4 * PROBE_TIMEOUT + PROBE_TIMEOUT)
                 if buf:
                     stream._feed(buf.decode(errors="replace"))
                 status = chan.recv_exit_status() if chan.exit_status_ready() else None

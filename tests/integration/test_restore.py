@@ -21,8 +21,11 @@ CONTROLLER = Path(__file__).parent / "helpers" / "controller.py"
 STEPS = ["after_protect", "after_record", "after_install", "after_stop_base", "during_watch", "after_watch"]
 
 
-def run_controller(ssh_config: str, step: str, signal_name: str = "KILL") -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, KILL_SIGNAL=signal_name, PYTHONPATH=str(Path(__file__).parents[2]))
+def run_controller(ssh_config: str, step: str, signal_name: str = "KILL", guard: bool = False
+                   ) -> subprocess.CompletedProcess[str]:
+    """The controller killed at ``step``; without its guard unless asked (test_guard.py tests the guard)."""
+    env = dict(os.environ, KILL_SIGNAL=signal_name, PYTHONPATH=str(Path(__file__).parents[2]),
+               GUARD="1" if guard else "0")
     return subprocess.run([sys.executable, str(CONTROLLER), ssh_config, step, BASE], capture_output=True,
                           text=True, timeout=180, env=env)
 
@@ -41,7 +44,7 @@ def test_sigkill_at_every_step_then_next_session_restores(toy, step):
 
 
 def test_ctrl_c_restores_on_the_way_out(toy):
-    proc = run_controller(toy.ssh_config_path, "during_watch", signal_name="INT")
+    proc = run_controller(toy.ssh_config_path, "during_watch", signal_name="INT", guard=True)
     assert "REACHED during_watch" in proc.stdout and "KeyboardInterrupt" in proc.stderr
     assert leftover_record(toy) is None
     as_found(toy)
@@ -58,7 +61,8 @@ def test_ssh_link_drop_mid_trial_is_finished_by_the_next_session(toy, testbed):
 
     t0 = time.monotonic()
     try:
-        with pytest.raises((HostError, RestoreError, WorkbenchError)), HostSession(toy, purpose="drop") as s:
+        with pytest.raises((HostError, RestoreError, WorkbenchError)), \
+                HostSession(toy, purpose="drop", guard=False) as s:
             s.run_variant(BASE, {"--mode": "ok", "--delay": "1"}, timeout=60, on_event=cut_link)
         assert time.monotonic() - t0 < 120  # no call hung
     finally:

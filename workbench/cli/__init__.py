@@ -20,12 +20,14 @@ from typing import Any
 from workbench import __version__
 from workbench.cli.conventions import EXIT_INTERRUPTED, EXIT_USAGE, epilog, exit_code_for
 from workbench.errors import WorkbenchError
+from workbench.signals import terminate_as_interrupt
 
 # One line per subcommand module; order is the order of ``workbench --help``.
 COMMANDS: tuple[str, ...] = (
     "testbed",
     "demo",
     "services",
+    "restore",
     "tracebacks",
     "journal",
     "bench",
@@ -105,7 +107,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     try:
-        return int(args.func(args) or 0)
+        with terminate_as_interrupt():  # SIGTERM and SIGHUP restore as Ctrl-C does
+            return int(args.func(args) or 0)
     except WorkbenchError as exc:
         print(f"workbench {args.command}: error: {exc}", file=sys.stderr)
         return exit_code_for(exc)

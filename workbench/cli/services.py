@@ -106,12 +106,17 @@ def _host(args: argparse.Namespace) -> Any:
 
 
 def _status(args: argparse.Namespace) -> int:
+    from workbench.guard import describe, session_state
     from workbench.services import inventory, services_for
 
-    rows = [info.row() for info in inventory(services_for(_host(args)), args.pattern)]
+    svc = services_for(_host(args))
+    rows = [info.row() for info in inventory(svc, args.pattern)]
     if args.json:
         print(json.dumps(rows, indent=2, default=str))
         return 0
+    session = session_state(svc.host, svc)  # a guarded or abandoned session on the host
+    if session is not None:
+        print(describe(args.host, session))
     if not rows:
         print(f"{args.host}: no units match {args.pattern!r}")
         return 0

@@ -67,6 +67,23 @@ class Services(Protocol):
 
     def invocation_text(self, unit: str, invocation: str) -> str: ...
 
+    # The commands a restore runs, as argv: the session's restore runs them over the host seam,
+    # the guard (:mod:`workbench.hostguard`) runs the same ones on the host.  Each is idempotent.
+    def remove_variant_argv(self, name: str) -> list[str]: ...
+
+    def start_argv(self, unit: str) -> list[str]: ...  # start unless running; returns at once
+
+    def stop_argv(self, unit: str) -> list[str]: ...
+
+    def running_argv(self, unit: str) -> list[str]: ...  # exits 0 while the unit runs
+
+    # The guard, started natively (a transient unit, a detached process, ...).
+    def guard_start_argv(self, name: str, argv: list[str]) -> list[str]: ...
+
+    def guard_stop_argv(self, name: str) -> list[str]: ...
+
+    def guard_alive_argv(self, name: str) -> list[str]: ...
+
 
 def exec_argv(unit_text: str, unit: str = "unit") -> list[str]:
     """The argv of a unit's single ``ExecStart=``."""

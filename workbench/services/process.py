@@ -22,7 +22,24 @@ from workbench.unitfile import UnitFile, split_environment
 from workbench.variants import Variant
 
 DEFAULT_PROCESS_ROOT = "/var/lib/workbench/services"
+NEW_INVOCATION = "@@NEW_INVOCATION@@"  # the guard puts a fresh invocation id here (hostguard.py)
 
+# $1: a unit's state file; exits 0 when its supervisor lives.
+_ALIVE = ('s=$(sed -n \'s/.*"supervisor_pid": \\([0-9]*\\).*/\\1/p\' "$1" 2>/dev/null); '
+          '[ -n "$s" ] && kill -0 "$s" 2>/dev/null')
+# $1 state file, $2 seconds before SIGKILL.
+_STOP_SCRIPT = (_ALIVE + ' || exit 0; kill -TERM "$s"; i=0; while kill -0 "$s" 2>/dev/null; do i=$((i+1)); '
+                '[ $i -gt $(( $2 * 20 )) ] && { kill -KILL -- "$s"; break; }; sleep 0.05; done')
+# $1 state dir, $2 unit, $3 invocation id, $4 procsup.py: launch from the spec file unless running.
+_START_SCRIPT = r"""
+f="$1/$2.state.json"; spec="$1/$2.spec.json"
+s=$(sed -n 's/.*"supervisor_pid": \([0-9]*\).*/\1/p' "$f" 2>/dev/null)
+[ -n "$s" ] && kill -0 "$s" 2>/dev/null && exit 0
+[ -f "$spec" ] || { echo "no spec file $spec: $2 was never started by the process backend" >&2; exit 1; }
+sed -i "s/\"invocation\": \"[0-9a-f]*\"/\"invocation\": \"$3\"/" "$spec" || exit 1
+sh -c 'printf '\''{"invocation": "%s", "state": "activating", "supervisor_pid": %s}'\'' "$3" "$$" >"$1/$2.state.json"
+exec setsid python3 "$4" "$1" "$2" </dev/null >/dev/null 2>&1' launch "$@" &
+"""
 
 class ProcessServices:
     """Units as files under ``root`` (``units/`` and variants in ``run/``), run as supervised processes.
@@ -129,26 +146,13 @@ class ProcessServices:
             "invocation": uuid.uuid4().hex,
         }
         self._ensure_supervisor()
-        state_dir = f"{self.root}/state"
-        self.host.put(json.dumps(spec).encode(), f"{state_dir}/{unit}.spec.json", 0o600)
-        # The launching shell records its own PID (which exec keeps for setsid and the
-        # supervisor) before anything else can ask for the state.
-        launch = (
-            'printf \'{"invocation": "%s", "state": "activating", "supervisor_pid": %s}\' "$3" "$$" >"$1/$2.state.json"; '
-            'exec setsid python3 "$4" "$1" "$2" </dev/null >/dev/null 2>&1'
-        )
-        self.host.run(["sh", "-c", f"sh -c {shlex.quote(launch)} launch \"$@\" &", "start", state_dir, unit,
-                       str(spec["invocation"]), f"{self.root}/procsup.py"], timeout=30, check=True)
+        self.host.put(json.dumps(spec).encode(), f"{self.root}/state/{unit}.spec.json", 0o600)
+        self.host.run(self.start_argv(unit, str(spec["invocation"])), timeout=30, check=True)
         return self.status(unit)
 
     def stop(self, unit: str, *, timeout: float = 90.0) -> UnitStatus:
         unit = _check_unit(unit)
-        st = self._state(unit)
-        pid = st.get("supervisor_pid")
-        if pid and st["_alive"]:
-            self.host.run(["sh", "-c", 'kill -TERM "$1"; i=0; while kill -0 "$1" 2>/dev/null; do i=$((i+1)); '
-                           '[ $i -gt $(( $2 * 20 )) ] && { kill -KILL -- "$1"; break; }; sleep 0.05; done', "stop",
-                           str(pid), str(int(timeout))], timeout=timeout + 10)
+        self.host.run(self.stop_argv(unit, timeout), timeout=timeout + 10)
         return self.status(unit)
 
     def restart(self, unit: str) -> UnitStatus:
@@ -187,10 +191,44 @@ class ProcessServices:
         return True
 
     def remove_variant(self, name: str) -> bool:
+        return self.host.run(self.remove_variant_argv(name), timeout=120).ok
+
+    # -- the commands a restore runs (the guard runs the same ones on the host) ----
+    def start_argv(self, unit: str, invocation: str = NEW_INVOCATION) -> list[str]:
+        """Launch ``unit`` under the supervisor from its spec file, unless its supervisor lives.
+
+        The launching shell records its own PID (which exec keeps for setsid and the
+        supervisor) before anything else can ask for the state.  ``invocation`` is written
+        into the spec first (the guard passes :data:`NEW_INVOCATION`, replaced by a fresh id)."""
+        return ["sh", "-c", _START_SCRIPT, "start", f"{self.root}/state", _check_unit(unit), invocation,
+                f"{self.root}/procsup.py"]
+
+    def stop_argv(self, unit: str, timeout: float = 90.0) -> list[str]:
+        """SIGTERM to the unit's supervisor (it forwards to the group), SIGKILL after ``timeout``."""
+        return ["sh", "-c", _STOP_SCRIPT, "stop", f"{self.root}/state/{_check_unit(unit)}.state.json",
+                str(int(timeout))]
+
+    def remove_variant_argv(self, name: str) -> list[str]:
         name = _check_unit(name)
-        self.stop(name)
-        res = self.host.run(["rm", "-f", "--", f"{self.root}/run/{name}"], timeout=30)
-        return res.ok
+        return ["sh", "-c", f'sh -c {shlex.quote(_STOP_SCRIPT)} stop "$1" 90; rm -f -- "$2"', "remove",
+                f"{self.root}/state/{name}.state.json", f"{self.root}/run/{name}"]
+
+    def running_argv(self, unit: str) -> list[str]:
+        return ["sh", "-c", _ALIVE + ' && grep -Eq \'"state": "(active|activating)"\' "$1"', "running",
+                f"{self.root}/state/{_check_unit(unit)}.state.json"]
+
+    # -- the guard: a detached process in its own session --------------------
+    def guard_start_argv(self, name: str, argv: list[str]) -> list[str]:
+        return ["sh", "-c", 'log=$1; pidf=$2; shift 2; setsid "$@" </dev/null >>"$log" 2>&1 & echo $! >"$pidf"',
+                "guard", f"{self.state_dir}/{name}.log", f"{self.state_dir}/{name}.pid", *argv]
+
+    def guard_stop_argv(self, name: str) -> list[str]:
+        return ["sh", "-c", 'p=$(cat "$1" 2>/dev/null) && grep -q hostguard "/proc/$p/cmdline" 2>/dev/null '
+                '&& kill -TERM "$p"; rm -f -- "$1"; true', "disarm", f"{self.state_dir}/{name}.pid"]
+
+    def guard_alive_argv(self, name: str) -> list[str]:
+        return ["sh", "-c", 'p=$(cat "$1" 2>/dev/null) && grep -q hostguard "/proc/$p/cmdline"', "alive",
+                f"{self.state_dir}/{name}.pid"]
 
     # -- journal: the supervisor's JSON log, one file per unit -----------
     def log_path(self, unit: str) -> str:

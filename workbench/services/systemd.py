@@ -90,7 +90,7 @@ class SystemdServices:
     def start(self, unit: str) -> UnitStatus:
         """Queue a start without waiting for it (the watch follows it); fails fast if exec fails."""
         unit = _check_unit(unit)
-        res = self.host.run(["systemctl", "start", "--no-block", "--", unit], timeout=60)
+        res = self.host.run(self.start_argv(unit), timeout=60)
         if not res.ok:
             raise ServiceError(f"{self.host.name}: systemctl start {unit} failed: {res.tail(3)}", host=self.host.name, unit=unit)
         return self.status(unit)
@@ -169,11 +169,40 @@ class SystemdServices:
         return self._place(variant.render(), variant.name, variant.path, "install")
 
     def remove_variant(self, name: str) -> bool:
-        name = _check_unit(name)
-        path = f"{RUNTIME_DIR}/{name}"
-        res = self.host.run(["sh", "-c", 'systemctl stop -- "$1"; systemctl reset-failed -- "$1" 2>/dev/null; '
-                             'rm -f -- "$2" && systemctl daemon-reload', "remove", name, path], timeout=120)
+        res = self.host.run(self.remove_variant_argv(name), timeout=120)
         return res.ok
+
+    # -- the commands a restore runs (the guard runs the same ones on the host) ----
+    def remove_variant_argv(self, name: str) -> list[str]:
+        name = _check_unit(name)
+        return ["sh", "-c", 'systemctl stop -- "$1"; systemctl reset-failed -- "$1" 2>/dev/null; '
+                'rm -f -- "$2" && systemctl daemon-reload', "remove", name, f"{RUNTIME_DIR}/{name}"]
+
+    def start_argv(self, unit: str) -> list[str]:
+        return ["systemctl", "start", "--no-block", "--", _check_unit(unit)]
+
+    def stop_argv(self, unit: str) -> list[str]:
+        return ["systemctl", "stop", "--", _check_unit(unit)]
+
+    def running_argv(self, unit: str) -> list[str]:
+        """Exits 0 while ``unit`` runs (:attr:`UnitStatus.running`: active, activating or reloading,
+        not waiting to auto-restart)."""
+        return ["sh", "-c", 'a=$(systemctl show --property=ActiveState --value -- "$1"); '
+                's=$(systemctl show --property=SubState --value -- "$1"); '
+                'case "$a" in active|activating|reloading) [ "$s" != auto-restart ];; *) false;; esac',
+                "running", _check_unit(unit)]
+
+    # -- the guard: a transient unit, independent of our SSH session -------------
+    def guard_start_argv(self, name: str, argv: list[str]) -> list[str]:
+        return ["systemd-run", f"--unit={_check_unit(name)}", "--collect", "--quiet",
+                "--property=Description=workbench guard: restores the host if its session's controller is gone",
+                "--", *argv]
+
+    def guard_stop_argv(self, name: str) -> list[str]:
+        return ["sh", "-c", 'systemctl stop -- "$1" 2>/dev/null; true', "disarm", _check_unit(name)]
+
+    def guard_alive_argv(self, name: str) -> list[str]:
+        return ["systemctl", "is-active", "--quiet", "--", _check_unit(name)]
 
     def daemon_reload(self) -> None:
         self.host.run(["systemctl", "daemon-reload"], timeout=120, check=True)

@@ -4,10 +4,15 @@
 
 Steps: after_protect, after_record, after_install, after_stop_base, during_watch, after_watch.
 Prints "REACHED <step>" right before dying, so the test knows the kill happened there.
+KILL_SIGNAL: KILL (default), TERM (no handler here: the default action, like any Python program),
+INT.  GUARD=0 runs the session without its guard (to test the next session's recovery).
+SSH_CONFIG "local" reaches gpu-a of the local testbed (process backend); EDITS (JSON) and
+PHASE (the phase that ends ``during_watch``) fit the variant to the base.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -16,7 +21,7 @@ from workbench.session import HostSession
 from workbench.ssh import SSHHost
 
 ssh_config, step, base = sys.argv[1:4]
-sig = signal.SIGINT if os.environ.get("KILL_SIGNAL") == "INT" else signal.SIGKILL
+sig = getattr(signal, "SIG" + os.environ.get("KILL_SIGNAL", "KILL"))
 
 
 def die(at: str) -> None:
@@ -25,8 +30,15 @@ def die(at: str) -> None:
         os.kill(os.getpid(), sig)
 
 
-host = SSHHost("gpu-a", ssh_config=ssh_config)
-session = HostSession(host, purpose=f"kill-at-{step}")
+if ssh_config == "local":
+    from workbench.hosts import connect
+
+    host = connect("gpu-a")
+else:
+    host = SSHHost("gpu-a", ssh_config=ssh_config)
+edits = json.loads(os.environ.get("EDITS", '{"--mode": "ok", "--delay": "0.5"}'))
+phase = os.environ.get("PHASE", "cuda_graph_capture")
+session = HostSession(host, purpose=f"kill-at-{step}", guard=os.environ.get("GUARD", "1") != "0")
 svc = session.svc
 
 orig_protect = session.protect
@@ -77,6 +89,6 @@ svc.stop = stop  # type: ignore[method-assign]
 svc.stop_if_running = stop_if_running  # type: ignore[method-assign]
 
 with session:
-    session.run_variant(base, {"--mode": "ok", "--delay": "0.5"}, timeout=60,
-                        on_event=lambda ev: die("during_watch") if ev.phase == "cuda_graph_capture" else None)
+    session.run_variant(base, edits, timeout=60,
+                        on_event=lambda ev: die("during_watch") if ev.phase == phase else None)
 print("COMPLETED", flush=True)

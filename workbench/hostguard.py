@@ -1,0 +1,219 @@
+"""The host side of the guard: puts the host back when its session's controller is gone (stdlib only).
+
+Shipped to the host and started detached by :mod:`workbench.guard` (a transient systemd unit,
+or ``setsid`` where there is no systemd) before a session's first change.  It watches two things:
+
+* the session's lock: the controller holds ``flock`` on the host over an SSH channel, and the
+  kernel frees it when that channel ends (controller killed, crashed, its link closed).  The
+  guard takes the lock the moment it is free;
+* the heartbeat: the controller touches ``--beat`` every few seconds.  When it is older than
+  ``--stale`` seconds (network partition, power loss, sshd stopped) the guard ends the
+  session's lock holder (``cat`` under ``flock``: the PID the lock recorded) and takes the lock.
+
+Holding the lock, it reads the session record again and runs the record's own ``undo`` steps,
+the ones the controller's restore runs (:func:`workbench.session.undo_steps`, built by the
+service backend): remove every variant, then put each base unit back in its recorded run
+state -- unless a base unit's files changed since they were recorded (not ours to guess:
+the record stays, marked, for ``workbench restore HOST --accept-current``).  It checks the
+result, removes the record when the host is as found, and logs every step (to the journal
+under systemd, to ``--log`` otherwise).
+
+A session that ends normally stops the guard (SIGTERM) after its own restore; a guard that
+finds no record, or the record of another session, exits without doing anything.
+
+Usage: python3 hostguard.py --id ID --record PATH --beat PATH --lock PATH --owner PATH [--stale S]
+"""
+
+import argparse
+import fcntl
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+NEW_INVOCATION = "@@NEW_INVOCATION@@"
+POLL_S = 0.5
+
+
+def log(msg):
+    print(f"workbench-guard: {msg}", flush=True)
+
+
+def load(path):
+    try:
+        with open(path) as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
+        return None
+
+
+def write_json(path, data):
+    tmp = f"{path}.guard{os.getpid()}"
+    with open(tmp, "w") as fh:
+        json.dump(data, fh, indent=1)
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, path)
+
+
+def sha256(path):
+    try:
+        with open(path, "rb") as fh:
+            return hashlib.sha256(fh.read()).hexdigest()
+    except OSError:
+        return None
+
+
+def files_changed(snap):
+    """Paths of a recorded unit whose contents differ now (the recorded paths only)."""
+    return [p for p, digest in sorted(snap.get("files", {}).items()) if sha256(p) != digest]
+
+
+def run(argv, timeout=150):
+    argv = [uuid.uuid4().hex if a == NEW_INVOCATION else a for a in argv]
+    try:
+        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return 124, f"ran past {timeout} s"
+    except OSError as exc:
+        return 127, str(exc)
+    return proc.returncode, (proc.stderr or proc.stdout).strip()[-300:]
+
+
+def holder_pid(owner_path, expected):
+    """The host PID holding the session's lock, if the owner file still names our session's holder."""
+    owner = load(owner_path) or {}
+    pid = owner.get("host_pid")
+    if not pid or pid != expected:
+        return None
+    try:
+        with open(f"/proc/{int(pid)}/cmdline", "rb") as fh:
+            cmd = fh.read().split(b"\0")
+    except OSError:
+        return None
+    return int(pid) if cmd and os.path.basename(cmd[0]) == b"cat" else None
+
+
+def take_lock(path, wait):
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                os.close(fd)
+                return None
+            time.sleep(0.1)
+
+
+def wait_state(argv, want_running, seconds=30.0):
+    deadline = time.monotonic() + seconds
+    while True:
+        running = run(argv, timeout=30)[0] == 0
+        if running == want_running or time.monotonic() >= deadline:
+            return running
+        time.sleep(0.5)
+
+
+def restore(args, record, why):
+    """Run the record's undo steps; True when the host is as found (the record is then removed)."""
+    started = time.monotonic()
+    log(f"session {args.id} lost its controller ({why}); restoring from {args.record}")
+    snaps = record.get("snapshots", {})
+    stale = {unit: files_changed(s) for unit, s in snaps.items()}
+    stale = {u: paths for u, paths in stale.items() if paths}
+    actions, problems = [], []
+    for step in record.get("undo", []):
+        unit = step["unit"]
+        if step["do"] in ("start", "stop") and unit in stale:
+            problems.append(f"{unit}: unit files changed since the record ({', '.join(stale[unit])}); "
+                            f"left as it is (workbench restore HOST --accept-current)")
+            continue
+        rc, out = run(step["argv"])
+        actions.append(f"{step['do']} {unit}: " + ("ok" if rc == 0 else f"exit {rc}: {out}"))
+        log(actions[-1])
+        if step["do"] == "remove" and rc == 0:
+            record["created"] = [n for n in record.get("created", []) if n != unit]
+    for step in record.get("undo", []):
+        if step["do"] in ("start", "stop") and step["unit"] not in stale and step.get("check"):
+            want = step["do"] == "start"
+            if wait_state(step["check"], want) != want:
+                problems.append(f"{step['unit']}: not {'running' if want else 'stopped'} after the restore")
+    seconds = time.monotonic() - started
+    record["guard"] = dict(record.get("guard", {}), fired=time.time(), why=why, actions=actions,
+                           problems=problems, seconds=round(seconds, 2))
+    if problems:
+        write_json(args.record, record)
+        for p in problems:
+            log(f"NOT restored: {p}")
+        return False
+    os.unlink(args.record)
+    log(f"host restored in {seconds:.1f} s")
+    return True
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="hostguard")
+    for name in ("--id", "--record", "--beat", "--lock", "--owner"):
+        p.add_argument(name, required=True)
+    p.add_argument("--stale", type=float, default=20.0)
+    args = p.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # disarmed by a session that ended normally
+    record = load(args.record)
+    if record is None or record.get("id") != args.id:
+        log(f"no record of session {args.id}: nothing to guard")
+        return 0
+    holder = (record.get("owner") or {}).get("host_pid")
+    log(f"armed for session {args.id} (lock holder pid {holder}, heartbeat stale after {args.stale:g} s)")
+    while True:
+        time.sleep(POLL_S)
+        current = load(args.record)
+        if current is None or current.get("id") != args.id:
+            log("the session's record is gone (restored by its controller or a later session): nothing to do")
+            return 0
+        fd = take_lock(args.lock, 0)
+        why = "its lock was released without a restore" if fd is not None else ""
+        if fd is None:
+            try:
+                age = time.time() - os.stat(args.beat).st_mtime
+            except OSError:
+                age = float("inf")
+            if age <= args.stale:
+                continue
+            why = f"no heartbeat for {age:.0f} s" if age != float("inf") else "its heartbeat file is gone"
+            pid = holder_pid(args.owner, holder)
+            if pid:
+                os.kill(pid, signal.SIGTERM)  # the holder's cat: flock then exits and frees the lock
+            fd = take_lock(args.lock, 10.0)
+            if fd is None:
+                continue  # another session holds the lock now: it restores (or it is ours again)
+        record = load(args.record)
+        if record is None or record.get("id") != args.id:
+            log("the session's record is gone (restored by its controller or a later session): nothing to do")
+            return 0
+        write_json(args.owner, {"purpose": f"guard restoring session {args.id}", "pid": os.getpid(),
+                                "since": time.strftime("%Y-%m-%d %H:%M:%S %Z")})
+        try:
+            ok = restore(args, record, why)
+        finally:
+            try:
+                os.unlink(args.owner)
+            except OSError:
+                pass
+            me = os.path.abspath(__file__)  # shipped next to the record: nothing of the guard stays behind
+            ours = os.path.dirname(me) == os.path.dirname(os.path.abspath(args.record))
+            for path in (args.beat, me) if ours else (args.beat,):
+                try:
+                    os.unlink(path)
+                except OSError:
+                    pass
+        return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
