@@ -28,6 +28,7 @@ from typing import Any
 from workbench import gpus
 from workbench.errors import GpuBusy, RestoreError, WorkbenchError
 from workbench.hosts import Host
+from workbench.inputs import check_edits, check_timeout
 from workbench.lock import HostLock
 from workbench.services import Services, services_for
 from workbench.systemd import UnitStatus
@@ -80,6 +81,7 @@ class HostSession:
         gpu_memory_threshold_mib: float = 1024.0,
         lock_wait: float = 0.0,
     ) -> None:
+        check_timeout(ready_timeout, "ready_timeout")
         self.host = host
         self.svc = services or services_for(host)
         self.lock = HostLock(host, purpose=purpose, wait=lock_wait,
@@ -201,6 +203,9 @@ class HostSession:
                        env: dict[str, str | None] | None, *, health_path: str, timeout: float | None,
                        runtime_max_sec: int | None, on_event: Any, on_line: Any) -> tuple[Variant, Trial]:
         """Record, check the GPUs, place, stop the base, start and watch: the one way a variant starts."""
+        check_edits(edits, allow_empty=True)  # bad input fails before the host is touched
+        if timeout is not None:
+            check_timeout(timeout)
         snap = self.protect(base)
         variant = self.variant(base, edits, env, runtime_max_sec=runtime_max_sec)
         self.check_gpus(allow_units=(snap.unit, *self.record.created, variant.name))

@@ -33,7 +33,7 @@ from workbench.hosts import connect
 from workbench.provenance import collect as collect_provenance
 from workbench.redact import Redactor
 from workbench.runbooks.outcome import caught_failure
-from workbench.runbooks.params import RunbookParams
+from workbench.runbooks.params import Edits, RunbookParams
 from workbench.runs import Ledger, Run
 from workbench.session import HostSession
 from workbench.trials import TrialRecord, failure_words, host_fingerprint, run_trial, unit_hash
@@ -50,7 +50,7 @@ SEEDS_EDITS: dict[str, str | bool | None] = {
 class BisectParams(RunbookParams):
     host: str = Field("gpu-a", description="ssh_config alias of the GPU host")
     base_unit: str = Field("sglang-k26-ddtree.service", description="a unit that works")
-    edits: dict[str, str | bool | None] = Field(default_factory=lambda: dict(SEEDS_EDITS),
+    edits: Edits = Field(default_factory=lambda: dict(SEEDS_EDITS),
                                                 description="flag edits under which it fails")
     health_path: str = Field("/health", description="readiness endpoint")
     start_timeout: float = Field(900.0, gt=0, description="seconds to wait for ready or failure, per start")
