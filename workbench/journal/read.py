@@ -60,6 +60,7 @@ from workbench.journal.systemd import (
     journal_order,
     late_report,
 )
+from workbench.redact import clip
 from workbench.services import ProcessServices, Services, SystemdServices, services_for
 from workbench.systemd import normalize_unit, valid_unit
 
@@ -76,7 +77,7 @@ def _raw(table: pa.Table) -> pa.Table:
 
 def _section_table(section: Section) -> tuple[pa.Table, int]:
     if not section.ok:
-        raise CommandFailed(f"journalctl failed (exit {section.exited}): {section.stderr.strip()[-500:]}")
+        raise CommandFailed(f"journalctl failed (exit {section.exited}): {clip(section.stderr.strip(), 500, tail=True)}")
     return export_table(section.data)
 
 
@@ -328,7 +329,7 @@ def since_cursor(
     matches = invocation_matches([invocation]) if invocation else unit_matches(unit)
     sec = fetch(svc.host, [("main", export_argv(matches, cursor=cursor))], timeout=timeout, compress=compress)["main"]
     if not sec.ok and "cursor" in sec.stderr.lower():
-        raise ConfigError(f"journalctl rejected the cursor {cursor!r}: {sec.stderr.strip()[-300:]}")
+        raise ConfigError(f"journalctl rejected the cursor {cursor!r}: {clip(sec.stderr.strip(), 300, tail=True)}")
     table, binary = _section_table(sec)
     if len(table) and table["cursor"][0].as_py() == cursor:
         table = table.slice(1)

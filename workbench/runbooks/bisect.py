@@ -31,7 +31,7 @@ from workbench.bisect import Verdict, bisect
 from workbench.errors import WorkbenchError
 from workbench.hosts import connect
 from workbench.provenance import collect as collect_provenance
-from workbench.redact import Redactor
+from workbench.redact import Redactor, clip
 from workbench.runbooks.outcome import caught_failure
 from workbench.runbooks.params import Edits, RunbookParams
 from workbench.runs import Ledger, Run
@@ -188,7 +188,7 @@ def trials_frame(result: dict[str, Any]) -> pd.DataFrame:
 def culprits_frame(result: dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame([{"edits": describe_edits([(e[0], e[1]) for e in c["edits"]]),
                           "exception": c["exception_type"] or "", "phase": c["phase"],
-                          "signature": c["signature"], "message": (c.get("message") or "")[:160]}
+                          "signature": c["signature"], "message": clip(c.get("message"), 160)}
                          for c in result.get("culprits", [])])
 
 
