@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         out = {"host": args.host, "unit": frame.unit, "cursor": frame.cursor, "incomplete": frame.incomplete,
                "lost": None if lost is None else {"suppressed": lost.suppressed, "split_lines": lost.split_lines,
                                                   "split_records": lost.split_records, "truncated": lost.truncated,
-                                                  "binary": lost.binary, "gaps": lost.gaps,
+                                                  "binary": lost.binary, "gaps": lost.gaps, "rate_limited": lost.rate_limited, "rate_limit": lost.rate_limit,
                                                   "suppressed_records": lost.suppressed_records},
                "entries": [{**r, "time": r["time"].isoformat()} for r in rows.to_dict(orient="records")]}
         json.dump(out, sys.stdout, indent=1, ensure_ascii=False, default=str)

@@ -16,7 +16,12 @@ with explicit matches, in one SSH round trip per step (journal_fetch):
 3. journald reports rate limiting ("Suppressed N messages from UNIT") only when the unit's
    next line is accepted, which may be the next invocation's first line; the first
    record about the unit after the invocation's end is read too, and counted when it is
-   such a report.
+   such a report.  A unit that floods and then logs nothing more gets no report at all: the
+   unit's limits are read with its lines and journald's limit is replayed over them
+   (journal_ratelimit); a window that reached it with no report is counted in
+   ``lost.rate_limited``.
+4. A unit that systemd does not know and the journal holds nothing about is an error
+   (:class:`~workbench.errors.UnitNotFound`), not an empty frame.
 
 Process-backend hosts: the same API over the supervisor's log files (journal_process).
 """
@@ -32,9 +37,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from workbench.errors import CommandFailed, ConfigError
+from workbench.errors import CommandFailed, ConfigError, UnitNotFound
 from workbench.hosts import Host
 from workbench.journal import process as journal_process
+from workbench.journal import ratelimit
 from workbench.journal.entries import (
     MSG_JOURNAL_DROPPED,
     export_argv,
@@ -59,6 +65,7 @@ from workbench.journal.systemd import (
     invocations_of,
     journal_order,
     late_report,
+    unstarted,
 )
 from workbench.redact import clip
 from workbench.services import ProcessServices, Services, SystemdServices, services_for
@@ -102,6 +109,44 @@ def _unit(unit: str) -> str:
     return unit
 
 
+def _limits_section(unit: str) -> tuple[str, Sequence[str]]:
+    return ("limits", ratelimit.limits_argv(unit))
+
+
+def _check_known(sections: dict[str, Section], unit: str, rows: int, host: str) -> ratelimit.Limits | None:
+    """The unit's rate limits; UnitNotFound when systemd does not know it and nothing was logged about it."""
+    sec = sections.get("limits")
+    if sec is None or not sec.ok:
+        return None
+    limits, load = ratelimit.parse_limits(sec.data.decode("utf-8", "replace"))
+    if load == "not-found" and rows == 0:
+        raise UnitNotFound(f"{host}: no unit {unit} (systemd does not know it and the journal holds no line about "
+                           "it); check the name with `workbench status HOST 'PATTERN'`", host=host, unit=unit)
+    return limits
+
+
+def _note_rate_limit(frame: JournalFrame, limits: ratelimit.Limits | None) -> JournalFrame:
+    """Count the windows in which the unit reached journald's limit and no "Suppressed" record followed."""
+    if limits is None or frame.lost is None or not len(frame):
+        return frame
+    own = frame[frame["origin"] == "unit"]
+    windows = ratelimit.reached(own["usec"].to_numpy(np.int64),
+                                own["priority"].astype("float64").to_numpy(), limits)
+    if not windows:
+        return frame
+    reports = sorted(int(r["usec"]) for r in frame.lost.suppressed_records)
+    unreported = 0
+    for start, _, _ in windows:
+        later = [u for u in reports if u > start]
+        if later:
+            reports.remove(later[0])
+        else:
+            unreported += 1
+    frame.lost.rate_limited = unreported
+    frame.lost.rate_limit = f"{limits.describe()}; {max(n for _, n, _ in windows)} lines kept in a window here"
+    return frame
+
+
 def _time_arg(value: Any) -> int | str | None:
     """journalctl's --since/--until: µs, or a string in journalctl's own syntax ("-1h", "today")."""
     if value is None:
@@ -132,10 +177,47 @@ def invocations(target: Services | Host, unit: str, n: int | None = None, *, tim
     if svc.kind == "process":
         return journal_process.invocations(svc, unit, n, timeout=timeout)
     lines = None if n is None else max(64, 16 * n)
-    sec = fetch(svc.host, [("pid1", export_argv(manager_matches(unit), lines=lines))], timeout=timeout)["pid1"]
-    table, _ = _section_table(sec)
-    out = invocations_of(table)
+    last_own = export_argv([f"_SYSTEMD_UNIT={unit}"], lines=1)
+    sections = fetch(svc.host, [("pid1", export_argv(manager_matches(unit), lines=lines)), ("own", last_own),
+                                _limits_section(unit)], timeout=timeout)
+    table, _ = _section_table(sections["pid1"])
+    own, _ = _section_table(sections["own"])
+    _check_known(sections, unit, len(table) + len(own), svc.host.name)
+    out = invocations_of(_with_last_own(table, own))
+    recent = set(out["invocation"].tail(n if n is not None else 32))
+    out = _first_lines(svc, out, unstarted(table, recent), timeout=timeout)
     return out.tail(n).reset_index(drop=True) if n is not None else out
+
+
+def _with_last_own(pid1: pa.Table, own: pa.Table) -> pa.Table:
+    """PID 1's rows plus the unit's last own line when its invocation is one PID 1 said nothing of
+    (its lines were filtered, e.g. ``LogLevelMax=``, or rotated away): that invocation still counts."""
+    if not len(own):
+        return pid1
+    inv = own["invocation"][0].as_py()
+    if not inv or (len(pid1) and inv in set(pid1["invocation"].to_pylist())):
+        return pid1
+    return pa.concat_tables([pid1, own.select(pid1.column_names)]) if len(pid1) else own
+
+
+def _first_lines(svc: Services, table: pd.DataFrame, ids: set[str], *, timeout: float) -> pd.DataFrame:
+    """Start times of invocations whose start PID 1 did not log: their first own line."""
+    if not ids:
+        return table
+    commands: list[tuple[str, Sequence[str]]] = [
+        (f"first{k}", ["sh", "-c", f'"$@" | head -c {_PROBE_BYTES}', "first",
+                       *export_argv([f"_SYSTEMD_INVOCATION_ID={i}"])]) for k, i in enumerate(sorted(ids))]
+    sections = fetch(svc.host, commands, timeout=timeout)
+    table = table.copy()
+    for k, inv in enumerate(sorted(ids)):
+        data = sections[f"first{k}"].data
+        cut = data.rfind(b"\n\n")  # whole entries only (head may cut the last one)
+        rows, _ = export_table(data[:cut + 2] if cut >= 0 else b"")
+        if len(rows):
+            first = pd.Timestamp(int(rows["usec"][0].as_py()) * 1000, tz="UTC")
+            at = table["invocation"] == inv
+            table.loc[at, "start"] = table.loc[at, "start"].where(table.loc[at, "start"] <= first, first)
+    return table.sort_values("start", kind="stable").reset_index(drop=True)
 
 
 # ---------------------------------------------------------------------------
@@ -186,10 +268,13 @@ def read(
 
 def _read_window(svc: Services, unit: str, since: Any, until: Any, *, timeout: float, compress: bool) -> JournalFrame:
     argv = export_argv(unit_matches(unit), since=_time_arg(since), until=_time_arg(until))
-    sec = fetch(svc.host, [("main", argv)], timeout=timeout, compress=compress)["main"]
-    table, binary = _section_table(sec)
+    sections = fetch(svc.host, [("main", argv), _limits_section(unit)], timeout=timeout, compress=compress)
+    table, binary = _section_table(sections["main"])
     table = _frame_table(table, about(table, unit))
-    return build_frame(_raw(table), unit=unit, lost=Lost(binary=binary))
+    # A window (since/until) may be empty for a unit that exists; without one, nothing at all means no unit.
+    rows = len(table) if since is None and until is None else 1
+    limits = _check_known(sections, unit, rows, svc.host.name)
+    return _note_rate_limit(build_frame(_raw(table), unit=unit, lost=Lost(binary=binary)), limits)
 
 
 def _read_invocations(svc: Services, unit: str, picked: pd.DataFrame, since: Any, until: Any, *,
@@ -201,7 +286,7 @@ def _read_invocations(svc: Services, unit: str, picked: pd.DataFrame, since: Any
     hi = _time_arg(until)
     ends = {i: int(e.value // 1000) for i, e in zip(picked["invocation"], picked["end"], strict=True) if pd.notna(e)}
     last_end = ends.get(ids[-1])
-    extra: list[tuple[str, Sequence[str]]] = []
+    extra: list[tuple[str, Sequence[str]]] = [_limits_section(unit)]
     if last_end is not None:
         probe = export_argv(["_SYSTEMD_UNIT=" + unit, "+", f"MESSAGE_ID={MSG_JOURNAL_DROPPED}",
                              f"OBJECT_SYSTEMD_UNIT={unit}"], since=last_end + 1)
@@ -222,7 +307,8 @@ def _read_invocations(svc: Services, unit: str, picked: pd.DataFrame, since: Any
     merged = pa.concat_tables(parts) if len(parts) > 1 else (parts[0] if parts else table)
     if len(parts) > 1:
         merged = merged.take(pa.array(np.argsort(journal_order(merged), kind="stable")))
-    return build_frame(_raw(merged), unit=unit, lost=Lost(binary=binary))
+    limits = _check_known(sections, unit, 1, svc.host.name)
+    return _note_rate_limit(build_frame(_raw(merged), unit=unit, lost=Lost(binary=binary)), limits)
 
 
 def _fetch_export(svc: Services, matches: list[str], since: int | str | None, until: int | str | None, *,
