@@ -41,6 +41,7 @@ from workbench.errors import CommandFailed, ConfigError, UnitNotFound
 from workbench.hosts import Host
 from workbench.journal import process as journal_process
 from workbench.journal import ratelimit
+from workbench.journal import text as journal_text
 from workbench.journal.entries import (
     MSG_JOURNAL_DROPPED,
     export_argv,
@@ -78,8 +79,12 @@ UNATTRIBUTED_AFTER_US = 5_000_000  # ... and this long after it
 _PROBE_BYTES = 65536
 
 
+_RAW_SCHEMA = pa.schema(RAW_FIELDS)
+
+
 def _raw(table: pa.Table) -> pa.Table:
-    return table.select(list(RAW_FIELDS))
+    raw = table.select(list(RAW_FIELDS))
+    return raw if raw.schema == _RAW_SCHEMA else raw.cast(_RAW_SCHEMA)
 
 
 def _section_table(section: Section) -> tuple[pa.Table, int]:
@@ -237,6 +242,7 @@ def read(
     timeout: float = 600.0,
     compress: bool = True,
     jobs: int = 1,
+    text: bool = True,
 ) -> JournalFrame:
     """The unit's journal as a :class:`JournalFrame`.
 
@@ -247,7 +253,9 @@ def read(
     (datetimes, epoch seconds, ISO strings, or journalctl expressions such as "-1h").
     With nothing chosen: all of the unit's lines in the window.  ``jobs`` > 1 reads the
     chosen invocations (once they have ended) in that many time slices at once: the host
-    formats them on several cores and each is parsed here while the rest arrive.
+    formats them on several cores and each is parsed here while the rest arrive.  ``text``:
+    an invocation's stream lines come as ``-o short-unix`` text (journal_text: about twice as
+    fast on the host, no per-row cursors); False reads every row through ``-o export``.
     """
     chosen = [x is not None for x in (invocation, last_invocations, after_cursor)]
     if sum(chosen) > 1:
@@ -263,7 +271,8 @@ def read(
     if invocation is None and last_invocations is None:
         return _read_window(svc, unit, since, until, timeout=timeout, compress=compress)
     picked = select_invocations(invocations(svc, unit, timeout=timeout), invocation, last_invocations)
-    return _read_invocations(svc, unit, picked, since, until, timeout=timeout, compress=compress, jobs=jobs)
+    return _read_invocations(svc, unit, picked, since, until, timeout=timeout, compress=compress, jobs=jobs,
+                             text=text)
 
 
 def _read_window(svc: Services, unit: str, since: Any, until: Any, *, timeout: float, compress: bool) -> JournalFrame:
@@ -278,7 +287,7 @@ def _read_window(svc: Services, unit: str, since: Any, until: Any, *, timeout: f
 
 
 def _read_invocations(svc: Services, unit: str, picked: pd.DataFrame, since: Any, until: Any, *,
-                      timeout: float, compress: bool, jobs: int = 1) -> JournalFrame:
+                      timeout: float, compress: bool, jobs: int = 1, text: bool = True) -> JournalFrame:
     ids = [str(i) for i in picked["invocation"]]
     starts = picked["start"].dropna()
     first = int(starts.min().value // 1000) - 1_000_000 if len(starts) else None
@@ -294,16 +303,22 @@ def _read_invocations(svc: Services, unit: str, picked: pd.DataFrame, since: Any
     # Slices need a known, finished window: from the first start to past the last end (the
     # last lines of a dying process are written after PID 1 logs its exit: the last slice is open).
     span = (lo, max(ends.values())) if isinstance(lo, int) and hi is None and len(ends) == len(ids) else None
-    table, binary, sections = _fetch_export(svc, invocation_matches(ids), lo, hi, span=span, jobs=jobs,
-                                            extra=extra, timeout=timeout, compress=compress)
+    if text:
+        table, streams, binary, sections = _fetch_text(svc, unit, ids, lo, hi, span=span, jobs=jobs, extra=extra,
+                                                       timeout=timeout, compress=compress)
+    else:
+        table, binary, sections = _fetch_export(svc, invocation_matches(ids), lo, hi, span=span, jobs=jobs,
+                                                extra=extra, timeout=timeout, compress=compress)
     windows = {i: (int(s.value // 1000) if pd.notna(s) else 0, ends.get(i)) for i, s in
                zip(picked["invocation"], picked["start"], strict=True)}
     keep = about(table, unit).to_numpy(zero_copy_only=False) & in_invocations(table, set(ids), windows)
     table = _frame_table(table, keep)
+    if text:
+        table = journal_text.merge_order([streams, _raw(table)])
     unattributed = _unattributed(svc, unit, table, ends, timeout=timeout, compress=compress)
     after = sections.get("after")
     late = late_report(after.data if after is not None else None, unit)
-    parts = [t for t in (table, unattributed, late) if t is not None and len(t)]
+    parts = [_raw(t) for t in (table, unattributed, late) if t is not None and len(t)]
     merged = pa.concat_tables(parts) if len(parts) > 1 else (parts[0] if parts else table)
     if len(parts) > 1:
         merged = merged.take(pa.array(np.argsort(journal_order(merged), kind="stable")))
@@ -340,6 +355,54 @@ def _fetch_export(svc: Services, matches: list[str], since: int | str | None, un
             binary += b
         sections = side.result() if side is not None else {}
     return pa.concat_tables(tables), binary, sections
+
+
+def _other_matches(ids: list[str]) -> list[str]:
+    """invocation_matches without the stream lines (those come as text): native and syslog lines,
+    PID 1's, journald's and other daemons' about the invocations."""
+    own = [f"_SYSTEMD_INVOCATION_ID={i}" for i in ids]
+    rest = invocation_matches(ids)
+    return [*own, "_TRANSPORT=journal", "_TRANSPORT=syslog", *rest[rest.index("+"):]]
+
+
+def _fetch_text(svc: Services, unit: str, ids: list[str], since: int | str | None, until: int | str | None, *,
+                span: tuple[int, int] | None, jobs: int, extra: list[tuple[str, Sequence[str]]], timeout: float,
+                compress: bool) -> tuple[pa.Table, pa.Table, int, dict[str, Section]]:
+    """(export rows of everything but the stream lines, the stream lines from ``-o short-unix`` text,
+    binary count, side sections): the text in ``jobs`` time slices per invocation when ``span``
+    is known, fetched at once and parsed as each arrives; the rest in one side round trip."""
+    slices: list[tuple[int | str | None, int | str | None]] = [(since, until)]
+    if jobs > 1 and span is not None and span[1] > span[0]:
+        a, b = span
+        bounds = [a + (b - a) * k // jobs for k in range(jobs)]
+        slices = [(bounds[k], bounds[k + 1] - 1 if k + 1 < jobs else None) for k in range(jobs)]
+    text_args = {(n, k): journal_text.text_argv(inv, since=lo, until=hi)
+                 for n, inv in enumerate(ids) for k, (lo, hi) in enumerate(slices)}
+    side: list[tuple[str, Sequence[str]]] = [
+        ("main", export_argv(_other_matches(ids), since=since, until=until)),
+        *[(f"x{n}", export_argv(journal_text.exceptions_matches(inv), since=since, until=until))
+          for n, inv in enumerate(ids)], *extra]
+    with ThreadPoolExecutor(max_workers=len(text_args) + 1, thread_name_prefix="journal-text") as pool:
+        futures = {key: pool.submit(fetch, svc.host, [(f"t{key[0]}s{key[1]}", argv)], timeout=timeout,
+                                    compress=compress) for key, argv in text_args.items()}
+        side_future = pool.submit(fetch, svc.host, side, timeout=timeout, compress=compress)
+        parsed: dict[int, list[pa.Table]] = {n: [] for n in range(len(ids))}
+        binary = 0
+        for (n, k), fut in futures.items():
+            sec = fut.result()[f"t{n}s{k}"]
+            if not sec.ok and (sec.data.strip() or sec.stderr.strip()):  # --show-cursor exits 1 on no entries
+                raise CommandFailed(f"journalctl failed (exit {sec.exited}): "
+                                    f"{clip(sec.stderr.strip(), 500, tail=True)}")
+            rows = journal_text.parse_short_unix(sec.data, unit=unit, invocation=ids[n])
+            binary += journal_text.undecodable(sec.data, rows)
+            parsed[n].append(rows)
+        sections = side_future.result()
+    table, b = _section_table(sections["main"])
+    streams = []
+    for n, parts in parsed.items():
+        exceptions, _ = _section_table(sections[f"x{n}"])
+        streams.append(journal_text.patch(pa.concat_tables(parts) if len(parts) > 1 else parts[0], _raw(exceptions)))
+    return table, pa.concat_tables(streams), binary + b, sections
 
 
 def _unattributed(svc: Services, unit: str, table: pa.Table, ends: dict[str, int], *, timeout: float,

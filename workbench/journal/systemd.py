@@ -155,7 +155,7 @@ def journal_order(table: pa.Table) -> np.ndarray:
     seqnum id (``s=``), else the time (rows from several journals, e.g. across a journald restart)."""
     found = pc.extract_regex(table["cursor"], r"^s=(?P<s>[0-9a-f]+);i=(?P<i>[0-9a-f]+);")
     ids = pc.struct_field(found, "s")
-    if len(table) and pc.count_distinct(ids).as_py() == 1:
+    if len(table) and found.null_count == 0 and pc.count_distinct(ids).as_py() == 1:
         seq = pc.struct_field(found, "i").to_pylist()
         return np.array([int(x, 16) for x in seq], np.int64)
     return table["usec"].to_numpy()
