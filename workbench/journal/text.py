@@ -17,6 +17,7 @@ and a syslog line) may come in another order than journal order.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -30,6 +31,7 @@ __all__ = ["DEFAULT_PRIORITY", "exceptions_matches", "merge_order", "parse_short
            "undecodable"]
 
 DEFAULT_PRIORITY = 6  # a stream's lines without a <N> prefix under the default SyslogLevel=info
+_CONTROL = re.compile(rb"[\x00-\x08\x0b-\x1f\x7f]")
 _PATTERN = r"^(?P<host>[^ ]*) (?P<ident>[^\[]*?)(?:\[(?P<pid>[0-9]+)\])?: (?P<message>.*)$"
 
 
@@ -53,44 +55,112 @@ def exceptions_matches(invocation: str) -> list[str]:
 
 def parse_short_unix(data: bytes, *, unit: str, invocation: str) -> pa.Table:
     """``text_argv`` output as raw rows (:data:`~workbench.journal.frame.RAW_FIELDS`)."""
-    text = data.decode("utf-8", "replace")
-    if text.endswith("\n"):
-        text = text[:-1]
-    head, sep, trailer = text.rpartition("\n")
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:  # invalid bytes become U+FFFD, as the export reader decodes them
+        data = data.decode("utf-8", "replace").encode()
+    if data and not data.endswith(b"\n"):
+        data += b"\n"
     last_cursor = None
-    if (sep or not head) and trailer.startswith("-- cursor: "):  # --show-cursor: the last entry's cursor
-        text, last_cursor = head, trailer[len("-- cursor: "):].strip()
-    if not text:
+    tail = data.rfind(b"\n", 0, len(data) - 1) + 1
+    if data.startswith(b"-- cursor: ", tail):  # --show-cursor: the last entry's cursor
+        last_cursor = data[tail + len(b"-- cursor: "):].strip().decode()
+        data = data[:tail]
+    if not data:
         return pa.table({k: pa.array([], t) for k, t in RAW_FIELDS.items()})
-    lines = pc.list_flatten(pc.split_pattern(pa.array([text], pa.large_string()), "\n"))
-    stamp = pc.utf8_slice_codeunits(lines, 0, 17)
-    usec = pc.cast(pc.replace_substring(stamp, ".", ""), pa.int64())
-    parts = pc.extract_regex(pc.utf8_slice_codeunits(lines, 18, 1 << 40), _PATTERN)
-    n = len(lines)
+    cols = _columns_fast(data) or _columns_regex(data)
+    n = len(cols["usec"])
 
     def const(value: object, typ: pa.DataType) -> pa.Array:
         return pa.nulls(n, typ) if value is None else pa.array(np.full(n, value), typ)
 
-    pid = pc.cast(pc.if_else(pc.equal(parts.field("pid"), ""), None, parts.field("pid")), pa.int64())
-    cols = {
-        "usec": usec, "cursor": const(None, pa.large_string()), "message": parts.field("message"),
-        "pid": pid, "priority": const(DEFAULT_PRIORITY, pa.int64()), "identifier": parts.field("ident"),
-        "host": parts.field("host"), "unit": pa.array([unit] * n, pa.large_string()),
-        "invocation": pa.array([invocation] * n, pa.large_string()),
+    cols.update({
+        "cursor": const(None, pa.large_string()), "priority": const(DEFAULT_PRIORITY, pa.int64()),
+        "unit": pa.array([unit] * n, pa.large_string()), "invocation": pa.array([invocation] * n, pa.large_string()),
         "origin": pa.array(["unit"] * n, pa.large_string()), "message_id": const(None, pa.large_string()),
         "line_break": const(None, pa.large_string()), "stream": const(None, pa.large_string()),
         "n_dropped": const(None, pa.int64()),
-    }
+    })
     if last_cursor:
         cols["cursor"] = pa.array([None] * (n - 1) + [last_cursor], pa.large_string())
-    return pa.table({k: pc.cast(v, RAW_FIELDS[k]) for k, v in cols.items()})
+    return pa.table({k: pc.cast(cols[k], t) for k, t in RAW_FIELDS.items()})
+
+
+def _columns_regex(data: bytes) -> dict[str, pa.Array]:
+    """The columns by a regular expression per line (any line shape journalctl prints)."""
+    lines = pc.list_flatten(pc.split_pattern(pa.array([data[:-1].decode()], pa.large_string()), "\n"))
+    usec = pc.cast(pc.replace_substring(pc.utf8_slice_codeunits(lines, 0, 17), ".", ""), pa.int64())
+    parts = pc.extract_regex(pc.utf8_slice_codeunits(lines, 18, 1 << 40), _PATTERN)
+    pid = pc.cast(pc.if_else(pc.equal(parts.field("pid"), ""), None, parts.field("pid")), pa.int64())
+    return {"usec": usec, "message": parts.field("message"), "pid": pid, "identifier": parts.field("ident"),
+            "host": parts.field("host")}
+
+
+def _cut(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> pa.Array:
+    """The byte ranges [starts, ends) of ``buf`` as one string array (one copy, no Python loop)."""
+    lengths = ends - starts
+    offsets = np.zeros(len(starts) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    if offsets[-1] * 8 < len(buf):  # short ranges (the "ident[pid]" prefixes): gather their bytes
+        index = np.repeat(starts - offsets[:-1], lengths) + np.arange(offsets[-1])
+        return pa.LargeStringArray.from_buffers(len(starts), pa.py_buffer(offsets), pa.py_buffer(buf[index].tobytes()))
+    delta = np.zeros(len(buf) + 1, np.int8)  # +1 where a range opens, -1 where it closes (disjoint ranges)
+    delta[starts] += 1
+    np.subtract.at(delta, ends, 1)
+    keep = np.cumsum(delta[:-1], dtype=np.int8).view(bool)
+    return pa.LargeStringArray.from_buffers(len(starts), pa.py_buffer(offsets), pa.py_buffer(buf[keep].tobytes()))
+
+
+def _columns_fast(data: bytes) -> dict[str, pa.Array] | None:
+    """The columns from byte positions: ``SSSSSSSSSS.UUUUUU HOST IDENT[PID]: MESSAGE`` with one host;
+    None when a line has another shape (then the regex reads it)."""
+    buf = np.frombuffer(data, np.uint8)
+    ends = np.flatnonzero(buf == 10)
+    starts = np.concatenate([[0], ends[:-1] + 1])
+    if (ends - starts < 20).any():
+        return None
+    stamp = buf[starts[:, None] + np.arange(17)].astype(np.int64) - 48
+    digits = np.delete(stamp, 10, axis=1)
+    if (stamp[:, 10] != ord(".") - 48).any() or (digits < 0).any() or (digits > 9).any():
+        return None
+    usec = digits @ (10 ** np.arange(15, -1, -1, dtype=np.int64))
+    first = data[18:ends[0]]
+    space = first.find(b" ")
+    if space <= 0:
+        return None
+    host = first[:space]
+    head = starts + 18
+    if (ends - head <= space + 2).any():
+        return None
+    block = buf[head[:, None] + np.arange(space + 1)]
+    if not (block == np.frombuffer(host + b" ", np.uint8)).all():
+        return None
+    p0 = head + space + 1
+    colon = np.flatnonzero((buf[:-1] == 58) & (buf[1:] == 32))  # ": "
+    at = np.searchsorted(colon, p0)
+    if (at >= len(colon)).any():
+        return None
+    c = colon[at]
+    if (c >= ends).any():
+        return None
+    prefix = _cut(buf, p0, c).dictionary_encode()
+    idents, pids = [], []
+    for who in prefix.dictionary.to_pylist():
+        m = re.fullmatch(r"([^\[]*?)(?:\[([0-9]+)\])?", who)
+        if m is None:
+            return None
+        idents.append(m.group(1))
+        pids.append(int(m.group(2)) if m.group(2) else None)
+    return {"usec": pa.array(usec, pa.int64()), "message": _cut(buf, c + 2, ends),
+            "pid": pa.array(pids, pa.int64()).take(prefix.indices),
+            "identifier": pa.array(idents, pa.large_string()).take(prefix.indices), "host": pa.array(
+                [host.decode()] * len(starts), pa.large_string())}
 
 
 def undecodable(data: bytes, rows: pa.Table) -> int:
     """How many rows journald held as binary (control characters, invalid UTF-8: decoded with
     replacement characters), as the export reader counts them."""
-    raw = np.frombuffer(data, np.uint8)
-    control = bool((((raw < 32) & (raw != 9) & (raw != 10)) | (raw == 127)).any())
+    control = _CONTROL.search(data) is not None
     try:
         data.decode("utf-8")
         invalid = False

@@ -55,3 +55,15 @@ def test_queries_match_the_invocation_and_quote_nothing_by_hand():
     assert argv[argv.index("--since") + 1] == "@1.000000" and argv[argv.index("--until") + 1] == "-1h"
     m = text.exceptions_matches("abc")
     assert "PRIORITY=6" not in m and "PRIORITY=3" in m and m[m.index("+") + 1:][-1] == "_LINE_BREAK=line-max"
+
+
+def test_the_byte_reader_and_the_regex_reader_agree():
+    short, _, _ = pair()
+    data = short.decode("utf-8", "replace").encode()
+    fast, slow = text._columns_fast(data), text._columns_regex(data)
+    assert fast is not None and set(fast) == set(slow)
+    for col in fast:
+        assert fast[col].to_pylist() == slow[col].to_pylist(), col
+    odd = data + b"1796121942.126215 gpu-a no-pid-here: a line without a pid\n"
+    assert text._columns_fast(odd)["pid"].to_pylist()[-1] is None
+    assert text._columns_fast(b"garbage line that is long enough\n") is None  # the regex reads it
