@@ -1,8 +1,10 @@
 """A unit's journal as a :class:`~workbench.journal.frame.JournalFrame`: one invocation, the last N,
 a time window, or what is new since a cursor.
 
-On systemd hosts this runs ``journalctl -o export`` (see journal_export for why not JSON)
-with explicit matches, in one SSH round trip per step (journal_fetch):
+On systemd hosts this runs ``journalctl`` with explicit matches, in one SSH round trip per step
+(journal_fetch): an invocation's stream lines as ``-o short-unix`` text (journal_text: the host
+prints it at about twice the speed of export), everything else as ``-o export`` (see
+journal_export for why not JSON):
 
 1. :func:`invocations` reads PID 1's lines about the unit (``_PID=1 UNIT=``): one row per
    ``INVOCATION_ID`` with its start, end, result and exit status.
