@@ -9,10 +9,14 @@ once, with ``LogRateLimitBurst=`` raised so journald keeps every line (on system
 pass 0 on to journald, which then applies its default), then times, interleaved per round:
 
 * ``raw``: OpenSSH running ``journalctl -u UNIT -o cat`` into /dev/null;
-* ``read``: ``journal_read.read(svc, UNIT, invocation="last")`` (3 round trips, parse, frame),
-  with gzip on the host (the default) and without (``compress=False``, base64 only);
-* context: the host alone producing ``-o export`` and ``-o json`` into /dev/null, and the
-  client steps of one read (fetch, export parse, frame assembly) with their CPU seconds.
+* ``read``: ``journal_read.read(svc, UNIT, invocation="last")`` as it is now: the stream lines
+  as ``-o short-unix`` text (journal_text), the rest through ``-o export``; one slice and
+  ``--jobs`` slices;
+* ``read_export``: the same read all through ``-o export`` (``text=False``: the reader before
+  issue 14), one slice and ``--jobs`` slices;
+* context: the host alone producing ``-o short-unix``, ``-o export`` and ``-o json`` into
+  /dev/null, and the client steps of one export read (fetch, export parse, frame assembly)
+  with their CPU seconds.
 
 Prints a Markdown table (lines/s, ratio to raw) and the JSON of all samples.  The unit's
 1M entries stay in the host's journal (about 0.5 GB); nothing else is left behind.
@@ -93,7 +97,8 @@ def main() -> None:
         print(f"wrote {args.lines} lines through journald in {wrote:.1f} s")
     q = shlex.quote(unit)
     counted = int(host.run(f"journalctl -u {q} -o cat --no-pager | wc -l", timeout=900).stdout)
-    samples: dict[str, list[float]] = {"raw": [], "read": [], "read_jobs": [], "read_plain": [], "host_export": [],
+    samples: dict[str, list[float]] = {"raw": [], "read": [], "read_jobs": [], "read_export": [],
+                                       "read_export_jobs": [], "host_short_unix": [], "host_export": [],
                                        "host_json": []}
     rows = 0
     def note(key: str, secs: float) -> None:
@@ -108,7 +113,11 @@ def main() -> None:
         del frame
         note("read", secs)
         note("read_jobs", timed(journal_read.read, svc, unit, invocation="last", timeout=1800, jobs=args.jobs)[1])
-        note("read_plain", timed(journal_read.read, svc, unit, invocation="last", timeout=1800, compress=False)[1])
+        note("read_export", timed(journal_read.read, svc, unit, invocation="last", timeout=1800, text=False)[1])
+        note("read_export_jobs", timed(journal_read.read, svc, unit, invocation="last", timeout=1800, text=False,
+                                       jobs=args.jobs)[1])
+        note("host_short_unix", ssh_seconds(args.ssh_config, args.host,
+                                            f"journalctl -u {q} -o short-unix --all --no-pager"))
         note("host_export", ssh_seconds(args.ssh_config, args.host, f"journalctl -u {q} -o export --no-pager"))
     if not args.skip_json:
         note("host_json", ssh_seconds(args.ssh_config, args.host, f"journalctl -u {q} -o json --all --no-pager"))
@@ -122,9 +131,11 @@ def main() -> None:
     print("| path | seconds | lines/s | vs raw |")
     print("|---|---:|---:|---:|")
     names = {"raw": "`ssh host journalctl -u UNIT -o cat > /dev/null` (raw)",
-             "read": "`journal_read.read(..., invocation=\"last\")` -> JournalFrame (gzip)",
+             "read": "`journal_read.read(..., invocation=\"last\")` -> JournalFrame (new: short-unix text)",
              "read_jobs": f"same, `jobs={args.jobs}` time slices at once",
-             "read_plain": "same, `compress=False` (base64 only)",
+             "read_export": "old: the same read all through `-o export` (`text=False`)",
+             "read_export_jobs": f"old, `jobs={args.jobs}`",
+             "host_short_unix": "host alone: `journalctl -u UNIT -o short-unix --all > /dev/null` over ssh",
              "host_export": "host alone: `journalctl -u UNIT -o export > /dev/null` over ssh",
              "host_json": "host alone: `journalctl -u UNIT -o json --all > /dev/null` over ssh (1 run)"}
     for key, label in names.items():

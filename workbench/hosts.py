@@ -31,6 +31,7 @@ from workbench.errors import (
     CommandTimeout,
     ConfigError,
 )
+from workbench.redact import clip
 from workbench.shell import Command
 
 # Paramiko reports expected events (a tunnel dialled before the server listens, a socket
@@ -159,7 +160,7 @@ class Host(Protocol):
 def _check(result: Result, check: bool) -> Result:
     if check and not result.ok:
         raise CommandFailed(
-            f"{result.host}: command exited {result.exited}: {result.command[:200]}\n{result.tail()}",
+            f"{result.host}: command exited {result.exited}: {clip(result.command, 200)}\n{result.tail()}",
             host=result.host,
             result=result,
         )
@@ -236,7 +237,7 @@ class LocalHost:
                 os.killpg(proc.pid, 9)
             proc.communicate()
             raise CommandTimeout(
-                f"{self.name}: command ran past {timeout:.0f} s and was killed: {text[:200]}",
+                f"{self.name}: command ran past {timeout:.0f} s and was killed: {clip(text, 200)}",
                 host=self.name,
             ) from None
         result = Result(text, out.decode(errors="replace"), err.decode(errors="replace"),

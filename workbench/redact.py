@@ -5,12 +5,21 @@ only by reference: :meth:`Redactor.for_params` learns the values of the
 controller environment variables a runbook's ``secret_env`` names, and the
 values given under secret-looking names (``--api-key X``, ``{"HF_TOKEN": X}``);
 runbooks add a unit's ``Environment=`` values whose names look secret
-(:meth:`Redactor.add_env`).  Patterns: IPv4 and IPv6 addresses, ``hf_``
-tokens, ``Bearer`` headers, ``--api-key X`` style arguments, ``NAME=value``
+(:meth:`Redactor.add_env`).  Patterns: IPv4 and IPv6 addresses (not version
+numbers: ``nvidia-cudnn-cu12==9.1.0.70`` or a ``pip list`` row stays as is), the
+common token formats in any position (:data:`TOKEN_FORMATS`: OpenAI/Anthropic
+``sk-``, Hugging Face ``hf_``, GitHub ``ghp_``/``github_pat_``, AWS ``AKIA``,
+NVIDIA ``nvapi-``, Slack ``xox?-``, GitLab, Google, Stripe, JWTs, PEM private keys,
+``Bearer``/``Basic`` credentials), ``--api-key X`` style arguments, ``NAME=value``
 assignments whose name says token, secret, key or password, and URLs with
 credentials.  In JSON-like objects a string under a secret-looking key is
 replaced whole.  Journal tables lose ``_CMDLINE``-like columns, which repeat a
 command line (and any secret on it) on every line.
+
+Redaction comes before truncation: :func:`clip` is how any text is cut for a
+message (it redacts, then cuts), and a known secret that was cut anyway
+before it reached a redactor is still found by its first or last
+:data:`FRAGMENT` characters (a head or tail cut keeps one of them).
 """
 
 from __future__ import annotations
@@ -42,14 +51,71 @@ _FLAG = re.compile(r"(?i)(--(?:[\w-]*[_-])?(?:" + _WORDS + r"))(=|\s+)" + _VALUE
 # NAME=value and "NAME": "value" (quoted only: ``{"token": token}`` in code is no secret).
 _NAME = (r"(?:[A-Z0-9]+_)*(?:SECRET(?:_(?:ACCESS_)?KEY)?|TOKEN|PASSWORD|PASSWD|PASS|API_?KEY|ACCESS_KEY"
          r"|PRIVATE_KEY|CREDENTIALS?)")
+# Token formats recognised wherever they occur (no secret-looking name needed).
+TOKEN_FORMATS: tuple[tuple[str, str], ...] = (
+    ("openai/anthropic", r"\bsk-(?:proj-|svcacct-|admin-|ant-(?:api|admin)\d*-)?(?=[\w-]*\d)[A-Za-z0-9_-]{20,}"),
+    ("huggingface", r"\bhf_[A-Za-z0-9]{20,}"),
+    ("github", r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})"),
+    ("aws access key id", r"\b(?:AKIA|ASIA|ABIA|ACCA|AROA|AIDA)[A-Z0-9]{16}\b"),
+    ("nvidia", r"\bnvapi-[A-Za-z0-9_-]{20,}"),
+    ("slack", r"\bxox[abposr]-[A-Za-z0-9-]{10,}|\bxapp-\d-[A-Za-z0-9-]{10,}"),
+    ("gitlab", r"\bglpat-[A-Za-z0-9_-]{20,}"),
+    ("google api key", r"\bAIza[0-9A-Za-z_-]{35}"),
+    ("stripe", r"\b[sr]k_(?:live|test)_[A-Za-z0-9]{16,}"),
+    ("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"),
+    ("pem private key", r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)"),
+)
+_TOKENS = re.compile("|".join(f"(?:{rx})" for _, rx in TOKEN_FORMATS))
 _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"\bhf_[A-Za-z0-9]{10,}"), REDACTED),
-    (re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]{8,}"), r"\1 " + REDACTED),
+    (_TOKENS, REDACTED),
+    (re.compile(r"(?i)\b(bearer|basic|token)\s+(?![A-Za-z]+\b)[A-Za-z0-9._~+/=-]{8,}"), r"\1 " + REDACTED),
+    (re.compile(r"(?i)\b(authorization\s*[:=]\s*[\"']?)(?!\[REDACTED)(?!(?:bearer|basic|token)\s)[^\s\"',;]{8,}"),
+     r"\1" + REDACTED),
     (_FLAG, r"\1\2" + REDACTED),
     (re.compile(r"(?i)\b(" + _NAME + r")=" + _VALUE), r"\1=" + REDACTED),
     (re.compile(r"(?i)\b(" + _NAME + r")(\"?\s*:\s*)(\"[^\"]*\"|'[^']*')"), r'\1\2"' + REDACTED + '"'),
     (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/:@]+:[^\s/@]+@"), r"\1" + REDACTED + "@"),
 )
+# A known secret cut before it was redacted keeps its first or last FRAGMENT characters.
+FRAGMENT = 8
+ELLIPSIS = "..."
+# Dotted quads that are versions, not addresses: after a version operator or a word saying
+# version (``==9.1.0.70``, ``cuDNN version: 9.1.0.70``), in a wheel name (``cu12-9.1.0.70-py3``),
+# with a local version (``+cu124``), or as the version column of a ``pip list`` row.
+_VERSION_BEFORE = re.compile(r"(?:[=!~<>]=\s*|===\s*|(?<![-\w])[<>^]\s*|(?<![A-Za-z])(?i:version|ver|release|build)[\s:=\"']*"
+                             r"|[A-Za-z]\w*-)$")
+_VERSION_AFTER = re.compile(r"^(?:\+[A-Za-z]|-(?:py\d|cp\d|none|manylinux|linux|\d+-))")
+_PIP_ROW = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*(?:\[[\w,.-]+\])?)\s+$")
+_PIP_ROW_REST = re.compile(r"^(?:\s+(?:/|[A-Za-z]:\\|pip\b|conda\b|uv\b)\S*.*)?\s*$")
+# Names that say an address follows (``HostName 10.0.0.1``): never a pip list row.
+_ADDRESS_WORDS = re.compile(r"(?i)^(?:host(?:name)?|addr(?:ess)?|ip|inet6?|server|peer|gateway|nameserver|dns|proxy"
+                            r"|from|to|via|src|dst|master|node|endpoint|listen|bind|remote|local|client|target)$")
+
+
+# A row of ``pip list`` whose version is not a dotted quad: what a version column's neighbours look like.
+_PIP_NEIGHBOUR = re.compile(r"^\s*[A-Za-z0-9][\w.-]*(?:\[[\w,.-]+\])?\s+\d+(?:\.\d+){0,2}(?:[a-z+!-][\w.+!-]*)?"
+                            r"(?:\s+\S.*)?\s*$")
+_PIP_HEADER = re.compile(r"^Package\s+Version\b", re.M)
+
+
+def _is_version(text: str, start: int, end: int) -> bool:
+    before = text[max(0, start - 40):start]
+    if _VERSION_BEFORE.search(before) or _VERSION_AFTER.match(text[end:end + 12]):
+        return True
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    line_end = line_end if line_end >= 0 else len(text)
+    row = _PIP_ROW.match(text[line_start:start])
+    if not row or _ADDRESS_WORDS.match(row.group(1)) or not _PIP_ROW_REST.match(text[end:line_end]):
+        return False
+    # A lone "name 10.1.2.3" is an address; in a pip list (its header above, or rows around it
+    # with ordinary versions) it is a version.
+    if _PIP_HEADER.search(text, 0, line_start):
+        return True
+    around = text[max(0, line_start - 400):line_start].split("\n")[-3:-1] + text[line_end + 1:line_end + 400].split("\n")[:2]
+    return any(_PIP_NEIGHBOUR.match(line) for line in around)
+
+
 # Addresses that are not anybody's: loopback and the unspecified address stay readable.
 _KEEP = {"127.0.0.1", "0.0.0.0", "::1", "::"}
 
@@ -57,10 +123,37 @@ _KEEP = {"127.0.0.1", "0.0.0.0", "::1", "::"}
 def _address(match: re.Match[str]) -> str:
     text = match.group(0)
     try:
-        ipaddress.ip_address(text.split("%")[0])
+        ip = ipaddress.ip_address(text.split("%")[0])
     except ValueError:
         return text
-    return text if text in _KEEP else ADDRESS
+    if text in _KEEP or (ip.version == 4 and _is_version(match.string, match.start(), match.end())):
+        return text
+    return ADDRESS
+
+
+def _cut_heads(s: str, secret: str, mark: str) -> str:
+    """``s`` with every prefix of ``secret`` of FRAGMENT or more characters replaced by ``mark``."""
+    head = secret[:FRAGMENT]
+    i = s.find(head)
+    while i >= 0:
+        n = FRAGMENT
+        while i + n < len(s) and n < len(secret) and s[i + n] == secret[n]:
+            n += 1
+        s = s[:i] + mark + s[i + n:]
+        i = s.find(head, i + len(mark))
+    return s
+
+
+def _cut_fragments(s: str, secret: str) -> str:
+    """``s`` without the pieces a head or tail cut leaves of ``secret``: a prefix of FRAGMENT or
+    more characters, or such a suffix (found as a prefix of both texts reversed)."""
+    if len(secret) < 2 * FRAGMENT:
+        return s
+    if secret[:FRAGMENT] in s:
+        s = _cut_heads(s, secret, REDACTED)
+    if secret[-FRAGMENT:] in s:
+        s = _cut_heads(s[::-1], secret[::-1], REDACTED[::-1])[::-1]
+    return s
 
 
 def is_secret_name(name: str) -> bool:
@@ -121,8 +214,11 @@ class Redactor:
                 self.learn(v)
 
     def _plain(self, s: str) -> str:
-        for secret in sorted(self.secrets, key=len, reverse=True):
+        ordered = sorted(self.secrets, key=len, reverse=True)
+        for secret in ordered:
             s = s.replace(secret, REDACTED)
+        for secret in ordered:
+            s = _cut_fragments(s, secret)
         for pattern, repl in _PATTERNS:
             s = pattern.sub(repl, s)
         s = _IPV4.sub(_address, s)
@@ -172,6 +268,19 @@ class Redactor:
             if frame[col].dtype == object or is_string_dtype(frame[col].dtype):
                 frame[col] = frame[col].map(self.obj)
         return frame
+
+
+_DEFAULT = Redactor()
+
+
+def clip(text: str | None, width: int, redactor: Redactor | None = None, *, tail: bool = False) -> str:
+    """``text`` redacted, then cut to ``width`` characters (its end when ``tail``) with an ellipsis:
+    a cut can never leave part of a secret that the whole text would have shown as [REDACTED]."""
+    out = (redactor or _DEFAULT).text(text or "")
+    if len(out) <= width:
+        return out
+    keep = max(width - len(ELLIPSIS), 0)
+    return ELLIPSIS + out[len(out) - keep:] if tail else out[:keep] + ELLIPSIS
 
 
 def scan_file(path: str, redactor: Redactor | None = None) -> list[int]:

@@ -44,6 +44,7 @@ from workbench.errors import (
 )
 from workbench.guard import RECORD, Guard, bound_text
 from workbench.hosts import Host
+from workbench.inputs import check_edits, check_timeout
 from workbench.lock import HostLock
 from workbench.services import Services, services_for
 from workbench.systemd import UnitStatus
@@ -124,6 +125,7 @@ class HostSession:
         lock_wait: float = 0.0,
         guard: bool = True,
     ) -> None:
+        check_timeout(ready_timeout, "ready_timeout")
         self.host = host
         self.svc = services or services_for(host)
         self.lock = HostLock(host, purpose=purpose, wait=lock_wait,
@@ -307,6 +309,9 @@ class HostSession:
                        env: dict[str, str | None] | None, *, health_path: str, timeout: float | None,
                        runtime_max_sec: int | None, on_event: Any, on_line: Any) -> tuple[Variant, Trial]:
         """Record, check the GPUs, place, stop the base, start and watch: the one way a variant starts."""
+        check_edits(edits, allow_empty=True)  # bad input fails before the host is touched
+        if timeout is not None:
+            check_timeout(timeout)
         snap = self.protect(base)
         variant = self.variant(base, edits, env, runtime_max_sec=runtime_max_sec)
         allow = (snap.unit, *self.record.created, variant.name)

@@ -42,6 +42,7 @@ from workbench.hosts import (
     _prepare,
     _put_command,
 )
+from workbench.redact import clip
 from workbench.shell import Command
 
 
@@ -347,7 +348,7 @@ class SSHHost:
         result = Result(text, b"".join(out).decode(errors="replace"), b"".join(err).decode(errors="replace"),
                         status, self.name, time.monotonic() - started)
         if status == shell.TIMEOUT_EXIT and time.monotonic() - started >= timeout:
-            raise CommandTimeout(f"{self.name}: command ran past {timeout:.0f} s and was killed on the host: {text[:200]}",
+            raise CommandTimeout(f"{self.name}: command ran past {timeout:.0f} s and was killed on the host: {clip(text, 200)}",
                                  host=self.name, result=result)
         return _check(result, check)
 
@@ -360,7 +361,7 @@ class SSHHost:
     def _on_deadline(self, text: str, timeout: float) -> None:
         """The host's own deadline did not report back: tell a hung host from a slow command."""
         if self.alive():
-            raise CommandTimeout(f"{self.name}: command ran past {timeout:.0f} s: {text[:200]}", host=self.name)
+            raise CommandTimeout(f"{self.name}: command ran past {timeout:.0f} s: {clip(text, 200)}", host=self.name)
         with self._lock:
             self._drop()
         raise self.unresponsive("no reply to a command, and a liveness probe failed",

@@ -24,6 +24,7 @@ from typing import Any
 
 from workbench.hosts import Host
 from workbench.phases import PHASES
+from workbench.redact import clip
 from workbench.session import HostSession
 from workbench.tracebacks import analyze, normalize_message
 from workbench.variants import EditValue, edits_key, normalize_edits, one_line
@@ -72,9 +73,7 @@ def failure_words(exception_type: str | None, message: str | None, width: int = 
     """``RuntimeError (CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling ...)``."""
     if not exception_type and not message:
         return "a failure"
-    text = one_line((message or "").splitlines()[0] if message else "")
-    if len(text) > width:
-        text = text[: width - 3] + "..."
+    text = clip(one_line((message or "").splitlines()[0] if message else ""), width)  # redacted, then cut
     return f"{exception_type or 'failure'} ({text})" if text else str(exception_type)
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -53,30 +54,52 @@ def _is_number(token: str) -> bool:
     return True
 
 
-def _check_flag(flag: str) -> None:
-    if not flag.startswith("-") or len(flag) < 2 or any(c.isspace() for c in flag) or "=" in flag:
-        raise ConfigError(f"not a flag: {flag!r} (edits are keyed by flags such as '--ep-size')")
+def _check_flag(flag: object) -> str:
+    if (not isinstance(flag, str) or not flag.startswith("-") or not flag.strip("-") or _is_number(flag)
+            or any(c.isspace() or not c.isprintable() for c in flag) or "=" in flag):
+        raise ConfigError(f"not a flag: {flag!r} (edits are keyed by flags such as '--ep-size': a dash, "
+                          "a name, no spaces or '=')")
+    return flag
 
 
-def normalize_edits(edits: Mapping[str, EditValue] | Sequence[tuple[str, EditValue]]) -> tuple[tuple[str, EditValue], ...]:
-    """Validate edits and return them as a tuple of (flag, value) in the given order."""
+def _scalar(flag: str, value: object) -> str:
+    """A number or string edit value as the argv word it becomes."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if not math.isfinite(value):
+            raise ConfigError(f"edit for {flag}: {value!r} is not a usable number")
+        return str(value)
+    raise ConfigError(f"edit for {flag}: value must be a string, a number, true (add the flag), "
+                      f"false or None (remove it) or a list of strings/numbers, not {value!r}")
+
+
+def normalize_edits(edits: Mapping[str, object] | Sequence[tuple[str, object]]) -> tuple[tuple[str, EditValue], ...]:
+    """Validate edits and return them as a tuple of (flag, value) in the given order.
+
+    Values: a string or a number (the flag's value), ``True`` (add a boolean flag), ``False``
+    or ``None`` (remove the flag and its values), a list of strings/numbers (several values)."""
     items = list(edits.items()) if isinstance(edits, Mapping) else list(edits)
     out: list[tuple[str, EditValue]] = []
     seen: set[str] = set()
-    for flag, value in items:
-        _check_flag(flag)
+    for item in items:
+        if not isinstance(item, list | tuple) or len(item) != 2:
+            raise ConfigError(f"an edit is a (flag, value) pair, not {item!r}")
+        flag = _check_flag(item[0])
+        value = item[1]
         if flag in seen:
             raise ConfigError(f"flag {flag} edited twice")
         seen.add(flag)
-        if value is False:
-            value = None
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            value = str(value)
-        if isinstance(value, list | tuple):
-            value = tuple(str(v) for v in value)
-        elif not (value is None or value is True or isinstance(value, str)):
-            raise ConfigError(f"edit for {flag}: value must be a string, True, None or a list, not {value!r}")
-        out.append((flag, value))
+        norm: EditValue
+        if value is False or value is None:
+            norm = None
+        elif value is True:
+            norm = True
+        elif isinstance(value, list | tuple):
+            norm = tuple(_scalar(flag, v) for v in value)
+        else:
+            norm = _scalar(flag, value)
+        out.append((flag, norm))
     return tuple(out)
 
 

@@ -23,6 +23,7 @@ import httpx
 
 from workbench.errors import ServiceError
 from workbench.hosts import Host, LineStream
+from workbench.inputs import check_timeout
 from workbench.journal import MSG_UNIT_FAILED, MSG_UNIT_PROCESS_EXIT, TERMINAL_MESSAGE_IDS, Entry
 from workbench.phases import PhaseTracker, PhaseTransition
 from workbench.services import Services, exec_argv
@@ -155,6 +156,7 @@ def watch_start(
     unit_text: str | None = None,
 ) -> Outcome:
     """Start ``unit`` (unless ``start=False``) and follow it until it is ready, failed, or ``timeout``."""
+    timeout = check_timeout(timeout)
     if health_path not in HEALTH_PATHS and not health_path.startswith("/"):
         raise ServiceError(f"health path must start with '/': {health_path!r}")
     host = svc.host

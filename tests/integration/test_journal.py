@@ -9,10 +9,11 @@ from __future__ import annotations
 import io
 import json
 import os
+import shlex
 import sys
 import time
 import uuid
-from contextlib import redirect_stdout
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
@@ -228,3 +229,80 @@ def test_time_slices_read_the_same_rows(svc, unit):
     sliced = journal_read.read(svc, unit, invocation="last", jobs=3)
     assert sliced["cursor"].tolist() == one["cursor"].tolist() and len(one) > 3000
     assert sliced["message"].tolist() == one["message"].tolist()
+
+
+FLOOD = ["python3", "-c", "import sys\nfor i in range(200000): print('flood line', i)\n"]
+
+
+def test_s8_a_flood_with_no_later_line_is_reported_lossy(svc, unit, testbed):
+    """journald drops most of a 200,000-line flood and, the unit logging nothing more, never says so."""
+    run(svc, unit, command=FLOOD)
+    frame = journal_read.read(svc, unit, invocation="last")
+    kept = int((frame["origin"] == "unit").sum())
+    assert kept < 200_000 and frame.lost.suppressed == 0  # journald's silence
+    assert frame.incomplete and frame.lost.rate_limited == 1
+    assert "reached 1 time(s) with no 'Suppressed' record" in frame.lost.describe()
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        assert main(["journal", "gpu-a", unit, "--invocation", "last", "--json", "--grep", "flood line 0$",
+                     "--ssh-config", str(testbed.ssh_config)]) == 0
+    doc = json.loads(out.getvalue())
+    assert doc["incomplete"] is True and doc["lost"]["rate_limited"] == 1
+    assert "dropped unreported" in err.getvalue()
+
+
+def test_s8_a_units_own_limit_reached_without_a_report(svc, unit):
+    """The unit is still loaded (RemainAfterExit=), so its own LogRateLimit*= are the ones replayed."""
+    run(svc, unit, "seq", "5000", props=["LogRateLimitIntervalSec=5s", "LogRateLimitBurst=200", "RemainAfterExit=yes"],
+        wait=False)
+    q = shlex.quote(unit)
+    svc.host.run(f'until [ "$(systemctl show -P SubState {q})" = exited ]; do sleep 0.2; done; journalctl --sync',
+                 timeout=120, check=True)  # the process is done, the unit stays loaded
+    frame = journal_read.read(svc, unit, invocation="last")
+    assert int((frame["origin"] == "unit").sum()) < 5000 and frame.lost.suppressed == 0
+    assert frame.lost.rate_limited == 1 and "200 lines per 5 s" in frame.lost.rate_limit
+
+
+def test_an_invocation_whose_start_pid1_did_not_log(svc, unit):
+    """A transient unit under LogLevelMax=notice: PID 1's info lines (its start) are filtered; the
+    invocation is found by its own lines and read whole by _SYSTEMD_INVOCATION_ID."""
+    script = "import sys, time\nfor i in range(200): print('line', i, flush=True)\ntime.sleep(3)\nsys.exit(3)\n"
+    run(svc, unit, props=["LogLevelMax=notice", "SyslogLevel=notice"], command=["python3", "-c", script])
+    table = journal_read.invocations(svc, unit)
+    assert len(table) == 1 and table["result"].iloc[0] == "exit-code"
+    assert (table["end"] - table["start"]).iloc[0].total_seconds() >= 3  # the start is the first line, not the exit
+    frame = journal_read.read(svc, unit, invocation="last")
+    own = frame[frame["origin"] == "unit"]
+    assert own["message"].tolist() == [f"line {i}" for i in range(200)]
+
+
+def test_an_unknown_unit_is_an_error(svc, testbed):
+    from workbench.errors import UnitNotFound
+
+    name = f"jtest-nosuch-{uuid.uuid4().hex[:8]}.service"
+    for call in (lambda: journal_read.read(svc, name), lambda: journal_read.read(svc, name, invocation="last"),
+                 lambda: journal_read.invocations(svc, name)):
+        with pytest.raises(UnitNotFound, match="no unit"):
+            call()
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(["journal", "gpu-a", name, "--ssh-config", str(testbed.ssh_config)]) != 0
+    assert "-- No entries --" not in out.getvalue()
+
+
+def test_the_text_path_reads_what_the_export_path_reads(svc, unit):
+    """Stream lines as short-unix text (the default) and all through -o export give the same frame:
+    bytes, ANSI, a LineMax split, a <3> prefix, a syslog line, PID 1's lines; the cursor continues."""
+    script = ("python3 /opt/jtest/emit.py mixed; echo '<3>prefixed error'; logger -t wbtest via-syslog; "
+              "python3 /opt/jtest/emit.py traceback 12")
+    run(svc, unit, command=["sh", "-c", script])
+    text = journal_read.read(svc, unit, invocation="last")
+    export = journal_read.read(svc, unit, invocation="last", text=False)
+    cols = ["usec", "pid", "origin", "identifier", "priority", "rank", "level", "phase", "message", "parts"]
+    # Rows journald stamped with the same microsecond from different transports may come in either
+    # order (the text has no sequence numbers): equal up to that.
+    def rows(frame):
+        return sorted(frame[cols].astype(str).values.tolist(), key=lambda r: (int(r[0]), r[8]))
+    assert rows(text) == rows(export)
+    assert text.lost == export.lost and text.cursor == export.cursor
+    assert (text["priority"] == 3).sum() >= 1 and "via-syslog" in text["message"].tolist()

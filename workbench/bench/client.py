@@ -20,6 +20,7 @@ from tqdm.auto import tqdm
 from workbench.bench.hostclient import prepare
 from workbench.bench.loadcore import LoadSpec, Recorder, run_load
 from workbench.errors import ConfigError, HostError
+from workbench.redact import clip
 
 Records = list[dict[str, Any]]
 
@@ -57,7 +58,7 @@ class HttpxTransport:
                 rec.status(resp.status_code)
                 if resp.status_code >= 400:
                     text = (await resp.aread()).decode("utf-8", "replace").strip()
-                    rec.fail(f"HTTP {resp.status_code}: {text[:300]}")
+                    rec.fail(f"HTTP {resp.status_code}: {clip(text, 300)}")
                     return
                 async for data in resp.aiter_raw():
                     rec.feed(data)

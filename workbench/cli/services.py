@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from workbench.errors import ConfigError
+from workbench.inputs import check_edits, check_timeout
 
 STATUS_EXAMPLES = """\
 examples:
@@ -135,6 +136,8 @@ def _verb(args: argparse.Namespace) -> int:
     from workbench.services import services_for
     from workbench.watch import watch_start
 
+    if args.wait:
+        check_timeout(args.timeout, "--timeout")
     svc = services_for(_host(args))
     if args.verb == "stop":
         print(svc.stop(args.unit).describe())
@@ -154,7 +157,8 @@ def _verb(args: argparse.Namespace) -> int:
 def _variant(args: argparse.Namespace) -> int:
     from workbench.session import HostSession, plan
 
-    edits = parse_edits(args.set, args.unset)
+    edits = list(check_edits(parse_edits(args.set, args.unset), allow_empty=bool(args.env), name="variant"))
+    check_timeout(args.timeout, "--timeout")
     env: dict[str, str | None] = {}
     for item in args.env:
         name, sep, value = item.partition("=")

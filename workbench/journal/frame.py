@@ -54,7 +54,9 @@ class Lost:
     part is missing (the window ended or the part never came).  ``binary``: messages that
     arrived as bytes (invalid UTF-8, control characters), decoded with replacement
     characters where not UTF-8.  ``gaps``: other known holes (process backend: rotated
-    away log files).
+    away log files).  ``rate_limited``: windows in which the unit reached journald's rate
+    limit (``rate_limit`` says which) with no "Suppressed" record after them: journald
+    dropped an unknown number of lines and never said so (journal_ratelimit).
     """
 
     suppressed: int = 0
@@ -64,16 +66,21 @@ class Lost:
     truncated: int = 0
     binary: int = 0
     gaps: list[str] = field(default_factory=list)
+    rate_limited: int = 0
+    rate_limit: str = ""
 
     @property
     def incomplete(self) -> bool:
         """The log misses lines (rate limited, cut short or rotated away)."""
-        return bool(self.suppressed or self.truncated or self.gaps)
+        return bool(self.suppressed or self.truncated or self.gaps or self.rate_limited)
 
     def describe(self) -> str:
         parts = []
         if self.suppressed:
             parts.append(f"journald suppressed {self.suppressed} messages (rate limit)")
+        if self.rate_limited:
+            parts.append(f"journald's rate limit ({self.rate_limit}) was reached {self.rate_limited} time(s) with "
+                         "no 'Suppressed' record after it: lines after the limit were dropped unreported")
         if self.truncated:
             parts.append(f"{self.truncated} split lines lack their end")
         parts.extend(self.gaps)

@@ -24,13 +24,16 @@ from workbench.journal.entries import (
     MSG_JOURNAL_DROPPED,
     MSG_UNIT_FAILED,
     MSG_UNIT_PROCESS_EXIT,
+    MSG_UNIT_STARTED,
+    MSG_UNIT_STARTING,
     MSG_UNIT_SUCCESS,
     TERMINAL_MESSAGE_IDS,
 )
 from workbench.journal.export import parse_export
 from workbench.journal.frame import INVOCATION_COLUMNS, decode_binary
 
-__all__ = ["about", "export_table", "hold_back", "in_invocations", "invocations_of", "journal_order", "late_report"]
+__all__ = ["about", "export_table", "hold_back", "in_invocations", "invocations_of", "journal_order", "late_report",
+           "unstarted"]
 
 _TEXT = {"cursor": "__CURSOR", "message": "MESSAGE", "identifier": "SYSLOG_IDENTIFIER", "host": "_HOSTNAME",
          "sd_unit": "_SYSTEMD_UNIT", "sd_invocation": "_SYSTEMD_INVOCATION_ID", "unit_field": "UNIT",
@@ -72,13 +75,14 @@ def export_table(data: bytes) -> tuple[pa.Table, int]:
 def invocations_of(table: pa.Table) -> pd.DataFrame:
     """One row per invocation from PID 1's lines about a unit (oldest first)."""
     rows: dict[str, dict[str, Any]] = {}
-    for r in table.select(["usec", "invocation", "message_id", "exit_code", "exit_status", "unit_result"]).to_pylist():
+    cols = ["usec", "invocation", "message_id", "exit_code", "exit_status", "unit_result", "origin"]
+    for r in table.select(cols).to_pylist():
         inv = r["invocation"]
         if not inv:
             continue
         row = rows.setdefault(inv, {"invocation": inv, "start": r["usec"], "end": None, "result": None,
                                     "exit_code": None, "exit_status": None, "messages": 0})
-        row["messages"] += 1
+        row["messages"] += r["origin"] == "manager"  # a unit's own line may stand in for PID 1's silence
         row["start"] = min(row["start"], r["usec"])
         mid = r["message_id"]
         if mid in TERMINAL_MESSAGE_IDS:
@@ -98,6 +102,16 @@ def invocations_of(table: pa.Table) -> pd.DataFrame:
     out["exit_status"] = out["exit_status"].astype("Int64")
     return out
 
+
+
+def unstarted(table: pa.Table, ids: set[str]) -> set[str]:
+    """The invocations among ``ids`` whose start PID 1's lines in ``table`` do not record
+    (transient units under ``LogLevelMax=``, a start rotated away): their start is a guess."""
+    if not len(table):
+        return set(ids)
+    started = pc.is_in(table["message_id"], pa.array([MSG_UNIT_STARTING, MSG_UNIT_STARTED], pa.large_string()))
+    seen = set(table.filter(pc.fill_null(started, False))["invocation"].to_pylist())
+    return {i for i in ids if i not in seen}
 
 
 def about(table: pa.Table, unit: str) -> pa.Array:
@@ -141,7 +155,7 @@ def journal_order(table: pa.Table) -> np.ndarray:
     seqnum id (``s=``), else the time (rows from several journals, e.g. across a journald restart)."""
     found = pc.extract_regex(table["cursor"], r"^s=(?P<s>[0-9a-f]+);i=(?P<i>[0-9a-f]+);")
     ids = pc.struct_field(found, "s")
-    if len(table) and pc.count_distinct(ids).as_py() == 1:
+    if len(table) and found.null_count == 0 and pc.count_distinct(ids).as_py() == 1:
         seq = pc.struct_field(found, "i").to_pylist()
         return np.array([int(x, 16) for x in seq], np.int64)
     return table["usec"].to_numpy()

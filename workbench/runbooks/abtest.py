@@ -66,7 +66,7 @@ from workbench.runbooks.abverdict import (
     speedups,
     split_repeats,
 )
-from workbench.runbooks.params import RunbookParams
+from workbench.runbooks.params import Edits, RunbookParams
 from workbench.runs import Run
 from workbench.services import exec_argv
 from workbench.session import HostSession
@@ -83,7 +83,7 @@ class _Target(RunbookParams):
     hosts: list[str] = Field(default_factory=lambda: ["gpu-b"],
                              description="ssh_config aliases; several hosts of one kind split the repeats, in parallel")
     base_unit: str = Field("sglang-k26-ddtree.service", description="arm A: the base unit (measured as found if serving)")
-    edits: dict[str, str | bool | None] = Field(default_factory=lambda: dict(NVLS),
+    edits: Edits = Field(default_factory=lambda: dict(NVLS),
                                                 description="arm B: the base plus these flag edits")
     health_path: str = Field("/health", description="readiness endpoint of both arms")
     start_timeout: float = Field(900.0, gt=0, description="seconds to wait for ready, per start")

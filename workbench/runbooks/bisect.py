@@ -41,9 +41,9 @@ from workbench.errors import ConfigError, WorkbenchError
 from workbench.fleet import Fleet, HostReport
 from workbench.hosts import connect
 from workbench.provenance import collect as collect_provenance
-from workbench.redact import Redactor
+from workbench.redact import Redactor, clip
 from workbench.runbooks.outcome import caught_failure
-from workbench.runbooks.params import RunbookParams
+from workbench.runbooks.params import Edits, RunbookParams
 from workbench.runs import Ledger, Run
 from workbench.session import HostSession
 from workbench.trials import TrialRecord, failure_words, related, unit_hash
@@ -64,7 +64,7 @@ class BisectParams(RunbookParams):
     max_starts: int = Field(0, ge=0, description="stop after this many server starts (0: no limit; "
                             "the guarantee then lists the sets left untested)")
     base_unit: str = Field("sglang-k26-ddtree.service", description="a unit that works")
-    edits: dict[str, str | bool | None] = Field(default_factory=lambda: dict(SEEDS_EDITS),
+    edits: Edits = Field(default_factory=lambda: dict(SEEDS_EDITS),
                                                 description="flag edits under which it fails")
     health_path: str = Field("/health", description="readiness endpoint")
     start_timeout: float = Field(900.0, gt=0, description="seconds to wait for ready or failure, per start")
@@ -302,7 +302,7 @@ def culprits_frame(result: dict[str, Any]) -> pd.DataFrame:
                           "signature": c["signature"], "signature_id": c.get("signature_id", ""),
                           "related": ", ".join(c.get("related") or []),
                           "blockers": describe_edits([(e[0], e[1]) for e in c.get("blockers") or []]),
-                          "message": (c.get("message") or "")[:160]}
+                          "message": clip(c.get("message"), 160)}
                          for c in result.get("culprits", [])])
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from workbench import phases as phases_mod
+from workbench.redact import clip
 from workbench.tracebacks import Analysis, Frame
 from workbench.unitfile import UnitFile
 from workbench.variants import MARKER_KEY, EditValue, describe_edits
@@ -97,8 +98,7 @@ def ranks_words(ranks: Sequence[str]) -> str:
 
 
 def first_line(text: str | None, width: int = 140) -> str:
-    line = (text or "").strip().split("\n", 1)[0]
-    return line if len(line) <= width else line[: width - 3] + "..."
+    return clip((text or "").strip().split("\n", 1)[0], width)  # redacted, then cut
 
 
 def likely_cause(a: Analysis, *, invocation: dict[str, Any] | None = None, variant_of: str | None = None,

@@ -30,6 +30,7 @@ from typing import Any, ClassVar
 import nbformat
 
 from workbench.errors import ConfigError
+from workbench.inputs import check_timeout
 from workbench.redact import Redactor
 from workbench.runbooks.notebooks import RUNBOOKS_DIR
 from workbench.runbooks.outcome import (
@@ -245,6 +246,8 @@ def execute(runbook: str | Path, params: Mapping[str, Any], *, data_dir: str | P
     ``timeout`` bounds each cell (None: no bound); ``model`` overrides the runbook's parameter model."""
     import papermill
 
+    if timeout is not None:
+        check_timeout(timeout, "timeout (per cell)")
     name, path, validated, injected = prepare(runbook, params, data_dir=data_dir, run_id=run_id, model=model)
     recover_incomplete(data_dir)
     redactor = Redactor.for_params(validated.model_dump())

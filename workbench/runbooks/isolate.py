@@ -26,7 +26,7 @@ from workbench.fleet import Subset, run_many
 from workbench.hosts import Host, connect
 from workbench.provenance import collect as collect_provenance
 from workbench.redact import Redactor
-from workbench.runbooks.params import RunbookParams
+from workbench.runbooks.params import Edits, RunbookParams
 from workbench.runs import Ledger, Run
 from workbench.session import HostSession
 from workbench.trials import TrialRecord, failure_words
@@ -45,7 +45,7 @@ class IsolateParams(RunbookParams):
     hosts: list[str] = Field(default_factory=lambda: ["gpu-a"],
                              description="ssh_config aliases; several hosts of one kind run combinations in parallel")
     base_unit: str = Field("sglang-k26-ddtree.service", description="a unit that works")
-    factors: dict[str, str | bool | None] = Field(default_factory=lambda: dict(DEFAULT_FACTORS),
+    factors: Edits = Field(default_factory=lambda: dict(DEFAULT_FACTORS),
                                                   description="flag edits to combine (at most 6)")
     health_path: str = Field("/health", description="readiness endpoint")
     start_timeout: float = Field(900.0, gt=0, description="seconds to wait for ready or failure, per start")

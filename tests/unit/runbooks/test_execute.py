@@ -312,3 +312,26 @@ def test_a_kernel_that_cannot_start_still_gives_a_result_and_a_report(toy, tmp_p
     out = ex.execute(toy, {}, data_dir=tmp_path, model=ToyParams, progress=False, kernel_name="no-such-kernel")
     assert out.kind == "error" and out.exit_code == 1 and "no-such-kernel" in out.result["failure"]["message"]
     assert out.report is not None and "no-such-kernel" in out.report.read_text()
+
+
+def test_a_long_canary_and_every_token_format_through_a_real_run(toy, tmp_path, monkeypatch, capsys):
+    """Issue 14: a secret longer than every cut (here 600 characters, given by reference) and one
+    token of each common format, printed, raised and recorded by a runbook in a real kernel, are
+    nowhere in the run directory nor the live output: not whole, not 8 characters of them."""
+    import secrets as _secrets
+
+    from tests.unit.core.test_redact import TOKENS, assert_nowhere
+
+    canary = "wbcanary" + _secrets.token_urlsafe(450)
+    tokens = " ".join(TOKENS.values())
+    monkeypatch.setenv("TOY_PW", canary)
+    out = ex.execute(toy, {"token": "", "note": f"key {canary[:300]} then {tokens}", "secret_env": ["TOY_PW"],
+                           "die_at": "raise"}, data_dir=tmp_path, model=ToyParams, progress=True, timeout=30)
+    assert out.kind == "cell_error"
+    files = {p.name: p.read_text(errors="replace") for p in out.run_dir.iterdir()}
+    files["trials (read back)"] = pd.read_parquet(out.run_dir / "trials.parquet").to_json()
+    captured = capsys.readouterr()
+    files["stdout"], files["stderr"] = captured.out, captured.err
+    assert {"result.json", "report.html", "notebook.ipynb"} <= set(files) and files["stderr"]  # the live echo ran
+    for where, blob in files.items():
+        assert_nowhere(blob, canary, *TOKENS.values(), where=where)
