@@ -32,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="workbench",
         description="Investigate LLM inference servers on remote GPU hosts.",
     )
-    parser.add_argument("--ssh-config", metavar="PATH", help="ssh_config to resolve host aliases (default: the testbed's when it runs, else ~/.ssh/config)")
+    parser.add_argument("--ssh-config", metavar="PATH", help="ssh_config to resolve host aliases, read alone (default: $WORKBENCH_SSH_CONFIG, else the running testbed's and ~/.ssh/config both)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"workbench.cli.{name}").register(sub)

@@ -15,6 +15,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg,
     p.add_argument("host")
     p.add_argument("pattern", nargs="?", default="*", help="unit glob (default: every service)")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--ssh-config", metavar="PATH", default=argparse.SUPPRESS,
+                   help="ssh_config to resolve the alias with (as the global option)")
     p.set_defaults(func=_status)
     for verb in ("start", "stop", "restart"):
         v = sub.add_parser(verb, help=f"{verb} a unit")

@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from workbench.errors import ConfigError, WorkbenchError
+from workbench.inventory import write_entries
 from workbench.testbed import net, nspawn, paths, rootfs, sshconf
 from workbench.testbed.provision import PROVISIONERS, Provisioner
 
@@ -190,6 +191,7 @@ def _up(
         for h in current.hosts:  # let systemd see refreshed unit files (no pending reload left behind)
             subprocess.run(["ssh", "-F", str(current.ssh_config), h.name, "systemctl", "daemon-reload"],
                            capture_output=True, timeout=60)
+        _write_inventory(current, provisioners)
         progress(f"testbed already up: {', '.join(h.name for h in current.hosts)}")
         return current
     if current or _leftovers():
@@ -226,9 +228,20 @@ def _up(
                                                           key=state.key, known_hosts=state.known_hosts))
     for h in hosts:
         _wait_ssh(h.name, state.ssh_config)
+    _write_inventory(state, provisioners)
     progress(f"testbed up: {n_hosts} host(s) booted in {time.monotonic() - started:.1f} s; "
              f"ssh -F {state.ssh_config} {hosts[0].name}")
     return state
+
+
+def _write_inventory(state: State, provisioners: list[Provisioner]) -> None:
+    """Announce the hosts to :mod:`workbench.inventory` (aliases of our ssh_config, their backends)."""
+    hosts = {}
+    for h in state.hosts:
+        backends = ["systemd"] + [b for p in provisioners for b in getattr(p, "backends", lambda _n: [])(h.name)]
+        hosts[h.name] = {"transport": "ssh", "backends": backends}
+    write_entries(paths.inventory_file(), hosts=hosts, source="testbed", ssh_config=str(state.ssh_config),
+                  groups={"testbed": [h.name for h in state.hosts]}, extra={"backend": "nspawn"})
 
 
 def _boot_host(h: HostState, state: State, provisioners: list[Provisioner], subnet: str) -> int:
@@ -339,6 +352,9 @@ def _down(*, progress: Progress = print) -> list[str]:
         shutil.rmtree(hosts_dir)
     for name in ("state.json", "ssh_config", "known_hosts"):
         (sd / name).unlink(missing_ok=True)
+    with contextlib.suppress(OSError, ValueError):
+        if json.loads(paths.inventory_file().read_text()).get("backend") == "nspawn":
+            paths.inventory_file().unlink()
     OWNER_FILE.unlink(missing_ok=True)
     for h in state.hosts if state else []:
         shutil.rmtree(f"/run/systemd/nspawn/propagate/{h.name}", ignore_errors=True)
