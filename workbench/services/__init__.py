@@ -48,7 +48,8 @@ def inventory(svc: Services, pattern: str = "*") -> list[ServiceInfo]:
 
 
 def _unit_rows(svc: Services, pattern: str) -> list[ServiceInfo]:
-    units = svc.units(pattern)
+    # A template (getty@.service) has no state of its own: systemctl show refuses it.
+    units = [u for u in svc.units(pattern) if "@." not in u]
     seen: set[str] = set()
     statuses = []
     for st in svc.statuses(units) if units else []:
