@@ -2,6 +2,8 @@
 
 gpu-c boots a root filesystem with podman and crun stacked over the base tree (a cached
 :class:`~workbench.testbed.rootfs.Layer`), with what podman needs inside systemd-nspawn:
+catatonit as the containers' init (a server that kills its own process tree, as SGLang does
+when a child dies, cannot end itself as PID 1 of a PID namespace: ``--init`` runs it under one),
 every capability and the keyring system calls (``--capability=all``,
 ``--system-call-filter=add_key keyctl request_key``), ``crun``, cgroups disabled (they are
 read-only in the nspawn host on a cgroup v1 machine), ``vfs`` storage and file-based events and
@@ -60,7 +62,7 @@ runroot = "/run/containers/storage"
 graphroot = "/var/lib/containers/storage"
 """
 
-LAYER = rootfs.Layer("containers", ("podman", "crun"), files=(
+LAYER = rootfs.Layer("containers", ("podman", "crun", "catatonit"), files=(
     ("/etc/containers/containers.conf", _CONTAINERS_CONF),
     ("/etc/containers/storage.conf", _STORAGE_CONF),
 ))
@@ -85,7 +87,7 @@ def setup_script(digest: str) -> str:
     it later: a container started from a boot-time oneshot would live in (and die with) its cgroup."""
     import shlex
 
-    create = ["podman", "create", "--name", CONTAINER, "--network", "host", "--restart", "on-failure",
+    create = ["podman", "create", "--name", CONTAINER, "--init", "--network", "host", "--restart", "on-failure",
               "-w", "/root", "-e", f"PYTHONPATH={SIM_SITE}", "-e", "PYTHONUNBUFFERED=1", IMAGE, *baseline_argv()]
     q = shlex.quote
     return f"""#!/bin/sh

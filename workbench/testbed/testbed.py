@@ -302,6 +302,8 @@ def _add_hosts(current: State, n_hosts: int, provision: tuple[str, ...], provisi
             if h.pid:
                 nspawn.stop(h.pid, argv_marker=f"--directory={h.root}")
             nspawn.umount(Path(h.root))
+            for cmd in net.host_down(net.host_net(h.name, HOST_NAMES.index(h.name), current.subnet)):
+                nspawn.run(cmd, check=False)
         current.hosts = [h for h in current.hosts if h not in new]
         _write_ssh(current)
         _extra_file().unlink(missing_ok=True)
