@@ -35,6 +35,29 @@ from workbench.systemd import UnitStatus
 from workbench.variants import Variant
 
 DIGEST_LABEL = "workbench.create-digest"
+# A removed variant's logs and events, kept for its invocation's text (as journald keeps a unit's).
+LOG_DIR = "/run/workbench/container-logs"
+
+# $1 runtime, $2 name, $3 LOG_DIR: lines (stdout and stderr, timestamped), "@@events", then events.
+_LOGS = r"""
+rt=$1; n=$2; d=$3
+if "$rt" container inspect --format '{{.Id}}' -- "$n" >/dev/null 2>&1; then
+  "$rt" logs --timestamps -- "$n" 2>&1 || exit 4
+  echo @@events
+  [ "$rt" = podman ] && "$rt" events --stream=false --filter "container=$n" --format json 2>/dev/null
+  exit 0
+fi
+[ -f "$d/$n.log" ] || exit 3
+cat -- "$d/$n.log"; echo @@events; cat -- "$d/$n.events" 2>/dev/null; exit 0
+"""
+
+# Keep a variant's logs, then remove it.  $1 runtime, $2 name, $3 LOG_DIR.
+_REMOVE = r"""
+rt=$1; n=$2; d=$3
+mkdir -p -- "$d" && "$rt" logs --timestamps -- "$n" >"$d/$n.log" 2>&1
+[ "$rt" = podman ] && "$rt" events --stream=false --filter "container=$n" --format json >"$d/$n.events" 2>/dev/null
+"$rt" rm -f -t 10 -- "$n" >/dev/null
+"""
 
 # Follow one container's next start: wait until it has started at or after the cursor (a start
 # that dies at once included), print its lines as they come, then hold the stream open (no EOF
@@ -227,8 +250,8 @@ class ContainerServices:
         if current.variant_of is None:
             raise VariantError(f"{self.host.name}: {name} is not a variant; refusing to remove it",
                                host=self.host.name, unit=name)
-        rc, _, _ = self._rt("rm", "-f", "-t", "10", "--", name, timeout=120)
-        return rc == 0
+        res = self.host.run(["sh", "-c", _REMOVE, "remove", self.runtime, name, LOG_DIR], timeout=180)
+        return res.ok
 
     def variant_files(self) -> dict[str, str]:
         """Variant containers on the host: name -> base (by their label)."""
@@ -288,16 +311,15 @@ class ContainerServices:
         if not started:
             raise ServiceError(f"{self.host.name}: {invocation!r} is not an invocation of container {name}",
                                host=self.host.name, unit=name)
-        rc, logs, err = self._rt("logs", "--timestamps", "--", name, timeout=120)
-        if rc != 0:
-            raise ServiceError(f"{self.host.name}: {self.runtime} logs {name} failed: {err.strip()[-300:]}",
+        res = self.host.run(["sh", "-c", _LOGS, "logs", self.runtime, name, LOG_DIR], timeout=120)
+        if res.exited == 3:
+            raise UnitNotFound(f"{self.host.name}: no container {name} and no logs kept of one", host=self.host.name,
+                               unit=name)
+        if not res.ok:
+            raise ServiceError(f"{self.host.name}: {self.runtime} logs {name} failed: {res.tail(3)}",
                                host=self.host.name, unit=name)
-        text = logs + err
-        events = ""
-        if self.runtime == "podman":
-            _, events, _ = self._rt("events", "--stream=false", "--filter", f"container={name}", "--format", "json",
-                                    timeout=60)
-        lines = ct.split_invocation("\n".join(sorted(text.splitlines())), name, started, ct.start_boundaries(events))
+        text, _, events = res.stdout.partition("\n@@events\n")
+        lines = ct.split_invocation(text, name, started, ct.start_boundaries(events))  # in the order written
         return "\n".join(lines) + ("\n" if lines else "")
 
 
@@ -314,13 +336,17 @@ class WithContainers:
         self.kind = units.kind
         self.state_dir = units.state_dir
         self._names: set[str] | None = None
+        self._known: set[str] = set()  # every container name seen: a removed variant's logs stay readable
 
     def _is_container(self, unit: str) -> bool:
         name = unit.removesuffix(".service")
         if not ct.NAME_RE.match(name):
             return False
+        if name in self._known:
+            return True
         if self._names is None or name not in self._names:
             self._names = set(self.containers.names())
+        self._known |= self._names
         return name in self._names
 
     def backend(self, unit: str) -> Services:
