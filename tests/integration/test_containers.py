@@ -104,17 +104,24 @@ def test_missing_image_is_refused_before_any_container_exists(host_c, monkeypatc
     _as_found(host_c, before)
 
 
-def test_port_already_published_is_refused(host_c) -> None:
+def test_port_already_taken_is_refused_and_the_variant_removed(host_c) -> None:
+    """Host networking (what gpu-c's nspawn allows: bridge networks need ip_forward): a port another
+    container listens on stops the variant before it starts; the session removes what it created."""
+    from workbench.watch import PortInUse
+
     svc = ContainerServices(host_c)
-    names = ["wb-test-pub", "wb-test-squat"]
-    host_c.run(["podman", "rm", "-f", *names])
+    names = ["wb-test-port", "wb-test-squat"]
+    host_c.run(["podman", "rm", "-f", "-t", "0", *names])
     try:
-        host_c.run(["podman", "create", "--name", names[0], "-p", "18090:30000", IMAGE, "sleep", "600"], check=True)
-        host_c.run(["podman", "run", "-d", "--name", names[1], "-p", "18090:30000", IMAGE, "sleep", "600"],
-                   check=True)
-        v = Variant.build(names[0], svc.unit_text(names[0]), {"--x": "1"})
-        with pytest.raises(VariantError, match=r"already published by another running container \(wb-test-squat"):
-            svc.install_variant(v)
+        host_c.run(["podman", "create", "--name", names[0], "--network", "host", IMAGE, "python3", "-c",
+                    "import time; time.sleep(600)", "--port", "18090"], check=True)
+        host_c.run(["podman", "run", "-d", "--name", names[1], "--network", "host", IMAGE, "python3", "-m",
+                    "http.server", "18090", "--bind", "127.0.0.1"], check=True)
+        host_c.run(["sh", "-c", "for i in $(seq 50); do ss -Htln 'sport = :18090' | grep -q . && exit 0; "
+                    "sleep 0.1; done; exit 1"], check=True)
+        with HostSession(host_c, services=svc, lock_wait=300) as s, pytest.raises(PortInUse, match="18090"):
+            s.run_variant(names[0], {"--x": "1"}, timeout=60)
         assert svc.variant_files() == {}
+        assert not svc.status(names[0]).running
     finally:
         host_c.run(["podman", "rm", "-f", "-t", "0", *names])
