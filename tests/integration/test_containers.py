@@ -125,3 +125,21 @@ def test_port_already_taken_is_refused_and_the_variant_removed(host_c) -> None:
         assert not svc.status(names[0]).running
     finally:
         host_c.run(["podman", "rm", "-f", "-t", "0", *names])
+
+
+def test_bisect_on_the_container_finds_the_seeds_culprits(host_c, testbed, tmp_path) -> None:
+    """The contract: a container name where a unit name goes; the seeds' two culprits with their
+    signatures, and the container left as found."""
+    from workbench.runbooks.execute import execute
+
+    before = _definition(host_c)
+    outcome = execute("bisect", {"host": "gpu-c", "ssh_config": str(testbed.ssh_config), "base_unit": BASE,
+                                 "rerun": True, "lock_wait": 300}, data_dir=str(tmp_path), progress=False)
+    result = outcome.result
+    assert result["status"] == "ok", result.get("failure")
+    got = {(frozenset(e[0] for e in c["edits"]), c["exception_type"], c["phase"]) for c in result["culprits"]}
+    assert got == {(frozenset({"--ep-size"}), "AttributeError", "cuda_graph_capture"),
+                   (frozenset({"--ep-size", "--enable-nccl-nvls"}), "RuntimeError", "cuda_graph_capture")}
+    assert "CUBLAS" in next(c["message"] for c in result["culprits"] if c["exception_type"] == "RuntimeError")
+    assert result["host_restored"] is True
+    _as_found(host_c, before)
