@@ -9,7 +9,7 @@ Entries come from two files, both optional:
       [hosts.h100-1]
       backends = ["container"]
 
-- the running testbed's ``inventory.json`` (written by ``workbench testbed up``, removed by
+- the running testbed's ``hosts.json`` (written by ``workbench testbed up``, removed by
   ``down``; the testbed writes, the hosts read: nothing here imports the testbed).
 
 An SSH alias needs no entry: ssh_config is where aliases live.  :func:`ssh_configs`
@@ -36,7 +36,10 @@ from workbench.sshconfig import ConfigSet, user_files
 
 ENV_SSH_CONFIG = "WORKBENCH_SSH_CONFIG"
 ENV_INVENTORY = "WORKBENCH_INVENTORY"
-TESTBED_FILE = "inventory.json"
+TESTBED_FILE = "hosts.json"
+# The local testbed's older file: earlier trees read every host in it as a *local* host, so the
+# nspawn testbed must never write it; read only when ``hosts.json`` is absent.
+LEGACY_FILE = "inventory.json"
 TRANSPORTS = ("ssh", "local")
 
 
@@ -130,6 +133,8 @@ def load(*, user: Path | None = None, testbed: Path | None = None) -> Inventory:
             raise ConfigError(f"inventory {u} is not valid: {exc}") from exc
         _merge(inv, data, str(u))
     t = testbed or testbed_file()
+    if testbed is None and not t.exists():
+        t = testbed_dir() / LEGACY_FILE
     try:
         data = json.loads(t.read_text())
     except OSError:

@@ -3,7 +3,7 @@
 For laptops without root or systemd-nspawn.  Each host is a directory under
 the testbed state with the simulator, an ``nvidia-smi`` shim on its ``PATH``,
 its own GPU state and its units (process backend of
-:mod:`workbench.services`); ``inventory.json`` tells
+:mod:`workbench.services`); ``hosts.json`` tells
 :func:`workbench.hosts.connect` (through :mod:`workbench.inventory`) that ``gpu-a`` is such
 a local host.  Ports
 differ per host (``30000 + 10*i``) since they share the loopback interface.
@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from workbench.errors import ConfigError
-from workbench.inventory import write_entries
+from workbench.inventory import LEGACY_FILE, write_entries
 from workbench.testbed import paths
 from workbench.testbed.provision import BASE_UNIT, install_models
 from workbench.testbed.units import render_unit
@@ -85,6 +85,8 @@ def up(n_hosts: int = 2, *, provision: tuple[str, ...] = ("sim",), start_baselin
         hosts[name] = _install_host(paths.state_dir() / "local" / name, i)
     write_entries(inventory_path(), hosts=hosts, source="testbed", groups={"testbed": list(hosts)},
                   extra={"backend": "local"})
+    # Earlier trees read their local hosts from inventory.json: keep it for them while the testbed runs.
+    (inventory_path().parent / LEGACY_FILE).write_text(json.dumps({"backend": "local", "hosts": hosts}, indent=2))
     if start_baseline:
         from workbench.hosts import connect
         from workbench.services import services_for
@@ -109,6 +111,7 @@ def down(*, progress: Callable[[str], None] = print) -> None:
                 svc.stop(unit)
     shutil.rmtree(paths.state_dir() / "local", ignore_errors=True)
     inventory_path().unlink(missing_ok=True)
+    (inventory_path().parent / LEGACY_FILE).unlink(missing_ok=True)
     progress(f"local testbed down: {', '.join(hosts)}")
 
 

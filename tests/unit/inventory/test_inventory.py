@@ -154,3 +154,17 @@ def test_testbed_local_hosts_are_local(home: Path) -> None:
     h = connect("gpu-a")
     assert isinstance(h, LocalHost) and h.env == {"X": "1"} and h.properties["services_root"] == "/x"
     assert json.loads(inventory.testbed_file().read_text())["backend"] == "local"
+
+
+def test_the_nspawn_testbed_never_writes_the_legacy_local_file(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Earlier trees read every host of inventory.json as a host on *this* machine: the nspawn
+    testbed writes hosts.json only, with ssh transports."""
+    from workbench.testbed import testbed as tb
+
+    monkeypatch.setenv("WORKBENCH_TESTBED_DIR", str(home / "tb"))
+    state = tb.State(backend="nspawn", hosts=[tb.HostState("gpu-a", "10.0.0.2", "n", "v", "/r", "/u", "/w")])
+    tb._write_inventory(state, [])
+    assert not (home / "tb" / inventory.LEGACY_FILE).exists()
+    data = json.loads((home / "tb" / "hosts.json").read_text())
+    assert data["hosts"]["gpu-a"]["transport"] == "ssh" and data["ssh_config"].endswith("ssh_config")
+    assert inventory.load().get("gpu-a").transport == "ssh"  # type: ignore[union-attr]
