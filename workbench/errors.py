@@ -16,7 +16,8 @@ what happened and what to do::
     ├── ServiceError             unit-level problems (.host, .unit)
     │   ├── UnitNotFound         LoadState=not-found
     │   ├── VariantError         a variant could not be built or verified
-    │   └── GpuBusy              the GPUs are held by something else
+    │   ├── GpuBusy              the GPUs are held by something else
+    │   └── ContainerRuntimeMissing  no podman/docker on the host (container backend)
     ├── LockHeld                 another session holds the host lock (.owner)
     ├── RestoreError             the host could not be put back as found (.details)
     │   └── StaleRecord          the base changed since the session recorded it (.changes)
@@ -148,3 +149,7 @@ class RunbookError(WorkbenchError):
         super().__init__(message)
         self.run_dir = run_dir
         self.kind = kind
+
+
+class ContainerRuntimeMissing(ServiceError):
+    """The host has no container runtime (``podman``, or ``docker`` with a daemon that answers)."""

@@ -320,31 +320,28 @@ class HostRegistry:
 
 
 def default_ssh_config() -> str | None:
-    """``$WORKBENCH_SSH_CONFIG``, else the running testbed's ssh_config, else None (~/.ssh/config)."""
-    env = os.environ.get("WORKBENCH_SSH_CONFIG")
-    if env:
-        return env
-    from workbench.testbed import paths
-
-    candidate = paths.state_dir() / "ssh_config"
-    return str(candidate) if candidate.is_file() else None
+    """``$WORKBENCH_SSH_CONFIG`` when set, else None: the testbed's and the user's configs both
+    (see :func:`workbench.inventory.ssh_configs`)."""
+    return os.environ.get("WORKBENCH_SSH_CONFIG") or None
 
 
 def connect(name: str, *, ssh_config: str | os.PathLike[str] | None = None, sudo: bool | None = None) -> Host:
-    """The host called ``name``: ``local`` is this machine, a local-testbed host name is a
-    :class:`LocalHost` with that host's environment, anything else an ssh_config alias.
+    """The host called ``name``: ``local`` is this machine, an inventory host with the ``local``
+    transport a :class:`LocalHost` with that host's environment, anything else an ssh_config
+    alias resolved with :func:`workbench.inventory.ssh_configs` (``ssh_config`` given: that file alone).
 
     ``sudo`` (default: the environment variable ``WORKBENCH_SUDO=1``) makes an SSH host run
     every command through ``sudo`` when its login user is not root; see :class:`SSHHost`."""
     if name in ("local", "localhost"):
         return LocalHost(name)
-    from workbench.testbed.local import load_inventory
+    from workbench import inventory
 
-    local = load_inventory().get(name)
-    if local is not None and ssh_config is None:
-        return LocalHost(name, env=local.get("env"), properties=local)  # type: ignore[arg-type]
+    inv = inventory.load()
+    entry = inv.get(name)
+    if entry is not None and entry.transport == "local" and ssh_config is None:
+        return LocalHost(name, env=entry.properties.get("env"), properties=entry.properties)
     from workbench.ssh import SSHHost
 
     if sudo is None:
         sudo = os.environ.get("WORKBENCH_SUDO", "").strip().lower() in ("1", "true", "yes")
-    return SSHHost(name, ssh_config=ssh_config if ssh_config is not None else default_ssh_config(), sudo=sudo)
+    return SSHHost(name, ssh_config=inventory.ssh_configs(ssh_config, inv), sudo=sudo)

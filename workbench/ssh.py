@@ -44,6 +44,7 @@ from workbench.hosts import (
 )
 from workbench.redact import clip
 from workbench.shell import Command
+from workbench.sshconfig import ConfigSet, user_files
 
 
 def _known_hosts_files(ssh_config: Mapping[str, Any]) -> list[Path]:
@@ -115,7 +116,7 @@ class SSHHost:
         self,
         alias: str,
         *,
-        ssh_config: str | os.PathLike[str] | None = None,
+        ssh_config: str | os.PathLike[str] | ConfigSet | None = None,
         connect_timeout: float = CONNECT_TIMEOUT,
         sudo: bool = False,
         sudo_password: str | None = None,
@@ -126,7 +127,9 @@ class SSHHost:
             _check_sudo_password(sudo_password)
         self.name = alias
         self.properties: dict[str, Any] = {}
-        self.ssh_config_path = str(ssh_config) if ssh_config else None
+        # A path is read alone (``ssh -F``); a ConfigSet is used as given; None: OpenSSH's defaults.
+        self.ssh_config_path = str(ssh_config) if ssh_config and not isinstance(ssh_config, ConfigSet) else None
+        self._configs = ssh_config if isinstance(ssh_config, ConfigSet) else None
         self.connect_timeout = connect_timeout
         self.sudo = sudo
         self._sudo_password = sudo_password
@@ -144,13 +147,9 @@ class SSHHost:
             if self._conn is not None and self._conn.is_connected:
                 return self._conn
             self._drop()
-            if self.ssh_config_path:
-                if not Path(self.ssh_config_path).is_file():
-                    raise ConfigError(f"ssh_config not found: {self.ssh_config_path}")
-                config = Config(runtime_ssh_path=self.ssh_config_path)
-            else:
-                config = Config()
-            config.load_ssh_config()
+            configs = self.configs()
+            # One explicit SSHConfig, Includes inlined (paramiko's parser has no Include).
+            config = Config(ssh_config=configs.paramiko())
             # Gateways are always passed explicitly: Fabric's own ProxyJump handling builds
             # multi-hop chains in reverse and recurses on wildcard ``Host *`` jump rules.
             conn = self._make(Connection, config, self.name, gateway=False)
@@ -181,6 +180,14 @@ class SSHHost:
                         host=self.name,
                     ) from exc
                 raise ConnectError(f"{self.name}: SSH failed: {exc}", host=self.name) from exc
+            except socket.gaierror as exc:
+                if configs.knows(self.name):
+                    raise ConnectError(f"{self.name}: cannot resolve its HostName: {exc}", host=self.name) from exc
+                raise ConnectError(
+                    f"{self.name}: unknown host: no Host entry names it in the ssh_config read "
+                    f"({configs.describe()}) and the name does not resolve ({exc.strerror}). "
+                    "Add a Host block to ~/.ssh/config, or pass --ssh-config / set WORKBENCH_SSH_CONFIG.",
+                    host=self.name) from exc
             except (OSError, EOFError) as exc:
                 if self._was_connected:  # it answered before: a stall, not a configuration problem
                     raise self.unresponsive("could not reconnect", self.connect_timeout) from exc
@@ -189,6 +196,13 @@ class SSHHost:
             self._conn = conn
             self._was_connected = True
             return conn
+
+    def configs(self) -> ConfigSet:
+        """The ssh_config files this host resolves its alias with (read once, at first use)."""
+        if self._configs is None:
+            self._configs = (ConfigSet.from_files([self.ssh_config_path]) if self.ssh_config_path
+                             else ConfigSet.from_files(user_files(), required=False))
+        return self._configs
 
     def _make(self, connection_cls: Any, config: Any, host: str, *, gateway: Any) -> Any:
         conn = connection_cls(host, config=config, connect_timeout=int(self.connect_timeout), gateway=gateway)

@@ -122,7 +122,7 @@ def port_holders(host: Host, port: int) -> list[str]:
             for h in holders]
 
 
-def _failed(before: UnitStatus, st: UnitStatus, invocation: str | None, kind: str) -> str | None:
+def _failed(before: UnitStatus, st: UnitStatus, invocation: str | None) -> str | None:
     """Why the unit's state means the start failed, or None."""
     if st.missing:
         return f"unit {st.load_state}"
@@ -135,11 +135,22 @@ def _failed(before: UnitStatus, st: UnitStatus, invocation: str | None, kind: st
         return f"restarted ({st.n_restarts - before.n_restarts}x)"
     if invocation and st.invocation_id and st.invocation_id != invocation:
         return "invocation changed (restarted)"
-    if st.active_state in ("inactive", "deactivating") and kind == "systemd":
-        return f"exited ({st.result or 'dead'})"
-    if st.active_state == "inactive" and kind == "process":
+    if st.active_state in ("inactive", "deactivating"):
         return f"exited ({st.result or 'dead'})"
     return None
+
+
+def _foreign(entry: Entry, invocation: str | None) -> bool:
+    """A line another start of the unit wrote (the backend stamped it with another invocation)."""
+    return bool(entry.invocation and invocation and entry.invocation != invocation)
+
+
+def unit_port(svc: Services, unit: str, argv: list[str]) -> int:
+    """The port on the host that reaches the server: its flags' port, through the backend's
+    mapping where it has one (a container's published port)."""
+    port = server_port(argv)
+    mapping = getattr(svc, "host_port", None)
+    return int(mapping(unit, port)) if mapping is not None else port
 
 
 def watch_start(
@@ -161,7 +172,7 @@ def watch_start(
         raise ServiceError(f"health path must start with '/': {health_path!r}")
     host = svc.host
     argv = exec_argv(unit_text if unit_text is not None else svc.unit_text(unit), unit)
-    port = port or server_port(argv)
+    port = port or unit_port(svc, unit, argv)
     before = svc.status(unit)
     if start and not before.running:
         holders = port_holders(host, port)
@@ -224,8 +235,7 @@ def watch_start(
                 stack.callback(stream.close)
             check = time.monotonic() - last_check >= poll
             entry = svc.parse_entry(line, unit) if line is not None else None
-            if entry is not None and entry.usec > cursor_usec and not (
-                    svc.kind == "process" and entry.invocation and invocation and entry.invocation != invocation):
+            if entry is not None and entry.usec > cursor_usec and not _foreign(entry, invocation):
                 if on_line:
                     on_line(entry)
                 if entry.manager:
@@ -240,7 +250,7 @@ def watch_start(
                             # exits has failed, whatever its status.  Judge now, read the status after.
                             detected = int(time.time() * 1e6)
                             st = svc.status(unit)
-                            return verdict("failed", _failed(before, st, invocation, svc.kind)
+                            return verdict("failed", _failed(before, st, invocation)
                                            or f"exited ({entry.message})", st, detected)
                 else:
                     tail.append(entry.message)
@@ -258,7 +268,7 @@ def watch_start(
                 if not st.invocation_id or st.invocation_id == before.invocation_id:
                     continue  # the start job has not run yet
                 invocation = st.invocation_id
-            why = _failed(before, st, invocation, svc.kind)
+            why = _failed(before, st, invocation)
             if why:
                 return verdict("failed", why, st)
             if st.active_state == "active" and (http_up or last_check - started > 2) and health.ok():
@@ -291,7 +301,7 @@ def _drain(stream: LineStream, svc: Services, unit: str, invocation: str | None,
                 if entry.message_id != MSG_UNIT_PROCESS_EXIT:
                     break
             continue
-        if svc.kind == "process" and entry.invocation and invocation and entry.invocation != invocation:
+        if _foreign(entry, invocation):
             continue
         tail.append(entry.message)
         tr = tracker.feed(entry.message, entry.time)

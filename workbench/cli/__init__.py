@@ -53,8 +53,8 @@ def add_global_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
     SUPPRESS, so an option given before the subcommand is not overwritten by the subparser's."""
     default: Any = None if top else argparse.SUPPRESS
     parser.add_argument("--ssh-config", metavar="PATH", default=default,
-                        help="ssh_config that resolves host aliases (default: $WORKBENCH_SSH_CONFIG, else the "
-                             "running testbed's, else ~/.ssh/config)")
+                        help="ssh_config that resolves host aliases, read alone (default: $WORKBENCH_SSH_CONFIG, "
+                             "else the running testbed's and ~/.ssh/config both)")
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:

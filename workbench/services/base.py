@@ -21,10 +21,12 @@ class ServiceInfo:
     status: UnitStatus
     argv: list[str] = field(default_factory=list)
     gpus: list[int] = field(default_factory=list)
+    backend: str = ""  # the kind of the backend that runs it: systemd, process or container
+    image: str = ""  # containers: the image they run
 
     def row(self) -> dict[str, object]:
         s = self.status
-        return {"unit": s.unit, "load": s.load_state, "active": s.active_state, "sub": s.sub_state,
+        return {"unit": s.unit, "backend": self.backend, **({"image": self.image} if self.image else {}), "load": s.load_state, "active": s.active_state, "sub": s.sub_state,
                 "result": s.result, "exit_status": s.exit_status, "restarts": s.n_restarts,
                 "invocation": s.invocation_id, "main_pid": s.main_pid, "gpus": self.gpus,
                 "command": shlex.join(self.argv) if self.argv else ""}

@@ -43,7 +43,8 @@ def umount(path: Path) -> None:
             run(["umount", "-l", str(path)], check=False)
 
 
-def nspawn_argv(name: str, root: Path, netns: str, binds: list[tuple[str, str]]) -> list[str]:
+def nspawn_argv(name: str, root: Path, netns: str, binds: list[tuple[str, str]],
+                extra: list[str] | tuple[str, ...] = ()) -> list[str]:
     argv = [
         "systemd-nspawn",
         "--boot",
@@ -60,7 +61,7 @@ def nspawn_argv(name: str, root: Path, netns: str, binds: list[tuple[str, str]])
     ]
     for src, dst in binds:
         argv.append(f"--bind-ro={src}:{dst}")
-    return argv
+    return argv + list(extra)
 
 
 def boot(argv: list[str], log: Path, *, timeout: float = 120.0) -> int:

@@ -1,24 +1,26 @@
-"""Where the testbed keeps its cache and state (outside the repository)."""
+"""Where the testbed keeps its cache and state (outside the repository).
+
+The locations are the inventory's (:mod:`workbench.inventory`): the testbed writes its
+host entries where the hosts read them, and the dependency points one way.
+"""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
+from workbench.inventory import cache_dir, testbed_dir, testbed_file
 
-def cache_dir() -> Path:
-    """``$WORKBENCH_CACHE``, else ``$XDG_CACHE_HOME/workbench``, else ``~/.cache/workbench``."""
-    env = os.environ.get("WORKBENCH_CACHE")
-    if env:
-        return Path(env)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "workbench"
+__all__ = ["cache_dir", "inventory_file", "rootfs_cache", "state_dir"]
 
 
 def state_dir() -> Path:
     """The running testbed's state: keys, ssh_config, known_hosts, host roots, state.json."""
-    env = os.environ.get("WORKBENCH_TESTBED_DIR")
-    return Path(env) if env else cache_dir() / "testbed"
+    return testbed_dir()
+
+
+def inventory_file() -> Path:
+    """The testbed's inventory entries (read by :func:`workbench.inventory.load`)."""
+    return testbed_file()
 
 
 def rootfs_cache() -> Path:

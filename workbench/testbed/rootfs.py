@@ -139,3 +139,64 @@ def build(recipe: Recipe | None = None, *, log: Path | None = None, progress: Ca
     tmp.rename(target)
     progress(f"root filesystem ready in {time.monotonic() - started:.0f} s: {target}")
     return target
+
+
+@dataclass(frozen=True)
+class Layer:
+    """Packages installed on top of a base tree (``apt-get`` in a chroot of an overlay), plus files.
+
+    Cached as the overlay's upper directory, by a digest of the base, the packages and the files;
+    a host stacks it over the base (``lowerdir=layer:base``)."""
+
+    name: str
+    packages: tuple[str, ...]
+    files: tuple[tuple[str, str], ...] = ()
+
+    def digest(self, base: Path) -> str:
+        blob = json.dumps([base.name, self.name, self.packages, self.files]).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def build_layer(base: Path, layer: Layer, *, progress: Callable[[str], None] = print) -> Path:
+    """The cached upper directory of ``layer`` over ``base``, built if needed (needs root and the network
+    to the Debian mirror, like debootstrap)."""
+    cache = paths.rootfs_cache()
+    target = cache / f"layer-{layer.name}-{layer.digest(base)}"
+    if (target / ".workbench-complete").is_file():
+        return target
+    if os.geteuid() != 0:
+        raise ConfigError("building a testbed layer needs root (chroot apt-get)")
+    tmp = cache / f".layer-{layer.name}-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    upper, work, merged = tmp / "upper", tmp / "work", tmp / "merged"
+    for d in (upper, work, merged):
+        d.mkdir(parents=True)
+    log = cache / f"layer-{layer.name}.log"
+    progress(f"building layer {layer.name} ({', '.join(layer.packages)}); log: {log}")
+    started = time.monotonic()
+    subprocess.run(["mount", "-t", "overlay", "overlay", "-o", f"lowerdir={base},upperdir={upper},workdir={work}",
+                    str(merged)], check=True)
+    try:
+        shutil.copyfile("/etc/resolv.conf", merged / "etc/resolv.conf")
+        script = ("mount -t proc proc /proc && export DEBIAN_FRONTEND=noninteractive && apt-get update -q && "
+                  f"apt-get install -y -q --no-install-recommends {' '.join(layer.packages)}; rc=$?; "
+                  "apt-get clean; rm -rf /var/lib/apt/lists/*; umount /proc; exit $rc")
+        with open(log, "wb") as fh:
+            proc = subprocess.run(["chroot", str(merged), "sh", "-c", script], stdout=fh, stderr=subprocess.STDOUT)
+        (merged / "etc/resolv.conf").unlink(missing_ok=True)
+        for path, text in layer.files:
+            dst = merged / path.lstrip("/")
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            dst.write_text(text)
+    finally:
+        subprocess.run(["umount", str(merged)], check=False)
+    if proc.returncode != 0:
+        shutil.rmtree(tmp, ignore_errors=True)
+        tail = log.read_text(errors="replace").splitlines()[-10:]
+        raise WorkbenchError(f"layer {layer.name}: apt-get failed (exit {proc.returncode}):\n" + "\n".join(tail))
+    (upper / ".workbench-complete").write_text(json.dumps(asdict(layer)))
+    shutil.rmtree(target, ignore_errors=True)
+    upper.rename(target)
+    shutil.rmtree(tmp, ignore_errors=True)
+    progress(f"layer {layer.name} ready in {time.monotonic() - started:.0f} s: {target}")
+    return target

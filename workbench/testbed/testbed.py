@@ -24,8 +24,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from workbench.errors import ConfigError, WorkbenchError
+from workbench.inventory import write_entries
 from workbench.testbed import net, nspawn, paths, rootfs, sshconf
+from workbench.testbed.containers import ContainersProvisioner
 from workbench.testbed.provision import PROVISIONERS, Provisioner
+
+PROVISIONERS.register("containers", ContainersProvisioner.prepare)
 
 Progress = Callable[[str], None]
 HOST_NAMES = [f"gpu-{c}" for c in "abcdefghijklmnopqrstuvwxyz"]
@@ -179,17 +183,22 @@ def _up(
     if not ok:
         raise ConfigError(f"the nspawn testbed needs root and systemd-nspawn ({why}); use --backend local")
     provisioners = PROVISIONERS.make(list(provision))
+    n_hosts = max([n_hosts] + [HOST_NAMES.index(h) + 1 for p in provisioners for h in _own_hosts(p)])
     _check_owner()
     current = load()
+    if current and current.backend == "nspawn" and _healthy(current) and set(provisioned(current)) <= set(provision) \
+            and set(provision) != set(provisioned(current)) and _only_new_hosts(current, provisioners, provision):
+        return _add_hosts(current, n_hosts, provision, provisioners, progress)
     if current and current.backend == "nspawn" and _healthy(current) and len(current.hosts) >= n_hosts \
-            and set(provision) <= set(current.provision):
-        provisioners = PROVISIONERS.make(current.provision)
+            and set(provision) <= set(provisioned(current)):
+        provisioners = PROVISIONERS.make(provisioned(current))
         for p in provisioners:  # refresh provisioned files in the running hosts
             for h in current.hosts:
                 p.install(Path(h.root), h.name)
         for h in current.hosts:  # let systemd see refreshed unit files (no pending reload left behind)
             subprocess.run(["ssh", "-F", str(current.ssh_config), h.name, "systemctl", "daemon-reload"],
                            capture_output=True, timeout=60)
+        _write_inventory(current, provisioners)
         progress(f"testbed already up: {', '.join(h.name for h in current.hosts)}")
         return current
     if current or _leftovers():
@@ -199,7 +208,10 @@ def _up(
     base = rootfs.build(progress=progress)
     sd = paths.state_dir()
     sd.mkdir(parents=True, exist_ok=True)
-    state = State(backend="nspawn", subnet=subnet, rootfs=str(base), provision=list(provision), started_at=time.time())
+    adding = [p.name for p in provisioners if _own_hosts(p)]
+    state = State(backend="nspawn", subnet=subnet, rootfs=str(base), provision=[p for p in provision if p not in adding],
+                  started_at=time.time())
+    _save_extra(adding)
     sshconf.ensure_client_key(state.key)
     OWNER_FILE.write_text(str(sd) + "\n")
     _save(state)  # from here on, a crash leaves a record that the next up/down clears
@@ -220,15 +232,115 @@ def _up(
     for h, pid in zip(hosts, pids, strict=True):
         h.pid = pid
     _save(state)
-    entries = [(h.address, key) for h in hosts for key in sshconf.host_public_keys(Path(h.root))]
-    state.known_hosts.write_text(sshconf.render_known_hosts(entries))
-    state.ssh_config.write_text(sshconf.render_ssh_config([(h.name, h.address) for h in hosts],
-                                                          key=state.key, known_hosts=state.known_hosts))
+    _write_ssh(state)
     for h in hosts:
         _wait_ssh(h.name, state.ssh_config)
+    _after_boot(state, hosts, provisioners)
+    _write_inventory(state, provisioners)
     progress(f"testbed up: {n_hosts} host(s) booted in {time.monotonic() - started:.1f} s; "
              f"ssh -F {state.ssh_config} {hosts[0].name}")
     return state
+
+
+def _extra_file() -> Path:
+    return paths.state_dir() / "provision-extra.json"
+
+
+def _save_extra(names: list[str]) -> None:
+    """Provisioners that added hosts to a running testbed.  Kept apart from ``state.json``'s
+    ``provision``, so that a tree which does not know them still reads the state (and keeps its
+    hosts) instead of refusing an unknown provisioner."""
+    _extra_file().write_text(json.dumps(names))
+
+
+def provisioned(state: State) -> list[str]:
+    """Every provisioner of the running testbed: those it was brought up with, then those that added hosts."""
+    try:
+        extra = [str(n) for n in json.loads(_extra_file().read_text())]
+    except (OSError, ValueError):
+        extra = []
+    return list(dict.fromkeys([*state.provision, *extra]))
+
+
+def _own_hosts(p: Provisioner) -> tuple[str, ...]:
+    """The hosts a provisioner brings (``containers``: gpu-c); empty for one that goes on every host."""
+    return tuple(getattr(p, "hosts", ()))
+
+
+def _only_new_hosts(current: State, provisioners: list[Provisioner], provision: tuple[str, ...]) -> bool:
+    """Whether the provisioners ``current`` lacks touch only hosts it does not have (then those hosts
+    can join the running testbed without restarting anyone else's)."""
+    names = {h.name for h in current.hosts}
+    added = [p for p in provisioners if p.name not in provisioned(current)]
+    return bool(added) and all(_own_hosts(p) and not set(_own_hosts(p)) & names for p in added)
+
+
+def _add_hosts(current: State, n_hosts: int, provision: tuple[str, ...], provisioners: list[Provisioner],
+               progress: Progress) -> State:
+    """Boot the hosts ``current`` lacks (up to ``n_hosts``) beside the running ones."""
+    sd = paths.state_dir()
+    new = []
+    for i in range(len(current.hosts), n_hosts):
+        hn = net.host_net(HOST_NAMES[i], i, current.subnet)
+        hdir = sd / "hosts" / hn.name
+        new.append(HostState(name=hn.name, address=hn.address, netns=hn.netns, veth=hn.veth,
+                             root=str(hdir / "root"), upper=str(hdir / "upper"), work=str(hdir / "work"),
+                             log=str(hdir / "nspawn.log")))
+    current.hosts += new
+    _save_extra([p for p in provision if p not in current.provision])
+    started = time.monotonic()
+    try:
+        for h in new:
+            h.pid = _boot_host(h, current, provisioners, current.subnet)
+        _write_ssh(current)
+        for h in new:
+            _wait_ssh(h.name, current.ssh_config)
+        _after_boot(current, new, provisioners)
+    except BaseException:
+        # The running testbed stays as it was: a half-booted host must not make it look unhealthy.
+        for h in new:
+            if h.pid:
+                nspawn.stop(h.pid, argv_marker=f"--directory={h.root}")
+            nspawn.umount(Path(h.root))
+            for cmd in net.host_down(net.host_net(h.name, HOST_NAMES.index(h.name), current.subnet)):
+                nspawn.run(cmd, check=False)
+        current.hosts = [h for h in current.hosts if h not in new]
+        _write_ssh(current)
+        _extra_file().unlink(missing_ok=True)
+        raise
+    _save(current)
+    _write_inventory(current, provisioners)
+    progress(f"testbed: {', '.join(h.name for h in new)} joined in {time.monotonic() - started:.1f} s")
+    return current
+
+
+def _after_boot(state: State, hosts: list[HostState], provisioners: list[Provisioner]) -> None:
+    """Commands provisioners run on a host once it answers over SSH (the containers' baseline start)."""
+    for h in hosts:
+        for p in provisioners:
+            argv = getattr(p, "after_boot", lambda _n: None)(h.name)
+            if argv:
+                proc = subprocess.run(["ssh", "-F", str(state.ssh_config), h.name, "--", *argv], capture_output=True,
+                                      text=True, timeout=120)
+                if proc.returncode != 0:
+                    raise WorkbenchError(f"{h.name}: {p.name}: {' '.join(argv)} failed: {proc.stderr.strip()[-300:]}")
+
+
+def _write_ssh(state: State) -> None:
+    entries = [(h.address, key) for h in state.hosts for key in sshconf.host_public_keys(Path(h.root))]
+    state.known_hosts.write_text(sshconf.render_known_hosts(entries))
+    state.ssh_config.write_text(sshconf.render_ssh_config([(h.name, h.address) for h in state.hosts],
+                                                          key=state.key, known_hosts=state.known_hosts))
+
+
+def _write_inventory(state: State, provisioners: list[Provisioner]) -> None:
+    """Announce the hosts to :mod:`workbench.inventory` (aliases of our ssh_config, their backends)."""
+    hosts = {}
+    for h in state.hosts:
+        backends = ["systemd"] + [b for p in provisioners for b in getattr(p, "backends", lambda _n: [])(h.name)]
+        hosts[h.name] = {"transport": "ssh", "backends": backends}
+    write_entries(paths.inventory_file(), hosts=hosts, source="testbed", ssh_config=str(state.ssh_config),
+                  groups={"testbed": [h.name for h in state.hosts]}, extra={"backend": "nspawn"})
 
 
 def _boot_host(h: HostState, state: State, provisioners: list[Provisioner], subnet: str) -> int:
@@ -236,7 +348,8 @@ def _boot_host(h: HostState, state: State, provisioners: list[Provisioner], subn
     for cmd in net.host_up(hn):
         nspawn.run(cmd)
     root = Path(h.root)
-    nspawn.mount_overlay(Path(state.rootfs), Path(h.upper), Path(h.work), root)
+    layers = [lw for p in provisioners if (lw := getattr(p, "lower", lambda _n: None)(h.name))]
+    nspawn.mount_overlay(Path(":".join([*layers, state.rootfs])), Path(h.upper), Path(h.work), root)
     (root / "etc/hostname").write_text(h.name + "\n")
     (root / "etc/machine-id").write_text(uuid.uuid4().hex + "\n")
     (root / "etc/hosts").write_text(f"127.0.0.1 localhost\n127.0.1.1 {h.name}\n")
@@ -249,7 +362,8 @@ def _boot_host(h: HostState, state: State, provisioners: list[Provisioner], subn
     for p in provisioners:
         p.install(root, h.name)
         binds.extend(p.binds())
-    argv = nspawn.nspawn_argv(h.name, root, h.netns, binds)
+    extra = [a for p in provisioners for a in getattr(p, "nspawn_args", lambda _n: [])(h.name)]
+    argv = nspawn.nspawn_argv(h.name, root, h.netns, binds, extra)
     return nspawn.boot(argv, Path(h.log))
 
 
@@ -337,8 +451,11 @@ def _down(*, progress: Progress = print) -> list[str]:
     hosts_dir = sd / "hosts"
     if hosts_dir.exists():
         shutil.rmtree(hosts_dir)
-    for name in ("state.json", "ssh_config", "known_hosts"):
+    for name in ("state.json", "ssh_config", "known_hosts", "provision-extra.json"):
         (sd / name).unlink(missing_ok=True)
+    with contextlib.suppress(OSError, ValueError):
+        if json.loads(paths.inventory_file().read_text()).get("backend") == "nspawn":
+            paths.inventory_file().unlink()
     OWNER_FILE.unlink(missing_ok=True)
     for h in state.hosts if state else []:
         shutil.rmtree(f"/run/systemd/nspawn/propagate/{h.name}", ignore_errors=True)
@@ -355,4 +472,4 @@ def status() -> dict[str, object]:
         alive = bool(h.pid) and nspawn.is_ours(h.pid, f"--directory={h.root}")
         hosts.append({"name": h.name, "pid": h.pid, "alive": alive})
     return {"running": all(h["alive"] for h in hosts), "backend": state.backend, "hosts": hosts,
-            "ssh_config": str(state.ssh_config), "provision": state.provision}
+            "ssh_config": str(state.ssh_config), "provision": provisioned(state)}

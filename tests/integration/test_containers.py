@@ -1,0 +1,145 @@
+"""The container backend on gpu-c (podman in systemd-nspawn): status, variants, restore, bad input.
+
+The baseline runs as container ``sglang-k26-ddtree`` (``testbed up --provision sim,containers``)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from workbench.errors import ContainerRuntimeMissing, UnitNotFound, VariantError
+from workbench.services import ContainerServices, WithContainers, inventory, services_for
+from workbench.session import HostSession
+from workbench.variants import Variant
+
+pytestmark = pytest.mark.testbed
+BASE = "sglang-k26-ddtree"
+IMAGE = "localhost/sglang-sim:latest"
+
+
+@pytest.fixture(scope="module")
+def host_c(testbed):
+    from workbench.ssh import SSHHost
+    from workbench.testbed import testbed as tb
+
+    if "gpu-c" not in [h.name for h in testbed.hosts]:
+        testbed = tb.up(len(testbed.hosts), provision=tuple(dict.fromkeys([*tb.provisioned(testbed), "containers"])))
+    h = SSHHost("gpu-c", ssh_config=str(testbed.ssh_config))
+    yield h
+    h.close()
+
+
+def _definition(host) -> dict[str, object]:
+    """What must not change about the base: id, image, command line, config, restart policy."""
+    (c,) = json.loads(host.run(["podman", "container", "inspect", BASE], check=True).stdout)
+    return {"id": c["Id"], "image": c["Image"], "create": c["Config"]["CreateCommand"], "cmd": c["Config"]["Cmd"],
+            "env": c["Config"]["Env"], "restart": c["HostConfig"]["RestartPolicy"]}
+
+
+def _as_found(host, before: dict[str, object]) -> None:
+    svc = ContainerServices(host)
+    assert _definition(host) == before
+    assert svc.status(BASE).running
+    assert svc.variant_files() == {}
+
+
+def test_status_lists_the_container(host_c) -> None:
+    svc = services_for(host_c)
+    assert isinstance(svc, WithContainers)
+    (row,) = [i.row() for i in inventory(svc, BASE)]
+    assert row["backend"] == "container" and row["active"] == "active" and row["image"] == IMAGE
+    assert len(str(row["invocation"])) == 32 and row["gpus"] == list(range(8))
+    assert "sglang.launch_server" in str(row["command"]) and "--tp-size 8" in str(row["command"])
+
+
+def test_failing_variant_is_seen_with_its_traceback_and_the_host_is_restored(host_c) -> None:
+    before = _definition(host_c)
+    with HostSession(host_c, purpose="container test", lock_wait=300) as s:
+        trial = s.run_variant(BASE, {"--ep-size": "8"}, timeout=120)
+        assert trial.outcome.outcome == "failed", trial.outcome.describe()
+        assert trial.outcome.phase == "cuda_graph_capture"
+        text = s.svc.invocation_text(trial.variant, trial.outcome.invocation_id)
+        assert "AttributeError" in text and "Traceback" in text
+        assert not s.svc.status(BASE).running  # stopped exactly as a base unit is, for the trial
+    _as_found(host_c, before)
+
+
+def test_ready_variant_serves_and_the_base_comes_back(host_c) -> None:
+    before = _definition(host_c)
+    with HostSession(host_c, purpose="container test", lock_wait=300) as s:
+        trial = s.run_variant(BASE, {"--enable-nccl-nvls": True}, {"NCCL_DEBUG": "INFO"}, timeout=120)
+        assert trial.outcome.ok, trial.outcome.describe()
+        assert trial.outcome.phase == "serving"
+    _as_found(host_c, before)
+
+
+def test_unknown_container_is_a_clear_error_and_nothing_changes(host_c) -> None:
+    before = _definition(host_c)
+    svc = ContainerServices(host_c)
+    assert svc.status("no-such-ctr").missing
+    with pytest.raises(UnitNotFound, match="no container named 'no-such-ctr'"):
+        svc.unit_text("no-such-ctr")
+    with HostSession(host_c, services=svc, lock_wait=300) as s, pytest.raises(UnitNotFound):
+        s.run_variant("no-such-ctr", {"--tp-size": "4"})
+    _as_found(host_c, before)
+
+
+def test_runtime_absent_is_a_clear_error(host_a) -> None:
+    with pytest.raises(ContainerRuntimeMissing, match="no container runtime"):
+        ContainerServices(host_a).status(BASE)
+    assert not isinstance(services_for(host_a), WithContainers)
+
+
+def test_missing_image_is_refused_before_any_container_exists(host_c, monkeypatch: pytest.MonkeyPatch) -> None:
+    before = _definition(host_c)
+    svc = ContainerServices(host_c)
+    real = svc.info(BASE)
+    monkeypatch.setattr(svc, "info", lambda name: replace(real, image_id="0" * 64, image="localhost/gone:1"))
+    v = Variant.build(BASE, svc.unit_text(BASE), {"--tp-size": "4"})
+    with pytest.raises(VariantError, match=r"localhost/gone:1 .* is missing"):
+        svc.install_variant(v)
+    assert svc.variant_files() == {}
+    _as_found(host_c, before)
+
+
+def test_port_already_taken_is_refused_and_the_variant_removed(host_c) -> None:
+    """Host networking (what gpu-c's nspawn allows: bridge networks need ip_forward): a port another
+    container listens on stops the variant before it starts; the session removes what it created."""
+    from workbench.watch import PortInUse
+
+    svc = ContainerServices(host_c)
+    names = ["wb-test-port", "wb-test-squat"]
+    host_c.run(["podman", "rm", "-f", "-t", "0", *names])
+    try:
+        host_c.run(["podman", "create", "--name", names[0], "--network", "host", IMAGE, "python3", "-c",
+                    "import time; time.sleep(600)", "--port", "18090"], check=True)
+        host_c.run(["podman", "run", "-d", "--name", names[1], "--network", "host", IMAGE, "python3", "-m",
+                    "http.server", "18090", "--bind", "127.0.0.1"], check=True)
+        host_c.run(["sh", "-c", "for i in $(seq 50); do ss -Htln 'sport = :18090' | grep -q . && exit 0; "
+                    "sleep 0.1; done; exit 1"], check=True)
+        with HostSession(host_c, services=svc, lock_wait=300) as s, pytest.raises(PortInUse, match="18090"):
+            s.run_variant(names[0], {"--x": "1"}, timeout=60)
+        assert svc.variant_files() == {}
+        assert not svc.status(names[0]).running
+    finally:
+        host_c.run(["podman", "rm", "-f", "-t", "0", *names])
+
+
+def test_bisect_on_the_container_finds_the_seeds_culprits(host_c, testbed, tmp_path) -> None:
+    """The contract: a container name where a unit name goes; the seeds' two culprits with their
+    signatures, and the container left as found."""
+    from workbench.runbooks.execute import execute
+
+    before = _definition(host_c)
+    outcome = execute("bisect", {"host": "gpu-c", "ssh_config": str(testbed.ssh_config), "base_unit": BASE,
+                                 "rerun": True, "lock_wait": 300}, data_dir=str(tmp_path), progress=False)
+    result = outcome.result
+    assert result["status"] == "ok", result.get("failure")
+    got = {(frozenset(e[0] for e in c["edits"]), c["exception_type"], c["phase"]) for c in result["culprits"]}
+    assert got == {(frozenset({"--ep-size"}), "AttributeError", "cuda_graph_capture"),
+                   (frozenset({"--ep-size", "--enable-nccl-nvls"}), "RuntimeError", "cuda_graph_capture")}
+    assert "CUBLAS" in next(c["message"] for c in result["culprits"] if c["exception_type"] == "RuntimeError")
+    assert result["host_restored"] is True
+    _as_found(host_c, before)

@@ -1,0 +1,68 @@
+"""The container backend through a fake host (our Host seam) that answers with podman's captured output."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import pytest
+
+from workbench.errors import ContainerRuntimeMissing, UnitNotFound
+from workbench.hosts import Result
+from workbench.services import ContainerServices, WithContainers
+
+CAP = Path(__file__).parents[2] / "fixtures" / "captured" / "podman"
+
+
+class FakeHost:
+    """Answers commands by their first words; records what ran."""
+
+    name = "fake"
+
+    def __init__(self, answers: dict[str, tuple[int, str, str]]) -> None:
+        self.answers = answers
+        self.ran: list[str] = []
+
+    def run(self, cmd, **kw) -> Result:  # type: ignore[no-untyped-def]
+        text = cmd if isinstance(cmd, str) else shlex.join(cmd)
+        self.ran.append(text)
+        for prefix, (rc, out, err) in self.answers.items():
+            if text.startswith(prefix):
+                return Result(text, out, err, rc, self.name)
+        return Result(text, "", f"unexpected: {text}", 99, self.name)
+
+
+def test_status_from_inspect_and_a_missing_container() -> None:
+    inspect = (CAP / "inspect_exited.json").read_text()
+    host = FakeHost({"podman container inspect -- dies": (0, inspect, ""),
+                     "podman container inspect -- nosuch": (125, "[]", 'Error: no such object: "nosuch"')})
+    svc = ContainerServices(host, "podman")  # type: ignore[arg-type]
+    st = svc.status("dies.service")
+    assert (st.unit, st.active_state, st.exit_status) == ("dies", "failed", 3)
+    assert svc.status("nosuch").missing
+    with pytest.raises(UnitNotFound, match="no container named 'nosuch'"):
+        svc.unit_text("nosuch")
+
+
+def test_runtime_absent() -> None:
+    host = FakeHost({"sh -c 'command -v podman || command -v docker'": (1, "", "")})
+    with pytest.raises(ContainerRuntimeMissing, match="no container runtime"):
+        ContainerServices(host).status("x")  # type: ignore[arg-type]
+
+
+def test_with_containers_routes_by_name() -> None:
+    class Units:
+        kind, state_dir = "systemd", "/run/workbench"
+
+        def __init__(self, host: FakeHost) -> None:
+            self.host = host
+
+        def units(self, pattern: str = "*") -> list[str]:
+            return ["ssh.service"]
+
+    host = FakeHost({"podman ps -a --format": (0, "dies\n", "")})
+    both = WithContainers(Units(host), ContainerServices(host, "podman"))  # type: ignore[arg-type]
+    assert both.backend("dies") is both.containers and both.backend("dies.service") is both.containers
+    assert both.backend("ssh.service") is both.units_backend
+    assert both.units() == ["ssh.service", "dies"]
+    assert both.host_port("ssh.service", 30000) == 30000
