@@ -231,5 +231,5 @@ class _Entered:
     def __enter__(self) -> HostSession:
         return self.session
 
-    def __exit__(self, *exc: object) -> None:
-        self.session.__exit__(*exc)
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
+        self.session.__exit__(exc_type, exc, tb)

@@ -56,6 +56,7 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
     ("WORKBENCH_TESTBED_DIR", "the testbed's state directory (default: $WORKBENCH_CACHE/testbed)"),
     ("WORKBENCH_KEEP_TESTBED", "1: the test suite leaves a testbed it started running"),
     ("WORKBENCH_API_KEY", "the API key `workbench bench` sends as a Bearer token (else OPENAI_API_KEY)"),
+    ("WORKBENCH_INVENTORY", "the inventory of hosts, backends and groups (default: ~/.config/workbench/inventory.toml)"),
     ("WORKBENCH_DEPLOYMENTS", "multi-node deployments file (default: deployments.toml beside the ssh_config)"),
     ("WORKBENCH_SLURM_CLUSTERS", "Slurm clusters file for slurm:NAME (default: ~/.config/workbench/slurm.toml)"),
 )

@@ -10,13 +10,16 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg,
     p = sub.add_parser("restore", help="restore a host from the record an abandoned session left",
                        description="Takes the host's lock, reads the session record on the host, removes the "
                                    "variants it lists and puts each base unit back in its recorded run state, "
-                                   "then checks the host is as found and removes the record.")
-    p.add_argument("host")
+                                   "then checks the host is as found and removes the record.",
+                       epilog="examples:\n  workbench restore gpu-a\n  workbench restore gpu-a --accept-current "
+                              "   # the base was edited since: keep it as it is now\n"
+                              "  workbench restore gpu-a --lock-wait 60 --json")
+    p.add_argument("host", help="host alias (ssh_config), 'local', or a local-testbed host")
     p.add_argument("--accept-current", action="store_true",
                    help="a base unit changed since the record: take its current files as the state found")
     p.add_argument("--lock-wait", type=float, default=0.0, metavar="S",
                    help="seconds to wait for another session (or the host's guard) to let go of the lock")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="what was done, as one JSON object on stdout")
     p.set_defaults(func=_restore)
 
 

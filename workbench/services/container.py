@@ -253,6 +253,40 @@ class ContainerServices:
         res = self.host.run(["sh", "-c", _REMOVE, "remove", self.runtime, name, LOG_DIR], timeout=180)
         return res.ok
 
+    # -- what the host guard runs without us (argv, built here like the verbs above) ---------
+    def _name(self, unit: str) -> str:
+        name = unit.removesuffix(".service")
+        if not ct.NAME_RE.match(name):
+            raise ConfigError(f"not a container name: {unit!r}")
+        return name
+
+    def remove_variant_argv(self, name: str) -> list[str]:
+        return [self.runtime, "rm", "--force", "--", self._name(name)]
+
+    def start_argv(self, unit: str) -> list[str]:
+        return [self.runtime, "start", "--", self._name(unit)]
+
+    def stop_argv(self, unit: str) -> list[str]:
+        return [self.runtime, "stop", "--time", "30", "--", self._name(unit)]
+
+    def running_argv(self, unit: str) -> list[str]:
+        return ["sh", "-c", '[ "$("$0" inspect --format "{{.State.Running}}" -- "$1" 2>/dev/null)" = true ]',
+                self.runtime, self._name(unit)]
+
+    # A host with containers only (no systemd): the guard is a detached process, as on the
+    # process backend; with systemd, WithContainers gives the guard to the units' backend.
+    def guard_start_argv(self, name: str, argv: list[str]) -> list[str]:
+        return ["sh", "-c", 'log=$1; pidf=$2; shift 2; setsid "$@" </dev/null >>"$log" 2>&1 & echo $! >"$pidf"',
+                "guard", f"{self.state_dir}/{name}.log", f"{self.state_dir}/{name}.pid", *argv]
+
+    def guard_stop_argv(self, name: str) -> list[str]:
+        return ["sh", "-c", 'p=$(cat "$1" 2>/dev/null) && grep -q hostguard "/proc/$p/cmdline" 2>/dev/null '
+                '&& kill -TERM "$p"; rm -f -- "$1"; true', "disarm", f"{self.state_dir}/{name}.pid"]
+
+    def guard_alive_argv(self, name: str) -> list[str]:
+        return ["sh", "-c", 'p=$(cat "$1" 2>/dev/null) && grep -q hostguard "/proc/$p/cmdline"', "alive",
+                f"{self.state_dir}/{name}.pid"]
+
     def variant_files(self) -> dict[str, str]:
         """Variant containers on the host: name -> base (by their label)."""
         _, out, _ = self._rt("ps", "-a", "--filter", f"label={ct.VARIANT_LABEL}", "--format",
@@ -407,6 +441,27 @@ class WithContainers:
 
     def host_port(self, unit: str, flag_port: int) -> int:
         return self.containers.host_port(unit, flag_port) if self._is_container(unit) else flag_port
+
+    def remove_variant_argv(self, name: str) -> list[str]:
+        return self.backend(name).remove_variant_argv(name)
+
+    def start_argv(self, unit: str) -> list[str]:
+        return self.backend(unit).start_argv(unit)
+
+    def stop_argv(self, unit: str) -> list[str]:
+        return self.backend(unit).stop_argv(unit)
+
+    def running_argv(self, unit: str) -> list[str]:
+        return self.backend(unit).running_argv(unit)
+
+    def guard_start_argv(self, name: str, argv: list[str]) -> list[str]:
+        return self.units_backend.guard_start_argv(name, argv)
+
+    def guard_stop_argv(self, name: str) -> list[str]:
+        return self.units_backend.guard_stop_argv(name)
+
+    def guard_alive_argv(self, name: str) -> list[str]:
+        return self.units_backend.guard_alive_argv(name)
 
     def container_of(self, unit: str) -> ContainerServices | None:
         return self.containers if self._is_container(unit) else None

@@ -14,7 +14,6 @@ import pytest
 from workbench.errors import CommandFailed
 from workbench.hosts import Result, _check
 from workbench.redact import ADDRESS, REDACTED, Redactor, clip
-from workbench.runbooks import execute as ex
 from workbench.runbooks.cause import first_line
 from workbench.runbooks.report import export_fallback, export_html
 from workbench.runbooks.sanitize import sanitize
@@ -185,19 +184,18 @@ def test_every_writer_of_a_run(tmp_path, canary):
     export_html(clean, run.dir, redactor=r, result=run.result())
     export_fallback(tmp_path / "fallback", {"status": "failed", "conclusion": message}, cut, redactor=r)
 
-    echoed: list[str] = []
-    echo = ex._Echo(r)
-    import tqdm
-    orig = tqdm.tqdm.write
-    tqdm.tqdm.write = staticmethod(lambda s, file=None: echoed.append(s))  # type: ignore[method-assign]
-    try:
-        for chunk in (message[:50], message[50:] + "\n", cut + "\n"):
-            echo.write(chunk)
-    finally:
-        tqdm.tqdm.write = orig  # type: ignore[method-assign]
+    import io
+
+    from workbench.runbooks.progress import RunProgress
+
+    out = io.StringIO()
+    echo = RunProgress("bisect", r, total_cells=1, stream=out, live=False)  # the kernel's lines on stderr
+    for chunk in (message[:50], message[50:] + "\n", cut + "\n"):
+        echo.write(chunk)
+    echo.close()
     blobs = {p.name: p.read_text(errors="replace") for p in [*run.dir.iterdir(), *(tmp_path / "fallback").iterdir()]}
     blobs["trials.parquet (read back)"] = pd.read_parquet(run.dir / "trials.parquet").to_json()
-    blobs["stdout"] = "\n".join(echoed)
-    assert {"result.json", "trials.parquet", "notebook.ipynb", "report.html"} <= set(blobs) and len(echoed) == 2
+    blobs["stdout"] = out.getvalue()
+    assert {"result.json", "trials.parquet", "notebook.ipynb", "report.html"} <= set(blobs) and echo.lines == 2
     for where, blob in blobs.items():
         assert_nowhere(blob, canary, *TOKENS.values(), where=where)
