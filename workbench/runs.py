@@ -157,6 +157,8 @@ def read_table(path: Path) -> pd.DataFrame:
         frame["edits"] = frame["edits"].map(decode_edits).astype(object)
     if "timeline" in frame.columns:
         frame["timeline"] = frame["timeline"].map(_decode_timeline).astype(object)
+    if "ranks" in frame.columns:  # list<string> -> list of str (numpy arrays come back from Parquet)
+        frame["ranks"] = frame["ranks"].map(lambda v: [] if v is None else [str(x) for x in v]).astype(object)
     for col in TIME_COLUMNS:
         if col in frame.columns and isinstance(frame[col].dtype, pd.DatetimeTZDtype):
             frame[col] = frame[col].map(lambda t: t.timestamp() if pd.notna(t) else float("nan")).astype(float)

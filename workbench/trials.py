@@ -49,6 +49,8 @@ class TrialRecord:
     reused: bool = False
     signature_id: str | None = None  # "Type@hash" of (exception type, normalised message, phase)
     frames_phase: str | None = None  # what the root cause's frames said, kept for the record
+    ranks: list[str] = field(default_factory=list)  # the ranks the root cause was seen on (the whole log)
+    where: str = ""  # the root cause's innermost frame: "function (file.py:line)"
     host: str = ""
     base_unit: str = ""
     unit_hash: str = ""
@@ -141,8 +143,17 @@ def classify(text: str) -> dict[str, Any]:
     elif a.failures:
         f = a.failures[0]
         sig, exc_type, message, phase = f.signature, f.exception_type, f.message, f.phase
+    ranks: list[str] = []
+    where = ""
+    frame = None
+    if root is not None:
+        ranks, frame = list(root.ranks), root.innermost_frame
+    elif a.failures:
+        ranks, frame = list(a.failures[0].ranks), a.failures[0].innermost_frame
+    if frame is not None:
+        where = f"{frame.function} ({frame.file.rsplit('/', 1)[-1]}:{frame.line})"
     return {"signature": sig, "exception_type": exc_type, "message": message, "phase": phase,
-            "root_cause_kind": kind}
+            "root_cause_kind": kind, "ranks": ranks, "where": where}
 
 
 def _timeline_phase(out: Any) -> tuple[str | None, bool]:
@@ -201,6 +212,8 @@ def run_trial(
         seconds=round(out.seconds, 3),
         signature_id=info.get("signature_id"),
         frames_phase=info.get("frames_phase"),
+        ranks=list(info.get("ranks") or []),
+        where=str(info.get("where") or ""),
         host=session.host.name,
         base_unit=base,
         unit_hash=unit_hash(base_text),

@@ -118,7 +118,9 @@ def culprit_entries(search: Any, by_sig: dict[str, TrialRecord]) -> list[dict[st
         rec = by_sig[c.signature]
         out.append({"edits": [[f, v] for f, v in c.items], "exception_type": rec.exception_type, "phase": rec.phase,
                     "signature": rec.signature, "signature_id": c.signature, "message": rec.message,
-                    "blockers": [[f, v] for f, v in c.blockers], "related": []})
+                    "blockers": [[f, v] for f, v in c.blockers], "related": [],
+                    **({"ranks": list(rec.ranks)} if rec.ranks else {}),
+                    **({"where": rec.where} if rec.where else {})})
     keys = [(e["exception_type"], e["message"], e["phase"]) for e in out]
     for group in related(keys):
         for i in group:

@@ -50,3 +50,12 @@ def test_tables_written_as_json_strings_still_read() -> None:
     old = read_table(FIXTURE)
     assert old["edits"].iloc[1] == [["--ep-size", "8"], ["--enable-nccl-nvls", True]]
     assert old["timeline"].iloc[0][0]["phase"] and isinstance(old["started_at"].iloc[0], float)
+
+
+def test_trial_ranks_are_a_list_of_strings_and_read_back_as_lists(tmp_path: Path) -> None:
+    frame = pd.DataFrame({"edits": [[["--ep-size", "8"]], []], "ranks": [["TP0", "TP1"], []],
+                          "outcome": ["failed", "ready"]})
+    run = Run.create("bisect", data_dir=tmp_path, redactor=Redactor([]))
+    path = run.table("trials", frame)
+    assert pq.read_schema(path).field("ranks").type == pa.list_(pa.string())
+    assert read_table(path)["ranks"].tolist() == [["TP0", "TP1"], []]

@@ -48,3 +48,10 @@ def test_related_pairs_the_same_exception_in_other_phases():
     sigs = [("AttributeError", "x", "cuda_graph_capture"), ("RuntimeError", "y", "cuda_graph_capture"),
             ("AttributeError", "x", "warmup")]
     assert related(sigs) == [[0, 2]]
+
+
+def test_a_trial_keeps_the_root_causes_ranks_and_where_for_the_report():
+    text = (FIXTURES / "sim_warmup_nonetype.log").read_text()
+    info = classify(text)
+    assert info["ranks"] and all(r.startswith("TP") for r in info["ranks"])
+    assert info["where"].endswith(")") and ".py:" in info["where"]
