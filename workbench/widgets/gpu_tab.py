@@ -1,7 +1,8 @@
 """GPU: live charts of the chosen host's GPUs (power with its limit, utilization, memory, clocks),
 sampled from ``nvidia-smi`` on the host while the user works.
 
-Sampling is a background task of the tab's bar (Cancel or Stop ends it); every ``refresh_s``
+Sampling is a background task of the tab's bar (Cancel or Stop ends it, and the samples are
+stored in the ledger as a ``gpu`` run, so they sit beside any run that was going on); every ``refresh_s``
 the lines received so far are parsed (:func:`workbench.telemetry.parse_nvidia_smi`) and the
 chart (:func:`workbench.plots.gpu_dashboard`, the last ``window_s`` seconds) is redrawn as
 inline SVG.
@@ -16,6 +17,7 @@ import ipywidgets as widgets
 import pandas as pd
 
 from workbench import plots
+from workbench.runs import Run
 from workbench.telemetry import GpuSampler, parse_nvidia_smi
 from workbench.widgets.background import Task, TaskBar, TaskContext, guarded
 from workbench.widgets.context import PanelContext
@@ -33,6 +35,7 @@ class GpuTab:
         self.window_s = window_s
         self.sampler: Any = None
         self.samples = pd.DataFrame()
+        self.saved: Run | None = None  # the ledger run the last samples were stored in
         self.bar = TaskBar("gpu")
         self.start_button = widgets.Button(description="Start sampling", icon="play")
         self.start_button.add_class("wb-gpu-start")
@@ -62,12 +65,31 @@ class GpuTab:
             finally:
                 self.samples = self.sampler.stop()
                 self.update(self.samples)
+                self.saved = self._save(host_name, self.samples)
             return self.samples
 
         return self.bar.submit(f"GPU samples of {host_name}", work)
 
     def stop(self) -> None:
         self.bar.cancel()
+
+    def _save(self, host_name: str, samples: pd.DataFrame) -> Run | None:
+        """Store the samples as a ``gpu`` run in the ledger (its ``telemetry`` table, the time span in
+        ``result.json``), so they sit beside the runs that were going on while they were taken."""
+        if samples.empty or "time_unix" not in samples:
+            return None
+        run = Run.create("gpu", data_dir=self.ctx.data_dir)
+        run.table("telemetry", samples)
+        t0, t1 = float(samples["time_unix"].min()), float(samples["time_unix"].max())
+        frac = ""
+        if "power_w" in samples and "power_limit_w" in samples and samples["power_limit_w"].notna().any():
+            frac = (f"; mean power {samples['power_w'].mean():.0f} W of a "
+                    f"{samples['power_limit_w'].max():.0f} W limit")
+        run.write_result({"status": "ok", "host": host_name, "started": t0, "finished": t1,
+                          "wall_seconds": round(t1 - t0, 2),
+                          "conclusion": f"{len(samples)} samples of {samples['gpu'].nunique()} GPU(s) over "
+                                        f"{t1 - t0:.0f} s{frac}"})
+        return run
 
     def current(self) -> pd.DataFrame:
         """What the sampler received so far, parsed (lines still arriving are skipped, not errors)."""

@@ -85,3 +85,10 @@ def test_live_view_redraws_as_lines_arrive_and_stop_ends_sampling(tmp_path) -> N
     tab.stop_button.click()
     assert tab.wait(30).state in ("done", "cancelled")
     assert samplers[0].stopped and len(tab.samples) == len(LINES)
+    # the samples are stored with the runs: a ``gpu`` run in the ledger, its telemetry table as sampled
+    from workbench.runs import Ledger, read_table
+
+    assert tab.saved is not None
+    runs = Ledger(tmp_path).runs()
+    assert list(runs["runbook"]) == ["gpu"] and "of a 700 W limit" in (tab.saved.result() or {})["conclusion"]
+    assert len(read_table(tab.saved.dir / "telemetry.parquet")) == len(LINES)
