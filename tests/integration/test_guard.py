@@ -93,10 +93,10 @@ def cli(ssh_config: str, *args: str) -> subprocess.Popen[str]:
 
 
 def cli_until(ssh_config: str, phase: str) -> subprocess.Popen[str]:
-    """``workbench variant`` running, stopped right after it prints ``phase``."""
+    """``workbench variant`` running, stopped right after it prints ``phase`` (progress: stderr)."""
     p = cli(ssh_config, "variant", "gpu-a", BASE, "--set", "mode=ok", "--set", "delay=1", "--timeout", "60")
-    assert p.stdout is not None
-    for line in p.stdout:
+    assert p.stderr is not None
+    for line in p.stderr:
         if line.split()[-1:] == [phase]:
             return p
     raise AssertionError(f"the variant ended before {phase}: {p.communicate()}")

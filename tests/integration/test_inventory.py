@@ -77,4 +77,4 @@ def test_status_cli_with_a_user_alias_and_with_ssh_config(user_home: Path, testb
     proc = _cli("status", "gpu-b", "ssh.service", "--json", "--ssh-config", str(testbed.ssh_config))
     assert proc.returncode == 0, proc.stderr
     proc = _cli("status", "gpu-b", "--ssh-config", str(user_home / ".ssh/config"))
-    assert proc.returncode == 1 and "unknown host" in proc.stderr and ".ssh/config" in proc.stderr
+    assert proc.returncode == 3 and "unknown host" in proc.stderr and ".ssh/config" in proc.stderr  # host problem

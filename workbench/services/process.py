@@ -25,20 +25,24 @@ DEFAULT_PROCESS_ROOT = "/var/lib/workbench/services"
 NEW_INVOCATION = "@@NEW_INVOCATION@@"  # the guard puts a fresh invocation id here (hostguard.py)
 
 # $1: a unit's state file; exits 0 when its supervisor lives.
-_ALIVE = ('s=$(sed -n \'s/.*"supervisor_pid": \\([0-9]*\\).*/\\1/p\' "$1" 2>/dev/null); '
-          '[ -n "$s" ] && kill -0 "$s" 2>/dev/null')
+# A zombie (a PID 1 that does not reap, as in some containers) is not alive.
+_LIVES = '[ -n "$s" ] && kill -0 "$s" 2>/dev/null && ! grep -q "^State:[[:space:]]*Z" "/proc/$s/status" 2>/dev/null'
+_ALIVE = ('s=$(sed -n \'s/.*"supervisor_pid": \\([0-9]*\\).*/\\1/p\' "$1" 2>/dev/null); ' + _LIVES)
 # $1 state file, $2 seconds before SIGKILL.
-_STOP_SCRIPT = (_ALIVE + ' || exit 0; kill -TERM "$s"; i=0; while kill -0 "$s" 2>/dev/null; do i=$((i+1)); '
+_STOP_SCRIPT = (_ALIVE + ' || exit 0; kill -TERM "$s"; i=0; while ' + _LIVES.split("&& ", 1)[1] + '; do i=$((i+1)); '
                 '[ $i -gt $(( $2 * 20 )) ] && { kill -KILL -- "$s"; break; }; sleep 0.05; done')
-# $1 state dir, $2 unit, $3 invocation id, $4 procsup.py: launch from the spec file unless running.
+# $1 state dir, $2 unit, $3 invocation id, $4 procsup.py: launch from the spec file unless running;
+# returns once the new invocation's state is written (so a status read right after sees it).
 _START_SCRIPT = r"""
 f="$1/$2.state.json"; spec="$1/$2.spec.json"
 s=$(sed -n 's/.*"supervisor_pid": \([0-9]*\).*/\1/p' "$f" 2>/dev/null)
-[ -n "$s" ] && kill -0 "$s" 2>/dev/null && exit 0
+[ -n "$s" ] && kill -0 "$s" 2>/dev/null && ! grep -q "^State:[[:space:]]*Z" "/proc/$s/status" 2>/dev/null && exit 0
 [ -f "$spec" ] || { echo "no spec file $spec: $2 was never started by the process backend" >&2; exit 1; }
 sed -i "s/\"invocation\": \"[0-9a-f]*\"/\"invocation\": \"$3\"/" "$spec" || exit 1
 sh -c 'printf '\''{"invocation": "%s", "state": "activating", "supervisor_pid": %s}'\'' "$3" "$$" >"$1/$2.state.json"
 exec setsid python3 "$4" "$1" "$2" </dev/null >/dev/null 2>&1' launch "$@" &
+i=0; until grep -q "\"invocation\": \"$3\"" "$f" 2>/dev/null; do
+  i=$((i+1)); [ $i -gt 1000 ] && break; sleep 0.01; done
 """
 
 class ProcessServices:
