@@ -87,6 +87,24 @@ class Services(Protocol):
     def guard_alive_argv(self, name: str) -> list[str]: ...
 
 
+# The guard as a detached process in its own session (hosts without systemd): its PID in
+# ``state_dir/NAME.pid``, its output in ``state_dir/NAME.log``; stopped only if that PID is still
+# the guard (``hostguard`` in its command line).
+def detached_guard_start_argv(state_dir: str, name: str, argv: list[str]) -> list[str]:
+    return ["sh", "-c", 'log=$1; pidf=$2; shift 2; setsid "$@" </dev/null >>"$log" 2>&1 & echo $! >"$pidf"',
+            "guard", f"{state_dir}/{name}.log", f"{state_dir}/{name}.pid", *argv]
+
+
+def detached_guard_stop_argv(state_dir: str, name: str) -> list[str]:
+    return ["sh", "-c", 'p=$(cat "$1" 2>/dev/null) && grep -q hostguard "/proc/$p/cmdline" 2>/dev/null '
+            '&& kill -TERM "$p"; rm -f -- "$1"; true', "disarm", f"{state_dir}/{name}.pid"]
+
+
+def detached_guard_alive_argv(state_dir: str, name: str) -> list[str]:
+    return ["sh", "-c", 'p=$(cat "$1" 2>/dev/null) && grep -q hostguard "/proc/$p/cmdline"', "alive",
+            f"{state_dir}/{name}.pid"]
+
+
 def exec_argv(unit_text: str, unit: str = "unit") -> list[str]:
     """The argv of a unit's single ``ExecStart=``."""
     execs = UnitFile.parse(unit_text, source=unit).get_all("Service", "ExecStart")

@@ -30,7 +30,12 @@ from workbench.errors import (
 )
 from workbench.hosts import Host, LineStream
 from workbench.journal import Entry
-from workbench.services.base import Services
+from workbench.services.base import (
+    Services,
+    detached_guard_alive_argv,
+    detached_guard_start_argv,
+    detached_guard_stop_argv,
+)
 from workbench.systemd import UnitStatus
 from workbench.variants import Variant
 
@@ -276,16 +281,13 @@ class ContainerServices:
     # A host with containers only (no systemd): the guard is a detached process, as on the
     # process backend; with systemd, WithContainers gives the guard to the units' backend.
     def guard_start_argv(self, name: str, argv: list[str]) -> list[str]:
-        return ["sh", "-c", 'log=$1; pidf=$2; shift 2; setsid "$@" </dev/null >>"$log" 2>&1 & echo $! >"$pidf"',
-                "guard", f"{self.state_dir}/{name}.log", f"{self.state_dir}/{name}.pid", *argv]
+        return detached_guard_start_argv(self.state_dir, name, argv)
 
     def guard_stop_argv(self, name: str) -> list[str]:
-        return ["sh", "-c", 'p=$(cat "$1" 2>/dev/null) && grep -q hostguard "/proc/$p/cmdline" 2>/dev/null '
-                '&& kill -TERM "$p"; rm -f -- "$1"; true', "disarm", f"{self.state_dir}/{name}.pid"]
+        return detached_guard_stop_argv(self.state_dir, name)
 
     def guard_alive_argv(self, name: str) -> list[str]:
-        return ["sh", "-c", 'p=$(cat "$1" 2>/dev/null) && grep -q hostguard "/proc/$p/cmdline"', "alive",
-                f"{self.state_dir}/{name}.pid"]
+        return detached_guard_alive_argv(self.state_dir, name)
 
     def variant_files(self) -> dict[str, str]:
         """Variant containers on the host: name -> base (by their label)."""

@@ -16,7 +16,13 @@ from pathlib import Path
 from workbench.errors import ConfigError, UnitNotFound, VariantError
 from workbench.hosts import Host, LineStream
 from workbench.journal import Entry, parse_process_entry
-from workbench.services.base import _check_unit, exec_argv
+from workbench.services.base import (
+    _check_unit,
+    detached_guard_alive_argv,
+    detached_guard_start_argv,
+    detached_guard_stop_argv,
+    exec_argv,
+)
 from workbench.systemd import UnitStatus
 from workbench.unitfile import UnitFile, split_environment
 from workbench.variants import Variant
@@ -223,16 +229,13 @@ class ProcessServices:
 
     # -- the guard: a detached process in its own session --------------------
     def guard_start_argv(self, name: str, argv: list[str]) -> list[str]:
-        return ["sh", "-c", 'log=$1; pidf=$2; shift 2; setsid "$@" </dev/null >>"$log" 2>&1 & echo $! >"$pidf"',
-                "guard", f"{self.state_dir}/{name}.log", f"{self.state_dir}/{name}.pid", *argv]
+        return detached_guard_start_argv(self.state_dir, name, argv)
 
     def guard_stop_argv(self, name: str) -> list[str]:
-        return ["sh", "-c", 'p=$(cat "$1" 2>/dev/null) && grep -q hostguard "/proc/$p/cmdline" 2>/dev/null '
-                '&& kill -TERM "$p"; rm -f -- "$1"; true', "disarm", f"{self.state_dir}/{name}.pid"]
+        return detached_guard_stop_argv(self.state_dir, name)
 
     def guard_alive_argv(self, name: str) -> list[str]:
-        return ["sh", "-c", 'p=$(cat "$1" 2>/dev/null) && grep -q hostguard "/proc/$p/cmdline"', "alive",
-                f"{self.state_dir}/{name}.pid"]
+        return detached_guard_alive_argv(self.state_dir, name)
 
     # -- journal: the supervisor's JSON log, one file per unit -----------
     def log_path(self, unit: str) -> str:

@@ -24,6 +24,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from workbench import inventory
 from workbench.errors import ConfigError
 from workbench.hosts import LocalHost, connect
 from workbench.slurm.cluster import SlurmCluster
@@ -33,27 +34,13 @@ ENV = "WORKBENCH_SLURM_CLUSTERS"
 TESTBED_FILE = "slurm.json"
 
 
-def _testbed_dir() -> Path:
-    env = os.environ.get("WORKBENCH_TESTBED_DIR")
-    if env:
-        return Path(env)
-    cache = os.environ.get("WORKBENCH_CACHE")
-    if cache:
-        return Path(cache) / "testbed"
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "workbench" / "testbed"
-
-
 def user_file() -> Path:
     env = os.environ.get(ENV)
-    if env:
-        return Path(env)
-    xdg = os.environ.get("XDG_CONFIG_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".config") / "workbench" / "slurm.toml"
+    return Path(env) if env else inventory.user_file().with_name("slurm.toml")
 
 
 def testbed_file() -> Path:
-    return _testbed_dir() / TESTBED_FILE
+    return inventory.testbed_dir() / TESTBED_FILE
 
 
 def _read(path: Path) -> dict[str, Any]:
