@@ -16,6 +16,7 @@ import uuid
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from workbench.cli import main
@@ -100,7 +101,7 @@ def test_s6_bytes_ansi_and_long_lines(svc, unit):
     assert "no newline at the end" in msgs and not frame.incomplete
     coloured = frame[frame["message"].str.contains("coloured", regex=False)].iloc[0]
     # ``EngineCore_DP0`` is vLLM's process name, not a rank (issue 15)
-    assert (coloured["rank"], coloured["level"]) == (None, "WARNING")
+    assert pd.isna(coloured["rank"]) and coloured["level"] == "WARNING"
 
 
 def test_s7_incremental_reads_never_duplicate_or_skip(svc, unit):
