@@ -29,6 +29,8 @@ def process_start_time(pid: int) -> int | None:
     except OSError:
         return None
     rest = data.rsplit(")", 1)[-1].split()
+    if rest and rest[0] == "Z":  # a zombie (its parent has not reaped it) holds no GPU: it is gone
+        return None
     return int(rest[19]) if len(rest) > 19 else None
 
 
