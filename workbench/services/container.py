@@ -259,24 +259,18 @@ class ContainerServices:
         return res.ok
 
     # -- what the host guard runs without us (argv, built here like the verbs above) ---------
-    def _name(self, unit: str) -> str:
-        name = unit.removesuffix(".service")
-        if not ct.NAME_RE.match(name):
-            raise ConfigError(f"not a container name: {unit!r}")
-        return name
-
     def remove_variant_argv(self, name: str) -> list[str]:
-        return [self.runtime, "rm", "--force", "--", self._name(name)]
+        return [self.runtime, "rm", "--force", "--", ct.check_name(name)]
 
     def start_argv(self, unit: str) -> list[str]:
-        return [self.runtime, "start", "--", self._name(unit)]
+        return [self.runtime, "start", "--", ct.check_name(unit)]
 
     def stop_argv(self, unit: str) -> list[str]:
-        return [self.runtime, "stop", "--time", "30", "--", self._name(unit)]
+        return [self.runtime, "stop", "--time", "30", "--", ct.check_name(unit)]
 
     def running_argv(self, unit: str) -> list[str]:
         return ["sh", "-c", '[ "$("$0" inspect --format "{{.State.Running}}" -- "$1" 2>/dev/null)" = true ]',
-                self.runtime, self._name(unit)]
+                self.runtime, ct.check_name(unit)]
 
     # A host with containers only (no systemd): the guard is a detached process, as on the
     # process backend; with systemd, WithContainers gives the guard to the units' backend.
