@@ -168,6 +168,17 @@ class _Sink:
 # -- the kernel -------------------------------------------------------------------------
 
 
+def _ipc_prefix() -> str:
+    """A fresh path prefix for a kernel's IPC sockets, in Jupyter's runtime dir (made 0700)."""
+    import uuid
+
+    from jupyter_core.paths import jupyter_runtime_dir
+
+    runtime = Path(jupyter_runtime_dir())
+    runtime.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return str(runtime / f"workbench-kernel-{uuid.uuid4().hex[:12]}-ipc")
+
+
 def _tracking_manager(kernels: list[Any]) -> type:
     """A kernel manager class that puts each manager it makes in ``kernels`` (to signal the kernel)."""
     from jupyter_client.manager import AsyncKernelManager
@@ -176,7 +187,10 @@ def _tracking_manager(kernels: list[Any]) -> type:
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             # IPC sockets (files in Jupyter's runtime dir, 0700): a kernel only this user on this machine
             # can reach, and no "Kernel is running over TCP without encryption" warning.
+            # The sockets' path prefix goes in that runtime dir too: left unset, jupyter_client names
+            # them "kernel-ipc-N" in the current directory (a user's checkout, when a kernel is killed).
             kwargs.setdefault("transport", "ipc")
+            kwargs.setdefault("ip", _ipc_prefix())
             super().__init__(*args, **kwargs)
             kernels.append(self)
 

@@ -335,3 +335,17 @@ def test_a_long_canary_and_every_token_format_through_a_real_run(toy, tmp_path, 
     assert {"result.json", "report.html", "notebook.ipynb"} <= set(files) and files["stderr"]  # the live echo ran
     for where, blob in files.items():
         assert_nowhere(blob, canary, *TOKENS.values(), where=where)
+
+
+def test_kernel_sockets_live_in_the_runtime_dir_not_the_current_one(tmp_path, monkeypatch):
+    # A controller killed mid-run cannot clean its kernel's IPC sockets up: they must not land in
+    # whatever directory the user ran `workbench run` from (jupyter_client's default, "kernel-ipc-N").
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
+    monkeypatch.chdir(tmp_path)
+    kernels: list = []
+    km = ex._tracking_manager(kernels)()
+    assert km.transport == "ipc" and kernels == [km]
+    assert Path(km.ip).parent == tmp_path / "runtime"
+    assert (tmp_path / "runtime").stat().st_mode & 0o077 == 0
+    other = ex._tracking_manager(kernels)()
+    assert other.ip != km.ip
