@@ -193,7 +193,8 @@ class PhaseTracker:
         if rule is None:
             if self.failure is None and msg and _is_failure(msg):
                 self.failure = PhaseFailure(self.phase, self._time(parsed, at), parsed.raw, self.line_no)
-            if self.init_failed is None and not self.ready and "ail" in msg and _INIT_FAILED.search(msg):
+            if (self.init_failed is None and not self.ready and ("failed to " in msg or "nitialization failed" in msg)
+                    and _INIT_FAILED.search(msg)):
                 self.init_failed = self.line_no
             return None
         phase, order, kind = rule
@@ -385,20 +386,44 @@ def stack_evidence(frames: Iterable[tuple[str, str, str | None]]) -> tuple[str |
         if function == "<module>" and code and code.lstrip().startswith(("import ", "from ")):
             expanded.append((file, "<import>"))  # an import chain: the program is still starting
         elif code:
-            for name in _CALLEE.findall(code):
-                expanded.append((file, name))
-            for name in _QUOTED_METHOD.findall(code):
+            for name in _callees(code):
                 expanded.append((file, name))
     serving = startup = False
     for file, function in reversed(expanded):
-        phase = _frame_phase(file, function)
+        phase, is_serving, is_startup = _frame_evidence(file, function)
         if phase is not None:
             return phase, serving, True
-        if not serving and _SERVING.search(function):
-            serving = True
-        if not startup and _STARTUP.search(function):
-            startup = True
+        serving = serving or is_serving
+        startup = startup or is_startup
     return None, serving, startup
+
+
+_CALLEES: dict[str, tuple[str, ...]] = {}
+
+
+def _callees(code: str) -> tuple[str, ...]:
+    """The functions a frame's code line calls (``f(``) and the methods it names (``rpc("load_model")``)."""
+    found = _CALLEES.get(code)
+    if found is None:
+        found = tuple(_CALLEE.findall(code)) + tuple(_QUOTED_METHOD.findall(code))
+        if len(_CALLEES) < 8192:
+            _CALLEES[code] = found
+    return found
+
+
+_EVIDENCE: dict[tuple[str, str], tuple[str | None, bool, bool]] = {}
+
+
+def _frame_evidence(file: str, function: str) -> tuple[str | None, bool, bool]:
+    """(step, serving, start-up) of one frame; remembered, since a log repeats its stacks (ranks, restarts)."""
+    key = (file, function)
+    found = _EVIDENCE.get(key)
+    if found is None:
+        found = (_frame_phase(file, function), _SERVING.search(function) is not None,
+                 _STARTUP.search(function) is not None)
+        if len(_EVIDENCE) < 8192:  # bounded: a log with more distinct frames just stops remembering
+            _EVIDENCE[key] = found
+    return found
 
 
 def text_evidence(texts: Iterable[str | None]) -> tuple[str | None, bool, bool, bool]:

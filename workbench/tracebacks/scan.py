@@ -17,8 +17,8 @@ import re
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-from workbench.logformats import LineShapes, LogLine, _parse
-from workbench.phases import PhaseTracker, decide_phase
+from workbench.logformats import LineShapes, LogLine, _needs_clean, _parse
+from workbench.phases import PhaseTracker, _is_failure, decide_phase
 from workbench.tracebacks.model import Chain, CppException, Frame, LogEvent, Traceback
 from workbench.tracebacks.patterns import (
     _BARE_EXC_NAME,
@@ -26,8 +26,6 @@ from workbench.tracebacks.patterns import (
     _CAUSE,
     _CONTEXT,
     _CPP_STOP,
-    _EVENT_ANCHOR,
-    _EVENTS,
     _EXC,
     _EXC_REPR,
     _FATAL,
@@ -38,7 +36,6 @@ from workbench.tracebacks.patterns import (
     _FILE_STRICT,
     _HEADER,
     _INTERESTING,
-    _LEVEL_IN_PREFIX,
     _MAX_FOREIGN,
     _MAX_MESSAGE_CHARS,
     _MAX_MESSAGE_LINES,
@@ -55,6 +52,8 @@ from workbench.tracebacks.patterns import (
     _TERMINATE,
     _WEAK,
     _WHAT,
+    event_matches,
+    level_word,
     looks_like_exception,
     split_flattened,
 )
@@ -151,9 +150,13 @@ class Extractor:
         self._busy_last = 0  # the last line a busy stream took
         self._held: str | None = None  # a frame line waiting for the tail the terminal wrapped
         self._stream: _Stream | None = None
+        # the plain stream's block while it reads frames: its indented lines take the short path
+        self._fast: tuple[_Block, PhaseTracker] | None = None
 
     # -- input -------------------------------------------------------------------
     def feed(self, line: str) -> None:
+        if self._fast is not None and line[:1] in " \t" and self._held is None and self._frame_fast(line):
+            return
         held = self._held
         if held is not None:  # a frame line cut by the terminal before ", in f": is this its tail?
             self._held = None
@@ -182,13 +185,60 @@ class Extractor:
             return
         self._feed(line)
         stream = self._stream
+        self._fast = None
         if stream is not None:
-            if stream.block is not None or stream.cpp is not None or stream.pending is not None or stream.queued \
+            block = stream.block
+            if block is not None or stream.cpp is not None or stream.pending is not None or stream.queued \
                     or stream.skip_dump:
                 self._busy.add(id(stream))
                 self._busy_last = self.line_no
+                if (block is not None and stream.cpp is None and not stream.skip_dump and not stream.in_message
+                        and not block.faulthandler and not block.rich and self._server == "|"
+                        and self._streams.get(_PLAIN) is stream):
+                    self._fast = (block, self._tracker)
             else:
                 self._busy.discard(id(stream))
+
+    def _frame_fast(self, line: str) -> bool:
+        """An indented line of the plain stream's open block (a frame, its code, a caret line), read
+        without the general path: no prefix to parse, nothing the timeline reads. False when the
+        line needs the general path; then nothing was changed."""
+        assert self._fast is not None
+        block, tracker = self._fast
+        stripped = line.lstrip(" \t")
+        if (not stripped or (stripped[0] in ">`~[" and not stripped.startswith("[Previous line repeated"))
+                or "\x1b" in line or "\r" in line or _needs_clean(line) or _HEADER in line
+                or _CONTEXT in line or _CAUSE in line):
+            return False
+        if (tracker.failure is None and _is_failure(line)) or (
+                tracker.init_failed is None and not tracker.ready and ("failed to " in line or "nitialization failed" in line)):
+            return False
+        if stripped.startswith('File "'):
+            if ", in " not in line:  # perhaps cut by the terminal: the general path holds it
+                return False
+            self._frame_line(block, line)
+        elif block.expect_code and block.frames:
+            indent = len(line) - len(stripped)
+            if indent <= block.file_indent:
+                exc = _EXC.match(stripped)
+                if exc is not None and looks_like_exception(exc):
+                    return False
+            last = block.frames[-1]
+            block.frames[-1] = Frame(last.file, last.line, last.function, stripped.rstrip())
+            block.expect_code = False
+        elif not (_CARET.match(line) or stripped.startswith("[Previous line repeated")):
+            return False
+        self.line_no += 1
+        tracker.line_no = self.line_no
+        n = len(line)
+        self._prev_len = n
+        if n > self._widest:
+            self._widest = n
+        self._touched = None
+        block.blanks = 0
+        block.end = self.line_no
+        self._busy_last = self.line_no
+        return True
 
     def quiet(self) -> bool:
         """Nothing is open that the next lines could continue (or what is open went quiet)."""
@@ -449,23 +499,22 @@ class Extractor:
         stream.fatal = None
 
     def _event(self, parsed: LogLine, msg: str) -> None:
-        if _EVENT_ANCHOR.search(msg) is None:
+        level: str | None = ""
+        for kind, m in event_matches(msg):
+            if kind == "error_line":  # error words count only on an error line
+                if level == "":
+                    level = parsed.level
+                    if level is None:
+                        word = level_word(msg, 48)
+                        level = "ERROR" if word in ("ERROR", "[E]", "CRITICAL") else None
+                if level not in ("ERROR", "CRITICAL"):
+                    continue
+            text = msg.strip()  # the line without its log prefixes: what it says, not who printed it
+            if len(text) > 400:  # a pasted line that lost its newlines: keep the part that matters
+                text = "…" + msg[max(0, m.start() - 120): m.end() + 200].strip() + "…"
+            # the timeline's phase; the words of the line are weighed only if it becomes the root cause
+            self.events.append(LogEvent(kind, self.line_no, text, parsed.rank, self._tracker.phase, self._server))
             return
-        level = parsed.level
-        if level is None:
-            lvl = _LEVEL_IN_PREFIX.search(msg, 0, 48)
-            level = "ERROR" if lvl is not None and lvl.group(0) in ("ERROR", "[E]", "CRITICAL") else None
-        for kind, pattern in _EVENTS:
-            m = pattern.search(msg)
-            if m and kind == "error_line" and level not in ("ERROR", "CRITICAL"):
-                continue
-            if m:
-                text = msg.strip()  # the line without its log prefixes: what it says, not who printed it
-                if len(text) > 400:  # a pasted line that lost its newlines: keep the part that matters
-                    text = "…" + msg[max(0, m.start() - 120): m.end() + 200].strip() + "…"
-                # the timeline's phase; the words of the line are weighed only if it becomes the root cause
-                self.events.append(LogEvent(kind, self.line_no, text, parsed.rank, self._tracker.phase, self._server))
-                return
 
     def _start(self, stream: _Stream, origin: tuple[str | None, ...], parsed: LogLine, msg: str, header: str | None, pos: int) -> None:
         rank = parsed.rank
@@ -713,9 +762,9 @@ def _reparse(outer: LogLine, origin: tuple[str | None, ...], header: str | None,
                      outer.service or inner.service, outer.host or inner.host, inner.location or outer.location,
                      inner.format if inner.format != "plain" else outer.format)
     if merged.level is None:
-        lvl = _LEVEL_IN_PREFIX.search(outer.message[: max(0, len(outer.message) - len(rest))])
-        if lvl is not None:
-            merged.level = "ERROR" if lvl.group(0).startswith(("E", "[E")) else lvl.group(0).strip("[] ")
+        word = level_word(outer.message, max(0, len(outer.message) - len(rest)))
+        if word is not None:
+            merged.level = "ERROR" if word.startswith(("E", "[E")) else word
     return merged, origin, inner_header if inner_header is not None else header
 
 
