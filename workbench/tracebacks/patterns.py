@@ -96,6 +96,7 @@ _EVENT_NEEDLES: dict[EventKind, tuple[str, ...]] = {
 _EVENT_ANCHORS = tuple(sorted({w for words in _EVENT_NEEDLES.values() for w in words}))
 # every position where a needle begins (a lookahead, so needles that overlap are all seen); where one
 # needle is a prefix of another only the shorter is reported, so it stands for the kinds of both
+_EVENT_ANCHOR = any_of(_EVENT_ANCHORS)
 _EVENT_WORDS = re.compile("(?=(" + any_of(_EVENT_ANCHORS).pattern + "))")
 _KINDS_OF: dict[str, frozenset[str]] = {
     w: frozenset(k for k, words in _EVENT_NEEDLES.items() for x in words if x.startswith(w)) for w in _EVENT_ANCHORS
@@ -104,9 +105,10 @@ _KINDS_OF: dict[str, frozenset[str]] = {
 
 def event_matches(msg: str) -> Iterator[tuple[EventKind, re.Match[str]]]:
     """The kinds of :data:`_EVENTS` whose pattern the line matches, in that order, with the match."""
-    words = _EVENT_WORDS.findall(msg)
-    if not words:
+    first = _EVENT_ANCHOR.search(msg)  # most lines hold no needle: one plain search says so
+    if first is None:
         return
+    words = _EVENT_WORDS.findall(msg, first.start())
     kinds: set[str] = set()
     for w in words:
         kinds |= _KINDS_OF[w]

@@ -51,3 +51,12 @@ def test_level_word_equals_the_word_boundary_regex(end: int | None) -> None:
     for line in [*_LINES, *extra]:
         m = _OLD_LEVEL.search(line, 0, end) if end is not None else _OLD_LEVEL.search(line)
         assert level_word(line, end) == (m.group(0) if m else None), line
+
+
+def test_needs_clean_is_the_marks_test() -> None:
+    from workbench.logformats import _CLEAN_MARKS, _needs_clean
+
+    extra = [f"x {m} y" for m in _CLEAN_MARKS] + ["36m(VllmWorker pid=1) x", "^ caret", "File here"]
+    for line in [*_LINES, *extra]:
+        want = any(m in line for m in _CLEAN_MARKS) or (line[:1].isdigit() and "m(" in line[:12])
+        assert _needs_clean(line) == want, line
