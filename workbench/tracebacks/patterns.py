@@ -93,13 +93,21 @@ _EVENT_NEEDLES: dict[EventKind, tuple[str, ...]] = {
                      "Main process exited, code=", " failed to start"),
     "killed": ("Killed", "Received sigquit", "SIGQUIT received", "kill_process_tree"),
 }
-_EVENT_ANCHORS = tuple(sorted({w for words in _EVENT_NEEDLES.values() for w in words}))
+_NEEDLES = tuple(sorted({w for words in _EVENT_NEEDLES.values() for w in words}))
+# the words that make a line worth reading at all (see _interesting): broader than the needles,
+# and none begins with a blank, which would slow the one search over a quiet stretch of log
+_EVENT_ANCHORS = ("Xid", "Connection refused", "failed to start", "CUDA error", "CUDA runtime", "cudaError", "CUDA_ERROR",
+                  "Error Code", "NCCL error", "ailed to ", "actor died", "cannot find -l", "collect2", "fatal error",
+                  "error: command", "ssertion", "Main process", "out of memory", "Out of memory", "oom", "OOM", "Fatal",
+                  "Segmentation", "Abort", "Illegal", "Bus error", "SIG", "Floating", "NCCL WARN", "Watchdog", "timing out",
+                  "died", "dead", "Exit code", "exited", "ChildFailed", "Failed core", "Killed", "sigquit", "SIGQUIT",
+                  "kill_process", "atchdog timeout", "cgroup out of memory")
 # every position where a needle begins (a lookahead, so needles that overlap are all seen); where one
 # needle is a prefix of another only the shorter is reported, so it stands for the kinds of both
-_EVENT_ANCHOR = any_of(_EVENT_ANCHORS)
-_EVENT_WORDS = re.compile("(?=(" + any_of(_EVENT_ANCHORS).pattern + "))")
+_EVENT_ANCHOR = any_of(_NEEDLES)
+_EVENT_WORDS = re.compile("(?=(" + _EVENT_ANCHOR.pattern + "))")
 _KINDS_OF: dict[str, frozenset[str]] = {
-    w: frozenset(k for k, words in _EVENT_NEEDLES.items() for x in words if x.startswith(w)) for w in _EVENT_ANCHORS
+    w: frozenset(k for k, words in _EVENT_NEEDLES.items() for x in words if x.startswith(w)) for w in _NEEDLES
 }
 
 

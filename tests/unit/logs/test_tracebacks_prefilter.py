@@ -60,3 +60,10 @@ def test_needs_clean_is_the_marks_test() -> None:
     for line in [*_LINES, *extra]:
         want = any(m in line for m in _CLEAN_MARKS) or (line[:1].isdigit() and "m(" in line[:12])
         assert _needs_clean(line) == want, line
+
+
+def test_a_line_skipped_as_dull_holds_no_event_needle() -> None:
+    from workbench.tracebacks.patterns import _INTERESTING, _NEEDLES
+
+    for needle in _NEEDLES:
+        assert _INTERESTING.search(needle) is not None, needle
