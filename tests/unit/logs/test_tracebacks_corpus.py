@@ -28,7 +28,7 @@ def test_every_case_has_a_label_with_its_source() -> None:
 
 
 def test_no_case_is_in_two_parts() -> None:
-    parts = [{p.stem for p in (CORPUS / name).glob("*.log")} for name in ("dev", "heldout", "heldout2", "heldout3")]
+    parts = [{p.stem for p in (CORPUS / name).glob("*.log")} for name in ("dev", "heldout", "heldout2", "heldout3", "heldout4")]
     assert all(parts)
     assert sum(len(p) for p in parts) == len(set().union(*parts))
 
