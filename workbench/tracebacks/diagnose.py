@@ -45,7 +45,9 @@ from workbench.tracebacks.model import (
     RootCause,
     Traceback,
 )
-from workbench.tracebacks.scan import CUT_DUMP, Extractor, extract, extract_stream
+from workbench.tracebacks.reader import extract, extract_stream
+from workbench.tracebacks.scan import Extractor
+from workbench.tracebacks.stack import CUT_DUMP
 
 _WRAPPER_FRAMES = {
     ("module.py", "_call_impl"), ("module.py", "_wrapped_call_impl"), ("module.py", "__call__"),
