@@ -111,7 +111,8 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
     (r"Uvicorn running on|Application startup complete", "warmup", 5, "http_up"),
     (r"warmup error|[Ww]armup failed", "warmup", 5, "begin"),
     (r"Starting vLLM (?:API )?server|fired up and ready to roll", "serving", 6, "ready"),
-    (r"Decode batch[.,]? |Prefill batch[.,]? |Avg prompt throughput:|\"(?:POST|GET) /v1/", "serving", 6, "batch"),
+    # a request object in a dump (SGLang's watchdog prints its current batch's Req(rid=...)) is serving too
+    (r"Decode batch[.,]? |Prefill batch[.,]? |Avg prompt throughput:|\"(?:POST|GET) /v1/|\bReq\(rid=", "serving", 6, "batch"),
 )
 _COMPILED = tuple(re.compile(pat) for pat, *_rest in _RULES)
 # words one of which every rule needs (checked with ``in`` before any regex runs)
@@ -119,7 +120,7 @@ _ANCHORS = ("server_args=", "LLM engine", "vLLM", "non-default", "Init torch", "
             "armup",
             "Load weight", "Starting to load", "Loading", "Model loading", "KV Cache", "KV cache", "Memory p",
             "GPU blocks", "Maximum concurrency", "Capture", "Capturing", "max_total_num_tokens", "Graph capturing",
-            "init engine", "Uvicorn", "Application startup", "fired up", "batch", "Avg prompt", "/v1/")
+            "init engine", "Uvicorn", "Application startup", "fired up", "batch", "Avg prompt", "/v1/", "Req(rid=")
 _FAILURE_RE = re.compile(
     r"hit an exception|Traceback \(most recent call last\)|failed to start|WorkerProc failed|"
     r"died unexpectedly|scheduler (?:is dead|died)|Initialization failed|Received sigquit|SIGQUIT received|"
@@ -327,6 +328,8 @@ _SERVING = re.compile(
     r"event_loop|busy_loop|^run_batch$|forward_batch_generation|execute_model|engine_step|run_engine_loop|"
     r"^step(?:_async)?$|step_with_batch_queue|_process_engine_step|output_handler|^(?:async_)?generate$|"
     r"generate_sequences|^generate_request$|_generate_(?:non_)?streaming|completion_(?:stream|full)_generator|"
+    # a request's structured-output grammar is compiled and checked while serving it
+    r"_create_grammar|_check_grammar_completion|^compile_(?:grammar|json_schema|regex|ebnf)$|"
     r"^create_(?:chat_)?completion$|"
     r"_executor_loop|process_batch_result|resolve_last_batch_result|^run_asgi$|execution_loop|^execute$|"
     r"_handle_batch_output|process_input_sockets|^recv_requests$|handle_request|^_forward_raw$|^forward_extend$|"

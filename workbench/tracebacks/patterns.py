@@ -62,7 +62,9 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
         r"Floating point exception")),
     ("device_assert", re.compile(r"\.cu:\d+: .*Assertion .* failed\.|device-side assertion .* failed")),
     ("error_line", re.compile(r"out of memory|CUDA error|CUDA runtime error|cudaError\w+|CUDA_ERROR_\w+|Error Code \d+|"
-                              r"Assertion failed|[Ff]ailed to (?:start|initiali[sz]e)[^:.]*: \S|NCCL error|Connection refused")),
+                              r"Assertion failed|[Ff]ailed to (?:start|initiali[sz]e)[^:.]*: \S|NCCL error|Connection refused|"
+                              # a worker's own report that a call it ran failed (vLLM's "Error executing method ...")
+                              r"Error executing metho")),
     # a C compiler or linker failing under torch.compile / triton: no level, no traceback of its own
     ("compile_error", re.compile(r"^collect2: error:|cannot find -l\w+|: fatal error: |^error: command '\S+' failed")),
     ("nccl_warn", re.compile(
@@ -84,7 +86,8 @@ _EVENT_NEEDLES: dict[EventKind, tuple[str, ...]] = {
                      "received signal SIG", "Floating point exception"),
     "device_assert": ("Assertion ", "device-side assertion "),
     "error_line": ("out of memory", "CUDA error", "CUDA runtime error", "cudaError", "CUDA_ERROR_", "Error Code ",
-                   "Assertion failed", "ailed to start", "ailed to initiali", "NCCL error", "Connection refused"),
+                   "Assertion failed", "ailed to start", "ailed to initiali", "NCCL error", "Connection refused",
+                   "Error executing metho"),
     "compile_error": ("collect2: error:", "cannot find -l", ": fatal error: ", "error: command '"),
     "nccl_warn": ("NCCL WARN", "Watchdog caught collective operation timeout", " milliseconds before timing out",
                   "atchdog timeout"),
@@ -101,7 +104,7 @@ _EVENT_ANCHORS = ("Xid", "Connection refused", "failed to start", "CUDA error", 
                   "error: command", "ssertion", "Main process", "out of memory", "Out of memory", "oom", "OOM", "Fatal",
                   "Segmentation", "Abort", "Illegal", "Bus error", "SIG", "Floating", "NCCL WARN", "Watchdog", "timing out",
                   "died", "dead", "Exit code", "exited", "ChildFailed", "Failed core", "Killed", "sigquit", "SIGQUIT",
-                  "kill_process", "atchdog timeout", "cgroup out of memory")
+                  "kill_process", "atchdog timeout", "cgroup out of memory", "Error executing")
 # every position where a needle begins (a lookahead, so needles that overlap are all seen); where one
 # needle is a prefix of another only the shorter is reported, so it stands for the kinds of both
 _EVENT_ANCHOR = any_of(_NEEDLES)
@@ -200,6 +203,6 @@ def _interesting(*, strong: bool) -> re.Pattern[str]:
 
 # words that matter to the timeline only while it does not know the phase yet (a window that
 # begins mid-run): the batch and request lines that make up most of a serving log
-_WEAK = frozenset({"batch", "/v1/", "Avg prompt"})
+_WEAK = frozenset({"batch", "/v1/", "Avg prompt", "Req(rid="})
 _INTERESTING = _interesting(strong=False)
 _STRONG = _interesting(strong=True)

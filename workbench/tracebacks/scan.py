@@ -300,6 +300,8 @@ class Extractor:
     # -- states ------------------------------------------------------------------
     def _idle(self, stream: Stream, origin: tuple[str | None, ...], parsed: LogLine, msg: str, header: str | None) -> None:
         pos = msg.find(_HEADER)
+        if pos < 0 and "Traceback (" in msg:
+            pos = _cut_header(msg)
         if pos >= 0:
             self._start(stream, origin, parsed, msg, header, pos)
             return
@@ -547,4 +549,11 @@ class Extractor:
             close(stream, cut=True)
         return False
 
+
+def _cut_header(msg: str) -> int:
+    """Where a ``Traceback (most recent call last):`` cut short at the end of the line begins
+    (``... hit an exception: Traceback (m`` where a window or a paste ended), or -1."""
+    tail = msg.rstrip()
+    pos = tail.rfind("Traceback (")
+    return pos if pos >= 0 and _HEADER.startswith(tail[pos:]) else -1
 
