@@ -99,13 +99,22 @@ class Extractor:
         self._busy_last = 0  # the last line a busy stream took
         self._held: str | None = None  # a frame line waiting for the tail the terminal wrapped
         self._stream: Stream | None = None
-        # the plain stream's block while it reads frames: its indented lines take the short path
-        self._fast: tuple[Block, PhaseTracker] | None = None
+        # the block that reads frames and took the last line, with the exact prefix its writer repeats
+        # on every line ("" for unprefixed lines): the next lines of that shape take the short path
+        self._fast: tuple[Block, PhaseTracker, str, bool] | None = None
+        self._last: tuple[LogLine, str | None] | None = None  # the last line _feed parsed, and its header
 
     # -- input -------------------------------------------------------------------
     def feed(self, line: str) -> None:
-        if self._fast is not None and line[:1] in " \t" and self._held is None and self._frame_fast(line):
-            return
+        fast = self._fast
+        if fast is not None and self._held is None:
+            prefix = fast[2]
+            if prefix:
+                if line.startswith(prefix) and line[len(prefix):len(prefix) + 1] in (" ", "\t") \
+                        and self._frame_fast(line, _no_cr(line)[len(prefix):]):
+                    return
+            elif line[:1] in " \t" and self._frame_fast(line, _no_cr(line)):
+                return
         held = self._held
         if held is not None:  # a frame line cut by the terminal before ", in f": is this its tail?
             self._held = None
@@ -142,32 +151,49 @@ class Extractor:
                 self._busy.add(id(stream))
                 self._busy_last = self.line_no
                 if (block is not None and stream.cpp is None and not stream.skip_dump and not stream.in_message
-                        and not block.faulthandler and not block.rich and self._server == "|"
-                        and self._streams.get(_PLAIN) is stream):
-                    self._fast = (block, self._tracker)
+                        and not block.faulthandler and not block.rich and block.end == self.line_no):
+                    self._fast = self._short_path(line, block, stream)
             else:
                 self._busy.discard(id(stream))
 
-    def _frame_fast(self, line: str) -> bool:
-        """An indented line of the plain stream's open block (a frame, its code, a caret line), read
-        without the general path: no prefix to parse, nothing the timeline reads. False when the
-        line needs the general path; then nothing was changed."""
+    def _short_path(self, line: str, block: Block, stream: Stream) -> tuple[Block, PhaseTracker, str, bool] | None:
+        """The short path for the lines that continue ``block`` (see :meth:`_frame_fast`), if any:
+        indented lines of the plain stream, or lines that repeat this line's vLLM prefix exactly."""
+        if self._streams.get(_PLAIN) is stream and self._server == "|" and block.header is None:
+            return block, self._tracker, "", False
+        last = self._last
+        if last is None:
+            return None
+        parsed, header = last
+        msg = parsed.message
+        base = _no_cr(line)
+        if (parsed.format == "vllm" and header is not None and header == block.header and msg[:1] in (" ", "\t")
+                and len(base) > len(msg) and base.endswith(msg)):
+            # a prefixed writer's block takes the terminal-wrapped tail of its line (see _feed)
+            return block, self._tracker, base[: len(base) - len(msg)], self._streams.get(_PLAIN) is not stream
+        return None
+
+    def _frame_fast(self, line: str, msg: str) -> bool:
+        """A line that continues the open block of the writer of the previous line (a frame, its
+        code, a caret line) with no prefix, or with the very prefix that writer repeats, read
+        without the general path: the prefix says nothing new and the timeline reads nothing in
+        an indented message. False when the line needs the general path; then nothing was changed."""
         assert self._fast is not None
-        block, tracker = self._fast
-        stripped = line.lstrip(" \t")
+        block, tracker, _prefix, touch = self._fast
+        stripped = msg.lstrip(" \t")
         if (not stripped or (stripped[0] in ">`~[" and not stripped.startswith("[Previous line repeated"))
-                or "\x1b" in line or "\r" in line or _needs_clean(line) or _HEADER in line
-                or _CONTEXT in line or _CAUSE in line):
+                or "\x1b" in line or "\r" in msg or _needs_clean(line) or _HEADER in msg
+                or _CONTEXT in msg or _CAUSE in msg):
             return False
-        if (tracker.failure is None and _is_failure(line)) or (
-                tracker.init_failed is None and not tracker.ready and ("failed to " in line or "nitialization failed" in line)):
+        if (tracker.failure is None and _is_failure(msg)) or (
+                tracker.init_failed is None and not tracker.ready and ("failed to " in msg or "nitialization failed" in msg)):
             return False
         if stripped.startswith('File "'):
-            if ", in " not in line:  # perhaps cut by the terminal: the general path holds it
+            if ", in " not in msg:  # perhaps cut by the terminal: the general path holds it
                 return False
-            add_frame(block, line)
+            add_frame(block, msg)
         elif block.expect_code and block.frames:
-            indent = len(line) - len(stripped)
+            indent = len(msg) - len(stripped)
             if indent <= block.file_indent:
                 exc = _EXC.match(stripped)
                 if exc is not None and looks_like_exception(exc):
@@ -175,7 +201,7 @@ class Extractor:
             last = block.frames[-1]
             block.frames[-1] = Frame(last.file, last.line, last.function, stripped.rstrip())
             block.expect_code = False
-        elif not (_CARET.match(line) or stripped.startswith("[Previous line repeated")):
+        elif not (_CARET.match(msg) or stripped.startswith("[Previous line repeated")):
             return False
         self.line_no += 1
         tracker.line_no = self.line_no
@@ -183,7 +209,7 @@ class Extractor:
         self._prev_len = n
         if n > self._widest:
             self._widest = n
-        self._touched = None
+        self._touched = block if touch else None
         block.blanks = 0
         block.end = self.line_no
         self._busy_last = self.line_no
@@ -229,6 +255,7 @@ class Extractor:
         tracker = self.trackers.get(server)
         if tracker is None:
             tracker = self.trackers[server] = PhaseTracker(year=self.year)
+        self._last = (parsed, header)
         tracker.feed(parsed, line_no=self.line_no)
         self._tracker = tracker
         self._server = server
@@ -556,4 +583,10 @@ def _cut_header(msg: str) -> int:
     tail = msg.rstrip()
     pos = tail.rfind("Traceback (")
     return pos if pos >= 0 and _HEADER.startswith(tail[pos:]) else -1
+
+
+def _no_cr(line: str) -> str:
+    """The line without the carriage return a CRLF file leaves at its end, as the parser reads it
+    (a ``\\r`` anywhere else is a progress bar's redraw: the short path leaves those alone)."""
+    return line.rstrip("\r\n") if "\r" in line else line
 
