@@ -192,6 +192,8 @@ class Extractor:
             if ", in " not in msg:  # perhaps cut by the terminal: the general path holds it
                 return False
             add_frame(block, msg)
+        elif _CARET.match(msg) or stripped.startswith("[Previous line repeated"):
+            pass  # as the general path: a caret line under a frame is not its code
         elif block.expect_code and block.frames:
             indent = len(msg) - len(stripped)
             if indent <= block.file_indent:
@@ -201,7 +203,7 @@ class Extractor:
             last = block.frames[-1]
             block.frames[-1] = Frame(last.file, last.line, last.function, stripped.rstrip())
             block.expect_code = False
-        elif not (_CARET.match(msg) or stripped.startswith("[Previous line repeated")):
+        else:
             return False
         self.line_no += 1
         tracker.line_no = self.line_no
