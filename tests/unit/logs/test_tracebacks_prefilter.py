@@ -67,3 +67,18 @@ def test_a_line_skipped_as_dull_holds_no_event_needle() -> None:
 
     for needle in _NEEDLES:
         assert _INTERESTING.search(needle) is not None, needle
+
+
+def test_the_short_path_reads_every_real_log_as_the_general_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Frame lines that skip the parser (indented, or repeating their writer's prefix) give the
+    same analysis as when every line takes the general path."""
+    from workbench.tracebacks import analyze
+    from workbench.tracebacks.scan import Extractor
+
+    logs = [p for p in sorted(FIXTURES.rglob("*.log")) if "heldout4" not in p.parts]
+    fast = [repr(analyze(p.read_bytes())) for p in logs]
+    monkeypatch.setattr(Extractor, "_short_path", lambda self, line, block, stream: None)
+    slow = [repr(analyze(p.read_bytes())) for p in logs]
+    assert len(logs) > 200
+    for path, a, b in zip(logs, fast, slow, strict=True):
+        assert a == b, path.name
