@@ -332,6 +332,8 @@ _SERVING = re.compile(
     r"_create_grammar|_check_grammar_completion|^compile_(?:grammar|json_schema|regex|ebnf)$|"
     r"^create_(?:chat_)?completion$|"
     r"_executor_loop|process_batch_result|resolve_last_batch_result|^run_asgi$|execution_loop|^execute$|"
+    # SGLang's overlap worker thread runs the scheduler's batches
+    r"^forward_thread_func_?$|"
     r"_handle_batch_output|process_input_sockets|^recv_requests$|handle_request|^_forward_raw$|^forward_extend$|"
     r"^forward_decode$")
 _STARTUP = re.compile(
@@ -351,7 +353,8 @@ _INIT_PATHS: tuple[tuple[tuple[str, ...], str], ...] = (
 _PATH_RULES: tuple[tuple[str, str], ...] = (("/warmup.py", "warmup"),)
 _CALLEE = re.compile(r"(\w+)\s*\(")
 _QUOTED_METHOD = re.compile(r"""(?:rpc|_workers|method)\(\s*['"](\w+)['"]""")
-_WRAPPER_METHOD = re.compile(r"ray::\w+\.(\w+)\(\)|method '(\w+)'|collective_rpc\(\s*['\"](\w+)")
+_WRAPPER_METHOD = re.compile(r"ray::\w+\.(\w+)\(\)|method '(\w+)'|collective_rpc\(\s*['\"](\w+)|"
+                             r"while processing method (\w+)")
 _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"warm_?up", re.I), "warmup"),
     (re.compile(r"stream is capturing|during CUDA graph capture|Capture cuda graph failed|cudaErrorStreamCapture|"

@@ -3,9 +3,13 @@ device asserts, error lines, compiler errors, NCCL warnings, dead processes."""
 
 from __future__ import annotations
 
+import re
+
 from workbench.logformats import LogLine
 from workbench.tracebacks.model import LogEvent
 from workbench.tracebacks.patterns import event_matches, level_word
+
+_TORCH_RANK = re.compile(r"\[rank(\d+)\]:")
 
 
 def log_event(parsed: LogLine, msg: str, line_no: int, phase: str, server: str) -> LogEvent | None:
@@ -26,5 +30,9 @@ def log_event(parsed: LogLine, msg: str, line_no: int, phase: str, server: str) 
         if len(text) > 400:  # a pasted line that lost its newlines: keep the part that matters
             text = "…" + msg[max(0, m.start() - 120): m.end() + 200].strip() + "…"
         # the timeline's phase; the words of the line are weighed only if it becomes the root cause
-        return LogEvent(kind, line_no, text, parsed.rank, phase, server)
+        rank = parsed.rank
+        if rank is None and "[rank" in msg[:80]:  # torch's "[rankN]:" behind a prefix the parser does not know
+            found = _TORCH_RANK.search(msg, 0, 80)
+            rank = "rank" + found.group(1) if found else None
+        return LogEvent(kind, line_no, text, rank, phase, server)
     return None

@@ -73,7 +73,9 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
     ("process_died", re.compile(
         r"actor died|died unexpectedly|scheduler is dead|scheduler died|^Exit code: -?\d+|exited with code -?\d+|"
         r"exited unexpectedly|ChildFailedError|Failed core proc\(s\): \{'|Main process exited, code=|"
-        r"(?:WorkerProc|EngineCore|Worker) failed to start")),
+        r"(?:WorkerProc|EngineCore|Worker) failed to start|"
+        # Ray's own word for a worker process that died or never came up
+        r"A worker died or was killed|Failed to register worker")),
     ("killed", re.compile(r"^Killed$|Received sigquit|SIGQUIT received|kill_process_tree")),
 )
 # Words one of which every match of a kind's pattern contains (one per alternative of the
@@ -93,7 +95,8 @@ _EVENT_NEEDLES: dict[EventKind, tuple[str, ...]] = {
                   "atchdog timeout"),
     "process_died": ("actor died", "died unexpectedly", "scheduler is dead", "scheduler died", "Exit code: ",
                      "exited with code ", "exited unexpectedly", "ChildFailedError", "Failed core proc(s): {'",
-                     "Main process exited, code=", " failed to start"),
+                     "Main process exited, code=", " failed to start", "A worker died or was killed",
+                     "Failed to register worker"),
     "killed": ("Killed", "Received sigquit", "SIGQUIT received", "kill_process_tree"),
 }
 _NEEDLES = tuple(sorted({w for words in _EVENT_NEEDLES.values() for w in words}))
@@ -104,7 +107,7 @@ _EVENT_ANCHORS = ("Xid", "Connection refused", "failed to start", "CUDA error", 
                   "error: command", "ssertion", "Main process", "out of memory", "Out of memory", "oom", "OOM", "Fatal",
                   "Segmentation", "Abort", "Illegal", "Bus error", "SIG", "Floating", "NCCL WARN", "Watchdog", "timing out",
                   "died", "dead", "Exit code", "exited", "ChildFailed", "Failed core", "Killed", "sigquit", "SIGQUIT",
-                  "kill_process", "atchdog timeout", "cgroup out of memory", "Error executing")
+                  "kill_process", "atchdog timeout", "cgroup out of memory", "Error executing", "register worker")
 # every position where a needle begins (a lookahead, so needles that overlap are all seen); where one
 # needle is a prefix of another only the shorter is reported, so it stands for the kinds of both
 _EVENT_ANCHOR = any_of(_NEEDLES)

@@ -55,3 +55,25 @@ def test_a_crash_handler_line_gives_way_to_faulthandlers_own_line() -> None:
                 "Thread 0x00007f74511ef700 (most recent call first):\n"
                 '  File "/ray/_private/worker.py", line 869 in print_logs\n')
     assert a.root_cause is not None and a.root_cause.message.startswith("Fatal Python error: Segmentation fault")
+
+
+def test_rays_word_for_a_dead_worker_is_a_failure_line() -> None:
+    a = analyze("2024-06-13 16:11:50,396 INFO worker.py:1752 -- Started a local Ray instance.\n"
+                "[2024-06-13 16:11:51,588 E 13261 13261] core_worker.cc:228: Failed to register worker 0100 to Raylet. "
+                "IOError: [RayletClient] Unable to register worker with raylet. No such file or directory\n")
+    assert a.root_cause is not None and "Unable to register worker with raylet" in a.root_cause.message
+    b = analyze("(raylet) A worker died or was killed while executing a task by an unexpected system error.\n")
+    assert b.root_cause is not None and b.root_cause.kind == "log_line"
+
+
+def test_a_torch_rank_behind_an_unknown_prefix_names_the_events_rank() -> None:
+    a = analyze("  | [rank0]:[E ProcessGroupNCCL.cpp:563] [Rank 0] Watchdog caught collective operation timeout: "
+                "WorkNCCL(SeqNum=2, OpType=ALLREDUCE) ran for 600059 milliseconds before timing out.\n")
+    assert a.root_cause is not None and a.root_cause.ranks == ("rank0",)
+
+
+def test_the_overlap_thread_and_a_processing_method_are_phase_evidence() -> None:
+    frames = [("/sglang/srt/managers/tp_worker_overlap_thread.py", "forward_thread_func", None)]
+    assert decide_phase(frames, (), "unknown") == "serving"
+    text = "Exception in worker VllmWorkerProcess while processing method determine_num_available_blocks."
+    assert decide_phase((), (text,), "unknown") == "kv_cache_alloc"
