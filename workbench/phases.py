@@ -111,7 +111,8 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
     (r"Uvicorn running on|Application startup complete", "warmup", 5, "http_up"),
     (r"warmup error|[Ww]armup failed", "warmup", 5, "begin"),
     (r"Starting vLLM (?:API )?server|fired up and ready to roll", "serving", 6, "ready"),
-    (r"Decode batch[.,]? |Prefill batch[.,]? |Avg prompt throughput:|\"(?:POST|GET) /v1/", "serving", 6, "batch"),
+    # a request object in a dump (SGLang's watchdog prints its current batch's Req(rid=...)) is serving too
+    (r"Decode batch[.,]? |Prefill batch[.,]? |Avg prompt throughput:|\"(?:POST|GET) /v1/|\bReq\(rid=", "serving", 6, "batch"),
 )
 _COMPILED = tuple(re.compile(pat) for pat, *_rest in _RULES)
 # words one of which every rule needs (checked with ``in`` before any regex runs)
@@ -119,7 +120,7 @@ _ANCHORS = ("server_args=", "LLM engine", "vLLM", "non-default", "Init torch", "
             "armup",
             "Load weight", "Starting to load", "Loading", "Model loading", "KV Cache", "KV cache", "Memory p",
             "GPU blocks", "Maximum concurrency", "Capture", "Capturing", "max_total_num_tokens", "Graph capturing",
-            "init engine", "Uvicorn", "Application startup", "fired up", "batch", "Avg prompt", "/v1/")
+            "init engine", "Uvicorn", "Application startup", "fired up", "batch", "Avg prompt", "/v1/", "Req(rid=")
 _FAILURE_RE = re.compile(
     r"hit an exception|Traceback \(most recent call last\)|failed to start|WorkerProc failed|"
     r"died unexpectedly|scheduler (?:is dead|died)|Initialization failed|Received sigquit|SIGQUIT received|"
@@ -193,7 +194,8 @@ class PhaseTracker:
         if rule is None:
             if self.failure is None and msg and _is_failure(msg):
                 self.failure = PhaseFailure(self.phase, self._time(parsed, at), parsed.raw, self.line_no)
-            if self.init_failed is None and not self.ready and "ail" in msg and _INIT_FAILED.search(msg):
+            if (self.init_failed is None and not self.ready and ("failed to " in msg or "nitialization failed" in msg)
+                    and _INIT_FAILED.search(msg)):
                 self.init_failed = self.line_no
             return None
         phase, order, kind = rule
@@ -326,8 +328,12 @@ _SERVING = re.compile(
     r"event_loop|busy_loop|^run_batch$|forward_batch_generation|execute_model|engine_step|run_engine_loop|"
     r"^step(?:_async)?$|step_with_batch_queue|_process_engine_step|output_handler|^(?:async_)?generate$|"
     r"generate_sequences|^generate_request$|_generate_(?:non_)?streaming|completion_(?:stream|full)_generator|"
+    # a request's structured-output grammar is compiled and checked while serving it
+    r"_create_grammar|_check_grammar_completion|^compile_(?:grammar|json_schema|regex|ebnf)$|"
     r"^create_(?:chat_)?completion$|"
     r"_executor_loop|process_batch_result|resolve_last_batch_result|^run_asgi$|execution_loop|^execute$|"
+    # SGLang's overlap worker thread runs the scheduler's batches
+    r"^forward_thread_func_?$|"
     r"_handle_batch_output|process_input_sockets|^recv_requests$|handle_request|^_forward_raw$|^forward_extend$|"
     r"^forward_decode$")
 _STARTUP = re.compile(
@@ -347,7 +353,8 @@ _INIT_PATHS: tuple[tuple[tuple[str, ...], str], ...] = (
 _PATH_RULES: tuple[tuple[str, str], ...] = (("/warmup.py", "warmup"),)
 _CALLEE = re.compile(r"(\w+)\s*\(")
 _QUOTED_METHOD = re.compile(r"""(?:rpc|_workers|method)\(\s*['"](\w+)['"]""")
-_WRAPPER_METHOD = re.compile(r"ray::\w+\.(\w+)\(\)|method '(\w+)'|collective_rpc\(\s*['\"](\w+)")
+_WRAPPER_METHOD = re.compile(r"ray::\w+\.(\w+)\(\)|method '(\w+)'|collective_rpc\(\s*['\"](\w+)|"
+                             r"while processing method (\w+)")
 _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"warm_?up", re.I), "warmup"),
     (re.compile(r"stream is capturing|during CUDA graph capture|Capture cuda graph failed|cudaErrorStreamCapture|"
@@ -385,20 +392,44 @@ def stack_evidence(frames: Iterable[tuple[str, str, str | None]]) -> tuple[str |
         if function == "<module>" and code and code.lstrip().startswith(("import ", "from ")):
             expanded.append((file, "<import>"))  # an import chain: the program is still starting
         elif code:
-            for name in _CALLEE.findall(code):
-                expanded.append((file, name))
-            for name in _QUOTED_METHOD.findall(code):
+            for name in _callees(code):
                 expanded.append((file, name))
     serving = startup = False
     for file, function in reversed(expanded):
-        phase = _frame_phase(file, function)
+        phase, is_serving, is_startup = _frame_evidence(file, function)
         if phase is not None:
             return phase, serving, True
-        if not serving and _SERVING.search(function):
-            serving = True
-        if not startup and _STARTUP.search(function):
-            startup = True
+        serving = serving or is_serving
+        startup = startup or is_startup
     return None, serving, startup
+
+
+_CALLEES: dict[str, tuple[str, ...]] = {}
+
+
+def _callees(code: str) -> tuple[str, ...]:
+    """The functions a frame's code line calls (``f(``) and the methods it names (``rpc("load_model")``)."""
+    found = _CALLEES.get(code)
+    if found is None:
+        found = tuple(_CALLEE.findall(code)) + tuple(_QUOTED_METHOD.findall(code))
+        if len(_CALLEES) < 8192:
+            _CALLEES[code] = found
+    return found
+
+
+_EVIDENCE: dict[tuple[str, str], tuple[str | None, bool, bool]] = {}
+
+
+def _frame_evidence(file: str, function: str) -> tuple[str | None, bool, bool]:
+    """(step, serving, start-up) of one frame; remembered, since a log repeats its stacks (ranks, restarts)."""
+    key = (file, function)
+    found = _EVIDENCE.get(key)
+    if found is None:
+        found = (_frame_phase(file, function), _SERVING.search(function) is not None,
+                 _STARTUP.search(function) is not None)
+        if len(_EVIDENCE) < 8192:  # bounded: a log with more distinct frames just stops remembering
+            _EVIDENCE[key] = found
+    return found
 
 
 def text_evidence(texts: Iterable[str | None]) -> tuple[str | None, bool, bool, bool]:

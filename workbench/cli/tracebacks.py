@@ -4,9 +4,11 @@ The log comes from one function, :func:`_analyze_input`: a file or stdin (read a
 time, so memory stays bounded on a log of any size), or with
 ``--host``/``--unit`` one invocation of a unit's journal (workbench.journal.read).
 
-Exit status (the CLI-wide meanings): 0 no failure found, 1 a failure found (a traceback,
-a C++ exception or a failure line: the JSON's ``root_cause`` is not null), 2 usage error
-(bad arguments, unreadable file). ``--schema`` prints the JSON Schema of ``--json``.
+Exit status (the CLI-wide meanings, README's table): 0 no failure found, 1 a failure found
+(a traceback, a C++ exception or a failure line: the JSON's ``root_cause`` is not null), 2
+usage error (bad arguments, unreadable file, ``--host`` without ``--unit``), 3 host problem
+(with ``--host``: unreachable, host key refused, a command timed out). ``--schema`` prints the
+JSON Schema of ``--json``.
 """
 
 from __future__ import annotations

@@ -60,8 +60,9 @@ from workbench.tracebacks.model import (
     RootCause,
     Traceback,
 )
+from workbench.tracebacks.reader import extract, extract_stream
 from workbench.tracebacks.render import comparison_to_json, format_summary, to_json
-from workbench.tracebacks.scan import Extractor, extract, extract_stream
+from workbench.tracebacks.scan import Extractor
 
 __all__ = [
     "Analysis",

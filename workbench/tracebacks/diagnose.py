@@ -45,7 +45,9 @@ from workbench.tracebacks.model import (
     RootCause,
     Traceback,
 )
-from workbench.tracebacks.scan import CUT_DUMP, Extractor, extract, extract_stream
+from workbench.tracebacks.reader import extract, extract_stream
+from workbench.tracebacks.scan import Extractor
+from workbench.tracebacks.stack import CUT_DUMP
 
 _WRAPPER_FRAMES = {
     ("module.py", "_call_impl"), ("module.py", "_wrapped_call_impl"), ("module.py", "__call__"),
@@ -165,7 +167,7 @@ def _start_failed(ex: Extractor, line: int) -> bool:
     return any(t.init_failed is not None and abs(t.init_failed - line) <= 400 for t in ex.trackers.values())
 
 
-_ANNOUNCES = re.compile(r"because of an error raised|raised in (?:its )?creation task|failed to start")
+_ANNOUNCES = re.compile(r"because of an error raised|raised in (?:its )?creation task|failed to start|Error executing metho")
 _CALLING = re.compile(r"when calling `(\w+)")
 _CUDA_STATUS = re.compile(r"^CUDA error: (?=[A-Z][A-Z0-9_]{5,})")
 
@@ -369,6 +371,8 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
     # a process that died or crashed before any real exception was printed is the cause
     # of the exceptions that follow (vLLM's "cancelled" when a worker was SIGKILLed)
     dumps = [t.start_line for t in ex.tracebacks if t.exception_type == "Fatal Python error"]
+    # faulthandler's own "Fatal Python error: ..." line (its dump may list only other threads) names the crash
+    dumps += [e.line for e in events if e.kind == "fatal_signal" and e.text.startswith("Fatal Python error")]
     raised = [t.start_line for t in ex.tracebacks]
 
     def announces(ev: LogEvent) -> bool:
@@ -376,7 +380,7 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
         (A crash handler's "*** SIGSEGV received" before faulthandler's dump; Ray's "The actor
         died because of an error raised in its creation task" before that error.)"""
         if ev.kind == "fatal_signal":
-            return any(0 <= d - ev.line <= 12 for d in dumps)
+            return any(0 <= d - ev.line <= 12 for d in dumps if d != ev.line)
         return _ANNOUNCES.search(ev.text) is not None and any(0 < r - ev.line <= 12 for r in raised)
 
     for ev in events:
@@ -401,7 +405,7 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
                 return event_root(assertion)
         return chosen
     for kinds in (("error_line", "compile_error"), ("nccl_warn", "xid")):
-        line = first_event(*kinds)
+        line = next((e for e in events if e.kind in kinds and not announces(e)), None)
         if line:
             return event_root(line)
     if items:

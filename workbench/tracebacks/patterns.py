@@ -7,6 +7,7 @@ nothing here keeps state.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from workbench.logformats import any_of
 from workbench.tracebacks.model import EventKind, Frame
@@ -24,7 +25,9 @@ _FH_HEADER = re.compile(r"\s*(Current thread|Thread|Stack)\b[^(]*\(most recent c
 _RICH_FRAME = re.compile(r"\s*(?:(\S+?\.pyx?):(\d+) in (\S+)|in (\S+):(\d+))\s*$")
 _RICH_CODE = re.compile(r"\s*(❱\s*)?\d+\s(?:│|\s|$)")
 _FH_FRAME = re.compile(r'\s*File "([^"]*)", line (\d+) in (.+)')
-_LEVEL_IN_PREFIX = re.compile(r"\bERROR\b|\bCRITICAL\b|\bWARNING\b|\[E\]")
+# a level word inside a prefix the parser does not know; no leading \b, which would keep the regex
+# engine from skipping ahead to the words' first letters (ten times slower): boundaries are checked after
+_LEVEL_WORD = re.compile(r"ERROR|CRITICAL|WARNING|\[E\]")
 _EXC_NAME = re.compile(r"(?:Error|Exception|Exit|Interrupt|Warning|Iteration|Fault|Failure|Timeout|Unsupported|Cancelled|Abort)$")
 _CARET = re.compile(r"\s*[~^]+\s*$")
 _QUOTE = re.compile(r"[ \t]*(?:> ?)+")
@@ -59,7 +62,9 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
         r"Floating point exception")),
     ("device_assert", re.compile(r"\.cu:\d+: .*Assertion .* failed\.|device-side assertion .* failed")),
     ("error_line", re.compile(r"out of memory|CUDA error|CUDA runtime error|cudaError\w+|CUDA_ERROR_\w+|Error Code \d+|"
-                              r"Assertion failed|[Ff]ailed to (?:start|initiali[sz]e)[^:.]*: \S|NCCL error|Connection refused")),
+                              r"Assertion failed|[Ff]ailed to (?:start|initiali[sz]e)[^:.]*: \S|NCCL error|Connection refused|"
+                              # a worker's own report that a call it ran failed (vLLM's "Error executing method ...")
+                              r"Error executing metho")),
     # a C compiler or linker failing under torch.compile / triton: no level, no traceback of its own
     ("compile_error", re.compile(r"^collect2: error:|cannot find -l\w+|: fatal error: |^error: command '\S+' failed")),
     ("nccl_warn", re.compile(
@@ -68,19 +73,87 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
     ("process_died", re.compile(
         r"actor died|died unexpectedly|scheduler is dead|scheduler died|^Exit code: -?\d+|exited with code -?\d+|"
         r"exited unexpectedly|ChildFailedError|Failed core proc\(s\): \{'|Main process exited, code=|"
-        r"(?:WorkerProc|EngineCore|Worker) failed to start")),
+        r"(?:WorkerProc|EngineCore|Worker) failed to start|"
+        # Ray's own word for a worker process that died or never came up
+        r"A worker died or was killed|Failed to register worker")),
     ("killed", re.compile(r"^Killed$|Received sigquit|SIGQUIT received|kill_process_tree")),
 )
-_EVENT_ANCHORS = ("Xid", "Connection refused", "failed to start", "CUDA error", "CUDA runtime", "cudaError", "CUDA_ERROR", "Error Code", "NCCL error", "ailed to ", "actor died", "cannot find -l", "collect2",
-                  "fatal error", "error: command", "ssertion", "Main process", "out of memory", "Out of memory", "oom", "OOM", "Fatal", "Segmentation",
-                  "Abort", "Illegal", "Bus error", "SIG", "Floating", "NCCL WARN", "Watchdog", "timing out", "died",
-                  "dead", "Exit code", "exited", "ChildFailed", "Failed core", "Killed", "sigquit", "SIGQUIT",
-                  "kill_process")
-_EVENT_ANCHOR = any_of(_EVENT_ANCHORS)
+# Words one of which every match of a kind's pattern contains (one per alternative of the
+# pattern): one scan of a line for all of them says which kinds' patterns can match at all.
+_EVENT_NEEDLES: dict[EventKind, tuple[str, ...]] = {
+    "xid": ("Xid (",),
+    "oom_kill": ("Out of memory: Kill", "oom-kill", "cgroup out of memory", "OOM killer"),
+    "fatal_signal": ("Fatal Python error: ", "Segmentation fault", "Aborted (core dumped)",
+                     "Illegal instruction (core dumped)", "Bus error (core dumped)", "*** SIG",
+                     "received signal SIG", "Floating point exception"),
+    "device_assert": ("Assertion ", "device-side assertion "),
+    "error_line": ("out of memory", "CUDA error", "CUDA runtime error", "cudaError", "CUDA_ERROR_", "Error Code ",
+                   "Assertion failed", "ailed to start", "ailed to initiali", "NCCL error", "Connection refused",
+                   "Error executing metho"),
+    "compile_error": ("collect2: error:", "cannot find -l", ": fatal error: ", "error: command '"),
+    "nccl_warn": ("NCCL WARN", "Watchdog caught collective operation timeout", " milliseconds before timing out",
+                  "atchdog timeout"),
+    "process_died": ("actor died", "died unexpectedly", "scheduler is dead", "scheduler died", "Exit code: ",
+                     "exited with code ", "exited unexpectedly", "ChildFailedError", "Failed core proc(s): {'",
+                     "Main process exited, code=", " failed to start", "A worker died or was killed",
+                     "Failed to register worker"),
+    "killed": ("Killed", "Received sigquit", "SIGQUIT received", "kill_process_tree"),
+}
+_NEEDLES = tuple(sorted({w for words in _EVENT_NEEDLES.values() for w in words}))
+# the words that make a line worth reading at all (see _interesting): broader than the needles,
+# and none begins with a blank, which would slow the one search over a quiet stretch of log
+_EVENT_ANCHORS = ("Xid", "Connection refused", "failed to start", "CUDA error", "CUDA runtime", "cudaError", "CUDA_ERROR",
+                  "Error Code", "NCCL error", "ailed to ", "actor died", "cannot find -l", "collect2", "fatal error",
+                  "error: command", "ssertion", "Main process", "out of memory", "Out of memory", "oom", "OOM", "Fatal",
+                  "Segmentation", "Abort", "Illegal", "Bus error", "SIG", "Floating", "NCCL WARN", "Watchdog", "timing out",
+                  "died", "dead", "Exit code", "exited", "ChildFailed", "Failed core", "Killed", "sigquit", "SIGQUIT",
+                  "kill_process", "atchdog timeout", "cgroup out of memory", "Error executing", "register worker")
+# every position where a needle begins (a lookahead, so needles that overlap are all seen); where one
+# needle is a prefix of another only the shorter is reported, so it stands for the kinds of both
+_EVENT_ANCHOR = any_of(_NEEDLES)
+_EVENT_WORDS = re.compile("(?=(" + _EVENT_ANCHOR.pattern + "))")
+_KINDS_OF: dict[str, frozenset[str]] = {
+    w: frozenset(k for k, words in _EVENT_NEEDLES.items() for x in words if x.startswith(w)) for w in _NEEDLES
+}
+
+
+def event_matches(msg: str) -> Iterator[tuple[EventKind, re.Match[str]]]:
+    """The kinds of :data:`_EVENTS` whose pattern the line matches, in that order, with the match."""
+    first = _EVENT_ANCHOR.search(msg)  # most lines hold no needle: one plain search says so
+    if first is None:
+        return
+    words = _EVENT_WORDS.findall(msg, first.start())
+    kinds: set[str] = set()
+    for w in words:
+        kinds |= _KINDS_OF[w]
+    for kind, pattern in _EVENTS:
+        if kind in kinds:
+            m = pattern.search(msg)
+            if m is not None:
+                yield kind, m
+
+
 _PLAIN: tuple[str | None, ...] = (None, None, None, None, None, None)
 _MAX_FOREIGN = 25
 _MAX_MESSAGE_LINES = 40
 _MAX_MESSAGE_CHARS = 8000
+
+
+def level_word(text: str, end: int | None = None) -> str | None:
+    """The first level word (``ERROR``, ``CRITICAL``, ``WARNING`` as a whole word, or ``[E]``) in ``text[:end]``."""
+    stop = len(text) if end is None else min(end, len(text))
+    for m in _LEVEL_WORD.finditer(text, 0, stop):
+        word = m.group(0)
+        if word == "[E]":
+            return word
+        s, e = m.start(), m.end()
+        if (s == 0 or not _is_word(text[s - 1])) and (e >= stop or not _is_word(text[e])):
+            return word
+    return None
+
+
+def _is_word(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
 
 
 def looks_like_exception(m: re.Match[str]) -> bool:
@@ -133,6 +206,6 @@ def _interesting(*, strong: bool) -> re.Pattern[str]:
 
 # words that matter to the timeline only while it does not know the phase yet (a window that
 # begins mid-run): the batch and request lines that make up most of a serving log
-_WEAK = frozenset({"batch", "/v1/", "Avg prompt"})
+_WEAK = frozenset({"batch", "/v1/", "Avg prompt", "Req(rid="})
 _INTERESTING = _interesting(strong=False)
 _STRONG = _interesting(strong=True)

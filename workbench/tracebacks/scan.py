@@ -7,118 +7,66 @@ tracebacks that several processes print at once, line by line or block by block,
 apart again. SGLang prints its rank only on a traceback's first line; its ranks share a
 stream and are separated block by block. The work per line is bounded, so the whole pass
 is linear in the input.
+
+The parts it leans on, one concern each: :mod:`~workbench.tracebacks.prefixes` (JSON lines and
+learned prefixes), :mod:`~workbench.tracebacks.stack` (blocks, frames, C++ exceptions, per-writer
+streams), :mod:`~workbench.tracebacks.events` (telling log lines), :mod:`~workbench.tracebacks.chains`
+(chains and their phase); :mod:`~workbench.tracebacks.reader` feeds it a text or a stream.
 """
 
 from __future__ import annotations
 
-import io
-import json
 import re
-from dataclasses import dataclass, field
-from typing import BinaryIO
 
-from workbench.logformats import LineShapes, LogLine, _parse
-from workbench.phases import PhaseTracker, decide_phase
-from workbench.tracebacks.model import Chain, CppException, Frame, LogEvent, Traceback
+from workbench.logformats import LineShapes, LogLine, _needs_clean, _parse
+from workbench.phases import PhaseTracker, _is_failure
+from workbench.tracebacks.chains import build_tracebacks
+from workbench.tracebacks.events import log_event
+from workbench.tracebacks.model import CppException, Frame, LogEvent, Traceback
 from workbench.tracebacks.patterns import (
     _BARE_EXC_NAME,
     _CARET,
     _CAUSE,
     _CONTEXT,
-    _CPP_STOP,
-    _EVENT_ANCHOR,
-    _EVENTS,
     _EXC,
     _EXC_REPR,
     _FATAL,
     _FENCE,
     _FH_FRAME,
     _FH_HEADER,
-    _FILE,
     _FILE_STRICT,
     _HEADER,
     _INTERESTING,
-    _LEVEL_IN_PREFIX,
     _MAX_FOREIGN,
     _MAX_MESSAGE_CHARS,
     _MAX_MESSAGE_LINES,
     _MIDLINE_PROC,
     _MIDLINE_RANK,
-    _PG_RANK,
     _PLAIN,
     _PROCESS_LINE,
     _QUOTE,
-    _RICH_CODE,
-    _RICH_FRAME,
     _STOP,
     _STRONG,
     _TERMINATE,
     _WEAK,
     _WHAT,
     looks_like_exception,
-    split_flattened,
 )
-
-
-@dataclass
-class _Block:
-    index: int
-    rank: str | None
-    start: int
-    header: str | None
-    origin: str
-    server: str
-    phase_hint: str
-    cut_start: bool = False
-    end: int = 0
-    lead: str = ""  # the text before "Traceback" on the header line ("Initialization failed. warmup error: ")
-    ready: bool = False  # the server had declared itself ready when the block began
-    faulthandler: bool = False  # a faulthandler dump: frames listed most recent call first
-    rich: bool = False  # rich's boxed traceback: "path.py:8 in func" frames and numbered code lines
-    frames: list[Frame] = field(default_factory=list)
-    exc_type: str | None = None
-    message: list[str] = field(default_factory=list)
-    chained_from: int | None = None
-    chain: Chain | None = None
-    foreign: int = 0
-    blanks: int = 0
-    expect_code: bool = False
-    file_indent: int = 0
-
-
-@dataclass
-class _Cpp:
-    line: int
-    end: int
-    type: str
-    rank: str | None
-    phase: str
-    server: str
-    message: list[str] = field(default_factory=list)
-    state: int = 0  # 0 waiting for what(), 1 reading its message
-
-
-@dataclass
-class _Stream:
-    block: _Block | None = None
-    in_message: bool = False
-    last_index: int | None = None
-    pending: Chain | None = None
-    pending_from: int | None = None
-    pending_left: int = 0
-    cpp: _Cpp | None = None
-    # headers printed before any body: processes that write to one stderr print their
-    # "Traceback (most recent call last):" lines first and their frames afterwards
-    queued: list[tuple[int, str | None]] = field(default_factory=list)
-    fatal: tuple[int, str] | None = None  # the last "Fatal Python error: ..." line
-    skip_dump: bool = False  # inside the dump of a thread that did not crash
-    intro: tuple[int, str] | None = None  # the last line of text seen outside a block
-
+from workbench.tracebacks.prefixes import json_log, reparse
+from workbench.tracebacks.stack import (
+    CUT_DUMP,
+    Block,
+    Cpp,
+    Stream,
+    add_flattened,
+    add_frame,
+    close,
+    cpp_line,
+    rich_line,
+)
 
 _FILE_CUT = re.compile(r'File "[^"]+", line \d*,?\s*$')
 _FRAME_TAIL = re.compile(r"\d*, in \S|in \S")
-CUT_DUMP = "crash (the dump's header was cut off)"
-_MAX_FRAMES = 1000
 _QUIET_LINES = 200  # an open block whose writer printed nothing for this many lines no longer holds the fast path
 
 
@@ -134,26 +82,39 @@ class Extractor:
         self.year = year
         self.trackers: dict[str, PhaseTracker] = {}
         self.line_no = 0
-        self._streams: dict[tuple[str | None, ...], _Stream] = {}
-        self._blocks: list[_Block] = []
-        self._cpp: list[_Cpp] = []
+        self._streams: dict[tuple[str | None, ...], Stream] = {}
+        self._blocks: list[Block] = []
+        self._cpp: list[Cpp] = []
         self.events: list[LogEvent] = []
         self.tracebacks: list[Traceback] = []
         self.cpp_exceptions: list[CppException] = []
         self._tracker = PhaseTracker(year=year)
         self._server = "|"
-        self._last_header: tuple[_Block, _Stream] | None = None
-        self._touched: _Block | None = None  # the block that took the previous input line
+        self._last_header: tuple[Block, Stream] | None = None
+        self._touched: Block | None = None  # the block that took the previous input line
         self._prev_len = 0
         self._widest = 0
         self.shapes = LineShapes()
         self._busy: set[int] = set()  # streams with a block, a C++ exception or a chain pending
         self._busy_last = 0  # the last line a busy stream took
         self._held: str | None = None  # a frame line waiting for the tail the terminal wrapped
-        self._stream: _Stream | None = None
+        self._stream: Stream | None = None
+        # the block that reads frames and took the last line, with the exact prefix its writer repeats
+        # on every line ("" for unprefixed lines): the next lines of that shape take the short path
+        self._fast: tuple[Block, PhaseTracker, str, bool] | None = None
+        self._last: tuple[LogLine, str | None] | None = None  # the last line _feed parsed, and its header
 
     # -- input -------------------------------------------------------------------
     def feed(self, line: str) -> None:
+        fast = self._fast
+        if fast is not None and self._held is None:
+            prefix = fast[2]
+            if prefix:
+                if line.startswith(prefix) and line[len(prefix):len(prefix) + 1] in (" ", "\t") \
+                        and self._frame_fast(line, _no_cr(line)[len(prefix):]):
+                    return
+            elif line[:1] in " \t" and self._frame_fast(line, _no_cr(line)):
+                return
         held = self._held
         if held is not None:  # a frame line cut by the terminal before ", in f": is this its tail?
             self._held = None
@@ -182,13 +143,79 @@ class Extractor:
             return
         self._feed(line)
         stream = self._stream
+        self._fast = None
         if stream is not None:
-            if stream.block is not None or stream.cpp is not None or stream.pending is not None or stream.queued \
+            block = stream.block
+            if block is not None or stream.cpp is not None or stream.pending is not None or stream.queued \
                     or stream.skip_dump:
                 self._busy.add(id(stream))
                 self._busy_last = self.line_no
+                if (block is not None and stream.cpp is None and not stream.skip_dump and not stream.in_message
+                        and not block.faulthandler and not block.rich and block.end == self.line_no):
+                    self._fast = self._short_path(line, block, stream)
             else:
                 self._busy.discard(id(stream))
+
+    def _short_path(self, line: str, block: Block, stream: Stream) -> tuple[Block, PhaseTracker, str, bool] | None:
+        """The short path for the lines that continue ``block`` (see :meth:`_frame_fast`), if any:
+        indented lines of the plain stream, or lines that repeat this line's vLLM prefix exactly."""
+        if self._streams.get(_PLAIN) is stream and self._server == "|" and block.header is None:
+            return block, self._tracker, "", False
+        last = self._last
+        if last is None:
+            return None
+        parsed, header = last
+        msg = parsed.message
+        base = _no_cr(line)
+        if (parsed.format == "vllm" and header is not None and header == block.header and msg[:1] in (" ", "\t")
+                and len(base) > len(msg) and base.endswith(msg)):
+            # a prefixed writer's block takes the terminal-wrapped tail of its line (see _feed)
+            return block, self._tracker, base[: len(base) - len(msg)], self._streams.get(_PLAIN) is not stream
+        return None
+
+    def _frame_fast(self, line: str, msg: str) -> bool:
+        """A line that continues the open block of the writer of the previous line (a frame, its
+        code, a caret line) with no prefix, or with the very prefix that writer repeats, read
+        without the general path: the prefix says nothing new and the timeline reads nothing in
+        an indented message. False when the line needs the general path; then nothing was changed."""
+        assert self._fast is not None
+        block, tracker, _prefix, touch = self._fast
+        stripped = msg.lstrip(" \t")
+        if (not stripped or (stripped[0] in ">`~[" and not stripped.startswith("[Previous line repeated"))
+                or "\x1b" in line or "\r" in msg or _needs_clean(line) or _HEADER in msg
+                or _CONTEXT in msg or _CAUSE in msg):
+            return False
+        if (tracker.failure is None and _is_failure(msg)) or (
+                tracker.init_failed is None and not tracker.ready and ("failed to " in msg or "nitialization failed" in msg)):
+            return False
+        if stripped.startswith('File "'):
+            if ", in " not in msg:  # perhaps cut by the terminal: the general path holds it
+                return False
+            add_frame(block, msg)
+        elif _CARET.match(msg) or stripped.startswith("[Previous line repeated"):
+            pass  # as the general path: a caret line under a frame is not its code
+        elif block.expect_code and block.frames:
+            indent = len(msg) - len(stripped)
+            if indent <= block.file_indent:
+                exc = _EXC.match(stripped)
+                if exc is not None and looks_like_exception(exc):
+                    return False
+            last = block.frames[-1]
+            block.frames[-1] = Frame(last.file, last.line, last.function, stripped.rstrip())
+            block.expect_code = False
+        else:
+            return False
+        self.line_no += 1
+        tracker.line_no = self.line_no
+        n = len(line)
+        self._prev_len = n
+        if n > self._widest:
+            self._widest = n
+        self._touched = block if touch else None
+        block.blanks = 0
+        block.end = self.line_no
+        self._busy_last = self.line_no
+        return True
 
     def quiet(self) -> bool:
         """Nothing is open that the next lines could continue (or what is open went quiet)."""
@@ -217,7 +244,7 @@ class Extractor:
             if stripped.startswith(">"):
                 line = _QUOTE.sub("", line, count=1)
         if line[:2] == '{"' and ('"log":"' in line or '"message":"' in line):
-            line = _json_log(line)
+            line = json_log(line)
         parsed, origin, header = _parse(line)
         msg0 = parsed.message
         if msg0 and msg0[0] not in " \t":
@@ -225,11 +252,12 @@ class Extractor:
             if rest is None and 'File "' in msg0 and self.shapes.learn(msg0):
                 rest = self.shapes.strip(msg0)
             if rest is not None:
-                parsed, origin, header = _reparse(parsed, origin, header, rest)
+                parsed, origin, header = reparse(parsed, origin, header, rest)
         server = f"{parsed.host or ''}|{parsed.service or ''}" if (parsed.host or parsed.service) else "|"
         tracker = self.trackers.get(server)
         if tracker is None:
             tracker = self.trackers[server] = PhaseTracker(year=self.year)
+        self._last = (parsed, header)
         tracker.feed(parsed, line_no=self.line_no)
         self._tracker = tracker
         self._server = server
@@ -247,13 +275,13 @@ class Extractor:
             return
         stream = self._streams.get(origin)
         if stream is None:
-            stream = self._streams[origin] = _Stream()
+            stream = self._streams[origin] = Stream()
         self._stream = stream
         if stream.skip_dump:
             if _FH_FRAME.match(msg):
                 return
             stream.skip_dump = False
-        if stream.cpp is not None and self._cpp_line(stream, msg, parsed):
+        if stream.cpp is not None and cpp_line(stream, msg, self.line_no):
             return
         if stream.block is not None and self._in_block(stream, stream.block, parsed, msg, header):
             if stream.block is not None and stream.block.end == self.line_no and origin != _PLAIN:
@@ -261,7 +289,7 @@ class Extractor:
             return
         self._idle(stream, origin, parsed, msg, header)
 
-    def _wrapped(self, block: _Block, msg: str) -> bool:
+    def _wrapped(self, block: Block, msg: str) -> bool:
         """Join a terminal-wrapped tail (a line cut at the screen width) onto the prefixed block line it continues."""
         if (_HEADER in msg or 'File "' in msg or block.end != self.line_no - 1 or _STOP.search(msg)
                 or _PROCESS_LINE.match(msg) or _CONTEXT in msg or _CAUSE in msg):
@@ -285,60 +313,24 @@ class Extractor:
             self._line(held)
         for origin, stream in self._streams.items():
             if stream.block is not None:
-                self._close(stream, cut=not stream.in_message)
+                close(stream, cut=not stream.in_message)
             if stream.cpp is not None:
-                self._end_cpp(stream)
+                stream.cpp = None
             for start, qrank in stream.queued:  # headers whose frames never came
-                b = _Block(len(self._blocks), qrank, start, None, "|".join(o or "" for o in origin), self._server,
+                b = Block(len(self._blocks), qrank, start, None, "|".join(o or "" for o in origin), self._server,
                            "unknown", end=start)
                 self._blocks.append(b)
             stream.queued.clear()
-        # blocks were numbered as they were opened; number them in input order
-        blocks = sorted(self._blocks, key=lambda b: (b.start, b.index))
-        renumber = {b.index: i for i, b in enumerate(blocks)}
-        for b in blocks:
-            b.index = renumber[b.index]
-            if b.chained_from is not None:
-                b.chained_from = renumber[b.chained_from]
-        for b in blocks:
-            if b.faulthandler:
-                b.frames.reverse()  # faulthandler lists the most recent call first
-        # links of one chain share a rank and a phase, decided over the whole chain
-        # (workbench.phases.decide_phase: frames, then words, then the timeline)
-        rank = [b.rank for b in blocks]
-        chain_of: dict[int, list[_Block]] = {}
-        for b in blocks:
-            if b.chained_from is not None and b.chained_from in chain_of:
-                chain = chain_of[b.chained_from]
-                chain.append(b)
-                rank[b.index] = rank[b.index] or rank[b.chained_from]
-            else:
-                chain = [b]
-            chain_of[b.index] = chain
-        phase: dict[int, str] = {}
-        for b in blocks:
-            chain = chain_of[b.index]
-            if chain[0].index in phase:
-                phase[b.index] = phase[chain[0].index]
-                continue
-            decided = _chain_phase(chain)
-            for link in chain:
-                phase[link.index] = decided
-        for b in blocks:
-            self.tracebacks.append(Traceback(
-                index=b.index, rank=rank[b.index], start_line=b.start, end_line=max(b.end, b.start),
-                frames=tuple(b.frames), exception_type=b.exc_type,
-                message="\n".join(b.message) if b.exc_type is not None else None,
-                cut_start=b.cut_start, cut_end=b.exc_type is None, chained_from=b.chained_from, chain=b.chain,
-                phase=phase[b.index], origin=b.origin, server=b.server,
-            ))
+        self.tracebacks = build_tracebacks(self._blocks)
         self.cpp_exceptions = [
             CppException(c.line, c.end, c.type, "\n".join(c.message).strip(), c.rank, c.phase, c.server) for c in self._cpp
         ]
 
     # -- states ------------------------------------------------------------------
-    def _idle(self, stream: _Stream, origin: tuple[str | None, ...], parsed: LogLine, msg: str, header: str | None) -> None:
+    def _idle(self, stream: Stream, origin: tuple[str | None, ...], parsed: LogLine, msg: str, header: str | None) -> None:
         pos = msg.find(_HEADER)
+        if pos < 0 and "Traceback (" in msg:
+            pos = _cut_header(msg)
         if pos >= 0:
             self._start(stream, origin, parsed, msg, header, pos)
             return
@@ -370,7 +362,7 @@ class Extractor:
                 block.start = start
             else:
                 block = self._new_block(stream, origin, parsed, header, cut_start=True)
-            self._frame_line(block, msg)
+            add_frame(block, msg)
             block.end = self.line_no
             return
         if "(most recent call first)" in msg:
@@ -395,20 +387,20 @@ class Extractor:
             m = _TERMINATE.search(msg)
             if m:
                 rank = parsed.rank
-                stream.cpp = _Cpp(self.line_no, self.line_no, m.group(1), rank, self._tracker.phase, self._server)
+                stream.cpp = Cpp(self.line_no, self.line_no, m.group(1), rank, self._tracker.phase, self._server)
                 self._cpp.append(stream.cpp)
                 return
         if "what():" in msg and stream.cpp is None:
             m = _WHAT.match(msg)
             if m:
-                stream.cpp = _Cpp(self.line_no, self.line_no, "std::exception", parsed.rank, self._tracker.phase, self._server, [m.group(1)], 1)
+                stream.cpp = Cpp(self.line_no, self.line_no, "std::exception", parsed.rank, self._tracker.phase, self._server, [m.group(1)], 1)
                 self._cpp.append(stream.cpp)
                 return
         if msg[:1].isalpha() and parsed.level not in ("INFO", "DEBUG") and self._bare(stream, origin, parsed, msg, header):
             return
         self._event(parsed, msg)
 
-    def _bare(self, stream: _Stream, origin: tuple[str | None, ...], parsed: LogLine, msg: str, header: str | None) -> bool:
+    def _bare(self, stream: Stream, origin: tuple[str | None, ...], parsed: LogLine, msg: str, header: str | None) -> bool:
         """An exception line with no frame before it (the window began after them, or the tool
         printed only the line): a block of its own, cut at the start."""
         text = msg.rstrip()
@@ -434,7 +426,7 @@ class Extractor:
         stream.in_message = True
         return True
 
-    def _dump(self, stream: _Stream, origin: tuple[str | None, ...], parsed: LogLine, header: str | None, which: str) -> None:
+    def _dump(self, stream: Stream, origin: tuple[str | None, ...], parsed: LogLine, header: str | None, which: str) -> None:
         """faulthandler's "Current thread 0x... (most recent call first):": the crashed thread's stack."""
         if which == "Thread":  # another thread's stack: not where it crashed
             stream.skip_dump = True
@@ -448,26 +440,13 @@ class Extractor:
         block.message = [fatal[1] if fatal is not None else "crash"]
         stream.fatal = None
 
-    def _event(self, parsed: LogLine, msg: str) -> None:
-        if _EVENT_ANCHOR.search(msg) is None:
-            return
-        level = parsed.level
-        if level is None:
-            lvl = _LEVEL_IN_PREFIX.search(msg, 0, 48)
-            level = "ERROR" if lvl is not None and lvl.group(0) in ("ERROR", "[E]", "CRITICAL") else None
-        for kind, pattern in _EVENTS:
-            m = pattern.search(msg)
-            if m and kind == "error_line" and level not in ("ERROR", "CRITICAL"):
-                continue
-            if m:
-                text = msg.strip()  # the line without its log prefixes: what it says, not who printed it
-                if len(text) > 400:  # a pasted line that lost its newlines: keep the part that matters
-                    text = "…" + msg[max(0, m.start() - 120): m.end() + 200].strip() + "…"
-                # the timeline's phase; the words of the line are weighed only if it becomes the root cause
-                self.events.append(LogEvent(kind, self.line_no, text, parsed.rank, self._tracker.phase, self._server))
-                return
 
-    def _start(self, stream: _Stream, origin: tuple[str | None, ...], parsed: LogLine, msg: str, header: str | None, pos: int) -> None:
+    def _event(self, parsed: LogLine, msg: str) -> None:
+        event = log_event(parsed, msg, self.line_no, self._tracker.phase, self._server)
+        if event is not None:
+            self.events.append(event)
+
+    def _start(self, stream: Stream, origin: tuple[str | None, ...], parsed: LogLine, msg: str, header: str | None, pos: int) -> None:
         rank = parsed.rank
         if rank is None and pos > 0:
             found = _MIDLINE_RANK.findall(msg, 0, pos)
@@ -492,11 +471,11 @@ class Extractor:
             if pos > 0 and _HEADER not in msg[:pos]:
                 self._event(parsed, msg)
             nxt = rest.find(_HEADER)
-            self._flattened(stream, block, rest if nxt < 0 else rest[:nxt])
+            add_flattened(stream, block, rest if nxt < 0 else rest[:nxt], self.line_no)
             if nxt >= 0:
                 self._start(stream, origin, parsed, rest, header, nxt)
 
-    def _orphan_header(self) -> tuple[_Block, _Stream] | None:
+    def _orphan_header(self) -> tuple[Block, Stream] | None:
         last = self._last_header
         if last is None:
             return None
@@ -505,12 +484,12 @@ class Extractor:
             return block, stream
         return None
 
-    def _new_block(self, stream: _Stream, origin: tuple[str | None, ...], parsed: LogLine, header: str | None,
-                   *, rank: str | None = None, cut_start: bool = False) -> _Block:
+    def _new_block(self, stream: Stream, origin: tuple[str | None, ...], parsed: LogLine, header: str | None,
+                   *, rank: str | None = None, cut_start: bool = False) -> Block:
         if stream.block is not None:
-            self._close(stream, cut=not stream.in_message)
+            close(stream, cut=not stream.in_message)
         repeat = header if parsed.location is not None and parsed.format == "vllm" else None
-        block = _Block(
+        block = Block(
             index=len(self._blocks), rank=rank if rank is not None else parsed.rank, start=self.line_no,
             header=repeat, origin="|".join(o or "" for o in origin), server=self._server, phase_hint=self._tracker.phase,
             cut_start=cut_start, end=self.line_no, ready=self._tracker.ready,
@@ -520,7 +499,7 @@ class Extractor:
         stream.in_message = False
         return block
 
-    def _in_block(self, stream: _Stream, block: _Block, parsed: LogLine, msg: str, header: str | None) -> bool:
+    def _in_block(self, stream: Stream, block: Block, parsed: LogLine, msg: str, header: str | None) -> bool:
         """Consume the line if it belongs to the open block; False hands it to the idle state."""
         if block.faulthandler:
             fr = _FH_FRAME.match(msg)
@@ -528,23 +507,23 @@ class Extractor:
                 block.frames.append(Frame(fr.group(1), int(fr.group(2)), fr.group(3).strip(), None))
                 block.end = self.line_no
                 return True
-            self._close(stream, cut=False)
+            close(stream, cut=False)
             return not msg.strip()
         if _HEADER in msg:
             if (not block.frames and block.exc_type is None and msg.strip() == _HEADER + ":"
                     and header == block.header):
                 stream.queued.append((self.line_no, parsed.rank))
                 return True
-            self._close(stream, cut=not stream.in_message)
+            close(stream, cut=not stream.in_message)
             return False
         same = header == block.header or (header is None and not stream.in_message)
         if stream.in_message:
             if not same or not msg.strip() or len(block.message) >= _MAX_MESSAGE_LINES:
-                self._close(stream, cut=False)
+                close(stream, cut=False)
                 return False
             if (_CONTEXT in msg or _CAUSE in msg or _PROCESS_LINE.match(msg) or _STOP.search(msg)
                     or (msg.lstrip().startswith("File \"") and _FILE_STRICT.match(msg))):
-                self._close(stream, cut=False)
+                close(stream, cut=False)
                 return False
             if sum(len(x) for x in block.message) < _MAX_MESSAGE_CHARS:
                 block.message.append(msg.rstrip())
@@ -556,17 +535,17 @@ class Extractor:
         if not msg.strip():
             block.blanks += 1
             if block.blanks > 2:
-                self._close(stream, cut=True)
+                close(stream, cut=True)
             return True
         block.blanks = 0
         if _CONTEXT in msg or _CAUSE in msg:
-            self._close(stream, cut=True)
+            close(stream, cut=True)
             return False
-        if block.rich and self._rich_line(block, msg):
+        if block.rich and rich_line(block, msg):
             block.end = self.line_no
             return True
         stripped = msg.lstrip()
-        if stripped.startswith("File \"") and self._frame_line(block, msg):
+        if stripped.startswith("File \"") and add_frame(block, msg):
             block.end = self.line_no
             return True
         if _CARET.match(msg) or stripped.startswith("[Previous line repeated"):
@@ -592,211 +571,24 @@ class Extractor:
                 return True
         return self._foreign(stream, block)
 
-    def _rich_line(self, block: _Block, msg: str) -> bool:
-        """A line of rich's boxed traceback: a frame, a numbered source line (``❱`` marks the
-        frame's own line) or the box's bottom edge."""
-        fr = _RICH_FRAME.match(msg)
-        if fr is not None:
-            file, line, func = (fr.group(1), fr.group(2), fr.group(3)) if fr.group(1) else ("<stdin>", fr.group(5), fr.group(4))
-            block.frames.append(Frame(file, int(line), func, None))
-            block.expect_code = False
-            return True
-        code = _RICH_CODE.match(msg)
-        if code is not None:
-            if code.group(1) and block.frames:
-                last = block.frames[-1]
-                text = msg[code.end():].replace("│", " ").strip()
-                block.frames[-1] = Frame(last.file, last.line, last.function, text or None)
-            return True
-        return msg.lstrip().startswith("╰")
 
-    def _foreign(self, stream: _Stream, block: _Block) -> bool:
+    def _foreign(self, stream: Stream, block: Block) -> bool:
         block.foreign += 1
         if block.foreign > _MAX_FOREIGN:
-            self._close(stream, cut=True)
+            close(stream, cut=True)
         return False
 
-    def _frame_line(self, block: _Block, msg: str) -> bool:
-        m = _FILE.match(msg)
-        if m is None:
-            return False
-        indent, file, line, func = m.group(1), m.group(2), m.group(3), m.group(4)
-        if len(block.frames) >= _MAX_FRAMES:  # a runaway recursion: keep both ends, bounded
-            del block.frames[_MAX_FRAMES // 2]
-        block.frames.append(Frame(file, int(line) if line else None, (func or "?").strip() or "?", None))
-        block.file_indent = len(indent)
-        block.expect_code = True
-        return True
 
-    def _close(self, stream: _Stream, *, cut: bool) -> None:
-        block = stream.block
-        if block is None:
-            return
-        if block.exc_type is not None or not cut:
-            stream.last_index = block.index
-        stream.block = None
-        stream.in_message = False
-
-    def _flattened(self, stream: _Stream, block: _Block, rest: str) -> None:
-        """A traceback whose newlines were lost in a paste: read the frames and the exception from one line."""
-        frames, exc_type, message = split_flattened(rest)
-        block.frames.extend(frames)
-        block.end = self.line_no
-        if exc_type is not None:
-            block.exc_type = exc_type
-            block.message = [message] if message else []
-            stream.in_message = True
-            self._close(stream, cut=False)
-
-    def _cpp_line(self, stream: _Stream, msg: str, parsed: LogLine) -> bool:
-        cpp = stream.cpp
-        assert cpp is not None
-        if cpp.state == 0:
-            m = _WHAT.match(msg)
-            if m:
-                cpp.message.append(m.group(1).rstrip())
-                cpp.state = 1
-                cpp.end = self.line_no
-                pg = _PG_RANK.search(msg)
-                if cpp.rank is None and pg:
-                    cpp.rank = "rank" + pg.group(1)
-                return True
-            if self.line_no - cpp.line > 3:
-                self._end_cpp(stream)
-            return False
-        if _CPP_STOP.match(msg) or _HEADER in msg or len(cpp.message) >= 10:
-            self._end_cpp(stream)
-            return msg.startswith(("Exception raised from", "frame #"))
-        cpp.message.append(msg.rstrip())
-        cpp.end = self.line_no
-        return True
-
-    def _end_cpp(self, stream: _Stream) -> None:
-        stream.cpp = None
+def _cut_header(msg: str) -> int:
+    """Where a ``Traceback (most recent call last):`` cut short at the end of the line begins
+    (``... hit an exception: Traceback (m`` where a window or a paste ended), or -1."""
+    tail = msg.rstrip()
+    pos = tail.rfind("Traceback (")
+    return pos if pos >= 0 and _HEADER.startswith(tail[pos:]) else -1
 
 
-def _chain_phase(chain: list[_Block]) -> str:
-    """One phase for the links of a chain: the first link whose stack names a step decides
-    (the cause is where it failed), else the evidence of all links together."""
-    texts = [t for b in chain for t in (b.lead, b.message[0] if b.message else None)]
-    first = chain[0]
-    for b in chain:
-        frames = [(f.file, f.function, f.code) for f in b.frames]
-        decided = decide_phase(frames, texts, "unknown", ready=first.ready)
-        if decided not in ("unknown", "startup_other", "serving"):
-            return decided
-    frames = [(f.file, f.function, f.code) for b in chain for f in b.frames]
-    return decide_phase(frames, texts, first.phase_hint, ready=first.ready)
+def _no_cr(line: str) -> str:
+    """The line without the carriage return a CRLF file leaves at its end, as the parser reads it
+    (a ``\\r`` anywhere else is a progress bar's redraw: the short path leaves those alone)."""
+    return line.rstrip("\r\n") if "\r" in line else line
 
-
-def _json_log(line: str) -> str:
-    """The text of one line of a JSON log (docker's json-file driver, Ray's log monitor)."""
-    try:
-        record = json.loads(line)
-    except ValueError:
-        return line
-    if isinstance(record, dict):
-        text = record.get("log", record.get("message"))
-        if isinstance(text, str):
-            return text.rstrip("\r\n")
-    return line
-
-
-def _reparse(outer: LogLine, origin: tuple[str | None, ...], header: str | None,
-             rest: str) -> tuple[LogLine, tuple[str | None, ...], str | None]:
-    """A line whose learned prefix was stripped: read the known prefixes of what remains."""
-    inner, inner_origin, inner_header = _parse(rest)
-    if any(inner_origin):
-        origin = tuple(a or b for a, b in zip(origin, inner_origin, strict=True))
-    merged = LogLine(outer.raw, inner.message, inner.time or outer.time, inner.level or outer.level,
-                     inner.rank or outer.rank, inner.process or outer.process, inner.pid or outer.pid,
-                     outer.service or inner.service, outer.host or inner.host, inner.location or outer.location,
-                     inner.format if inner.format != "plain" else outer.format)
-    if merged.level is None:
-        lvl = _LEVEL_IN_PREFIX.search(outer.message[: max(0, len(outer.message) - len(rest))])
-        if lvl is not None:
-            merged.level = "ERROR" if lvl.group(0).startswith(("E", "[E")) else lvl.group(0).strip("[] ")
-    return merged, origin, inner_header if inner_header is not None else header
-
-
-def extract(text: str | bytes, *, year: int | None = None) -> Extractor:
-    """Run an :class:`Extractor` over a whole text (lines split on ``\\n``)."""
-    if isinstance(text, bytes | bytearray):
-        text = bytes(text).decode("utf-8", "replace")
-    ex = Extractor(year=year)
-    _learn_shapes(ex, text)
-    last = text.rfind("\n") + 1
-    _feed_lines(ex, text, last)
-    ex.feed(text[last:])
-    ex.finish()
-    return ex
-
-
-def _feed_lines(ex: Extractor, text: str, stop: int) -> None:
-    """Feed the lines of ``text[:stop]`` (``stop`` just after a newline, or 0).
-
-    While nothing is open, one regex search over the text finds the next line that can matter
-    and the dull lines before it are only counted: no Python work per line for the bulk of a
-    server log.
-    """
-    feed = ex.feed
-    find = text.find
-    pos = 0
-    while pos < stop:
-        if ex.quiet():
-            # once the timeline knows the phase, batch and request lines cannot move it
-            m = (_STRONG if ex._tracker.phase != "unknown" else _INTERESTING).search(text, pos, stop)
-            if m is None:
-                ex.skip(text.count("\n", pos, stop))
-                return
-            j = text.rfind("\n", pos, m.start())
-            if j >= pos:
-                ex.skip(text.count("\n", pos, j + 1))
-                pos = j + 1
-        end = find("\n", pos, stop)
-        feed(text[pos:end])
-        pos = end + 1
-
-
-def extract_stream(stream: BinaryIO, *, year: int | None = None, head_bytes: int = 2_000_000,
-                   chunk_bytes: int = 1 << 20) -> Extractor:
-    """Run an :class:`Extractor` over a binary stream (a file, stdin) without holding it in memory.
-
-    The first ``head_bytes`` are read ahead to learn the log's line prefixes; after that, chunks
-    of ``chunk_bytes``: memory stays bounded by the chunk, the longest line and what was found.
-    """
-    reader = io.TextIOWrapper(stream, encoding="utf-8", errors="replace", newline="\n")
-    ex = Extractor(year=year)
-    text = reader.read(head_bytes)
-    _learn_shapes(ex, text)
-    while True:
-        last = text.rfind("\n") + 1
-        _feed_lines(ex, text, last)
-        more = reader.read(chunk_bytes)
-        if not more:
-            break
-        text = text[last:] + more
-    ex.feed(text[last:])
-    reader.detach()
-    ex.finish()
-    return ex
-
-
-def _learn_shapes(ex: Extractor, text: str, *, samples: int = 64) -> None:
-    """Learn the log's own line prefixes from its first frame lines, before the pass that reads it,
-    so the lines above the first frame (the header with its rank) are read with them too."""
-    pos = 0
-    for _ in range(samples):
-        i = text.find('File "', pos)
-        if i < 0:
-            return
-        start = text.rfind("\n", 0, i) + 1
-        end = text.find("\n", i)
-        end = len(text) if end < 0 else end
-        line = text[start:end]
-        if line[:2] == '{"':
-            line = _json_log(line)
-        msg = _parse(line)[0].message
-        if msg and msg[0] not in " \t":
-            ex.shapes.learn(msg)
-        pos = end + 1

@@ -59,3 +59,30 @@ def test_exit_status_is_2_on_a_usage_error(tmp_path: Path, capsys: pytest.Captur
 def test_schema_flag_prints_the_schema(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["tracebacks", "--schema"]) == 0
     assert json.loads(capsys.readouterr().out) == json_schema()
+
+
+def test_exit_status_is_3_on_a_host_problem(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import workbench.hosts as hosts
+    from workbench.errors import ConnectError
+
+    def unreachable(host: str, **_kw: object) -> None:
+        raise ConnectError(f"{host}: connection refused")
+
+    monkeypatch.setattr(hosts, "connect", unreachable)
+    assert main(["tracebacks", "--host", "gpu-x", "--unit", "sglang.service"]) == 3
+    assert "connection refused" in capsys.readouterr().err
+
+
+def test_exit_status_is_2_when_host_comes_without_unit(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["tracebacks", "--host", "gpu-x"]) == 2
+    assert "--host and --unit go together" in capsys.readouterr().err
+
+
+def test_exit_codes_are_documented() -> None:
+    doc = (ROOT / "docs" / "tracebacks.md").read_text()
+    for code in ("**0**", "**1**", "**2**", "**3**"):
+        assert code in doc
+    from workbench.cli import tracebacks as cli_tracebacks
+
+    assert "3 host problem" in (cli_tracebacks.__doc__ or "") and "3 host problem" in cli_tracebacks.EXAMPLES
+

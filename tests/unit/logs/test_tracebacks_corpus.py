@@ -1,7 +1,7 @@
 """The labelled corpus of real log windows (tests/fixtures/tracebacks/corpus/README.md).
 
-Only the development part is asserted here; the held-out parts are measured by
-``bench/tracebacks_accuracy.py`` and reported in BENCHMARKS.md.
+The development parts (dev and held-out 1-3, all seen by now) are asserted here; held-out 4 is
+measured by ``bench/tracebacks_accuracy.py`` and reported in BENCHMARKS.md, never asserted.
 """
 
 from __future__ import annotations
@@ -28,15 +28,17 @@ def test_every_case_has_a_label_with_its_source() -> None:
 
 
 def test_no_case_is_in_two_parts() -> None:
-    parts = [{p.stem for p in (CORPUS / name).glob("*.log")} for name in ("dev", "heldout", "heldout2", "heldout3")]
+    parts = [{p.stem for p in (CORPUS / name).glob("*.log")} for name in ("dev", "heldout", "heldout2", "heldout3", "heldout4")]
     assert all(parts)
     assert sum(len(p) for p in parts) == len(set().union(*parts))
 
 
-def test_development_part_meets_the_goal() -> None:
-    r = accuracy.score("dev")
-    assert r["matched"] / r["fields"] >= 0.95, r["missed"]
-    assert r["phases_matched"] / r["phases"] >= 0.90, r["missed"]
+def test_development_parts_meet_the_goal() -> None:
+    # held-out 1-3 were measured, seen and tuned to in issue 15's second round: development now
+    for part in ("dev", "heldout", "heldout2", "heldout3"):
+        r = accuracy.score(part)
+        assert r["matched"] / r["fields"] >= 0.95, r["missed"]
+        assert r["phases_matched"] / r["phases"] >= 0.90, r["missed"]
 
 
 def test_message_is_matched_as_a_key_phrase() -> None:

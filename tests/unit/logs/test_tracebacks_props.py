@@ -86,10 +86,11 @@ def test_each_line_is_parsed_once(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(scan_mod, "_parse", counting)
     text = "\n".join((FIXTURES / f"{c}.log").read_text() for c in ("sglang_tp8_nccl_init_remote_exit", "vllm_compose_kv_cache_restart"))
     ex = extract(text)
-    # every line once, a line whose learned prefix is stripped once more, plus the bounded sample
-    # of frame lines the prefix learner reads first: linear in the input
+    # at most every line once, a line whose learned prefix is stripped once more, plus the bounded
+    # sample of frame lines the prefix learner reads first: linear in the input; the indented
+    # lines of an open plain block (frames, code) skip the parser
     assert ex.line_no == text.count("\n") + 1
-    assert ex.line_no <= calls <= 2 * ex.line_no + 64
+    assert calls <= 2 * ex.line_no + 64
 
 
 def test_feeding_lines_one_by_one_equals_the_whole_text() -> None:

@@ -1,0 +1,84 @@
+"""The scanner's cheap pre-filters answer exactly what the full patterns answer, on every real line we hold."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from workbench.logformats import parse_line
+from workbench.tracebacks.patterns import _EVENT_NEEDLES, _EVENTS, event_matches, level_word
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+_LINES = sorted({
+    msg
+    for path in FIXTURES.rglob("*.log")
+    for raw in path.read_text(errors="replace").split("\n")
+    for msg in (raw, parse_line(raw).message)
+})
+_OLD_LEVEL = re.compile(r"\bERROR\b|\bCRITICAL\b|\bWARNING\b|\[E\]")  # what level_word replaced
+
+
+def test_the_corpus_has_lines_of_every_event_kind() -> None:
+    kinds = {k for line in _LINES for k, p in _EVENTS if p.search(line)}
+    assert kinds >= {"fatal_signal", "device_assert", "error_line", "nccl_warn", "process_died", "compile_error"}
+
+
+def test_event_matches_equal_every_pattern_in_order() -> None:
+    for line in _LINES:
+        full = [(k, m.span()) for k, p in _EVENTS for m in [p.search(line)] if m is not None]
+        assert [(k, m.span()) for k, m in event_matches(line)] == full, line
+
+
+@pytest.mark.parametrize("line", [
+    "NVRM: Xid (PCI:0000:17:00): 79, GPU has fallen off the bus.",
+    "Memory cgroup out of memory: Killed process 4242 (python3)",
+    "foo.cu:12: void f(): block: [0,0,0], thread: [1,0,0] Assertion `x` failed.",
+    "Killed",
+    "[rank0]:[E ProcessGroupNCCL.cpp:616] Watchdog caught collective operation timeout: WorkNCCL(...) ran for 600000 milliseconds before timing out.",
+])
+def test_each_pattern_match_contains_one_of_its_needles(line: str) -> None:
+    for kind, pattern in _EVENTS:
+        if pattern.search(line):
+            assert any(n in line for n in _EVENT_NEEDLES[kind]), (kind, line)
+    assert list(event_matches(line))
+
+
+@pytest.mark.parametrize("end", [48, None])
+def test_level_word_equals_the_word_boundary_regex(end: int | None) -> None:
+    extra = ["xERROR", "ERROR_x", "_ERROR x", "[E] x", "WARNING.", "WARNINGS ERROR", "a CRITICAL", "ERRORERROR ERROR"]
+    for line in [*_LINES, *extra]:
+        m = _OLD_LEVEL.search(line, 0, end) if end is not None else _OLD_LEVEL.search(line)
+        assert level_word(line, end) == (m.group(0) if m else None), line
+
+
+def test_needs_clean_is_the_marks_test() -> None:
+    from workbench.logformats import _CLEAN_MARKS, _needs_clean
+
+    extra = [f"x {m} y" for m in _CLEAN_MARKS] + ["36m(VllmWorker pid=1) x", "^ caret", "File here"]
+    for line in [*_LINES, *extra]:
+        want = any(m in line for m in _CLEAN_MARKS) or (line[:1].isdigit() and "m(" in line[:12])
+        assert _needs_clean(line) == want, line
+
+
+def test_a_line_skipped_as_dull_holds_no_event_needle() -> None:
+    from workbench.tracebacks.patterns import _INTERESTING, _NEEDLES
+
+    for needle in _NEEDLES:
+        assert _INTERESTING.search(needle) is not None, needle
+
+
+def test_the_short_path_reads_every_real_log_as_the_general_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Frame lines that skip the parser (indented, or repeating their writer's prefix) give the
+    same analysis as when every line takes the general path."""
+    from workbench.tracebacks import analyze
+    from workbench.tracebacks.scan import Extractor
+
+    logs = [p for p in sorted(FIXTURES.rglob("*.log")) if "heldout4" not in p.parts]
+    fast = [repr(analyze(p.read_bytes())) for p in logs]
+    monkeypatch.setattr(Extractor, "_short_path", lambda self, line, block, stream: None)
+    slow = [repr(analyze(p.read_bytes())) for p in logs]
+    assert len(logs) > 200
+    for path, a, b in zip(logs, fast, slow, strict=True):
+        assert a == b, path.name

@@ -1,0 +1,74 @@
+"""Chains of tracebacks ("During handling...", "The above exception was the direct cause...")
+and the phase evidence of each chain.
+
+Links of one chain share a rank and a phase. The phase is decided over the whole chain by
+:func:`workbench.phases.decide_phase` with its stated precedence: the stack's frames (the cause's
+first), serving frames never before readiness, the error's words, the timeline, then
+``startup_other`` and ``unknown``.
+"""
+
+from __future__ import annotations
+
+from workbench.phases import decide_phase
+from workbench.tracebacks.model import Traceback
+from workbench.tracebacks.stack import Block
+
+
+def build_tracebacks(blocks: list[Block]) -> list[Traceback]:
+    """The tracebacks of the blocks a scan closed: numbered in input order, faulthandler stacks put
+    outermost first, and the links of each chain given one rank and one phase."""
+    out: list[Traceback] = []
+    # blocks were numbered as they were opened; number them in input order
+    blocks = sorted(blocks, key=lambda b: (b.start, b.index))
+    renumber = {b.index: i for i, b in enumerate(blocks)}
+    for b in blocks:
+        b.index = renumber[b.index]
+        if b.chained_from is not None:
+            b.chained_from = renumber[b.chained_from]
+    for b in blocks:
+        if b.faulthandler:
+            b.frames.reverse()  # faulthandler lists the most recent call first
+    # links of one chain share a rank and a phase, decided over the whole chain
+    # (workbench.phases.decide_phase: frames, then words, then the timeline)
+    rank = [b.rank for b in blocks]
+    chain_of: dict[int, list[Block]] = {}
+    for b in blocks:
+        if b.chained_from is not None and b.chained_from in chain_of:
+            chain = chain_of[b.chained_from]
+            chain.append(b)
+            rank[b.index] = rank[b.index] or rank[b.chained_from]
+        else:
+            chain = [b]
+        chain_of[b.index] = chain
+    phase: dict[int, str] = {}
+    for b in blocks:
+        chain = chain_of[b.index]
+        if chain[0].index in phase:
+            phase[b.index] = phase[chain[0].index]
+            continue
+        decided = chain_phase(chain)
+        for link in chain:
+            phase[link.index] = decided
+    for b in blocks:
+        out.append(Traceback(
+            index=b.index, rank=rank[b.index], start_line=b.start, end_line=max(b.end, b.start),
+            frames=tuple(b.frames), exception_type=b.exc_type,
+            message="\n".join(b.message) if b.exc_type is not None else None,
+            cut_start=b.cut_start, cut_end=b.exc_type is None, chained_from=b.chained_from, chain=b.chain,
+            phase=phase[b.index], origin=b.origin, server=b.server,
+        ))
+    return out
+
+
+def chain_phase(chain: list[Block]) -> str:
+    """One phase for the links of a chain: the first link whose stack names a step decides
+    (the cause is where it failed), else the evidence of all links together."""
+    texts = [t for b in chain for t in (b.lead, b.message[0] if b.message else None)]
+    first = chain[0]
+    for b in chain:
+        frames = [(f.file, f.function, f.code) for f in b.frames]
+        decided = decide_phase(frames, texts, "unknown", ready=first.ready)
+        if decided not in ("unknown", "startup_other", "serving"):
+            return decided
+    frames = [(f.file, f.function, f.code) for b in chain for f in b.frames]
+    return decide_phase(frames, texts, first.phase_hint, ready=first.ready)

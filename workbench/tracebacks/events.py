@@ -1,0 +1,38 @@
+"""Log lines that tell of a failure without a traceback: kernel OOM kills, Xid, fatal signals,
+device asserts, error lines, compiler errors, NCCL warnings, dead processes."""
+
+from __future__ import annotations
+
+import re
+
+from workbench.logformats import LogLine
+from workbench.tracebacks.model import LogEvent
+from workbench.tracebacks.patterns import event_matches, level_word
+
+_TORCH_RANK = re.compile(r"\[rank(\d+)\]:")
+
+
+def log_event(parsed: LogLine, msg: str, line_no: int, phase: str, server: str) -> LogEvent | None:
+    """The telling log line (OOM kill, Xid, fatal signal, NCCL warning...) this line is, if any.
+
+    ``phase`` is the timeline's; the words of the line are weighed only if it becomes the root cause."""
+    level: str | None = ""
+    for kind, m in event_matches(msg):
+        if kind == "error_line":  # error words count only on an error line
+            if level == "":
+                level = parsed.level
+                if level is None:
+                    word = level_word(msg, 48)
+                    level = "ERROR" if word in ("ERROR", "[E]", "CRITICAL") else None
+            if level not in ("ERROR", "CRITICAL"):
+                continue
+        text = msg.strip()  # the line without its log prefixes: what it says, not who printed it
+        if len(text) > 400:  # a pasted line that lost its newlines: keep the part that matters
+            text = "…" + msg[max(0, m.start() - 120): m.end() + 200].strip() + "…"
+        # the timeline's phase; the words of the line are weighed only if it becomes the root cause
+        rank = parsed.rank
+        if rank is None and "[rank" in msg[:80]:  # torch's "[rankN]:" behind a prefix the parser does not know
+            found = _TORCH_RANK.search(msg, 0, 80)
+            rank = "rank" + found.group(1) if found else None
+        return LogEvent(kind, line_no, text, rank, phase, server)
+    return None

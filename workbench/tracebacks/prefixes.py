@@ -1,0 +1,60 @@
+"""Line prefixes the known formats of :mod:`workbench.logformats` do not cover: JSON log lines
+(docker's json-file driver, Ray's log monitor) and the shapes a log's own prefixes take
+(CI timestamps, collectors, logging formats), learned from its frame lines and stripped."""
+
+from __future__ import annotations
+
+import json
+
+from workbench.logformats import LineShapes, LogLine, _parse
+from workbench.tracebacks.patterns import level_word
+
+
+def json_log(line: str) -> str:
+    """The text of one line of a JSON log (docker's json-file driver, Ray's log monitor)."""
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return line
+    if isinstance(record, dict):
+        text = record.get("log", record.get("message"))
+        if isinstance(text, str):
+            return text.rstrip("\r\n")
+    return line
+
+
+def reparse(outer: LogLine, origin: tuple[str | None, ...], header: str | None,
+             rest: str) -> tuple[LogLine, tuple[str | None, ...], str | None]:
+    """A line whose learned prefix was stripped: read the known prefixes of what remains."""
+    inner, inner_origin, inner_header = _parse(rest)
+    if any(inner_origin):
+        origin = tuple(a or b for a, b in zip(origin, inner_origin, strict=True))
+    merged = LogLine(outer.raw, inner.message, inner.time or outer.time, inner.level or outer.level,
+                     inner.rank or outer.rank, inner.process or outer.process, inner.pid or outer.pid,
+                     outer.service or inner.service, outer.host or inner.host, inner.location or outer.location,
+                     inner.format if inner.format != "plain" else outer.format)
+    if merged.level is None:
+        word = level_word(outer.message, max(0, len(outer.message) - len(rest)))
+        if word is not None:
+            merged.level = "ERROR" if word.startswith(("E", "[E")) else word
+    return merged, origin, inner_header if inner_header is not None else header
+
+
+def learn_shapes(shapes: LineShapes, text: str, *, samples: int = 64) -> None:
+    """Learn the log's own line prefixes from its first frame lines, before the pass that reads it,
+    so the lines above the first frame (the header with its rank) are read with them too."""
+    pos = 0
+    for _ in range(samples):
+        i = text.find('File "', pos)
+        if i < 0:
+            return
+        start = text.rfind("\n", 0, i) + 1
+        end = text.find("\n", i)
+        end = len(text) if end < 0 else end
+        line = text[start:end]
+        if line[:2] == '{"':
+            line = json_log(line)
+        msg = _parse(line)[0].message
+        if msg and msg[0] not in " \t":
+            shapes.learn(msg)
+        pos = end + 1

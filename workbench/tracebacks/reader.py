@@ -1,0 +1,78 @@
+"""Feed a whole text or a binary stream to an :class:`~workbench.tracebacks.scan.Extractor`.
+
+While nothing is open, one regex search over the text finds the next line that can matter and
+the dull lines before it are only counted; a stream is read in bounded chunks, so memory stays
+bounded by the chunk, the longest line and what was found.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import BinaryIO
+
+from workbench.tracebacks.patterns import _INTERESTING, _STRONG
+from workbench.tracebacks.prefixes import learn_shapes
+from workbench.tracebacks.scan import Extractor
+
+
+def extract(text: str | bytes, *, year: int | None = None) -> Extractor:
+    """Run an :class:`Extractor` over a whole text (lines split on ``\\n``)."""
+    if isinstance(text, bytes | bytearray):
+        text = bytes(text).decode("utf-8", "replace")
+    ex = Extractor(year=year)
+    learn_shapes(ex.shapes, text)
+    last = text.rfind("\n") + 1
+    feed_lines(ex, text, last)
+    ex.feed(text[last:])
+    ex.finish()
+    return ex
+
+
+def feed_lines(ex: Extractor, text: str, stop: int) -> None:
+    """Feed the lines of ``text[:stop]`` (``stop`` just after a newline, or 0).
+
+    While nothing is open, one regex search over the text finds the next line that can matter
+    and the dull lines before it are only counted: no Python work per line for the bulk of a
+    server log.
+    """
+    feed = ex.feed
+    find = text.find
+    pos = 0
+    while pos < stop:
+        if ex.quiet():
+            # once the timeline knows the phase, batch and request lines cannot move it
+            m = (_STRONG if ex._tracker.phase != "unknown" else _INTERESTING).search(text, pos, stop)
+            if m is None:
+                ex.skip(text.count("\n", pos, stop))
+                return
+            j = text.rfind("\n", pos, m.start())
+            if j >= pos:
+                ex.skip(text.count("\n", pos, j + 1))
+                pos = j + 1
+        end = find("\n", pos, stop)
+        feed(text[pos:end])
+        pos = end + 1
+
+
+def extract_stream(stream: BinaryIO, *, year: int | None = None, head_bytes: int = 2_000_000,
+                   chunk_bytes: int = 1 << 20) -> Extractor:
+    """Run an :class:`Extractor` over a binary stream (a file, stdin) without holding it in memory.
+
+    The first ``head_bytes`` are read ahead to learn the log's line prefixes; after that, chunks
+    of ``chunk_bytes``: memory stays bounded by the chunk, the longest line and what was found.
+    """
+    reader = io.TextIOWrapper(stream, encoding="utf-8", errors="replace", newline="\n")
+    ex = Extractor(year=year)
+    text = reader.read(head_bytes)
+    learn_shapes(ex.shapes, text)
+    while True:
+        last = text.rfind("\n") + 1
+        feed_lines(ex, text, last)
+        more = reader.read(chunk_bytes)
+        if not more:
+            break
+        text = text[last:] + more
+    ex.feed(text[last:])
+    reader.detach()
+    ex.finish()
+    return ex

@@ -1,0 +1,159 @@
+"""The stack model the scanner fills: one open block per writer (Python frames, faulthandler
+and rich frames, the exception and its message), C++ exceptions (``terminate called`` /
+``what():``) and the per-writer stream state that holds them.
+
+Nothing here reads log prefixes or decides phases; :mod:`workbench.tracebacks.scan` drives it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from workbench.tracebacks.model import Chain, Frame
+from workbench.tracebacks.patterns import (
+    _CPP_STOP,
+    _FILE,
+    _HEADER,
+    _PG_RANK,
+    _RICH_CODE,
+    _RICH_FRAME,
+    _WHAT,
+    split_flattened,
+)
+
+CUT_DUMP = "crash (the dump's header was cut off)"
+MAX_FRAMES = 1000  # a runaway recursion keeps both ends of its stack, bounded
+
+
+@dataclass
+class Block:
+    index: int
+    rank: str | None
+    start: int
+    header: str | None
+    origin: str
+    server: str
+    phase_hint: str
+    cut_start: bool = False
+    end: int = 0
+    lead: str = ""  # the text before "Traceback" on the header line ("Initialization failed. warmup error: ")
+    ready: bool = False  # the server had declared itself ready when the block began
+    faulthandler: bool = False  # a faulthandler dump: frames listed most recent call first
+    rich: bool = False  # rich's boxed traceback: "path.py:8 in func" frames and numbered code lines
+    frames: list[Frame] = field(default_factory=list)
+    exc_type: str | None = None
+    message: list[str] = field(default_factory=list)
+    chained_from: int | None = None
+    chain: Chain | None = None
+    foreign: int = 0
+    blanks: int = 0
+    expect_code: bool = False
+    file_indent: int = 0
+
+
+@dataclass
+class Cpp:
+    line: int
+    end: int
+    type: str
+    rank: str | None
+    phase: str
+    server: str
+    message: list[str] = field(default_factory=list)
+    state: int = 0  # 0 waiting for what(), 1 reading its message
+
+
+@dataclass
+class Stream:
+    block: Block | None = None
+    in_message: bool = False
+    last_index: int | None = None
+    pending: Chain | None = None
+    pending_from: int | None = None
+    pending_left: int = 0
+    cpp: Cpp | None = None
+    # headers printed before any body: processes that write to one stderr print their
+    # "Traceback (most recent call last):" lines first and their frames afterwards
+    queued: list[tuple[int, str | None]] = field(default_factory=list)
+    fatal: tuple[int, str] | None = None  # the last "Fatal Python error: ..." line
+    skip_dump: bool = False  # inside the dump of a thread that did not crash
+    intro: tuple[int, str] | None = None  # the last line of text seen outside a block
+
+
+def add_frame(block: Block, msg: str) -> bool:
+    m = _FILE.match(msg)
+    if m is None:
+        return False
+    indent, file, line, func = m.group(1), m.group(2), m.group(3), m.group(4)
+    if len(block.frames) >= MAX_FRAMES:  # a runaway recursion: keep both ends, bounded
+        del block.frames[MAX_FRAMES // 2]
+    block.frames.append(Frame(file, int(line) if line else None, (func or "?").strip() or "?", None))
+    block.file_indent = len(indent)
+    block.expect_code = True
+    return True
+
+
+def rich_line(block: Block, msg: str) -> bool:
+    """A line of rich's boxed traceback: a frame, a numbered source line (``❱`` marks the
+    frame's own line) or the box's bottom edge."""
+    fr = _RICH_FRAME.match(msg)
+    if fr is not None:
+        file, line, func = (fr.group(1), fr.group(2), fr.group(3)) if fr.group(1) else ("<stdin>", fr.group(5), fr.group(4))
+        block.frames.append(Frame(file, int(line), func, None))
+        block.expect_code = False
+        return True
+    code = _RICH_CODE.match(msg)
+    if code is not None:
+        if code.group(1) and block.frames:
+            last = block.frames[-1]
+            text = msg[code.end():].replace("│", " ").strip()
+            block.frames[-1] = Frame(last.file, last.line, last.function, text or None)
+        return True
+    return msg.lstrip().startswith("╰")
+
+
+def close(stream: Stream, *, cut: bool) -> None:
+    block = stream.block
+    if block is None:
+        return
+    if block.exc_type is not None or not cut:
+        stream.last_index = block.index
+    stream.block = None
+    stream.in_message = False
+
+
+def add_flattened(stream: Stream, block: Block, rest: str, line_no: int) -> None:
+    """A traceback whose newlines were lost in a paste: read the frames and the exception from one line."""
+    frames, exc_type, message = split_flattened(rest)
+    block.frames.extend(frames)
+    block.end = line_no
+    if exc_type is not None:
+        block.exc_type = exc_type
+        block.message = [message] if message else []
+        stream.in_message = True
+        close(stream, cut=False)
+
+
+def cpp_line(stream: Stream, msg: str, line_no: int) -> bool:
+    """Consume a line of the open C++ exception (``what():`` and its message); False hands it on."""
+    cpp = stream.cpp
+    assert cpp is not None
+    if cpp.state == 0:
+        m = _WHAT.match(msg)
+        if m:
+            cpp.message.append(m.group(1).rstrip())
+            cpp.state = 1
+            cpp.end = line_no
+            pg = _PG_RANK.search(msg)
+            if cpp.rank is None and pg:
+                cpp.rank = "rank" + pg.group(1)
+            return True
+        if line_no - cpp.line > 3:
+            stream.cpp = None
+        return False
+    if _CPP_STOP.match(msg) or _HEADER in msg or len(cpp.message) >= 10:
+        stream.cpp = None
+        return msg.startswith(("Exception raised from", "frame #"))
+    cpp.message.append(msg.rstrip())
+    cpp.end = line_no
+    return True
