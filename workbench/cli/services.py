@@ -14,6 +14,7 @@ STATUS_EXAMPLES = """\
 examples:
   workbench status gpu-a                       # every service
   workbench status gpu-a 'sglang*' --json | jq '.[].active'
+  workbench status slurm:testbed --json | jq '.nodes[].state'
 """
 VERB_EXAMPLES = """\
 examples:
@@ -34,7 +35,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg,
                        description="One line per unit: load/active state, sub-state, exit status, restarts, "
                                    "the invocation, the GPUs its processes hold, and its command line.",
                        epilog=STATUS_EXAMPLES)
-    p.add_argument("host", help="host alias (ssh_config), 'local', or a local-testbed host")
+    p.add_argument("host", help="host alias (ssh_config), 'local', a local-testbed host, or slurm:NAME (a Slurm "
+                   "cluster: partitions, nodes, the workbench's jobs)")
     p.add_argument("pattern", nargs="?", default="*", help="unit glob (default: every service)")
     p.add_argument("--json", action="store_true", help="a JSON array of the units (one object each) on stdout")
     p.set_defaults(func=_status)
@@ -107,6 +109,10 @@ def _host(args: argparse.Namespace) -> Any:
 
 
 def _status(args: argparse.Namespace) -> int:
+    if args.host.startswith("slurm:"):
+        from workbench.cli.slurm import status
+
+        return status(args)
     from workbench.guard import describe, session_state
     from workbench.services import inventory, services_for
 

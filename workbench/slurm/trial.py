@@ -19,13 +19,14 @@ controller die first.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-from workbench.errors import ConfigError
+from workbench.errors import ConfigError, ServiceError
 from workbench.phases import PhaseTracker
 from workbench.slurm.cluster import SlurmCluster
 from workbench.slurm.script import JobScript
@@ -34,6 +35,12 @@ from workbench.variants import EditValue, edits_key, normalize_edits
 
 POLL_S = 1.0  # how often the scheduler is asked about the job while its log is quiet
 DEFAULT_TIME_LIMIT = "30"  # minutes: the dead-man switch of every trial job
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class TrialStopped(ServiceError):
+    """The trial was told to stop (another trial failed, or the run was interrupted); its job is cancelled."""
 
 
 @dataclass
@@ -99,17 +106,29 @@ def run_job_trial(
     health_path: str = "/health",
     env: Mapping[str, str] | None = None,
     on_event: Callable[[str, str], None] | None = None,
+    stop: threading.Event | None = None,
 ) -> JobTrial:
-    """Submit ``base`` + ``edits`` as one job and judge its start (see the module docstring)."""
+    """Submit ``base`` + ``edits`` as one job and judge its start (see the module docstring).
+
+    ``stop``: once set, the trial cancels its job and raises :class:`TrialStopped` (within ``POLL_S``)."""
     if not (0 < timeout < float("inf") and 0 < queue_timeout < float("inf")):
         raise ConfigError(f"timeouts must be > 0 seconds (got {timeout}, {queue_timeout})")
     norm = normalize_edits(edits)
     variant = base.with_edits(norm)
     port = server_port(variant.argv)
+    halt = stop or threading.Event()
+    if halt.is_set():
+        raise TrialStopped(f"{cluster.name}: trial {job_name} stopped before it was submitted")
+
+    def pause() -> None:
+        if halt.wait(POLL_S):
+            raise TrialStopped(f"{cluster.name}: trial {job_name} (job {job_id}) stopped; its job is cancelled")
+
     job_id = cluster.submit(variant, job_name=job_name, time_limit=time_limit, env=env)
     emit = on_event or (lambda kind, text: None)
     emit("submitted", f"job {job_id}")
     tracker = PhaseTracker()
+    timeline: list[dict[str, Any]] = []  # each phase the log entered, seconds after the job started
     submitted = time.monotonic()
     info = cluster.job(job_id)
     started: float | None = None
@@ -121,7 +140,7 @@ def run_job_trial(
             if time.monotonic() - submitted > queue_timeout:
                 emit("queued", f"job {job_id} still pending ({info.reason}) after {queue_timeout:.0f} s")
                 break
-            time.sleep(POLL_S)
+            pause()
             info = cluster.job(job_id)
         if info.running or info.ended:
             started = time.monotonic()
@@ -130,10 +149,13 @@ def run_job_trial(
         if info.running and info.stdout:
             stream = cluster.host.stream(["tail", "-n", "+1", "-F", "--", info.stdout], tether=True)
         while started is not None:
+            if halt.is_set():
+                pause()
             line = stream.readline(timeout=POLL_S) if stream is not None else None
             if line is not None:
                 tr = tracker.feed(line.rstrip("\n"))
                 if tr is not None:
+                    timeline.append({"phase": tr.phase, "seconds": round(time.monotonic() - started, 3)})
                     emit("phase", tr.phase)
                 if not tracker.ready:
                     continue
@@ -144,7 +166,7 @@ def run_job_trial(
                     break
                 continue
             if stream is None:
-                time.sleep(POLL_S)  # no log file to follow: the job's state is all there is
+                pause()  # no log file to follow: the job's state is all there is
             info = cluster.job(job_id)
             if info.ended:
                 outcome = "failed"
@@ -161,7 +183,7 @@ def run_job_trial(
         outcome=outcome, phase="serving" if outcome == "ready" else tracker.phase,
         job_id=job_id, node=info.node_list, queue_seconds=info.queue_seconds, run_seconds=run_seconds,
         state=last.state, reason=last.reason or "",
-        timeline=[{"phase": t.phase} for t in tracker.transitions],
+        timeline=timeline,
     )
     if outcome == "failed":
         text = cluster.log(info)
@@ -176,6 +198,27 @@ def run_job_trial(
     return trial
 
 
+def in_flight(work: Callable[[T, threading.Event], R], items: Sequence[T], *, max_parallel: int) -> list[R]:
+    """``work(item, stop)`` for every item, at most ``max_parallel`` at once; results in order.
+
+    Should one fail, or the caller be interrupted (Ctrl-C, SIGTERM), ``stop`` is set: trials not
+    started never start, and those in flight cancel their jobs and return within ``POLL_S``."""
+    if max_parallel < 1:
+        raise ConfigError(f"max_parallel must be >= 1 (got {max_parallel})")
+    stop = threading.Event()
+    pool = ThreadPoolExecutor(max_workers=max_parallel)
+    futures = [pool.submit(work, item, stop) for item in items]
+    try:
+        return [f.result() for f in futures]
+    except BaseException:
+        stop.set()
+        for f in futures:
+            f.cancel()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 def run_many(
     cluster: SlurmCluster,
     base: JobScript,
@@ -185,8 +228,5 @@ def run_many(
     **kwargs: Any,
 ) -> list[JobTrial]:
     """Several trials as jobs, at most ``max_parallel`` in flight; results in the given order."""
-    if max_parallel < 1:
-        raise ConfigError(f"max_parallel must be >= 1 (got {max_parallel})")
-    with ThreadPoolExecutor(max_workers=max_parallel) as pool:
-        futures = [pool.submit(run_job_trial, cluster, base, edits, **kwargs) for edits in edit_sets]
-        return [f.result() for f in futures]
+    return in_flight(lambda edits, stop: run_job_trial(cluster, base, edits, stop=stop, **kwargs),
+                     list(edit_sets), max_parallel=max_parallel)
