@@ -283,3 +283,40 @@ def test_signalled_run_cancels_its_jobs(cluster, cli_env, tmp_path, sig) -> None
     assert result["failure"]["kind"] == "interrupted" and result["host_restored"] is True
     ours = [j for j in cluster.jobs() if j.name.startswith(f"wb-{run_dir.name}-")]
     assert ours and all(j.state in ("CANCELLED", "COMPLETED", "FAILED") for j in ours)
+
+
+# -- a multi-node server as one job over two nodes --------------------------------------------------------
+
+
+def test_two_node_server_is_one_job_over_both_nodes_and_serves(cluster) -> None:
+    from workbench.testbed.slurm import MULTINODE_SCRIPT
+
+    script = cluster.read_script(MULTINODE_SCRIPT)
+    assert "--nodes=2" in script.headers and script.argv[2] == "sglang.launch_server"
+    seen: dict[str, object] = {}
+
+    def look(kind: str, text: str) -> None:
+        if kind == "running":
+            st = cluster.status()
+            seen["nodes"] = {n["name"]: [j["job_id"] for j in n["jobs"]] for n in st["nodes"]}
+
+    trial = run_job_trial(cluster, script, [], timeout=180, on_event=look)
+    assert trial.ok and trial.phase == "serving", trial
+    assert trial.node == "node[1-2]" and seen["nodes"] == {"node1": [trial.job_id], "node2": [trial.job_id]}
+    log = cluster.log(cluster.job(trial.job_id))
+    # one task per node (srun --label): node rank from SLURM_NODEID, the rendezvous at node1's address
+    node0 = [line for line in log.splitlines() if line.startswith("0: ")]
+    node1 = [line for line in log.splitlines() if line.startswith("1: ")]
+    assert any("TP0]" in line for line in node0) and any("TP15]" in line for line in node1)
+    assert not any("TP15]" in line for line in node0) and not any("TP0]" in line for line in node1)
+    assert any("node_rank=1" in line for line in node1) and any("dist_init_addr='10.214.0.1:" in line for line in node1)
+    assert any("The server is fired up" in line for line in node0)
+    assert _active(cluster) == []
+
+
+def test_two_node_failure_as_one_job_names_the_phase(cluster) -> None:
+    from workbench.testbed.slurm import MULTINODE_SCRIPT
+
+    trial = run_job_trial(cluster, cluster.read_script(MULTINODE_SCRIPT), [EP8], timeout=180)
+    assert (trial.outcome, trial.exception_type, trial.phase) == ("failed", "AttributeError", "cuda_graph_capture"), trial
+    assert trial.state in ("FAILED", "CANCELLED") and _active(cluster) == []

@@ -19,6 +19,7 @@ controller die first.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from workbench.errors import ConfigError, ServiceError
-from workbench.phases import PhaseTracker
+from workbench.phases import PhaseTracker, PhaseTransition
 from workbench.slurm.cluster import SlurmCluster
 from workbench.slurm.script import JobScript
 from workbench.trials import TrialRecord, classify, unit_hash
@@ -37,6 +38,46 @@ POLL_S = 1.0  # how often the scheduler is asked about the job while its log is 
 DEFAULT_TIME_LIMIT = "30"  # minutes: the dead-man switch of every trial job
 T = TypeVar("T")
 R = TypeVar("R")
+
+_LABEL = re.compile(r"^ {0,3}(\d+): ")  # ``srun --label``: the task number before each line
+
+
+class TaskPhases:
+    """The phases of a job's tasks, one tracker per task (``srun --label`` lines: ``1: [...]``).
+
+    A multi-node server is one task per node writing to the same output file: the job is ready
+    when task 0 (the node that serves HTTP) says so, and a failure's phase is that of the first
+    task whose log showed a failure (else task 0's)."""
+
+    def __init__(self, *, labelled: bool = False) -> None:
+        self.labelled = labelled
+        self.trackers: dict[str, PhaseTracker] = {}
+        self.first_failed: str | None = None
+
+    def feed(self, line: str) -> tuple[str, PhaseTransition | None]:
+        m = _LABEL.match(line) if self.labelled else None
+        task, text = (m.group(1), line[m.end():]) if m else ("0", line)
+        tracker = self.trackers.setdefault(task, PhaseTracker())
+        tr = tracker.feed(text)
+        if self.first_failed is None and tracker.failure is not None:
+            self.first_failed = task
+        return task, tr
+
+    @property
+    def main(self) -> PhaseTracker:
+        return self.trackers.get("0") or self.trackers.setdefault("0", PhaseTracker())
+
+    @property
+    def ready(self) -> bool:
+        return self.main.ready
+
+    @property
+    def phase(self) -> str:
+        return self.trackers[self.first_failed].phase if self.first_failed is not None else self.main.phase
+
+    def unlabel(self, text: str) -> str:
+        """The job's log without the task labels (for the classifier)."""
+        return re.sub(r"(?m)^ {0,3}\d+: ", "", text) if self.labelled else text
 
 
 class TrialStopped(ServiceError):
@@ -127,7 +168,7 @@ def run_job_trial(
     job_id = cluster.submit(variant, job_name=job_name, time_limit=time_limit, env=env)
     emit = on_event or (lambda kind, text: None)
     emit("submitted", f"job {job_id}")
-    tracker = PhaseTracker()
+    tracker = TaskPhases()
     timeline: list[dict[str, Any]] = []  # each phase the log entered, seconds after the job started
     submitted = time.monotonic()
     info = cluster.job(job_id)
@@ -146,6 +187,7 @@ def run_job_trial(
             started = time.monotonic()
             emit("running", f"job {job_id} on {info.node_list} after {started - submitted:.1f} s in the queue")
         # 2. the start: follow the log line by line; ask the scheduler whenever it is quiet.
+        tracker.labelled = len(info.nodes) > 1  # a job over several nodes: srun --label tells their lines apart
         if info.running and info.stdout:
             stream = cluster.host.stream(["tail", "-n", "+1", "-F", "--", info.stdout], tether=True)
         while started is not None:
@@ -153,8 +195,8 @@ def run_job_trial(
                 pause()
             line = stream.readline(timeout=POLL_S) if stream is not None else None
             if line is not None:
-                tr = tracker.feed(line.rstrip("\n"))
-                if tr is not None:
+                task, tr = tracker.feed(line.rstrip("\n"))
+                if tr is not None and task == "0":
                     timeline.append({"phase": tr.phase, "seconds": round(time.monotonic() - started, 3)})
                     emit("phase", tr.phase)
                 if not tracker.ready:
@@ -186,7 +228,7 @@ def run_job_trial(
         timeline=timeline,
     )
     if outcome == "failed":
-        text = cluster.log(info)
+        text = tracker.unlabel(cluster.log(info))
         got = classify(text)
         trial.exception_type, trial.message = got["exception_type"], got["message"]
         trial.signature = got["signature"] or f"job:{info.state}:exit {info.exit_status}"
