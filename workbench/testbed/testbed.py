@@ -28,8 +28,10 @@ from workbench.inventory import write_entries
 from workbench.testbed import net, nspawn, paths, rootfs, sshconf
 from workbench.testbed.containers import ContainersProvisioner
 from workbench.testbed.provision import PROVISIONERS, Provisioner
+from workbench.testbed.slurm_hosts import SlurmProvisioner
 
 PROVISIONERS.register("containers", ContainersProvisioner.prepare)
+PROVISIONERS.register("slurm", SlurmProvisioner.prepare)
 
 Progress = Callable[[str], None]
 HOST_NAMES = [f"gpu-{c}" for c in "abcdefghijklmnopqrstuvwxyz"]
@@ -451,7 +453,7 @@ def _down(*, progress: Progress = print) -> list[str]:
     hosts_dir = sd / "hosts"
     if hosts_dir.exists():
         shutil.rmtree(hosts_dir)
-    for name in ("state.json", "ssh_config", "known_hosts", "provision-extra.json"):
+    for name in ("state.json", "ssh_config", "known_hosts", "provision-extra.json", "slurm.json"):
         (sd / name).unlink(missing_ok=True)
     with contextlib.suppress(OSError, ValueError):
         if json.loads(paths.inventory_file().read_text()).get("backend") == "nspawn":
