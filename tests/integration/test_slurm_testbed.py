@@ -140,3 +140,21 @@ def test_sigterm_cancels_the_runs_jobs_on_the_testbed(slurm_testbed, tmp_path) -
     assert _active(cluster) == []
     squeue = _ssh(testbed, "gpu-d", "squeue -h -o '%j %T'").stdout
     assert "wb-" not in squeue, squeue
+
+
+def test_cli_variant_of_a_job_script_is_one_job_cancelled_after(slurm_testbed) -> None:
+    testbed, cluster = slurm_testbed
+    before = {j.job_id for j in cluster.jobs()}
+    p = _cli(testbed, "variant", "slurm:testbed", BASE, "--set", "ep-size=8", "--plan")
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0 and "--ep-size 8" in out and out.startswith("#!/bin/bash"), out + err
+    p = _cli(testbed, "variant", "slurm:testbed", BASE, "--set", "ep-size=8", "--keep")
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 2 and "--keep" in err, out + err
+    assert {j.job_id for j in cluster.jobs()} == before  # neither submitted anything
+    p = _cli(testbed, "variant", "slurm:testbed", BASE, "--set", "ep-size=8", "--json", "--timeout", "180")
+    out, err = p.communicate(timeout=300)
+    assert p.returncode == 1, out + err
+    row = json.loads(out)
+    assert (row["outcome"], row["phase"], row["exception_type"]) == ("failed", "cuda_graph_capture", "AttributeError")
+    assert row["node"] in ("gpu-d", "gpu-e") and "running: job" in err and _active(cluster) == []

@@ -41,3 +41,41 @@ def status(args: argparse.Namespace) -> int:
     else:
         print("\n".join(status_lines(st)))
     return 0
+
+
+def variant(args: argparse.Namespace, edits: list[tuple[str, Any]]) -> int:
+    """``workbench variant slurm:NAME SCRIPT --set ...``: the job script with edited flags as one new job,
+    watched to ready or failure and cancelled after (``--plan``: the script that would be submitted)."""
+    import sys
+
+    from workbench.errors import ConfigError
+    from workbench.slurm.clusters import connect_cluster
+    from workbench.slurm.trial import run_job_trial
+
+    if args.keep:
+        raise ConfigError("--keep: a Slurm variant is a job the workbench cancels after its verdict "
+                          "(submit the script with sbatch to keep one)")
+    if args.env:
+        raise ConfigError("--env: a Slurm variant edits the job script's server flags only")
+    cluster = connect_cluster(args.host, ssh_config=args.ssh_config)
+    base = cluster.read_script(args.unit)
+    if args.plan:
+        print(base.with_edits(edits).text, end="")
+        return 0
+
+    def line(kind: str, text: str) -> None:
+        print(f"  {kind}: {text}", file=sys.stderr, flush=True)
+
+    trial = run_job_trial(cluster, base, edits, job_name="variant", timeout=args.timeout,
+                          health_path=args.health, on_event=line)
+    row = {"job_id": trial.job_id, "outcome": trial.outcome, "phase": trial.phase, "node": trial.node,
+           "queue_seconds": trial.queue_seconds, "seconds": round(trial.run_seconds, 2), "state": trial.state,
+           "exception_type": trial.exception_type, "message": trial.message}
+    if args.json:
+        print(json.dumps(row, indent=2))
+    else:
+        what = f": {trial.exception_type}: {trial.message}" if trial.exception_type else ""
+        print(f"job {trial.job_id} on {trial.node or '-'}: {trial.outcome} in {trial.phase} after "
+              f"{trial.run_seconds:.1f} s ({trial.queue_seconds or 0:.0f} s queued){what}")
+        print(f"job {trial.job_id} {trial.state.lower()}: no job left", file=sys.stderr)
+    return 0 if trial.ok else 1

@@ -171,7 +171,11 @@ def run_job_trial(
     tracker = TaskPhases()
     timeline: list[dict[str, Any]] = []  # each phase the log entered, seconds after the job started
     submitted = time.monotonic()
-    info = cluster.job(job_id)
+    try:
+        info = cluster.job(job_id)
+    except BaseException:  # the job exists: never leave it behind
+        cluster.cancel([job_id])
+        raise
     started: float | None = None
     outcome = "timeout"
     stream = None
