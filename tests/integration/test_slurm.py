@@ -320,3 +320,38 @@ def test_two_node_failure_as_one_job_names_the_phase(cluster) -> None:
     trial = run_job_trial(cluster, cluster.read_script(MULTINODE_SCRIPT), [EP8], timeout=180)
     assert (trial.outcome, trial.exception_type, trial.phase) == ("failed", "AttributeError", "cuda_graph_capture"), trial
     assert trial.state in ("FAILED", "CANCELLED") and _active(cluster) == []
+
+
+def _kernel_pid(parent: int) -> int:
+    """The runbook's kernel: the ipykernel child of the ``workbench run`` process."""
+    for task in Path(f"/proc/{parent}/task").iterdir():  # the kernel is started from one of its threads
+        for child in (task / "children").read_text().split():
+            argv = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
+            if any(b"ipykernel" in a for a in argv):
+                return int(child)
+    raise AssertionError(f"no kernel under {parent}")
+
+
+def test_killed_kernel_leaves_no_job_behind(cluster, cli_env, tmp_path) -> None:
+    """The kernel is SIGKILLed mid-trial (its cell cancels nothing): ``workbench run`` cancels the run's
+    jobs by name afterwards."""
+    import json
+    import signal
+    import time
+
+    p = _cli(cli_env, "run", "bisect", "-p", "host", "slurm:testbed", "-p", "base_unit", BASE_SCRIPT,
+             "-p", "max_parallel", "2", "-p", "start_timeout", "120", "--data-dir", str(tmp_path / "data"),
+             "--no-progress")
+    deadline = time.monotonic() + 120
+    while not any(j.running for j in cluster.jobs()):  # only the scheduler can say a trial job runs
+        assert p.poll() is None and time.monotonic() < deadline, p.communicate()
+        time.sleep(0.2)
+    os.kill(_kernel_pid(p.pid), signal.SIGKILL)
+    out, err = p.communicate(timeout=180)
+    assert p.returncode == 3, out + err  # the kernel died
+    assert _active(cluster) == [], cluster.jobs()
+    run_dir = Path(next(line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("run directory:")))
+    result = json.loads((run_dir / "result.json").read_text())
+    assert result["host_restored"] is True and result["restore_notes"] == ["slurm:testbed: no job of the run left"]
+    ours = [j for j in cluster.jobs() if j.name.startswith(f"wb-{run_dir.name}-")]
+    assert ours and all(j.state == "CANCELLED" for j in ours), ours
