@@ -243,6 +243,7 @@ def test_cli_run_bisect_on_the_cluster_finds_the_seeds_culprits_with_jobs(cluste
     assert all(t["host"].startswith("slurm:testbed/") for t in result["trials"])
     assert (run_dir / "trials.parquet").exists() and (run_dir / "report.html").exists()
     assert "culprit: --ep-size 8 -> AttributeError" in out
+    assert all(c.get("ranks") and c.get("where") for c in result["culprits"]), result["culprits"]
     ran = {j.job_id: j.name for j in cluster.jobs()}
     assert sum(name.startswith(f"wb-{run_dir.name}-bisect-") for name in ran.values()) == result["server_starts"]
     assert _active(cluster) == []
@@ -320,6 +321,7 @@ def test_two_node_failure_as_one_job_names_the_phase(cluster) -> None:
     trial = run_job_trial(cluster, cluster.read_script(MULTINODE_SCRIPT), [EP8], timeout=180)
     assert (trial.outcome, trial.exception_type, trial.phase) == ("failed", "AttributeError", "cuda_graph_capture"), trial
     assert trial.state in ("FAILED", "CANCELLED") and _active(cluster) == []
+    assert trial.ranks and trial.where, trial  # the root cause's ranks and innermost frame, labels stripped
 
 
 def _kernel_pid(parent: int) -> int:

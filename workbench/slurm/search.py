@@ -113,7 +113,8 @@ def bisect_jobs(
         t = by_sig[c.signature]
         culprits.append({"edits": [[f, v] for f, v in c.items], "signature": t.signature, "phase": t.phase,
                          "exception_type": t.exception_type, "message": t.message,
-                         "blockers": [[f, v] for f, v in c.blockers]})
+                         "blockers": [[f, v] for f, v in c.blockers],
+                         **({"ranks": list(t.ranks)} if t.ranks else {}), **({"where": t.where} if t.where else {})})
     return JobSearch(cluster.name, base, [[f, v] for f, v in norm], culprits, trials,
                      time.monotonic() - started, _left(cluster, {t.job_id for t in trials}),
                      guarantee=_guarantee(search))

@@ -102,6 +102,8 @@ class JobTrial:
     reason: str = ""
     timeline: list[dict[str, Any]] = field(default_factory=list)
     log_excerpt: str = ""
+    ranks: list[str] = field(default_factory=list)  # the ranks the root cause was seen on
+    where: str = ""  # the root cause's innermost frame: "function (file.py:line)"
 
     @property
     def ok(self) -> bool:
@@ -114,7 +116,7 @@ class JobTrial:
             host=f"slurm:{cluster}/{self.node}" if self.node else f"slurm:{cluster}", base_unit=base,
             unit_hash=unit_hash(base_text), edits_key=edits_key(normalize_edits([tuple(e) for e in self.edits])),
             variant=self.job_id, invocation=self.job_id, reason=self.reason, timeline=self.timeline,
-            log_excerpt=self.log_excerpt,
+            log_excerpt=self.log_excerpt, ranks=list(self.ranks), where=self.where,
         )
 
 
@@ -235,6 +237,7 @@ def run_job_trial(
         text = tracker.unlabel(cluster.log(info))
         got = classify(text)
         trial.exception_type, trial.message = got["exception_type"], got["message"]
+        trial.ranks, trial.where = list(got.get("ranks") or []), str(got.get("where") or "")
         trial.signature = got["signature"] or f"job:{info.state}:exit {info.exit_status}"
         # The log's last phase first; frames only where the log entered none; never serving.
         phase = tracker.phase if tracker.phase not in ("unknown", "serving") else got["phase"]
