@@ -158,3 +158,202 @@ def test_cluster_by_name_from_the_testbed_file(cluster, tmp_path, monkeypatch) -
     again = connect_cluster("slurm:testbed")
     assert again.status()["nodes"][0]["gpus"] == 8
     assert again.read_script(BASE_SCRIPT).argv[2] == "sglang.launch_server"
+
+
+# -- the CLI: ``workbench status slurm:testbed`` and ``workbench run bisect -p host slurm:testbed`` -----------
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def cli_env(cluster, tmp_path):
+    """The environment of a ``workbench`` process that knows this cluster as ``slurm:testbed``."""
+    bed = LocalSlurm(Path(cluster.script_dir).parent)
+    bed.register(tmp_path / "slurm.json")
+    return {**os.environ, "PYTHONPATH": str(ROOT), "WORKBENCH_SLURM_CLUSTERS": str(tmp_path / "slurm.json")}
+
+
+def _cli(env, *argv: str, **kw):
+    import subprocess
+    import sys
+
+    return subprocess.Popen([sys.executable, "-m", "workbench", *argv], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env, **kw)
+
+
+def test_cli_status_lists_partitions_nodes_with_their_jobs_and_ours(cluster, cli_env) -> None:
+    import json
+
+    base = cluster.read_script(BASE_SCRIPT)
+    seen: dict[str, object] = {}
+
+    def look(kind: str, text: str) -> None:
+        if kind == "running":  # a job of ours holds a node: status must show it there and in our jobs
+            p = _cli(cli_env, "status", "slurm:testbed", "--json")
+            out, err = p.communicate(timeout=60)
+            assert p.returncode == 0, err
+            seen["json"] = json.loads(out)
+            p = _cli(cli_env, "status", "slurm:testbed")
+            seen["text"], _ = p.communicate(timeout=60)
+
+    trial = run_job_trial(cluster, base, [], timeout=120, on_event=look, job_name="status-probe")
+    st = seen["json"]
+    assert isinstance(st, dict) and st["cluster"] == "testbed"
+    assert [p["name"] for p in st["partitions"]] == ["gpu"] and st["partitions"][0]["default"] is True
+    assert {n["name"] for n in st["nodes"]} == {"node1", "node2"}
+    node = next(n for n in st["nodes"] if n["name"] == trial.node)
+    assert node["gres"].startswith("gpu:8") and node["gpus"] == 8 and node["gpus_used"] == 8
+    assert [j["job_id"] for j in node["jobs"]] == [trial.job_id] and node["jobs"][0]["ours"] is True
+    ours = [j for j in st["jobs"] if j["job_id"] == trial.job_id]
+    assert ours and ours[0]["state"] == "RUNNING" and ours[0]["name"] == "wb-status-probe"
+    text = str(seen["text"])
+    assert "partition gpu*" in text and f"running: {trial.job_id} wb-status-probe (root)" in text
+    assert "gpus 8/8 used" in text and "workbench jobs:" in text
+    # and once it ended: nothing running on the nodes, none of ours pending or running
+    p = _cli(cli_env, "status", "slurm:testbed", "--json")
+    out, _ = p.communicate(timeout=60)
+    after = json.loads(out)
+    assert all(n["jobs"] == [] and n["gpus_used"] == 0 for n in after["nodes"])
+    assert all(j["state"] not in ("RUNNING", "PENDING") for j in after["jobs"])
+
+
+def test_cli_status_of_an_unknown_cluster_is_a_clear_error(cli_env) -> None:
+    p = _cli(cli_env, "status", "slurm:nosuch")
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 2, out + err
+    assert "no Slurm cluster 'nosuch'" in err and "known: testbed" in err
+
+
+def test_cli_run_bisect_on_the_cluster_finds_the_seeds_culprits_with_jobs(cluster, cli_env, tmp_path) -> None:
+    import json
+
+    edits = json.dumps({"--ep-size": "8", "--enable-nccl-nvls": True, "--enable-flashinfer-allreduce-fusion": True})
+    p = _cli(cli_env, "run", "bisect", "-p", "host", "slurm:testbed", "-p", "base_unit", BASE_SCRIPT,
+             "-p", "edits", edits, "-p", "max_parallel", "2", "-p", "start_timeout", "120",
+             "--data-dir", str(tmp_path / "data"), "--no-progress")
+    out, err = p.communicate(timeout=600)
+    assert p.returncode == 0, out + err
+    run_dir = Path(next(line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("run directory:")))
+    result = json.loads((run_dir / "result.json").read_text())
+    got = {tuple(tuple(e) for e in c["edits"]): (c["exception_type"], c["phase"]) for c in result["culprits"]}
+    assert got == {(EP8,): ("AttributeError", "cuda_graph_capture"),
+                   (EP8, NVLS): ("RuntimeError", "cuda_graph_capture")}, result["conclusion"]
+    assert result["host_restored"] is True and result["jobs_left"] == [] and result["guarantee"]["complete"]
+    assert {t["host"].split("/")[-1] for t in result["trials"]} == {"node1", "node2"}  # two in flight, two nodes
+    assert all(t["host"].startswith("slurm:testbed/") for t in result["trials"])
+    assert (run_dir / "trials.parquet").exists() and (run_dir / "report.html").exists()
+    assert "culprit: --ep-size 8 -> AttributeError" in out
+    assert all(c.get("ranks") and c.get("where") for c in result["culprits"]), result["culprits"]
+    ran = {j.job_id: j.name for j in cluster.jobs()}
+    assert sum(name.startswith(f"wb-{run_dir.name}-bisect-") for name in ran.values()) == result["server_starts"]
+    assert _active(cluster) == []
+
+
+def test_cli_run_bisect_refuses_bad_slurm_options_before_submitting(cluster, cli_env, tmp_path) -> None:
+    before = {j.job_id for j in cluster.jobs()}
+    p = _cli(cli_env, "run", "bisect", "-p", "host", "slurm:testbed", "-p", "base_unit", BASE_SCRIPT,
+             "-p", "max_parallel", "0", "--data-dir", str(tmp_path / "data"), "--no-progress")
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 2 and "max_parallel" in err, out + err
+    p = _cli(cli_env, "run", "bisect", "-p", "host", "slurm:testbed", "-p", "base_unit", BASE_SCRIPT,
+             "-p", "partition", "gpu;rm -rf /", "--data-dir", str(tmp_path / "data"), "--no-progress")
+    out, err = p.communicate(timeout=300)
+    assert p.returncode != 0 and "--partition" in out + err, out + err
+    assert {j.job_id for j in cluster.jobs()} == before  # nothing was submitted
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_signalled_run_cancels_its_jobs(cluster, cli_env, tmp_path, sig) -> None:
+    import json
+    import signal
+    import time
+
+    p = _cli(cli_env, "run", "bisect", "-p", "host", "slurm:testbed", "-p", "base_unit", BASE_SCRIPT,
+             "-p", "max_parallel", "2", "-p", "start_timeout", "120", "--data-dir", str(tmp_path / "data"),
+             "--no-progress")
+    deadline = time.monotonic() + 120
+    while not any(j.running for j in cluster.jobs()):  # only the scheduler can say a trial job runs
+        assert p.poll() is None and time.monotonic() < deadline, p.communicate()
+        time.sleep(0.2)
+    p.send_signal(getattr(signal, sig))
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 130, out + err
+    assert _active(cluster) == [], cluster.jobs()
+    run_dir = Path(next(line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("run directory:")))
+    result = json.loads((run_dir / "result.json").read_text())
+    assert result["failure"]["kind"] == "interrupted" and result["host_restored"] is True
+    ours = [j for j in cluster.jobs() if j.name.startswith(f"wb-{run_dir.name}-")]
+    assert ours and all(j.state in ("CANCELLED", "COMPLETED", "FAILED") for j in ours)
+
+
+# -- a multi-node server as one job over two nodes --------------------------------------------------------
+
+
+def test_two_node_server_is_one_job_over_both_nodes_and_serves(cluster) -> None:
+    from workbench.testbed.slurm import MULTINODE_SCRIPT
+
+    script = cluster.read_script(MULTINODE_SCRIPT)
+    assert "--nodes=2" in script.headers and script.argv[2] == "sglang.launch_server"
+    seen: dict[str, object] = {}
+
+    def look(kind: str, text: str) -> None:
+        if kind == "running":
+            st = cluster.status()
+            seen["nodes"] = {n["name"]: [j["job_id"] for j in n["jobs"]] for n in st["nodes"]}
+
+    trial = run_job_trial(cluster, script, [], timeout=180, on_event=look)
+    assert trial.ok and trial.phase == "serving", trial
+    assert trial.node == "node[1-2]" and seen["nodes"] == {"node1": [trial.job_id], "node2": [trial.job_id]}
+    log = cluster.log(cluster.job(trial.job_id))
+    # one task per node (srun --label): node rank from SLURM_NODEID, the rendezvous at node1's address
+    node0 = [line for line in log.splitlines() if line.startswith("0: ")]
+    node1 = [line for line in log.splitlines() if line.startswith("1: ")]
+    assert any("TP0]" in line for line in node0) and any("TP15]" in line for line in node1)
+    assert not any("TP15]" in line for line in node0) and not any("TP0]" in line for line in node1)
+    assert any("node_rank=1" in line for line in node1) and any("dist_init_addr='10.214.0.1:" in line for line in node1)
+    assert any("The server is fired up" in line for line in node0)
+    assert _active(cluster) == []
+
+
+def test_two_node_failure_as_one_job_names_the_phase(cluster) -> None:
+    from workbench.testbed.slurm import MULTINODE_SCRIPT
+
+    trial = run_job_trial(cluster, cluster.read_script(MULTINODE_SCRIPT), [EP8], timeout=180)
+    assert (trial.outcome, trial.exception_type, trial.phase) == ("failed", "AttributeError", "cuda_graph_capture"), trial
+    assert trial.state in ("FAILED", "CANCELLED") and _active(cluster) == []
+    assert trial.ranks and trial.where, trial  # the root cause's ranks and innermost frame, labels stripped
+
+
+def _kernel_pid(parent: int) -> int:
+    """The runbook's kernel: the ipykernel child of the ``workbench run`` process."""
+    for task in Path(f"/proc/{parent}/task").iterdir():  # the kernel is started from one of its threads
+        for child in (task / "children").read_text().split():
+            argv = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
+            if any(b"ipykernel" in a for a in argv):
+                return int(child)
+    raise AssertionError(f"no kernel under {parent}")
+
+
+def test_killed_kernel_leaves_no_job_behind(cluster, cli_env, tmp_path) -> None:
+    """The kernel is SIGKILLed mid-trial (its cell cancels nothing): ``workbench run`` cancels the run's
+    jobs by name afterwards."""
+    import json
+    import signal
+    import time
+
+    p = _cli(cli_env, "run", "bisect", "-p", "host", "slurm:testbed", "-p", "base_unit", BASE_SCRIPT,
+             "-p", "max_parallel", "2", "-p", "start_timeout", "120", "--data-dir", str(tmp_path / "data"),
+             "--no-progress")
+    deadline = time.monotonic() + 120
+    while not any(j.running for j in cluster.jobs()):  # only the scheduler can say a trial job runs
+        assert p.poll() is None and time.monotonic() < deadline, p.communicate()
+        time.sleep(0.2)
+    os.kill(_kernel_pid(p.pid), signal.SIGKILL)
+    out, err = p.communicate(timeout=180)
+    assert p.returncode == 3, out + err  # the kernel died
+    assert _active(cluster) == [], cluster.jobs()
+    run_dir = Path(next(line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("run directory:")))
+    result = json.loads((run_dir / "result.json").read_text())
+    assert result["host_restored"] is True and result["restore_notes"] == ["slurm:testbed: no job of the run left"]
+    ours = [j for j in cluster.jobs() if j.name.startswith(f"wb-{run_dir.name}-")]
+    assert ours and all(j.state == "CANCELLED" for j in ours), ours

@@ -14,6 +14,7 @@ STATUS_EXAMPLES = """\
 examples:
   workbench status gpu-a                       # every service
   workbench status gpu-a 'sglang*' --json | jq '.[].active'
+  workbench status slurm:testbed --json | jq '.nodes[].state'
 """
 VERB_EXAMPLES = """\
 examples:
@@ -24,6 +25,7 @@ examples:
   workbench variant gpu-a sglang-k26-ddtree.service --set ep-size=8 --set enable-nccl-nvls --plan
   workbench variant gpu-a sglang-k26-ddtree.service --set ep-size=8 --json | jq .outcome
   workbench variant gpu-a sglang-k26-ddtree.service --unset disable-cuda-graph --env NCCL_DEBUG=INFO --keep
+  workbench variant slurm:testbed sglang-k26-ddtree.sbatch --set ep-size=8 --json   # one job, cancelled after
 exit: 0 the variant became ready, 1 it failed to start (its last lines on stderr), 2 bad edits,
 3 host problem; the host is restored either way (unless --keep).
 """
@@ -34,7 +36,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg,
                        description="One line per unit: load/active state, sub-state, exit status, restarts, "
                                    "the invocation, the GPUs its processes hold, and its command line.",
                        epilog=STATUS_EXAMPLES)
-    p.add_argument("host", help="host alias (ssh_config), 'local', or a local-testbed host")
+    p.add_argument("host", help="host alias (ssh_config), 'local', a local-testbed host, or slurm:NAME (a Slurm "
+                   "cluster: partitions, nodes, the workbench's jobs)")
     p.add_argument("pattern", nargs="?", default="*", help="unit glob (default: every service)")
     p.add_argument("--json", action="store_true", help="a JSON array of the units (one object each) on stdout")
     p.set_defaults(func=_status)
@@ -57,8 +60,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg,
                                      "(or --set=--ep-size=8). Phase lines go to stderr; stdout holds the "
                                      "outcome (only JSON with --json).",
                          epilog=VARIANT_EXAMPLES)
-    var.add_argument("host", help="host alias (ssh_config), 'local', or a local-testbed host")
-    var.add_argument("unit", help="the base unit (left untouched)")
+    var.add_argument("host", help="host alias (ssh_config), 'local', a local-testbed host, or slurm:NAME "
+                     "(the variant is one job of the edited job script, cancelled after its verdict)")
+    var.add_argument("unit", help="the base unit (left untouched), or the cluster's job script")
     var.add_argument("--set", action="append", default=[], metavar="FLAG[=VALUE]",
                      help="set or add a flag (a boolean flag without =VALUE); repeatable")
     var.add_argument("--unset", action="append", default=[], metavar="FLAG",
@@ -107,6 +111,10 @@ def _host(args: argparse.Namespace) -> Any:
 
 
 def _status(args: argparse.Namespace) -> int:
+    if args.host.startswith("slurm:"):
+        from workbench.cli.slurm import status
+
+        return status(args)
     from workbench.guard import describe, session_state
     from workbench.services import inventory, services_for
 
@@ -159,6 +167,10 @@ def _variant(args: argparse.Namespace) -> int:
 
     edits = list(check_edits(parse_edits(args.set, args.unset), allow_empty=bool(args.env), name="variant"))
     check_timeout(args.timeout, "--timeout")
+    if args.host.startswith("slurm:"):  # the job script with edited flags as one new job
+        from workbench.cli.slurm import variant
+
+        return variant(args, edits)
     env: dict[str, str | None] = {}
     for item in args.env:
         name, sep, value = item.partition("=")

@@ -12,12 +12,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg,
                               "  workbench testbed down\n")
     tsub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     up = tsub.add_parser("up", help="build (once) and boot the hosts; idempotent",
-                         epilog="examples:\n  workbench testbed up\n  workbench testbed up --hosts 3 --provision sim,vllm\n")
+                         epilog="examples:\n  workbench testbed up\n  workbench testbed up --hosts 3 --provision sim,vllm\n"
+                                "  workbench testbed up --provision sim,slurm\n")
     up.add_argument("--hosts", type=int, default=2, metavar="N", help="number of hosts (gpu-a, gpu-b, ...)")
     up.add_argument("--backend", choices=("auto", "nspawn", "local"), default="auto",
                     help="nspawn (root + systemd-nspawn) or local processes; auto picks nspawn when it can")
     up.add_argument("--provision", default="sim", metavar="LIST",
-                    help="comma-separated provisioners: sim (the simulated SGLang), vllm (the real vLLM)")
+                    help="comma-separated provisioners: sim (the simulated SGLang), vllm (the real vLLM), containers "
+                         "(podman on gpu-c), multinode (a 2-node unit), slurm (a Slurm cluster on gpu-d, gpu-e)")
     up.set_defaults(func=_up)
     st = tsub.add_parser("status", help="what runs", epilog="examples:\n  workbench testbed status --json\n")
     st.add_argument("--json", action="store_true", help="one JSON object: backend, hosts, ssh_config")

@@ -74,6 +74,11 @@ class BisectParams(RunbookParams):
     stop_units: list[str] = Field(default_factory=list,
                                   description="units to stop for the run (another server holding the GPUs or the port)")
     lock_wait: float = Field(0.0, ge=0, description="seconds to wait while another session holds the host (0: fail at once)")
+    # Slurm (host slurm:NAME: base_unit is a job script, trials are jobs; workbench.slurm.runbook)
+    max_parallel: int = Field(1, ge=1, le=64, description="slurm: trial jobs in flight at once")
+    partition: str = Field("", description="slurm: sbatch --partition (empty: the cluster's default)")
+    account: str = Field("", description="slurm: sbatch --account (empty: none)")
+    qos: str = Field("", description="slurm: sbatch --qos (empty: none)")
 
 
 def _record_from_ledger(hit: dict[str, Any]) -> TrialRecord:
@@ -140,6 +145,10 @@ def guarantee_entry(search: Any) -> dict[str, Any]:
 
 def run(params: BisectParams, *, progress: Callable[[str], None] = print) -> tuple[Run, dict[str, Any]]:
     """Bisect ``params.edits`` on ``params.host`` (or on ``params.hosts`` at once); returns the run and its result."""
+    if params.host.startswith("slurm:") and not params.hosts:  # trials as jobs on a Slurm cluster
+        from workbench.slurm.runbook import bisect_run
+
+        return bisect_run(params, progress=progress)
     redactor = Redactor.for_params(params.model_dump())
     names = list(dict.fromkeys(params.hosts)) if params.hosts else [params.host]
     run_ = Run.create("bisect", data_dir=params.data_dir, run_id=params.run_id, redactor=redactor)

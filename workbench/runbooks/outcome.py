@@ -167,6 +167,13 @@ def finish_restore(hosts: list[str], *, ssh_config: str = "", run_id: str = "",
 
     ok, notes = True, []
     for name in hosts:
+        if name.startswith("slurm:"):  # a cluster: cancel what the run left in the queue
+            from workbench.slurm.runbook import finish
+
+            done, note = finish(name, run_id, ssh_config=ssh_config)
+            ok = ok and done
+            notes.append(note)
+            continue
         try:
             host = connect(name, ssh_config=ssh_config or None)
         except WorkbenchError as exc:

@@ -93,16 +93,28 @@ class SlurmCluster:
         return facts.parse_job(res.stdout.strip().splitlines()[0])
 
     def status(self) -> dict[str, Any]:
-        """Partitions, nodes (state, GRES, GPUs) and the workbench's jobs: ``workbench status slurm:NAME``."""
+        """Partitions, nodes (state, GRES, GPUs, running jobs of anyone) and the workbench's jobs:
+        ``workbench status slurm:NAME``."""
+        every = self.jobs(ours=False)
+        running: dict[str, list[JobInfo]] = {}
+        for j in every:
+            if j.running:
+                for n in j.nodes:
+                    running.setdefault(n, []).append(j)
         return {
             "cluster": self.name,
             "partitions": [{"name": p.get("PartitionName"), "state": p.get("State"), "nodes": p.get("Nodes"),
                             "default": p.get("Default") == "YES", "max_time": p.get("MaxTime")}
                            for p in self.partitions()],
             "nodes": [{"name": n.name, "state": n.state, "gres": n.gres, "gpus": n.gpus,
-                       "partitions": list(n.partitions), "cpus": n.cpus, "reason": n.reason} for n in self.nodes()],
+                       "gpus_used": sum(facts.job_gpus_per_node(j) for j in running.get(n.name, [])),
+                       "partitions": list(n.partitions), "cpus": n.cpus, "reason": n.reason,
+                       "jobs": [{"job_id": j.job_id, "name": j.name, "user": facts.job_user(j),
+                                 "ours": j.name.startswith(JOB_PREFIX)} for j in running.get(n.name, [])]}
+                      for n in self.nodes()],
             "jobs": [{"job_id": j.job_id, "name": j.name, "state": j.state, "reason": j.reason,
-                      "nodes": j.node_list, "exit_status": j.exit_status} for j in self.jobs()],
+                      "nodes": j.node_list, "exit_status": j.exit_status, "queue_seconds": j.queue_seconds}
+                     for j in every if j.name.startswith(JOB_PREFIX)],
         }
 
     def script_path(self, name: str) -> str:

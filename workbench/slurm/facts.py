@@ -114,6 +114,21 @@ def parse_job(line: str) -> JobInfo:
     )
 
 
+def job_gpus_per_node(job: JobInfo) -> int:
+    """GPUs the job holds on each of its nodes (``TresPerNode=gres:gpu:8``, ``gres/gpu:h100=8``)."""
+    total = 0
+    for part in (job.fields.get("TresPerNode") or "").split(","):
+        m = re.fullmatch(r"gres[:/]gpu(?::[\w.-]+)*[:=](\d+)", part.strip())
+        if m:
+            total += int(m.group(1))
+    return total
+
+
+def job_user(job: JobInfo) -> str:
+    """The job's user name (``UserId=alice(1000)`` → ``alice``)."""
+    return (job.fields.get("UserId") or "").split("(")[0]
+
+
 def parse_jobs(text: str) -> list[JobInfo]:
     return [parse_job(line) for line in text.splitlines() if line.strip().startswith("JobId=")]
 

@@ -12,14 +12,13 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from workbench.bisect import Verdict, bisect
 from workbench.errors import ConfigError
 from workbench.slurm.cluster import SlurmCluster
-from workbench.slurm.trial import JobTrial, run_job_trial
+from workbench.slurm.trial import JobTrial, in_flight, run_job_trial
 from workbench.variants import EditValue, describe_edits, normalize_edits
 
 
@@ -65,10 +64,15 @@ def bisect_jobs(
     max_parallel: int = 1,
     max_starts: int | None = None,
     on_trial: Callable[[JobTrial], None] | None = None,
+    on_start: Callable[[tuple[tuple[str, EditValue], ...]], None] | None = None,
+    tag: str = "",
     **trial_kwargs: Any,
 ) -> JobSearch:
     """Every minimal culprit of ``edits`` on the job script ``base``, one job per trial, up to
-    ``max_parallel`` jobs in flight (the search's independent trials of one step go out together)."""
+    ``max_parallel`` jobs in flight (the search's independent trials of one step go out together).
+
+    Jobs are named ``wb-[TAG-]bisect-N``; an interruption cancels the jobs in flight (see
+    :func:`~workbench.slurm.trial.in_flight`)."""
     if max_parallel < 1:
         raise ConfigError(f"max_parallel must be >= 1 (got {max_parallel})")
     norm = normalize_edits(edits)
@@ -79,13 +83,17 @@ def bisect_jobs(
     trials: list[JobTrial] = []
     by_sig: dict[str, JobTrial] = {}
 
-    def one(subset: tuple[tuple[str, EditValue], ...], n: int) -> JobTrial:
-        return run_job_trial(cluster, script, list(subset), job_name=f"bisect-{n}", **trial_kwargs)
+    prefix = f"{tag}-bisect" if tag else "bisect"
+
+    def one(item: tuple[int, tuple[tuple[str, EditValue], ...]], stop: Any) -> JobTrial:
+        n, subset = item
+        if on_start:
+            on_start(subset)
+        return run_job_trial(cluster, script, list(subset), job_name=f"{prefix}-{n}", stop=stop, **trial_kwargs)
 
     def test_many(batch: list[tuple[tuple[str, EditValue], ...]]) -> list[Verdict]:
         first = len(trials) + 1
-        with ThreadPoolExecutor(max_workers=max_parallel) as pool:
-            done = list(pool.map(one, batch, range(first, first + len(batch))))
+        done = in_flight(one, list(enumerate(batch, first)), max_parallel=max_parallel)
         verdicts = []
         for trial in done:
             trials.append(trial)
@@ -105,7 +113,8 @@ def bisect_jobs(
         t = by_sig[c.signature]
         culprits.append({"edits": [[f, v] for f, v in c.items], "signature": t.signature, "phase": t.phase,
                          "exception_type": t.exception_type, "message": t.message,
-                         "blockers": [[f, v] for f, v in c.blockers]})
+                         "blockers": [[f, v] for f, v in c.blockers],
+                         **({"ranks": list(t.ranks)} if t.ranks else {}), **({"where": t.where} if t.where else {})})
     return JobSearch(cluster.name, base, [[f, v] for f, v in norm], culprits, trials,
                      time.monotonic() - started, _left(cluster, {t.job_id for t in trials}),
                      guarantee=_guarantee(search))
@@ -124,6 +133,7 @@ def factorial_jobs(
     edits: Sequence[tuple[str, EditValue]] | dict[str, EditValue],
     *,
     max_parallel: int = 1,
+    tag: str = "",
     **trial_kwargs: Any,
 ) -> JobSearch:
     """Every non-empty subset of ``edits`` as a job, ``max_parallel`` in flight."""
@@ -135,13 +145,10 @@ def factorial_jobs(
     script = cluster.read_script(base)
     subsets = [s for r in range(1, len(norm) + 1) for s in itertools.combinations(norm, r)]
     started = time.monotonic()
-    pool = ThreadPoolExecutor(max_workers=max_parallel)
-    try:
-        futures = [pool.submit(run_job_trial, cluster, script, list(s), job_name=f"factorial-{i + 1}", **trial_kwargs)
-                   for i, s in enumerate(subsets)]
-        trials = [f.result() for f in futures]
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    prefix = f"{tag}-factorial" if tag else "factorial"
+    trials = in_flight(lambda item, stop: run_job_trial(cluster, script, list(item[1]), job_name=f"{prefix}-{item[0]}",
+                                                        stop=stop, **trial_kwargs),
+                       list(enumerate(subsets, 1)), max_parallel=max_parallel)
     failing = {tuple(map(tuple, t.edits)): t for t in trials if not t.ok}
     culprits = []
     for key, t in sorted(failing.items(), key=lambda kv: len(kv[0])):

@@ -19,14 +19,16 @@ controller die first.
 
 from __future__ import annotations
 
+import re
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-from workbench.errors import ConfigError
-from workbench.phases import PhaseTracker
+from workbench.errors import ConfigError, ServiceError
+from workbench.phases import PhaseTracker, PhaseTransition
 from workbench.slurm.cluster import SlurmCluster
 from workbench.slurm.script import JobScript
 from workbench.trials import TrialRecord, classify, unit_hash
@@ -34,6 +36,52 @@ from workbench.variants import EditValue, edits_key, normalize_edits
 
 POLL_S = 1.0  # how often the scheduler is asked about the job while its log is quiet
 DEFAULT_TIME_LIMIT = "30"  # minutes: the dead-man switch of every trial job
+T = TypeVar("T")
+R = TypeVar("R")
+
+_LABEL = re.compile(r"^ {0,3}(\d+): ")  # ``srun --label``: the task number before each line
+
+
+class TaskPhases:
+    """The phases of a job's tasks, one tracker per task (``srun --label`` lines: ``1: [...]``).
+
+    A multi-node server is one task per node writing to the same output file: the job is ready
+    when task 0 (the node that serves HTTP) says so, and a failure's phase is that of the first
+    task whose log showed a failure (else task 0's)."""
+
+    def __init__(self, *, labelled: bool = False) -> None:
+        self.labelled = labelled
+        self.trackers: dict[str, PhaseTracker] = {}
+        self.first_failed: str | None = None
+
+    def feed(self, line: str) -> tuple[str, PhaseTransition | None]:
+        m = _LABEL.match(line) if self.labelled else None
+        task, text = (m.group(1), line[m.end():]) if m else ("0", line)
+        tracker = self.trackers.setdefault(task, PhaseTracker())
+        tr = tracker.feed(text)
+        if self.first_failed is None and tracker.failure is not None:
+            self.first_failed = task
+        return task, tr
+
+    @property
+    def main(self) -> PhaseTracker:
+        return self.trackers.get("0") or self.trackers.setdefault("0", PhaseTracker())
+
+    @property
+    def ready(self) -> bool:
+        return self.main.ready
+
+    @property
+    def phase(self) -> str:
+        return self.trackers[self.first_failed].phase if self.first_failed is not None else self.main.phase
+
+    def unlabel(self, text: str) -> str:
+        """The job's log without the task labels (for the classifier)."""
+        return re.sub(r"(?m)^ {0,3}\d+: ", "", text) if self.labelled else text
+
+
+class TrialStopped(ServiceError):
+    """The trial was told to stop (another trial failed, or the run was interrupted); its job is cancelled."""
 
 
 @dataclass
@@ -54,6 +102,8 @@ class JobTrial:
     reason: str = ""
     timeline: list[dict[str, Any]] = field(default_factory=list)
     log_excerpt: str = ""
+    ranks: list[str] = field(default_factory=list)  # the ranks the root cause was seen on
+    where: str = ""  # the root cause's innermost frame: "function (file.py:line)"
 
     @property
     def ok(self) -> bool:
@@ -66,7 +116,7 @@ class JobTrial:
             host=f"slurm:{cluster}/{self.node}" if self.node else f"slurm:{cluster}", base_unit=base,
             unit_hash=unit_hash(base_text), edits_key=edits_key(normalize_edits([tuple(e) for e in self.edits])),
             variant=self.job_id, invocation=self.job_id, reason=self.reason, timeline=self.timeline,
-            log_excerpt=self.log_excerpt,
+            log_excerpt=self.log_excerpt, ranks=list(self.ranks), where=self.where,
         )
 
 
@@ -99,19 +149,35 @@ def run_job_trial(
     health_path: str = "/health",
     env: Mapping[str, str] | None = None,
     on_event: Callable[[str, str], None] | None = None,
+    stop: threading.Event | None = None,
 ) -> JobTrial:
-    """Submit ``base`` + ``edits`` as one job and judge its start (see the module docstring)."""
+    """Submit ``base`` + ``edits`` as one job and judge its start (see the module docstring).
+
+    ``stop``: once set, the trial cancels its job and raises :class:`TrialStopped` (within ``POLL_S``)."""
     if not (0 < timeout < float("inf") and 0 < queue_timeout < float("inf")):
         raise ConfigError(f"timeouts must be > 0 seconds (got {timeout}, {queue_timeout})")
     norm = normalize_edits(edits)
     variant = base.with_edits(norm)
     port = server_port(variant.argv)
+    halt = stop or threading.Event()
+    if halt.is_set():
+        raise TrialStopped(f"{cluster.name}: trial {job_name} stopped before it was submitted")
+
+    def pause() -> None:
+        if halt.wait(POLL_S):
+            raise TrialStopped(f"{cluster.name}: trial {job_name} (job {job_id}) stopped; its job is cancelled")
+
     job_id = cluster.submit(variant, job_name=job_name, time_limit=time_limit, env=env)
     emit = on_event or (lambda kind, text: None)
     emit("submitted", f"job {job_id}")
-    tracker = PhaseTracker()
+    tracker = TaskPhases()
+    timeline: list[dict[str, Any]] = []  # each phase the log entered, seconds after the job started
     submitted = time.monotonic()
-    info = cluster.job(job_id)
+    try:
+        info = cluster.job(job_id)
+    except BaseException:  # the job exists: never leave it behind
+        cluster.cancel([job_id])
+        raise
     started: float | None = None
     outcome = "timeout"
     stream = None
@@ -121,19 +187,23 @@ def run_job_trial(
             if time.monotonic() - submitted > queue_timeout:
                 emit("queued", f"job {job_id} still pending ({info.reason}) after {queue_timeout:.0f} s")
                 break
-            time.sleep(POLL_S)
+            pause()
             info = cluster.job(job_id)
         if info.running or info.ended:
             started = time.monotonic()
             emit("running", f"job {job_id} on {info.node_list} after {started - submitted:.1f} s in the queue")
         # 2. the start: follow the log line by line; ask the scheduler whenever it is quiet.
+        tracker.labelled = len(info.nodes) > 1  # a job over several nodes: srun --label tells their lines apart
         if info.running and info.stdout:
             stream = cluster.host.stream(["tail", "-n", "+1", "-F", "--", info.stdout], tether=True)
         while started is not None:
+            if halt.is_set():
+                pause()
             line = stream.readline(timeout=POLL_S) if stream is not None else None
             if line is not None:
-                tr = tracker.feed(line.rstrip("\n"))
-                if tr is not None:
+                task, tr = tracker.feed(line.rstrip("\n"))
+                if tr is not None and task == "0":
+                    timeline.append({"phase": tr.phase, "seconds": round(time.monotonic() - started, 3)})
                     emit("phase", tr.phase)
                 if not tracker.ready:
                     continue
@@ -144,7 +214,7 @@ def run_job_trial(
                     break
                 continue
             if stream is None:
-                time.sleep(POLL_S)  # no log file to follow: the job's state is all there is
+                pause()  # no log file to follow: the job's state is all there is
             info = cluster.job(job_id)
             if info.ended:
                 outcome = "failed"
@@ -161,12 +231,13 @@ def run_job_trial(
         outcome=outcome, phase="serving" if outcome == "ready" else tracker.phase,
         job_id=job_id, node=info.node_list, queue_seconds=info.queue_seconds, run_seconds=run_seconds,
         state=last.state, reason=last.reason or "",
-        timeline=[{"phase": t.phase} for t in tracker.transitions],
+        timeline=timeline,
     )
     if outcome == "failed":
-        text = cluster.log(info)
+        text = tracker.unlabel(cluster.log(info))
         got = classify(text)
         trial.exception_type, trial.message = got["exception_type"], got["message"]
+        trial.ranks, trial.where = list(got.get("ranks") or []), str(got.get("where") or "")
         trial.signature = got["signature"] or f"job:{info.state}:exit {info.exit_status}"
         # The log's last phase first; frames only where the log entered none; never serving.
         phase = tracker.phase if tracker.phase not in ("unknown", "serving") else got["phase"]
@@ -174,6 +245,27 @@ def run_job_trial(
         trial.log_excerpt = "\n".join(text.splitlines()[-80:])
     emit("done", f"job {job_id}: {trial.outcome} in {trial.phase}")
     return trial
+
+
+def in_flight(work: Callable[[T, threading.Event], R], items: Sequence[T], *, max_parallel: int) -> list[R]:
+    """``work(item, stop)`` for every item, at most ``max_parallel`` at once; results in order.
+
+    Should one fail, or the caller be interrupted (Ctrl-C, SIGTERM), ``stop`` is set: trials not
+    started never start, and those in flight cancel their jobs and return within ``POLL_S``."""
+    if max_parallel < 1:
+        raise ConfigError(f"max_parallel must be >= 1 (got {max_parallel})")
+    stop = threading.Event()
+    pool = ThreadPoolExecutor(max_workers=max_parallel)
+    futures = [pool.submit(work, item, stop) for item in items]
+    try:
+        return [f.result() for f in futures]
+    except BaseException:
+        stop.set()
+        for f in futures:
+            f.cancel()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def run_many(
@@ -185,8 +277,5 @@ def run_many(
     **kwargs: Any,
 ) -> list[JobTrial]:
     """Several trials as jobs, at most ``max_parallel`` in flight; results in the given order."""
-    if max_parallel < 1:
-        raise ConfigError(f"max_parallel must be >= 1 (got {max_parallel})")
-    with ThreadPoolExecutor(max_workers=max_parallel) as pool:
-        futures = [pool.submit(run_job_trial, cluster, base, edits, **kwargs) for edits in edit_sets]
-        return [f.result() for f in futures]
+    return in_flight(lambda edits, stop: run_job_trial(cluster, base, edits, stop=stop, **kwargs),
+                     list(edit_sets), max_parallel=max_parallel)

@@ -56,14 +56,51 @@ _BASELINE = """#!/bin/bash
 #SBATCH --output={logs}/%x-%j.log
 export PYTHONPATH={sim_site}
 export PYTHONUNBUFFERED=1
-export SIM_GPU_STATE_DIR={gpu_state}/$SLURMD_NODENAME
-# workbench: server
+{env}# workbench: server
 exec python3 -m sglang.launch_server --model-path {model_dir} --served-model-name kimi-k2.6 \\
     --host 0.0.0.0 --port {port} --tp-size 8 --trust-remote-code \\
     --speculative-algorithm DDTREE --speculative-draft-model-path {draft_dir} \\
     --speculative-num-steps 3 --speculative-eagle-topk 4 --speculative-num-draft-tokens 8 \\
     --mem-fraction-static 0.85 --cuda-graph-max-bs 64 --enable-metrics
 """
+
+MULTINODE_SCRIPT = "sglang-k26-2node.sbatch"
+# One job over two nodes, the way a Slurm user writes it: one task per node (srun), the node rank
+# from SLURM_NODEID in each task, the rendezvous at the first node of SLURM_JOB_NODELIST (by its
+# NodeAddr: node names need not resolve).  The server's argv stays one editable line: the task's
+# shell adds the per-node words and execs it ("$0" "$@").
+_MULTINODE = """#!/bin/bash
+# Kimi K2.6 TP16 = 8 + 8 over two 8-GPU nodes + DDTree: one job, one server process tree per node.
+#SBATCH --nodes=2
+#SBATCH --ntasks-per-node=1
+#SBATCH --gres=gpu:8
+#SBATCH --output={logs}/%x-%j.log
+export PYTHONPATH={sim_site}
+export PYTHONUNBUFFERED=1
+HEAD=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)
+HEAD_ADDR=$(scontrol show node "$HEAD" -o | tr ' ' '\\n' | sed -n 's/^NodeAddr=//p')
+export SIM_INIT_ADDR="${{HEAD_ADDR:-$HEAD}}:{init_port}"
+# workbench: server
+srun --label --kill-on-bad-exit=1 bash -c '{task_env}exec "$0" "$@" --node-rank "$SLURM_NODEID" --dist-init-addr "$SIM_INIT_ADDR"' \\
+    python3 -m sglang.launch_server --model-path {model_dir} --served-model-name kimi-k2.6 \\
+    --host 0.0.0.0 --port {port} --tp-size 16 --nnodes 2 --trust-remote-code \\
+    --speculative-algorithm DDTREE --speculative-draft-model-path {draft_dir} \\
+    --speculative-num-steps 3 --speculative-eagle-topk 4 --speculative-num-draft-tokens 8 \\
+    --mem-fraction-static 0.85 --cuda-graph-max-bs 64 --enable-metrics
+"""
+
+
+def job_scripts(*, logs: str, sim_site: str, model_dir: str, draft_dir: str, port: int, init_port: int,
+                gpu_state: str | None = None) -> dict[str, str]:
+    """The testbed's job scripts by name: the seeds' baseline and the two-node server.
+
+    ``gpu_state``: a directory of the simulated GPUs' state per node (``$SLURMD_NODENAME``) where
+    the nodes share one machine; None where each node is a host of its own."""
+    env = f"export SIM_GPU_STATE_DIR={gpu_state}/$SLURMD_NODENAME\n" if gpu_state else ""
+    task_env = f"export SIM_GPU_STATE_DIR={gpu_state}/$SLURMD_NODENAME; " if gpu_state else ""
+    common = {"logs": logs, "sim_site": sim_site, "model_dir": model_dir, "draft_dir": draft_dir, "port": port}
+    return {BASE_SCRIPT: _BASELINE.format(env=env, **common),
+            MULTINODE_SCRIPT: _MULTINODE.format(task_env=task_env, init_port=init_port, **common)}
 
 
 def available() -> tuple[bool, str]:
@@ -170,9 +207,12 @@ class LocalSlurm:
             f"PartitionName=gpu Nodes={','.join(self.node_addrs)} Default=YES MaxTime=INFINITE State=UP", ""]))
         (r / "gres.conf").write_text("".join(f"NodeName={n} Name=gpu File={r}/dev/nvidia[0-7]\n"
                                              for n in self.node_addrs))
-        (self.script_dir / BASE_SCRIPT).write_text(_BASELINE.format(
-            logs=r / "logs", sim_site=Path(_sim_pkg.__file__).parent, gpu_state=r / "gpu-state",
-            model_dir=MODELS / "Kimi-K2.6", draft_dir=MODELS / "Kimi-K2.6-DFlash", port=self.server_port))
+        scripts = job_scripts(logs=str(r / "logs"), sim_site=str(Path(_sim_pkg.__file__).parent),
+                              model_dir=str(MODELS / "Kimi-K2.6"), draft_dir=str(MODELS / "Kimi-K2.6-DFlash"),
+                              port=self.server_port, init_port=_free_port(), gpu_state=str(r / "gpu-state"))
+        for name, text in scripts.items():
+            if name == BASE_SCRIPT or self.nodes > 1:
+                (self.script_dir / name).write_text(text)
 
     def _spawn(self, name: str, argv: list[str]) -> None:
         # Through a shell that backgrounds the daemon and exits: the daemon is no child of

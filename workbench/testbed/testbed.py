@@ -28,8 +28,10 @@ from workbench.inventory import write_entries
 from workbench.testbed import net, nspawn, paths, rootfs, sshconf
 from workbench.testbed.containers import ContainersProvisioner
 from workbench.testbed.provision import PROVISIONERS, Provisioner
+from workbench.testbed.slurm_hosts import SlurmProvisioner
 
 PROVISIONERS.register("containers", ContainersProvisioner.prepare)
+PROVISIONERS.register("slurm", SlurmProvisioner.prepare)
 
 Progress = Callable[[str], None]
 HOST_NAMES = [f"gpu-{c}" for c in "abcdefghijklmnopqrstuvwxyz"]
@@ -287,6 +289,7 @@ def _add_hosts(current: State, n_hosts: int, provision: tuple[str, ...], provisi
                              root=str(hdir / "root"), upper=str(hdir / "upper"), work=str(hdir / "work"),
                              log=str(hdir / "nspawn.log")))
     current.hosts += new
+    before = _extra_file().read_text() if _extra_file().is_file() else None  # put back if the new hosts fail
     _save_extra([p for p in provision if p not in current.provision])
     started = time.monotonic()
     try:
@@ -306,7 +309,10 @@ def _add_hosts(current: State, n_hosts: int, provision: tuple[str, ...], provisi
                 nspawn.run(cmd, check=False)
         current.hosts = [h for h in current.hosts if h not in new]
         _write_ssh(current)
-        _extra_file().unlink(missing_ok=True)
+        if before is None:
+            _extra_file().unlink(missing_ok=True)
+        else:  # the provisioners that added hosts before this attempt stay recorded
+            _extra_file().write_text(before)
         raise
     _save(current)
     _write_inventory(current, provisioners)
@@ -451,7 +457,7 @@ def _down(*, progress: Progress = print) -> list[str]:
     hosts_dir = sd / "hosts"
     if hosts_dir.exists():
         shutil.rmtree(hosts_dir)
-    for name in ("state.json", "ssh_config", "known_hosts", "provision-extra.json"):
+    for name in ("state.json", "ssh_config", "known_hosts", "provision-extra.json", "slurm.json"):
         (sd / name).unlink(missing_ok=True)
     with contextlib.suppress(OSError, ValueError):
         if json.loads(paths.inventory_file().read_text()).get("backend") == "nspawn":

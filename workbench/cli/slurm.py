@@ -1,0 +1,81 @@
+"""``workbench status slurm:NAME``: a Slurm cluster's partitions, nodes and the workbench's jobs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+
+def status_lines(st: dict[str, Any]) -> list[str]:
+    """The text ``workbench status slurm:NAME`` prints for :meth:`SlurmCluster.status`."""
+    lines = [f"cluster {st['cluster']}"]
+    for p in st["partitions"]:
+        lines.append(f"  partition {p['name']}{'*' if p['default'] else ''}: {p['state']}, nodes {p['nodes']}, "
+                     f"max time {p['max_time']}")
+    for n in st["nodes"]:
+        jobs = ", ".join(f"{j['job_id']} {j['name']} ({j['user']})" for j in n["jobs"]) or "-"
+        why = f" ({n['reason']})" if n["reason"] else ""
+        lines.append(f"  node {n['name']:12} {n['state']:>10}{why}  gres={n['gres']} gpus {n['gpus_used']}/{n['gpus']} "
+                     f"used  cpus(a/i/o/t)={n['cpus']}  running: {jobs}")
+    ours = st["jobs"]
+    lines.append(f"  workbench jobs: {len(ours)}" + ("" if ours else " (none)"))
+    for j in ours:
+        why = f" ({j['reason']})" if j["reason"] and j["reason"] != "None" else ""
+        where = f" on {j['nodes']}" if j["nodes"] else ""
+        lines.append(f"    {j['job_id']:>8} {j['name']:40} {j['state']}{why}{where}")
+    return lines
+
+
+def status(args: argparse.Namespace) -> int:
+    from workbench.slurm.clusters import connect_cluster
+
+    cluster = connect_cluster(args.host, ssh_config=args.ssh_config)
+    st = cluster.status()
+    if args.pattern not in ("", "*"):
+        from fnmatch import fnmatch
+
+        st["jobs"] = [j for j in st["jobs"] if fnmatch(j["name"], args.pattern)]
+    if args.json:
+        print(json.dumps(st, indent=2, default=str))
+    else:
+        print("\n".join(status_lines(st)))
+    return 0
+
+
+def variant(args: argparse.Namespace, edits: list[tuple[str, Any]]) -> int:
+    """``workbench variant slurm:NAME SCRIPT --set ...``: the job script with edited flags as one new job,
+    watched to ready or failure and cancelled after (``--plan``: the script that would be submitted)."""
+    import sys
+
+    from workbench.errors import ConfigError
+    from workbench.slurm.clusters import connect_cluster
+    from workbench.slurm.trial import run_job_trial
+
+    if args.keep:
+        raise ConfigError("--keep: a Slurm variant is a job the workbench cancels after its verdict "
+                          "(submit the script with sbatch to keep one)")
+    if args.env:
+        raise ConfigError("--env: a Slurm variant edits the job script's server flags only")
+    cluster = connect_cluster(args.host, ssh_config=args.ssh_config)
+    base = cluster.read_script(args.unit)
+    if args.plan:
+        print(base.with_edits(edits).text, end="")
+        return 0
+
+    def line(kind: str, text: str) -> None:
+        print(f"  {kind}: {text}", file=sys.stderr, flush=True)
+
+    trial = run_job_trial(cluster, base, edits, job_name="variant", timeout=args.timeout,
+                          health_path=args.health, on_event=line)
+    row = {"job_id": trial.job_id, "outcome": trial.outcome, "phase": trial.phase, "node": trial.node,
+           "queue_seconds": trial.queue_seconds, "seconds": round(trial.run_seconds, 2), "state": trial.state,
+           "exception_type": trial.exception_type, "message": trial.message}
+    if args.json:
+        print(json.dumps(row, indent=2))
+    else:
+        what = f": {trial.exception_type}: {trial.message}" if trial.exception_type else ""
+        print(f"job {trial.job_id} on {trial.node or '-'}: {trial.outcome} in {trial.phase} after "
+              f"{trial.run_seconds:.1f} s ({trial.queue_seconds or 0:.0f} s queued){what}")
+        print(f"job {trial.job_id} {trial.state.lower()}: no job left", file=sys.stderr)
+    return 0 if trial.ok else 1
