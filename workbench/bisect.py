@@ -20,6 +20,9 @@ The search learns a *fault model* from its trials and tests until no fault it ca
   starts or fails later than that phase) is untested and no trial where it would have shown has
   been run.  The search tests, greedily, the set that closes the most open faults, and learns from
   any surprise;
+* **blocker probes**: "edit c stops rule R" stays open until a trial shows R's signature with c present
+  (and no other rule of that signature holding); it is probed only at sets where a blocked R would
+  change the phase, i.e. where no other rule of R's phase or earlier surely strikes;
 * **confirmation**: every edit is started alone first, and every culprit is started alone (the
   minimal set against the base).  Larger culprits (three edits or more) are found by ddmin from the
   failing trials; the cover does not look for them where no trial failed.
