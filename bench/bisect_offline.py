@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import itertools
 import json
 import random
 import statistics
@@ -203,11 +204,46 @@ def _wall(order: list[tuple[Any, Verdict]], width: int) -> float:
     return sum(max(times[i:i + width]) for i in range(0, len(times), width))
 
 
+def oracle_cover(sc: Scenario, truth_c: list[Any]) -> int:
+    """A bound no search can beat by much: starts a search that already knew every verdict would need.
+
+    The guarantee (faults of "at most two edits present, at most one absent" in any phase, missing from
+    the answer, could not show) needs, for each such fault, a started set that holds it and fails no
+    earlier than any set where it could show.  Knowing the truth, pick such sets greedily (a hitting
+    set) besides the edits together and every culprit; an adaptive search also has to learn.
+    """
+    n, edits = len(sc.edits), sc.edits
+    full = (1 << n) - 1
+    val = {s: sc.oracle(tuple(edits[i] for i in range(n) if s >> i & 1)).rank for s in range(1, full + 1)}
+    chosen = {full} | {sum(1 << edits.index(x) for x in c.items) for c in truth_c}
+    need: list[set[int]] = []
+    for absent in [-1, *range(n)]:
+        neg = 0 if absent < 0 else 1 << absent
+        for k in (1, 2):
+            for pos in itertools.combinations([i for i in range(n) if i != absent], k):
+                p = sum(1 << i for i in pos)
+                cov = [s for s in val if s & p == p and not s & neg]
+                top = max(val[s] for s in cov)
+                if top > 0:
+                    need.append({s for s in cov if val[s] == top})
+    left = [a for a in need if not a & chosen]
+    while left:
+        count: dict[int, int] = defaultdict(int)
+        for a in left:
+            for s in a:
+                count[s] += 1
+        best = max(count, key=lambda s: count[s])
+        chosen.add(best)
+        left = [a for a in left if best not in a]
+    return len(chosen)
+
+
 def run_case(sc: Scenario, old: Any) -> dict[str, Any]:
     edits = sc.edits
     _, truth_c = full_factorial(edits, sc.oracle)
     truth = _answer(truth_c)
-    row: dict[str, Any] = {"n": len(edits), "shapes": sc.shapes, "factorial": 2 ** len(edits) - 1}
+    row: dict[str, Any] = {"n": len(edits), "shapes": sc.shapes, "factorial": 2 ** len(edits) - 1,
+                           "oracle_cover": {"starts": oracle_cover(sc, truth_c), "exact": True, "sets": True}}
     for name, width in (("bisect", 1), ("bisect_2_hosts", 2)):
         batches: list[int] = []
 
@@ -292,7 +328,7 @@ def main() -> None:
         if not row["bisect"]["exact"] and len(misses) < 5:
             misses.append({"case": case, "complete": row["bisect"]["complete"], "shapes": sc.shapes, "edits": sc.edits,
                            "faults": sc.fault_data})
-    names = ["bisect", "bisect_2_hosts", "one_at_a_time"] + (["old_bisect"] if old else [])
+    names = ["bisect", "bisect_2_hosts", "one_at_a_time", "oracle_cover"] + (["old_bisect"] if old else [])
     report = {"cases": len(rows), "seed": args.seed, "summary": summary(rows, names), "bisect_misses": misses}
     text = json.dumps(report, indent=1, default=str)
     print(text)

@@ -20,6 +20,9 @@ The search learns a *fault model* from its trials and tests until no fault it ca
   starts or fails later than that phase) is untested and no trial where it would have shown has
   been run.  The search tests, greedily, the set that closes the most open faults, and learns from
   any surprise;
+* **blocker probes**: "edit c stops rule R" stays open until a trial shows R's signature with c present
+  (and no other rule of that signature holding); it is probed only at sets where a blocked R would
+  change the phase, i.e. where no other rule of R's phase or earlier surely strikes;
 * **confirmation**: every edit is started alone first, and every culprit is started alone (the
   minimal set against the base).  Larger culprits (three edits or more) are found by ddmin from the
   failing trials; the cover does not look for them where no trial failed.
@@ -184,7 +187,11 @@ class Search(Generic[T]):
                 self.order.append((self.items(m), v))
 
     def _first(self, cands: Sequence[int], pred: Callable[[int], bool]) -> Generator[list[int], list[Verdict], int | None]:
-        """The first candidate (in order) satisfying ``pred``; up to ``width`` asked at once."""
+        """The first candidate (in order) satisfying ``pred``; up to ``width`` asked at once.  A candidate
+        already tried that satisfies it is taken before any start (the memo and known trials are free)."""
+        for c in cands:
+            if c in self.cache and pred(c):
+                return c
         i = 0
         while i < len(cands):
             c = cands[i]
@@ -350,6 +357,9 @@ class Search(Generic[T]):
                 break
             gain = np.clip(np.minimum(value[None, :], vis[:, None]) - low[:, None], 0, None)
             score = np.where(covers & open_[:, None] & ~tested[None, :], gain, 0).sum(axis=0)
+            # first the faults a set closes outright (its predicted phase is as late as any where they show)
+            closes = covers & open_[:, None] & ~tested[None, :] & (value[None, :] >= vis[:, None])
+            score = closes.sum(axis=0) * 1000 + score
             for p in picks:
                 score[p - 1] = 0
             best = int(score.argmax())
@@ -367,17 +377,21 @@ class Search(Generic[T]):
         picks: list[int] = []
         untested = [s for s in range(1, self.full + 1) if s not in self.cache]
         untested.sort(key=lambda m: (bin(m).count("1"), m))
+        closed = {(id(rule), c) for rule in self.rules for c in range(self.n) if self._seen_through(rule, c)}
+
+        def surely(r: Rule, s: int) -> bool:  # r holds at s and no edit of s could stop it
+            return r.holds(s) and all((id(r), c) in closed for c in range(self.n) if (s & ~r.pos) >> c & 1)
+
         for rule in self.rules:
             for c in range(self.n):
                 bit = 1 << c
-                if (rule.pos | rule.blockers) & bit:
-                    continue
-                need = rule.pos | bit
-                if any(t & need == need and not t & rule.blockers and not v.ok and v.signature == rule.signature
-                       and self._alone(rule, t) for t, v in self.cache.items()):
+                if (rule.pos | rule.blockers) & bit or (id(rule), c) in closed:
                     continue  # R fired with c present, nothing else could have: c does not stop it
+                need = rule.pos | bit
                 for s in untested:
-                    if s & need == need and not s & rule.blockers and rule in self.predict(s)[2]:
+                    if s & need == need and not s & rule.blockers and rule in self.predict(s)[2] and not any(
+                            r is not rule and r.rank <= rule.rank and surely(r, s) for r in self.rules):
+                        # a blocked R matters here: no other rule of its phase or earlier surely strikes
                         if s not in picks:
                             picks.append(s)
                         break
@@ -385,9 +399,12 @@ class Search(Generic[T]):
                     return picks
         return picks
 
-    def _alone(self, rule: Rule, s: int) -> bool:
-        """No other rule of the model could have struck at ``s`` in ``rule``'s place."""
-        return not any(r is not rule and r.rank <= rule.rank and r.holds(s) for r in self.rules)
+    def _seen_through(self, rule: Rule, c: int) -> bool:
+        """A trial showed ``rule`` firing with edit ``c`` present, where nothing else could have struck."""
+        need = rule.pos | 1 << c
+        return any(t & need == need and not t & rule.blockers and not v.ok and v.signature == rule.signature
+                   and not any(r is not rule and r.signature == rule.signature and r.holds(t) for r in self.rules)
+                   for t, v in self.cache.items())
 
     def _open_sets(self, limit: int = 64) -> list[int]:
         sets, tested, value, covers, low, vis = self._cover_state()

@@ -315,14 +315,15 @@ class HostSession:
         snap = self.protect(base)
         variant = self.variant(base, edits, env, runtime_max_sec=runtime_max_sec)
         allow = (snap.unit, *self.record.created, variant.name)
-        if variant.name not in self.record.created:
-            self.record.created.append(variant.name)
-            self._save()  # the record first: never a change without one
-        # The GPU check and the verified placement run at once (two channels); nothing starts
-        # before both are done, and a variant placed for busy GPUs is removed again.
+        # The GPU check (it only reads) runs on a second channel beside the record write and the
+        # verified placement; nothing starts before both are done, and a variant placed for busy
+        # GPUs is removed again.
         with ThreadPoolExecutor(1, thread_name_prefix="gpu-check") as pool:
             gpu_check = pool.submit(self.check_gpus, allow_units=allow)
             try:
+                if variant.name not in self.record.created:
+                    self.record.created.append(variant.name)
+                    self._save()  # the record first: never a change without one
                 changed = self.svc.install_variant(variant)  # verified before it is placed
             finally:
                 busy = gpu_check.exception()

@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from workbench import plots
 from workbench.errors import ConfigError, LockHeld, RestoreError, WorkbenchError
@@ -66,6 +66,7 @@ from workbench.runbooks.abverdict import (
     speedups,
     split_repeats,
 )
+from workbench.runbooks.hostlist import expand_param
 from workbench.runbooks.params import Edits, RunbookParams
 from workbench.runs import Run
 from workbench.services import exec_argv
@@ -82,6 +83,7 @@ NVLS: dict[str, str | bool | None] = {"--enable-nccl-nvls": True}
 class _Target(RunbookParams):
     hosts: list[str] = Field(default_factory=lambda: ["gpu-b"],
                              description="ssh_config aliases; several hosts of one kind split the repeats, in parallel")
+    _hosts = field_validator("hosts", mode="before")(expand_param)
     base_unit: str = Field("sglang-k26-ddtree.service", description="arm A: the base unit (measured as found if serving)")
     edits: Edits = Field(default_factory=lambda: dict(NVLS),
                                                 description="arm B: the base plus these flag edits")

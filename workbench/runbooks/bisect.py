@@ -34,7 +34,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from workbench.bisect import Verdict, bisect
 from workbench.errors import ConfigError, WorkbenchError
@@ -42,6 +42,7 @@ from workbench.fleet import Fleet, HostReport
 from workbench.hosts import connect
 from workbench.provenance import collect as collect_provenance
 from workbench.redact import Redactor, clip
+from workbench.runbooks.hostlist import expand_param
 from workbench.runbooks.outcome import caught_failure
 from workbench.runbooks.params import Edits, RunbookParams
 from workbench.runs import Ledger, Run
@@ -61,6 +62,7 @@ class BisectParams(RunbookParams):
     host: str = Field("gpu-a", description="ssh_config alias of the GPU host")
     hosts: list[str] = Field(default_factory=list,
                              description="several equal hosts run independent trials at once (empty: host alone)")
+    _hosts = field_validator("hosts", mode="before")(expand_param)
     max_starts: int = Field(0, ge=0, description="stop after this many server starts (0: no limit; "
                             "the guarantee then lists the sets left untested)")
     base_unit: str = Field("sglang-k26-ddtree.service", description="a unit that works")

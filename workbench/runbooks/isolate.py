@@ -19,13 +19,14 @@ import time
 from typing import Any
 
 import pandas as pd
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from workbench.errors import ConfigError
 from workbench.fleet import Subset, run_many
 from workbench.hosts import Host, connect
 from workbench.provenance import collect as collect_provenance
 from workbench.redact import Redactor
+from workbench.runbooks.hostlist import expand_param
 from workbench.runbooks.params import Edits, RunbookParams
 from workbench.runs import Ledger, Run
 from workbench.session import HostSession
@@ -44,6 +45,7 @@ MAX_FACTORS = 6
 class IsolateParams(RunbookParams):
     hosts: list[str] = Field(default_factory=lambda: ["gpu-a"],
                              description="ssh_config aliases; several hosts of one kind run combinations in parallel")
+    _hosts = field_validator("hosts", mode="before")(expand_param)
     base_unit: str = Field("sglang-k26-ddtree.service", description="a unit that works")
     factors: Edits = Field(default_factory=lambda: dict(DEFAULT_FACTORS),
                                                   description="flag edits to combine (at most 6)")

@@ -60,8 +60,10 @@ class TrialSummary(_Open):
     phase: str | None = None
     exception_type: str | None = None
     signature: str | None = None
+    signature_id: str | None = None
     seconds: float | None = None
     reused: bool = False
+    host: str | None = Field(None, description="the host it ran on (or, reused, was recorded on)")
 
 
 class Culprit(_Open):
@@ -74,14 +76,28 @@ class Culprit(_Open):
     innermost_frame: FrameRef | None = None
     ranks: list[str] | None = None
     traceback: str | None = None
+    blockers: list[Edit] | None = Field(None, description="edits among the edits seen to stop this failure")
+    related: list[str] | None = Field(None, description="signature ids of the same exception in other phases")
+
+
+class Guarantee(_Open):
+    complete: bool = Field(description="no fault of the documented shape could hide in the sets not started")
+    statement: str = Field(description="what was proven, in words")
+    sets_tested: int
+    sets_total: int = Field(description="2^n - 1: what the full factorial starts")
+    untested: list[list[Edit]] = Field(default_factory=list, description="sets that could still show a culprit")
+    unexplained: list[list[Edit]] = Field(default_factory=list,
+                                          description="trials no fault of the documented shape explains")
 
 
 class BisectResult(RunResult):
     runbook: Literal["bisect"]
     host: str | None = None
+    hosts: list[str] | None = None
     base_unit: str | None = None
     edits: list[Edit] = Field(default_factory=list)
     culprits: list[Culprit] = Field(default_factory=list)
+    guarantee: Guarantee | None = Field(None, description="absent in results older than the fault-model search")
     trials: list[TrialSummary] = Field(default_factory=list)
 
 

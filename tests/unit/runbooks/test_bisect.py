@@ -233,3 +233,33 @@ def test_width_asks_several_sets_at_once_and_finds_the_same():
     one = bisect(edits, oracle)
     assert {(c.items, c.signature) for c in two.culprits} == {(c.items, c.signature) for c in one.culprits}
     assert max(sizes) == 2 and len(sizes) < two.starts  # batches of two ran
+
+
+def test_two_culprits_of_one_phase_are_not_probed_for_blockers_set_by_set():
+    # a and e fail alone in the same phase with different exceptions; wherever both are present one of
+    # the two signatures shows, which proves that rule fired there: no set of a and e together is
+    # needed to look for an edit that would stop the other (the search before started 8 such sets).
+    edits = list("abcdef")
+    oracle = rules_oracle([(["a"], [], "cublas", "cuda_graph_capture"), (["e"], [], "oom", "cuda_graph_capture"),
+                           (["d"], [], "key", "weight_loading")])
+    result = bisect(edits, oracle)
+    assert {(c.items, c.signature) for c in result.culprits} == truth_of(edits, oracle)
+    assert result.guarantee.complete
+    both = [s for s, _ in result.order if "a" in s and "e" in s and "d" not in s]
+    assert len(both) <= 2, both
+
+
+def test_mutual_fixes_of_one_signature_still_show_what_they_unmask():
+    # b fails unless e is there, e unless b: same exception, same phase.  Together neither fires and a
+    # later failure of b shows: the pruning of blocker probes must not take "b or e fails at {b, e}"
+    # for proof that either one fired.
+    edits = list("abcdef")
+    # a fails in the same phase and comes first: every larger trial shows a's failure, not a blocked b
+    oracle = rules_oracle([(["a"], [], "key", "nccl_init"), (["b"], ["e"], "nccl", "nccl_init"),
+                           (["e"], ["b"], "nccl", "nccl_init"), (["b"], [], "nonetype", "cuda_graph_capture"),
+                           (["d"], [], "cublas", "cuda_graph_capture")])
+    result = bisect(edits, oracle)
+    got = {(c.items, c.signature) for c in result.culprits}
+    assert got == truth_of(edits, oracle)
+    assert (("b", "e"), "nonetype in cuda_graph_capture") in got
+    assert result.guarantee.complete

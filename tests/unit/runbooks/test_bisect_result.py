@@ -1,0 +1,119 @@
+"""The bisect runbook's result.json as issue 16 names it, on two hosts: the runbook with its host seams faked.
+
+The fakes stand where the testbed stands in tests/integration/test_runbooks.py: a session per host that
+gives the base unit and is restored on exit, and trials decided by a fault model (a blocker, a bug in two
+phases) with the records ``run_trial`` writes.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import ClassVar
+
+import jsonschema
+import pytest
+
+from workbench import fleet as fleet_mod
+from workbench.runbooks import bisect as bisect_rb
+from workbench.runbooks.schemas import SCHEMA_DIR
+from workbench.trials import TrialRecord
+
+FAULTS = [  # (present, absent, exception, message, phase)
+    ({"--ep-size"}, {"--disable-custom-all-reduce"}, "RuntimeError", "CUBLAS_STATUS_EXECUTION_FAILED",
+     "cuda_graph_capture"),
+    ({"--enable-nccl-nvls"}, {"--disable-cuda-graph"}, "AttributeError", "'NoneType' object has no attribute 'x'",
+     "cuda_graph_capture"),
+    ({"--enable-nccl-nvls"}, set(), "AttributeError", "'NoneType' object has no attribute 'x'", "warmup"),
+]
+ORDER = ["nccl_init", "weight_loading", "kv_cache_alloc", "cuda_graph_capture", "warmup"]
+
+
+class FakeHost:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+class FakeSession:
+    restored: ClassVar[list[str]] = []
+
+    def __init__(self, host: FakeHost, **kw: object) -> None:
+        self.host = host
+
+    def __enter__(self) -> FakeSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        FakeSession.restored.append(self.host.name)
+
+    def base_text(self, base: str) -> str:
+        return "[Service]\nExecStart=/usr/bin/python3 -m sglang.launch_server --tp-size 8\n"
+
+    def make_room(self, units: list[str]) -> list[str]:
+        return []
+
+
+def fake_trial(session: FakeSession, base: str, subset: list[tuple[str, object]], **kw: object) -> TrialRecord:
+    flags = {f for f, _ in subset}
+    hits = [f for f in FAULTS if f[0] <= flags and not f[1] & flags]
+    edits = [[f, v] for f, v in subset]
+    if not hits:
+        return TrialRecord(edits=edits, outcome="ready", phase="serving", exception_type=None, signature=None,
+                           message=None, seconds=2.0, host=session.host.name)
+    _, _, exc, msg, phase = min(hits, key=lambda f: ORDER.index(f[4]))
+    sig_id = f"{exc}@{abs(hash((exc, msg, phase))) % 10 ** 10:010d}"
+    return TrialRecord(edits=edits, outcome="failed", phase=phase, exception_type=exc, message=msg,
+                       signature=f"{exc}: {msg} in {phase}", signature_id=sig_id, seconds=1.0,
+                       host=session.host.name)
+
+
+@pytest.fixture
+def fakes(monkeypatch: pytest.MonkeyPatch) -> None:
+    FakeSession.restored = []
+    monkeypatch.setattr(fleet_mod, "HostSession", FakeSession)
+    monkeypatch.setattr(fleet_mod, "host_fingerprint", lambda host: f"fp-{host.name}")
+    monkeypatch.setattr(fleet_mod, "run_trial", fake_trial)
+    monkeypatch.setattr(bisect_rb, "connect", lambda name, **kw: FakeHost(name))
+    monkeypatch.setattr(bisect_rb, "collect_provenance", lambda host, text: {"host": host.name})
+
+
+def test_result_json_names_culprits_guarantee_and_trials_per_host(fakes: None, tmp_path: Path) -> None:
+    params = bisect_rb.BisectParams(data_dir=str(tmp_path), hosts="gpu-[a-b]", edits={
+        "--ep-size": "8", "--enable-nccl-nvls": True, "--disable-custom-all-reduce": True,
+        "--disable-cuda-graph": True})
+    run, _ = bisect_rb.run(params, progress=lambda line: None)
+    result = json.loads((run.dir / "result.json").read_text())
+    jsonschema.validate(result, json.loads((SCHEMA_DIR / "bisect.result.schema.json").read_text()))
+    assert result["hosts"] == ["gpu-a", "gpu-b"] and sorted(FakeSession.restored) == ["gpu-a", "gpu-b"]
+    got = {(tuple(e[0] for e in c["edits"]), c["phase"]) for c in result["culprits"]}
+    assert got == {(("--ep-size",), "cuda_graph_capture"), (("--enable-nccl-nvls",), "cuda_graph_capture"),
+                   (("--enable-nccl-nvls", "--disable-cuda-graph"), "warmup")}
+    for c in result["culprits"]:
+        assert set(c) >= {"edits", "exception_type", "phase", "signature", "signature_id"}
+        assert c["signature"] == f"{c['exception_type']}: {c['message']} in {c['phase']}"  # readable, with phase
+        assert c["signature_id"].startswith(c["exception_type"] + "@")
+    ep = next(c for c in result["culprits"] if c["edits"][0][0] == "--ep-size")
+    assert ep["blockers"] == [["--disable-custom-all-reduce", True]]
+    nvls = [c for c in result["culprits"] if c["edits"][0][0] == "--enable-nccl-nvls"]
+    assert all(c["related"] == [o["signature_id"] for o in nvls if o is not c] for c in nvls)  # same bug, 2 phases
+    g = result["guarantee"]
+    assert g["complete"] is True and g["sets_total"] == 15 and 0 < g["sets_tested"] <= 15
+    assert g["untested"] == [] and g["unexplained"] == [] and "Complete" in g["statement"]
+    assert len(result["trials"]) == result["server_starts"] == g["sets_tested"]
+    for t in result["trials"]:
+        assert set(t) >= {"edits", "phase", "outcome", "seconds", "reused", "host"}
+        assert t["host"] in ("gpu-a", "gpu-b") and t["reused"] is False
+        assert t["phase"] != "serving" or t["outcome"] == "ready"
+
+
+def test_a_start_budget_leaves_the_guarantee_incomplete_with_the_sets_untested(fakes: None, tmp_path: Path) -> None:
+    params = bisect_rb.BisectParams(data_dir=str(tmp_path), host="gpu-a", max_starts=3, edits={
+        "--ep-size": "8", "--enable-nccl-nvls": True, "--disable-custom-all-reduce": True,
+        "--disable-cuda-graph": True})
+    run, _ = bisect_rb.run(params, progress=lambda line: None)
+    result = json.loads((run.dir / "result.json").read_text())
+    jsonschema.validate(result, json.loads((SCHEMA_DIR / "bisect.result.schema.json").read_text()))
+    g = result["guarantee"]
+    assert result["server_starts"] == 3 and g["complete"] is False and g["untested"]
+    assert "budget" in g["statement"] and "Not complete" in result["conclusion"]
+    assert all(isinstance(s, list) and all(len(e) == 2 for e in s) for s in g["untested"])

@@ -1,0 +1,49 @@
+"""``hosts`` takes ranges and inventory groups wherever a runbook accepts it, checked before any host."""
+
+from __future__ import annotations
+
+import pytest
+
+from workbench.errors import ConfigError
+from workbench.runbooks import params as params_mod
+from workbench.runbooks.abtest import ABParams
+from workbench.runbooks.bisect import BisectParams
+from workbench.runbooks.isolate import IsolateParams
+
+
+@pytest.fixture
+def inventory(tmp_path, monkeypatch):
+    path = tmp_path / "inventory.toml"
+    path.write_text('[groups]\npair = ["gpu-[a-b]"]\nfleet = ["@pair", "gpu-c"]\n')
+    monkeypatch.setenv("WORKBENCH_INVENTORY", str(path))
+    monkeypatch.setenv("WORKBENCH_TESTBED_DIR", str(tmp_path / "no-testbed"))
+    return path
+
+
+@pytest.mark.parametrize("model", [BisectParams, IsolateParams, ABParams])
+@pytest.mark.parametrize(("given", "want"), [
+    ("gpu-[a-b]", ["gpu-a", "gpu-b"]),
+    ("@pair", ["gpu-a", "gpu-b"]),
+    ("@fleet", ["gpu-a", "gpu-b", "gpu-c"]),
+    ('["gpu-b", "@pair"]', ["gpu-b", "gpu-a"]),
+    ("gpu-a,gpu-[b-c]", ["gpu-a", "gpu-b", "gpu-c"]),
+])
+def test_ranges_and_groups_expand_as_notebook_parameters(inventory, model, given, want):
+    got = params_mod.validate(model, {"hosts": given, "repeats": 4} if model is ABParams else {"hosts": given})
+    assert got.hosts == want
+
+
+def test_a_list_given_in_python_expands_too(inventory):
+    assert BisectParams(hosts=["@pair"]).hosts == ["gpu-a", "gpu-b"]
+    assert BisectParams().hosts == []  # empty: the host parameter alone
+
+
+@pytest.mark.parametrize(("given", "words"), [
+    ("@nope", "unknown host group 'nope'"),
+    ("gpu-[b-a]", "gpu-[b-a]"),
+    ("bad name!", "not a valid host name"),
+])
+def test_a_bad_host_list_is_a_parameter_error(inventory, given, words):
+    with pytest.raises(ConfigError, match="invalid parameters for BisectParams: hosts") as err:
+        params_mod.validate(BisectParams, {"hosts": given})
+    assert words in str(err.value)
