@@ -144,3 +144,79 @@ def test_first_failing_node_and_rank_across_nodes(testbed, two_nodes, tmp_path):
     cause = first_failure(frames)
     assert cause is not None
     assert cause.rank == "node1/TP9" and cause.phase == "cuda_graph_capture", cause.describe()
+
+
+NODE1_TP9 = ('version = 1\n[[fault]]\nid = "node1-tp9"\nphase = "cuda_graph_capture"\nkind = "cublas"\n'
+             'ranks = [9]\nnode = 1\n')
+
+
+@contextlib.contextmanager
+def two_node_faults(hosts, text: str):
+    """The 2-node unit's own fault file (``multinode.FAULT_FILE``) holds ``text``; its defaults after."""
+    default = (Path(multinode.__file__).parents[1] / "sim" / "default_faults.toml").read_bytes()
+    for host in hosts.values():
+        host.put(text.encode(), multinode.FAULT_FILE)
+    try:
+        yield
+    finally:
+        for host in hosts.values():
+            host.put(default, multinode.FAULT_FILE)
+
+
+def cli(capsys, *argv: str) -> tuple[int, str, str]:
+    from workbench.cli import main
+
+    capsys.readouterr()
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_cli_status_start_stop_tracebacks_and_journal_of_the_deployment(testbed, two_nodes, capsys):
+    """``workbench status|start|stop|tracebacks|journal`` with ``gpu-a,gpu-b``: the contract's commands."""
+    import json
+
+    dep, hosts = two_nodes
+    ssh = ["--ssh-config", str(testbed.ssh_config)]
+    before = {h: tree_digest(host) for h, host in hosts.items()}
+    with two_node_faults(hosts, NODE1_TP9), _session(dep, hosts) as ds:
+        for n in dep.nodes:  # the session puts the 2-node unit back as found (stopped) whatever the CLI did
+            ds.sessions[n.label].protect(n.unit)
+        code, out, err = cli(capsys, "start", "gpu-a,gpu-b", multinode.UNIT, "--wait", "--timeout", "300", *ssh)
+        assert code == 1, (out, err)
+        assert "FAILED (node1)" in out, out
+        code, out, _ = cli(capsys, "tracebacks", "--host", "gpu-a,gpu-b", "--unit", multinode.UNIT, "--json", *ssh)
+        assert code == 1
+        doc = json.loads(out)
+        assert doc["root_cause"]["rank"] == "node1/TP9", doc["root_cause"]
+        assert doc["root_cause"]["host"] == "gpu-b" and doc["root_cause"]["phase"] == "cuda_graph_capture"
+        assert set(doc["nodes"]) == {"node0", "node1"} and set(doc["clock_offsets"]) == {"node0", "node1"}
+        code, out, _ = cli(capsys, "tracebacks", "--host", "gpu-a,gpu-b", "--unit", "k26-2node", *ssh)
+        assert code == 1 and "first failure across nodes: node1/TP9 in cuda_graph_capture" in out, out
+        code, out, err = cli(capsys, "journal", "gpu-a,gpu-b", multinode.UNIT, "--json", *ssh)
+        assert code == 0
+        rows = [json.loads(line) for line in out.splitlines()]
+        assert {r["node"] for r in rows} == {"node0", "node1"}
+        assert {r["host"] for r in rows} == {"gpu-a", "gpu-b"}
+        times = [r["time"] for r in rows]
+        assert times == sorted(times)  # corrected time order across the nodes
+        assert "node1 gpu-b: clock" in err and "node0 gpu-a: clock" in err, err
+        code, out, _ = cli(capsys, "journal", "gpu-a,gpu-b", multinode.UNIT, "--rank", "node1/TP9", *ssh)
+        assert code == 0 and out and all(" gpu-b/node1 " in line for line in out.splitlines() if line[:1] != " ")
+        code, out, _ = cli(capsys, "status", "gpu-a,gpu-b", multinode.UNIT, "--json", *ssh)
+        doc = json.loads(out)
+        assert code == 0 and doc["overall"] == "stopped"  # a failed judged start is stopped on every node
+        assert [r["host"] for r in doc["nodes"]] == ["gpu-a", "gpu-b"]
+    with _session(dep, hosts) as ds:
+        for n in dep.nodes:
+            ds.sessions[n.label].protect(n.unit)
+        code, out, err = cli(capsys, "start", "k26-2node", "--wait", "--timeout", "300", *ssh)
+        assert code == 0 and "READY" in out, (out, err)
+        code, out, _ = cli(capsys, "status", "gpu-a,gpu-b", "k26-2node", *ssh)
+        assert code == 0 and out.startswith("k26-2node: RUNNING"), out
+        code, out, _ = cli(capsys, "stop", "gpu-a,gpu-b", multinode.UNIT, *ssh)
+        assert code == 0
+        assert [line.split()[0] for line in out.splitlines()] == ["node0", "node1"]  # the head first
+        code, out, _ = cli(capsys, "status", "k26-2node", *ssh)
+        assert code == 0 and out.startswith("k26-2node: STOPPED"), out
+    assert {h: tree_digest(host) for h, host in hosts.items()} == before

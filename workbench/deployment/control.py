@@ -252,13 +252,13 @@ class DeploymentSession:
 
     def run_variant(self, edits: Mapping[str, EditValue] | Sequence[tuple[str, EditValue]],
                     env: dict[str, str | None] | None = None, *, timeout: float | None = None,
-                    keep_serving: bool = False) -> DeploymentTrial:
+                    keep_serving: bool = False, health_path: str = "/health") -> DeploymentTrial:
         """The same edits on every node (node-specific flags refused), a judged start, then a stop."""
         norm = check_edits(edits)
         names = self._place(norm, env)
         svcs = {label: s.svc for label, s in self.sessions.items()}
         by_host = {n.host: svcs[n.label] for n in self.dep.nodes}
-        out = start(self.dep, by_host, names, timeout=timeout or 900.0)
+        out = start(self.dep, by_host, names, timeout=timeout or 900.0, health_path=health_path)
         if out.ok and not keep_serving:
             stop(self.dep, by_host, names)
         return DeploymentTrial(out, names, norm)
