@@ -220,3 +220,99 @@ def test_cli_status_start_stop_tracebacks_and_journal_of_the_deployment(testbed,
         code, out, _ = cli(capsys, "status", "k26-2node", *ssh)
         assert code == 0 and out.startswith("k26-2node: STOPPED"), out
     assert {h: tree_digest(host) for h, host in hosts.items()} == before
+
+
+NVLS_NODE1 = ('version = 1\n[[fault]]\nid = "nvls-node1-tp9"\nwhen.all_of = ["--enable-nccl-nvls"]\n'
+              'phase = "cuda_graph_capture"\nkind = "cublas"\nranks = [9]\nnode = 1\n')
+ROOT = Path(__file__).parents[2]
+
+
+def test_bisect_on_the_deployment_finds_the_node1_culprit_and_restores_both(testbed, two_nodes, tmp_path):
+    """``workbench run bisect -p hosts '["gpu-a","gpu-b"]' -p base_unit sglang-k26-2node.service``: each trial
+    starts the whole deployment; the culprit's root cause is node1/TP9; both hosts are left as found."""
+    import json
+    import os
+    import sys
+
+    _dep, hosts = two_nodes
+    before = {h: tree_digest(host) for h, host in hosts.items()}
+    edits = {"--enable-nccl-nvls": True, "--disable-custom-all-reduce": True}
+    cmd = [sys.executable, "-m", "workbench", "--ssh-config", str(testbed.ssh_config), "run", "bisect",
+           "--data-dir", str(tmp_path), "--no-progress", "-p", "hosts", json.dumps(list(multinode.NODES)),
+           "-p", "base_unit", multinode.UNIT, "-p", "edits", json.dumps(edits), "-p", "start_timeout", "300",
+           "-p", "lock_wait", "300", "-p", "stop_units", json.dumps([BASELINE])]
+    with two_node_faults(hosts, NVLS_NODE1):
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1500,
+                              env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    (result_path,) = tmp_path.glob("runs/*/result.json")
+    result = json.loads(result_path.read_text())
+    assert result["status"] == "ok", (result["failure"], proc.stderr[-3000:])
+    assert [c["edits"] for c in result["culprits"]] == [[["--enable-nccl-nvls", True]]], result["conclusion"]
+    culprit = result["culprits"][0]
+    assert culprit["ranks"] == ["node1/TP9"] and culprit["phase"] == "cuda_graph_capture", culprit
+    assert culprit["exception_type"] == "RuntimeError"
+    assert result["host_restored"] is True and result["hosts"] == list(multinode.NODES)
+    assert result["server_starts"] >= 2
+    print(f"\nDEPLOYMENT-BISECT starts={result['server_starts']} wall={result['wall_seconds']} s "
+          f"trials={[round(t['seconds'], 1) for t in result['trials']]}")
+    assert {h: tree_digest(host) for h, host in hosts.items()} == before
+
+
+GUARD_STATE = ("systemctl is-active sglang-k26-2node.service {base}; "
+               "grep -l '^X-WorkbenchVariantOf=' /run/systemd/system/*.service 2>/dev/null | wc -l; "
+               "systemctl list-units --plain --no-legend 'sglang-k26-2node-wb-*' | grep -c running || true; "
+               "test -e /run/workbench/session.json && echo record || echo no-record")
+
+
+def _plain_state(ssh_config: str, host: str) -> list[str]:
+    """A node as plain ssh sees it (no workbench code): 2-node unit, baseline, variant files, variants
+    running, the session record."""
+    try:
+        return subprocess.run(["ssh", "-F", ssh_config, "-o", "ConnectTimeout=3", host,
+                               GUARD_STATE.format(base=BASELINE)], capture_output=True, text=True,
+                              timeout=10).stdout.split()
+    except subprocess.TimeoutExpired:
+        return ["no answer"]
+
+
+def test_controller_killed_during_a_deployment_variant_both_nodes_restore_themselves(testbed, two_nodes):
+    """SIGKILL to ``workbench deployment variant`` while the variant runs on both nodes: each node's guard
+    puts its node back, with no further workbench command; measured from the kill."""
+    import json
+    import os
+    import sys
+    import time
+
+    ssh = str(testbed.ssh_config)
+    cmd = [sys.executable, "-m", "workbench", "--ssh-config", ssh, "deployment", "variant", multinode.DEPLOYMENT,
+           "--set", "mem-fraction-static=0.8", "--make-room", BASELINE, "--timeout", "300", "--lock-wait", "300"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    found: dict[str, list[str]] = {}
+    try:
+        deadline = time.monotonic() + 600
+        while True:
+            assert proc.poll() is None and time.monotonic() < deadline, "the variant ended before the kill"
+            states = {h: _plain_state(ssh, h) for h in multinode.NODES}
+            if all(s[2:4] == ["1", "1"] for s in states.values()):  # placed and running on both nodes
+                break
+            time.sleep(0.3)
+        for h in multinode.NODES:  # the state found, as each node's session recorded it
+            record = subprocess.run(["ssh", "-F", ssh, h, "cat /run/workbench/session.json"],
+                                    capture_output=True, text=True, timeout=10).stdout
+            snaps = json.loads(record)["snapshots"]
+            found[h] = [("active" if snaps[u]["running"] else "inactive") if u in snaps else "?"
+                        for u in (multinode.UNIT, BASELINE)] + ["0", "0", "no-record"]
+        proc.kill()
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    gone = time.monotonic()
+    waited = {}
+    for h in multinode.NODES:
+        while (state := [s.replace("failed", "inactive") for s in _plain_state(ssh, h)]) != found[h]:
+            assert time.monotonic() - gone < 60, f"{h} not restored 60 s after the kill: {state} (found {found[h]})"
+            time.sleep(0.2)
+        waited[h] = time.monotonic() - gone
+    print("\nDEPLOYMENT-GUARD-RESTORE " + " ".join(f"{h}={s:.2f}s" for h, s in waited.items()), flush=True)

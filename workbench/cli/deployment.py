@@ -59,6 +59,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg,
     p.add_argument("--make-room", action="append", default=[], metavar="UNIT",
                    help="stop UNIT on every node for the session (restored afterwards)")
     p.add_argument("--timeout", type=float, default=900.0, help="seconds for a judged start")
+    p.add_argument("--lock-wait", type=float, default=0.0, metavar="SECONDS",
+                   help="start/variant: wait this long for a node another session holds (0: fail at once, exit 3)")
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
     p.set_defaults(func=_run)
 
@@ -291,6 +293,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.action != "variant" and (args.set or args.unset):
         raise ConfigError("--set/--unset belong to the variant action")
     check_timeout(args.timeout, "--timeout")
+    if args.lock_wait < 0:
+        raise ConfigError("--lock-wait needs 0 or more seconds")
     if args.action == "variant":
         from workbench.cli.services import parse_edits
         from workbench.deployment.flags import check_edits
@@ -322,7 +326,7 @@ def _act(args: argparse.Namespace, dep: Deployment, hosts: dict[str, Host]) -> i
     from workbench.cli.services import parse_edits
 
     with control.DeploymentSession(dep, hosts, purpose="workbench deployment", ready_timeout=args.timeout,
-                                   make_room=args.make_room) as ds:
+                                   make_room=args.make_room, lock_wait=args.lock_wait) as ds:
         if args.action == "start":
             out = ds.start_base(timeout=args.timeout)
         else:
