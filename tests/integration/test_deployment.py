@@ -11,6 +11,7 @@ import re
 import subprocess
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from workbench.deployment.clock import measure_offset
@@ -316,3 +317,58 @@ def test_controller_killed_during_a_deployment_variant_both_nodes_restore_themse
             time.sleep(0.2)
         waited[h] = time.monotonic() - gone
     print("\nDEPLOYMENT-GUARD-RESTORE " + " ".join(f"{h}={s:.2f}s" for h, s in waited.items()), flush=True)
+
+
+SKEW_S = 3.0
+
+
+def test_one_host_with_a_skewed_clock_is_measured_and_corrected_in_the_merged_journal(testbed, two_nodes):
+    """gpu-b's journald and its SSH sessions run SKEW_S ahead (libfaketime; see workbench/testbed/skew.py for
+    why not ``date -s`` or a time namespace): the offset is measured over a new connection and taken off, so
+    the rendezvous every rank of both nodes passes at one moment lines up across the nodes again."""
+    import time
+
+    from workbench.deployment.journals import JOIN_END
+    from workbench.testbed import skew
+
+    dep, hosts = two_nodes
+    root = Path(next(h.root for h in testbed.hosts if h.name == "gpu-b"))
+    realtime = subprocess.run(["unshare", "--time", "--monotonic", "1000", "date", "+%s.%N"], capture_output=True,
+                              text=True, check=True).stdout
+    assert abs(float(realtime) - time.time()) < 1.0  # a time namespace leaves CLOCK_REALTIME alone: no use here
+    before = {h: tree_digest(host) for h, host in hosts.items()}
+    with skew.skewed_clock(hosts["gpu-b"], root, SKEW_S):
+        fresh = {"gpu-a": hosts["gpu-a"], "gpu-b": SSHHost("gpu-b", ssh_config=str(testbed.ssh_config))}
+        try:
+            offsets = {n.label: measure_offset(fresh[n.host]) for n in dep.nodes}
+            assert abs(offsets["node1"].offset - SKEW_S) < 0.3, offsets["node1"].describe()
+            assert abs(offsets["node0"].offset) < 0.3, offsets["node0"].describe()
+            with _session(dep, fresh) as ds:
+                out = ds.start_base(timeout=300)
+                assert out.ok, out.describe()
+                frames = read_nodes(dep, {n.label: ds.sessions[n.label].svc for n in dep.nodes})
+        finally:
+            fresh["gpu-b"].close()
+    assert {h: tree_digest(host) for h, host in hosts.items()} == before
+
+    def joined(frame) -> pd.Series:
+        own = frame[frame["message"].fillna("").str.contains(JOIN_END, regex=False)]
+        assert len(own) == 8, len(own)  # every rank of the node
+        return own["time"]
+
+    raw = (joined(frames["node1"]).median() - joined(frames["node0"]).median()).total_seconds()
+    assert abs(raw - SKEW_S) < 0.5, raw  # the journal of gpu-b really ran ahead
+    merged = merge(frames, {k: v.offset for k, v in offsets.items()})
+    ends = merged[merged["message"].fillna("").str.contains(JOIN_END, regex=False)]
+    by_node = ends.groupby("node")["time_corrected"].median()
+    corrected = (by_node["node1"] - by_node["node0"]).total_seconds()
+    assert abs(corrected) < 0.5, corrected  # one moment again
+    assert merged.attrs["clock_offsets"]["node1"] == offsets["node1"].offset
+    print(f"\nCLOCK-SKEW set {SKEW_S:+.1f} s; measured {offsets['node1'].describe()}; rendezvous node1-node0 "
+          f"raw {raw:+.3f} s, corrected {corrected:+.3f} s")
+    again = SSHHost("gpu-b", ssh_config=str(testbed.ssh_config))
+    try:
+        after = measure_offset(again)
+    finally:
+        again.close()
+    assert abs(after.offset) < 0.3, after.describe()  # the clock is back
