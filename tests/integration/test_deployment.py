@@ -372,3 +372,32 @@ def test_one_host_with_a_skewed_clock_is_measured_and_corrected_in_the_merged_jo
     finally:
         again.close()
     assert abs(after.offset) < 0.3, after.describe()  # the clock is back
+
+
+def test_flags_that_differ_between_nodes_are_shown_and_named_when_the_start_hangs(testbed, two_nodes, capsys):
+    """gpu-b's unit gets ``--enable-nccl-nvls`` alone (a runtime override): status says so, and the start
+    that hangs in the first collective until the watchdog names node1 and the flag, not a timed-out rank."""
+    import json
+
+    dep, hosts = two_nodes
+    before = {h: tree_digest(host) for h, host in hosts.items()}
+    override = f"/run/systemd/system/{multinode.UNIT}.d/workbench-test-mismatch.conf"  # /etc would shadow a unit in /run
+    argv = multinode.MultinodeProvisioner(subnet=testbed.subnet).unit_text(1).split("ExecStart=", 1)[1].split("\n")[0]
+    hosts["gpu-b"].put(f"[Service]\nExecStart=\nExecStart={argv} --enable-nccl-nvls\n".encode(), override)
+    hosts["gpu-b"].run(["systemctl", "daemon-reload"], check=True)
+    try:
+        code, shown, _ = cli(capsys, "status", "k26-2node", "--json", "--ssh-config", str(testbed.ssh_config))
+        assert code == 0  # both stopped: not degraded
+        assert json.loads(shown)["flag_differences"] == {"--enable-nccl-nvls": {"node0": None, "node1": True}}
+        with _session(dep, hosts) as ds:
+            out = ds.start_base(timeout=300)
+        assert not out.ok
+        assert out.failed_node == "node1", out.describe()
+        assert "flags differ between nodes (--enable-nccl-nvls: node0=absent node1=True)" in out.reason
+        frames = read_nodes(dep, {n.label: ds.sessions[n.label].svc for n in dep.nodes})
+        text0 = "\n".join(frames["node0"]["message"].fillna(""))
+        assert "Watchdog caught collective operation timeout" in text0  # the head's ranks hung, as on real NCCL
+    finally:
+        hosts["gpu-b"].run(["sh", "-c", f"rm -rf /run/systemd/system/{multinode.UNIT}.d && systemctl daemon-reload"],
+                           check=True)
+    assert {h: tree_digest(host) for h, host in hosts.items()} == before

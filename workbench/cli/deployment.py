@@ -144,8 +144,8 @@ def print_status(dep: Deployment, hosts: dict[str, Host], *, as_json: bool) -> i
             extra = f" exit {s.exit_status}" if s.exit_status not in (None, 0) else ""
             print(f"  {n.node.label:6} {n.node.host:12} {s.unit:40} {s.active_state:>10} ({s.sub_state})"
                   f"{extra} pid={s.main_pid or '-'}")
-        for flag, values in diffs.items():
-            print(f"  differs between nodes: {flag} " + ", ".join(f"{k}={v}" for k, v in values.items()))
+        if diffs:
+            print(f"  flags differ between nodes: {control.describe_differences(diffs)}")
     return 0 if st.overall != "degraded" else 1
 
 
@@ -162,6 +162,10 @@ def verb(dep: Deployment, hosts: dict[str, Host], action: str, *, wait: bool, ti
                   else sys.stdout)
     if action == "stop":
         return 0
+    diffs = control.flag_differences(dep, dict(svcs))
+    if diffs:
+        print(f"warning: {dep.name}: flags differ between nodes ({control.describe_differences(diffs)}): "
+              "its nodes will meet in different collectives", file=sys.stderr)
     if wait:
         def phase(ev: Any) -> None:
             print(f"  {ev.seconds:6.1f}s  head: {ev.phase}", file=sys.stderr, flush=True)
