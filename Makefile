@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 SYSSTAMP := $(VENV)/.sysdeps
 DEB_PACKAGES := systemd-container debootstrap openssh-server openssh-client iproute2 chromium chromium-driver slurm-wlm munge \
-	python3.11-venv libnuma1
+	python3.11-venv libnuma1 libfaketime
 PYTEST_ARGS ?=
 
 .PHONY: demo test venv sysdeps vllm-env lint hooks unit integration testbed-up testbed-down clean

@@ -27,6 +27,7 @@ COMMANDS: tuple[str, ...] = (
     "testbed",
     "demo",
     "services",
+    "deployment",
     "restore",
     "tracebacks",
     "journal",

@@ -32,6 +32,7 @@ examples:
   workbench journal gpu-a sglang-k26-ddtree.service -f                  # follow until Ctrl-C
   workbench journal gpu-a sglang-k26-ddtree.service --since=-1h --json | jq -r .message
   workbench journal gpu-a sglang-k26-ddtree.service --list
+  workbench journal gpu-a,gpu-b sglang-k26-2node.service --rank node1/TP9   # a deployment, merged
 """
 
 
@@ -43,7 +44,9 @@ def register(subparsers: Any) -> None:
         "rejoin lines journald split, report what it dropped, and filter the rows.",
         epilog=EXAMPLES,
     )
-    p.add_argument("host", help="host alias (ssh_config), 'local', or a local-testbed host")
+    p.add_argument("host", help="host alias (ssh_config), 'local', or a local-testbed host; a deployment's "
+                                "host list (gpu-a,gpu-b) or name: one journal over every node with a node column, "
+                                "clock offsets measured and taken off")
     p.add_argument("unit", help="the unit (.service may be left out)")
     which = p.add_mutually_exclusive_group()
     which.add_argument("--invocation", metavar="N|ID", help="an invocation: its ID, 'last', or an index "
@@ -155,6 +158,12 @@ def run(args: argparse.Namespace) -> int:
     if args.follow and args.list:
         raise ConfigError("--follow and --list do not go together")
     until = _until_epoch(args.until) if args.follow else None
+    from workbench.cli import deployment as dep_cli
+
+    dep = dep_cli.resolve(args.host, args.unit, ssh_config=getattr(args, "ssh_config", None))
+    if dep is not None:
+        with dep_cli.connected(dep, getattr(args, "ssh_config", None)) as hosts:
+            return dep_cli.journal(dep, hosts, args)
     svc = _services(args)
     if args.list:
         table = journal_read.invocations(svc, args.unit)

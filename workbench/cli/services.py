@@ -15,10 +15,13 @@ examples:
   workbench status gpu-a                       # every service
   workbench status gpu-a 'sglang*' --json | jq '.[].active'
   workbench status slurm:testbed --json | jq '.nodes[].state'
+  workbench status gpu-a,gpu-b sglang-k26-2node.service  # a deployment: every node and the overall state
+  workbench status k26-2node --json                       # the same by the deployment's name
 """
 VERB_EXAMPLES = """\
 examples:
   workbench {verb} gpu-a sglang-k26-ddtree.service{wait}
+  workbench {verb} gpu-a,gpu-b sglang-k26-2node.service{wait}   # a deployment, in its {verb} order
 """
 VARIANT_EXAMPLES = """\
 examples:
@@ -36,17 +39,21 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg,
                        description="One line per unit: load/active state, sub-state, exit status, restarts, "
                                    "the invocation, the GPUs its processes hold, and its command line.",
                        epilog=STATUS_EXAMPLES)
-    p.add_argument("host", help="host alias (ssh_config), 'local', a local-testbed host, or slurm:NAME (a Slurm "
-                   "cluster: partitions, nodes, the workbench's jobs)")
-    p.add_argument("pattern", nargs="?", default="*", help="unit glob (default: every service)")
+    p.add_argument("host", help="host alias (ssh_config), 'local', a local-testbed host; a host list or group "
+                                "(gpu-a,gpu-b, @group) for a deployment or one listing per host; a deployment's "
+                                "name; or slurm:NAME (a Slurm cluster: partitions, nodes, the workbench's jobs)")
+    p.add_argument("pattern", nargs="?", default="*", help="unit glob, or a deployment's unit or name "
+                                                           "(default: every service)")
     p.add_argument("--json", action="store_true", help="a JSON array of the units (one object each) on stdout")
     p.set_defaults(func=_status)
     for verb in ("start", "stop", "restart"):
         v = sub.add_parser(verb, help=f"{verb} a unit", description=f"{verb.capitalize()} a unit through its "
                            "backend (systemctl, or the process supervisor).",
                            epilog=VERB_EXAMPLES.format(verb=verb, wait="" if verb == "stop" else " --wait"))
-        v.add_argument("host", help="host alias (ssh_config), 'local', or a local-testbed host")
-        v.add_argument("unit", help="the unit (.service may be left out)")
+        v.add_argument("host", help="host alias (ssh_config), 'local', a local-testbed host, or a deployment's "
+                                    "host list (gpu-a,gpu-b, @group) or name")
+        v.add_argument("unit", nargs="?", default="",
+                       help="the unit (.service may be left out); a deployment's unit or name")
         v.add_argument("--wait", action="store_true",
                        help="wait until ready or failed, with the phase timeline on stderr (start/restart); "
                             "exit 1 if it failed")
@@ -115,6 +122,35 @@ def _status(args: argparse.Namespace) -> int:
         from workbench.cli.slurm import status
 
         return status(args)
+    from workbench.cli import deployment as dep_cli
+
+    dep = dep_cli.resolve(args.host, args.pattern, ssh_config=args.ssh_config, several_hosts_ok=True)
+    if dep is not None:
+        with dep_cli.connected(dep, args.ssh_config) as hosts:
+            return dep_cli.print_status(dep, hosts, as_json=args.json)
+    names = dep_cli.resolve_hosts(args.host)
+    if len(names) == 1:
+        return _status_one(args)
+    code, everything = 0, []
+    for name in names:  # several hosts, no deployment: one listing each
+        one = argparse.Namespace(**{**vars(args), "host": name})
+        if args.json:
+            everything += [{"host": name, **row} for row in _rows(one)]
+        else:
+            print(f"== {name} ==")
+            code = max(code, _status_one(one))
+    if args.json:
+        print(json.dumps(everything, indent=2, default=str))
+    return code
+
+
+def _rows(args: argparse.Namespace) -> list[dict[str, Any]]:
+    from workbench.services import inventory, services_for
+
+    return [info.row() for info in inventory(services_for(_host(args)), args.pattern)]
+
+
+def _status_one(args: argparse.Namespace) -> int:
     from workbench.guard import describe, session_state
     from workbench.services import inventory, services_for
 
@@ -141,11 +177,19 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _verb(args: argparse.Namespace) -> int:
+    from workbench.cli import deployment as dep_cli
     from workbench.services import services_for
     from workbench.watch import watch_start
 
     if args.wait:
         check_timeout(args.timeout, "--timeout")
+    dep = dep_cli.resolve(args.host, args.unit or None, ssh_config=args.ssh_config)
+    if dep is not None:
+        with dep_cli.connected(dep, args.ssh_config) as hosts:
+            return dep_cli.verb(dep, hosts, args.verb, wait=args.wait, timeout=args.timeout,
+                                health_path=args.health)
+    if not args.unit:
+        raise ConfigError(f"{args.verb}: name the unit")
     svc = services_for(_host(args))
     if args.verb == "stop":
         print(svc.stop(args.unit).describe())

@@ -27,6 +27,7 @@ examples:
   workbench tracebacks server.log
   journalctl -u sglang-k26-ddtree.service -b | workbench tracebacks -
   workbench tracebacks --host gpu-a --unit sglang-k26-ddtree.service --invocation -2 --json
+  workbench tracebacks --host gpu-a,gpu-b --unit sglang-k26-2node.service   # first failing node/rank
 exit status: 0 no failure found, 1 failure found (like grep, pytest), 2 usage error or unreadable input,
 3 host problem.
 """
@@ -43,7 +44,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("file", nargs="?", default="-", metavar="FILE", help="log file, or - for stdin (default)")
     p.add_argument("--json", action="store_true", help="print the stable JSON object (docs/tracebacks.md)")
     p.add_argument("--schema", action="store_true", help="print the JSON Schema of the --json object and exit")
-    p.add_argument("--host", help="read a unit's journal on this host instead of a file (with --unit)")
+    p.add_argument("--host", help="read a unit's journal on this host instead of a file (with --unit); a "
+                                  "deployment's host list (gpu-a,gpu-b) names the first failing node and rank")
     p.add_argument("--unit", help="the unit whose journal to read (with --host)")
     p.add_argument("--invocation", metavar="N|ID", default="last",
                    help="which invocation: its ID, 'last' (default), or an index (-1 last, 0 the oldest)")
@@ -99,6 +101,15 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return EXIT_NONE_FOUND
     try:
+        if getattr(args, "host", None):
+            from workbench.cli import deployment as dep_cli
+
+            dep = dep_cli.resolve(args.host, args.unit, ssh_config=getattr(args, "ssh_config", None))
+            if dep is not None:
+                if args.file != "-":
+                    raise ConfigError("give a FILE or --host/--unit, not both")
+                with dep_cli.connected(dep, getattr(args, "ssh_config", None)) as hosts:
+                    return dep_cli.tracebacks(dep, hosts, invocation=args.invocation, as_json=args.json)
         analysis = _analyze_input(args)
     except ConfigError as exc:
         print(f"workbench tracebacks: {exc}", file=sys.stderr)

@@ -28,6 +28,7 @@ from workbench.variants import EditValue
 from workbench.watch import Outcome, PhaseEvent, watch_start
 
 JOINED_LINE = "Init torch distributed ends."
+BEGIN_LINE = "Init torch distributed begin."
 POLL_S = 0.5
 
 
@@ -71,6 +72,7 @@ class DeploymentOutcome:
     final: dict[str, UnitStatus] = field(default_factory=dict)
     not_joined: tuple[str, ...] = ()
     phase: str = ""  # the last phase the head reached (``serving`` when ready)
+    flag_differences: dict[str, dict[str, Any]] = field(default_factory=dict)  # flag -> {node: value}
 
     @property
     def ok(self) -> bool:
@@ -110,12 +112,21 @@ def _stop(dep: Deployment, svcs: Mapping[str, Services], units: Mapping[str, str
         svcs[n.label].stop((units or {}).get(n.label, n.unit))
 
 
-def _joined(svc: Services, unit: str) -> bool:
+def _rendezvous(svc: Services, unit: str) -> str:
+    """``joined`` (passed the rendezvous), ``waiting`` (began it, never passed) or ``never`` (did not begin),
+    from the unit's last invocation in the journal: what it logged, however late the lines arrived."""
     try:
         frame = read_journal(svc, unit, invocation="last", timeout=60)
     except WorkbenchError:  # no invocation at all: it never ran, so it never joined
-        return False
-    return bool(frame["message"].fillna("").str.contains(JOINED_LINE, regex=False).any())
+        return "never"
+    text = frame["message"].fillna("")
+    if text.str.contains(JOINED_LINE, regex=False).any():
+        return "joined"
+    return "waiting" if text.str.contains(BEGIN_LINE, regex=False).any() else "never"
+
+
+def _joined(svc: Services, unit: str) -> bool:
+    return _rendezvous(svc, unit) == "joined"
 
 
 def start(
@@ -130,6 +141,8 @@ def start(
     """Start every node (workers first, then the head) and judge the whole; a failed start is stopped."""
     svcs = _svcs(dep, hosts)
     names = {n.label: (units or {}).get(n.label, n.unit) for n in dep.nodes}
+    diffs = differences({n.label: exec_argv(svcs[n.label].unit_text(names[n.label]), names[n.label])
+                         for n in dep.nodes})
     started = time.monotonic()
     for n in dep.workers:
         svcs[n.label].start(names[n.label])
@@ -183,14 +196,31 @@ def start(
             _stop(dep, svcs, names)
     phase = head_out.phase if head_out is not None else (phases[-1] if phases else "starting")
     outcome, failed, reason = verdict
+    if outcome != "ready" and phase in ("startup_other", "unknown", "failed", "") and \
+            _rendezvous(svcs[head.label], names[head.label]) == "waiting":
+        # the live tracker can miss the rendezvous lines under load (they reach the journal after the
+        # exit record); the head's whole journal says it never passed the rendezvous
+        phase = "nccl_init"
     if outcome != "ready" and failed == head.label and not_joined == () and phase in ("starting", "boot", "nccl_init"):
         # the head gave up waiting at the rendezvous: the node to look at is the one that never joined
         not_joined = tuple(n.label for n in dep.workers if not _joined(svcs[n.label], names[n.label]))
         if not_joined:
             failed, reason = not_joined[0], f"{', '.join(not_joined)} did not join the rendezvous ({reason})"
+    if outcome != "ready" and diffs:
+        # nodes that disagree on a flag meet in different collectives: the node to fix is one that
+        # differs from the head, whatever rank happened to time out first
+        odd = next((n.label for n in dep.workers
+                    if any(repr(v.get(n.label)) != repr(v.get(head.label)) for v in diffs.values())), failed)
+        failed, reason = odd, f"flags differ between nodes ({describe_differences(diffs)}); {reason}"
     final = {n.label: svcs[n.label].status(names[n.label]) for n in dep.nodes}
     return DeploymentOutcome(dep.name, outcome, failed, reason, time.monotonic() - started, head_out,
-                             names, final, not_joined, phase)
+                             names, final, not_joined, phase, diffs)
+
+
+def describe_differences(diffs: Mapping[str, Mapping[str, Any]]) -> str:
+    """``--enable-nccl-nvls: node0=absent node1=True``, one flag after the other."""
+    return "; ".join(f"{flag}: " + " ".join(f"{node}={'absent' if v is None else v}" for node, v in values.items())
+                     for flag, values in diffs.items())
 
 
 @dataclass
@@ -252,13 +282,13 @@ class DeploymentSession:
 
     def run_variant(self, edits: Mapping[str, EditValue] | Sequence[tuple[str, EditValue]],
                     env: dict[str, str | None] | None = None, *, timeout: float | None = None,
-                    keep_serving: bool = False) -> DeploymentTrial:
+                    keep_serving: bool = False, health_path: str = "/health") -> DeploymentTrial:
         """The same edits on every node (node-specific flags refused), a judged start, then a stop."""
         norm = check_edits(edits)
         names = self._place(norm, env)
         svcs = {label: s.svc for label, s in self.sessions.items()}
         by_host = {n.host: svcs[n.label] for n in self.dep.nodes}
-        out = start(self.dep, by_host, names, timeout=timeout or 900.0)
+        out = start(self.dep, by_host, names, timeout=timeout or 900.0, health_path=health_path)
         if out.ok and not keep_serving:
             stop(self.dep, by_host, names)
         return DeploymentTrial(out, names, norm)

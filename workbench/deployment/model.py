@@ -124,14 +124,25 @@ def _parse_one(name: str, body: Any, source: str) -> Deployment:
 
 
 def default_path(ssh_config: str | None = None) -> Path | None:
-    """``$WORKBENCH_DEPLOYMENTS``, else ``deployments.toml`` next to the ssh_config in use."""
+    """``$WORKBENCH_DEPLOYMENTS``; else ``deployments.toml`` beside the ssh_config in use: the one
+    given (or ``$WORKBENCH_SSH_CONFIG``) alone, otherwise the first beside any file of the ssh_config
+    precedence (the testbed's, then ``~/.ssh/config``), then beside the inventory file
+    (``~/.config/workbench/deployments.toml`` by default)."""
     env = os.environ.get(DEPLOYMENTS_ENV)
     if env:
         return Path(env)
     from workbench.hosts import default_ssh_config
+    from workbench.inventory import ssh_configs, user_file
 
-    config = ssh_config or default_ssh_config() or str(Path.home() / ".ssh" / "config")
-    candidate = Path(config).with_name("deployments.toml")
+    chosen = ssh_config or default_ssh_config()
+    if chosen:
+        candidate = Path(chosen).with_name("deployments.toml")
+        return candidate if candidate.is_file() else None
+    for config in ssh_configs().paths:
+        candidate = Path(config).with_name("deployments.toml")
+        if candidate.is_file():
+            return candidate
+    candidate = user_file().with_name("deployments.toml")
     return candidate if candidate.is_file() else None
 
 

@@ -9,6 +9,8 @@ resumed: rerunning it reuses what was recorded).
 
 Several equal hosts (``hosts``) run independent trials of the search at the same time, one per
 host, each host locked, recorded and restored on its own (:class:`workbench.fleet.Fleet`).
+When ``base_unit`` is a deployment's unit and ``hosts`` are its nodes, a trial is a start of the
+whole deployment instead (:mod:`workbench.deployment.runner` tells the two apart).
 Trials of earlier runs on the same hosts (fingerprint) and unit text are given to the search up
 front, so they cost no start and inform every choice.
 
@@ -37,8 +39,9 @@ import pandas as pd
 from pydantic import Field, field_validator
 
 from workbench.bisect import Verdict, bisect
+from workbench.deployment.runner import TrialRunner, trial_runner
 from workbench.errors import ConfigError, WorkbenchError
-from workbench.fleet import Fleet, HostReport
+from workbench.fleet import HostReport
 from workbench.hosts import connect
 from workbench.provenance import collect as collect_provenance
 from workbench.redact import Redactor, clip
@@ -164,7 +167,7 @@ def run(params: BisectParams, *, progress: Callable[[str], None] = print) -> tup
     guarantee: dict[str, Any] = guarantee_entry(None)
     ledger = Ledger(params.data_dir)
     texts: dict[str, str] = {}
-    fleet: Fleet | None = None
+    fleet: TrialRunner | None = None
 
     def tell(line: str) -> None:
         progress(redactor.text(line))
@@ -184,10 +187,11 @@ def run(params: BisectParams, *, progress: Callable[[str], None] = print) -> tup
 
     try:
         hosts = [connect(h, ssh_config=params.ssh_config or None) for h in names]
-        fleet = Fleet(hosts, params.base_unit, purpose=f"bisect {run_.id}", health_path=params.health_path,
-                      timeout=params.start_timeout, lock_wait=params.lock_wait, setup=setup)
+        fleet = trial_runner(hosts, params.base_unit, ssh_config=params.ssh_config or None,
+                             purpose=f"bisect {run_.id}", health_path=params.health_path,
+                             timeout=params.start_timeout, lock_wait=params.lock_wait, setup=setup)
         with fleet:
-            if len(set(texts.values())) > 1:
+            if getattr(fleet, "equal_hosts", True) and len(set(texts.values())) > 1:
                 raise ConfigError(f"the hosts {', '.join(names)} have different {params.base_unit} unit texts: "
                                   "a fleet bisect needs equal hosts")
             base_text = next(iter(texts.values()))

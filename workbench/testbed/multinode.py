@@ -25,6 +25,9 @@ INIT_PORT = 20000
 HTTP_PORT = 30002
 NODES = ("gpu-a", "gpu-b")  # node rank = index
 JOIN_TIMEOUT_S = 120
+# The 2-node server's own fault file (the single-node servers keep /etc/sglang-sim/faults.toml): the
+# simulator's packaged defaults until a test or a user writes 2-node faults (``node = R``) into it.
+FAULT_FILE = "/etc/sglang-sim/faults-2node.toml"
 
 
 def deployment_toml(subnet: str = net.DEFAULT_SUBNET) -> str:
@@ -47,7 +50,8 @@ class MultinodeProvisioner:
 
     def unit_text(self, node_rank: int) -> str:
         return render_unit(UNIT, sim_site=SITE, model_dir=MODEL_DIR, draft_dir=DRAFT_DIR, port=str(HTTP_PORT),
-                           node_rank=str(node_rank), init_addr=self.init_addr(), environment="")
+                           node_rank=str(node_rank), init_addr=self.init_addr(),
+                           environment=f"Environment=SGLANG_SIM_FAULT_FILE={FAULT_FILE}\n")
 
     def install(self, root: Path, host: str) -> None:
         if host not in NODES:
@@ -61,6 +65,7 @@ class MultinodeProvisioner:
         staging.rename(dst)
         install_models(root / MODEL_DIR.lstrip("/").rsplit("/", 1)[0])
         write_if_changed(root, f"/etc/systemd/system/{UNIT}", self.unit_text(NODES.index(host)))
+        write_if_changed(root, FAULT_FILE, (src / "default_faults.toml").read_text())
         if host == NODES[0]:
             target = paths.state_dir() / "deployments.toml"
             target.parent.mkdir(parents=True, exist_ok=True)

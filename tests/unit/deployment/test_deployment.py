@@ -148,3 +148,11 @@ def test_node_stopped_before_its_own_error_is_named_when_the_head_waited_for_it(
     cause = first_failure(frames)
     assert cause is not None and cause.node == "node1" and cause.phase == "nccl_init"
     assert "never joined" in cause.message
+
+
+def test_flag_differences_in_words():
+    from workbench.deployment.control import describe_differences
+
+    assert describe_differences({"--enable-nccl-nvls": {"node0": None, "node1": True},
+                                 "--tp-size": {"node0": "16", "node1": "8"}}) == (
+        "--enable-nccl-nvls: node0=absent node1=True; --tp-size: node0=16 node1=8")

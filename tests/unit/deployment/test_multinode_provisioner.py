@@ -25,3 +25,17 @@ def test_registered_and_installs_one_unit_per_node(tmp_path, monkeypatch):
     assert dep.hosts == ("gpu-a", "gpu-b") and dep.port == 30002
     prov.install(tmp_path / "gpu-a", "gpu-a")  # a refresh into a running host: same files again
     assert exec_argv((tmp_path / "gpu-a" / "etc/systemd/system" / UNIT).read_text()) == argvs["gpu-a"]
+
+
+def test_the_two_node_unit_reads_its_own_fault_file(tmp_path, monkeypatch):
+    from workbench.testbed.multinode import FAULT_FILE
+    from workbench.unitfile import UnitFile
+
+    monkeypatch.setenv("WORKBENCH_TESTBED_DIR", str(tmp_path / "state"))
+    (prov,) = PROVISIONERS.make(["multinode"])
+    prov.install(tmp_path / "gpu-b", "gpu-b")
+    unit = UnitFile.parse((tmp_path / "gpu-b" / "etc/systemd/system" / UNIT).read_text())
+    assert f"SGLANG_SIM_FAULT_FILE={FAULT_FILE}" in unit.get_all("Service", "Environment")
+    faults = (tmp_path / "gpu-b" / FAULT_FILE.lstrip("/")).read_text()
+    assert 'id = "ep8-nvls-cublas"' in faults  # the simulator's defaults until a test writes 2-node faults
+    assert not (tmp_path / "gpu-b" / "etc/sglang-sim/faults.toml").exists()  # the single-node file is not ours
