@@ -82,3 +82,37 @@ def test_the_short_path_reads_every_real_log_as_the_general_path(monkeypatch: py
     assert len(logs) > 200
     for path, a, b in zip(logs, fast, slow, strict=True):
         assert a == b, path.name
+
+
+def test_any_part_of_matches_every_text_that_holds_a_word() -> None:
+    """The quick pre-search (a rare-lettered end of each word) never misses a line the words match."""
+    from workbench.logformats import any_of, any_part_of
+    from workbench.tracebacks.patterns import _NEEDLES, _interesting_words
+
+    for words in (_NEEDLES, _interesting_words(strong=False), ("error", "oom", "ab", "Traceback")):
+        full, part = any_of(words), any_part_of(words)
+        for line in [*_LINES, *words]:
+            if full.search(line) is not None:
+                assert part.search(line) is not None, (line, words)
+    assert any_part_of(["error"]).pattern == "rror"  # from its rarest letter on, three at least
+    assert any_part_of(["Traceback"]).pattern == "Traceback"  # T is rarer than any letter after it
+
+
+def test_the_chunk_search_hint_reads_every_real_log_as_the_dull_test(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A line the reader's quiet-stretch search found a word in skips the dull test: same analysis,
+    whole text and stream, as when every line is tested again."""
+    import io
+
+    from workbench.tracebacks import analyze, analyze_stream, to_json
+    from workbench.tracebacks.scan import Extractor
+
+    logs = sorted(FIXTURES.rglob("*.log"))
+    def both(p: Path) -> str:
+        return repr((to_json(analyze(p.read_bytes())), to_json(analyze_stream(io.BytesIO(p.read_bytes())))))
+    hinted = [both(p) for p in logs]
+    line = Extractor._line
+    monkeypatch.setattr(Extractor, "_line", lambda self, text, interesting=False: line(self, text))
+    plain = [both(p) for p in logs]
+    assert len(logs) >= 250
+    for path, a, b in zip(logs, hinted, plain, strict=True):
+        assert a == b, path.name
