@@ -116,3 +116,18 @@ def test_the_chunk_search_hint_reads_every_real_log_as_the_dull_test(monkeypatch
     assert len(logs) >= 250
     for path, a, b in zip(logs, hinted, plain, strict=True):
         assert a == b, path.name
+
+
+def test_phase_rules_picked_by_their_needles_equal_every_rule_in_order() -> None:
+    from workbench.phases import _COMPILED, _RULE_NEEDLES, _RULES, phase_of_message
+
+    extra = ["Capture draft extend cuda graph begin", "Capture piecewise CUDA graph end", "Loading pt checkpoint shards",
+             "Loading drafter model", "Loading model weights took 1 GB", "Initializing a V1 LLM engine", "\"GET /v1/models",
+             "world_size=2 rank=1 local_rank=1", "Starting vLLM API server on", "Warmup failed", "x Req(rid=1)"]
+    assert len(_RULE_NEEDLES) == len(_RULES)
+    for line in [*_LINES, *extra]:
+        full = next(((ph, order, kind) for pat, (_p, ph, order, kind) in zip(_COMPILED, _RULES, strict=True)
+                     if pat.search(line)), None)
+        assert phase_of_message(line) == full, line
+    for line in extra:
+        assert phase_of_message(line) is not None, line
