@@ -452,6 +452,29 @@ class LineShapes:
         return None
 
 
+# the characters of log text, most common first (from every log in tests/fixtures/): a search whose
+# first characters are rare skips most places of a line at once (see any_part_of)
+_COMMON_CHARS = ' enrit^laos/c1pd_0:um.2g,h3yvk-b5f46=9"(]w[xIS)7F8'
+
+
+def any_part_of(words: Iterable[str], *, shortest: int = 3) -> re.Pattern[str]:
+    """A quick pre-filter for :func:`any_of`: a regex that finds, for each word, the end of it
+    (at least ``shortest`` characters) that begins with its rarest character. The part of a word
+    begins less than ``max(len(w) for w in words)`` characters after the word.
+
+    Every text that holds a word holds that part of it, so a text it does not match holds
+    none of the words; a text it matches may hold none (the caller asks :func:`any_of`). Its
+    first characters are rare ones, which is what makes the regex engine fast: it tries the
+    trie only where a line holds one of them (two to three times fewer places in a log)."""
+    rank = {ch: i for i, ch in enumerate(_COMMON_CHARS)}
+    parts = set()
+    for word in words:
+        last = len(word) - min(shortest, len(word))
+        k = max(range(last + 1), key=lambda i: (rank.get(word[i], len(rank)), -i))
+        parts.add(word[k:])
+    return any_of(parts)
+
+
 def any_of(words: Iterable[str]) -> re.Pattern[str]:
     """A regex that finds any of ``words`` (literal), built as a trie: one character test per
     branch instead of one alternative per word, about twice as fast as ``a|b|c`` on long lists.

@@ -115,6 +115,31 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
     (r"Decode batch[.,]? |Prefill batch[.,]? |Avg prompt throughput:|\"(?:POST|GET) /v1/|\bReq\(rid=", "serving", 6, "batch"),
 )
 _COMPILED = tuple(re.compile(pat) for pat, *_rest in _RULES)
+# for each rule, words one of which every match of its pattern holds: plain ``in`` tests pick the
+# rules worth a regex search (tests/unit/logs/test_tracebacks_prefilter.py holds them to it)
+_RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
+    ("server_args=", "LLM engine", "vLLM API server version", "non-default args:"),
+    ("Init torch distributed begin",),
+    ("is assigned as DP rank", "local_rank=", "is using nccl=="),
+    ("Init torch distributed ends",),
+    ("Load weight begin", "Starting to load model", "Loading dra"),
+    (" checkpoint shards", "Loading weights:"),
+    ("Load weight end",),
+    ("weights took", "Model loading took"),
+    ("KV Cache is allocated", "Memory pool end", "Available KV cache memory", "GPU KV cache size", "# GPU blocks:",
+     "Maximum concurrency for", "Memory profiling takes"),
+    ("graph begin",),
+    ("Capturing CUDA graph", "Capturing cudagraphs", "Capturing batches", "Capture cuda graph bs"),
+    ("graph end",),
+    ("max_total_num_tokens=",),
+    ("Graph capturing finished",),
+    ("init engine (profile, create kv cache, warmup model) took",),
+    ("Uvicorn running on", "Application startup complete"),
+    ("warmup error", "armup failed"),
+    ("Starting vLLM ", "fired up and ready to roll"),
+    ("Decode batch", "Prefill batch", "Avg prompt throughput:", " /v1/", "Req(rid="),
+)
+_CHECKS = tuple(zip(_RULE_NEEDLES, _COMPILED, ((phase, order, kind) for _p, phase, order, kind in _RULES), strict=True))
 # words one of which every rule needs (checked with ``in`` before any regex runs)
 _ANCHORS = ("server_args=", "LLM engine", "vLLM", "non-default", "Init torch", "assigned as DP", "world_size=", "using nccl",
             "armup",
@@ -139,9 +164,12 @@ def phase_of_message(message: str) -> tuple[str, float, str] | None:
     """The (phase, order, kind) rule a message matches, or None."""
     if _ANCHOR.search(message) is None:
         return None
-    for pattern, (_pat, phase, order, kind) in zip(_COMPILED, _RULES, strict=True):
-        if pattern.search(message):
-            return phase, order, kind
+    for needles, pattern, rule in _CHECKS:
+        for needle in needles:
+            if needle in message:
+                if pattern.search(message):
+                    return rule
+                break
     return None
 
 

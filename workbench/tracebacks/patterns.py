@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from workbench.logformats import any_of
+from workbench.logformats import any_of, any_part_of
 from workbench.tracebacks.model import EventKind, Frame
 
 _HEADER = "Traceback (most recent call last)"
@@ -108,29 +108,20 @@ _EVENT_ANCHORS = ("Xid", "Connection refused", "failed to start", "CUDA error", 
                   "Segmentation", "Abort", "Illegal", "Bus error", "SIG", "Floating", "NCCL WARN", "Watchdog", "timing out",
                   "died", "dead", "Exit code", "exited", "ChildFailed", "Failed core", "Killed", "sigquit", "SIGQUIT",
                   "kill_process", "atchdog timeout", "cgroup out of memory", "Error executing", "register worker")
-# every position where a needle begins (a lookahead, so needles that overlap are all seen); where one
-# needle is a prefix of another only the shorter is reported, so it stands for the kinds of both
-_EVENT_ANCHOR = any_of(_NEEDLES)
-_EVENT_WORDS = re.compile("(?=(" + _EVENT_ANCHOR.pattern + "))")
-_KINDS_OF: dict[str, frozenset[str]] = {
-    w: frozenset(k for k, words in _EVENT_NEEDLES.items() for x in words if x.startswith(w)) for w in _NEEDLES
-}
+_EVENT_PART = any_part_of(_NEEDLES)  # the quick first search (see any_part_of)
 
 
 def event_matches(msg: str) -> Iterator[tuple[EventKind, re.Match[str]]]:
     """The kinds of :data:`_EVENTS` whose pattern the line matches, in that order, with the match."""
-    first = _EVENT_ANCHOR.search(msg)  # most lines hold no needle: one plain search says so
-    if first is None:
+    if _EVENT_PART.search(msg) is None:  # most lines hold no needle: one quick search says so
         return
-    words = _EVENT_WORDS.findall(msg, first.start())
-    kinds: set[str] = set()
-    for w in words:
-        kinds |= _KINDS_OF[w]
     for kind, pattern in _EVENTS:
-        if kind in kinds:
-            m = pattern.search(msg)
-            if m is not None:
-                yield kind, m
+        for needle in _EVENT_NEEDLES[kind]:  # plain ``in`` tests: far cheaper than a regex scan
+            if needle in msg:
+                m = pattern.search(msg)
+                if m is not None:
+                    yield kind, m
+                break
 
 
 _PLAIN: tuple[str | None, ...] = (None, None, None, None, None, None)
@@ -186,8 +177,8 @@ def split_flattened(rest: str) -> tuple[list[Frame], str | None, str]:
     return frames, None, ""
 
 
-def _interesting(*, strong: bool) -> re.Pattern[str]:
-    """One search that says whether a line can matter to the scanner or to the phase timeline."""
+def _interesting_words(*, strong: bool) -> frozenset[str]:
+    """The words that make a line matter to the scanner or to the phase timeline."""
     from workbench.phases import _ANCHORS, _FAILURE_ANCHORS  # the timeline's own words
 
     words = {
@@ -201,11 +192,11 @@ def _interesting(*, strong: bool) -> re.Pattern[str]:
     } - _WEAK
     if not strong:
         words |= _WEAK
-    return any_of(words)
+    return frozenset(words)
 
 
 # words that matter to the timeline only while it does not know the phase yet (a window that
 # begins mid-run): the batch and request lines that make up most of a serving log
 _WEAK = frozenset({"batch", "/v1/", "Avg prompt", "Req(rid="})
-_INTERESTING = _interesting(strong=False)
-_STRONG = _interesting(strong=True)
+_INTERESTING = any_of(_interesting_words(strong=False))
+_STRONG = any_of(_interesting_words(strong=True))

@@ -49,6 +49,10 @@ def feed_lines(ex: Extractor, text: str, stop: int) -> None:
             if j >= pos:
                 ex.skip(text.count("\n", pos, j + 1))
                 pos = j + 1
+            end = find("\n", pos, stop)
+            feed(text[pos:end], interesting=True)  # the search just found its word: not dull
+            pos = end + 1
+            continue
         end = find("\n", pos, stop)
         feed(text[pos:end])
         pos = end + 1

@@ -105,7 +105,10 @@ class Extractor:
         self._last: tuple[LogLine, str | None] | None = None  # the last line _feed parsed, and its header
 
     # -- input -------------------------------------------------------------------
-    def feed(self, line: str) -> None:
+    def feed(self, line: str, *, interesting: bool = False) -> None:
+        """Take the next line. ``interesting``: the caller found in it a word of the search that
+        :meth:`quiet` lines are read with (``_STRONG`` once the timeline knows the phase, else
+        ``_INTERESTING``), so it is not dull and that search is not repeated."""
         fast = self._fast
         if fast is not None and self._held is None:
             prefix = fast[2]
@@ -127,11 +130,11 @@ class Extractor:
         if 'File "' in line and ", in " not in line and _FILE_CUT.search(line) is not None:
             self._held = line
             return
-        self._line(line)
+        self._line(line, interesting)
 
-    def _line(self, line: str) -> None:
+    def _line(self, line: str, interesting: bool = False) -> None:
         if ((not self._busy or self._busy_last < self.line_no - _QUIET_LINES) and self._tracker.flavor is not None
-                and not line[:1].isspace() and self._dull(line)):
+                and not line[:1].isspace() and not interesting and self._dull(line)):
             # nothing is open (or what is open has had no line for a while) and the line names
             # nothing the scanner or the timeline reads: count it and move on (most lines of a server log)
             self.line_no += 1

@@ -82,3 +82,52 @@ def test_the_short_path_reads_every_real_log_as_the_general_path(monkeypatch: py
     assert len(logs) > 200
     for path, a, b in zip(logs, fast, slow, strict=True):
         assert a == b, path.name
+
+
+def test_any_part_of_matches_every_text_that_holds_a_word() -> None:
+    """The quick pre-search (a rare-lettered end of each word) never misses a line the words match."""
+    from workbench.logformats import any_of, any_part_of
+    from workbench.tracebacks.patterns import _NEEDLES, _interesting_words
+
+    for words in (_NEEDLES, _interesting_words(strong=False), ("error", "oom", "ab", "Traceback")):
+        full, part = any_of(words), any_part_of(words)
+        for line in [*_LINES, *words]:
+            if full.search(line) is not None:
+                assert part.search(line) is not None, (line, words)
+    assert any_part_of(["error"]).pattern == "rror"  # from its rarest letter on, three at least
+    assert any_part_of(["Traceback"]).pattern == "Traceback"  # T is rarer than any letter after it
+
+
+def test_the_chunk_search_hint_reads_every_real_log_as_the_dull_test(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A line the reader's quiet-stretch search found a word in skips the dull test: same analysis,
+    whole text and stream, as when every line is tested again."""
+    import io
+
+    from workbench.tracebacks import analyze, analyze_stream, to_json
+    from workbench.tracebacks.scan import Extractor
+
+    logs = sorted(FIXTURES.rglob("*.log"))
+    def both(p: Path) -> str:
+        return repr((to_json(analyze(p.read_bytes())), to_json(analyze_stream(io.BytesIO(p.read_bytes())))))
+    hinted = [both(p) for p in logs]
+    line = Extractor._line
+    monkeypatch.setattr(Extractor, "_line", lambda self, text, interesting=False: line(self, text))
+    plain = [both(p) for p in logs]
+    assert len(logs) >= 250
+    for path, a, b in zip(logs, hinted, plain, strict=True):
+        assert a == b, path.name
+
+
+def test_phase_rules_picked_by_their_needles_equal_every_rule_in_order() -> None:
+    from workbench.phases import _COMPILED, _RULE_NEEDLES, _RULES, phase_of_message
+
+    extra = ["Capture draft extend cuda graph begin", "Capture piecewise CUDA graph end", "Loading pt checkpoint shards",
+             "Loading drafter model", "Loading model weights took 1 GB", "Initializing a V1 LLM engine", "\"GET /v1/models",
+             "world_size=2 rank=1 local_rank=1", "Starting vLLM API server on", "Warmup failed", "x Req(rid=1)"]
+    assert len(_RULE_NEEDLES) == len(_RULES)
+    for line in [*_LINES, *extra]:
+        full = next(((ph, order, kind) for pat, (_p, ph, order, kind) in zip(_COMPILED, _RULES, strict=True)
+                     if pat.search(line)), None)
+        assert phase_of_message(line) == full, line
+    for line in extra:
+        assert phase_of_message(line) is not None, line
