@@ -107,7 +107,7 @@ def test_ab_of_nvls_over_two_hosts_gives_a_verdict_with_intervals(testbed, ssh_c
 
 
 def test_benchmark_of_the_running_base_says_hbm_bandwidth_bound(gpu_b_serving, data_dir):
-    result = run_runbook("benchmark", {"host": "gpu-b", **SMALL}, data_dir)
+    result = run_runbook("benchmark", {"host": "gpu-b", "unit": BASE, **SMALL}, data_dir)
     bn = result["bottleneck"]
     assert bn["gpu"] == "B300" and bn["n_gpus"] == 8
     assert [p["label"] for p in bn["points"]] == ["memory-bound", "memory-bound"], bn["verdict"]

@@ -52,8 +52,8 @@ from workbench.watch import watch_start
 
 
 class _Target(RunbookParams):
-    host: str = Field("gpu-b", description="ssh_config alias of the GPU host")
-    unit: str = Field("sglang-k26-ddtree.service", description="the running unit to benchmark")
+    host: str = Field(min_length=1, description="ssh_config alias of the GPU host")
+    unit: str = Field(min_length=1, description="the running unit to benchmark")
     health_path: str = Field("/health", description="readiness endpoint checked before the sweep")
     lock_wait: float = Field(0.0, ge=0, description="seconds to wait while another session holds the host")
 
@@ -81,7 +81,8 @@ def run(params: BenchmarkParams, *, progress: Callable[[str], None] = print) -> 
         with HostSession(host, purpose=f"benchmark {run_.id}", lock_wait=params.lock_wait) as session:
             svc = session.svc
             text = svc.unit_text(params.unit)
-            shape = measure.server_shape(exec_argv(text, params.unit))
+            argv = exec_argv(text, params.unit)
+            shape = measure.with_model(measure.server_shape(argv), host, argv, params)
             port = shape.port
             st = svc.status(params.unit)
             if not st.running:

@@ -9,7 +9,7 @@ the unit's command line; the GPU model from ``nvidia-smi`` (provenance), looked 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,9 @@ from workbench import plots
 from workbench.bench.loadcore import LoadSpec
 from workbench.bench.sweep import SweepResult, host_runner, local_runner, run_sweep
 from workbench.bottleneck import FAR_FROM_ROOF, GPUS, KIMI_K26, GpuSpec, ModelSpec, analyze_results
+from workbench.errors import ConfigError, HostError
 from workbench.hosts import Host
+from workbench.modelarch import read_served_config
 from workbench.runbooks.params import RunbookParams
 from workbench.runs import read_table
 from workbench.watch import server_port
@@ -48,7 +50,8 @@ class LoadParams(RunbookParams):
                                                "tunnel: from here through SSH")
     telemetry: bool = Field(True, description="sample the host's GPUs with nvidia-smi during the sweep")
     gpu_interval_ms: int = Field(200, ge=50, description="GPU sampling interval (ms); short windows need short intervals")
-    model_spec: str = Field("kimi-k2.6", description="model for the roofline (kimi-k2.6); empty: no roofline")
+    model_spec: str = Field("auto", description="model for the roofline: auto (the served model's config.json on the "
+                                                "host), kimi-k2.6, or empty (no roofline)")
     gpu: str = Field("", description="GPU for the roofline (H100 H200 B200 B300 'RTX PRO 6000'); empty: from nvidia-smi")
 
     @field_validator("concurrency")
@@ -75,8 +78,8 @@ class LoadParams(RunbookParams):
     @field_validator("model_spec")
     @classmethod
     def _model_spec(cls, v: str) -> str:
-        if v and v not in MODEL_SPECS:
-            raise ValueError(f"model_spec must be empty or one of {sorted(MODEL_SPECS)}")
+        if v and v != "auto" and v not in MODEL_SPECS:
+            raise ValueError(f"model_spec must be empty, auto or one of {sorted(MODEL_SPECS)}")
         return v
 
     @field_validator("gpu")
@@ -94,6 +97,19 @@ class ServerShape:
     port: int
     tp: int | None = None
     draft_tokens: int | None = None
+    model: ModelSpec | None = None  # the served model, from its config.json (model_spec "auto")
+    model_note: str = ""  # why it is not known
+
+
+def with_model(shape: ServerShape, host: Host, argv: list[str], p: LoadParams) -> ServerShape:
+    """``shape`` with the served model read from its ``config.json`` on ``host`` (model_spec "auto")."""
+    if p.model_spec != "auto":
+        return shape
+    try:
+        arch = read_served_config(host, argv)
+    except (ConfigError, HostError) as exc:
+        return replace(shape, model_note=f"no roofline: {exc}")
+    return replace(shape, model=arch.to_model_spec())
 
 
 def flag_value(argv: list[str], names: tuple[str, ...]) -> str | None:
@@ -191,19 +207,23 @@ class Roofline:
 
 def roofline(results: pd.DataFrame, p: LoadParams, *, gpu_name: str | None, gpu_count: int,
              shape: ServerShape) -> Roofline:
-    """``bottleneck.analyze_results`` on the seeds' model and the host's GPU (when both are known)."""
+    """``bottleneck.analyze_results`` on the model (``model_spec``; auto: ``shape.model``) and the host's GPU."""
     key = p.gpu or gpu_key(gpu_name)
     n = shape.tp or gpu_count or 1
     empty = pd.DataFrame()
     if not p.model_spec:
         return Roofline(empty, key, n, "", "no roofline: no model_spec given")
+    spec = shape.model if p.model_spec == "auto" else MODEL_SPECS[p.model_spec]
+    if spec is None:
+        return Roofline(empty, key, n, "", shape.model_note or "no roofline: the served model's config.json was not read")
+    name = spec.name if p.model_spec == "auto" else p.model_spec
     if key is None:
-        return Roofline(empty, None, n, p.model_spec, f"no roofline: GPU {gpu_name!r} is not in bottleneck.GPUS")
+        return Roofline(empty, None, n, name, f"no roofline: GPU {gpu_name!r} is not in bottleneck.GPUS")
     if results.empty:
-        return Roofline(empty, key, n, p.model_spec, "no roofline: nothing was measured")
+        return Roofline(empty, key, n, name, "no roofline: nothing was measured")
     ok = results[results["completed"] > 0] if "completed" in results else results
-    analyzed = analyze_results(ok, MODEL_SPECS[p.model_spec], GPUS[key], n, tree_tokens=shape.draft_tokens)
-    return Roofline(analyzed, key, n, p.model_spec)
+    analyzed = analyze_results(ok, spec, GPUS[key], n, tree_tokens=shape.draft_tokens)
+    return Roofline(analyzed, key, n, name)
 
 
 def roofline_rows(roof: Roofline) -> list[dict[str, Any]]:

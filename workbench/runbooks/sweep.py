@@ -58,10 +58,9 @@ from workbench.variants import describe_edits
 
 
 class _Target(RunbookParams):
-    host: str = Field("gpu-a", description="ssh_config alias of the GPU host")
-    base_unit: str = Field("sglang-k26-ddtree.service", description="the working unit every configuration varies")
+    host: str = Field(min_length=1, description="ssh_config alias of the GPU host")
+    base_unit: str = Field(min_length=1, description="the working unit every configuration varies")
     grid: dict[str, list[str | int | float | bool | None]] = Field(
-        default_factory=lambda: {"--cuda-graph-max-bs": ["64", "128"]},  # type: ignore[arg-type]
         description='flag -> values to try, e.g. {"--cuda-graph-max-bs": ["64","128"], "--enable-nccl-nvls": [false, true]}')
     slo_ttft_p99_ms: float | None = Field(None, gt=0, description="SLO: p99 time to first token (ms); null: none")
     slo_tpot_p99_ms: float | None = Field(None, gt=0, description="SLO: p99 time per output token (ms); null: none")

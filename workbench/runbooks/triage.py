@@ -62,8 +62,8 @@ from workbench.variants import EditValue
 
 
 class TriageParams(RunbookParams):
-    host: str = Field("gpu-b", description="ssh_config alias of the GPU host")
-    unit: str = Field("sglang-k26-ddtree.service", description="the unit whose start to explain (a variant too)")
+    host: str = Field(min_length=1, description="ssh_config alias of the GPU host")
+    unit: str = Field(min_length=1, description="the unit whose start to explain (a variant too)")
     invocation: str = Field("last", description="an InvocationID, 'last', or an index (-1 last, 0 oldest)")
 
 

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from workbench.errors import ConfigError
-from workbench.runbooks import abtest
-from workbench.runbooks.abtest import ABParams
+from workbench.runbooks import ab as abtest
+from workbench.runbooks.ab import ABParams
 from workbench.runbooks.abverdict import (
     conclusion,
     overall_verdict,
@@ -104,9 +104,16 @@ def test_split_repeats_over_hosts():
     assert sum(k for k, _ in split_repeats(7, 3)) == 7
 
 
-def test_parameters_default_to_nvls_and_are_checked_before_any_host():
-    p = validate(ABParams, {})
+# What every A/B needs (no defaults tied to one deployment); the seeds' question is the preset.
+REQUIRED = {"hosts": ["gpu-b"], "base_unit": "sglang-k26-ddtree.service", "edits": {"--enable-nccl-nvls": True}}
+
+
+def test_parameters_are_required_and_checked_before_any_host():
+    with pytest.raises(ConfigError, match=r"missing required parameter\(s\) hosts, base_unit, edits"):
+        validate(ABParams, {})
+    p = validate(ABParams, REQUIRED)
     assert p.edits == {"--enable-nccl-nvls": True} and p.hosts == ["gpu-b"] and p.load_from == "host"
+    assert p.a_edits == {} and p.model_spec == "auto"
     vllm = validate(ABParams, {"hosts": '["gpu-a"]', "base_unit": "vllm-tiny.service", "edits": '{"--max-num-seqs": "2"}',
                                "concurrency": "[1, 8]", "model_spec": "", "stop_units": '["sglang-k26-ddtree.service"]'})
     assert vllm.edits == {"--max-num-seqs": "2"} and vllm.concurrency == [1, 8] and vllm.model_spec == ""
@@ -124,15 +131,17 @@ def test_parameters_default_to_nvls_and_are_checked_before_any_host():
     ({"model_spec": "llama"}, "model_spec"),
     ({"gpu": "T4"}, "gpu"),
     ({"api": "responses"}, "api"),
+    ({"a_edits": {"--enable-nccl-nvls": True}}, "same configuration"),
+    ({"a_edits": {"nvls": True}}, "a_edits"),
 ])
 def test_bad_parameters_fail_at_once(ns, message):
     with pytest.raises(ConfigError, match=message):
-        validate(ABParams, ns)
+        validate(ABParams, {**REQUIRED, **ns})
 
 
 # -- the result.json schema ------------------------------------------------------------------
 
-TOP_KEYS = {"status", "hosts", "base_unit", "edits", "variant_unit", "metric", "confidence", "arms", "speedup",
+TOP_KEYS = {"status", "hosts", "base_unit", "edits", "a_edits", "variant_unit", "metric", "confidence", "arms", "speedup",
             "verdict", "bottleneck", "conclusion", "server_starts", "wall_seconds", "host_restored", "hosts_report",
             "failure", "started", "finished", "params", "provenance"}
 
@@ -150,7 +159,7 @@ def _sweep_rows(arm: str, scale: float) -> pd.DataFrame:
 
 
 def test_result_schema_and_roofline_per_arm(tmp_path):
-    p = ABParams(data_dir=str(tmp_path), concurrency=[1, 64], repeats=2)
+    p = ABParams(data_dir=str(tmp_path), concurrency=[1, 64], repeats=2, model_spec="kimi-k2.6", **REQUIRED)
     hr = abtest._HostRun("gpu-b", 2, 0, restored=True, starts=1, variant="base-wb-0123456789.service",
                          provenance={"host": "gpu-b", "gpu": "NVIDIA B300 SXM6 AC", "gpu_count": 8})
     hr.frames["results"] = [_sweep_rows("A", 1.0), _sweep_rows("B", 1.02)]
@@ -158,7 +167,7 @@ def test_result_schema_and_roofline_per_arm(tmp_path):
                "B": {"unit": hr.variant, "started": True, "start": {"outcome": "ready", "phase": "serving",
                                                                    "seconds": 4.0}, "failure": None}}
     hr.shapes = {"A": ServerShape(30000, 8, 8), "B": ServerShape(30000, 8, 8)}
-    run = Run.create("test_nvls_on_tp8", data_dir=tmp_path)
+    run = Run.create("ab", data_dir=tmp_path)
     result = abtest._result(p, run, [hr], [("--enable-nccl-nvls", True)], 0.0, 1.0)
     assert set(result) == TOP_KEYS
     assert result["status"] == "ok" and result["verdict"] == "better" and result["host_restored"] is True
@@ -173,9 +182,9 @@ def test_result_schema_and_roofline_per_arm(tmp_path):
 
 
 def test_result_of_a_host_that_failed(tmp_path):
-    p = ABParams(data_dir=str(tmp_path))
+    p = ABParams(data_dir=str(tmp_path), **REQUIRED)
     hr = abtest._HostRun("gpu-b", 3, 0, error="host_locked: gpu-b is held by root (test)")
-    run = Run.create("test_nvls_on_tp8", data_dir=tmp_path)
+    run = Run.create("ab", data_dir=tmp_path)
     result = abtest._result(p, run, [hr], [("--enable-nccl-nvls", True)], 0.0, 1.0)
     assert result["status"] == "failed" and result["failure"]["kind"] == "host_locked"
     assert result["verdict"] is None and result["conclusion"].startswith("Run failed: gpu-b: host_locked")

@@ -1,10 +1,14 @@
-"""The A/B runbook (``test_nvls_on_tp8``): is a base unit plus one edit faster than the base?
+"""The ``ab`` runbook: is a base unit plus an edit faster than the base (or one configuration than another)?
+
+Any edit, or a pair of configurations (``a_edits``: arm A is the base plus these, started as a
+variant too).  "Test NVLS on TP8" (the seeds' question) is its preset ``test-nvls-on-tp8``
+(``presets/ab.toml``; the old name ``test_nvls_on_tp8`` runs it).
 
 Per host, in one :class:`~workbench.session.HostSession` (locked, recorded, restored):
 
 1. ``stop_units`` are stopped for the run (they hold the GPUs or the port; restarted on restore);
 2. **A** = the base: measured as it is when it is running and answers ``health_path``, else started
-   and watched to ready;
+   and watched to ready; with ``a_edits``, the base plus those as a variant (started, measured, removed);
 3. **B** = the base + ``edits`` as a variant (:meth:`HostSession.serve_variant`): started, watched to
    ready, measured, stopped and removed.  A variant that does not start is the answer (its failure is
    classified like a bisect trial), not a failed run.
@@ -22,8 +26,8 @@ not show): the conclusion says so; read it with the repeats' own spread (``point
 
 ``result.json``::
 
-    {"runbook": "test_nvls_on_tp8", "status": "ok"|"failed", "hosts": [str], "base_unit": str,
-     "edits": [[flag, value]], "variant_unit": str|null, "metric": "output_throughput", "confidence": 0.95,
+    {"runbook": "ab", "status": "ok"|"failed", "hosts": [str], "base_unit": str,
+     "edits": [[flag, value]], "a_edits": [[flag, value]] (empty: A is the base), "variant_unit": str|null, "metric": "output_throughput", "confidence": 0.95,
      "arms": {"A": {"unit": str, "started": bool (false: measured as found), "start": {"outcome", "phase",
                     "seconds"}|null, "points": [<benchmark point>]},
               "B": {"unit": str|null, "started": bool, "start": {...}|null, "points": [...],
@@ -75,16 +79,15 @@ from workbench.unitfile import UnitFile, split_environment
 from workbench.variants import describe_edits, normalize_edits
 from workbench.watch import Outcome, watch_start
 
-RUNBOOK = "test_nvls_on_tp8"
-NVLS: dict[str, str | bool | None] = {"--enable-nccl-nvls": True}
+RUNBOOK = "ab"
 
 
 class _Target(RunbookParams):
-    hosts: list[str] = Field(default_factory=lambda: ["gpu-b"],
-                             description="ssh_config aliases; several hosts of one kind split the repeats, in parallel")
-    base_unit: str = Field("sglang-k26-ddtree.service", description="arm A: the base unit (measured as found if serving)")
-    edits: Edits = Field(default_factory=lambda: dict(NVLS),
-                                                description="arm B: the base plus these flag edits")
+    hosts: list[str] = Field(description="ssh_config aliases; several hosts of one kind split the repeats, in parallel")
+    base_unit: str = Field(min_length=1, description="arm A: the base unit (measured as found if serving)")
+    edits: Edits = Field(description="arm B: the base plus these flag edits")
+    a_edits: dict[str, Any] = Field(default_factory=dict,
+                                    description="arm A: the base plus these flag edits (a variant); empty: the base itself")
     health_path: str = Field("/health", description="readiness endpoint of both arms")
     start_timeout: float = Field(900.0, gt=0, description="seconds to wait for ready, per start")
     stop_units: list[str] = Field(default_factory=list,
@@ -100,10 +103,14 @@ class ABParams(measure.LoadParams, _Target):
     def _check(self) -> ABParams:
         if not self.edits:
             raise ValueError("edits: give the flag edit(s) arm B adds to the base")
-        try:
-            normalize_edits(self.edits)
-        except ConfigError as exc:
-            raise ValueError(f"edits: {exc}") from None
+        for name, edits in (("edits", self.edits), ("a_edits", self.a_edits)):
+            try:
+                if edits:
+                    normalize_edits(edits)
+            except ConfigError as exc:
+                raise ValueError(f"{name}: {exc}") from None
+        if self.a_edits and normalize_edits(self.a_edits) == normalize_edits(self.edits):
+            raise ValueError("a_edits and edits are the same configuration: nothing to compare")
         if not self.hosts or len(set(self.hosts)) != len(self.hosts):
             raise ValueError("hosts: give one or more distinct hosts")
         if self.repeats < 2:
@@ -173,7 +180,33 @@ def _arms(s: HostSession, host: Host, p: ABParams, hr: _HostRun, redactor: Redac
     hr.diff = s.variant(p.base_unit, edits).diff()
     for unit in s.make_room(p.stop_units):
         tell(f"{hr.host}: stopped {unit} for the run (restarted at the end)")
-    shape = hr.shapes["A"] = measure.server_shape(exec_argv(text, p.base_unit))
+    if p.a_edits:
+        _variant_a(s, host, p, hr, tell)
+    else:
+        _base_a(s, host, p, hr, text, tell)
+    _arm_b(s, host, p, hr, edits, tell)
+
+
+def _variant_a(s: HostSession, host: Host, p: ABParams, hr: _HostRun, tell: Callable[[str], None]) -> None:
+    """Arm A as the base plus ``a_edits``: started as a variant, measured, removed."""
+    a_edits = list(normalize_edits(p.a_edits))
+    tell(f"{hr.host}: starting A ({describe_edits(a_edits)})")
+    with s.serve_variant(p.base_unit, a_edits, health_path=p.health_path, timeout=p.start_timeout) as trial:
+        hr.starts += 1
+        hr.arms["A"] = {"unit": trial.variant, "started": True, "start": _start_words(trial.outcome)}
+        if not trial.outcome.ok:
+            raise _ArmFailed(f"A ({describe_edits(a_edits)}) does not start: {trial.outcome.describe()}")
+        argv = exec_argv(trial.unit_text, trial.variant)
+        shape = hr.shapes["A"] = measure.with_model(measure.server_shape(argv), host, argv, p)
+        tell(f"{hr.host}: sweeping A, c={p.concurrency} x {hr.repeats}")
+        _keep(hr, "A", measure.sweep_unit(host, shape.port, p, {"variant": f"A: {describe_edits(a_edits)}"},
+                                          repeats=hr.repeats))
+
+
+def _base_a(s: HostSession, host: Host, p: ABParams, hr: _HostRun, text: str, tell: Callable[[str], None]) -> None:
+    """Arm A as the base itself: measured as found when serving, else started."""
+    argv = exec_argv(text, p.base_unit)
+    shape = hr.shapes["A"] = measure.with_model(measure.server_shape(argv), host, argv, p)
     st = s.svc.status(p.base_unit)
     if st.running:
         out = watch_start(s.svc, p.base_unit, start=False, health_path=p.health_path, timeout=min(p.start_timeout, 120))
@@ -190,6 +223,11 @@ def _arms(s: HostSession, host: Host, p: ABParams, hr: _HostRun, redactor: Redac
         raise _ArmFailed(f"A ({p.base_unit}) is not serving: {out.describe()}")
     tell(f"{hr.host}: sweeping A, c={p.concurrency} x {hr.repeats}")
     _keep(hr, "A", measure.sweep_unit(host, shape.port, p, {"variant": "A: base"}, repeats=hr.repeats))
+
+
+def _arm_b(s: HostSession, host: Host, p: ABParams, hr: _HostRun, edits: list[tuple[str, Any]],
+           tell: Callable[[str], None]) -> None:
+    """Arm B: the base plus ``edits`` as a variant; one that does not start is the answer."""
     tell(f"{hr.host}: starting B ({describe_edits(edits)})")
     with s.serve_variant(p.base_unit, edits, health_path=p.health_path, timeout=p.start_timeout) as trial:
         hr.starts += 1
@@ -206,7 +244,8 @@ def _arms(s: HostSession, host: Host, p: ABParams, hr: _HostRun, redactor: Redac
                               "signature": info["signature"]}
             tell(f"{hr.host}: B did not start: {trial.outcome.describe()}")
         else:
-            shape_b = hr.shapes["B"] = measure.server_shape(exec_argv(trial.unit_text, trial.variant))
+            argv = exec_argv(trial.unit_text, trial.variant)
+            shape_b = hr.shapes["B"] = measure.with_model(measure.server_shape(argv), host, argv, p)
             tell(f"{hr.host}: sweeping B, c={p.concurrency} x {hr.repeats}")
             _keep(hr, "B", measure.sweep_unit(host, shape_b.port, p, {"variant": f"B: {describe_edits(edits)}"},
                                               repeats=hr.repeats))
@@ -324,11 +363,14 @@ def _result(params: ABParams, run_: Run, hrs: list[_HostRun], edits: list[tuple[
     elif rows:
         verdict = overall_verdict([r["verdict"] for r in rows])
     words = conclusion(params.base_unit, edits, rows, verdict, b_failure=b_failure)
+    if params.a_edits:
+        words = f"A is {params.base_unit} + {describe_edits(list(normalize_edits(params.a_edits)))}. " + words
     if failure is not None:
         words = f"Run failed: {failure['message']}" + (f" (partial: {words})" if rows else "")
     return {
         "status": "ok" if failure is None else "failed",
         "hosts": params.hosts, "base_unit": params.base_unit, "edits": [[f, v] for f, v in edits],
+        "a_edits": [[f, v] for f, v in normalize_edits(params.a_edits)] if params.a_edits else [],
         "variant_unit": next((hr.variant for hr in hrs if hr.variant), None),
         "metric": METRIC, "confidence": CONFIDENCE,
         "arms": arms, "speedup": rows, "verdict": verdict, "bottleneck": bottleneck or None,
@@ -398,9 +440,10 @@ def notebook() -> Any:
     from workbench.runbooks.notebooks import runbook
 
     return runbook(
-        'abtest',
-        "A/B: is the base plus one edit faster? (NVLS on TP8 by default)",
-        "Measure the base unit (as found if it is serving, else started), then the base plus the edit as a "
+        'ab',
+        "A/B: is the base plus an edit faster (or one configuration than another)?",
+        "Measure the base unit (as found if it is serving, else started; or the base plus `a_edits` as a variant), "
+        "then the base plus the edit as a "
         "variant (started, watched to ready, measured, removed), with the same concurrency sweep, repeats, "
         "GPU telemetry and server counters. The speedup per concurrency comes with a 95% bootstrap interval "
         "over the repeats, and a verdict: better, worse, or no significant difference. Several hosts of one "

@@ -1,4 +1,7 @@
-"""Isolate factors: the full factorial over a few flag edits, and which factor causes which failure.
+"""The ``factorial`` runbook: the full factorial over a few flag edits, and which factor causes which failure.
+
+Any flags: "isolate EP vs NVLS" (the seeds' incident) is its preset ``isolate-ep-vs-nvls``
+(``presets/factorial.toml``; the old name ``isolate_ep_vs_nvls`` runs it).
 
 Every combination of the edits (the base itself included) is started once —
 spread over the given hosts in parallel — and classified.  The conclusion in
@@ -6,7 +9,7 @@ words comes from the matrix: for each failure signature, the minimal
 combinations that show it (a factor alone, or an interaction of several), and
 the factors that never change the outcome.
 
-``result.json``: ``{"runbook": "isolate_ep_vs_nvls", "status", "hosts", "base_unit", "factors": [[flag, value]],
+``result.json``: ``{"runbook": "factorial", "status", "hosts", "base_unit", "factors": [[flag, value]],
 "matrix": [{"factors": {flag: bool}, "outcome", "phase", "exception_type", "signature", "seconds", "reused",
 "host"}], "causes": [{"factors": [flag], "signature", "exception_type", "phase"}], "no_effect": [flag],
 "conclusion": str, "server_starts", "wall_seconds", "host_restored", "failure"}``.
@@ -33,20 +36,14 @@ from workbench.trials import TrialRecord, failure_words
 from workbench.unitfile import UnitFile, split_environment
 from workbench.variants import Variant, describe_edits, edits_key, normalize_edits
 
-DEFAULT_FACTORS: dict[str, str | bool | None] = {
-    "--ep-size": "8",
-    "--enable-nccl-nvls": True,
-    "--enable-flashinfer-allreduce-fusion": True,
-}
+RUNBOOK = "factorial"
 MAX_FACTORS = 6
 
 
-class IsolateParams(RunbookParams):
-    hosts: list[str] = Field(default_factory=lambda: ["gpu-a"],
-                             description="ssh_config aliases; several hosts of one kind run combinations in parallel")
-    base_unit: str = Field("sglang-k26-ddtree.service", description="a unit that works")
-    factors: Edits = Field(default_factory=lambda: dict(DEFAULT_FACTORS),
-                                                  description="flag edits to combine (at most 6)")
+class FactorialParams(RunbookParams):
+    hosts: list[str] = Field(description="ssh_config aliases; several hosts of one kind run combinations in parallel")
+    base_unit: str = Field(min_length=1, description="a unit that works")
+    factors: Edits = Field(description="flag edits to combine (at most 6)")
     health_path: str = Field("/health", description="readiness endpoint")
     start_timeout: float = Field(900.0, gt=0, description="seconds to wait for ready or failure, per start")
     rerun: bool = Field(False, description="start again even where the ledger has the trial")
@@ -101,14 +98,14 @@ def analyse(factors: Subset, results: dict[Subset, TrialRecord]) -> tuple[list[d
     return causes, no_effect, " ".join(words)
 
 
-def run(params: IsolateParams) -> tuple[Run, dict[str, Any]]:
+def run(params: FactorialParams) -> tuple[Run, dict[str, Any]]:
     factors = normalize_edits(params.factors)
     if not 1 <= len(factors) <= MAX_FACTORS:
         raise ConfigError(f"factors: give between 1 and {MAX_FACTORS} flag edits (2^n starts)")
     if not params.hosts:
         raise ConfigError("hosts: give at least one host")
     redactor = Redactor.for_params(params.model_dump())
-    run_ = Run.create("isolate_ep_vs_nvls", data_dir=params.data_dir, run_id=params.run_id, redactor=redactor)
+    run_ = Run.create(RUNBOOK, data_dir=params.data_dir, run_id=params.run_id, redactor=redactor)
     hosts: list[Host] = [connect(h, ssh_config=params.ssh_config or None) for h in params.hosts]
     ledger = Ledger(params.data_dir)
     started = time.time()
@@ -210,12 +207,12 @@ def notebook() -> Any:
     from workbench.runbooks.notebooks import runbook
 
     return runbook(
-        'isolate',
-        "Isolate EP vs NVLS: which factor causes which failure?",
+        'factorial',
+        "Factorial: which flag, or which combination, causes which failure?",
         "Start every combination of a few flag edits (the full factorial, the base included), spread over the "
         "given hosts, and read the matrix: which factor alone, or which interaction, produces each failure "
         "signature, and which factors never change the outcome. Every host is left as it was found.",
-        IsolateParams,
+        FactorialParams,
         ['rb.matrix_frame(result)'],
         [
             ('code', 'rb.matrix_chart(result)', []),
