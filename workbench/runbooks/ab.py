@@ -345,7 +345,7 @@ def _result(params: ABParams, run_: Run, hrs: list[_HostRun], edits: list[tuple[
             roof = measure.roofline(part, params, gpu_name=provenance.get("gpu"),
                                     gpu_count=int(provenance.get("gpu_count") or 0), shape=shape)
             rrows = measure.roofline_rows(roof)
-            bottleneck[arm] = {"gpu": roof.gpu, "n_gpus": roof.n_gpus, "model": roof.model, "note": roof.note,
+            bottleneck[arm] = {"gpu": roof.gpu, "n_gpus": roof.n_gpus, "model": roof.model, "compute_dtype": roof.dtype, "note": roof.note,
                                "points": rrows, "verdict": measure.bottleneck_words(rrows, pts, gpu=roof.spec,
                                                                                      n_gpus=roof.n_gpus)}
             if not roof.analyzed.empty:

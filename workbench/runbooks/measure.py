@@ -199,6 +199,7 @@ class Roofline:
     n_gpus: int
     model: str
     note: str = ""
+    dtype: str = "bf16"  # the tensor-core dtype the model's matmuls run in
 
     @property
     def spec(self) -> GpuSpec | None:
@@ -223,7 +224,7 @@ def roofline(results: pd.DataFrame, p: LoadParams, *, gpu_name: str | None, gpu_
         return Roofline(empty, key, n, name, "no roofline: nothing was measured")
     ok = results[results["completed"] > 0] if "completed" in results else results
     analyzed = analyze_results(ok, spec, GPUS[key], n, tree_tokens=shape.draft_tokens)
-    return Roofline(analyzed, key, n, name)
+    return Roofline(analyzed, key, n, name, dtype=spec.compute_dtype)
 
 
 def roofline_rows(roof: Roofline) -> list[dict[str, Any]]:
@@ -303,7 +304,7 @@ def gpu_chart(samples: pd.DataFrame, results: pd.DataFrame, *, load_from: str = 
 def roofline_chart(roof: Roofline, *, color: str = "variant") -> Any:
     if roof.analyzed.empty or roof.spec is None:
         return None
-    return plots.roofline_chart(roof.analyzed, roof.spec, roof.n_gpus, dtype=MODEL_SPECS[roof.model].compute_dtype,
+    return plots.roofline_chart(roof.analyzed, roof.spec, roof.n_gpus, dtype=roof.dtype,
                                 color=color)
 
 
@@ -320,7 +321,9 @@ def sweep_charts(res: pd.DataFrame, samples: pd.DataFrame, bottleneck: dict[str,
     gpu = gpu_chart(samples, res if timeline_results is None else timeline_results, load_from=load_from, color=color)
     if gpu is not None:
         out.append(gpu)
-    roof = Roofline(roofline_table, bottleneck.get("gpu"), int(bottleneck.get("n_gpus") or 1), bottleneck.get("model") or "")
+    model = bottleneck.get("model") or ""
+    dtype = bottleneck.get("compute_dtype") or (MODEL_SPECS[model].compute_dtype if model in MODEL_SPECS else "bf16")
+    roof = Roofline(roofline_table, bottleneck.get("gpu"), int(bottleneck.get("n_gpus") or 1), model, dtype=dtype)
     chart = roofline_chart(roof, color=color) if color else roofline_chart(roof)
     if chart is not None:
         out.append(chart)
