@@ -48,7 +48,6 @@ Tables: ``results``, ``requests``, ``telemetry`` (columns ``arm``, ``host``), ``
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -58,7 +57,7 @@ from pydantic import Field, model_validator
 
 from workbench import plots
 from workbench.errors import ConfigError, LockHeld, RestoreError, WorkbenchError
-from workbench.hosts import Host, connect
+from workbench.hosts import Host
 from workbench.provenance import collect as collect_provenance
 from workbench.redact import Redactor
 from workbench.runbooks import measure
@@ -71,6 +70,8 @@ from workbench.runbooks.abverdict import (
     split_repeats,
 )
 from workbench.runbooks.params import Edits, RunbookParams
+from workbench.runbooks.schemas import ABResult
+from workbench.runbooks.skeleton import RunbookRun
 from workbench.runs import Run
 from workbench.services import exec_argv
 from workbench.session import HostSession
@@ -160,12 +161,11 @@ class _ArmFailed(WorkbenchError):
     """Arm A could not be measured (the base is not serving)."""
 
 
-def _both_arms(host: Host, p: ABParams, hr: _HostRun, redactor: Redactor, purpose: str,
-               tell: Callable[[str], None]) -> None:
-    s = HostSession(host, purpose=purpose, ready_timeout=p.start_timeout, lock_wait=p.lock_wait)
+def _both_arms(host: Host, p: ABParams, hr: _HostRun, rr: RunbookRun) -> None:
+    s = rr.session(host, ready_timeout=p.start_timeout, lock_wait=p.lock_wait)
     try:
         with s:
-            _arms(s, host, p, hr, redactor, tell)
+            _arms(s, host, p, hr, rr.redactor, rr.tell)
     finally:
         hr.restored = s.restored
 
@@ -261,65 +261,65 @@ def _frames(hrs: list[_HostRun], name: str) -> pd.DataFrame:
 
 def run(params: ABParams, *, progress: Callable[[str], None] = print) -> tuple[Run, dict[str, Any]]:
     """A/B ``params.edits`` against ``params.base_unit`` on ``params.hosts``; returns the run and its result."""
-    redactor = Redactor.for_params(params.model_dump())
-    run_ = Run.create(RUNBOOK, data_dir=params.data_dir, run_id=params.run_id, redactor=redactor)
     edits = list(normalize_edits(params.edits))
-    started = time.time()
-    lock = threading.Lock()
+    with RunbookRun(RUNBOOK, params, ABResult, progress=progress) as rr:
+        hrs = [_HostRun(h, k, off) for h, (k, off) in zip(params.hosts, split_repeats(params.repeats, len(params.hosts)),
+                                                            strict=True)]
 
-    def tell(line: str) -> None:
-        with lock:
-            progress(redactor.text(line))
+        def worker(hr: _HostRun) -> None:
+            try:
+                _both_arms(rr.connect(hr.host), params, hr, rr)
+            except LockHeld as exc:
+                hr.error = f"host_locked: {exc}"
+            except RestoreError as exc:
+                hr.error = f"restore_failed: {exc}"
+            except _ArmFailed as exc:
+                hr.error = f"base_failed: {exc}"
+            except WorkbenchError as exc:
+                hr.error = f"error: {type(exc).__name__}: {exc}"
 
-    hrs = [_HostRun(h, k, off) for h, (k, off) in zip(params.hosts, split_repeats(params.repeats, len(params.hosts)),
-                                                        strict=True)]
-
-    def worker(hr: _HostRun) -> None:
-        host = None
+        interrupted = False
         try:
-            host = connect(hr.host, ssh_config=params.ssh_config or None)
-            _both_arms(host, params, hr, redactor, f"{RUNBOOK} {run_.id}", tell)
-        except LockHeld as exc:
-            hr.error = f"host_locked: {exc}"
-        except RestoreError as exc:
-            hr.error = f"restore_failed: {exc}"
-        except _ArmFailed as exc:
-            hr.error = f"base_failed: {exc}"
-        except WorkbenchError as exc:
-            hr.error = f"error: {type(exc).__name__}: {exc}"
-        finally:
-            if host is not None:
-                host.close()
-
-    interrupted = False
-    try:
-        if len(hrs) == 1:
-            worker(hrs[0])  # here, so Ctrl-C reaches the session (which restores on the way out)
-        else:
-            threads = [threading.Thread(target=worker, args=(hr,), name=f"ab-{hr.host}", daemon=True) for hr in hrs]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
-    except KeyboardInterrupt:
-        interrupted = True
-        if len(hrs) > 1:
-            progress("interrupted: waiting for every host to finish its arm and restore")
-            for t in threads:
-                t.join()
-    finished = time.time()
-    result = _result(params, run_, hrs, edits, started, finished)
-    if interrupted:
-        result.update(status="failed", failure={"kind": "interrupted", "message": "interrupted (hosts restored on "
-                                                "the way out)"}, conclusion="Run failed: interrupted")
-    run_.write_result(result)
-    if interrupted:
-        raise KeyboardInterrupt
-    return run_, run_.result() or result
+            if len(hrs) == 1:
+                worker(hrs[0])  # here, so Ctrl-C reaches the session (which restores on the way out)
+            else:
+                threads = [threading.Thread(target=worker, args=(hr,), name=f"ab-{hr.host}", daemon=True)
+                           for hr in hrs]
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join()
+        except KeyboardInterrupt:
+            interrupted = True
+            if len(hrs) > 1:
+                rr.tell("interrupted: waiting for every host to finish its arm and restore")
+                for t in threads:
+                    t.join()
+        fields, failure, words = _outcome(params, rr.run, hrs, edits)
+        rr.set(**fields)
+        if interrupted:
+            raise KeyboardInterrupt  # recorded by the skeleton, with what was measured
+        if failure is not None:
+            rr.fail(failure["kind"], failure["message"])
+        if failure is None or fields["speedup"]:
+            rr.conclude(words)
+    return rr.run, rr.result
 
 
 def _result(params: ABParams, run_: Run, hrs: list[_HostRun], edits: list[tuple[str, Any]],
             started: float, finished: float) -> dict[str, Any]:
+    """The whole result as :class:`RunbookRun` writes it from :func:`_outcome` (without the run's keys)."""
+    fields, failure, words = _outcome(params, run_, hrs, edits)
+    if failure is not None:
+        words = f"Run failed: {failure['message']}" + (f" (partial: {words})" if fields["speedup"] else "")
+    return {"status": "ok" if failure is None else "failed", **fields, "conclusion": words, "failure": failure,
+            "wall_seconds": round(finished - started, 2), "started": started, "finished": finished,
+            "params": params.model_dump()}
+
+
+def _outcome(params: ABParams, run_: Run, hrs: list[_HostRun], edits: list[tuple[str, Any]],
+             ) -> tuple[dict[str, Any], dict[str, str] | None, str]:
+    """(the runbook's own result keys, the failure or None, the conclusion); the tables saved in ``run_``."""
     results, requests, telemetry = _frames(hrs, "results"), _frames(hrs, "requests"), _frames(hrs, "telemetry")
     for name, frame in (("results", results), ("requests", requests), ("telemetry", telemetry)):
         if not frame.empty:
@@ -365,24 +365,18 @@ def _result(params: ABParams, run_: Run, hrs: list[_HostRun], edits: list[tuple[
     words = conclusion(params.base_unit, edits, rows, verdict, b_failure=b_failure)
     if params.a_edits:
         words = f"A is {params.base_unit} + {describe_edits(list(normalize_edits(params.a_edits)))}. " + words
-    if failure is not None:
-        words = f"Run failed: {failure['message']}" + (f" (partial: {words})" if rows else "")
     return {
-        "status": "ok" if failure is None else "failed",
         "hosts": params.hosts, "base_unit": params.base_unit, "edits": [[f, v] for f, v in edits],
         "a_edits": [[f, v] for f, v in normalize_edits(params.a_edits)] if params.a_edits else [],
         "variant_unit": next((hr.variant for hr in hrs if hr.variant), None),
         "metric": METRIC, "confidence": CONFIDENCE,
         "arms": arms, "speedup": rows, "verdict": verdict, "bottleneck": bottleneck or None,
-        "conclusion": words,
         "server_starts": sum(hr.starts for hr in hrs),
-        "wall_seconds": round(finished - started, 2),
         "host_restored": all(hr.restored for hr in hrs),
         "hosts_report": [{"host": hr.host, "repeats": hr.repeats, "restored": hr.restored, "error": hr.error}
                          for hr in hrs],
-        "failure": failure, "started": started, "finished": finished,
-        "params": params.model_dump(), "provenance": provenance,
-    }
+        "provenance": provenance,
+    }, failure, words
 
 
 # -- what the notebook shows ----------------------------------------------------
