@@ -69,7 +69,7 @@ from workbench.runbooks.abverdict import (
     speedups,
     split_repeats,
 )
-from workbench.runbooks.params import Edits, RunbookParams
+from workbench.runbooks.params import EditJSON, Edits, RunbookParams
 from workbench.runbooks.schemas import ABResult
 from workbench.runbooks.skeleton import RunbookRun
 from workbench.runs import Run
@@ -87,7 +87,7 @@ class _Target(RunbookParams):
     hosts: list[str] = Field(description="ssh_config aliases; several hosts of one kind split the repeats, in parallel")
     base_unit: str = Field(min_length=1, description="arm A: the base unit (measured as found if serving)")
     edits: Edits = Field(description="arm B: the base plus these flag edits")
-    a_edits: dict[str, Any] = Field(default_factory=dict,
+    a_edits: dict[str, EditJSON] = Field(default_factory=dict,
                                     description="arm A: the base plus these flag edits (a variant); empty: the base itself")
     health_path: str = Field("/health", description="readiness endpoint of both arms")
     start_timeout: float = Field(900.0, gt=0, description="seconds to wait for ready, per start")

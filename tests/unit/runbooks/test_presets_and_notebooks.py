@@ -150,3 +150,11 @@ def test_a_failing_notebook_exits_1_and_a_bad_parameter_2(tmp_path, capsys):
     assert main(["run", str(path), "-p", "count", "many", "--data-dir", str(tmp_path / "d2")]) == 2
     assert "count" in capsys.readouterr().err and not (tmp_path / "d2").exists()
     assert main(["run", str(path), "--preset", "x", "--data-dir", str(tmp_path / "d2")]) == 2
+
+
+@pytest.mark.parametrize("name", ex.runbooks())
+def test_every_parameters_cell_runs_as_the_kernel_runs_it(name):
+    """Annotations of a module-level assignment are evaluated: a type the kernel lacks is a NameError."""
+    nb = nbformat.read(str(ex.resolve(name)[1]), as_version=4)
+    (cell,) = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    exec(compile(cell.source, f"{name}:parameters", "exec"), {})
