@@ -71,7 +71,7 @@ def test_a_failure_found_without_an_exception(tmp_path):
 
 def test_a_result_that_does_not_fit_its_model_is_a_bug_raised(tmp_path):
     class Strict(RunResult):
-        points: list[int] = []
+        points: list[int] = Field(default_factory=list)
 
     with pytest.raises(ValidationError), \
             RunbookRun("strict", ToyParams(host="h", data_dir=str(tmp_path)), Strict) as rr:
