@@ -8,7 +8,8 @@ every point with :mod:`workbench.bottleneck` on the GPU that ``nvidia-smi`` name
 given.  It never starts or stops anything: a unit that is not running is a failed run.
 
 Tables in the run directory: ``results.parquet`` (one row per point and repeat), ``requests.parquet``
-(one row per request), ``telemetry.parquet`` (GPU samples), ``roofline.parquet`` (``roof_*`` columns).
+(one row per request), ``telemetry.parquet`` (GPU samples), ``roofline.parquet`` (``roof_*`` columns),
+``server_metrics.parquet`` (the server's ``/metrics`` polled over the sweep: :mod:`workbench.servermetrics`).
 
 ``result.json``::
 
@@ -24,6 +25,8 @@ Tables in the run directory: ``results.parquet`` (one row per point and repeat),
                     "points": [{"concurrency", "label", "tok_s", "bw_fraction", "headroom", "roofline_tok_s",
                                 "intensity", "ridge"}],
                     "verdict": str},
+     "server_series": {"samples", "errors", "peak_running", "peak_queued", "peak_kv_cache_usage",
+                       "mean_spec_accept_length", "peak_generation_tok_s"}|absent,
      "conclusion": str, "host_restored": true (nothing was changed), "server_starts": 0,
      "wall_seconds": float, "failure": {"kind": str, "message": str}|null, "started": float, "finished": float,
      "params": {...}, "provenance": {...}}
@@ -37,6 +40,7 @@ from typing import Any
 import pandas as pd
 from pydantic import Field
 
+from workbench import plots, servermetrics
 from workbench.errors import HostError, LockHeld, ServiceError
 from workbench.provenance import collect as collect_provenance
 from workbench.runbooks import measure
@@ -89,8 +93,13 @@ def run(params: BenchmarkParams, *, progress: Callable[[str], None] = print) -> 
                                    host=params.host, unit=params.unit)
             rr.provenance = collect_provenance(host, text)
             rr.tell(f"sweeping {params.unit} on {params.host}:{shape.port}: c={params.concurrency} x {params.repeats}")
-            sweep = measure.sweep_unit(host, shape.port, params, {"variant": params.unit, "host": params.host})
+            series: list[pd.DataFrame] = []
+            sweep = measure.sweep_unit(host, shape.port, params, {"variant": params.unit, "host": params.host},
+                                       series=series)
         rr.table("results", sweep.results)
+        if series:
+            rr.table("server_metrics", series[0])
+            rr.set(server_series=servermetrics.summary(series[0]))
         rr.table("requests", sweep.requests)
         rr.table("telemetry", sweep.gpu)
         pts = measure.points(sweep.results)
@@ -123,12 +132,14 @@ def roofline_frame(result: dict[str, Any]) -> pd.DataFrame:
 
 
 def charts(result: dict[str, Any], t: dict[str, pd.DataFrame]) -> list[Any]:
-    """Throughput vs concurrency, latency percentiles vs throughput, GPU timeline, roofline."""
+    """Throughput vs concurrency, latency percentiles vs throughput, GPU timeline, roofline, server /metrics."""
     res = t.get("results", pd.DataFrame())
     if res.empty:
         return []
-    return measure.sweep_charts(res, t.get("telemetry", pd.DataFrame()), result.get("bottleneck") or {},
-                                t.get("roofline", pd.DataFrame()), load_from=result.get("load_from", "host"))
+    out = measure.sweep_charts(res, t.get("telemetry", pd.DataFrame()), result.get("bottleneck") or {},
+                               t.get("roofline", pd.DataFrame()), load_from=result.get("load_from", "host"))
+    server = plots.server_series_chart(t.get("server_metrics", pd.DataFrame()))
+    return out + ([server] if server is not None else [])
 
 
 def show_charts(run: Run, result: dict[str, Any]) -> None:

@@ -9,6 +9,7 @@ the unit's command line; the GPU model from ``nvidia-smi`` (provenance), looked 
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from workbench.hosts import Host
 from workbench.modelarch import read_served_config
 from workbench.runbooks.params import RunbookParams
 from workbench.runs import read_table
+from workbench.servermetrics import MetricsSampler
 from workbench.watch import server_port
 
 MODEL_SPECS: dict[str, ModelSpec] = {"kimi-k2.6": KIMI_K26}
@@ -50,6 +52,9 @@ class LoadParams(RunbookParams):
                                                "tunnel: from here through SSH")
     telemetry: bool = Field(True, description="sample the host's GPUs with nvidia-smi during the sweep")
     gpu_interval_ms: int = Field(200, ge=50, description="GPU sampling interval (ms); short windows need short intervals")
+    server_metrics: bool = Field(True, description="poll the server's /metrics during the sweep (running/queued "
+                                                   "requests, KV cache usage, tokens, spec accept length)")
+    metrics_interval_ms: int = Field(500, ge=100, description="/metrics polling interval (ms)")
     model_spec: str = Field("auto", description="model for the roofline: auto (the served model's config.json on the "
                                                 "host), kimi-k2.6, or empty (no roofline)")
     gpu: str = Field("", description="GPU for the roofline (H100 H200 B200 B300 'RTX PRO 6000'); empty: from nvidia-smi")
@@ -146,19 +151,27 @@ def load_spec(p: LoadParams, url: str) -> LoadSpec:
 
 
 def sweep_unit(host: Host, port: int, p: LoadParams, labels: dict[str, Any], *,
-               repeats: int | None = None) -> SweepResult:
+               repeats: int | None = None, series: list[pd.DataFrame] | None = None) -> SweepResult:
     """Sweep the server on ``host:port``: load from the host (or through a tunnel), GPU samples
-    joined per point, ``/metrics`` deltas (speculative acceptance per window) through a tunnel."""
+    joined per point, ``/metrics`` deltas (speculative acceptance per window) through a tunnel;
+    with ``series`` (and ``p.server_metrics``) the server's ``/metrics`` time series over the whole
+    sweep is appended to it (:mod:`workbench.servermetrics`, tagged with ``labels``)."""
     with host.tunnel(port) as local_port:
         server_url = f"http://127.0.0.1:{local_port}"
         if p.load_from == "host":
             url, runner = f"http://127.0.0.1:{port}", host_runner(host, progress=False)
         else:
             url, runner = server_url, local_runner(False)
-        return run_sweep(load_spec(p, url), p.concurrency, repeats=repeats or p.repeats, runner=runner,
-                         labels=labels, requests_per_concurrency=p.requests_per_concurrency or None,
-                         server_url=server_url, gpu_host=host if p.telemetry else None,
-                         gpu_interval_ms=p.gpu_interval_ms)
+        sampler = MetricsSampler(server_url, p.metrics_interval_ms / 1000) if series is not None and p.server_metrics \
+            else None
+        with sampler or contextlib.nullcontext():
+            out = run_sweep(load_spec(p, url), p.concurrency, repeats=repeats or p.repeats, runner=runner,
+                            labels=labels, requests_per_concurrency=p.requests_per_concurrency or None,
+                            server_url=server_url, gpu_host=host if p.telemetry else None,
+                            gpu_interval_ms=p.gpu_interval_ms)
+        if sampler is not None and series is not None and not sampler.frame.empty:
+            series.append(sampler.frame.assign(**{k: v for k, v in labels.items() if isinstance(v, str | int)}))
+        return out
 
 
 # -- summaries and the roofline -----------------------------------------------------------------

@@ -130,6 +130,18 @@ class Bottleneck(_Open):
     verdict: str | None = None
 
 
+class ServerSeries(_Open):
+    """The server's /metrics over the run (workbench.servermetrics.summary); null where not exported."""
+
+    samples: int
+    errors: int = 0
+    peak_running: float | None = None
+    peak_queued: float | None = None
+    peak_kv_cache_usage: float | None = Field(None, description="fraction of the KV cache in use, 0-1")
+    mean_spec_accept_length: float | None = None
+    peak_generation_tok_s: float | None = None
+
+
 class BenchmarkResult(RunResult):
     runbook: Literal["benchmark"]
     host: str | None = None
@@ -140,6 +152,7 @@ class BenchmarkResult(RunResult):
     repeats: int | None = None
     points: list[BenchPoint] = Field(default_factory=list)
     bottleneck: Bottleneck | None = None
+    server_series: ServerSeries | None = None
 
 
 class Arm(_Open):
