@@ -4,16 +4,19 @@ nvidia-smi name, per-point summaries, and the bottleneck verdict in words on the
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from workbench.bottleneck import GPUS
 from workbench.errors import ConfigError
+from workbench.hosts import LocalHost
 from workbench.runbooks import measure
 from workbench.runbooks.benchmark import BenchmarkParams
 from workbench.runbooks.params import validate
 
+CONFIGS = Path(__file__).parents[2] / "fixtures" / "bench" / "configs"  # published config.json values
 # The seeds' box, with its model named (the default, "auto", reads config.json on the host).
 TARGET = {"host": "gpu-b", "unit": "sglang-k26-ddtree.service", "model_spec": "kimi-k2.6"}
 SEEDS_ARGV = shlex.split("/usr/bin/python3 -m sglang.launch_server --model-path /models/Kimi-K2.6 --served-model-name kimi-k2.6 "
@@ -113,3 +116,24 @@ def test_benchmark_parameters_are_checked():
         validate(BenchmarkParams, {"host": "gpu-b"})
     p = validate(BenchmarkParams, {"host": "gpu-b", "unit": "u.service", "concurrency": "[1, 4]", "repeats": 2})
     assert p.unit == "u.service" and p.concurrency == [1, 4] and p.model_spec == "auto"
+
+
+def test_model_spec_auto_reads_the_served_models_config_on_the_host(tmp_path):
+    """The default: any model's roofline from its config.json where it is served (a real local shell)."""
+    model_dir = tmp_path / "Qwen3-8B"
+    model_dir.mkdir()
+    (model_dir / "config.json").write_text((CONFIGS / "Qwen3-8B.json").read_text())
+    argv = ["python3", "-m", "sglang.launch_server", "--model-path", str(model_dir), "--tp-size", "1"]
+    p = BenchmarkParams(host="h", unit="u.service")
+    shape = measure.with_model(measure.server_shape(argv), LocalHost("local-test"), argv, p)
+    assert shape.model is not None and shape.model.name == "Qwen3-8B"
+    roof = measure.roofline(seeds_results(), p, gpu_name="NVIDIA H100 80GB HBM3", gpu_count=1, shape=shape)
+    assert roof.model == "Qwen3-8B" and roof.note == "" and not roof.analyzed.empty
+    # a model without a config.json on the host: no roofline, and the note says why
+    missing = ["python3", "-m", "sglang.launch_server", "--model-path", str(tmp_path / "nope")]
+    gone = measure.with_model(measure.server_shape(missing), LocalHost("local-test"), missing, p)
+    note = measure.roofline(seeds_results(), p, gpu_name="NVIDIA H100 80GB HBM3", gpu_count=1, shape=gone).note
+    assert gone.model is None and note.startswith("no roofline: no config.json for")
+    # named models skip the host
+    named = BenchmarkParams(**TARGET)
+    assert measure.with_model(measure.server_shape(argv), LocalHost("local-test"), argv, named).model is None
