@@ -42,20 +42,21 @@ not show): the conclusion says so; read it with the repeats' own spread (``point
      "failure": {"kind": str, "message": str}|null, "started": float, "finished": float,
      "params": {...}, "provenance": {...}}
 
-Tables: ``results``, ``requests``, ``telemetry`` (columns ``arm``, ``host``), ``speedup``, ``roofline``.
+Tables: ``results``, ``requests``, ``telemetry``, ``server_metrics`` (columns ``arm``, ``host``), ``speedup``,
+``roofline``; each arm's ``server_series`` summary (:func:`workbench.servermetrics.summary`) in ``arms``.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 from pydantic import Field, model_validator
 
-from workbench import plots
+from workbench import plots, servermetrics
 from workbench.errors import ConfigError, LockHeld, RestoreError, WorkbenchError
 from workbench.hosts import Host
 from workbench.provenance import collect as collect_provenance
@@ -131,7 +132,8 @@ class _HostRun:
     offset: int
     restored: bool = False
     error: str | None = None
-    frames: dict[str, list[pd.DataFrame]] = field(default_factory=lambda: {"results": [], "requests": [], "telemetry": []})
+    frames: dict[str, list[pd.DataFrame]] = field(
+        default_factory=lambda: {"results": [], "requests": [], "telemetry": [], "server_metrics": []})
     arms: dict[str, dict[str, Any]] = field(default_factory=dict)
     starts: int = 0
     variant: str | None = None
@@ -144,8 +146,10 @@ def _start_words(out: Outcome) -> dict[str, Any]:
     return {"outcome": out.outcome, "phase": out.phase, "seconds": round(out.seconds, 2)}
 
 
-def _keep(hr: _HostRun, arm: str, sweep: Any) -> None:
+def _keep(hr: _HostRun, arm: str, sweep: Any, series: Sequence[pd.DataFrame] = ()) -> None:
+    """One arm's sweep into the host's frames, tagged with the arm and host (its server /metrics too)."""
     tags = {"arm": arm, "host": hr.host}
+    hr.frames["server_metrics"].extend(f.assign(**tags) for f in series)
     res = sweep.results.assign(**tags)
     res["repeat"] = res["repeat"] + hr.offset
     req = sweep.requests.assign(**tags)
@@ -199,8 +203,9 @@ def _variant_a(s: HostSession, host: Host, p: ABParams, hr: _HostRun, tell: Call
         argv = exec_argv(trial.unit_text, trial.variant)
         shape = hr.shapes["A"] = measure.with_model(measure.server_shape(argv), host, argv, p)
         tell(f"{hr.host}: sweeping A, c={p.concurrency} x {hr.repeats}")
+        series: list[pd.DataFrame] = []
         _keep(hr, "A", measure.sweep_unit(host, shape.port, p, {"variant": f"A: {describe_edits(a_edits)}"},
-                                          repeats=hr.repeats))
+                                          repeats=hr.repeats, series=series), series)
 
 
 def _base_a(s: HostSession, host: Host, p: ABParams, hr: _HostRun, text: str, tell: Callable[[str], None]) -> None:
@@ -222,7 +227,9 @@ def _base_a(s: HostSession, host: Host, p: ABParams, hr: _HostRun, text: str, te
     if not out.ok:
         raise _ArmFailed(f"A ({p.base_unit}) is not serving: {out.describe()}")
     tell(f"{hr.host}: sweeping A, c={p.concurrency} x {hr.repeats}")
-    _keep(hr, "A", measure.sweep_unit(host, shape.port, p, {"variant": "A: base"}, repeats=hr.repeats))
+    series: list[pd.DataFrame] = []
+    _keep(hr, "A", measure.sweep_unit(host, shape.port, p, {"variant": "A: base"}, repeats=hr.repeats,
+                                      series=series), series)
 
 
 def _arm_b(s: HostSession, host: Host, p: ABParams, hr: _HostRun, edits: list[tuple[str, Any]],
@@ -247,8 +254,9 @@ def _arm_b(s: HostSession, host: Host, p: ABParams, hr: _HostRun, edits: list[tu
             argv = exec_argv(trial.unit_text, trial.variant)
             shape_b = hr.shapes["B"] = measure.with_model(measure.server_shape(argv), host, argv, p)
             tell(f"{hr.host}: sweeping B, c={p.concurrency} x {hr.repeats}")
+            series: list[pd.DataFrame] = []
             _keep(hr, "B", measure.sweep_unit(host, shape_b.port, p, {"variant": f"B: {describe_edits(edits)}"},
-                                              repeats=hr.repeats))
+                                              repeats=hr.repeats, series=series), series)
 
 
 # -- the run ------------------------------------------------------------------------------------
@@ -321,7 +329,9 @@ def _outcome(params: ABParams, run_: Run, hrs: list[_HostRun], edits: list[tuple
              ) -> tuple[dict[str, Any], dict[str, str] | None, str]:
     """(the runbook's own result keys, the failure or None, the conclusion); the tables saved in ``run_``."""
     results, requests, telemetry = _frames(hrs, "results"), _frames(hrs, "requests"), _frames(hrs, "telemetry")
-    for name, frame in (("results", results), ("requests", requests), ("telemetry", telemetry)):
+    series = _frames(hrs, "server_metrics")
+    for name, frame in (("results", results), ("requests", requests), ("telemetry", telemetry),
+                        ("server_metrics", series)):
         if not frame.empty:
             run_.table(name, frame)
     rows = speedups(results)
@@ -340,6 +350,8 @@ def _outcome(params: ABParams, run_: Run, hrs: list[_HostRun], edits: list[tuple
         part = results[results["arm"] == arm] if not results.empty else results
         pts = measure.points(part)
         arms[arm] = {**(info or {"unit": None, "started": False, "start": None}), "points": pts}
+        if not series.empty and arm in set(series["arm"]):
+            arms[arm]["server_series"] = servermetrics.summary(series[series["arm"] == arm])
         shape = next((hr.shapes[arm] for hr in hrs if arm in hr.shapes), None)
         if shape is not None and not part.empty:
             roof = measure.roofline(part, params, gpu_name=provenance.get("gpu"),
@@ -406,7 +418,8 @@ def bottleneck_words(result: dict[str, Any]) -> Any:
 
 
 def charts(result: dict[str, Any], t: dict[str, pd.DataFrame]) -> list[Any]:
-    """Speedup with intervals, throughput vs concurrency per arm, latency vs throughput, GPU timeline, roofline."""
+    """Speedup with intervals, throughput vs concurrency per arm, latency vs throughput, GPU timeline, roofline,
+    each arm's server /metrics over its sweep."""
     res = t.get("results", pd.DataFrame())
     if res.empty:
         return []
@@ -418,9 +431,16 @@ def charts(result: dict[str, Any], t: dict[str, pd.DataFrame]) -> list[Any]:
     if not tel.empty:  # one host's timeline: several hosts' clocks and GPUs do not share an axis
         tel = tel[tel["host"] == first]
     bn = (result.get("bottleneck") or {}).get("A") or {}
-    return out + measure.sweep_charts(res, tel, bn, t.get("roofline", pd.DataFrame()), color="arm",
-                                      load_from=result.get("params", {}).get("load_from", "host"),
-                                      timeline_results=res[res["host"] == first])
+    out += measure.sweep_charts(res, tel, bn, t.get("roofline", pd.DataFrame()), color="arm",
+                                load_from=result.get("params", {}).get("load_from", "host"),
+                                timeline_results=res[res["host"] == first])
+    series = t.get("server_metrics", pd.DataFrame())
+    if not series.empty:  # each arm's series from its own first poll, the first host's
+        series = series[series["host"] == first]
+        series = series.assign(time_unix=series["time_unix"] - series.groupby("arm")["time_unix"].transform("min"))
+        chart = plots.server_series_chart(series, color="arm")
+        out += [chart] if chart is not None else []
+    return out
 
 
 def show_charts(run: Run, result: dict[str, Any]) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -188,3 +190,26 @@ def test_result_of_a_host_that_failed(tmp_path):
     result = abtest._result(p, run, [hr], [("--enable-nccl-nvls", True)], 0.0, 1.0)
     assert result["status"] == "failed" and result["failure"]["kind"] == "host_locked"
     assert result["verdict"] is None and result["conclusion"].startswith("Run failed: gpu-b: host_locked")
+
+
+def test_each_arms_server_series_is_kept_summarised_and_charted(tmp_path):
+    from workbench.servermetrics import sample_row, series_frame
+    from workbench.telemetry import parse_metrics
+
+    fix = Path(__file__).parents[2] / "fixtures" / "servermetrics"
+    busy, after = (parse_metrics((fix / f"sim_sglang_{n}.prom").read_text()) for n in ("busy", "after_load"))
+    p = ABParams(data_dir=str(tmp_path), concurrency=[1, 64], repeats=2, model_spec="", **REQUIRED)
+    hr = abtest._HostRun("gpu-b", 2, 0, restored=True, starts=1, variant="base-wb-0123456789.service")
+    hr.frames["results"] = [_sweep_rows("A", 1.0), _sweep_rows("B", 1.02)]
+    for arm, t0 in (("A", 100.0), ("B", 500.0)):
+        abtest._keep(hr, arm, SimpleNamespace(results=_sweep_rows(arm, 1.0).iloc[:0], requests=pd.DataFrame(),
+                                              gpu=pd.DataFrame()),
+                     [series_frame([sample_row(busy, t0), sample_row(after, t0 + 2)])])
+    run = Run.create("ab", data_dir=tmp_path)
+    result = abtest._result(p, run, [hr], [("--enable-nccl-nvls", True)], 0.0, 1.0)
+    assert result["arms"]["A"]["server_series"]["peak_running"] == 9
+    assert result["arms"]["B"]["server_series"]["mean_spec_accept_length"] == pytest.approx(3.825)
+    saved = pd.read_parquet(run.dir / "server_metrics.parquet")
+    assert sorted(set(saved["arm"])) == ["A", "B"] and set(saved["host"]) == {"gpu-b"}
+    specs = [c.to_dict() for c in abtest.charts(result, abtest.tables(run))]
+    assert any(s.get("title") == "Server /metrics over the run" for s in specs)
