@@ -12,7 +12,7 @@ clients interleaved; the median error counts. The figure: the highest streamed r
 every concurrency kept the median error below 1 ms, per client, and ours over SGLang's.
 
 ``--against sim``: TTFT and ITL against the simulated SGLang K2.6 server, which stamps when it read
-each request and when each chunk left (``WORKBENCH_SIM_STAMPS``, ``workbench/sim/simcore/stamps.py``).
+each request and when each chunk left (``SGLANG_SIM_STAMPS``, ``workbench/sim/simcore/stamps.py``).
 Each client runs ``--requests`` requests at c=1; its median TTFT and ITL are set against the
 server's median (first chunk with output − request read; gaps between chunks with output) over
 the same requests (the clients' warmups dropped), so the sign says which clients read late or early.
@@ -126,7 +126,7 @@ def start_sim(stamps: Path, *, nagle: bool = False) -> tuple[subprocess.Popen[st
          "--speculative-num-draft-tokens", "8", "--served-model-name", "fixed", "--trust-remote-code",
          "--host", "127.0.0.1", "--port", str(port), "--enable-metrics", "--sim-gpu-state-dir", state],
         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True,
-        env={**os.environ, "WORKBENCH_SIM_STAMPS": str(stamps), "WORKBENCH_SIM_NAGLE": "1" if nagle else "0"})
+        env={**os.environ, "SGLANG_SIM_STAMPS": str(stamps), "SGLANG_SIM_NAGLE": "1" if nagle else "0"})
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:

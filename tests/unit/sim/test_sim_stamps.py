@@ -1,4 +1,4 @@
-"""The simulated server's send-time stamps (WORKBENCH_SIM_STAMPS): what a client's TTFT/ITL are checked against."""
+"""The simulated server's send-time stamps (SGLANG_SIM_STAMPS): what a client's TTFT/ITL are checked against."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from workbench.sim.simcore.stamps import has_output
 def stamped(tmp_path_factory):
     d = tmp_path_factory.mktemp("stamps")
     s = SimServer(["--tp", "4", "--served-model-name", "kimi-k2.6", *DDTREE], d / "state",
-                  env={"WORKBENCH_SIM_STAMPS": str(d / "stamps.jsonl")})
+                  env={"SGLANG_SIM_STAMPS": str(d / "stamps.jsonl")})
     assert s.wait_for("The server is fired up and ready to roll!")
     yield s, d / "stamps.jsonl"
     assert s.stop() == 0

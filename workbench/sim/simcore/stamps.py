@@ -1,6 +1,6 @@
 """Server-side send times of streamed chunks: the reference a load client's TTFT and ITL are checked against.
 
-With ``WORKBENCH_SIM_STAMPS=/path/stamps.jsonl`` in its environment the simulated server appends,
+With ``SGLANG_SIM_STAMPS=/path/stamps.jsonl`` in its environment the simulated server appends,
 per streamed response, one JSON line: ``t_recv`` (wall clock when the request line was read),
 ``path``, and ``chunks`` — ``[t_sent, has_output]`` per chunk, ``t_sent`` taken right after the
 chunk was flushed to the socket, ``has_output`` whether it carried generated text (a role-only or
@@ -14,7 +14,7 @@ import os
 import threading
 from typing import Any
 
-ENV = "WORKBENCH_SIM_STAMPS"
+ENV = "SGLANG_SIM_STAMPS"
 _lock = threading.Lock()
 
 

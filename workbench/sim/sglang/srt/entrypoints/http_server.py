@@ -60,8 +60,8 @@ class Handler(BaseHTTPRequestHandler):
         # uvicorn (asyncio) serves with TCP_NODELAY, so SGLang's first chunk leaves at once; without it
         # Nagle holds the first chunk behind the unacknowledged response headers until a keep-alive
         # client's delayed ACK (~20-40 ms of TTFT that only clients reusing connections see).
-        # WORKBENCH_SIM_NAGLE=1 keeps Nagle on (bench/client_accuracy.py --against sim shows both).
-        if os.environ.get("WORKBENCH_SIM_NAGLE") != "1":
+        # SGLANG_SIM_NAGLE=1 keeps Nagle on (bench/client_accuracy.py --against sim shows both).
+        if os.environ.get("SGLANG_SIM_NAGLE") != "1":
             self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def version_string(self) -> str:
