@@ -6,9 +6,9 @@ import pytest
 
 from workbench.errors import ConfigError
 from workbench.runbooks import params as params_mod
-from workbench.runbooks.abtest import ABParams
+from workbench.runbooks.ab import ABParams
 from workbench.runbooks.bisect import BisectParams
-from workbench.runbooks.isolate import IsolateParams
+from workbench.runbooks.factorial import FactorialParams
 
 
 @pytest.fixture
@@ -20,7 +20,7 @@ def inventory(tmp_path, monkeypatch):
     return path
 
 
-@pytest.mark.parametrize("model", [BisectParams, IsolateParams, ABParams])
+@pytest.mark.parametrize("model", [BisectParams, FactorialParams, ABParams])
 @pytest.mark.parametrize(("given", "want"), [
     ("gpu-[a-b]", ["gpu-a", "gpu-b"]),
     ("@pair", ["gpu-a", "gpu-b"]),
@@ -29,7 +29,9 @@ def inventory(tmp_path, monkeypatch):
     ("gpu-a,gpu-[b-c]", ["gpu-a", "gpu-b", "gpu-c"]),
 ])
 def test_ranges_and_groups_expand_as_notebook_parameters(inventory, model, given, want):
-    got = params_mod.validate(model, {"hosts": given, "repeats": 4} if model is ABParams else {"hosts": given})
+    required = {BisectParams: {}, FactorialParams: {"base_unit": "u.service", "factors": {"--ep-size": "8"}},
+                ABParams: {"base_unit": "u.service", "edits": {"--ep-size": "8"}, "repeats": 4}}[model]
+    got = params_mod.validate(model, {"hosts": given, **required})
     assert got.hosts == want
 
 
