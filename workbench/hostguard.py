@@ -106,18 +106,30 @@ def holder_pid(owner_path, expected):
     return int(pid) if cmd and os.path.basename(cmd[0]) == b"cat" else None
 
 
+def _same_file(fd, path):
+    try:
+        a, b = os.fstat(fd), os.stat(path)
+    except OSError:
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
 def take_lock(path, wait):
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    """flock ``path`` exclusively within ``wait`` s; the fd, or None.  A holder removes the file as it
+    lets go (workbench.lock): a lock on a file that is no longer at ``path`` is dropped and retried."""
     deadline = time.monotonic() + wait
     while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return fd
+            if _same_file(fd, path):
+                return fd
         except BlockingIOError:
-            if time.monotonic() >= deadline:
-                os.close(fd)
-                return None
-            time.sleep(0.1)
+            pass
+        os.close(fd)
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.1)
 
 
 def lock_holders(path):
@@ -255,7 +267,7 @@ def main(argv=None):
     for name in ("--beat", "--lock", "--owner"):
         p.add_argument(name)
     p.add_argument("--stale", type=float, default=20.0)
-    p.add_argument("--fence-wait", type=float, default=3.0)
+    p.add_argument("--fence-wait", type=float, default=5.0)
     p.add_argument("--fence", action="store_true", help="fence the session off and exit (no restore)")
     p.add_argument("--by", default="a restore")
     args = p.parse_args(argv)
@@ -315,11 +327,15 @@ def main(argv=None):
                 pass
             me = os.path.abspath(__file__)  # shipped next to the record: nothing of the guard stays behind
             ours = os.path.dirname(me) == os.path.dirname(os.path.abspath(args.record))
-            for path in (args.beat, me) if ours else (args.beat,):
+            for path in (args.beat, me, args.lock) if ours else (args.beat, args.lock):
                 try:
-                    os.unlink(path)
+                    os.unlink(path)  # the session lock too: still ours (fd held), as a holder leaves it
                 except OSError:
                     pass
+            try:
+                os.rmdir(os.path.dirname(os.path.abspath(args.record)))  # only when empty
+            except OSError:
+                pass
         return 0 if ok else 1
 
 

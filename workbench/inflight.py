@@ -25,7 +25,7 @@ from workbench import shell
 
 FENCED_EXIT = 86  # a fenced command refused to run: its session's host was handed to a restorer
 MARK = "fenced_by"  # the key a restorer adds to the record before it waits for the in-flight commands
-FENCE_WAIT_S = 3.0  # how long a restorer waits for in-flight commands before ending them
+FENCE_WAIT_S = 5.0  # how long a restorer waits for in-flight commands before ending them
 ATTR = "fence"  # the Host attribute run() consults (SSHHost, LocalHost)
 
 _CHECK = ('grep -qF -- "$1" "$2" 2>/dev/null && ! grep -qF -- "$3" "$2" 2>/dev/null || '

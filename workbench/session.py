@@ -141,6 +141,7 @@ class HostSession:
         self.guard: Guard | None = None
         self.fence: inflight.Fence | None = None  # this session's commands fenced from its first record on
         self.fenced: dict[str, Any] = {}  # what fencing a dead session's commands off did (a leftover)
+        self._wrote = False  # whether this session wrote a record (and so may have made the state dir)
         self._texts: dict[str, str] = {}
 
     # -- record ----------------------------------------------------------
@@ -169,6 +170,7 @@ class HostSession:
         self.record.undo = undo_steps(self.record, self.svc)
         data = asdict(self.record)
         self.host.put(json.dumps(data, indent=1).encode(), self.record_path, 0o600)
+        self._wrote = True
         if self.fence is None:  # from now on no command of ours can land after a restore by another
             self.fence = inflight.Fence(self.svc.state_dir, self.record_path, self.record.id)
             inflight.apply(self.host, self.fence)
@@ -216,6 +218,9 @@ class HostSession:
                 self._disarm()  # the guard would find what we found: the record stays for `workbench restore`
                 raise
             self._disarm()
+            if self._wrote and self.restored:  # no empty state dir behind a session (nobody else writes there
+                # without the lock, which we hold)
+                self.host.run(["rmdir", "--ignore-fail-on-non-empty", "--", self.svc.state_dir], timeout=30)
             if isinstance(exc, HostUnresponsive) and self.record.snapshots and not exc.restored:
                 raise HostUnresponsive(f"{exc}; the host was restored when it answered again", host=exc.host,
                                        waited=exc.waited, restored="restored") from exc
@@ -497,8 +502,9 @@ class HostSession:
         ended = self.fenced.get("ended_groups") if self.fenced else None
         if ended:
             actions.insert(0, f"ended {len(ended)} command(s) the dead session still ran on the host")
-        self.host.run(["rm", "-f", "--", self.record_path, inflight.lock_path(self.svc.state_dir, self.record.id)],
-                      timeout=30, check=True)
+        beat = [str(self.record.guard["beat"])] if self.record.guard.get("beat") else []  # a leftover's guard
+        self.host.run(["rm", "-f", "--", self.record_path, inflight.lock_path(self.svc.state_dir, self.record.id),
+                       *beat], timeout=30, check=True)
         inflight.apply(self.host, None)
         self.fence = None
         self.restored = True

@@ -47,7 +47,7 @@ def _wait_for(path: Path) -> None:
 
 
 def test_a_fenced_command_runs_while_the_record_is_the_sessions(fenced, tmp_path):
-    host, fence = fenced
+    host, _fence = fenced
     res = host.run(["sh", "-c", 'printf "%s" "$1"', "x", "hello 'quoted'"])
     assert res.ok and res.stdout == "hello 'quoted'"
     assert host.run("exit 3").exited == 3  # the command's own exit status comes through
@@ -126,7 +126,7 @@ def test_the_guard_restores_after_the_in_flight_install_so_its_file_is_removed(f
               "undo": [{"do": "remove", "unit": "v.service", "argv": ["rm", "-f", str(variant)]}]}
     Path(fence.record).write_text(json.dumps(record, indent=1))
     lock = tmp_path / "session.lock"
-    t, out, started = _in_flight(host, tmp_path, f"touch {variant}")
+    t, _out, started = _in_flight(host, tmp_path, f"touch {variant}")
     _wait_for(started)
     g = subprocess.Popen([sys.executable, hostguard.__file__, "--id", SID, "--record", fence.record, "--beat",
                           str(tmp_path / "beat"), "--lock", str(lock), "--owner", str(tmp_path / "owner.json"),
@@ -143,3 +143,41 @@ def test_the_guard_restores_after_the_in_flight_install_so_its_file_is_removed(f
     assert g.returncode == 0, out_text
     assert "host restored" in out_text and "fenced the session's commands off" in out_text
     assert not variant.exists() and not Path(fence.record).exists()
+
+
+def _holder(path: Path, wait: float = 0) -> tuple[subprocess.Popen[str], int]:
+    from workbench.lock import lock_argv
+
+    p = subprocess.Popen(lock_argv(str(path), wait), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert p.stdout is not None
+    word, pid = p.stdout.readline().split()
+    assert word == "LOCKED"
+    return p, int(pid)
+
+
+def test_the_host_lock_leaves_no_file_and_a_waiter_takes_the_new_one(tmp_path):
+    path = tmp_path / "workbench.lock"
+    a, pid = _holder(path)
+    for _ in range(200):  # the PID printed is cat's (what the guard ends), once its fork has exec'd
+        if Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].endswith(b"cat"):
+            break
+        threading.Event().wait(0.01)
+    else:
+        raise AssertionError("the PID printed is not cat's")
+    assert path.exists()
+    got: list[tuple[subprocess.Popen[str], int]] = []
+    b_thread = threading.Thread(target=lambda: got.append(_holder(path, wait=20)))
+    b_thread.start()
+    b_thread.join(0.5)
+    assert b_thread.is_alive()  # waiting on a's lock
+    assert a.stdin is not None
+    a.stdin.close()  # a lets go: its file is removed while still locked; b re-opens the new one
+    assert a.wait(10) == 0
+    b_thread.join(20)
+    b, _ = got[0]
+    assert path.exists()
+    c = subprocess.run(["flock", "-n", "-E", "75", str(path), "true"])  # b holds the file at the path
+    assert c.returncode == 75
+    assert b.stdin is not None
+    b.stdin.close()
+    assert b.wait(10) == 0 and not path.exists()
