@@ -85,8 +85,10 @@ class Bed:
         """The state, read holding the host's lock (other suites' sessions share these hosts and
         each restores before it lets go), and the seconds spent waiting for another session's lock
         (not our guard's: a guard holds it only while it restores)."""
-        script = ('o=$(cat /run/lock/workbench.owner.json 2>/dev/null); t0=$(date +%s%N); '
-                  'flock -w 600 /run/lock/workbench.lock sh -c "$1"; '
+        script = ('o=$(cat /run/lock/workbench.owner.json 2>/dev/null); t0=$(date +%s%N); p=/run/lock/workbench.lock; '
+                  'while :; do exec 9>>"$p"; flock -w 600 9 || exit 75; '  # as workbench.lock holds it
+                  '[ "$(stat -L -c %i /proc/self/fd/9)" = "$(stat -c %i "$p" 2>/dev/null)" ] && break; exec 9>&-; done; '
+                  'sh -c "$1" 9>&-; rm -f "$p"; '
                   'case "$o" in *"guard restoring"*|"") w=0;; *) w=$(( $(date +%s%N) - t0 ));; esac; '
                   'echo "@@waited $w"')
         try:
@@ -447,3 +449,29 @@ def test_controller_killed_while_its_install_runs_nothing_lands_after_the_restor
         if proc.poll() is None:
             proc.kill()
         _sh(cfg, f"timeout 2 sh -c 'echo go > {DRILL}/go'; rm -rf {DRILL}")
+
+
+def test_a_session_leaves_no_lock_file_no_in_flight_lock_and_no_empty_state_dir(bed):
+    """After a session that changed the host (a record, its guard, a variant), on each backend:
+    no lock file, no owner file, no in-flight lock, no guard file, no empty /run/workbench."""
+    from workbench.session import HostSession
+    from workbench.ssh import SSHHost
+
+    h = SSHHost(bed.host, ssh_config=bed.ssh_config)
+    try:
+        with HostSession(h, purpose="test: leaves nothing behind", lock_wait=300) as s:
+            trial = s.run_variant(bed.base, bed.edits, timeout=180)
+            assert trial.outcome.ok, trial.outcome.describe()
+            sid = s.record.id[:12]
+            during = h.run(["ls", "-A", "/run/lock", "/run/workbench"]).stdout
+            assert "workbench.lock" in during and f"inflight-{sid}.lock" in during, during
+        after = h.run(["sh", "-c", 'cat /run/lock/workbench.owner.json 2>/dev/null; echo; ls -A /run/lock; '
+                       'echo @@; [ -d /run/workbench ] && { ls -A /run/workbench; [ -n "$(ls -A /run/workbench)" ] '
+                       '|| echo EMPTY-DIR; }; true']).stdout
+    finally:
+        h.close()
+    owner, _, rest = after.partition("\n")
+    locks, _, state = rest.partition("@@")
+    assert "EMPTY-DIR" not in state and sid not in state, after
+    if "workbench.lock" in locks.split():  # only while another suite's session holds the host now
+        assert owner and "leaves nothing behind" not in owner, after
