@@ -125,9 +125,10 @@ def bed(request) -> Bed:
         toy = request.getfixturevalue("toy")
         return Bed("systemd", toy.ssh_config_path, "gpu-a", BASE, {"--mode": "ok", "--delay": "0.5"},
                    "cuda_graph_capture", STATE_SCRIPT, found_state())
+    # (edits of its own: test_containers.py's variants have other names, whatever runs at once)
     hc = request.getfixturevalue("host_c")
     hc.run(["podman", "start", C_BASE], check=True)  # found running (another test may have left it so)
-    return Bed("container", str(hc.ssh_config_path), "gpu-c", C_BASE, {"--enable-nccl-nvls": True},
+    return Bed("container", str(hc.ssh_config_path), "gpu-c", C_BASE, {"--enable-nccl-nvls": True, "--tp-size": "8"},
                "weight_loading", C_STATE_SCRIPT, ["true", "0", "no-record", "0", "0"])
 
 
