@@ -16,6 +16,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -80,6 +81,7 @@ class Bed:
     phase: str  # the phase that ends ``during_watch``
     state_script: str
     found: list[str]
+    conn: Any = None  # the fixture's own connection to the host
 
     def state(self) -> tuple[list[str], float]:
         """The state, read holding the host's lock (other suites' sessions share these hosts and
@@ -124,12 +126,12 @@ def bed(request) -> Bed:
     if request.param == "systemd":
         toy = request.getfixturevalue("toy")
         return Bed("systemd", toy.ssh_config_path, "gpu-a", BASE, {"--mode": "ok", "--delay": "0.5"},
-                   "cuda_graph_capture", STATE_SCRIPT, found_state())
+                   "cuda_graph_capture", STATE_SCRIPT, found_state(), toy)
     # (edits of its own: test_containers.py's variants have other names, whatever runs at once)
     hc = request.getfixturevalue("host_c")
     hc.run(["podman", "start", C_BASE], check=True)  # found running (another test may have left it so)
     return Bed("container", str(hc.ssh_config_path), "gpu-c", C_BASE, {"--enable-nccl-nvls": True, "--tp-size": "8"},
-               "weight_loading", C_STATE_SCRIPT, ["true", "0", "no-record", "0", "0"])
+               "weight_loading", C_STATE_SCRIPT, ["true", "0", "no-record", "0", "0"], hc)
 
 
 def wait_as_found(ssh_config: str, since: float, bound: float) -> float:
@@ -171,9 +173,11 @@ def cli(ssh_config: str, *args: str) -> subprocess.Popen[str]:
                             env=dict(os.environ, PYTHONPATH=str(ROOT)))
 
 
-def cli_until(ssh_config: str, phase: str) -> subprocess.Popen[str]:
-    """``workbench variant`` running, stopped right after it prints ``phase`` (progress: stderr)."""
-    p = cli(ssh_config, "variant", "gpu-a", BASE, "--set", "mode=ok", "--set", "delay=1", "--timeout", "60")
+def cli_until(ssh_config: str, phase: str, *variant: str) -> subprocess.Popen[str]:
+    """``workbench variant`` running, stopped right after it prints ``phase`` (progress: stderr);
+    ``variant``: HOST BASE --set ... (default: gpu-a's toy unit)."""
+    args = variant or ("gpu-a", BASE, "--set", "mode=ok", "--set", "delay=1")
+    p = cli(ssh_config, "variant", *args, "--timeout", "120", "--lock-wait", "300")
     assert p.stderr is not None
     for line in p.stderr:
         if line.split()[-1:] == [phase]:
@@ -198,24 +202,25 @@ def test_cli_variant_sigkill_during_weight_loading_host_restores_itself(toy):
     report("cli-KILL@weight_loading", wait_as_found(toy.ssh_config_path, time.monotonic(), BOUND_KILLED))
 
 
-def _cut_link(testbed, up: bool) -> None:
-    netns = next(h.netns for h in testbed.hosts if h.name == "gpu-a")
+def _cut_link(testbed, up: bool, host: str = "gpu-a") -> None:
+    netns = next(h.netns for h in testbed.hosts if h.name == host)
     subprocess.run(["ip", "netns", "exec", netns, "ip", "link", "set", "eth0", "up" if up else "down"], check=True)
 
 
-def test_network_partition_host_restores_itself_while_cut_off(toy, testbed):
+def test_network_partition_host_restores_itself_while_cut_off(bed, testbed):
     """The link goes down mid-start and stays down past the bound: the guard restores on its own."""
-    p = cli_until(toy.ssh_config_path, "weight_loading")
-    _cut_link(testbed, up=False)
+    sets = [a for k, v in bed.edits.items() for a in ("--set", k.lstrip("-") if v is True else f"{k.lstrip('-')}={v}")]
+    p = cli_until(bed.ssh_config, "weight_loading", bed.host, bed.base, *sets)
+    _cut_link(testbed, up=False, host=bed.host)
     cut, cut_wall = time.monotonic(), time.time()
     try:
         time.sleep(BOUND_CUT)  # the host is unreachable: there is nothing to poll until the link is back
     finally:
-        _cut_link(testbed, up=True)
-        toy.close()  # the fixture's connection died with the link: the next command reconnects
+        _cut_link(testbed, up=True, host=bed.host)
+        bed.conn.close()  # the fixture's connection died with the link: the next command reconnects
     # Already restored while cut off: as found as soon as ssh gets through again.
-    wait_as_found(toy.ssh_config_path, cut, BOUND_CUT + 10)
-    log = subprocess.run(["ssh", "-F", toy.ssh_config_path, "gpu-a",
+    bed.wait_as_found(cut, BOUND_CUT + 10)
+    log = subprocess.run(["ssh", "-F", bed.ssh_config, bed.host,
                           "journalctl -o short-unix --no-pager -g 'workbench-guard: ' --since -3min"],
                          capture_output=True, text=True, timeout=20).stdout
     assert "no heartbeat for" in log, log
@@ -226,7 +231,7 @@ def test_network_partition_host_restores_itself_while_cut_off(toy, testbed):
     assert p.returncode == 3, out + err  # exit table: host problem
     assert "host stopped answering" in err and "guard" in err, err
     assert "No existing session" not in err and "Timeout opening channel" not in err
-    report("partition", restored[-1] - cut_wall)
+    report("partition" if bed.backend == "systemd" else f"{bed.backend}-partition", restored[-1] - cut_wall)
 
 
 def _sshd_pids_serving(testbed, local_pid: int) -> list[int]:
