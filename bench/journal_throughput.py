@@ -83,6 +83,8 @@ def main() -> None:
     ap.add_argument("--skip-json", action="store_true", help="skip the host-alone JSON figure (slow)")
     ap.add_argument("--unit", help="reuse a unit that already logged the lines (skips the writing)")
     ap.add_argument("--json-out", help="also write the samples here")
+    ap.add_argument("--paths", help="comma-separated subset of the timed paths (default: all), e.g. "
+                    "raw,read,read_jobs,host_short_unix")
     args = ap.parse_args()
     host = SSHHost(args.host, ssh_config=args.ssh_config)
     svc = SystemdServices(host)
@@ -101,6 +103,11 @@ def main() -> None:
                                        "read_export_jobs": [], "host_short_unix": [], "host_export": [],
                                        "host_json": []}
     rows = 0
+    only = set(args.paths.split(",")) if args.paths else set(samples)
+
+    def want(key: str) -> bool:
+        return key in only
+
     def note(key: str, secs: float) -> None:
         samples[key].append(secs)
         print(f"  {key}: {secs:.1f} s ({counted / secs:,.0f} lines/s)", flush=True)
@@ -108,20 +115,26 @@ def main() -> None:
     for r in range(args.rounds):
         print(f"round {r + 1}", flush=True)
         note("raw", ssh_seconds(args.ssh_config, args.host, f"journalctl -u {q} -o cat --no-pager"))
-        frame, secs, _ = timed(journal_read.read, svc, unit, invocation="last", timeout=1800)
-        rows = int((frame["origin"] == "unit").sum())
-        del frame
-        note("read", secs)
-        note("read_jobs", timed(journal_read.read, svc, unit, invocation="last", timeout=1800, jobs=args.jobs)[1])
-        note("read_export", timed(journal_read.read, svc, unit, invocation="last", timeout=1800, text=False)[1])
-        note("read_export_jobs", timed(journal_read.read, svc, unit, invocation="last", timeout=1800, text=False,
-                                       jobs=args.jobs)[1])
-        note("host_short_unix", ssh_seconds(args.ssh_config, args.host,
-                                            f"journalctl -u {q} -o short-unix --all --no-pager"))
-        note("host_export", ssh_seconds(args.ssh_config, args.host, f"journalctl -u {q} -o export --no-pager"))
-    if not args.skip_json:
+        if want("read"):
+            frame, secs, _ = timed(journal_read.read, svc, unit, invocation="last", timeout=1800)
+            rows = int((frame["origin"] == "unit").sum())
+            del frame
+            note("read", secs)
+        if want("read_jobs"):
+            note("read_jobs", timed(journal_read.read, svc, unit, invocation="last", timeout=1800, jobs=args.jobs)[1])
+        if want("read_export"):
+            note("read_export", timed(journal_read.read, svc, unit, invocation="last", timeout=1800, text=False)[1])
+        if want("read_export_jobs"):
+            note("read_export_jobs", timed(journal_read.read, svc, unit, invocation="last", timeout=1800,
+                                           text=False, jobs=args.jobs)[1])
+        if want("host_short_unix"):
+            note("host_short_unix", ssh_seconds(args.ssh_config, args.host,
+                                                f"journalctl -u {q} -o short-unix --all --no-pager"))
+        if want("host_export"):
+            note("host_export", ssh_seconds(args.ssh_config, args.host, f"journalctl -u {q} -o export --no-pager"))
+    if not args.skip_json and want("host_json"):
         note("host_json", ssh_seconds(args.ssh_config, args.host, f"journalctl -u {q} -o json --all --no-pager"))
-    detail = steps(svc, unit)
+    detail = steps(svc, unit) if not args.paths else {}
     host.run(f"systemctl reset-failed {q} 2>/dev/null; true")
     host.close()
     med = {k: statistics.median(v) for k, v in samples.items() if v}
@@ -143,9 +156,10 @@ def main() -> None:
             continue
         rate = counted / med[key]
         print(f"| {label} | {med[key]:.1f} | {rate:,.0f} | {rate / raw_rate:.2f} |")
-    print("\none read, step by step (wall / CPU s): " + ", ".join(
-        f"{k[:-5]} {detail[k]:.1f}/{detail[k[:-5] + '_cpu']:.1f}" for k in detail if k.endswith("_wall"))
-        + f"; export bytes {detail['export_bytes'] / 1e6:.0f} MB")
+    if detail:
+        print("\none read, step by step (wall / CPU s): " + ", ".join(
+            f"{k[:-5]} {detail[k]:.1f}/{detail[k[:-5] + '_cpu']:.1f}" for k in detail if k.endswith("_wall"))
+            + f"; export bytes {detail['export_bytes'] / 1e6:.0f} MB")
     doc = {"host": args.host, "unit": unit, "lines": counted, "server_rows": rows, "samples": samples, "steps": detail}
     print(json.dumps(doc))
     if args.json_out:

@@ -12,8 +12,12 @@ with ``systemd-run``, or a ``setsid`` process), then touches a heartbeat file on
 * the heartbeat is older than :data:`STALE_S` seconds: a network partition, a power loss of
   the controller, sshd stopped -- the guard then ends the session's lock holder itself.
 
+Before it restores, it fences the session's commands off (:mod:`workbench.inflight`): a command
+still running on the host (the variant's install) gets :data:`FENCE_WAIT_S` seconds to end, then
+its process group is ended; none can land after the restore.
+
 The bound, from the moment the controller is gone: ``STALE_S + POLL_S`` seconds to notice at
-worst, then the restore (stop and remove the variant -- up to its ``TimeoutStopSec`` -- and
+worst, plus ``FENCE_WAIT_S`` (+ 2 s for TERM) when a command was in flight, then the restore (stop and remove the variant -- up to its ``TimeoutStopSec`` -- and
 queue the base's start).  A session that ends normally restores itself, then disarms the guard.
 """
 
@@ -28,6 +32,7 @@ from typing import Any
 
 from workbench.errors import GuardError
 from workbench.hosts import Host
+from workbench.inflight import FENCE_WAIT_S, lock_path
 from workbench.services import Services
 
 BEAT_S = 2.0  # how often the controller touches the heartbeat file
@@ -39,7 +44,8 @@ RECORD = "session.json"  # the session record, in the backend's state_dir
 
 def bound_text(stale_s: float = STALE_S) -> str:
     return (f"within {POLL_S:g} s of the controller's SSH connection closing, or {stale_s:g} s after its last "
-            "heartbeat when the link is cut, plus the time to stop the variant")
+            f"heartbeat when the link is cut, plus up to {FENCE_WAIT_S + 2:g} s for a command it left running "
+            "and the time to stop the variant")
 
 
 @dataclass
@@ -98,7 +104,8 @@ class Guard:
         self.host.run(["touch", "--", self.paths.beat], timeout=30, check=True)
         argv = ["python3", self.paths.script, "--id", self.paths.session_id, "--record", self.record_path,
                 "--beat", self.paths.beat, "--lock", self.lock_path, "--owner", self.owner_path,
-                "--stale", f"{self.stale_s:g}"]
+                "--inflight", lock_path(self.svc.state_dir, self.paths.session_id), "--stale", f"{self.stale_s:g}",
+                "--fence-wait", f"{FENCE_WAIT_S:g}"]
         res = self.host.run(self.svc.guard_start_argv(self.paths.name, argv), timeout=30)
         if not res.ok:
             raise GuardError(f"{self.host.name}: cannot arm the guard ({self.paths.name}; it needs python3 and "

@@ -21,7 +21,15 @@ under systemd, to ``--log`` otherwise).
 A session that ends normally stops the guard (SIGTERM) after its own restore; a guard that
 finds no record, or the record of another session, exits without doing anything.
 
-Usage: python3 hostguard.py --id ID --record PATH --beat PATH --lock PATH --owner PATH [--stale S]
+Before it restores it fences the session off (:func:`fence`, :mod:`workbench.inflight`): it marks
+the record, then waits for the session's commands still running on the host (at most
+``--fence-wait`` seconds, then it ends their process groups), and no later one runs -- a command
+in flight when the controller died (the variant's install) cannot land after the restore.
+
+Usage: python3 hostguard.py --id ID --record PATH --beat PATH --lock PATH --owner PATH --inflight PATH
+       [--stale S] [--fence-wait S]
+       python3 - --fence --id ID --record PATH --inflight PATH --by WHO   (the fence alone, script on
+       stdin: a controller-side restore of a dead session; prints one JSON line)
 """
 
 import argparse
@@ -37,6 +45,7 @@ import uuid
 
 NEW_INVOCATION = "@@NEW_INVOCATION@@"
 POLL_S = 0.5
+MARK = "fenced_by"  # workbench.inflight.MARK
 
 
 def log(msg):
@@ -97,18 +106,112 @@ def holder_pid(owner_path, expected):
     return int(pid) if cmd and os.path.basename(cmd[0]) == b"cat" else None
 
 
+def _same_file(fd, path):
+    try:
+        a, b = os.fstat(fd), os.stat(path)
+    except OSError:
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
 def take_lock(path, wait):
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    """flock ``path`` exclusively within ``wait`` s; the fd, or None.  A holder removes the file as it
+    lets go (workbench.lock): a lock on a file that is no longer at ``path`` is dropped and retried."""
     deadline = time.monotonic() + wait
     while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return fd
+            if _same_file(fd, path):
+                return fd
         except BlockingIOError:
-            if time.monotonic() >= deadline:
-                os.close(fd)
-                return None
-            time.sleep(0.1)
+            pass
+        os.close(fd)
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.1)
+
+
+def lock_holders(path):
+    """PIDs holding a flock on ``path`` (from /proc/locks, by device and inode)."""
+    try:
+        st = os.stat(path)
+        with open("/proc/locks") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return []
+    want = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    pids = []
+    for line in lines:
+        f = line.split()
+        if "->" in f:  # a waiter, not a holder
+            continue
+        if len(f) >= 6 and f[1] == "FLOCK" and f[5] == want and f[4].isdigit() and int(f[4]) > 0:
+            pids.append(int(f[4]))
+    return sorted(set(pids))
+
+
+def end_groups(pids):
+    """End the process groups of ``pids`` (a fenced command: ``timeout``'s group, or the run's own
+    session): TERM, then KILL what is left after 2 s.  Never our own group."""
+    mine = os.getpgid(0)
+    groups = set()
+    for pid in pids:
+        try:
+            g = os.getpgid(pid)
+        except OSError:
+            continue
+        if g > 1 and g != mine:
+            groups.add(g)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for g in groups:
+            try:
+                os.killpg(g, sig)
+            except OSError:
+                pass
+        if sig == signal.SIGTERM and groups:
+            deadline = time.monotonic() + 2.0
+            while time.monotonic() < deadline and any(_group_alive(g) for g in groups):
+                time.sleep(0.05)
+    return sorted(groups)
+
+
+def _group_alive(group):
+    try:
+        os.killpg(group, 0)
+        return True
+    except OSError:
+        return False
+
+
+def mark(record_path, session_id, by):
+    """Mark the session's record as fenced (atomically); the record, or None when it is not the session's."""
+    record = load(record_path)
+    if record is None or record.get("id") != session_id:
+        return None
+    record[MARK] = {"by": by, "at": time.time()}
+    write_json(record_path, record)
+    return record
+
+
+def fence(record_path, inflight, session_id, by, wait):
+    """Fence a dead session off: mark its record, wait for its in-flight commands (``wait`` s, then
+    end them), so none runs any more.  Returns (the lock's fd or None, what it did)."""
+    started = time.monotonic()
+    if mark(record_path, session_id, by) is None:
+        return None, {"fenced": False, "why": "no record of this session"}
+    fd = take_lock(inflight, wait)
+    ended = []
+    if fd is None:
+        ended = end_groups(lock_holders(inflight))
+        fd = take_lock(inflight, 10.0)
+    # A record write in flight may have replaced the marked record: mark the final one again.
+    mark(record_path, session_id, by)
+    try:
+        os.unlink(inflight)  # we hold it: a later command opens a new file and finds the mark
+    except OSError:
+        pass
+    return fd, {"fenced": fd is not None, "waited": round(time.monotonic() - started, 2), "ended_groups": ended}
 
 
 def wait_state(argv, want_running, seconds=30.0):
@@ -159,10 +262,21 @@ def restore(args, record, why):
 
 def main(argv=None):
     p = argparse.ArgumentParser(prog="hostguard")
-    for name in ("--id", "--record", "--beat", "--lock", "--owner"):
+    for name in ("--id", "--record", "--inflight"):
         p.add_argument(name, required=True)
+    for name in ("--beat", "--lock", "--owner"):
+        p.add_argument(name)
     p.add_argument("--stale", type=float, default=20.0)
+    p.add_argument("--fence-wait", type=float, default=5.0)
+    p.add_argument("--fence", action="store_true", help="fence the session off and exit (no restore)")
+    p.add_argument("--by", default="a restore")
     args = p.parse_args(argv)
+    if args.fence:
+        fd, what = fence(args.record, args.inflight, args.id, args.by, args.fence_wait)
+        print(json.dumps(what), flush=True)
+        return 0 if what["fenced"] or what.get("why") else 1
+    if not (args.beat and args.lock and args.owner):
+        p.error("--beat, --lock and --owner are needed to guard a session")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # disarmed by a session that ended normally
     record = load(args.record)
     if record is None or record.get("id") != args.id:
@@ -199,6 +313,12 @@ def main(argv=None):
         write_json(args.owner, {"purpose": f"guard restoring session {args.id}", "pid": os.getpid(),
                                 "since": time.strftime("%Y-%m-%d %H:%M:%S %Z")})
         try:
+            _fd, what = fence(args.record, args.inflight, args.id, f"guard {os.getpid()}", args.fence_wait)
+            log(f"fenced the session's commands off: {json.dumps(what)}")
+            record = load(args.record)  # as the last in-flight command left it
+            if record is None or record.get("id") != args.id:
+                log("the session's record is gone: nothing to do")
+                return 0
             ok = restore(args, record, why)
         finally:
             try:
@@ -207,11 +327,15 @@ def main(argv=None):
                 pass
             me = os.path.abspath(__file__)  # shipped next to the record: nothing of the guard stays behind
             ours = os.path.dirname(me) == os.path.dirname(os.path.abspath(args.record))
-            for path in (args.beat, me) if ours else (args.beat,):
+            for path in (args.beat, me, args.lock) if ours else (args.beat, args.lock):
                 try:
-                    os.unlink(path)
+                    os.unlink(path)  # the session lock too: still ours (fd held), as a holder leaves it
                 except OSError:
                     pass
+            try:
+                os.rmdir(os.path.dirname(os.path.abspath(args.record)))  # only when empty
+            except OSError:
+                pass
         return 0 if ok else 1
 
 

@@ -31,6 +31,7 @@ from workbench.errors import (
     CommandTimeout,
     ConfigError,
 )
+from workbench.inflight import Fence
 from workbench.redact import clip
 from workbench.shell import Command
 
@@ -202,6 +203,7 @@ class LocalHost:
         self.name = name
         self.env = dict(env or {})
         self.properties: dict[str, Any] = dict(properties or {})
+        self.fence: Fence | None = None  # set by a session: its commands fenced (workbench.inflight)
 
     def _environ(self) -> dict[str, str] | None:
         if not self.env:
@@ -221,6 +223,8 @@ class LocalHost:
         env: Mapping[str, str] | None = None,
     ) -> Result:
         text, data = _prepare(cmd, input, env)
+        if self.fence is not None:
+            text = self.fence.wrap(text)
         started = time.monotonic()
         proc = subprocess.Popen(
             ["sh", "-c", text],

@@ -1,8 +1,10 @@
 """A per-host lock held over an open channel: released the moment its holder dies.
 
-``flock -n`` on a file in ``/run/lock`` (tmpfs: gone at reboot) runs ``cat``
+``flock -n`` on a file in ``/run/lock`` (tmpfs: gone at reboot), then ``cat``
 reading the channel's stdin; when the holder releases the lock, is killed, or
-its SSH link drops, ``cat`` sees EOF and exits, and the kernel frees the lock.
+its SSH link drops, ``cat`` sees EOF and exits, the file is removed (still locked:
+a waiter that locked the removed file sees it is gone and tries the new one) and
+the kernel frees the lock.
 Owner details for whoever is refused go to a side file, written by the holder, with the
 holder's PID on the host (``cat``), which the session's guard ends when the heartbeat stops.
 """
@@ -24,10 +26,33 @@ LOCK_DIR = "/run/lock"
 HELD_EXIT = 75
 
 
+# $1 the lock file, $2 flock's -n or -w SECONDS.  The lock is taken on fd 9 and checked to still be
+# the file at the path (a holder unlinks it on its way out, so a waiter may have locked a file that
+# is gone: it tries again on the new one).  Then ``cat`` holds it while stdin is open and prints
+# its PID (the one the guard ends when the heartbeat stops); once it ends, the file is removed,
+# still locked, so no lock file stays behind a session.
+_HOLD = r"""
+p=$1; shift
+exec 8<&0
+while :; do
+  exec 9>>"$p" || exit 1
+  flock "$@" -E 75 9 || exit 75
+  [ "$(stat -L -c %d:%i /proc/self/fd/9)" = "$(stat -c %d:%i -- "$p" 2>/dev/null)" ] && break
+  exec 9>&-
+done
+cat <&8 >/dev/null &
+c=$!
+echo "LOCKED $c"
+wait "$c"
+rm -f -- "$p"
+"""
+
+
 def lock_argv(path: str, wait: float = 0) -> list[str]:
-    """``flock`` that fails at once (``wait=0``) or waits on the host, then holds while stdin is open."""
+    """``flock`` that fails at once (``wait=0``) or waits on the host, then holds while stdin is open;
+    the lock file is removed when the holder lets go."""
     how = ["-w", f"{wait:g}"] if wait > 0 else ["-n"]
-    return ["flock", *how, "-E", str(HELD_EXIT), path, "sh", "-c", 'echo "LOCKED $$"; exec cat']
+    return ["sh", "-c", _HOLD, "lock", path, *how]
 
 
 @dataclass

@@ -31,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from workbench import gpus, signals
+from workbench import gpus, inflight, signals
 from workbench.errors import (
     CommandTimeout,
     ConnectError,
@@ -85,6 +85,7 @@ class Record:
     id: str = ""
     undo: list[dict[str, Any]] = field(default_factory=list)  # undo_steps() as of the last write
     guard: dict[str, Any] = field(default_factory=dict)
+    fenced_by: dict[str, Any] | None = None  # set by a restorer that took the session over (workbench.inflight)
 
 
 def undo_steps(record: Record, svc: Services) -> list[dict[str, Any]]:
@@ -108,7 +109,7 @@ def _parse_record(raw: dict[str, Any]) -> Record:
     snaps = {k: Snapshot(**v) for k, v in raw.get("snapshots", {}).items()}
     return Record(owner=raw.get("owner", {}), started=raw.get("started", 0.0), snapshots=snaps,
                   created=list(raw.get("created", [])), id=str(raw.get("id", "")), undo=list(raw.get("undo", [])),
-                  guard=dict(raw.get("guard") or {}))
+                  guard=dict(raw.get("guard") or {}), fenced_by=raw.get("fenced_by") or None)
 
 
 class HostSession:
@@ -138,6 +139,9 @@ class HostSession:
         self.use_guard = guard
         self._host_gone = False
         self.guard: Guard | None = None
+        self.fence: inflight.Fence | None = None  # this session's commands fenced from its first record on
+        self.fenced: dict[str, Any] = {}  # what fencing a dead session's commands off did (a leftover)
+        self._wrote = False  # whether this session wrote a record (and so may have made the state dir)
         self._texts: dict[str, str] = {}
 
     # -- record ----------------------------------------------------------
@@ -166,6 +170,10 @@ class HostSession:
         self.record.undo = undo_steps(self.record, self.svc)
         data = asdict(self.record)
         self.host.put(json.dumps(data, indent=1).encode(), self.record_path, 0o600)
+        self._wrote = True
+        if self.fence is None:  # from now on no command of ours can land after a restore by another
+            self.fence = inflight.Fence(self.svc.state_dir, self.record_path, self.record.id)
+            inflight.apply(self.host, self.fence)
         if self.guard is not None and not self.guard.armed:
             self.guard.arm()  # after the record it reads, before the change it describes
 
@@ -185,7 +193,9 @@ class HostSession:
             leftover = self._load()
             if leftover is not None:
                 self.record = leftover
-                self.recovered = list(leftover.created)
+                self.fence_off(leftover)
+                self.record = self._load() or leftover  # as its last in-flight command left it
+                self.recovered = list(self.record.created)
                 self.restore()
             self.record = Record(owner=dict(self.lock.owner_info or {}), started=time.time(), id=uuid.uuid4().hex)
             self.restored = False
@@ -208,10 +218,15 @@ class HostSession:
                 self._disarm()  # the guard would find what we found: the record stays for `workbench restore`
                 raise
             self._disarm()
+            if self._wrote and self.restored:  # no empty state dir behind a session (nobody else writes there
+                # without the lock, which we hold)
+                self.host.run(["rmdir", "--ignore-fail-on-non-empty", "--", self.svc.state_dir], timeout=30)
             if isinstance(exc, HostUnresponsive) and self.record.snapshots and not exc.restored:
                 raise HostUnresponsive(f"{exc}; the host was restored when it answered again", host=exc.host,
                                        waited=exc.waited, restored="restored") from exc
         finally:
+            inflight.apply(self.host, None)  # the host object may serve another session next
+            self.fence = None
             if self.lock.held and not self._host_gone:
                 with contextlib.suppress(HostError):
                     self.lock.release()
@@ -219,6 +234,24 @@ class HostSession:
                 with contextlib.suppress(Exception):
                     self.lock._stream.close()
                 self.lock._stream = None
+
+    def fence_off(self, leftover: Record) -> dict[str, Any]:
+        """Before restoring from a dead session's record: wait for (at most ``FENCE_WAIT_S``, then end)
+        its commands still running on the host, and refuse any later one (:mod:`workbench.inflight`)."""
+        if not leftover.id:
+            return {}
+        argv = inflight.fence_argv(record=self.record_path, lock=inflight.lock_path(self.svc.state_dir, leftover.id),
+                                   session_id=leftover.id, by=self.lock.purpose or "a later session")
+        res = self.host.run(argv, input=inflight.script(), timeout=60)
+        try:
+            self.fenced = dict(json.loads(res.stdout.strip().splitlines()[-1]))
+        except (ValueError, IndexError):
+            self.fenced = {}
+        if not res.ok:
+            raise RestoreError(f"{self.host.name}: could not fence off the dead session's commands before "
+                               f"restoring (exit {res.exited}): {res.tail(3)}; nothing restored yet",
+                               host=self.host.name, details=[res.tail(3)])
+        return self.fenced
 
     def _disarm(self) -> None:
         """Stop the guard after our own restore; one that cannot be stopped finds no record and exits."""
@@ -467,7 +500,14 @@ class HostSession:
             self._save_kept()
             raise RestoreError(f"{self.host.name}: not restored: " + "; ".join(problems), host=self.host.name,
                                details=problems)
-        self.host.run(["rm", "-f", "--", self.record_path], timeout=30, check=True)
+        ended = self.fenced.get("ended_groups") if self.fenced else None
+        if ended:
+            actions.insert(0, f"ended {len(ended)} command(s) the dead session still ran on the host")
+        beat = [str(self.record.guard["beat"])] if self.record.guard.get("beat") else []  # a leftover's guard
+        self.host.run(["rm", "-f", "--", self.record_path, inflight.lock_path(self.svc.state_dir, self.record.id),
+                       *beat], timeout=30, check=True)
+        inflight.apply(self.host, None)
+        self.fence = None
         self.restored = True
         return actions
 
@@ -542,13 +582,15 @@ def restore_host(host: Host, *, services: Services | None = None, accept_current
         leftover = s._load()
         if leftover is None:
             return RestoreReport(host.name, False)
-        s.record = leftover
+        s.fence_off(leftover)
+        s.record = s._load() or leftover  # as its last in-flight command left it
         actions = s.restore(accept_current=accept_current)
         beat = leftover.guard.get("beat")
         if beat:
             host.run(["rm", "-f", "--", str(beat)], timeout=30)
         return RestoreReport(host.name, True, leftover.owner, actions, leftover.guard)
     finally:
+        inflight.apply(host, None)
         s.lock.release()
 
 

@@ -42,6 +42,7 @@ from workbench.hosts import (
     _prepare,
     _put_command,
 )
+from workbench.inflight import Fence
 from workbench.redact import clip
 from workbench.shell import Command
 from workbench.sshconfig import ConfigSet, user_files
@@ -127,6 +128,7 @@ class SSHHost:
             _check_sudo_password(sudo_password)
         self.name = alias
         self.properties: dict[str, Any] = {}
+        self.fence: Fence | None = None  # set by a session: its commands fenced (workbench.inflight)
         # A path is read alone (``ssh -F``); a ConfigSet is used as given; None: OpenSSH's defaults.
         self.ssh_config_path = str(ssh_config) if ssh_config and not isinstance(ssh_config, ConfigSet) else None
         self._configs = ssh_config if isinstance(ssh_config, ConfigSet) else None
@@ -313,7 +315,8 @@ class SSHHost:
         env: Mapping[str, str] | None = None,
     ) -> Result:
         text, data = _prepare(cmd, input, env)
-        wrapped, data = self._become(shell.with_deadline(text, timeout), data)
+        wrapped, data = self._become(shell.with_deadline(self.fence.wrap(text) if self.fence else text, timeout),
+                                     data)
         return self._exec(wrapped, data, timeout, check=check, text=text)
 
     def _exec(self, wrapped: str, data: bytes | None, timeout: float, *, check: bool = False,

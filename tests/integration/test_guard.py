@@ -9,17 +9,21 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from workbench.guard import POLL_S, STALE_S
 
 from .conftest import BASE, BASE_TEXT
+from .test_containers import host_c  # noqa: F401  (the fixture: gpu-c, brought up when missing)
 from .test_restore import CONTROLLER, STEPS
 
 pytestmark = pytest.mark.testbed
@@ -35,7 +39,16 @@ STATE_SCRIPT = (
     "test -e /run/workbench/session.json && echo record || echo no-record; "
     f"sha256sum /etc/systemd/system/{BASE} | cut -c1-64; "
     "systemctl list-units --plain --no-legend 'workbench-guard-*' | grep -c running || true; "
-    "ls /run/workbench 2>/dev/null | grep -c -e hostguard -e beat || true"  # nothing of the guard left
+    "ls /run/workbench 2>/dev/null | grep -c -e hostguard -e beat -e inflight -e verify || true"  # nothing left
+)
+# The container backend on gpu-c (podman): the base container running, no variant container.
+C_BASE = "sglang-k26-ddtree"
+C_STATE_SCRIPT = (
+    f"podman container inspect --format '{{{{.State.Running}}}}' {C_BASE}; "
+    "podman ps -a --filter label=workbench.variant-of --format '{{.Names}}' | wc -l; "
+    "test -e /run/workbench/session.json && echo record || echo no-record; "
+    "systemctl list-units --plain --no-legend 'workbench-guard-*' | grep -c running || true; "
+    "ls /run/workbench 2>/dev/null | grep -c -e hostguard -e beat -e inflight -e verify || true"
 )
 
 
@@ -53,6 +66,72 @@ def found_state() -> list[str]:
     import hashlib
 
     return ["active", "0", "0", "no-record", hashlib.sha256(BASE_TEXT.encode()).hexdigest(), "0", "0"]
+
+
+@dataclass
+class Bed:
+    """A backend's testbed host for the drills: what the controller runs there, and how plain ssh
+    sees the state found."""
+
+    backend: str
+    ssh_config: str
+    host: str
+    base: str
+    edits: dict[str, object]
+    phase: str  # the phase that ends ``during_watch``
+    state_script: str
+    found: list[str]
+    conn: Any = None  # the fixture's own connection to the host
+
+    def state(self) -> tuple[list[str], float]:
+        """The state, read holding the host's lock (other suites' sessions share these hosts and
+        each restores before it lets go), and the seconds spent waiting for another session's lock
+        (not our guard's: a guard holds it only while it restores)."""
+        script = ('o=$(cat /run/lock/workbench.owner.json 2>/dev/null); t0=$(date +%s%N); p=/run/lock/workbench.lock; '
+                  'while :; do exec 9>>"$p"; flock -w 600 9 || exit 75; '  # as workbench.lock holds it
+                  '[ "$(stat -L -c %i /proc/self/fd/9)" = "$(stat -c %i "$p" 2>/dev/null)" ] && break; exec 9>&-; done; '
+                  'sh -c "$1" 9>&-; rm -f "$p"; '
+                  'case "$o" in *"guard restoring"*|"") w=0;; *) w=$(( $(date +%s%N) - t0 ));; esac; '
+                  'echo "@@waited $w"')
+        try:
+            res = subprocess.run(["ssh", "-F", self.ssh_config, "-o", "ConnectTimeout=3", self.host,
+                                  shlex.join(["sh", "-c", script, "state", self.state_script])],
+                                 capture_output=True, text=True, timeout=620)
+        except subprocess.TimeoutExpired:
+            return ["no answer"], 0.0
+        words = res.stdout.split()
+        waited = float(words[-1]) / 1e9 if words[-2:-1] == ["@@waited"] else 0.0
+        return words[:-2], waited
+
+    def wait_as_found(self, since: float, bound: float) -> float:
+        """Seconds from ``since`` until the host is back as found, less the time other sessions held it."""
+        others = 0.0
+        while True:
+            state, waited = self.state()
+            others += waited
+            if state == self.found:
+                return time.monotonic() - since - others
+            assert time.monotonic() - since - others < bound, \
+                f"not restored {bound:.0f} s after the controller went: {state}"
+            time.sleep(0.2)
+
+    def env(self, **more: str) -> dict[str, str]:
+        return dict(os.environ, PYTHONPATH=str(ROOT), GUARD="1", HOST=self.host, EDITS=json.dumps(self.edits),
+                    PHASE=self.phase, LOCK_WAIT="300", **more)
+
+
+@pytest.fixture(params=["systemd", "container"])
+def bed(request) -> Bed:
+    """The drills' host on each backend: gpu-a's toy unit (systemd), gpu-c's base container (podman)."""
+    if request.param == "systemd":
+        toy = request.getfixturevalue("toy")
+        return Bed("systemd", toy.ssh_config_path, "gpu-a", BASE, {"--mode": "ok", "--delay": "0.5"},
+                   "cuda_graph_capture", STATE_SCRIPT, found_state(), toy)
+    # (edits of its own: test_containers.py's variants have other names, whatever runs at once)
+    hc = request.getfixturevalue("host_c")
+    hc.run(["podman", "start", C_BASE], check=True)  # found running (another test may have left it so)
+    return Bed("container", str(hc.ssh_config_path), "gpu-c", C_BASE, {"--enable-nccl-nvls": True, "--tp-size": "8"},
+               "weight_loading", C_STATE_SCRIPT, ["true", "0", "no-record", "0", "0"], hc)
 
 
 def wait_as_found(ssh_config: str, since: float, bound: float) -> float:
@@ -78,12 +157,14 @@ def report(name: str, seconds: float) -> None:
 
 @pytest.mark.parametrize("signal_name", ["KILL", "TERM"])
 @pytest.mark.parametrize("step", STEPS)
-def test_controller_killed_at_every_step_host_restores_itself(toy, step, signal_name):
-    proc = controller(toy.ssh_config_path, step, signal_name)
+def test_controller_killed_at_every_step_host_restores_itself(bed, step, signal_name):
+    proc = subprocess.run([sys.executable, str(CONTROLLER), bed.ssh_config, step, bed.base], capture_output=True,
+                          text=True, timeout=480, env=bed.env(KILL_SIGNAL=signal_name))
     gone = time.monotonic()
     assert f"REACHED {step}" in proc.stdout, proc.stdout + proc.stderr
     assert proc.returncode == -getattr(signal, f"SIG{signal_name}")
-    report(f"{signal_name}@{step}", wait_as_found(toy.ssh_config_path, gone, BOUND_KILLED))
+    took = bed.wait_as_found(gone, BOUND_KILLED)
+    report(f"{signal_name}@{step}" if bed.backend == "systemd" else f"{bed.backend}-{signal_name}@{step}", took)
 
 
 def cli(ssh_config: str, *args: str) -> subprocess.Popen[str]:
@@ -92,9 +173,11 @@ def cli(ssh_config: str, *args: str) -> subprocess.Popen[str]:
                             env=dict(os.environ, PYTHONPATH=str(ROOT)))
 
 
-def cli_until(ssh_config: str, phase: str) -> subprocess.Popen[str]:
-    """``workbench variant`` running, stopped right after it prints ``phase`` (progress: stderr)."""
-    p = cli(ssh_config, "variant", "gpu-a", BASE, "--set", "mode=ok", "--set", "delay=1", "--timeout", "60")
+def cli_until(ssh_config: str, phase: str, *variant: str) -> subprocess.Popen[str]:
+    """``workbench variant`` running, stopped right after it prints ``phase`` (progress: stderr);
+    ``variant``: HOST BASE --set ... (default: gpu-a's toy unit)."""
+    args = variant or ("gpu-a", BASE, "--set", "mode=ok", "--set", "delay=1")
+    p = cli(ssh_config, "variant", *args, "--timeout", "120", "--lock-wait", "300")
     assert p.stderr is not None
     for line in p.stderr:
         if line.split()[-1:] == [phase]:
@@ -119,24 +202,25 @@ def test_cli_variant_sigkill_during_weight_loading_host_restores_itself(toy):
     report("cli-KILL@weight_loading", wait_as_found(toy.ssh_config_path, time.monotonic(), BOUND_KILLED))
 
 
-def _cut_link(testbed, up: bool) -> None:
-    netns = next(h.netns for h in testbed.hosts if h.name == "gpu-a")
+def _cut_link(testbed, up: bool, host: str = "gpu-a") -> None:
+    netns = next(h.netns for h in testbed.hosts if h.name == host)
     subprocess.run(["ip", "netns", "exec", netns, "ip", "link", "set", "eth0", "up" if up else "down"], check=True)
 
 
-def test_network_partition_host_restores_itself_while_cut_off(toy, testbed):
+def test_network_partition_host_restores_itself_while_cut_off(bed, testbed):
     """The link goes down mid-start and stays down past the bound: the guard restores on its own."""
-    p = cli_until(toy.ssh_config_path, "weight_loading")
-    _cut_link(testbed, up=False)
+    sets = [a for k, v in bed.edits.items() for a in ("--set", k.lstrip("-") if v is True else f"{k.lstrip('-')}={v}")]
+    p = cli_until(bed.ssh_config, "weight_loading", bed.host, bed.base, *sets)
+    _cut_link(testbed, up=False, host=bed.host)
     cut, cut_wall = time.monotonic(), time.time()
     try:
         time.sleep(BOUND_CUT)  # the host is unreachable: there is nothing to poll until the link is back
     finally:
-        _cut_link(testbed, up=True)
-        toy.close()  # the fixture's connection died with the link: the next command reconnects
+        _cut_link(testbed, up=True, host=bed.host)
+        bed.conn.close()  # the fixture's connection died with the link: the next command reconnects
     # Already restored while cut off: as found as soon as ssh gets through again.
-    wait_as_found(toy.ssh_config_path, cut, BOUND_CUT + 10)
-    log = subprocess.run(["ssh", "-F", toy.ssh_config_path, "gpu-a",
+    bed.wait_as_found(cut, BOUND_CUT + 10)
+    log = subprocess.run(["ssh", "-F", bed.ssh_config, bed.host,
                           "journalctl -o short-unix --no-pager -g 'workbench-guard: ' --since -3min"],
                          capture_output=True, text=True, timeout=20).stdout
     assert "no heartbeat for" in log, log
@@ -147,7 +231,7 @@ def test_network_partition_host_restores_itself_while_cut_off(toy, testbed):
     assert p.returncode == 3, out + err  # exit table: host problem
     assert "host stopped answering" in err and "guard" in err, err
     assert "No existing session" not in err and "Timeout opening channel" not in err
-    report("partition", restored[-1] - cut_wall)
+    report("partition" if bed.backend == "systemd" else f"{bed.backend}-partition", restored[-1] - cut_wall)
 
 
 def _sshd_pids_serving(testbed, local_pid: int) -> list[int]:
@@ -312,3 +396,88 @@ def test_busy_gpus_refuse_the_start_and_the_placed_variant_is_removed(toy):
     finally:
         toy.run(["systemctl", "stop", SIM_BASE], check=True)
     as_found(toy)
+
+
+DRILL = "/run/wb-drill"  # the paused install's files on gpu-a (helpers/controller.py, step during_install)
+
+
+def _sh(ssh_config: str, script: str, timeout: float = 15) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["ssh", "-F", ssh_config, "-o", "ConnectTimeout=3", "gpu-a", script],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def _until(ssh_config: str, script: str, what: str, bound: float) -> None:
+    since = time.monotonic()
+    while _sh(ssh_config, script).returncode != 0:
+        assert time.monotonic() - since < bound, f"{what}: not within {bound:.0f} s"
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("install", ["ends_while_the_guard_waits", "never_ends"])
+@pytest.mark.parametrize("signal_name", ["KILL", "TERM"])
+def test_controller_killed_while_its_install_runs_nothing_lands_after_the_restore(toy, signal_name, install):
+    """The race behind a variant left behind: the controller dies while its install runs on the host
+    (held there on a FIFO by our own place script), and the install goes on after the controller is
+    gone.  The guard fences the session off first: it waits for the install (which then lands
+    *before* the restore, and the restore removes it), or ends it when it outlives the wait; either
+    way nothing of the variant is left and no late command of the session runs."""
+    cfg = toy.ssh_config_path
+    _sh(cfg, f"rm -rf {DRILL} && mkdir -p {DRILL} && mkfifo {DRILL}/go").check_returncode()
+    env = dict(os.environ, KILL_SIGNAL=signal_name, PYTHONPATH=str(ROOT), GUARD="1", DRILL_DIR=DRILL,
+               LOCK_WAIT="300")
+    proc = subprocess.Popen([sys.executable, str(CONTROLLER), cfg, "during_install", BASE], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        _until(cfg, f"test -e {DRILL}/paused", "the install never started", 330)
+        proc.send_signal(getattr(signal, f"SIG{signal_name}"))
+        proc.communicate(timeout=30)
+        gone = time.monotonic()
+        assert proc.returncode == -getattr(signal, f"SIG{signal_name}")
+        if install == "ends_while_the_guard_waits":
+            # Without the fence the guard restored at once (the record gone) and the install landed after it.
+            _until(cfg, "grep -q '\"fenced_by\": {' /run/workbench/session.json || ! test -e /run/workbench/session.json",
+                   "the guard never fenced the session off", BOUND_KILLED)
+            _sh(cfg, f"echo go > {DRILL}/go", timeout=10).check_returncode()  # the install goes on, late
+            _until(cfg, f"test -e {DRILL}/done", "the released install never ended", 30)
+        took = wait_as_found(cfg, gone, BOUND_KILLED)
+        if install == "never_ends":
+            # The guard ended it after its wait: nobody reads the FIFO any more (an install still
+            # waiting would go on now, after the restore).
+            late = _sh(cfg, f"timeout 3 sh -c 'echo go > {DRILL}/go'", timeout=15)
+            assert late.returncode == 124, "the session's install was still waiting after the restore"
+            assert _sh(cfg, f"test -e {DRILL}/done").returncode == 1
+        # (Other suites' sessions may use gpu-a by now: only this test's own variant is checked again.)
+        assert _sh(cfg, "ls /run/systemd/system/toy-wb-* /run/workbench/verify.* 2>/dev/null").stdout == ""
+        log = _sh(cfg, "journalctl -o cat --no-pager -g 'workbench-guard: fenced' --since -2min").stdout
+        assert "fenced the session's commands off" in log, log
+        report(f"install-{install}-{signal_name}", took)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        _sh(cfg, f"timeout 2 sh -c 'echo go > {DRILL}/go'; rm -rf {DRILL}")
+
+
+def test_a_session_leaves_no_lock_file_no_in_flight_lock_and_no_empty_state_dir(bed):
+    """After a session that changed the host (a record, its guard, a variant), on each backend:
+    no lock file, no owner file, no in-flight lock, no guard file, no empty /run/workbench."""
+    from workbench.session import HostSession
+    from workbench.ssh import SSHHost
+
+    h = SSHHost(bed.host, ssh_config=bed.ssh_config)
+    try:
+        with HostSession(h, purpose="test: leaves nothing behind", lock_wait=300) as s:
+            trial = s.run_variant(bed.base, bed.edits, timeout=180)
+            assert trial.outcome.ok, trial.outcome.describe()
+            sid = s.record.id[:12]
+            during = h.run(["ls", "-A", "/run/lock", "/run/workbench"]).stdout
+            assert "workbench.lock" in during and f"inflight-{sid}.lock" in during, during
+        after = h.run(["sh", "-c", 'cat /run/lock/workbench.owner.json 2>/dev/null; echo; ls -A /run/lock; '
+                       'echo @@; [ -d /run/workbench ] && { ls -A /run/workbench; [ -n "$(ls -A /run/workbench)" ] '
+                       '|| echo EMPTY-DIR; }; true']).stdout
+    finally:
+        h.close()
+    owner, _, rest = after.partition("\n")
+    locks, _, state = rest.partition("@@")
+    assert "EMPTY-DIR" not in state and sid not in state, after
+    if "workbench.lock" in locks.split():  # only while another suite's session holds the host now
+        assert owner and "leaves nothing behind" not in owner, after

@@ -53,3 +53,5 @@ def test_process_backend_controller_killed_host_restores_itself(local_host, step
     print(f"\nGUARD-RESTORE process-{signal_name}@{step} {took:.2f} s", flush=True)
     assert took < BOUND_KILLED, state
     assert Path(root, "session").is_dir()
+    left = sorted(p.name for p in Path(root, "session").rglob("*") if p.is_file())
+    assert not [n for n in left if n.endswith((".lock", ".beat")) or n == "hostguard.py"], left

@@ -25,7 +25,7 @@ def run_controller(ssh_config: str, step: str, signal_name: str = "KILL", guard:
                    ) -> subprocess.CompletedProcess[str]:
     """The controller killed at ``step``; without its guard unless asked (test_guard.py tests the guard)."""
     env = dict(os.environ, KILL_SIGNAL=signal_name, PYTHONPATH=str(Path(__file__).parents[2]),
-               GUARD="1" if guard else "0")
+               GUARD="1" if guard else "0", LOCK_WAIT="300")  # other suites' sessions may hold gpu-a
     return subprocess.run([sys.executable, str(CONTROLLER), ssh_config, step, BASE], capture_output=True,
                           text=True, timeout=180, env=env)
 

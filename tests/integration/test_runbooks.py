@@ -118,10 +118,9 @@ def kernel_pids(root: int) -> list[int]:
     return found
 
 
-# Known race (see the closing note of issues 14/16): a host command in flight when the kernel dies
-# (the variant's install) can finish after the restore and leave the variant's file behind; seen
-# once in two full runs. One rerun until the guard re-checks after its restore.
-@pytest.mark.flaky(reruns=1)
+# A host command in flight when the kernel dies (the variant's install) cannot land after the
+# restore: whoever restores fences the dead session's commands off first (workbench.inflight;
+# the drill: test_guard.py::test_controller_killed_while_its_install_runs_...).
 def test_kernel_killed_mid_run_is_recorded_and_the_host_restored(gpu_b, ssh_config, data_dir):
     cmd = [sys.executable, "-m", "workbench", "--ssh-config", ssh_config, *bisect_args(data_dir), "--no-progress"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)

@@ -136,9 +136,9 @@ def _note_rate_limit(frame: JournalFrame, limits: ratelimit.Limits | None) -> Jo
     """Count the windows in which the unit reached journald's limit and no "Suppressed" record followed."""
     if limits is None or frame.lost is None or not len(frame):
         return frame
-    own = frame[frame["origin"] == "unit"]
-    windows = ratelimit.reached(own["usec"].to_numpy(np.int64),
-                                own["priority"].astype("float64").to_numpy(), limits)
+    own = (frame["origin"] == "unit").to_numpy(bool)  # two columns, not a copy of the whole frame
+    windows = ratelimit.reached(frame["usec"].to_numpy(np.int64)[own],
+                                frame["priority"].astype("float64").to_numpy()[own], limits)
     if not windows:
         return frame
     reports = sorted(int(r["usec"]) for r in frame.lost.suppressed_records)

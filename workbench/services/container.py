@@ -414,8 +414,15 @@ class WithContainers:
         self._names = None
         return changed
 
+    def _variant_backend(self, name: str) -> Services:
+        """A variant lives where its base does, whether or not it exists yet: the record (and the
+        guard's undo steps) names a variant before its container is created."""
+        stem = name.removesuffix(".service")
+        base = stem.rsplit("-wb-", 1)[0] if "-wb-" in stem else stem
+        return self.containers if self._is_container(base) or self._is_container(name) else self.units_backend
+
     def remove_variant(self, name: str) -> bool:
-        return self.backend(name).remove_variant(name)
+        return self._variant_backend(name).remove_variant(name)
 
     def variant_files(self) -> dict[str, str]:
         return {**self.units_backend.variant_files(), **self.containers.variant_files()}
@@ -439,7 +446,7 @@ class WithContainers:
         return self.containers.host_port(unit, flag_port) if self._is_container(unit) else flag_port
 
     def remove_variant_argv(self, name: str) -> list[str]:
-        return self.backend(name).remove_variant_argv(name)
+        return self._variant_backend(name).remove_variant_argv(name)
 
     def start_argv(self, unit: str) -> list[str]:
         return self.backend(unit).start_argv(unit)

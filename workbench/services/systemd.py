@@ -27,6 +27,7 @@ name=$1; dst=$2; mode=$3
 mkdir -p /run/workbench || exit 20
 tmpdir=$(mktemp -d /run/workbench/verify.XXXXXX) || exit 20
 trap 'rm -rf "$tmpdir"' EXIT
+trap 'exit 129' HUP; trap 'exit 141' PIPE; trap 'exit 143' TERM  # ended (its controller gone): still clean up
 tmp="$tmpdir/$name"
 cat >"$tmp"
 if [ "$mode" = install ] && cmp -s "$tmp" "$dst"; then echo @@unchanged; exit 0; fi

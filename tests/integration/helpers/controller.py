@@ -4,10 +4,15 @@
 
 Steps: after_protect, after_record, after_install, after_stop_base, during_watch, after_watch.
 Prints "REACHED <step>" right before dying, so the test knows the kill happened there.
+Step during_install does not kill itself: the variant's install pauses *on the host* (our place
+script, patched here: it creates DRILL_DIR/paused, then reads the FIFO DRILL_DIR/go before it
+moves the unit into place, reloads and creates DRILL_DIR/done); the test kills this controller while the
+install waits, then decides when (whether) the install may go on.
 KILL_SIGNAL: KILL (default), TERM (no handler here: the default action, like any Python program),
-INT.  GUARD=0 runs the session without its guard (to test the next session's recovery).
-SSH_CONFIG "local" reaches gpu-a of the local testbed (process backend); EDITS (JSON) and
-PHASE (the phase that ends ``during_watch``) fit the variant to the base.
+INT.  LOCK_WAIT: seconds to wait for the host's lock.  GUARD=0 runs the session without its guard (to test the next session's recovery).
+SSH_CONFIG "local" reaches gpu-a of the local testbed (process backend); HOST picks another host
+(gpu-c: the container backend); EDITS (JSON) and PHASE (the phase that ends ``during_watch``) fit
+the variant to the base.
 """
 
 from __future__ import annotations
@@ -30,15 +35,26 @@ def die(at: str) -> None:
         os.kill(os.getpid(), sig)
 
 
+host_name = os.environ.get("HOST", "gpu-a")
 if ssh_config == "local":
     from workbench.hosts import connect
 
-    host = connect("gpu-a")
+    host = connect(host_name)
 else:
-    host = SSHHost("gpu-a", ssh_config=ssh_config)
+    host = SSHHost(host_name, ssh_config=ssh_config)
 edits = json.loads(os.environ.get("EDITS", '{"--mode": "ok", "--delay": "0.5"}'))
 phase = os.environ.get("PHASE", "cuda_graph_capture")
-session = HostSession(host, purpose=f"kill-at-{step}", guard=os.environ.get("GUARD", "1") != "0")
+if step == "during_install":
+    from workbench.services import systemd as _sd
+
+    d = os.environ["DRILL_DIR"]
+    _sd._PLACE_SCRIPT = _sd._PLACE_SCRIPT.replace(
+        'chmod 644 "$tmp" && mv -f "$tmp" "$dst" && systemctl daemon-reload && echo @@installed',
+        f': > {d}/paused; read go < {d}/go; '
+        f'chmod 644 "$tmp" && mv -f "$tmp" "$dst" && systemctl daemon-reload && {{ : > {d}/done; echo @@installed; }}')
+    assert f"{d}/go" in _sd._PLACE_SCRIPT
+session = HostSession(host, purpose=f"kill-at-{step}", guard=os.environ.get("GUARD", "1") != "0",
+                      lock_wait=float(os.environ.get("LOCK_WAIT", "0")))  # others' sessions may hold it
 svc = session.svc
 
 orig_protect = session.protect

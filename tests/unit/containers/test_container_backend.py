@@ -66,3 +66,15 @@ def test_with_containers_routes_by_name() -> None:
     assert both.backend("ssh.service") is both.units_backend
     assert both.units() == ["ssh.service", "dies"]
     assert both.host_port("ssh.service", 30000) == 30000
+
+
+def test_a_variant_not_created_yet_is_undone_where_its_base_lives() -> None:
+    """The record (and the guard's undo steps) names a variant before its container exists: its
+    removal must be the container runtime's, not the units backend's (which would leave it)."""
+    from workbench.services import SystemdServices
+
+    host = FakeHost({"podman ps -a --format": (0, "dies\n", "")})
+    both = WithContainers(SystemdServices(host), ContainerServices(host, "podman"))  # type: ignore[arg-type]
+    assert both.remove_variant_argv("dies-wb-0123456789.service") == ["podman", "rm", "--force", "--",
+                                                                      "dies-wb-0123456789"]
+    assert both.remove_variant_argv("ssh-wb-0123456789.service")[:2] == ["sh", "-c"]  # a unit's variant

@@ -51,7 +51,7 @@ class Bed:
     def guard(self, session_id: str = "s1") -> subprocess.Popen[str]:
         return subprocess.Popen([sys.executable, str(SCRIPT), "--id", session_id, "--record", str(self.record),
                                  "--beat", str(self.beat), "--lock", str(self.lock), "--owner", str(self.owner),
-                                 "--stale", str(self.stale)], stdout=subprocess.PIPE, text=True)
+                                 "--inflight", str(self.tmp / "inflight.lock"), "--stale", str(self.stale)], stdout=subprocess.PIPE, text=True)
 
     def close(self) -> None:
         if self.holder.poll() is None:

@@ -5,6 +5,7 @@ prefix)."""
 from pathlib import Path
 
 import pyarrow.compute as pc
+import pytest
 
 from workbench.journal import text
 from workbench.journal.frame import RAW_FIELDS, build_frame
@@ -67,3 +68,15 @@ def test_the_byte_reader_and_the_regex_reader_agree():
     odd = data + b"1796121942.126215 gpu-a no-pid-here: a line without a pid\n"
     assert text._columns_fast(odd)["pid"].to_pylist()[-1] is None
     assert text._columns_fast(b"garbage line that is long enough\n") is None  # the regex reads it
+
+
+@pytest.mark.parametrize("data", [
+    "1796132053.000001 gpu-b python3[18486]: héllo: x\n1796132053.000002 gpu-b python3[18486]: \n"
+    "1796132053.000003 gpu-b python3[18486]: wörld\x1b[0m\n",  # one process: messages sliced in place
+    "1796132053.000001 gpu-b kernel: a b\n1796132053.000002 gpu-b kernel: c\n",  # no pid
+    "1796132053.000001 gpu-b python3[1]: a\n1796132053.000002 gpu-b python3[22]: c: d\n",  # two processes
+])
+def test_the_byte_readers_read_what_the_regex_reads(data):
+    fast, regex = text._columns_fast(data.encode()), text._columns_regex(data.encode())
+    assert fast is not None
+    assert {k: v.to_pylist() for k, v in fast.items()} == {k: v.to_pylist() for k, v in regex.items()}
