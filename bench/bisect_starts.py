@@ -114,7 +114,7 @@ def scenario(name: str, edits: list[tuple[str, EditValue]], hosts: list[Any], fa
             row["one_at_a_time"] = {"starts": starts, "wall_s": round(time.monotonic() - t0, 1),
                                     "culprits": [[list(map(list, c.items)), c.signature] for c in culprits]}
         if len(edits) <= factorial_max:
-            from workbench.runbooks.isolate import combinations
+            from workbench.runbooks.factorial import combinations
 
             t0 = time.monotonic()
             results, reports = run_many(hosts, BASE, combinations(tuple(edits)), timeout=180, purpose="bench factorial")

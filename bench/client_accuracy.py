@@ -10,11 +10,20 @@ gap, and a client's error is |its median ITL - that median gap| over the same ru
 the other, against the same server. Each (client, concurrency) point runs ``--repeats`` times,
 clients interleaved; the median error counts. The figure: the highest streamed rate up to which
 every concurrency kept the median error below 1 ms, per client, and ours over SGLang's.
+
+``--against sim``: TTFT and ITL against the simulated SGLang K2.6 server, which stamps when it read
+each request and when each chunk left (``SGLANG_SIM_STAMPS``, ``workbench/sim/simcore/stamps.py``).
+Each client runs ``--requests`` requests at c=1; its median TTFT and ITL are set against the
+server's median (first chunk with output − request read; gaps between chunks with output) over
+the same requests (the clients' warmups dropped), so the sign says which clients read late or early.
+``--nagle`` serves without TCP_NODELAY, as the simulator did before: keep-alive clients then read
+the first chunk one delayed ACK late (BENCHMARKS.md).
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import statistics
@@ -51,9 +60,9 @@ def server_gaps(url: str) -> list[float]:
         return list(json.loads(r.read())["gaps_s"])
 
 
-def ours(kind: str, url: str, c: int, n: int, out_len: int) -> dict[str, float]:
+def ours(kind: str, url: str, c: int, n: int, out_len: int, *, fixed: bool = True) -> dict[str, float]:
     spec = LoadSpec(url=url, model="fixed", input_len=32, output_len=out_len, num_requests=n, concurrency=c,
-                    warmup=min(c, 4), tokens_per_word=(0.0, 1.0))
+                    warmup=min(c, 4), **({"tokens_per_word": (0.0, 1.0)} if fixed else {}))
     if kind == "httpx":
         records, run = client.run_local(spec, progress=False)
     else:
@@ -66,7 +75,8 @@ def ours(kind: str, url: str, c: int, n: int, out_len: int) -> dict[str, float]:
         records, run = [x for x in lines if x["kind"] == "request"], lines[-1]
     s = summarize(records, run)
     return {"itl_p50_ms": statistics.median(itl_values(records)) * 1000, "tok_s": s["output_throughput"],
-            "failed": s["failed"], "cpu_frac": run["cpu_frac"], "client_bound": s["client_bound"]}
+            "ttft_p50_ms": s["ttft_p50_ms"], "failed": s["failed"], "cpu_frac": run["cpu_frac"],
+            "client_bound": s["client_bound"]}
 
 
 def sglang(python: str, tok: str, url: str, c: int, n: int, out_len: int) -> dict[str, float]:
@@ -79,7 +89,8 @@ def sglang(python: str, tok: str, url: str, c: int, n: int, out_len: int) -> dic
                         "--output-file", str(out), "--disable-tqdm"],
                        capture_output=True, text=True, check=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
         t = load_results(out).table.iloc[0]
-    return {"itl_p50_ms": t["itl_p50_ms"], "tok_s": t["output_throughput"], "failed": n - t["completed"]}
+    return {"itl_p50_ms": t["itl_p50_ms"], "tok_s": t["output_throughput"], "ttft_p50_ms": t["ttft_p50_ms"],
+            "failed": n - t["completed"]}
 
 
 def vllm(python: str, tok: str, url: str, c: int, n: int, out_len: int) -> dict[str, float]:
@@ -91,7 +102,95 @@ def vllm(python: str, tok: str, url: str, c: int, n: int, out_len: int) -> dict[
                         "--result-dir", d, "--result-filename", "r.json", "--disable-tqdm"],
                        capture_output=True, text=True, check=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
         t = load_results(Path(d) / "r.json").table.iloc[0]
-    return {"itl_p50_ms": t["itl_p50_ms"], "tok_s": t["output_throughput"], "failed": t["failed"]}
+    return {"itl_p50_ms": t["itl_p50_ms"], "tok_s": t["output_throughput"], "ttft_p50_ms": t["ttft_p50_ms"],
+            "failed": t["failed"]}
+
+
+# -- against the simulated SGLang server's own send times -------------------------------------
+
+MODELS = ROOT / "workbench" / "testbed" / "models"
+
+
+def start_sim(stamps: Path, *, nagle: bool = False) -> tuple[subprocess.Popen[str], str]:
+    """The simulated K2.6 server (TP8, DDTree) on loopback, stamping every chunk into ``stamps``
+    (``nagle``: without TCP_NODELAY, as the simulator served before it matched uvicorn)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    state = tempfile.mkdtemp(prefix="wb-gpu-state-")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "workbench.sim.server", "--model-path", str(MODELS / "Kimi-K2.6"), "--tp-size", "8",
+         "--speculative-algorithm", "DDTREE", "--speculative-draft-model-path", str(MODELS / "Kimi-K2.6-DFlash"),
+         "--speculative-num-draft-tokens", "8", "--served-model-name", "fixed", "--trust-remote-code",
+         "--host", "127.0.0.1", "--port", str(port), "--enable-metrics", "--sim-gpu-state-dir", state],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True,
+        env={**os.environ, "SGLANG_SIM_STAMPS": str(stamps), "SGLANG_SIM_NAGLE": "1" if nagle else "0"})
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(url + "/health", timeout=1)
+            return proc, url
+        except OSError:
+            time.sleep(0.2)
+    proc.kill()
+    raise SystemExit("the simulated server did not become ready in 180 s")
+
+
+def stamped(stamps: Path) -> list[dict[str, object]]:
+    return [json.loads(x) for x in stamps.read_text().splitlines()] if stamps.exists() else []
+
+
+def server_reference(lines: list[dict[str, object]]) -> dict[str, float]:
+    """The server's own TTFT (first chunk with output, and first chunk of any kind) and ITL, medians in ms."""
+    ttft, first_any, gaps = [], [], []
+    for line in lines:
+        chunks = line["chunks"]
+        assert isinstance(chunks, list)
+        out = [t for t, has in chunks if has]
+        if not out:
+            continue
+        ttft.append(out[0] - float(line["t_recv"]))  # type: ignore[arg-type]
+        first_any.append(chunks[0][0] - float(line["t_recv"]))  # type: ignore[arg-type]
+        gaps += [b - a for a, b in itertools.pairwise(out)]
+    return {"server_ttft_p50_ms": statistics.median(ttft) * 1000,
+            "server_first_chunk_p50_ms": statistics.median(first_any) * 1000,
+            "server_itl_p50_ms": statistics.median(gaps) * 1000, "server_requests": len(ttft)}
+
+
+def against_sim(a: argparse.Namespace, clients: dict[str, object]) -> list[dict[str, object]]:
+    stamps = Path(tempfile.mkdtemp(prefix="wb-stamps-")) / "stamps.jsonl"
+    server, url = start_sim(stamps, nagle=a.nagle)
+    rows: list[dict[str, object]] = []
+    try:
+        for rep in range(a.repeats):
+            for name, run in clients.items():
+                before = len(stamped(stamps))
+                r = run(url, 1, a.requests)  # type: ignore[operator]
+                new = stamped(stamps)[before:]
+                ref = server_reference(new[len(new) - a.requests:])  # the last n: the client's warmup dropped
+                rows.append({"client": name, "repeat": rep, **r, **ref,
+                             "ttft_error_ms": r["ttft_p50_ms"] - ref["server_ttft_p50_ms"],
+                             "itl_error_ms": r["itl_p50_ms"] - ref["server_itl_p50_ms"]})
+                print(json.dumps(rows[-1]), flush=True)
+    finally:
+        server.kill()
+        server.wait()
+    print("\n| client | TTFT p50 ms (client) | TTFT p50 ms (server: first output chunk) | server: first chunk of any kind "
+          "| TTFT error ms | ITL p50 ms (client) | ITL p50 ms (server) | ITL error ms |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name in clients:
+        rs = [r for r in rows if r["client"] == name]
+
+        def med(key: str, rs: list[dict[str, object]] = rs) -> float:
+            return statistics.median(float(r[key]) for r in rs)  # type: ignore[arg-type]
+
+        print(f"| {name} | {med('ttft_p50_ms'):.2f} | {med('server_ttft_p50_ms'):.2f} | {med('server_first_chunk_p50_ms'):.2f} "
+              f"| {med('ttft_error_ms'):+.2f} | {med('itl_p50_ms'):.3f} | {med('server_itl_p50_ms'):.3f} | "
+              f"{med('itl_error_ms'):+.3f} |")
+    return rows
 
 
 def main() -> int:
@@ -105,14 +204,24 @@ def main() -> int:
     p.add_argument("--sglang-python", default="/tmp/sgl-venv/bin/python")
     p.add_argument("--vllm-python", default="")
     p.add_argument("--json", help="also write the rows here")
+    p.add_argument("--against", choices=("fixed", "sim"), default="fixed",
+                   help="fixed: the fixed-schedule server's ITL ladder; sim: TTFT/ITL against the simulator's stamps")
+    p.add_argument("--requests", type=int, default=20, help="--against sim: measured requests per client run (c=1)")
+    p.add_argument("--nagle", action="store_true", help="--against sim: serve without TCP_NODELAY (the old simulator)")
     a = p.parse_args()
     tok = str(write_tokenizer(tempfile.mkdtemp(prefix="wb-tok-")))
-    clients = {"hostclient": lambda url, c, n: ours("hostclient", url, c, n, a.output_len),
-               "httpx": lambda url, c, n: ours("httpx", url, c, n, a.output_len)}
+    fixed = a.against == "fixed"
+    clients = {"hostclient": lambda url, c, n: ours("hostclient", url, c, n, a.output_len, fixed=fixed),
+               "httpx": lambda url, c, n: ours("httpx", url, c, n, a.output_len, fixed=fixed)}
     if a.sglang_python and Path(a.sglang_python).exists():
         clients["sglang.bench_serving"] = lambda url, c, n: sglang(a.sglang_python, tok, url, c, n, a.output_len)
     if a.vllm_python and Path(a.vllm_python).exists():
         clients["vllm bench serve"] = lambda url, c, n: vllm(a.vllm_python, tok, url, c, n, a.output_len)
+    if not fixed:
+        sim_rows = against_sim(a, clients)
+        if a.json:
+            Path(a.json).write_text(json.dumps({"rows": sim_rows}, indent=1))
+        return 0
     server, url = start_server(a.itl_ms, a.ttft_ms)
     rows = []
     try:

@@ -209,6 +209,32 @@ def trial_timeline(trials: pd.DataFrame, phases: pd.DataFrame | None = None) -> 
                                            tooltip=["trial", "outcome", "s", "e"]).properties(title="Trials")
 
 
+SERVER_PANELS: tuple[tuple[str, str], ...] = (
+    ("running", "running requests"), ("queued", "queued requests"), ("kv_cache_usage", "KV cache used (fraction)"),
+    ("generation_tok_s", "generated tok/s (server)"), ("spec_accept_length", "spec accept length"),
+)
+
+
+def server_series_chart(frame: pd.DataFrame, *, time_col: str = "time_unix", color: str | None = None,
+                        width: int = 600, height: int = 90) -> alt.VConcatChart | None:
+    """The server's own view over the run (``workbench.servermetrics``): one panel per series it
+    exports, seconds from the first poll; ``color`` splits by a column (``arm``, ``variant``)."""
+    if frame.empty or time_col not in frame:
+        return None
+    df = frame.assign(t=frame[time_col] - float(frame[time_col].min()))
+    panels = []
+    for col, title in SERVER_PANELS:
+        if col not in df or df[col].isna().all():
+            continue
+        enc: dict[str, Any] = {"x": alt.X("t:Q", title="seconds"), "y": alt.Y(f"{col}:Q", title=title),
+                               "tooltip": [alt.Tooltip("t:Q", format=".1f"), alt.Tooltip(f"{col}:Q", format=".3g")]}
+        if color and color in df:
+            enc["color"] = alt.Color(f"{color}:N")
+        panels.append(alt.Chart(df.dropna(subset=[col])).mark_line(interpolate="step-after").encode(**enc)
+                      .properties(width=width, height=height))
+    return alt.vconcat(*panels).properties(title="Server /metrics over the run") if panels else None
+
+
 def to_offline_html(chart: alt.TopLevelMixin) -> str:
     """A self-contained HTML page of ``chart`` with the Vega libraries inlined (no network)."""
     html = vlc.vegalite_to_html(chart.to_dict(), vl_version=alt.SCHEMA_VERSION.lstrip("v").rsplit(".", 1)[0], bundle=True)

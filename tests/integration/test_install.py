@@ -75,7 +75,8 @@ def test_the_wheel_carries_the_runbooks_and_runs_one(installed: Path, testbed, t
     assert {"bisect", "triage", "benchmark"} <= set(eval(names))
     bad = _run([str(installed / "workbench"), "run", "triage", "-p", "no_such_parameter", "1"], cwd=tmp_path, env=env)
     assert bad.returncode == 2 and "no_such_parameter" in bad.stderr, bad.stderr
-    run = _run([str(installed / "workbench"), "run", "triage", "--host", "gpu-a", "--data-dir", str(tmp_path / "data"),
+    run = _run([str(installed / "workbench"), "run", "triage", "--host", "gpu-a", "-p", "unit", "sglang-k26-ddtree.service",
+                "--data-dir", str(tmp_path / "data"),
                 "--ssh-config", str(testbed.ssh_config), "--no-progress"], cwd=tmp_path, env=env)
     assert run.returncode == 0, run.stdout + run.stderr[-3000:]
     (run_dir,) = (tmp_path / "data" / "runs").iterdir()

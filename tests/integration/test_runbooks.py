@@ -187,6 +187,9 @@ def test_isolate_runbook_end_to_end(gpu_b, ssh_config, tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     run_dir = run_dir_of(proc.stdout)
     result = result_of(run_dir)
+    # the old name is the generic runbook's preset: same content, named for what it is
+    assert result["runbook"] == "factorial" and result["preset"] == "isolate-ep-vs-nvls"
+    assert result["base_unit"] == "sglang-k26-ddtree.service"
     causes = {(frozenset(c["factors"]), c["exception_type"]) for c in result["causes"]}
     assert causes == {(frozenset({"--ep-size"}), "AttributeError"),
                       (frozenset({"--ep-size", "--enable-nccl-nvls"}), "RuntimeError")}

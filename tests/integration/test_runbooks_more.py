@@ -107,7 +107,7 @@ def test_ab_of_nvls_over_two_hosts_gives_a_verdict_with_intervals(testbed, ssh_c
 
 
 def test_benchmark_of_the_running_base_says_hbm_bandwidth_bound(gpu_b_serving, data_dir):
-    result = run_runbook("benchmark", {"host": "gpu-b", **SMALL}, data_dir)
+    result = run_runbook("benchmark", {"host": "gpu-b", "unit": BASE, **SMALL}, data_dir)
     bn = result["bottleneck"]
     assert bn["gpu"] == "B300" and bn["n_gpus"] == 8
     assert [p["label"] for p in bn["points"]] == ["memory-bound", "memory-bound"], bn["verdict"]
@@ -117,8 +117,13 @@ def test_benchmark_of_the_running_base_says_hbm_bandwidth_bound(gpu_b_serving, d
     assert all(p["failed"] == 0 and p["output_throughput"] > 0 for p in result["points"])
     assert result["points"][0]["spec_accept_length"] > 1.5
     assert {p.name for p in result["_dir"].glob("*.parquet")} == {"results.parquet", "requests.parquet",
-                                                                  "telemetry.parquet", "roofline.parquet"}
-    assert offline_report(result["_dir"]).count("<svg") >= 4  # throughput, latency, GPU timeline, roofline
+                                                                  "telemetry.parquet", "roofline.parquet",
+                                                                  "server_metrics.parquet"}
+    series = result["server_series"]  # the server's own /metrics over the sweep
+    assert series["samples"] >= 3 and series["peak_running"] >= 1 and series["peak_generation_tok_s"] > 0
+    assert series["mean_spec_accept_length"] > 1
+    # throughput, latency, GPU timeline, roofline, server /metrics
+    assert offline_report(result["_dir"]).count("<svg") >= 5
     assert_untouched(gpu_b_serving, True)
 
 

@@ -20,6 +20,9 @@ parameters: -p NAME VALUE (repeatable; dicts and lists as JSON text), -y YAML (a
 exit codes: 0 ok, 1 runbook failed (cell exception, server/restore failure), 2 bad parameters,
             3 kernel died / SSH lost / host locked / timeout (rerun resumes), 130 interrupted.
 examples:   workbench run bisect --host gpu-b -p edits '{"--ep-size": "8", "--enable-nccl-nvls": true}'
+            workbench run factorial --preset isolate-ep-vs-nvls --host gpu-a   (old name: isolate_ep_vs_nvls)
+            workbench run ab --preset test-nvls-on-tp8 --host gpu-b             (old name: test_nvls_on_tp8)
+            workbench run ./my_study.ipynb -p host gpu-a   (any notebook with a cell tagged "parameters")
 """
 
 
@@ -30,7 +33,12 @@ def register(subparsers: Any) -> None:
         "notebook (secrets and addresses redacted), result.json and report.html in the run directory, and "
         "leave every host as it was found.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("runbook", metavar="RUNBOOK", help="runbook name (runbooks/NAME.ipynb: bisect, ...)")
+    p.add_argument("runbook", metavar="RUNBOOK",
+                   help="runbook name (runbooks/NAME.ipynb: bisect, factorial, ab, ...), an old name that is now a "
+                        "preset, or PATH.ipynb (any parameterised notebook)")
+    p.add_argument("--preset", default="", metavar="NAME",
+                   help="start from the runbook's named parameter set (workbench/runbooks/presets/RUNBOOK.toml); "
+                        "given parameters win")
     p.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
                    help="a parameter (repeatable; `papermill --help-notebook runbooks/NAME.ipynb` lists them)")
     p.add_argument("-y", "--yaml", metavar="YAML", help="parameters as a YAML mapping")
@@ -75,13 +83,15 @@ def run(args: argparse.Namespace) -> int:
         execute,
         params_model,
         resolve,
+        resolve_preset,
     )
 
     try:
-        name, path = resolve(args.runbook)
+        runbook = resolve_preset(args.runbook, getattr(args, "preset", ""))[0]
+        path = resolve(runbook)[1]
         params = gather(args, set(params_model(path).model_fields))
-        outcome = execute(name, params, data_dir=args.data_dir, progress=not args.no_progress,
-                          timeout=args.timeout or DEFAULT_TIMEOUT)
+        outcome = execute(args.runbook, params, data_dir=args.data_dir, progress=not args.no_progress,
+                          timeout=args.timeout or DEFAULT_TIMEOUT, preset=getattr(args, "preset", ""))
     except ConfigError as exc:
         print(f"workbench run: bad parameters: {exc}", file=sys.stderr)
         return EXIT_BAD_PARAMETERS

@@ -8,7 +8,8 @@ every point with :mod:`workbench.bottleneck` on the GPU that ``nvidia-smi`` name
 given.  It never starts or stops anything: a unit that is not running is a failed run.
 
 Tables in the run directory: ``results.parquet`` (one row per point and repeat), ``requests.parquet``
-(one row per request), ``telemetry.parquet`` (GPU samples), ``roofline.parquet`` (``roof_*`` columns).
+(one row per request), ``telemetry.parquet`` (GPU samples), ``roofline.parquet`` (``roof_*`` columns),
+``server_metrics.parquet`` (the server's ``/metrics`` polled over the sweep: :mod:`workbench.servermetrics`).
 
 ``result.json``::
 
@@ -24,6 +25,8 @@ Tables in the run directory: ``results.parquet`` (one row per point and repeat),
                     "points": [{"concurrency", "label", "tok_s", "bw_fraction", "headroom", "roofline_tok_s",
                                 "intensity", "ridge"}],
                     "verdict": str},
+     "server_series": {"samples", "errors", "peak_running", "peak_queued", "peak_kv_cache_usage",
+                       "mean_spec_accept_length", "peak_generation_tok_s"}|absent,
      "conclusion": str, "host_restored": true (nothing was changed), "server_starts": 0,
      "wall_seconds": float, "failure": {"kind": str, "message": str}|null, "started": float, "finished": float,
      "params": {...}, "provenance": {...}}
@@ -31,29 +34,27 @@ Tables in the run directory: ``results.parquet`` (one row per point and repeat),
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
 from pydantic import Field
 
-from workbench.errors import HostError, LockHeld, ServiceError, WorkbenchError
-from workbench.hosts import connect
+from workbench import plots, servermetrics
+from workbench.errors import HostError, LockHeld, ServiceError
 from workbench.provenance import collect as collect_provenance
-from workbench.redact import Redactor
 from workbench.runbooks import measure
-from workbench.runbooks.outcome import caught_failure
 from workbench.runbooks.params import RunbookParams
+from workbench.runbooks.schemas import BenchmarkResult
+from workbench.runbooks.skeleton import RunbookRun
 from workbench.runs import Run
 from workbench.services import exec_argv
-from workbench.session import HostSession
 from workbench.watch import watch_start
 
 
 class _Target(RunbookParams):
-    host: str = Field("gpu-b", description="ssh_config alias of the GPU host")
-    unit: str = Field("sglang-k26-ddtree.service", description="the running unit to benchmark")
+    host: str = Field(min_length=1, description="ssh_config alias of the GPU host")
+    unit: str = Field(min_length=1, description="the running unit to benchmark")
     health_path: str = Field("/health", description="readiness endpoint checked before the sweep")
     lock_wait: float = Field(0.0, ge=0, description="seconds to wait while another session holds the host")
 
@@ -68,21 +69,19 @@ def _throughput_words(pts: list[dict[str, Any]]) -> str:
 
 def run(params: BenchmarkParams, *, progress: Callable[[str], None] = print) -> tuple[Run, dict[str, Any]]:
     """Benchmark ``params.unit`` on ``params.host``; returns the run and its result."""
-    redactor = Redactor.for_params(params.model_dump())
-    run_ = Run.create("benchmark", data_dir=params.data_dir, run_id=params.run_id, redactor=redactor)
-    started = time.time()
-    failure: dict[str, str] | None = None
-    provenance: dict[str, Any] = {"host": params.host}
-    pts: list[dict[str, Any]] = []
-    bottleneck: dict[str, Any] | None = None
-    port: int | None = None
-    host = connect(params.host, ssh_config=params.ssh_config or None)
-    try:
-        with HostSession(host, purpose=f"benchmark {run_.id}", lock_wait=params.lock_wait) as session:
+    kinds = ((LockHeld, "host_locked"), (HostError, "ssh_lost"), (ServiceError, "not_serving"))
+    with RunbookRun("benchmark", params, BenchmarkResult, kinds=kinds, progress=progress) as rr:
+        rr.provenance = {"host": params.host}
+        rr.set(host=params.host, unit=params.unit, port=None, load_from=params.load_from,
+               concurrency=params.concurrency, repeats=params.repeats, points=[], bottleneck=None,
+               host_restored=True, server_starts=0)  # nothing is changed: the host is as found
+        host = rr.connect(params.host)
+        with rr.session(host, lock_wait=params.lock_wait) as session:
             svc = session.svc
             text = svc.unit_text(params.unit)
-            shape = measure.server_shape(exec_argv(text, params.unit))
-            port = shape.port
+            argv = exec_argv(text, params.unit)
+            shape = measure.with_model(measure.server_shape(argv), host, argv, params)
+            rr.set(port=shape.port)
             st = svc.status(params.unit)
             if not st.running:
                 raise ServiceError(f"{params.unit} is {st.active_state} on {params.host}; the benchmark never "
@@ -92,46 +91,28 @@ def run(params: BenchmarkParams, *, progress: Callable[[str], None] = print) -> 
             if not ready.ok:
                 raise ServiceError(f"{params.unit} is running but not ready: {ready.describe()}",
                                    host=params.host, unit=params.unit)
-            provenance = collect_provenance(host, text)
-            progress(f"sweeping {params.unit} on {params.host}:{port}: c={params.concurrency} x {params.repeats}")
-            sweep = measure.sweep_unit(host, port, params, {"variant": params.unit, "host": params.host})
-        run_.table("results", sweep.results)
-        run_.table("requests", sweep.requests)
-        if not sweep.gpu.empty:
-            run_.table("telemetry", sweep.gpu)
+            rr.provenance = collect_provenance(host, text)
+            rr.tell(f"sweeping {params.unit} on {params.host}:{shape.port}: c={params.concurrency} x {params.repeats}")
+            series: list[pd.DataFrame] = []
+            sweep = measure.sweep_unit(host, shape.port, params, {"variant": params.unit, "host": params.host},
+                                       series=series)
+        rr.table("results", sweep.results)
+        if series:
+            rr.table("server_metrics", series[0])
+            rr.set(server_series=servermetrics.summary(series[0]))
+        rr.table("requests", sweep.requests)
+        rr.table("telemetry", sweep.gpu)
         pts = measure.points(sweep.results)
-        roof = measure.roofline(sweep.results, params, gpu_name=provenance.get("gpu"),
-                                gpu_count=int(provenance.get("gpu_count") or 0), shape=shape)
-        if not roof.analyzed.empty:
-            run_.table("roofline", roof.analyzed)
+        roof = measure.roofline(sweep.results, params, gpu_name=rr.provenance.get("gpu"),
+                                gpu_count=int(rr.provenance.get("gpu_count") or 0), shape=shape)
+        rr.table("roofline", roof.analyzed)
         rows = measure.roofline_rows(roof)
-        bottleneck = {"gpu": roof.gpu, "n_gpus": roof.n_gpus, "model": roof.model, "note": roof.note,
-                      "points": rows,
-                      "verdict": measure.bottleneck_words(rows, pts, gpu=roof.spec, n_gpus=roof.n_gpus)}
-    except WorkbenchError as exc:
-        failure = caught_failure(exc, ((LockHeld, "host_locked"), (HostError, "ssh_lost"), (ServiceError, "not_serving")))
-    finally:
-        host.close()
-    finished = time.time()
-    if failure is None:
-        words = f"{params.unit}: {_throughput_words(pts)}."
-        if bottleneck and bottleneck["verdict"]:
-            words += " " + bottleneck["verdict"]
-        elif bottleneck:
-            words += f" ({bottleneck['note']})"
-    else:
-        words = f"Run failed: {failure['message']}"
-    result = {
-        "status": "ok" if failure is None else "failed",
-        "host": params.host, "unit": params.unit, "port": port, "load_from": params.load_from,
-        "concurrency": params.concurrency, "repeats": params.repeats,
-        "points": pts, "bottleneck": bottleneck, "conclusion": words,
-        "host_restored": True, "server_starts": 0,
-        "wall_seconds": round(finished - started, 2), "failure": failure, "started": started, "finished": finished,
-        "params": params.model_dump(), "provenance": provenance,
-    }
-    run_.write_result(result)
-    return run_, run_.result() or result
+        verdict = measure.bottleneck_words(rows, pts, gpu=roof.spec, n_gpus=roof.n_gpus)
+        bottleneck = {"gpu": roof.gpu, "n_gpus": roof.n_gpus, "model": roof.model, "compute_dtype": roof.dtype, "note": roof.note,
+                      "points": rows, "verdict": verdict}
+        words = f"{params.unit}: {_throughput_words(pts)}. " + (verdict or f"({roof.note})")
+        rr.conclude(words, points=pts, bottleneck=bottleneck)
+    return rr.run, rr.result
 
 
 # -- what the notebook shows ----------------------------------------------------
@@ -151,12 +132,14 @@ def roofline_frame(result: dict[str, Any]) -> pd.DataFrame:
 
 
 def charts(result: dict[str, Any], t: dict[str, pd.DataFrame]) -> list[Any]:
-    """Throughput vs concurrency, latency percentiles vs throughput, GPU timeline, roofline."""
+    """Throughput vs concurrency, latency percentiles vs throughput, GPU timeline, roofline, server /metrics."""
     res = t.get("results", pd.DataFrame())
     if res.empty:
         return []
-    return measure.sweep_charts(res, t.get("telemetry", pd.DataFrame()), result.get("bottleneck") or {},
-                                t.get("roofline", pd.DataFrame()), load_from=result.get("load_from", "host"))
+    out = measure.sweep_charts(res, t.get("telemetry", pd.DataFrame()), result.get("bottleneck") or {},
+                               t.get("roofline", pd.DataFrame()), load_from=result.get("load_from", "host"))
+    server = plots.server_series_chart(t.get("server_metrics", pd.DataFrame()))
+    return out + ([server] if server is not None else [])
 
 
 def show_charts(run: Run, result: dict[str, Any]) -> None:

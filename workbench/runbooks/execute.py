@@ -1,6 +1,9 @@
 """Run a runbook end to end: checked parameters, papermill, a sanitized notebook, the report, the host restored.
 
-``execute("bisect", {"host": "gpu-b"})`` resolves ``runbooks/bisect.ipynb``,
+``execute("bisect", {"host": "gpu-b"})`` resolves ``runbooks/bisect.ipynb`` (a name; an old
+name that is now a preset, ``isolate_ep_vs_nvls``; or any notebook file: ``PATH.ipynb``, see
+:mod:`workbench.runbooks.anynotebook`), starts from the ``preset``'s parameters if one is named
+(:mod:`workbench.runbooks.presets`; the given ones win),
 validates the parameters against the runbook's schema before any kernel starts
 (a wrong name, type or value raises ``ConfigError``: nothing touched), picks
 the run id, and runs the notebook with papermill.  Papermill's saves go to a
@@ -32,6 +35,8 @@ import nbformat
 from workbench.errors import ConfigError
 from workbench.inputs import check_timeout
 from workbench.redact import Redactor
+from workbench.runbooks import presets as presets_
+from workbench.runbooks.anynotebook import inferred_model
 from workbench.runbooks.notebooks import RUNBOOKS_DIR
 from workbench.runbooks.outcome import (
     EXIT_BAD_PARAMETERS,
@@ -77,21 +82,40 @@ def runbooks() -> list[str]:
     return sorted(p.stem for p in RUNBOOKS_DIR.glob("*.ipynb"))
 
 
+def _is_notebook_file(runbook: str | Path) -> bool:
+    return Path(runbook).suffix == ".ipynb" and Path(runbook).is_file() and Path(runbook).parent.resolve() != RUNBOOKS_DIR
+
+
 def resolve(runbook: str | Path, model: type[RunbookParams] | None = None) -> tuple[str, Path]:
-    """``bisect``, ``bisect.ipynb`` or ``runbooks/bisect.ipynb`` -> (name, notebook path); with ``model``
-    any notebook file (tests, drafts)."""
+    """``bisect``, ``bisect.ipynb`` or ``runbooks/bisect.ipynb`` -> (name, notebook path); any other
+    existing notebook file (``PATH.ipynb``) is itself (its name: the file's stem)."""
     name = Path(runbook).name.removesuffix(".ipynb")
-    if model is not None and Path(runbook).suffix == ".ipynb" and Path(runbook).is_file():
+    if _is_notebook_file(runbook):
         return name, Path(runbook)
     path = RUNBOOKS_DIR / f"{name}.ipynb"
     if not path.is_file():
-        raise ConfigError(f"unknown runbook {str(runbook)!r}; there are: {runbooks()}")
+        old = sorted(presets_.aliases())
+        raise ConfigError(f"unknown runbook {str(runbook)!r}; there are: {runbooks()} (and, as presets, {old}); "
+                          "or give a notebook file: workbench run PATH.ipynb")
     return name, path
 
 
+def resolve_preset(runbook: str | Path, preset: str = "") -> tuple[str | Path, presets_.Preset | None]:
+    """(runbook, preset) for a runbook and a preset name, or an old name that is now a preset."""
+    if _is_notebook_file(runbook):
+        if preset:
+            raise ConfigError(f"--preset: {runbook} is a notebook file; presets belong to the built-in runbooks")
+        return runbook, None
+    name = Path(runbook).name.removesuffix(".ipynb")
+    return presets_.resolve(name, preset)
+
+
 def params_model(path: Path) -> type[RunbookParams]:
-    """The parameter model a runbook notebook names (``metadata.workbench.parameters``, "module:Class")."""
+    """The parameter model a runbook notebook names (``metadata.workbench.parameters``, "module:Class");
+    for a notebook of the user's that names none, one read from its ``parameters`` cell."""
     ref = str(nbformat.read(str(path), as_version=4).metadata.get("workbench", {}).get("parameters", ""))
+    if not ref and path.parent.resolve() != RUNBOOKS_DIR:
+        return inferred_model(path)
     module, _, cls = ref.partition(":")
     model = getattr(importlib.import_module(module), cls, None) if module.startswith("workbench.") else None
     if not (isinstance(model, type) and issubclass(model, RunbookParams)):
@@ -101,11 +125,12 @@ def params_model(path: Path) -> type[RunbookParams]:
 
 
 def prepare(runbook: str | Path, params: Mapping[str, Any], *, data_dir: str | Path = DEFAULT_DATA_DIR,
-            run_id: str = "", model: type[RunbookParams] | None = None,
+            run_id: str = "", model: type[RunbookParams] | None = None, preset: str = "",
             ) -> tuple[str, Path, RunbookParams, dict[str, Any]]:
     """Check everything before anything starts: (name, notebook, validated params, values to inject)."""
+    runbook, chosen = resolve_preset(runbook, preset)
     name, path = resolve(runbook, model)
-    given = dict(params)
+    given = presets_.apply(chosen, params)
     if "data_dir" in given and str(given["data_dir"]) != str(data_dir):
         raise ConfigError(f"data_dir is given twice ({given['data_dir']!r} and {str(data_dir)!r}); give it once")
     given["data_dir"] = str(data_dir)
@@ -254,15 +279,18 @@ def supervise(work: Callable[[], Any], kernels: list[Any]) -> BaseException | No
 def execute(runbook: str | Path, params: Mapping[str, Any], *, data_dir: str | Path = DEFAULT_DATA_DIR,
             progress: bool = True, timeout: float | None = DEFAULT_TIMEOUT, run_id: str = "",
             kernel_name: str | None = None, kernel_start_timeout: float = 120.0,
-            model: type[RunbookParams] | None = None) -> RunOutcome:
-    """Run ``runbooks/<runbook>.ipynb`` with ``params``; see the module docstring.
+            model: type[RunbookParams] | None = None, preset: str = "") -> RunOutcome:
+    """Run ``runbooks/<runbook>.ipynb`` (or a notebook file) with ``params`` over the ``preset``'s;
+    see the module docstring.
 
     ``timeout`` bounds each cell (None: no bound); ``model`` overrides the runbook's parameter model."""
     import papermill
 
     if timeout is not None:
         check_timeout(timeout, "timeout (per cell)")
-    name, path, validated, injected = prepare(runbook, params, data_dir=data_dir, run_id=run_id, model=model)
+    chosen = resolve_preset(runbook, preset)[1]
+    name, path, validated, injected = prepare(runbook, params, data_dir=data_dir, run_id=run_id, model=model,
+                                              preset=preset)
     recover_incomplete(data_dir)
     redactor = Redactor.for_params(validated.model_dump())
     run = Run.create(name, data_dir=data_dir, run_id=validated.run_id, redactor=redactor)
@@ -292,7 +320,14 @@ def execute(runbook: str | Path, params: Mapping[str, Any], *, data_dir: str | P
         _Sink.targets.pop(url, None)
         if shown:
             shown.close()
-    result = complete_result(run, validated, classify(error, run.result()), started)
+    # a notebook of the user's that ran to its end without writing a result.json: that is its success
+    ran_through = error is None and run.result() is None and _is_notebook_file(runbook)
+    result = complete_result(run, validated, None if ran_through else classify(error, run.result()), started)
+    if ran_through:
+        result.update(status="ok", conclusion=f"{path.name} ran to its end (it wrote no result.json).")
+    result.setdefault("runbook", name)
+    if chosen is not None:
+        result["preset"] = chosen.name
     hosts = hosts_of(injected) or hosts_of(validated.model_dump())
     if hosts and not (result.get("status") == "ok" and result.get("host_restored")):
         ok, notes = finish_restore(hosts, ssh_config=str(getattr(validated, "ssh_config", "") or ""),

@@ -9,7 +9,8 @@ the unit's command line; the GPU model from ``nvidia-smi`` (provenance), looked 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import contextlib
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +21,12 @@ from workbench import plots
 from workbench.bench.loadcore import LoadSpec
 from workbench.bench.sweep import SweepResult, host_runner, local_runner, run_sweep
 from workbench.bottleneck import FAR_FROM_ROOF, GPUS, KIMI_K26, GpuSpec, ModelSpec, analyze_results
+from workbench.errors import ConfigError, HostError
 from workbench.hosts import Host
+from workbench.modelarch import read_served_config
 from workbench.runbooks.params import RunbookParams
 from workbench.runs import read_table
+from workbench.servermetrics import MetricsSampler
 from workbench.watch import server_port
 
 MODEL_SPECS: dict[str, ModelSpec] = {"kimi-k2.6": KIMI_K26}
@@ -48,7 +52,11 @@ class LoadParams(RunbookParams):
                                                "tunnel: from here through SSH")
     telemetry: bool = Field(True, description="sample the host's GPUs with nvidia-smi during the sweep")
     gpu_interval_ms: int = Field(200, ge=50, description="GPU sampling interval (ms); short windows need short intervals")
-    model_spec: str = Field("kimi-k2.6", description="model for the roofline (kimi-k2.6); empty: no roofline")
+    server_metrics: bool = Field(True, description="poll the server's /metrics during the sweep (running/queued "
+                                                   "requests, KV cache usage, tokens, spec accept length)")
+    metrics_interval_ms: int = Field(500, ge=100, description="/metrics polling interval (ms)")
+    model_spec: str = Field("auto", description="model for the roofline: auto (the served model's config.json on the "
+                                                "host), kimi-k2.6, or empty (no roofline)")
     gpu: str = Field("", description="GPU for the roofline (H100 H200 B200 B300 'RTX PRO 6000'); empty: from nvidia-smi")
 
     @field_validator("concurrency")
@@ -75,8 +83,8 @@ class LoadParams(RunbookParams):
     @field_validator("model_spec")
     @classmethod
     def _model_spec(cls, v: str) -> str:
-        if v and v not in MODEL_SPECS:
-            raise ValueError(f"model_spec must be empty or one of {sorted(MODEL_SPECS)}")
+        if v and v != "auto" and v not in MODEL_SPECS:
+            raise ValueError(f"model_spec must be empty, auto or one of {sorted(MODEL_SPECS)}")
         return v
 
     @field_validator("gpu")
@@ -94,6 +102,19 @@ class ServerShape:
     port: int
     tp: int | None = None
     draft_tokens: int | None = None
+    model: ModelSpec | None = None  # the served model, from its config.json (model_spec "auto")
+    model_note: str = ""  # why it is not known
+
+
+def with_model(shape: ServerShape, host: Host, argv: list[str], p: LoadParams) -> ServerShape:
+    """``shape`` with the served model read from its ``config.json`` on ``host`` (model_spec "auto")."""
+    if p.model_spec != "auto":
+        return shape
+    try:
+        arch = read_served_config(host, argv)
+    except (ConfigError, HostError) as exc:
+        return replace(shape, model_note=f"no roofline: {exc}")
+    return replace(shape, model=arch.to_model_spec())
 
 
 def flag_value(argv: list[str], names: tuple[str, ...]) -> str | None:
@@ -130,19 +151,27 @@ def load_spec(p: LoadParams, url: str) -> LoadSpec:
 
 
 def sweep_unit(host: Host, port: int, p: LoadParams, labels: dict[str, Any], *,
-               repeats: int | None = None) -> SweepResult:
+               repeats: int | None = None, series: list[pd.DataFrame] | None = None) -> SweepResult:
     """Sweep the server on ``host:port``: load from the host (or through a tunnel), GPU samples
-    joined per point, ``/metrics`` deltas (speculative acceptance per window) through a tunnel."""
+    joined per point, ``/metrics`` deltas (speculative acceptance per window) through a tunnel;
+    with ``series`` (and ``p.server_metrics``) the server's ``/metrics`` time series over the whole
+    sweep is appended to it (:mod:`workbench.servermetrics`, tagged with ``labels``)."""
     with host.tunnel(port) as local_port:
         server_url = f"http://127.0.0.1:{local_port}"
         if p.load_from == "host":
             url, runner = f"http://127.0.0.1:{port}", host_runner(host, progress=False)
         else:
             url, runner = server_url, local_runner(False)
-        return run_sweep(load_spec(p, url), p.concurrency, repeats=repeats or p.repeats, runner=runner,
-                         labels=labels, requests_per_concurrency=p.requests_per_concurrency or None,
-                         server_url=server_url, gpu_host=host if p.telemetry else None,
-                         gpu_interval_ms=p.gpu_interval_ms)
+        sampler = MetricsSampler(server_url, p.metrics_interval_ms / 1000) if series is not None and p.server_metrics \
+            else None
+        with sampler or contextlib.nullcontext():
+            out = run_sweep(load_spec(p, url), p.concurrency, repeats=repeats or p.repeats, runner=runner,
+                            labels=labels, requests_per_concurrency=p.requests_per_concurrency or None,
+                            server_url=server_url, gpu_host=host if p.telemetry else None,
+                            gpu_interval_ms=p.gpu_interval_ms)
+        if sampler is not None and series is not None and not sampler.frame.empty:
+            series.append(sampler.frame.assign(**{k: v for k, v in labels.items() if isinstance(v, str | int)}))
+        return out
 
 
 # -- summaries and the roofline -----------------------------------------------------------------
@@ -183,6 +212,7 @@ class Roofline:
     n_gpus: int
     model: str
     note: str = ""
+    dtype: str = "bf16"  # the tensor-core dtype the model's matmuls run in
 
     @property
     def spec(self) -> GpuSpec | None:
@@ -191,19 +221,23 @@ class Roofline:
 
 def roofline(results: pd.DataFrame, p: LoadParams, *, gpu_name: str | None, gpu_count: int,
              shape: ServerShape) -> Roofline:
-    """``bottleneck.analyze_results`` on the seeds' model and the host's GPU (when both are known)."""
+    """``bottleneck.analyze_results`` on the model (``model_spec``; auto: ``shape.model``) and the host's GPU."""
     key = p.gpu or gpu_key(gpu_name)
     n = shape.tp or gpu_count or 1
     empty = pd.DataFrame()
     if not p.model_spec:
         return Roofline(empty, key, n, "", "no roofline: no model_spec given")
+    spec = shape.model if p.model_spec == "auto" else MODEL_SPECS[p.model_spec]
+    if spec is None:
+        return Roofline(empty, key, n, "", shape.model_note or "no roofline: the served model's config.json was not read")
+    name = spec.name if p.model_spec == "auto" else p.model_spec
     if key is None:
-        return Roofline(empty, None, n, p.model_spec, f"no roofline: GPU {gpu_name!r} is not in bottleneck.GPUS")
+        return Roofline(empty, None, n, name, f"no roofline: GPU {gpu_name!r} is not in bottleneck.GPUS")
     if results.empty:
-        return Roofline(empty, key, n, p.model_spec, "no roofline: nothing was measured")
+        return Roofline(empty, key, n, name, "no roofline: nothing was measured")
     ok = results[results["completed"] > 0] if "completed" in results else results
-    analyzed = analyze_results(ok, MODEL_SPECS[p.model_spec], GPUS[key], n, tree_tokens=shape.draft_tokens)
-    return Roofline(analyzed, key, n, p.model_spec)
+    analyzed = analyze_results(ok, spec, GPUS[key], n, tree_tokens=shape.draft_tokens)
+    return Roofline(analyzed, key, n, name, dtype=spec.compute_dtype)
 
 
 def roofline_rows(roof: Roofline) -> list[dict[str, Any]]:
@@ -283,7 +317,7 @@ def gpu_chart(samples: pd.DataFrame, results: pd.DataFrame, *, load_from: str = 
 def roofline_chart(roof: Roofline, *, color: str = "variant") -> Any:
     if roof.analyzed.empty or roof.spec is None:
         return None
-    return plots.roofline_chart(roof.analyzed, roof.spec, roof.n_gpus, dtype=MODEL_SPECS[roof.model].compute_dtype,
+    return plots.roofline_chart(roof.analyzed, roof.spec, roof.n_gpus, dtype=roof.dtype,
                                 color=color)
 
 
@@ -300,7 +334,9 @@ def sweep_charts(res: pd.DataFrame, samples: pd.DataFrame, bottleneck: dict[str,
     gpu = gpu_chart(samples, res if timeline_results is None else timeline_results, load_from=load_from, color=color)
     if gpu is not None:
         out.append(gpu)
-    roof = Roofline(roofline_table, bottleneck.get("gpu"), int(bottleneck.get("n_gpus") or 1), bottleneck.get("model") or "")
+    model = bottleneck.get("model") or ""
+    dtype = bottleneck.get("compute_dtype") or (MODEL_SPECS[model].compute_dtype if model in MODEL_SPECS else "bf16")
+    roof = Roofline(roofline_table, bottleneck.get("gpu"), int(bottleneck.get("n_gpus") or 1), model, dtype=dtype)
     chart = roofline_chart(roof, color=color) if color else roofline_chart(roof)
     if chart is not None:
         out.append(chart)

@@ -47,6 +47,9 @@ def parameters_source(model: type[BaseModel]) -> str:
     names = [n for n in model.model_fields if n not in common] + common
     for name in names:
         field = model.model_fields[name]
+        if field.is_required():  # papermill needs a value: None, which validation reports as missing
+            lines.append(f"{name}: {_type_name(field.annotation)} = None  # required: {field.description or ''}")
+            continue
         default = field.get_default(call_default_factory=True)
         value = json.dumps(default) if isinstance(default, dict | list) else repr(default)
         if isinstance(default, dict | list):
@@ -95,10 +98,10 @@ def runbook(module: str, title: str, intro: str, model: type[BaseModel], conclus
 
 
 def all_notebooks() -> dict[str, nbformat.NotebookNode]:
-    from workbench.runbooks import abtest, benchmark, bisect, isolate, sweep, triage
+    from workbench.runbooks import ab, benchmark, bisect, factorial, sweep, triage
 
-    return {"bisect.ipynb": bisect.notebook(), "isolate_ep_vs_nvls.ipynb": isolate.notebook(),
-            "test_nvls_on_tp8.ipynb": abtest.notebook(), "benchmark.ipynb": benchmark.notebook(),
+    return {"bisect.ipynb": bisect.notebook(), "factorial.ipynb": factorial.notebook(),
+            "ab.ipynb": ab.notebook(), "benchmark.ipynb": benchmark.notebook(),
             "triage.ipynb": triage.notebook(), "sweep.ipynb": sweep.notebook()}
 
 

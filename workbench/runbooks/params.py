@@ -6,6 +6,8 @@ model (names, types, defaults, one-line help in comments, which is what
 on the notebook's globals.  A wrong name, type or value fails at once with one
 clear message listing every problem.  Dict and list parameters may arrive as
 JSON text (``papermill -p edits '{"--ep-size": 8}'``; a duplicate key is refused).
+A parameter without a default is required (the host, the unit: nothing is tied to one
+deployment); a missing one is named in the error (``workbench run`` exits 2).
 Flag edits (:data:`Edits`) are checked as the Python API checks them
 (:func:`workbench.inputs.check_edits`: flags as keys, at least one edit), and every
 number must be finite (``start_timeout=nan`` is refused, not read as a default).
@@ -87,6 +89,8 @@ def validate(model: type[M], namespace: dict[str, Any]) -> M:
         raise ConfigError(f"unknown parameter(s) {unknown}; this runbook takes: {sorted(fields)}")
     values = {}
     for name, value in given.items():
+        if value is None and fields[name].is_required():
+            continue  # the notebook's placeholder for a required parameter nobody gave
         annotation = str(fields[name].annotation)
         if isinstance(value, str) and ("dict" in annotation or "list" in annotation) and value.strip()[:1] in "{[":
             value = loads_json(value, f"parameter {name}")
@@ -94,7 +98,11 @@ def validate(model: type[M], namespace: dict[str, Any]) -> M:
     try:
         return model(**values)
     except ValidationError as exc:
-        problems = "; ".join(
+        missing = [str(e["loc"][0]) for e in exc.errors() if e["type"] == "missing" and e["loc"]]
+        problems = [
             (f"{'.'.join(str(p) for p in e['loc'])}: " if e["loc"] else "") + e["msg"].removeprefix("Value error, ")
-            for e in exc.errors())
-        raise ConfigError(f"invalid parameters for {model.__name__}: {problems}") from None
+            for e in exc.errors() if e["type"] != "missing"]
+        if missing:
+            problems.insert(0, f"missing required parameter(s) {', '.join(missing)} (give each with -p NAME VALUE "
+                               "or --host, or start from a preset: --preset NAME)")
+        raise ConfigError(f"invalid parameters for {model.__name__}: {'; '.join(problems)}") from None

@@ -41,6 +41,7 @@ class RunResult(_Open):
 
     run_id: str
     runbook: str
+    preset: str | None = Field(None, description="the preset the parameters started from (presets/RUNBOOK.toml)")
     status: Literal["ok", "failed"]
     conclusion: str = ""
     failure: Failure | None = None
@@ -96,8 +97,9 @@ class MatrixRow(_Open):
     host: str | None = None
 
 
-class IsolateResult(RunResult):
-    runbook: Literal["isolate_ep_vs_nvls"]
+class FactorialResult(RunResult):
+    runbook: Literal["factorial", "isolate_ep_vs_nvls"] = Field(description="isolate_ep_vs_nvls: results of "
+                                                                "before it became a preset")
     hosts: list[str] = Field(default_factory=list)
     base_unit: str | None = None
     factors: list[Edit] = Field(default_factory=list)
@@ -128,6 +130,18 @@ class Bottleneck(_Open):
     verdict: str | None = None
 
 
+class ServerSeries(_Open):
+    """The server's /metrics over the run (workbench.servermetrics.summary); null where not exported."""
+
+    samples: int
+    errors: int = 0
+    peak_running: float | None = None
+    peak_queued: float | None = None
+    peak_kv_cache_usage: float | None = Field(None, description="fraction of the KV cache in use, 0-1")
+    mean_spec_accept_length: float | None = None
+    peak_generation_tok_s: float | None = None
+
+
 class BenchmarkResult(RunResult):
     runbook: Literal["benchmark"]
     host: str | None = None
@@ -138,6 +152,7 @@ class BenchmarkResult(RunResult):
     repeats: int | None = None
     points: list[BenchPoint] = Field(default_factory=list)
     bottleneck: Bottleneck | None = None
+    server_series: ServerSeries | None = None
 
 
 class Arm(_Open):
@@ -158,10 +173,12 @@ class Speedup(_Open):
 
 
 class ABResult(RunResult):
-    runbook: Literal["test_nvls_on_tp8"]
+    runbook: Literal["ab", "test_nvls_on_tp8"] = Field(description="test_nvls_on_tp8: results of before it became a "
+                                                       "preset")
     hosts: list[str] = Field(default_factory=list)
     base_unit: str | None = None
     edits: list[Edit] = Field(default_factory=list)
+    a_edits: list[Edit] = Field(default_factory=list, description="arm A's edits of the base; empty: the base")
     variant_unit: str | None = None
     metric: str | None = None
     confidence: float | None = None
@@ -268,10 +285,13 @@ class TracebacksJSON(_Open):
     root_cause: RootCauseJSON | None = None
 
 
+IsolateResult = FactorialResult  # the old name
 RESULT_MODELS: dict[str, type[RunResult]] = {
-    "bisect": BisectResult, "isolate_ep_vs_nvls": IsolateResult, "benchmark": BenchmarkResult,
-    "test_nvls_on_tp8": ABResult, "triage": TriageResult, "sweep": SweepResult,
+    "bisect": BisectResult, "factorial": FactorialResult, "benchmark": BenchmarkResult,
+    "ab": ABResult, "triage": TriageResult, "sweep": SweepResult,
 }
+# Results written under a runbook's old name (now a preset) validate against the runbook's model.
+OLD_NAMES = {"isolate_ep_vs_nvls": "factorial", "test_nvls_on_tp8": "ab"}
 
 
 def schemas() -> dict[str, dict[str, Any]]:
@@ -286,7 +306,8 @@ def schemas() -> dict[str, dict[str, Any]]:
 
 def validate_result(result: dict[str, Any]) -> RunResult:
     """A result.json checked against its runbook's model (pydantic's ValidationError if it does not fit)."""
-    return RESULT_MODELS[str(result.get("runbook"))].model_validate(result)
+    name = str(result.get("runbook"))
+    return RESULT_MODELS[OLD_NAMES.get(name, name)].model_validate(result)
 
 
 def main() -> int:

@@ -27,7 +27,6 @@ ledger of the data dir) is skipped with that culprit as the reason.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -43,13 +42,13 @@ from workbench.configsweep import (
     mean_ci,
     pareto_front,
 )
-from workbench.errors import HostError, LockHeld, WorkbenchError
-from workbench.hosts import connect
+from workbench.errors import HostError, LockHeld
+from workbench.hosts import Host
 from workbench.provenance import collect as collect_provenance
-from workbench.redact import Redactor
 from workbench.runbooks import measure
-from workbench.runbooks.outcome import caught_failure
 from workbench.runbooks.params import RunbookParams
+from workbench.runbooks.schemas import SweepResult
+from workbench.runbooks.skeleton import RunbookRun
 from workbench.runs import Run
 from workbench.services import exec_argv
 from workbench.session import HostSession
@@ -58,10 +57,9 @@ from workbench.variants import describe_edits
 
 
 class _Target(RunbookParams):
-    host: str = Field("gpu-a", description="ssh_config alias of the GPU host")
-    base_unit: str = Field("sglang-k26-ddtree.service", description="the working unit every configuration varies")
+    host: str = Field(min_length=1, description="ssh_config alias of the GPU host")
+    base_unit: str = Field(min_length=1, description="the working unit every configuration varies")
     grid: dict[str, list[str | int | float | bool | None]] = Field(
-        default_factory=lambda: {"--cuda-graph-max-bs": ["64", "128"]},  # type: ignore[arg-type]
         description='flag -> values to try, e.g. {"--cuda-graph-max-bs": ["64","128"], "--enable-nccl-nvls": [false, true]}')
     slo_ttft_p99_ms: float | None = Field(None, gt=0, description="SLO: p99 time to first token (ms); null: none")
     slo_tpot_p99_ms: float | None = Field(None, gt=0, description="SLO: p99 time per output token (ms); null: none")
@@ -121,80 +119,74 @@ def run(params: SweepParams, *, progress: Callable[[str], None] = print) -> tupl
     """Sweep ``params.grid`` over ``params.base_unit`` on ``params.host``; returns the run and its result."""
     configs = expand_grid(params.grid)
     slo = Slo(params.slo_ttft_p99_ms, params.slo_tpot_p99_ms)
-    redactor = Redactor.for_params(params.model_dump())
-    run_ = Run.create("sweep", data_dir=params.data_dir, run_id=params.run_id, redactor=redactor)
-    culprits = known_culprits(params.data_dir, params.host, params.base_unit) if params.skip_known_culprits else []
-    started = time.time()
-    failure: dict[str, str] | None = None
-    rows: list[dict[str, Any]] = []
-    frames: list[pd.DataFrame] = []
-    starts = 0
-    restored = False
-    provenance: dict[str, Any] = {"host": params.host}
-    host = connect(params.host, ssh_config=params.ssh_config or None)
-    try:
-        session = HostSession(host, purpose=f"sweep {run_.id}", lock_wait=params.lock_wait)
-        with session as s:
-            provenance = collect_provenance(host, s.svc.unit_text(params.base_unit))
-            for i, config in enumerate(configs):
-                edits = list(config)
-                row: dict[str, Any] = {"edits": [[f, v] for f, v in edits], "outcome": "", "signature": None,
-                                       "exception_type": None, "phase": None, "reason": None, "points": []}
-                rows.append(row)
-                hit = holds_culprit(config, culprits)
-                if hit is not None:
-                    row.update(outcome="skipped", reason=f"holds the culprit {describe_edits(hit)} found by an earlier bisect")
-                    progress(f"[{i + 1}/{len(configs)}] {describe_edits(edits)}: skipped ({row['reason']})")
-                    continue
-                progress(f"[{i + 1}/{len(configs)}] starting {describe_edits(edits)}")
-                with s.serve_variant(params.base_unit, edits, health_path=params.health_path,
-                                     timeout=params.start_timeout) as trial:
-                    starts += 1
-                    out = trial.outcome
-                    if not out.ok:
-                        inv = out.invocation_id
-                        log = (s.svc.invocation_text(trial.variant, inv) if inv else "") or "\n".join(out.tail)
-                        info = classify(log)
-                        phase = out.phase if out.phase not in (None, "unknown", "serving") else info["phase"]
-                        row.update(outcome=out.outcome, signature=info["signature"],
-                                   exception_type=info["exception_type"], phase=phase,
-                                   reason=(info["message"] or out.reason or "")[:300])
-                        progress(f"    did not start: {info['exception_type'] or out.outcome} in {phase}")
-                        continue
-                    shape = measure.server_shape(exec_argv(trial.unit_text, trial.variant))
-                    sweep = measure.sweep_unit(host, shape.port, params, {"variant": f"config {i}", "config": i})
-                    frames.append(sweep.results)
-                    row.update(outcome="ready", phase="serving",
-                               points=_points(sweep.results, shape.tp or int(provenance.get("gpu_count") or 1), slo))
-                    best = max((p["output_tok_s"] for p in row["points"]), default=0)
-                    progress(f"    ready in {out.seconds:.1f} s; best {best:.0f} tok/s")
-        restored = session.restored
-    except WorkbenchError as exc:
-        failure = caught_failure(exc, ((LockHeld, "host_locked"), (HostError, "ssh_lost")))
-    except KeyboardInterrupt:
-        failure = {"kind": "interrupted", "message": "interrupted (the host was restored on the way out)"}
-    finally:
-        host.close()
+    kinds = ((LockHeld, "host_locked"), (HostError, "ssh_lost"))
+    with RunbookRun("sweep", params, SweepResult, kinds=kinds, progress=progress) as rr:
+        culprits = known_culprits(params.data_dir, params.host, params.base_unit) if params.skip_known_culprits else []
+        rows: list[dict[str, Any]] = []
+        frames: list[pd.DataFrame] = []
+        rr.provenance = {"host": params.host}
+        rr.set(host=params.host, base_unit=params.base_unit, grid=params.grid,
+               slo={"ttft_p99_ms": slo.ttft_p99_ms, "tpot_p99_ms": slo.tpot_p99_ms},
+               concurrency=params.concurrency, repeats=params.repeats, configs=rows, server_starts=0)
+        try:
+            host = rr.connect(params.host)
+            with rr.session(host, lock_wait=params.lock_wait) as s:
+                rr.provenance = collect_provenance(host, s.svc.unit_text(params.base_unit))
+                for i, config in enumerate(configs):
+                    rows.append(_config(rr, s, host, params, i, len(configs), list(config), culprits, slo, frames))
+        finally:  # what was measured is kept, whatever ended the sweep
+            best = _summary(rr, rows, frames, slo)
+        rr.conclude(conclusion(rows, best, slo, None))
+    return rr.run, rr.result
+
+
+def _config(rr: RunbookRun, s: HostSession, host: Host, params: SweepParams, i: int, n: int,
+            edits: list[tuple[str, Any]], culprits: list[list[tuple[str, Any]]], slo: Slo,
+            frames: list[pd.DataFrame]) -> dict[str, Any]:
+    """One configuration: skipped (a known culprit), failed to start (its signature), or measured."""
+    row: dict[str, Any] = {"edits": [[f, v] for f, v in edits], "outcome": "", "signature": None,
+                           "exception_type": None, "phase": None, "reason": None, "points": []}
+    hit = holds_culprit(tuple(edits), culprits)
+    if hit is not None:
+        row.update(outcome="skipped", reason=f"holds the culprit {describe_edits(hit)} found by an earlier bisect")
+        rr.tell(f"[{i + 1}/{n}] {describe_edits(edits)}: skipped ({row['reason']})")
+        return row
+    rr.tell(f"[{i + 1}/{n}] starting {describe_edits(edits)}")
+    with s.serve_variant(params.base_unit, edits, health_path=params.health_path,
+                         timeout=params.start_timeout) as trial:
+        rr.set(server_starts=rr.fields["server_starts"] + 1)
+        out = trial.outcome
+        if not out.ok:
+            inv = out.invocation_id
+            log = (s.svc.invocation_text(trial.variant, inv) if inv else "") or "\n".join(out.tail)
+            info = classify(log)
+            phase = out.phase if out.phase not in (None, "unknown", "serving") else info["phase"]
+            row.update(outcome=out.outcome, signature=info["signature"], exception_type=info["exception_type"],
+                       phase=phase, reason=(info["message"] or out.reason or "")[:300])
+            rr.tell(f"    did not start: {info['exception_type'] or out.outcome} in {phase}")
+            return row
+        shape = measure.server_shape(exec_argv(trial.unit_text, trial.variant))
+        sweep = measure.sweep_unit(host, shape.port, params, {"variant": f"config {i}", "config": i})
+        frames.append(sweep.results)
+        row.update(outcome="ready", phase="serving",
+                   points=_points(sweep.results, shape.tp or int(rr.provenance.get("gpu_count") or 1), slo))
+        best = max((p["output_tok_s"] for p in row["points"]), default=0)
+        rr.tell(f"    ready in {out.seconds:.1f} s; best {best:.0f} tok/s")
+    return row
+
+
+def _summary(rr: RunbookRun, rows: list[dict[str, Any]], frames: list[pd.DataFrame], slo: Slo) -> dict[str, Any] | None:
+    """The results table, the Pareto front and the best point under the SLOs, into the result; the best."""
     if frames:
-        run_.table("results", pd.concat(frames, ignore_index=True))
+        rr.table("results", pd.concat(frames, ignore_index=True))
     flat = [{"config": i, **p} for i, r in enumerate(rows) for p in r["points"]]
     front = [{"config": flat[j]["config"], "concurrency": flat[j]["concurrency"],
               "tok_s_per_user": flat[j]["tok_s_per_user"], "tok_s_per_gpu": flat[j]["tok_s_per_gpu"]}
              for j in pareto_front(flat)]
     b = best_under_slo(flat, slo)
     best = {**flat[b], "edits": rows[flat[b]["config"]]["edits"]} if b is not None else None
-    finished = time.time()
-    result = {
-        "status": "ok" if failure is None else "failed", "host": params.host, "base_unit": params.base_unit,
-        "grid": params.grid, "slo": {"ttft_p99_ms": slo.ttft_p99_ms, "tpot_p99_ms": slo.tpot_p99_ms},
-        "concurrency": params.concurrency, "repeats": params.repeats,
-        "configs": rows, "pareto": front, "best": best, "server_starts": starts, "host_restored": restored,
-        "conclusion": conclusion(rows, best, slo, failure), "wall_seconds": round(finished - started, 2),
-        "failure": failure, "started": started, "finished": finished, "params": params.model_dump(),
-        "provenance": provenance,
-    }
-    run_.write_result(result)
-    return run_, run_.result() or result
+    rr.set(pareto=front, best=best)
+    return best
 
 
 def conclusion(rows: list[dict[str, Any]], best: dict[str, Any] | None, slo: Slo,

@@ -33,18 +33,15 @@ Tables: ``journal`` (the invocation's rows), ``failures``, ``phases``.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pandas as pd
 from pydantic import Field
 
 from workbench import plots
-from workbench.errors import CommandFailed, ConfigError, HostError, ServiceError, WorkbenchError
-from workbench.hosts import connect
+from workbench.errors import CommandFailed, ConfigError, HostError, ServiceError
 from workbench.journal import read as journal_read
 from workbench.journal.frame import select_invocations
-from workbench.redact import Redactor
 from workbench.runbooks.cause import (
     first_line,
     flag_diff,
@@ -53,8 +50,9 @@ from workbench.runbooks.cause import (
     phase_rows,
     variant_base,
 )
-from workbench.runbooks.outcome import caught_failure
 from workbench.runbooks.params import RunbookParams
+from workbench.runbooks.schemas import TriageResult
+from workbench.runbooks.skeleton import RunbookRun
 from workbench.runs import Ledger, Run, read_table
 from workbench.services import Services, exec_argv, services_for
 from workbench.tracebacks import analyze, to_json
@@ -62,8 +60,8 @@ from workbench.variants import EditValue
 
 
 class TriageParams(RunbookParams):
-    host: str = Field("gpu-b", description="ssh_config alias of the GPU host")
-    unit: str = Field("sglang-k26-ddtree.service", description="the unit whose start to explain (a variant too)")
+    host: str = Field(min_length=1, description="ssh_config alias of the GPU host")
+    unit: str = Field(min_length=1, description="the unit whose start to explain (a variant too)")
     invocation: str = Field("last", description="an InvocationID, 'last', or an index (-1 last, 0 oldest)")
 
 
@@ -119,14 +117,10 @@ def _unit_text(svc: Services, unit: str) -> str | None:
 
 def run(params: TriageParams) -> tuple[Run, dict[str, Any]]:
     """Explain one invocation of ``params.unit`` on ``params.host``; reads only."""
-    redactor = Redactor.for_params(params.model_dump())
-    run_ = Run.create("triage", data_dir=params.data_dir, run_id=params.run_id, redactor=redactor)
-    started = time.time()
-    result: dict[str, Any] = {"host": params.host, "unit": params.unit}
-    failure = None
-    host = connect(params.host, ssh_config=params.ssh_config or None)
-    try:
-        svc = services_for(host)
+    with RunbookRun("triage", params, TriageResult, kinds=((HostError, "ssh_lost"),)) as rr:
+        rr.provenance = {"host": params.host}
+        rr.set(host=params.host, unit=params.unit, host_restored=True, server_starts=0)  # nothing is changed
+        svc = services_for(rr.connect(params.host))
         text, frame, meta, source = read_invocation(svc, params.unit, params.invocation)
         a = analyze(text)
         rows = phase_rows(text, line_times(frame))
@@ -135,37 +129,21 @@ def run(params: TriageParams) -> tuple[Run, dict[str, Any]]:
         flags, flags_source = _flags(svc, params.unit, base, params.data_dir) if base else ([], None)
         words = likely_cause(a, invocation=meta, variant_of=base, flags=flags, failed_in=failed_in)
         js = to_json(a)
-        if frame is not None and not frame.empty:
-            run_.table("journal", pd.DataFrame(frame).drop(columns=["parts"], errors="ignore"))
-        if js["failures"]:
-            run_.table("failures", pd.DataFrame([{**f, "innermost_frame": str(f["innermost_frame"])}
-                                                 for f in js["failures"]]))
-        if rows:
-            run_.table("phases", pd.DataFrame(rows))
+        if frame is not None:
+            rr.table("journal", pd.DataFrame(frame).drop(columns=["parts"], errors="ignore"))
+        rr.table("failures", pd.DataFrame([{**f, "innermost_frame": str(f["innermost_frame"])} for f in js["failures"]]))
+        rr.table("phases", pd.DataFrame(rows))
         lost = getattr(frame, "lost", None)
-        result.update({
-            "invocation": meta, "source": source, "journal_lines": len(text.splitlines()),
-            "journal_lost": lost.describe() if lost is not None and lost.incomplete else None,
-            "variant_of": base, "flag_diff": [[f, list(v) if isinstance(v, tuple) else v] for f, v in flags],
-            "flags_source": flags_source,
-            "root_cause": js["root_cause"], "final": js["final"], "failures": js["failures"],
-            "phases": [{k: (v.isoformat() if isinstance(v, pd.Timestamp) else v) for k, v in r.items()
-                        if k != "line_no"} for r in rows],
-            "failed_in": failed_in, "likely_cause": words,
-            "conclusion": f"{params.unit}, invocation {meta['id'][:12]} ({meta.get('result') or '?'}): {words}",
-        })
-    except WorkbenchError as exc:
-        failure = caught_failure(exc, ((HostError, "ssh_lost"),))
-    finally:
-        host.close()
-    finished = time.time()
-    if failure is not None:
-        result["conclusion"] = f"Run failed: {failure['message']}"
-    result.update({"status": "ok" if failure is None else "failed", "host_restored": True, "server_starts": 0,
-                   "wall_seconds": round(finished - started, 2), "failure": failure, "started": started,
-                   "finished": finished, "params": params.model_dump(), "provenance": {"host": params.host}})
-    run_.write_result(result)
-    return run_, run_.result() or result
+        rr.conclude(
+            f"{params.unit}, invocation {meta['id'][:12]} ({meta.get('result') or '?'}): {words}",
+            invocation=meta, source=source, journal_lines=len(text.splitlines()),
+            journal_lost=lost.describe() if lost is not None and lost.incomplete else None,
+            variant_of=base, flag_diff=[[f, list(v) if isinstance(v, tuple) else v] for f, v in flags],
+            flags_source=flags_source, root_cause=js["root_cause"], final=js["final"], failures=js["failures"],
+            phases=[{k: (v.isoformat() if isinstance(v, pd.Timestamp) else v) for k, v in r.items() if k != "line_no"}
+                    for r in rows],
+            failed_in=failed_in, likely_cause=words)
+    return rr.run, rr.result
 
 
 # -- what the notebook shows ----------------------------------------------------

@@ -9,9 +9,9 @@ import pytest
 from workbench.cli import services as cli_services
 from workbench.errors import ConfigError
 from workbench.inputs import check_edits, check_timeout, loads_json
-from workbench.runbooks.abtest import ABParams
+from workbench.runbooks.ab import ABParams
 from workbench.runbooks.bisect import BisectParams
-from workbench.runbooks.isolate import IsolateParams
+from workbench.runbooks.factorial import FactorialParams
 from workbench.runbooks.params import validate
 from workbench.session import HostSession
 from workbench.variants import normalize_edits
@@ -59,7 +59,12 @@ def test_json_duplicate_keys_and_nan_are_refused():
     assert loads_json('{"--ep-size": 8}') == {"--ep-size": 8}
 
 
-@pytest.mark.parametrize("model, field", [(BisectParams, "edits"), (IsolateParams, "factors"), (ABParams, "edits")])
+# The parameters each needs besides the edits (required: no default deployment).
+NEEDED: dict[type, dict[str, object]] = {BisectParams: {}, FactorialParams: {"hosts": ["gpu-a"], "base_unit": "u.service"},
+                                         ABParams: {"hosts": ["gpu-a"], "base_unit": "u.service"}}
+
+
+@pytest.mark.parametrize("model, field", [(BisectParams, "edits"), (FactorialParams, "factors"), (ABParams, "edits")])
 @pytest.mark.parametrize("text, message", [
     ('{"ep-size": "8"}', "not a flag"),
     ('{"--a b": true}', "not a flag"),
@@ -69,12 +74,12 @@ def test_json_duplicate_keys_and_nan_are_refused():
 ])
 def test_runbook_edits_are_checked_like_the_api(model, field, text, message):
     with pytest.raises(ConfigError, match=message):
-        validate(model, {field: text})
+        validate(model, {**NEEDED[model], field: text})
 
 
-@pytest.mark.parametrize("model, field", [(BisectParams, "edits"), (IsolateParams, "factors")])
+@pytest.mark.parametrize("model, field", [(BisectParams, "edits"), (FactorialParams, "factors")])
 def test_runbook_edits_accept_numbers_and_lists_in_json(model, field):
-    p = validate(model, {field: '{"--ep-size": 8, "--cuda-graph-bs": [1, 2], "--enable-nccl-nvls": true}'})
+    p = validate(model, {**NEEDED[model], field: '{"--ep-size": 8, "--cuda-graph-bs": [1, 2], "--enable-nccl-nvls": true}'})
     assert getattr(p, field) == {"--ep-size": 8, "--cuda-graph-bs": [1, 2], "--enable-nccl-nvls": True}
 
 

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from workbench.errors import ConfigError
-from workbench.runbooks import abtest
-from workbench.runbooks.abtest import ABParams
+from workbench.runbooks import ab as abtest
+from workbench.runbooks.ab import ABParams
 from workbench.runbooks.abverdict import (
     conclusion,
     overall_verdict,
@@ -104,9 +106,16 @@ def test_split_repeats_over_hosts():
     assert sum(k for k, _ in split_repeats(7, 3)) == 7
 
 
-def test_parameters_default_to_nvls_and_are_checked_before_any_host():
-    p = validate(ABParams, {})
+# What every A/B needs (no defaults tied to one deployment); the seeds' question is the preset.
+REQUIRED = {"hosts": ["gpu-b"], "base_unit": "sglang-k26-ddtree.service", "edits": {"--enable-nccl-nvls": True}}
+
+
+def test_parameters_are_required_and_checked_before_any_host():
+    with pytest.raises(ConfigError, match=r"missing required parameter\(s\) hosts, base_unit, edits"):
+        validate(ABParams, {})
+    p = validate(ABParams, REQUIRED)
     assert p.edits == {"--enable-nccl-nvls": True} and p.hosts == ["gpu-b"] and p.load_from == "host"
+    assert p.a_edits == {} and p.model_spec == "auto"
     vllm = validate(ABParams, {"hosts": '["gpu-a"]', "base_unit": "vllm-tiny.service", "edits": '{"--max-num-seqs": "2"}',
                                "concurrency": "[1, 8]", "model_spec": "", "stop_units": '["sglang-k26-ddtree.service"]'})
     assert vllm.edits == {"--max-num-seqs": "2"} and vllm.concurrency == [1, 8] and vllm.model_spec == ""
@@ -124,15 +133,17 @@ def test_parameters_default_to_nvls_and_are_checked_before_any_host():
     ({"model_spec": "llama"}, "model_spec"),
     ({"gpu": "T4"}, "gpu"),
     ({"api": "responses"}, "api"),
+    ({"a_edits": {"--enable-nccl-nvls": True}}, "same configuration"),
+    ({"a_edits": {"nvls": True}}, "a_edits"),
 ])
 def test_bad_parameters_fail_at_once(ns, message):
     with pytest.raises(ConfigError, match=message):
-        validate(ABParams, ns)
+        validate(ABParams, {**REQUIRED, **ns})
 
 
 # -- the result.json schema ------------------------------------------------------------------
 
-TOP_KEYS = {"status", "hosts", "base_unit", "edits", "variant_unit", "metric", "confidence", "arms", "speedup",
+TOP_KEYS = {"status", "hosts", "base_unit", "edits", "a_edits", "variant_unit", "metric", "confidence", "arms", "speedup",
             "verdict", "bottleneck", "conclusion", "server_starts", "wall_seconds", "host_restored", "hosts_report",
             "failure", "started", "finished", "params", "provenance"}
 
@@ -150,7 +161,7 @@ def _sweep_rows(arm: str, scale: float) -> pd.DataFrame:
 
 
 def test_result_schema_and_roofline_per_arm(tmp_path):
-    p = ABParams(data_dir=str(tmp_path), concurrency=[1, 64], repeats=2)
+    p = ABParams(data_dir=str(tmp_path), concurrency=[1, 64], repeats=2, model_spec="kimi-k2.6", **REQUIRED)
     hr = abtest._HostRun("gpu-b", 2, 0, restored=True, starts=1, variant="base-wb-0123456789.service",
                          provenance={"host": "gpu-b", "gpu": "NVIDIA B300 SXM6 AC", "gpu_count": 8})
     hr.frames["results"] = [_sweep_rows("A", 1.0), _sweep_rows("B", 1.02)]
@@ -158,7 +169,7 @@ def test_result_schema_and_roofline_per_arm(tmp_path):
                "B": {"unit": hr.variant, "started": True, "start": {"outcome": "ready", "phase": "serving",
                                                                    "seconds": 4.0}, "failure": None}}
     hr.shapes = {"A": ServerShape(30000, 8, 8), "B": ServerShape(30000, 8, 8)}
-    run = Run.create("test_nvls_on_tp8", data_dir=tmp_path)
+    run = Run.create("ab", data_dir=tmp_path)
     result = abtest._result(p, run, [hr], [("--enable-nccl-nvls", True)], 0.0, 1.0)
     assert set(result) == TOP_KEYS
     assert result["status"] == "ok" and result["verdict"] == "better" and result["host_restored"] is True
@@ -173,9 +184,32 @@ def test_result_schema_and_roofline_per_arm(tmp_path):
 
 
 def test_result_of_a_host_that_failed(tmp_path):
-    p = ABParams(data_dir=str(tmp_path))
+    p = ABParams(data_dir=str(tmp_path), **REQUIRED)
     hr = abtest._HostRun("gpu-b", 3, 0, error="host_locked: gpu-b is held by root (test)")
-    run = Run.create("test_nvls_on_tp8", data_dir=tmp_path)
+    run = Run.create("ab", data_dir=tmp_path)
     result = abtest._result(p, run, [hr], [("--enable-nccl-nvls", True)], 0.0, 1.0)
     assert result["status"] == "failed" and result["failure"]["kind"] == "host_locked"
     assert result["verdict"] is None and result["conclusion"].startswith("Run failed: gpu-b: host_locked")
+
+
+def test_each_arms_server_series_is_kept_summarised_and_charted(tmp_path):
+    from workbench.servermetrics import sample_row, series_frame
+    from workbench.telemetry import parse_metrics
+
+    fix = Path(__file__).parents[2] / "fixtures" / "servermetrics"
+    busy, after = (parse_metrics((fix / f"sim_sglang_{n}.prom").read_text()) for n in ("busy", "after_load"))
+    p = ABParams(data_dir=str(tmp_path), concurrency=[1, 64], repeats=2, model_spec="", **REQUIRED)
+    hr = abtest._HostRun("gpu-b", 2, 0, restored=True, starts=1, variant="base-wb-0123456789.service")
+    hr.frames["results"] = [_sweep_rows("A", 1.0), _sweep_rows("B", 1.02)]
+    for arm, t0 in (("A", 100.0), ("B", 500.0)):
+        abtest._keep(hr, arm, SimpleNamespace(results=_sweep_rows(arm, 1.0).iloc[:0], requests=pd.DataFrame(),
+                                              gpu=pd.DataFrame()),
+                     [series_frame([sample_row(busy, t0), sample_row(after, t0 + 2)])])
+    run = Run.create("ab", data_dir=tmp_path)
+    result = abtest._result(p, run, [hr], [("--enable-nccl-nvls", True)], 0.0, 1.0)
+    assert result["arms"]["A"]["server_series"]["peak_running"] == 9
+    assert result["arms"]["B"]["server_series"]["mean_spec_accept_length"] == pytest.approx(3.825)
+    saved = pd.read_parquet(run.dir / "server_metrics.parquet")
+    assert sorted(set(saved["arm"])) == ["A", "B"] and set(saved["host"]) == {"gpu-b"}
+    specs = [c.to_dict() for c in abtest.charts(result, abtest.tables(run))]
+    assert any(s.get("title") == "Server /metrics over the run" for s in specs)

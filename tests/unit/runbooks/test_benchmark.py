@@ -4,15 +4,21 @@ nvidia-smi name, per-point summaries, and the bottleneck verdict in words on the
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from workbench.bottleneck import GPUS
+from workbench.errors import ConfigError
+from workbench.hosts import LocalHost
 from workbench.runbooks import measure
 from workbench.runbooks.benchmark import BenchmarkParams
 from workbench.runbooks.params import validate
 
+CONFIGS = Path(__file__).parents[2] / "fixtures" / "bench" / "configs"  # published config.json values
+# The seeds' box, with its model named (the default, "auto", reads config.json on the host).
+TARGET = {"host": "gpu-b", "unit": "sglang-k26-ddtree.service", "model_spec": "kimi-k2.6"}
 SEEDS_ARGV = shlex.split("/usr/bin/python3 -m sglang.launch_server --model-path /models/Kimi-K2.6 --served-model-name kimi-k2.6 "
               "--host 0.0.0.0 --port 30000 --tp-size 8 --trust-remote-code --speculative-algorithm DDTREE "
               "--speculative-draft-model-path /models/Kimi-K2.6-DFlash --speculative-num-steps 3 "
@@ -63,7 +69,7 @@ def test_points_average_repeats():
 
 
 def test_the_seeds_box_is_hbm_bandwidth_bound_at_decode_and_says_how_far_from_the_roof():
-    p = BenchmarkParams()
+    p = BenchmarkParams(**TARGET)
     roof = measure.roofline(seeds_results(), p, gpu_name="NVIDIA B300 SXM6 AC", gpu_count=8,
                             shape=measure.server_shape(SEEDS_ARGV))
     assert roof.gpu == "B300" and roof.n_gpus == 8 and roof.note == ""
@@ -77,7 +83,7 @@ def test_the_seeds_box_is_hbm_bandwidth_bound_at_decode_and_says_how_far_from_th
 
 
 def test_idle_gpus_read_as_launch_bound_and_mixed_labels_are_listed():
-    p = BenchmarkParams()
+    p = BenchmarkParams(**TARGET)
     rows = measure.roofline_rows(measure.roofline(seeds_results(util=30.0), p, gpu_name="NVIDIA B300 SXM6 AC",
                                                   gpu_count=8, shape=measure.server_shape(SEEDS_ARGV)))
     assert {r["label"] for r in rows} == {"launch-bound"}
@@ -87,12 +93,12 @@ def test_idle_gpus_read_as_launch_bound_and_mixed_labels_are_listed():
 
 def test_no_roofline_without_a_model_or_a_known_gpu():
     shape = measure.server_shape(SEEDS_ARGV)
-    none = measure.roofline(seeds_results(), BenchmarkParams(model_spec=""), gpu_name="NVIDIA B300", gpu_count=8,
+    none = measure.roofline(seeds_results(), BenchmarkParams(**{**TARGET, "model_spec": ""}), gpu_name="NVIDIA B300", gpu_count=8,
                             shape=shape)
     assert none.analyzed.empty and "no model_spec" in none.note
-    unknown = measure.roofline(seeds_results(), BenchmarkParams(), gpu_name="Tesla T4", gpu_count=8, shape=shape)
+    unknown = measure.roofline(seeds_results(), BenchmarkParams(**TARGET), gpu_name="Tesla T4", gpu_count=8, shape=shape)
     assert unknown.analyzed.empty and "not in bottleneck.GPUS" in unknown.note
-    forced = measure.roofline(seeds_results(), BenchmarkParams(gpu="H200"), gpu_name="Tesla T4", gpu_count=8,
+    forced = measure.roofline(seeds_results(), BenchmarkParams(**TARGET, gpu="H200"), gpu_name="Tesla T4", gpu_count=8,
                               shape=shape)
     assert forced.gpu == "H200" and not forced.analyzed.empty
     assert measure.bottleneck_words([], []) == ""
@@ -106,5 +112,28 @@ def test_window_phases_shade_each_measured_window():
 
 
 def test_benchmark_parameters_are_checked():
-    p = validate(BenchmarkParams, {"host": "gpu-b", "concurrency": "[1, 4]", "repeats": 2})
-    assert p.unit == "sglang-k26-ddtree.service" and p.concurrency == [1, 4]
+    with pytest.raises(ConfigError, match=r"missing required parameter\(s\) unit"):
+        validate(BenchmarkParams, {"host": "gpu-b"})
+    p = validate(BenchmarkParams, {"host": "gpu-b", "unit": "u.service", "concurrency": "[1, 4]", "repeats": 2})
+    assert p.unit == "u.service" and p.concurrency == [1, 4] and p.model_spec == "auto"
+
+
+def test_model_spec_auto_reads_the_served_models_config_on_the_host(tmp_path):
+    """The default: any model's roofline from its config.json where it is served (a real local shell)."""
+    model_dir = tmp_path / "Qwen3-8B"
+    model_dir.mkdir()
+    (model_dir / "config.json").write_text((CONFIGS / "Qwen3-8B.json").read_text())
+    argv = ["python3", "-m", "sglang.launch_server", "--model-path", str(model_dir), "--tp-size", "1"]
+    p = BenchmarkParams(host="h", unit="u.service")
+    shape = measure.with_model(measure.server_shape(argv), LocalHost("local-test"), argv, p)
+    assert shape.model is not None and shape.model.name == "Qwen3-8B"
+    roof = measure.roofline(seeds_results(), p, gpu_name="NVIDIA H100 80GB HBM3", gpu_count=1, shape=shape)
+    assert roof.model == "Qwen3-8B" and roof.note == "" and not roof.analyzed.empty
+    # a model without a config.json on the host: no roofline, and the note says why
+    missing = ["python3", "-m", "sglang.launch_server", "--model-path", str(tmp_path / "nope")]
+    gone = measure.with_model(measure.server_shape(missing), LocalHost("local-test"), missing, p)
+    note = measure.roofline(seeds_results(), p, gpu_name="NVIDIA H100 80GB HBM3", gpu_count=1, shape=gone).note
+    assert gone.model is None and note.startswith("no roofline: no config.json for")
+    # named models skip the host
+    named = BenchmarkParams(**TARGET)
+    assert measure.with_model(measure.server_shape(argv), LocalHost("local-test"), argv, named).model is None

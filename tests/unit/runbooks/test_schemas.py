@@ -9,8 +9,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from workbench.runbooks import abtest
-from workbench.runbooks.abtest import ABParams
+from workbench.runbooks import ab as abtest
+from workbench.runbooks.ab import ABParams
 from workbench.runbooks.execute import runbooks
 from workbench.runbooks.measure import ServerShape
 from workbench.runbooks.schemas import RESULT_MODELS, SCHEMA_DIR, schemas
@@ -61,7 +61,8 @@ def test_a_newer_culprit_with_readable_signature_and_frame_validates() -> None:
 def test_the_ab_result_validates(tmp_path: Path) -> None:
     from tests.unit.runbooks.test_ab import _sweep_rows
 
-    p = ABParams(data_dir=str(tmp_path), concurrency=[1, 64], repeats=2)
+    p = ABParams(data_dir=str(tmp_path), concurrency=[1, 64], repeats=2, hosts=["gpu-b"], base_unit="base.service",
+                 edits={"--enable-nccl-nvls": True}, model_spec="kimi-k2.6")
     hr = abtest._HostRun("gpu-b", 2, 0, restored=True, starts=1, variant="base-wb-0123456789.service",
                          provenance={"host": "gpu-b", "gpu": "NVIDIA B300 SXM6 AC", "gpu_count": 8})
     hr.frames["results"] = [_sweep_rows("A", 1.0), _sweep_rows("B", 1.02)]
@@ -69,9 +70,9 @@ def test_the_ab_result_validates(tmp_path: Path) -> None:
                "B": {"unit": hr.variant, "started": True, "start": {"outcome": "ready", "phase": "serving",
                                                                    "seconds": 4.0}, "failure": None}}
     hr.shapes = {"A": ServerShape(30000, 8, 8), "B": ServerShape(30000, 8, 8)}
-    run = Run.create("test_nvls_on_tp8", data_dir=tmp_path)
+    run = Run.create("ab", data_dir=tmp_path)
     run.write_result(abtest._result(p, run, [hr], [("--enable-nccl-nvls", True)], 0.0, 1.0))
-    check(json.loads((run.dir / "result.json").read_text()), "test_nvls_on_tp8.result.schema.json")
+    check(json.loads((run.dir / "result.json").read_text()), "ab.result.schema.json")
 
 
 @pytest.mark.parametrize("log", sorted((FIXTURES / "tracebacks").glob("*.log")), ids=lambda p: p.stem)

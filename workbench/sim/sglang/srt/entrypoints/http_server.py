@@ -31,6 +31,7 @@ from sglang.srt.entrypoints.openai.serving_completions import OpenAIServingCompl
 from sglang.srt.managers.tokenizer_manager import SchedulerDied, TokenizerManager
 from sglang.srt.metrics.collector import render_scheduler_gauges
 from sglang.srt.utils import uvicorn_loggers
+from simcore import stamps
 from simcore import tokenizer as synth
 
 logger = logging.getLogger(__name__)
@@ -53,6 +54,15 @@ class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "uvicorn"
     sys_version = ""
+
+    def setup(self) -> None:
+        super().setup()
+        # uvicorn (asyncio) serves with TCP_NODELAY, so SGLang's first chunk leaves at once; without it
+        # Nagle holds the first chunk behind the unacknowledged response headers until a keep-alive
+        # client's delayed ACK (~20-40 ms of TTFT that only clients reusing connections see).
+        # SGLANG_SIM_NAGLE=1 keeps Nagle on (bench/client_accuracy.py --against sim shows both).
+        if os.environ.get("SGLANG_SIM_NAGLE") != "1":
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def version_string(self) -> str:
         return "uvicorn"
@@ -85,19 +95,26 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("transfer-encoding", "chunked")
         self.end_headers()
         self._access(200)
+        where = stamps.path()
+        sent: list[list[Any]] = []
         try:
             for piece in resp.chunks:
                 data = piece.encode()
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
                 self.wfile.flush()
+                if where:
+                    sent.append([time.time(), stamps.has_output(piece)])
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
+            if where:
+                stamps.record(where, self._t_recv, self.path.split("?", 1)[0], sent)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
             if resp.on_close:
                 resp.on_close()
 
     def _dispatch(self, method: str) -> None:
+        self._t_recv = time.time()  # the request line and headers are read: the server has the request
         path = self.path.split("?", 1)[0]
         try:
             resp = self._route(method, path)

@@ -1,10 +1,14 @@
-"""The A/B runbook (``test_nvls_on_tp8``): is a base unit plus one edit faster than the base?
+"""The ``ab`` runbook: is a base unit plus an edit faster than the base (or one configuration than another)?
+
+Any edit, or a pair of configurations (``a_edits``: arm A is the base plus these, started as a
+variant too).  "Test NVLS on TP8" (the seeds' question) is its preset ``test-nvls-on-tp8``
+(``presets/ab.toml``; the old name ``test_nvls_on_tp8`` runs it).
 
 Per host, in one :class:`~workbench.session.HostSession` (locked, recorded, restored):
 
 1. ``stop_units`` are stopped for the run (they hold the GPUs or the port; restarted on restore);
 2. **A** = the base: measured as it is when it is running and answers ``health_path``, else started
-   and watched to ready;
+   and watched to ready; with ``a_edits``, the base plus those as a variant (started, measured, removed);
 3. **B** = the base + ``edits`` as a variant (:meth:`HostSession.serve_variant`): started, watched to
    ready, measured, stopped and removed.  A variant that does not start is the answer (its failure is
    classified like a bisect trial), not a failed run.
@@ -22,8 +26,8 @@ not show): the conclusion says so; read it with the repeats' own spread (``point
 
 ``result.json``::
 
-    {"runbook": "test_nvls_on_tp8", "status": "ok"|"failed", "hosts": [str], "base_unit": str,
-     "edits": [[flag, value]], "variant_unit": str|null, "metric": "output_throughput", "confidence": 0.95,
+    {"runbook": "ab", "status": "ok"|"failed", "hosts": [str], "base_unit": str,
+     "edits": [[flag, value]], "a_edits": [[flag, value]] (empty: A is the base), "variant_unit": str|null, "metric": "output_throughput", "confidence": 0.95,
      "arms": {"A": {"unit": str, "started": bool (false: measured as found), "start": {"outcome", "phase",
                     "seconds"}|null, "points": [<benchmark point>]},
               "B": {"unit": str|null, "started": bool, "start": {...}|null, "points": [...],
@@ -38,23 +42,23 @@ not show): the conclusion says so; read it with the repeats' own spread (``point
      "failure": {"kind": str, "message": str}|null, "started": float, "finished": float,
      "params": {...}, "provenance": {...}}
 
-Tables: ``results``, ``requests``, ``telemetry`` (columns ``arm``, ``host``), ``speedup``, ``roofline``.
+Tables: ``results``, ``requests``, ``telemetry``, ``server_metrics`` (columns ``arm``, ``host``), ``speedup``,
+``roofline``; each arm's ``server_series`` summary (:func:`workbench.servermetrics.summary`) in ``arms``.
 """
 
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 from pydantic import Field, model_validator
 
-from workbench import plots
+from workbench import plots, servermetrics
 from workbench.errors import ConfigError, LockHeld, RestoreError, WorkbenchError
-from workbench.hosts import Host, connect
+from workbench.hosts import Host
 from workbench.provenance import collect as collect_provenance
 from workbench.redact import Redactor
 from workbench.runbooks import measure
@@ -66,7 +70,9 @@ from workbench.runbooks.abverdict import (
     speedups,
     split_repeats,
 )
-from workbench.runbooks.params import Edits, RunbookParams
+from workbench.runbooks.params import EditJSON, Edits, RunbookParams
+from workbench.runbooks.schemas import ABResult
+from workbench.runbooks.skeleton import RunbookRun
 from workbench.runs import Run
 from workbench.services import exec_argv
 from workbench.session import HostSession
@@ -75,16 +81,15 @@ from workbench.unitfile import UnitFile, split_environment
 from workbench.variants import describe_edits, normalize_edits
 from workbench.watch import Outcome, watch_start
 
-RUNBOOK = "test_nvls_on_tp8"
-NVLS: dict[str, str | bool | None] = {"--enable-nccl-nvls": True}
+RUNBOOK = "ab"
 
 
 class _Target(RunbookParams):
-    hosts: list[str] = Field(default_factory=lambda: ["gpu-b"],
-                             description="ssh_config aliases; several hosts of one kind split the repeats, in parallel")
-    base_unit: str = Field("sglang-k26-ddtree.service", description="arm A: the base unit (measured as found if serving)")
-    edits: Edits = Field(default_factory=lambda: dict(NVLS),
-                                                description="arm B: the base plus these flag edits")
+    hosts: list[str] = Field(description="ssh_config aliases; several hosts of one kind split the repeats, in parallel")
+    base_unit: str = Field(min_length=1, description="arm A: the base unit (measured as found if serving)")
+    edits: Edits = Field(description="arm B: the base plus these flag edits")
+    a_edits: dict[str, EditJSON] = Field(default_factory=dict,
+                                    description="arm A: the base plus these flag edits (a variant); empty: the base itself")
     health_path: str = Field("/health", description="readiness endpoint of both arms")
     start_timeout: float = Field(900.0, gt=0, description="seconds to wait for ready, per start")
     stop_units: list[str] = Field(default_factory=list,
@@ -100,10 +105,14 @@ class ABParams(measure.LoadParams, _Target):
     def _check(self) -> ABParams:
         if not self.edits:
             raise ValueError("edits: give the flag edit(s) arm B adds to the base")
-        try:
-            normalize_edits(self.edits)
-        except ConfigError as exc:
-            raise ValueError(f"edits: {exc}") from None
+        for name, edits in (("edits", self.edits), ("a_edits", self.a_edits)):
+            try:
+                if edits:
+                    normalize_edits(edits)
+            except ConfigError as exc:
+                raise ValueError(f"{name}: {exc}") from None
+        if self.a_edits and normalize_edits(self.a_edits) == normalize_edits(self.edits):
+            raise ValueError("a_edits and edits are the same configuration: nothing to compare")
         if not self.hosts or len(set(self.hosts)) != len(self.hosts):
             raise ValueError("hosts: give one or more distinct hosts")
         if self.repeats < 2:
@@ -123,7 +132,8 @@ class _HostRun:
     offset: int
     restored: bool = False
     error: str | None = None
-    frames: dict[str, list[pd.DataFrame]] = field(default_factory=lambda: {"results": [], "requests": [], "telemetry": []})
+    frames: dict[str, list[pd.DataFrame]] = field(
+        default_factory=lambda: {"results": [], "requests": [], "telemetry": [], "server_metrics": []})
     arms: dict[str, dict[str, Any]] = field(default_factory=dict)
     starts: int = 0
     variant: str | None = None
@@ -136,8 +146,10 @@ def _start_words(out: Outcome) -> dict[str, Any]:
     return {"outcome": out.outcome, "phase": out.phase, "seconds": round(out.seconds, 2)}
 
 
-def _keep(hr: _HostRun, arm: str, sweep: Any) -> None:
+def _keep(hr: _HostRun, arm: str, sweep: Any, series: Sequence[pd.DataFrame] = ()) -> None:
+    """One arm's sweep into the host's frames, tagged with the arm and host (its server /metrics too)."""
     tags = {"arm": arm, "host": hr.host}
+    hr.frames["server_metrics"].extend(f.assign(**tags) for f in series)
     res = sweep.results.assign(**tags)
     res["repeat"] = res["repeat"] + hr.offset
     req = sweep.requests.assign(**tags)
@@ -153,12 +165,11 @@ class _ArmFailed(WorkbenchError):
     """Arm A could not be measured (the base is not serving)."""
 
 
-def _both_arms(host: Host, p: ABParams, hr: _HostRun, redactor: Redactor, purpose: str,
-               tell: Callable[[str], None]) -> None:
-    s = HostSession(host, purpose=purpose, ready_timeout=p.start_timeout, lock_wait=p.lock_wait)
+def _both_arms(host: Host, p: ABParams, hr: _HostRun, rr: RunbookRun) -> None:
+    s = rr.session(host, ready_timeout=p.start_timeout, lock_wait=p.lock_wait)
     try:
         with s:
-            _arms(s, host, p, hr, redactor, tell)
+            _arms(s, host, p, hr, rr.redactor, rr.tell)
     finally:
         hr.restored = s.restored
 
@@ -173,7 +184,34 @@ def _arms(s: HostSession, host: Host, p: ABParams, hr: _HostRun, redactor: Redac
     hr.diff = s.variant(p.base_unit, edits).diff()
     for unit in s.make_room(p.stop_units):
         tell(f"{hr.host}: stopped {unit} for the run (restarted at the end)")
-    shape = hr.shapes["A"] = measure.server_shape(exec_argv(text, p.base_unit))
+    if p.a_edits:
+        _variant_a(s, host, p, hr, tell)
+    else:
+        _base_a(s, host, p, hr, text, tell)
+    _arm_b(s, host, p, hr, edits, tell)
+
+
+def _variant_a(s: HostSession, host: Host, p: ABParams, hr: _HostRun, tell: Callable[[str], None]) -> None:
+    """Arm A as the base plus ``a_edits``: started as a variant, measured, removed."""
+    a_edits = list(normalize_edits(p.a_edits))
+    tell(f"{hr.host}: starting A ({describe_edits(a_edits)})")
+    with s.serve_variant(p.base_unit, a_edits, health_path=p.health_path, timeout=p.start_timeout) as trial:
+        hr.starts += 1
+        hr.arms["A"] = {"unit": trial.variant, "started": True, "start": _start_words(trial.outcome)}
+        if not trial.outcome.ok:
+            raise _ArmFailed(f"A ({describe_edits(a_edits)}) does not start: {trial.outcome.describe()}")
+        argv = exec_argv(trial.unit_text, trial.variant)
+        shape = hr.shapes["A"] = measure.with_model(measure.server_shape(argv), host, argv, p)
+        tell(f"{hr.host}: sweeping A, c={p.concurrency} x {hr.repeats}")
+        series: list[pd.DataFrame] = []
+        _keep(hr, "A", measure.sweep_unit(host, shape.port, p, {"variant": f"A: {describe_edits(a_edits)}"},
+                                          repeats=hr.repeats, series=series), series)
+
+
+def _base_a(s: HostSession, host: Host, p: ABParams, hr: _HostRun, text: str, tell: Callable[[str], None]) -> None:
+    """Arm A as the base itself: measured as found when serving, else started."""
+    argv = exec_argv(text, p.base_unit)
+    shape = hr.shapes["A"] = measure.with_model(measure.server_shape(argv), host, argv, p)
     st = s.svc.status(p.base_unit)
     if st.running:
         out = watch_start(s.svc, p.base_unit, start=False, health_path=p.health_path, timeout=min(p.start_timeout, 120))
@@ -189,7 +227,14 @@ def _arms(s: HostSession, host: Host, p: ABParams, hr: _HostRun, redactor: Redac
     if not out.ok:
         raise _ArmFailed(f"A ({p.base_unit}) is not serving: {out.describe()}")
     tell(f"{hr.host}: sweeping A, c={p.concurrency} x {hr.repeats}")
-    _keep(hr, "A", measure.sweep_unit(host, shape.port, p, {"variant": "A: base"}, repeats=hr.repeats))
+    series: list[pd.DataFrame] = []
+    _keep(hr, "A", measure.sweep_unit(host, shape.port, p, {"variant": "A: base"}, repeats=hr.repeats,
+                                      series=series), series)
+
+
+def _arm_b(s: HostSession, host: Host, p: ABParams, hr: _HostRun, edits: list[tuple[str, Any]],
+           tell: Callable[[str], None]) -> None:
+    """Arm B: the base plus ``edits`` as a variant; one that does not start is the answer."""
     tell(f"{hr.host}: starting B ({describe_edits(edits)})")
     with s.serve_variant(p.base_unit, edits, health_path=p.health_path, timeout=p.start_timeout) as trial:
         hr.starts += 1
@@ -206,10 +251,12 @@ def _arms(s: HostSession, host: Host, p: ABParams, hr: _HostRun, redactor: Redac
                               "signature": info["signature"]}
             tell(f"{hr.host}: B did not start: {trial.outcome.describe()}")
         else:
-            shape_b = hr.shapes["B"] = measure.server_shape(exec_argv(trial.unit_text, trial.variant))
+            argv = exec_argv(trial.unit_text, trial.variant)
+            shape_b = hr.shapes["B"] = measure.with_model(measure.server_shape(argv), host, argv, p)
             tell(f"{hr.host}: sweeping B, c={p.concurrency} x {hr.repeats}")
+            series: list[pd.DataFrame] = []
             _keep(hr, "B", measure.sweep_unit(host, shape_b.port, p, {"variant": f"B: {describe_edits(edits)}"},
-                                              repeats=hr.repeats))
+                                              repeats=hr.repeats, series=series), series)
 
 
 # -- the run ------------------------------------------------------------------------------------
@@ -222,67 +269,69 @@ def _frames(hrs: list[_HostRun], name: str) -> pd.DataFrame:
 
 def run(params: ABParams, *, progress: Callable[[str], None] = print) -> tuple[Run, dict[str, Any]]:
     """A/B ``params.edits`` against ``params.base_unit`` on ``params.hosts``; returns the run and its result."""
-    redactor = Redactor.for_params(params.model_dump())
-    run_ = Run.create(RUNBOOK, data_dir=params.data_dir, run_id=params.run_id, redactor=redactor)
     edits = list(normalize_edits(params.edits))
-    started = time.time()
-    lock = threading.Lock()
+    with RunbookRun(RUNBOOK, params, ABResult, progress=progress) as rr:
+        hrs = [_HostRun(h, k, off) for h, (k, off) in zip(params.hosts, split_repeats(params.repeats, len(params.hosts)),
+                                                            strict=True)]
 
-    def tell(line: str) -> None:
-        with lock:
-            progress(redactor.text(line))
+        def worker(hr: _HostRun) -> None:
+            try:
+                _both_arms(rr.connect(hr.host), params, hr, rr)
+            except LockHeld as exc:
+                hr.error = f"host_locked: {exc}"
+            except RestoreError as exc:
+                hr.error = f"restore_failed: {exc}"
+            except _ArmFailed as exc:
+                hr.error = f"base_failed: {exc}"
+            except WorkbenchError as exc:
+                hr.error = f"error: {type(exc).__name__}: {exc}"
 
-    hrs = [_HostRun(h, k, off) for h, (k, off) in zip(params.hosts, split_repeats(params.repeats, len(params.hosts)),
-                                                        strict=True)]
-
-    def worker(hr: _HostRun) -> None:
-        host = None
+        interrupted = False
         try:
-            host = connect(hr.host, ssh_config=params.ssh_config or None)
-            _both_arms(host, params, hr, redactor, f"{RUNBOOK} {run_.id}", tell)
-        except LockHeld as exc:
-            hr.error = f"host_locked: {exc}"
-        except RestoreError as exc:
-            hr.error = f"restore_failed: {exc}"
-        except _ArmFailed as exc:
-            hr.error = f"base_failed: {exc}"
-        except WorkbenchError as exc:
-            hr.error = f"error: {type(exc).__name__}: {exc}"
-        finally:
-            if host is not None:
-                host.close()
-
-    interrupted = False
-    try:
-        if len(hrs) == 1:
-            worker(hrs[0])  # here, so Ctrl-C reaches the session (which restores on the way out)
-        else:
-            threads = [threading.Thread(target=worker, args=(hr,), name=f"ab-{hr.host}", daemon=True) for hr in hrs]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
-    except KeyboardInterrupt:
-        interrupted = True
-        if len(hrs) > 1:
-            progress("interrupted: waiting for every host to finish its arm and restore")
-            for t in threads:
-                t.join()
-    finished = time.time()
-    result = _result(params, run_, hrs, edits, started, finished)
-    if interrupted:
-        result.update(status="failed", failure={"kind": "interrupted", "message": "interrupted (hosts restored on "
-                                                "the way out)"}, conclusion="Run failed: interrupted")
-    run_.write_result(result)
-    if interrupted:
-        raise KeyboardInterrupt
-    return run_, run_.result() or result
+            if len(hrs) == 1:
+                worker(hrs[0])  # here, so Ctrl-C reaches the session (which restores on the way out)
+            else:
+                threads = [threading.Thread(target=worker, args=(hr,), name=f"ab-{hr.host}", daemon=True)
+                           for hr in hrs]
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join()
+        except KeyboardInterrupt:
+            interrupted = True
+            if len(hrs) > 1:
+                rr.tell("interrupted: waiting for every host to finish its arm and restore")
+                for t in threads:
+                    t.join()
+        fields, failure, words = _outcome(params, rr.run, hrs, edits)
+        rr.set(**fields)
+        if interrupted:
+            raise KeyboardInterrupt  # recorded by the skeleton, with what was measured
+        if failure is not None:
+            rr.fail(failure["kind"], failure["message"])
+        if failure is None or fields["speedup"]:
+            rr.conclude(words)
+    return rr.run, rr.result
 
 
 def _result(params: ABParams, run_: Run, hrs: list[_HostRun], edits: list[tuple[str, Any]],
             started: float, finished: float) -> dict[str, Any]:
+    """The whole result as :class:`RunbookRun` writes it from :func:`_outcome` (without the run's keys)."""
+    fields, failure, words = _outcome(params, run_, hrs, edits)
+    if failure is not None:
+        words = f"Run failed: {failure['message']}" + (f" (partial: {words})" if fields["speedup"] else "")
+    return {"status": "ok" if failure is None else "failed", **fields, "conclusion": words, "failure": failure,
+            "wall_seconds": round(finished - started, 2), "started": started, "finished": finished,
+            "params": params.model_dump()}
+
+
+def _outcome(params: ABParams, run_: Run, hrs: list[_HostRun], edits: list[tuple[str, Any]],
+             ) -> tuple[dict[str, Any], dict[str, str] | None, str]:
+    """(the runbook's own result keys, the failure or None, the conclusion); the tables saved in ``run_``."""
     results, requests, telemetry = _frames(hrs, "results"), _frames(hrs, "requests"), _frames(hrs, "telemetry")
-    for name, frame in (("results", results), ("requests", requests), ("telemetry", telemetry)):
+    series = _frames(hrs, "server_metrics")
+    for name, frame in (("results", results), ("requests", requests), ("telemetry", telemetry),
+                        ("server_metrics", series)):
         if not frame.empty:
             run_.table(name, frame)
     rows = speedups(results)
@@ -301,12 +350,14 @@ def _result(params: ABParams, run_: Run, hrs: list[_HostRun], edits: list[tuple[
         part = results[results["arm"] == arm] if not results.empty else results
         pts = measure.points(part)
         arms[arm] = {**(info or {"unit": None, "started": False, "start": None}), "points": pts}
+        if not series.empty and arm in set(series["arm"]):
+            arms[arm]["server_series"] = servermetrics.summary(series[series["arm"] == arm])
         shape = next((hr.shapes[arm] for hr in hrs if arm in hr.shapes), None)
         if shape is not None and not part.empty:
             roof = measure.roofline(part, params, gpu_name=provenance.get("gpu"),
                                     gpu_count=int(provenance.get("gpu_count") or 0), shape=shape)
             rrows = measure.roofline_rows(roof)
-            bottleneck[arm] = {"gpu": roof.gpu, "n_gpus": roof.n_gpus, "model": roof.model, "note": roof.note,
+            bottleneck[arm] = {"gpu": roof.gpu, "n_gpus": roof.n_gpus, "model": roof.model, "compute_dtype": roof.dtype, "note": roof.note,
                                "points": rrows, "verdict": measure.bottleneck_words(rrows, pts, gpu=roof.spec,
                                                                                      n_gpus=roof.n_gpus)}
             if not roof.analyzed.empty:
@@ -324,23 +375,20 @@ def _result(params: ABParams, run_: Run, hrs: list[_HostRun], edits: list[tuple[
     elif rows:
         verdict = overall_verdict([r["verdict"] for r in rows])
     words = conclusion(params.base_unit, edits, rows, verdict, b_failure=b_failure)
-    if failure is not None:
-        words = f"Run failed: {failure['message']}" + (f" (partial: {words})" if rows else "")
+    if params.a_edits:
+        words = f"A is {params.base_unit} + {describe_edits(list(normalize_edits(params.a_edits)))}. " + words
     return {
-        "status": "ok" if failure is None else "failed",
         "hosts": params.hosts, "base_unit": params.base_unit, "edits": [[f, v] for f, v in edits],
+        "a_edits": [[f, v] for f, v in normalize_edits(params.a_edits)] if params.a_edits else [],
         "variant_unit": next((hr.variant for hr in hrs if hr.variant), None),
         "metric": METRIC, "confidence": CONFIDENCE,
         "arms": arms, "speedup": rows, "verdict": verdict, "bottleneck": bottleneck or None,
-        "conclusion": words,
         "server_starts": sum(hr.starts for hr in hrs),
-        "wall_seconds": round(finished - started, 2),
         "host_restored": all(hr.restored for hr in hrs),
         "hosts_report": [{"host": hr.host, "repeats": hr.repeats, "restored": hr.restored, "error": hr.error}
                          for hr in hrs],
-        "failure": failure, "started": started, "finished": finished,
-        "params": params.model_dump(), "provenance": provenance,
-    }
+        "provenance": provenance,
+    }, failure, words
 
 
 # -- what the notebook shows ----------------------------------------------------
@@ -370,7 +418,8 @@ def bottleneck_words(result: dict[str, Any]) -> Any:
 
 
 def charts(result: dict[str, Any], t: dict[str, pd.DataFrame]) -> list[Any]:
-    """Speedup with intervals, throughput vs concurrency per arm, latency vs throughput, GPU timeline, roofline."""
+    """Speedup with intervals, throughput vs concurrency per arm, latency vs throughput, GPU timeline, roofline,
+    each arm's server /metrics over its sweep."""
     res = t.get("results", pd.DataFrame())
     if res.empty:
         return []
@@ -382,9 +431,16 @@ def charts(result: dict[str, Any], t: dict[str, pd.DataFrame]) -> list[Any]:
     if not tel.empty:  # one host's timeline: several hosts' clocks and GPUs do not share an axis
         tel = tel[tel["host"] == first]
     bn = (result.get("bottleneck") or {}).get("A") or {}
-    return out + measure.sweep_charts(res, tel, bn, t.get("roofline", pd.DataFrame()), color="arm",
-                                      load_from=result.get("params", {}).get("load_from", "host"),
-                                      timeline_results=res[res["host"] == first])
+    out += measure.sweep_charts(res, tel, bn, t.get("roofline", pd.DataFrame()), color="arm",
+                                load_from=result.get("params", {}).get("load_from", "host"),
+                                timeline_results=res[res["host"] == first])
+    series = t.get("server_metrics", pd.DataFrame())
+    if not series.empty:  # each arm's series from its own first poll, the first host's
+        series = series[series["host"] == first]
+        series = series.assign(time_unix=series["time_unix"] - series.groupby("arm")["time_unix"].transform("min"))
+        chart = plots.server_series_chart(series, color="arm")
+        out += [chart] if chart is not None else []
+    return out
 
 
 def show_charts(run: Run, result: dict[str, Any]) -> None:
@@ -398,9 +454,10 @@ def notebook() -> Any:
     from workbench.runbooks.notebooks import runbook
 
     return runbook(
-        'abtest',
-        "A/B: is the base plus one edit faster? (NVLS on TP8 by default)",
-        "Measure the base unit (as found if it is serving, else started), then the base plus the edit as a "
+        'ab',
+        "A/B: is the base plus an edit faster (or one configuration than another)?",
+        "Measure the base unit (as found if it is serving, else started; or the base plus `a_edits` as a variant), "
+        "then the base plus the edit as a "
         "variant (started, watched to ready, measured, removed), with the same concurrency sweep, repeats, "
         "GPU telemetry and server counters. The speedup per concurrency comes with a 95% bootstrap interval "
         "over the repeats, and a verdict: better, worse, or no significant difference. Several hosts of one "

@@ -1,4 +1,7 @@
-"""Isolate factors: the full factorial over a few flag edits, and which factor causes which failure.
+"""The ``factorial`` runbook: the full factorial over a few flag edits, and which factor causes which failure.
+
+Any flags: "isolate EP vs NVLS" (the seeds' incident) is its preset ``isolate-ep-vs-nvls``
+(``presets/factorial.toml``; the old name ``isolate_ep_vs_nvls`` runs it).
 
 Every combination of the edits (the base itself included) is started once —
 spread over the given hosts in parallel — and classified.  The conclusion in
@@ -6,7 +9,7 @@ words comes from the matrix: for each failure signature, the minimal
 combinations that show it (a factor alone, or an interaction of several), and
 the factors that never change the outcome.
 
-``result.json``: ``{"runbook": "isolate_ep_vs_nvls", "status", "hosts", "base_unit", "factors": [[flag, value]],
+``result.json``: ``{"runbook": "factorial", "status", "hosts", "base_unit", "factors": [[flag, value]],
 "matrix": [{"factors": {flag: bool}, "outcome", "phase", "exception_type", "signature", "seconds", "reused",
 "host"}], "causes": [{"factors": [flag], "signature", "exception_type", "phase"}], "no_effect": [flag],
 "conclusion": str, "server_starts", "wall_seconds", "host_restored", "failure"}``.
@@ -15,7 +18,6 @@ the factors that never change the outcome.
 from __future__ import annotations
 
 import itertools
-import time
 from typing import Any
 
 import pandas as pd
@@ -23,30 +25,25 @@ from pydantic import Field
 
 from workbench.errors import ConfigError
 from workbench.fleet import Subset, run_many
-from workbench.hosts import Host, connect
+from workbench.hosts import Host
 from workbench.provenance import collect as collect_provenance
-from workbench.redact import Redactor
 from workbench.runbooks.params import Edits, RunbookParams
+from workbench.runbooks.schemas import FactorialResult
+from workbench.runbooks.skeleton import RunbookRun
 from workbench.runs import Ledger, Run
 from workbench.session import HostSession
 from workbench.trials import TrialRecord, failure_words
 from workbench.unitfile import UnitFile, split_environment
 from workbench.variants import Variant, describe_edits, edits_key, normalize_edits
 
-DEFAULT_FACTORS: dict[str, str | bool | None] = {
-    "--ep-size": "8",
-    "--enable-nccl-nvls": True,
-    "--enable-flashinfer-allreduce-fusion": True,
-}
+RUNBOOK = "factorial"
 MAX_FACTORS = 6
 
 
-class IsolateParams(RunbookParams):
-    hosts: list[str] = Field(default_factory=lambda: ["gpu-a"],
-                             description="ssh_config aliases; several hosts of one kind run combinations in parallel")
-    base_unit: str = Field("sglang-k26-ddtree.service", description="a unit that works")
-    factors: Edits = Field(default_factory=lambda: dict(DEFAULT_FACTORS),
-                                                  description="flag edits to combine (at most 6)")
+class FactorialParams(RunbookParams):
+    hosts: list[str] = Field(description="ssh_config aliases; several hosts of one kind run combinations in parallel")
+    base_unit: str = Field(min_length=1, description="a unit that works")
+    factors: Edits = Field(description="flag edits to combine (at most 6)")
     health_path: str = Field("/health", description="readiness endpoint")
     start_timeout: float = Field(900.0, gt=0, description="seconds to wait for ready or failure, per start")
     rerun: bool = Field(False, description="start again even where the ledger has the trial")
@@ -101,49 +98,60 @@ def analyse(factors: Subset, results: dict[Subset, TrialRecord]) -> tuple[list[d
     return causes, no_effect, " ".join(words)
 
 
-def run(params: IsolateParams) -> tuple[Run, dict[str, Any]]:
+def run(params: FactorialParams) -> tuple[Run, dict[str, Any]]:
     factors = normalize_edits(params.factors)
     if not 1 <= len(factors) <= MAX_FACTORS:
         raise ConfigError(f"factors: give between 1 and {MAX_FACTORS} flag edits (2^n starts)")
     if not params.hosts:
         raise ConfigError("hosts: give at least one host")
-    redactor = Redactor.for_params(params.model_dump())
-    run_ = Run.create("isolate_ep_vs_nvls", data_dir=params.data_dir, run_id=params.run_id, redactor=redactor)
-    hosts: list[Host] = [connect(h, ssh_config=params.ssh_config or None) for h in params.hosts]
-    ledger = Ledger(params.data_dir)
-    started = time.time()
-    trials: list[TrialRecord] = []
-    provenance: dict[str, Any] = {}
+    with RunbookRun(RUNBOOK, params, FactorialResult) as rr:
+        rr.set(hosts=params.hosts, base_unit=params.base_unit, factors=[[f, v] for f, v in factors])
+        hosts: list[Host] = [rr.connect(h) for h in params.hosts]
+        ledger = Ledger(params.data_dir)
+        trials: list[TrialRecord] = []
 
-    def lookup(host: str, fingerprint: str, uhash: str, subset: Subset) -> TrialRecord | None:
-        if params.rerun:
-            return None
-        hit = ledger.find_trial(host=host, fingerprint=fingerprint, unit_hash=uhash, edits_key=edits_key(subset))
-        if hit is None:
-            return None
-        rec = TrialRecord(**{k: v for k, v in hit.items() if k in TrialRecord.__dataclass_fields__})
-        rec.reused = True
-        return rec
+        def lookup(host: str, fingerprint: str, uhash: str, subset: Subset) -> TrialRecord | None:
+            if params.rerun:
+                return None
+            hit = ledger.find_trial(host=host, fingerprint=fingerprint, unit_hash=uhash, edits_key=edits_key(subset))
+            if hit is None:
+                return None
+            rec = TrialRecord(**{k: v for k, v in hit.items() if k in TrialRecord.__dataclass_fields__})
+            rec.reused = True
+            return rec
 
-    def on_trial(rec: TrialRecord) -> None:
-        trials.append(rec)
-        run_.table("trials", pd.DataFrame([t.row() for t in trials]))
+        def on_trial(rec: TrialRecord) -> None:
+            trials.append(rec)
+            rr.table("trials", pd.DataFrame([t.row() for t in trials]))
 
-    def before(session: HostSession, report: Any, text: str) -> None:
-        session.make_room(params.stop_units)
-        for value in UnitFile.parse(text).get_all("Service", "Environment"):
-            redactor.add_env(dict(split_environment(value)))
-        if not provenance:
-            provenance.update(collect_provenance(session.host, text))
-            provenance["unit_diff"] = Variant.build(params.base_unit, text, factors).diff()
+        def before(session: HostSession, report: Any, text: str) -> None:
+            session.make_room(params.stop_units)
+            for value in UnitFile.parse(text).get_all("Service", "Environment"):
+                rr.redactor.add_env(dict(split_environment(value)))
+            if not rr.provenance:
+                rr.provenance.update(collect_provenance(session.host, text))
+                rr.provenance["unit_diff"] = Variant.build(params.base_unit, text, factors).diff()
 
-    results, reports = run_many(hosts, params.base_unit, combinations(factors), lookup=lookup, on_trial=on_trial,
-                                health_path=params.health_path, timeout=params.start_timeout,
-                                purpose=f"isolate {run_.id}", before=before, lock_wait=params.lock_wait)
-    finished = time.time()
-    failed_hosts = [r for r in reports if r.error]
-    complete = len(results) == 2 ** len(factors)
-    causes, no_effect, words = analyse(factors, results) if complete else ([], [], "")
+        results, reports = run_many(hosts, params.base_unit, combinations(factors), lookup=lookup, on_trial=on_trial,
+                                    health_path=params.health_path, timeout=params.start_timeout,
+                                    purpose=f"{RUNBOOK} {rr.run.id}", before=before, lock_wait=params.lock_wait)
+        failed_hosts = [r for r in reports if r.error]
+        complete = len(results) == 2 ** len(factors)
+        rr.set(matrix=_matrix(factors, results), causes=[], no_effect=[],
+               server_starts=sum(1 for t in trials if not t.reused),
+               host_restored=all(r.restored for r in reports),
+               hosts_report=[{"host": r.host, "trials": r.trials, "restored": r.restored, "error": r.error}
+                             for r in reports])
+        if failed_hosts or not complete:
+            rr.fail("host_failed" if failed_hosts else "incomplete",
+                    "; ".join(f"{r.host}: {r.error}" for r in failed_hosts) or "not every combination ran")
+        else:
+            causes, no_effect, words = analyse(factors, results)
+            rr.conclude(words, causes=causes, no_effect=no_effect)
+    return rr.run, rr.result
+
+
+def _matrix(factors: Subset, results: dict[Subset, TrialRecord]) -> list[dict[str, Any]]:
     names = [f for f, _ in factors]
     matrix = []
     for subset in combinations(factors):
@@ -153,31 +161,7 @@ def run(params: IsolateParams) -> tuple[Run, dict[str, Any]]:
                        "phase": r.phase if r else None, "exception_type": r.exception_type if r else None,
                        "signature": r.signature if r else None, "seconds": r.seconds if r else None,
                        "reused": r.reused if r else False, "host": r.host if r else None})
-    failure = None
-    if failed_hosts or not complete:
-        failure = {"kind": "host_failed" if failed_hosts else "incomplete",
-                   "message": "; ".join(f"{r.host}: {r.error}" for r in failed_hosts) or "not every combination ran"}
-    result = {
-        "status": "ok" if failure is None else "failed",
-        "hosts": params.hosts,
-        "base_unit": params.base_unit,
-        "factors": [[f, v] for f, v in factors],
-        "matrix": matrix,
-        "causes": causes,
-        "no_effect": no_effect,
-        "conclusion": words if failure is None else f"Run failed: {failure['message']}",
-        "server_starts": sum(1 for t in trials if not t.reused),
-        "wall_seconds": round(finished - started, 2),
-        "host_restored": all(r.restored for r in reports),
-        "hosts_report": [{"host": r.host, "trials": r.trials, "restored": r.restored, "error": r.error} for r in reports],
-        "failure": failure,
-        "started": started,
-        "finished": finished,
-        "params": params.model_dump(),
-        "provenance": provenance,
-    }
-    run_.write_result(result)
-    return run_, run_.result() or result  # as written: redacted, with its run id
+    return matrix
 
 
 def matrix_frame(result: dict[str, Any]) -> pd.DataFrame:
@@ -210,12 +194,12 @@ def notebook() -> Any:
     from workbench.runbooks.notebooks import runbook
 
     return runbook(
-        'isolate',
-        "Isolate EP vs NVLS: which factor causes which failure?",
+        'factorial',
+        "Factorial: which flag, or which combination, causes which failure?",
         "Start every combination of a few flag edits (the full factorial, the base included), spread over the "
         "given hosts, and read the matrix: which factor alone, or which interaction, produces each failure "
         "signature, and which factors never change the outcome. Every host is left as it was found.",
-        IsolateParams,
+        FactorialParams,
         ['rb.matrix_frame(result)'],
         [
             ('code', 'rb.matrix_chart(result)', []),
