@@ -1,0 +1,68 @@
+"""The factorial and A/B runbooks with their trials as jobs on the testbed's Slurm cluster
+(``-p host slurm:testbed``): the seeds' EP8/NVLS edits, results asserted, no job of ours left."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.integration.test_slurm_testbed import BASE, _active, _cli, _ssh, slurm_testbed  # noqa: F401 - fixture
+
+pytestmark = pytest.mark.testbed
+EP8_NVLS = {"--ep-size": "8", "--enable-nccl-nvls": True}
+
+
+def _result(out: str) -> dict:
+    run_dir = Path(next(line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("run directory:")))
+    return json.loads((run_dir / "result.json").read_text())
+
+
+def _none_of_ours(testbed, cluster) -> None:
+    assert _active(cluster) == []
+    squeue = _ssh(testbed, "gpu-d", "squeue -h -o '%j %T'").stdout
+    assert "wb-" not in squeue, squeue
+
+
+def test_factorial_on_slurm_testbed_with_two_in_flight(slurm_testbed, tmp_path) -> None:
+    testbed, cluster = slurm_testbed
+    p = _cli(testbed, "run", "factorial", "-p", "host", "slurm:testbed", "-p", "base_unit", BASE,
+             "-p", "factors", json.dumps(EP8_NVLS), "-p", "max_parallel", "2", "-p", "start_timeout", "180",
+             "--data-dir", str(tmp_path / "data"), "--no-progress")
+    out, err = p.communicate(timeout=900)
+    assert p.returncode == 0, out + err
+    result = _result(out)
+    outcomes = {tuple(f for f, on in m["factors"].items() if on): (m["outcome"], m["exception_type"], m["phase"])
+                for m in result["matrix"]}
+    assert outcomes == {(): ("ready", None, "serving"),
+                        ("--enable-nccl-nvls",): ("ready", None, "serving"),
+                        ("--ep-size",): ("failed", "AttributeError", "cuda_graph_capture"),
+                        ("--ep-size", "--enable-nccl-nvls"): ("failed", "RuntimeError", "cuda_graph_capture")}
+    causes = {tuple(c["factors"]): (c["exception_type"], c["phase"]) for c in result["causes"]}
+    assert causes == {("--ep-size",): ("AttributeError", "cuda_graph_capture"),
+                      ("--ep-size", "--enable-nccl-nvls"): ("RuntimeError", "cuda_graph_capture")}
+    # every row a job of its own, its wait in the queue apart from its run time
+    assert len({m["job_id"] for m in result["matrix"]}) == 4
+    assert all(m["queue_seconds"] is not None and m["queue_seconds"] >= 0 for m in result["matrix"])
+    assert {m["host"] for m in result["matrix"]} == {"slurm:testbed/gpu-d", "slurm:testbed/gpu-e"}
+    assert result["server_starts"] == 4 and result["jobs_left"] == [] and result["host_restored"] is True
+    assert "--ep-size 8 alone causes" in result["conclusion"]
+    _none_of_ours(testbed, cluster)
+
+
+def test_sigterm_cancels_the_factorials_jobs(slurm_testbed, tmp_path) -> None:
+    testbed, cluster = slurm_testbed
+    p = _cli(testbed, "run", "factorial", "-p", "host", "slurm:testbed", "-p", "base_unit", BASE,
+             "-p", "factors", json.dumps(EP8_NVLS), "-p", "max_parallel", "2", "-p", "start_timeout", "180",
+             "--data-dir", str(tmp_path / "data"), "--no-progress")
+    deadline = time.monotonic() + 180
+    while not any(j.running and "-factorial-" in j.name for j in cluster.jobs()):  # only the scheduler can say
+        assert p.poll() is None and time.monotonic() < deadline, p.communicate()
+        time.sleep(0.3)
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=180)
+    assert p.returncode == 130, out + err
+    _none_of_ours(testbed, cluster)
