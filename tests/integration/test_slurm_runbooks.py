@@ -10,7 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_slurm_testbed import BASE, _active, _cli, _ssh, slurm_testbed  # noqa: F401 - fixture
+from tests.integration import test_slurm_testbed as _tb
+from tests.integration.test_slurm_testbed import BASE, _active, _cli, _ssh
+
+slurm_testbed = _tb.slurm_testbed  # the cluster's fixture, shared with the contract's tests
 
 pytestmark = pytest.mark.testbed
 EP8_NVLS = {"--ep-size": "8", "--enable-nccl-nvls": True}
@@ -65,4 +68,44 @@ def test_sigterm_cancels_the_factorials_jobs(slurm_testbed, tmp_path) -> None:
     p.send_signal(signal.SIGTERM)
     out, err = p.communicate(timeout=180)
     assert p.returncode == 130, out + err
+    _none_of_ours(testbed, cluster)
+
+
+LOAD = ["-p", "concurrency", "[1, 4]", "-p", "repeats", "2", "-p", "num_requests", "8", "-p", "requests_per_concurrency",
+        "0", "-p", "warmup", "1", "-p", "output_len", "32", "-p", "model_spec", "kimi-k2.6", "-p", "start_timeout", "180"]
+
+
+def test_ab_on_slurm_testbed_measures_both_arms_as_jobs(slurm_testbed, tmp_path) -> None:
+    testbed, cluster = slurm_testbed
+    p = _cli(testbed, "run", "ab", "-p", "host", "slurm:testbed", "-p", "base_unit", BASE,
+             "-p", "edits", json.dumps({"--enable-nccl-nvls": True}), *LOAD,
+             "--data-dir", str(tmp_path / "data"), "--no-progress")
+    out, err = p.communicate(timeout=900)
+    assert p.returncode == 0, out + err
+    result = _result(out)
+    assert result["status"] == "ok" and result["hosts"] == ["slurm:testbed"]
+    a, b = result["arms"]["A"], result["arms"]["B"]
+    assert a["job_id"] != b["job_id"] and {a["node"], b["node"]} <= {"gpu-d", "gpu-e"}
+    assert a["queue_seconds"] >= 0 and b["queue_seconds"] >= 0 and b["failure"] is None
+    assert [pt["concurrency"] for pt in a["points"]] == [1, 4] == [pt["concurrency"] for pt in b["points"]]
+    assert all(pt["output_throughput"] > 0 for pt in a["points"] + b["points"])
+    assert [r["concurrency"] for r in result["speedup"]] == [1, 4] and all(r["repeats"] == 2 for r in result["speedup"])
+    assert result["verdict"] in ("better", "worse", "no significant difference", "mixed")
+    assert result["server_starts"] == 2 and result["jobs_left"] == [] and result["host_restored"] is True
+    _none_of_ours(testbed, cluster)
+
+
+def test_ab_on_slurm_b_with_the_seeds_edits_does_not_start(slurm_testbed, tmp_path) -> None:
+    testbed, cluster = slurm_testbed
+    p = _cli(testbed, "run", "ab", "-p", "host", "slurm:testbed", "-p", "base_unit", BASE,
+             "-p", "edits", json.dumps(EP8_NVLS), "-p", "max_parallel", "2", *LOAD,
+             "--data-dir", str(tmp_path / "data"), "--no-progress")
+    out, err = p.communicate(timeout=900)
+    assert p.returncode == 0, out + err
+    result = _result(out)
+    assert result["verdict"] == "B does not start"
+    fail = result["arms"]["B"]["failure"]
+    assert (fail["exception_type"], fail["phase"]) == ("RuntimeError", "cuda_graph_capture"), fail
+    assert result["arms"]["A"]["points"] and not result["arms"]["B"]["points"]
+    assert result["jobs_left"] == [] and result["host_restored"] is True
     _none_of_ours(testbed, cluster)
