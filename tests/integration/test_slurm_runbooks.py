@@ -109,3 +109,25 @@ def test_ab_on_slurm_b_with_the_seeds_edits_does_not_start(slurm_testbed, tmp_pa
     assert result["arms"]["A"]["points"] and not result["arms"]["B"]["points"]
     assert result["jobs_left"] == [] and result["host_restored"] is True
     _none_of_ours(testbed, cluster)
+
+
+def test_sweep_on_slurm_testbed_measures_the_configs_that_start(slurm_testbed, tmp_path) -> None:
+    testbed, cluster = slurm_testbed
+    grid = {"--ep-size": [None, "8"], "--enable-nccl-nvls": [False, True]}
+    p = _cli(testbed, "run", "sweep", "-p", "host", "slurm:testbed", "-p", "base_unit", BASE,
+             "-p", "grid", json.dumps(grid), "-p", "max_parallel", "2", *LOAD, "--data-dir", str(tmp_path / "data"), "--no-progress")
+    out, err = p.communicate(timeout=900)
+    assert p.returncode == 0, out + err
+    result = _result(out)
+    got = {tuple(v for _, v in r["edits"]): (r["outcome"], r["exception_type"], r["phase"], bool(r["points"]))
+           for r in result["configs"]}
+    # false: the flag removed (None), as the grid writes it
+    assert got == {(None, None): ("ready", None, "serving", True), (None, True): ("ready", None, "serving", True),
+                   ("8", None): ("failed", "AttributeError", "cuda_graph_capture", False),
+                   ("8", True): ("failed", "RuntimeError", "cuda_graph_capture", False)}
+    assert all(r["queue_seconds"] >= 0 and r["node"] in ("gpu-d", "gpu-e") for r in result["configs"])
+    assert len({r["job_id"] for r in result["configs"]}) == 4 and result["server_starts"] == 4
+    assert result["best"] is not None and result["best"]["edits"][0] == ["--ep-size", None]
+    assert "2 of 4 configurations did not start" in result["conclusion"]
+    assert result["jobs_left"] == [] and result["host_restored"] is True
+    _none_of_ours(testbed, cluster)
