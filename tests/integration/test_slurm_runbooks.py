@@ -131,3 +131,24 @@ def test_sweep_on_slurm_testbed_measures_the_configs_that_start(slurm_testbed, t
     assert "2 of 4 configurations did not start" in result["conclusion"]
     assert result["jobs_left"] == [] and result["host_restored"] is True
     _none_of_ours(testbed, cluster)
+
+
+def test_sigterm_while_a_config_is_measured_cancels_the_sweeps_jobs(slurm_testbed, tmp_path) -> None:
+    import queue
+    import threading
+
+    testbed, cluster = slurm_testbed
+    grid = {"--enable-nccl-nvls": [False, True]}
+    load = [*LOAD, "-p", "repeats", "3", "-p", "num_requests", "200"]  # a sweep long enough to be stopped in
+    p = _cli(testbed, "run", "sweep", "-p", "host", "slurm:testbed", "-p", "base_unit", BASE,
+             "-p", "grid", json.dumps(grid), "-p", "max_parallel", "2", *load, "--data-dir", str(tmp_path / "data"))
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in p.stderr], daemon=True).start()
+    seen = ""
+    while "sweeping" not in seen:  # the live progress says a job's server is being measured
+        seen = lines.get(timeout=180)
+    p.send_signal(signal.SIGTERM)
+    started = time.monotonic()
+    p.wait(timeout=180)
+    assert p.returncode == 130 and time.monotonic() - started < 120, seen
+    _none_of_ours(testbed, cluster)

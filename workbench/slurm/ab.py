@@ -97,7 +97,8 @@ def ab_run(params: Any, *, progress: Callable[[str], None] = print) -> tuple[Run
                 if trials[0].ok:  # an A that does not start leaves nothing to compare B with
                     trials.append(arm(items[1], None))
             else:
-                trials = in_flight(arm, items, max_parallel=min(2, params.max_parallel))
+                trials = in_flight(arm, items, max_parallel=min(2, params.max_parallel),
+                                   on_stop=lambda: leave_none(cluster, rr.run.id, rr.tell))
             if not trials[0].ok:
                 hr.error = f"base_failed: A ({describe_edits(a_edits) or params.base_unit}) does not start: " \
                            f"{trials[0].outcome} in {trials[0].phase}"

@@ -90,7 +90,8 @@ def sweep_run(params: Any, *, progress: Callable[[str], None] = print) -> tuple[
                     row.update(signature=trial.signature, exception_type=trial.exception_type,
                                reason=(trial.message or trial.reason or "")[:300])
 
-            in_flight(one, list(range(n)), max_parallel=params.max_parallel)
+            in_flight(one, list(range(n)), max_parallel=params.max_parallel,
+                      on_stop=lambda: leave_none(cluster, rr.run.id, rr.tell))
         finally:  # what was measured is kept, whatever ended the sweep; no job of the run is left
             left = leave_none(cluster, rr.run.id, rr.tell)
             if not all(r["outcome"] for r in rows):  # interrupted: the configurations reached, as the unit sweep

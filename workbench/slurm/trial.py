@@ -254,11 +254,14 @@ def run_job_trial(
     return trial
 
 
-def in_flight(work: Callable[[T, threading.Event], R], items: Sequence[T], *, max_parallel: int) -> list[R]:
+def in_flight(work: Callable[[T, threading.Event], R], items: Sequence[T], *, max_parallel: int,
+              on_stop: Callable[[], Any] | None = None) -> list[R]:
     """``work(item, stop)`` for every item, at most ``max_parallel`` at once; results in order.
 
     Should one fail, or the caller be interrupted (Ctrl-C, SIGTERM), ``stop`` is set: trials not
-    started never start, and those in flight cancel their jobs and return within ``POLL_S``."""
+    started never start, and those in flight cancel their jobs and return within ``POLL_S``.
+    ``on_stop`` is then called before waiting for them: a trial measuring its ready server does not
+    look at ``stop``, so the runbooks cancel the run's jobs there (the measurement then ends at once)."""
     if max_parallel < 1:
         raise ConfigError(f"max_parallel must be >= 1 (got {max_parallel})")
     stop = threading.Event()
@@ -270,6 +273,8 @@ def in_flight(work: Callable[[T, threading.Event], R], items: Sequence[T], *, ma
         stop.set()
         for f in futures:
             f.cancel()
+        if on_stop is not None:
+            on_stop()
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
