@@ -37,14 +37,22 @@ def test_a_cluster_with_other_hosts_is_refused_before_any_connection(tmp_path) -
     assert not (tmp_path / "runs").exists()  # no run directory either
 
 
-def test_an_unknown_cluster_is_a_failed_run_that_left_nothing(tmp_path, monkeypatch) -> None:
-    from workbench.runbooks import factorial
+@pytest.mark.parametrize("runbook", ["factorial", "ab", "sweep"])
+def test_an_unknown_cluster_is_a_failed_run_that_left_nothing(runbook, tmp_path, monkeypatch) -> None:
+    from workbench.runbooks import ab, factorial, sweep
 
     monkeypatch.setenv("WORKBENCH_SLURM_CLUSTERS", str(tmp_path / "none.toml"))
     monkeypatch.setenv("WORKBENCH_TESTBED_DIR", str(tmp_path / "tb"))
-    fp = factorial.FactorialParams(hosts=["slurm:nosuch"], base_unit="x.sbatch", factors={"--ep-size": "8"},
-                                   data_dir=str(tmp_path))
-    _, result = factorial.run(fp)
+    common = {"base_unit": "x.sbatch", "data_dir": str(tmp_path)}
+    if runbook == "factorial":
+        _, result = factorial.run(factorial.FactorialParams(hosts=["slurm:nosuch"], factors={"--ep-size": "8"},
+                                                            **common))
+    elif runbook == "ab":
+        _, result = ab.run(ab.ABParams(hosts=["slurm:nosuch"], edits={"--enable-nccl-nvls": True}, repeats=2,
+                                       **common), progress=lambda _: None)
+    else:
+        _, result = sweep.run(sweep.SweepParams(host="slurm:nosuch", grid={"--enable-nccl-nvls": [False, True]},
+                                                **common), progress=lambda _: None)
     assert result["status"] == "failed" and "no Slurm cluster 'nosuch'" in result["failure"]["message"]
     assert result["host_restored"] is True and result["jobs_left"] == [] and result["server_starts"] == 0
 
