@@ -64,6 +64,8 @@ def gather(args: argparse.Namespace, fields: set[str]) -> dict[str, Any]:
         params.update(loaded)
     for name, value in args.parameter:
         params[name] = value
+    if "host" in params and "host" not in fields and "hosts" in fields:  # -p host X where the runbook takes hosts
+        params["hosts"] = [params.pop("host")]
     if args.host:
         if "host" in fields and len(args.host) == 1:
             params["host"] = args.host[0]

@@ -98,6 +98,11 @@ class _Target(RunbookParams):
                                   description="units to stop for the run (they hold the GPUs or port); restarted after")
     lock_wait: float = Field(0.0, ge=0, description="seconds to wait while another session holds a host")
     secret_env: list[str] = Field(default_factory=list, description="controller env vars whose values must never appear")
+    # Slurm (hosts ["slurm:NAME"]: base_unit is a job script, each arm a job; workbench.slurm.ab)
+    max_parallel: int = Field(1, ge=1, le=2, description="slurm: 1 runs A then B; 2 both arms' jobs at once")
+    partition: str = Field("", description="slurm: sbatch --partition (empty: the cluster's default)")
+    account: str = Field("", description="slurm: sbatch --account (empty: none)")
+    qos: str = Field("", description="slurm: sbatch --qos (empty: none)")
 
 
 class ABParams(measure.LoadParams, _Target):
@@ -271,6 +276,12 @@ def _frames(hrs: list[_HostRun], name: str) -> pd.DataFrame:
 
 def run(params: ABParams, *, progress: Callable[[str], None] = print) -> tuple[Run, dict[str, Any]]:
     """A/B ``params.edits`` against ``params.base_unit`` on ``params.hosts``; returns the run and its result."""
+    if any(h.startswith("slurm:") for h in params.hosts):  # each arm a job on a Slurm cluster
+        if len(params.hosts) > 1:
+            raise ConfigError("hosts: a Slurm cluster (slurm:NAME) is the only host of its run")
+        from workbench.slurm.ab import ab_run
+
+        return ab_run(params, progress=progress)
     edits = list(normalize_edits(params.edits))
     with RunbookRun(RUNBOOK, params, ABResult, progress=progress) as rr:
         hrs = [_HostRun(h, k, off) for h, (k, off) in zip(params.hosts, split_repeats(params.repeats, len(params.hosts)),

@@ -53,6 +53,11 @@ class FactorialParams(RunbookParams):
     stop_units: list[str] = Field(default_factory=list,
                                   description="units to stop for the run (another server holding the GPUs or the port)")
     lock_wait: float = Field(0.0, ge=0, description="seconds to wait while another session holds a host (0: fail at once)")
+    # Slurm (hosts ["slurm:NAME"]: base_unit is a job script, combinations are jobs; workbench.slurm.factorial)
+    max_parallel: int = Field(1, ge=1, le=64, description="slurm: combination jobs in flight at once")
+    partition: str = Field("", description="slurm: sbatch --partition (empty: the cluster's default)")
+    account: str = Field("", description="slurm: sbatch --account (empty: none)")
+    qos: str = Field("", description="slurm: sbatch --qos (empty: none)")
 
 
 def combinations(factors: Subset) -> list[Subset]:
@@ -106,6 +111,12 @@ def run(params: FactorialParams) -> tuple[Run, dict[str, Any]]:
         raise ConfigError(f"factors: give between 1 and {MAX_FACTORS} flag edits (2^n starts)")
     if not params.hosts:
         raise ConfigError("hosts: give at least one host")
+    if any(h.startswith("slurm:") for h in params.hosts):  # combinations as jobs on a Slurm cluster
+        if len(params.hosts) > 1:
+            raise ConfigError("hosts: a Slurm cluster (slurm:NAME) is the only host of its run")
+        from workbench.slurm.factorial import factorial_run
+
+        return factorial_run(params)
     with RunbookRun(RUNBOOK, params, FactorialResult) as rr:
         rr.set(hosts=params.hosts, base_unit=params.base_unit, factors=[[f, v] for f, v in factors])
         hosts: list[Host] = [rr.connect(h) for h in params.hosts]

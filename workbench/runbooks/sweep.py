@@ -67,6 +67,11 @@ class _Target(RunbookParams):
     health_path: str = Field("/health", description="readiness endpoint of the server")
     start_timeout: float = Field(900.0, gt=0, description="seconds a configuration may take to become ready")
     lock_wait: float = Field(0.0, ge=0, description="seconds to wait while another session holds the host")
+    # Slurm (host slurm:NAME: base_unit is a job script, each configuration a job; workbench.slurm.sweep)
+    max_parallel: int = Field(1, ge=1, le=64, description="slurm: configuration jobs in flight (measured at once)")
+    partition: str = Field("", description="slurm: sbatch --partition (empty: the cluster's default)")
+    account: str = Field("", description="slurm: sbatch --account (empty: none)")
+    qos: str = Field("", description="slurm: sbatch --qos (empty: none)")
 
     @field_validator("grid")
     @classmethod
@@ -117,6 +122,10 @@ def _points(results: pd.DataFrame, gpus: int, slo: Slo) -> list[dict[str, Any]]:
 
 def run(params: SweepParams, *, progress: Callable[[str], None] = print) -> tuple[Run, dict[str, Any]]:
     """Sweep ``params.grid`` over ``params.base_unit`` on ``params.host``; returns the run and its result."""
+    if params.host.startswith("slurm:"):  # each configuration a job on a Slurm cluster
+        from workbench.slurm.sweep import sweep_run
+
+        return sweep_run(params, progress=progress)
     configs = expand_grid(params.grid)
     slo = Slo(params.slo_ttft_p99_ms, params.slo_tpot_p99_ms)
     kinds = ((LockHeld, "host_locked"), (HostError, "ssh_lost"))

@@ -58,6 +58,40 @@ def finish(spec: str, run_id: str, *, ssh_config: str = "") -> tuple[bool, str]:
     return not left, f"{spec}: " + (f"jobs still not ended: {', '.join(left)}" if left else "no job of the run left")
 
 
+def open_cluster(params: Any) -> SlurmCluster:
+    """The cluster of a runbook's ``slurm:NAME`` host with the run's ``partition``/``account``/``qos``."""
+    spec = params.host if isinstance(getattr(params, "host", None), str) else params.hosts[0]
+    cluster = connect_cluster(spec, ssh_config=params.ssh_config or None)
+    for opt in ("partition", "account", "qos"):
+        if getattr(params, opt, ""):
+            setattr(cluster, opt, getattr(params, opt))
+    return cluster
+
+
+def leave_none(cluster: SlurmCluster | None, run_id: str, tell: Callable[[str], None]) -> list[str]:
+    """Cancel whatever of the run is still pending or running; the ids still not ended (``["?"]``: unknown)."""
+    if cluster is None:
+        return []
+    try:
+        return cancel_run_jobs(cluster, run_id)
+    except WorkbenchError as exc:
+        tell(f"  could not check the run's jobs: {exc}")
+        return ["?"]
+
+
+def trial_line(trial: JobTrial) -> str:
+    """One progress line for a trial job: outcome, phase, run time, job, node, and its wait in the queue apart."""
+    wait = f", {trial.queue_seconds:.1f} s in the queue" if trial.queue_seconds is not None else ""
+    return (f"          {describe_edits([tuple(e) for e in trial.edits]) or '(base)'}: {trial.outcome} in {trial.phase} "
+            f"after {trial.run_seconds:.1f} s as job {trial.job_id} on {trial.node or '-'}{wait}"
+            + (f": {trial.exception_type}" if trial.exception_type else ""))
+
+
+def record_of(trial: JobTrial, *, base: str, base_text: str, cluster: str) -> TrialRecord:
+    """The trial as a :class:`TrialRecord` (the signature in the runbooks' words, ids from it)."""
+    return _record(trial, base=base, base_text=base_text, cluster=cluster, ended_at=time.time())
+
+
 def _record(trial: JobTrial, *, base: str, base_text: str, cluster: str, ended_at: float) -> TrialRecord:
     rec = trial.record(base=base, base_text=base_text, cluster=cluster)
     rec.started_at = ended_at - trial.run_seconds
@@ -101,17 +135,11 @@ def bisect_run(params: Any, *, progress: Callable[[str], None] = print) -> tuple
                       ended_at=time.time())
         records.append(rec)
         queued.append(trial.queue_seconds or 0.0)
-        wait = f", {trial.queue_seconds:.1f} s in the queue" if trial.queue_seconds is not None else ""
-        tell(f"          {describe_edits([tuple(e) for e in trial.edits])}: {trial.outcome} in {trial.phase} after "
-             f"{trial.run_seconds:.1f} s as job {trial.job_id} on {trial.node or '-'}{wait}"
-             + (f": {trial.exception_type}" if trial.exception_type else ""))
+        tell(trial_line(trial))
         save()
 
     try:
-        cluster = connect_cluster(params.host, ssh_config=params.ssh_config or None)
-        for opt in ("partition", "account", "qos"):
-            if getattr(params, opt, ""):
-                setattr(cluster, opt, getattr(params, opt))
+        cluster = open_cluster(params)
         base_text = cluster.read_script(params.base_unit).text
         provenance.update({"cluster": cluster.name, "partition": cluster.partition or "",
                            "max_parallel": params.max_parallel})
@@ -130,11 +158,7 @@ def bisect_run(params: Any, *, progress: Callable[[str], None] = print) -> tuple
     except KeyboardInterrupt:
         failure = {"kind": "interrupted", "message": "interrupted (the run's jobs were cancelled on the way out)"}
     if cluster is not None and (failure is not None or left):
-        try:
-            left = cancel_run_jobs(cluster, run_.id)
-        except WorkbenchError as exc:
-            left = ["?"]
-            tell(f"  could not check the run's jobs: {exc}")
+        left = leave_none(cluster, run_.id, tell)
     finished = time.time()
     save()
     result = {

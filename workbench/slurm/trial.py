@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 from workbench.errors import ConfigError, ServiceError
 from workbench.phases import PhaseTracker, PhaseTransition
 from workbench.slurm.cluster import SlurmCluster
+from workbench.slurm.facts import JobInfo
 from workbench.slurm.script import JobScript
 from workbench.trials import TrialRecord, classify, unit_hash
 from workbench.variants import EditValue, edits_key, normalize_edits
@@ -150,10 +151,14 @@ def run_job_trial(
     env: Mapping[str, str] | None = None,
     on_event: Callable[[str, str], None] | None = None,
     stop: threading.Event | None = None,
+    while_ready: Callable[[JobInfo], None] | None = None,
 ) -> JobTrial:
     """Submit ``base`` + ``edits`` as one job and judge its start (see the module docstring).
 
-    ``stop``: once set, the trial cancels its job and raises :class:`TrialStopped` (within ``POLL_S``)."""
+    ``stop``: once set, the trial cancels its job and raises :class:`TrialStopped` (within ``POLL_S``).
+    ``while_ready``: called with the job's info once it is ready, before the job is cancelled (a
+    measurement of the server the job runs: the A/B and sweep runbooks); what it raises is raised
+    after the job is cancelled."""
     if not (0 < timeout < float("inf") and 0 < queue_timeout < float("inf")):
         raise ConfigError(f"timeouts must be > 0 seconds (got {timeout}, {queue_timeout})")
     norm = normalize_edits(edits)
@@ -211,6 +216,8 @@ def run_job_trial(
                 if port is None or not info.nodes or _health(cluster, cluster.node_addr(info.nodes[0]), port,
                                                              health_path):
                     outcome = "ready"
+                    if while_ready is not None:
+                        while_ready(info)
                     break
                 continue
             if stream is None:
@@ -247,11 +254,14 @@ def run_job_trial(
     return trial
 
 
-def in_flight(work: Callable[[T, threading.Event], R], items: Sequence[T], *, max_parallel: int) -> list[R]:
+def in_flight(work: Callable[[T, threading.Event], R], items: Sequence[T], *, max_parallel: int,
+              on_stop: Callable[[], Any] | None = None) -> list[R]:
     """``work(item, stop)`` for every item, at most ``max_parallel`` at once; results in order.
 
     Should one fail, or the caller be interrupted (Ctrl-C, SIGTERM), ``stop`` is set: trials not
-    started never start, and those in flight cancel their jobs and return within ``POLL_S``."""
+    started never start, and those in flight cancel their jobs and return within ``POLL_S``.
+    ``on_stop`` is then called before waiting for them: a trial measuring its ready server does not
+    look at ``stop``, so the runbooks cancel the run's jobs there (the measurement then ends at once)."""
     if max_parallel < 1:
         raise ConfigError(f"max_parallel must be >= 1 (got {max_parallel})")
     stop = threading.Event()
@@ -263,6 +273,8 @@ def in_flight(work: Callable[[T, threading.Event], R], items: Sequence[T], *, ma
         stop.set()
         for f in futures:
             f.cancel()
+        if on_stop is not None:
+            on_stop()
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
