@@ -11,12 +11,21 @@ from __future__ import annotations
 from typing import Any
 
 from workbench.inventory import expand_hosts
+from workbench.slurm.clusters import is_cluster
 
 
 def expand_param(value: Any) -> Any:
-    """``hosts`` as the runbook gets it: expanded, duplicates dropped, order kept."""
+    """``hosts`` as the runbook gets it: expanded, duplicates dropped, order kept.
+
+    A cluster (``slurm:NAME``) is not a host list: it stays as given, for the runbook's own
+    check (a cluster alone runs trials as jobs; a cluster mixed with hosts is refused there)."""
     if isinstance(value, str):
-        return expand_hosts(value)
+        value = [value]
     if isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value):
-        return expand_hosts(list(value))
+        out: list[str] = []
+        for word in value:
+            for name in [word] if is_cluster(word) else expand_hosts(word):
+                if name not in out:
+                    out.append(name)
+        return out
     return value  # empty, or not strings: the field's own type check answers
