@@ -23,8 +23,9 @@ from typing import Any
 import pandas as pd
 from pydantic import Field, field_validator
 
+from workbench.deployment.runner import run_combinations
 from workbench.errors import ConfigError
-from workbench.fleet import Subset, run_many
+from workbench.fleet import Subset
 from workbench.hosts import Host
 from workbench.provenance import collect as collect_provenance
 from workbench.runbooks.hostlist import expand_param
@@ -134,9 +135,12 @@ def run(params: FactorialParams) -> tuple[Run, dict[str, Any]]:
                 rr.provenance.update(collect_provenance(session.host, text))
                 rr.provenance["unit_diff"] = Variant.build(params.base_unit, text, factors).diff()
 
-        results, reports = run_many(hosts, params.base_unit, combinations(factors), lookup=lookup, on_trial=on_trial,
-                                    health_path=params.health_path, timeout=params.start_timeout,
-                                    purpose=f"{RUNBOOK} {rr.run.id}", before=before, lock_wait=params.lock_wait)
+        # a fleet's hosts in parallel, or a deployment's nodes as one server (a start of the whole per combination)
+        results, reports = run_combinations(hosts, params.base_unit, combinations(factors), lookup=lookup,
+                                            on_trial=on_trial, health_path=params.health_path,
+                                            timeout=params.start_timeout, purpose=f"{RUNBOOK} {rr.run.id}",
+                                            before=before, lock_wait=params.lock_wait,
+                                            ssh_config=params.ssh_config or None)
         failed_hosts = [r for r in reports if r.error]
         complete = len(results) == 2 ** len(factors)
         rr.set(matrix=_matrix(factors, results), causes=[], no_effect=[],
