@@ -74,7 +74,8 @@ def analyse(factors: Subset, results: dict[Subset, TrialRecord]) -> tuple[list[d
         if any(o < s and q.outcome != "ready" and q.signature == r.signature for o, q in by_set.items()):
             continue
         causes.append({"factors": [n for n in names if n in s], "signature": r.signature,
-                       "exception_type": r.exception_type, "phase": r.phase, "message": r.message})
+                       "exception_type": r.exception_type, "phase": r.phase, "message": r.message,
+                       "ranks": list(r.ranks)})
     no_effect = []
     for n in names:
         pairs = [(s, s | {n}) for s in by_set if n not in s and (s | {n}) in by_set]
@@ -166,7 +167,8 @@ def _matrix(factors: Subset, results: dict[Subset, TrialRecord]) -> list[dict[st
         matrix.append({"factors": {n: n in present for n in names}, "outcome": r.outcome if r else "not run",
                        "phase": r.phase if r else None, "exception_type": r.exception_type if r else None,
                        "signature": r.signature if r else None, "seconds": r.seconds if r else None,
-                       "reused": r.reused if r else False, "host": r.host if r else None})
+                       "reused": r.reused if r else False, "host": r.host if r else None,
+                       "ranks": list(r.ranks) if r else []})  # node-qualified on a deployment: node1/TP9
     return matrix
 
 
