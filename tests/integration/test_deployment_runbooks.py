@@ -81,6 +81,8 @@ def test_ab_on_the_deployment_measures_both_arms_at_the_head_and_restores_both(t
         assert all(p["failed"] == 0 and p["output_throughput"] > 0 for p in arm["points"]), arm["points"]
     assert [r["concurrency"] for r in result["speedup"]] == [1, 4] and result["verdict"] is not None
     assert result["host_restored"] is True and result["provenance"]["deployment"] == multinode.DEPLOYMENT
+    print(f"\nDEPLOYMENT-AB starts={result['server_starts']} wall={result['wall_seconds']} s "
+          f"verdict={result['verdict']} speedup={[round(r['speedup'], 3) for r in result['speedup']]}")
     assert {h: tree_digest(host) for h, host in hosts.items()} == before
 
 
