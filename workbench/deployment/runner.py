@@ -31,7 +31,7 @@ from workbench.deployment.control import DeploymentSession, DeploymentTrial
 from workbench.deployment.journals import first_failure, read_nodes
 from workbench.deployment.model import Deployment, default_path, load_deployments
 from workbench.errors import ConfigError, WorkbenchError
-from workbench.fleet import Fleet, HostReport
+from workbench.fleet import Fleet, HostReport, run_many
 from workbench.hosts import Host
 from workbench.session import HostSession
 from workbench.trials import TrialRecord, failure_phase, host_fingerprint, signature_of, unit_hash
@@ -217,3 +217,37 @@ def deployment_record(dep: Deployment, session: DeploymentSession, trial: Deploy
         rec.message = out.reason
         rec.signature, rec.signature_id = signature_of(None, what, out.phase)
     return rec
+
+
+Lookup = Callable[[str, str, str, Subset], TrialRecord | None]
+
+
+def run_combinations(hosts: Sequence[Host], base: str, subsets: Sequence[Subset], *, ssh_config: str | None = None,
+                     lookup: Lookup | None = None, on_trial: Callable[[TrialRecord], None] | None = None,
+                     health_path: str = "/health", timeout: float = 900.0, purpose: str = "",
+                     before: Setup | None = None, lock_wait: float = 0.0,
+                     ) -> tuple[dict[Subset, TrialRecord], list[HostReport]]:
+    """:func:`workbench.fleet.run_many` for a fleet; for a deployment (see :func:`trial_runner`) every
+    subset is one start of the whole deployment, one after the other, each node restored by its own
+    session at the end.  Same answer either way: results by subset, one report per host."""
+    dep = deployment_for([h.name for h in hosts], base, ssh_config=ssh_config)
+    if dep is None:
+        return run_many(hosts, base, subsets, lookup=lookup, on_trial=on_trial, health_path=health_path,
+                        timeout=timeout, purpose=purpose, before=before, lock_wait=lock_wait)
+    runner = DeploymentRunner(dep, {h.name: h for h in hosts}, purpose=purpose, health_path=health_path,
+                              timeout=timeout, lock_wait=lock_wait, setup=before)
+    results: dict[Subset, TrialRecord] = {}
+    try:
+        with runner:
+            uhash = unit_hash(runner.base_texts[dep.head.label])
+            for subset in subsets:
+                rec = lookup(dep.head.host, runner.fingerprint, uhash, subset) if lookup else None
+                if rec is None:
+                    (rec,) = runner.run([subset])
+                results[subset] = rec
+                if on_trial:
+                    on_trial(rec)
+    except WorkbenchError as exc:  # as run_many: the failure is the reports' (every node's), not raised
+        for report in runner.reports:
+            report.error = report.error or f"{type(exc).__name__}: {exc}"
+    return results, runner.reports

@@ -57,6 +57,7 @@ import pandas as pd
 from pydantic import Field, field_validator, model_validator
 
 from workbench import plots, servermetrics
+from workbench.deployment.runner import deployment_for
 from workbench.errors import ConfigError, LockHeld, RestoreError, WorkbenchError
 from workbench.hosts import Host
 from workbench.provenance import collect as collect_provenance
@@ -286,10 +287,18 @@ def run(params: ABParams, *, progress: Callable[[str], None] = print) -> tuple[R
     with RunbookRun(RUNBOOK, params, ABResult, progress=progress) as rr:
         hrs = [_HostRun(h, k, off) for h, (k, off) in zip(params.hosts, split_repeats(params.repeats, len(params.hosts)),
                                                             strict=True)]
+        dep = deployment_for(params.hosts, params.base_unit, ssh_config=params.ssh_config or None)
+        if dep is not None:  # one server over the hosts: both arms on the whole deployment, measured at its head
+            hrs = [_HostRun(dep.head.host, params.repeats, 0)]
 
         def worker(hr: _HostRun) -> None:
             try:
-                _both_arms(rr.connect(hr.host), params, hr, rr)
+                if dep is not None:
+                    from workbench.runbooks.abdeploy import deployment_arms
+
+                    deployment_arms(dep, params, hr, rr)
+                else:
+                    _both_arms(rr.connect(hr.host), params, hr, rr)
             except LockHeld as exc:
                 hr.error = f"host_locked: {exc}"
             except RestoreError as exc:

@@ -23,8 +23,9 @@ from typing import Any
 import pandas as pd
 from pydantic import Field, field_validator
 
+from workbench.deployment.runner import run_combinations
 from workbench.errors import ConfigError
-from workbench.fleet import Subset, run_many
+from workbench.fleet import Subset
 from workbench.hosts import Host
 from workbench.provenance import collect as collect_provenance
 from workbench.runbooks.hostlist import expand_param
@@ -78,7 +79,8 @@ def analyse(factors: Subset, results: dict[Subset, TrialRecord]) -> tuple[list[d
         if any(o < s and q.outcome != "ready" and q.signature == r.signature for o, q in by_set.items()):
             continue
         causes.append({"factors": [n for n in names if n in s], "signature": r.signature,
-                       "exception_type": r.exception_type, "phase": r.phase, "message": r.message})
+                       "exception_type": r.exception_type, "phase": r.phase, "message": r.message,
+                       "ranks": list(r.ranks)})
     no_effect = []
     for n in names:
         pairs = [(s, s | {n}) for s in by_set if n not in s and (s | {n}) in by_set]
@@ -145,9 +147,12 @@ def run(params: FactorialParams) -> tuple[Run, dict[str, Any]]:
                 rr.provenance.update(collect_provenance(session.host, text))
                 rr.provenance["unit_diff"] = Variant.build(params.base_unit, text, factors).diff()
 
-        results, reports = run_many(hosts, params.base_unit, combinations(factors), lookup=lookup, on_trial=on_trial,
-                                    health_path=params.health_path, timeout=params.start_timeout,
-                                    purpose=f"{RUNBOOK} {rr.run.id}", before=before, lock_wait=params.lock_wait)
+        # a fleet's hosts in parallel, or a deployment's nodes as one server (a start of the whole per combination)
+        results, reports = run_combinations(hosts, params.base_unit, combinations(factors), lookup=lookup,
+                                            on_trial=on_trial, health_path=params.health_path,
+                                            timeout=params.start_timeout, purpose=f"{RUNBOOK} {rr.run.id}",
+                                            before=before, lock_wait=params.lock_wait,
+                                            ssh_config=params.ssh_config or None)
         failed_hosts = [r for r in reports if r.error]
         complete = len(results) == 2 ** len(factors)
         rr.set(matrix=_matrix(factors, results), causes=[], no_effect=[],
@@ -173,7 +178,8 @@ def _matrix(factors: Subset, results: dict[Subset, TrialRecord]) -> list[dict[st
         matrix.append({"factors": {n: n in present for n in names}, "outcome": r.outcome if r else "not run",
                        "phase": r.phase if r else None, "exception_type": r.exception_type if r else None,
                        "signature": r.signature if r else None, "seconds": r.seconds if r else None,
-                       "reused": r.reused if r else False, "host": r.host if r else None})
+                       "reused": r.reused if r else False, "host": r.host if r else None,
+                       "ranks": list(r.ranks) if r else []})  # node-qualified on a deployment: node1/TP9
     return matrix
 
 
