@@ -27,6 +27,7 @@ from workbench.inputs import check_timeout
 from workbench.journal import MSG_UNIT_FAILED, MSG_UNIT_PROCESS_EXIT, TERMINAL_MESSAGE_IDS, Entry
 from workbench.phases import PhaseTracker, PhaseTransition
 from workbench.services import Services, exec_argv
+from workbench.services.base import server_port as server_port  # re-exported: its home was here
 from workbench.systemd import UnitStatus
 
 HEALTH_PATHS = ("/health", "/health_generate", "/v1/models")
@@ -36,7 +37,6 @@ FINAL_MESSAGE_IDS = {MSG_UNIT_PROCESS_EXIT, MSG_UNIT_FAILED}
 
 class PortInUse(ServiceError):
     """The server's port is taken: a health check could answer for someone else."""
-DEFAULT_PORTS = {"sglang": 30000, "vllm": 8000}
 
 
 @dataclass(frozen=True)
@@ -77,16 +77,6 @@ class Outcome:
 
     def describe(self) -> str:
         return f"{self.unit}: {self.outcome.upper()} in {self.phase} after {self.seconds:.1f} s ({self.reason})"
-
-
-def server_port(argv: list[str]) -> int:
-    """The port a server listens on, from its command line (``--port N`` / ``--port=N``)."""
-    for i, tok in enumerate(argv):
-        if tok == "--port" and i + 1 < len(argv):
-            return int(argv[i + 1])
-        if tok.startswith("--port="):
-            return int(tok.split("=", 1)[1])
-    return DEFAULT_PORTS["vllm"] if any("vllm" in a for a in argv[:4]) else DEFAULT_PORTS["sglang"]
 
 
 class _Health:
@@ -148,9 +138,7 @@ def _foreign(entry: Entry, invocation: str | None) -> bool:
 def unit_port(svc: Services, unit: str, argv: list[str]) -> int:
     """The port on the host that reaches the server: its flags' port, through the backend's
     mapping where it has one (a container's published port)."""
-    port = server_port(argv)
-    mapping = getattr(svc, "host_port", None)
-    return int(mapping(unit, port)) if mapping is not None else port
+    return svc.host_port(unit, argv)
 
 
 def watch_start(

@@ -10,6 +10,7 @@ from dataclasses import replace
 import pytest
 
 from workbench.errors import ContainerRuntimeMissing, UnitNotFound, VariantError
+from workbench.journal.read import invocation_text, invocations
 from workbench.services import ContainerServices, WithContainers, inventory, services_for
 from workbench.session import HostSession
 from workbench.variants import Variant
@@ -60,7 +61,7 @@ def test_failing_variant_is_seen_with_its_traceback_and_the_host_is_restored(hos
         trial = s.run_variant(BASE, {"--ep-size": "8"}, timeout=120)
         assert trial.outcome.outcome == "failed", trial.outcome.describe()
         assert trial.outcome.phase == "cuda_graph_capture"
-        text = s.svc.invocation_text(trial.variant, trial.outcome.invocation_id)
+        text = invocation_text(s.svc, trial.variant, trial.outcome.invocation_id)
         assert "AttributeError" in text and "Traceback" in text
         assert not s.svc.status(BASE).running  # stopped exactly as a base unit is, for the trial
     _as_found(host_c, before)

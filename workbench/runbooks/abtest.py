@@ -55,6 +55,7 @@ from pydantic import Field, model_validator
 from workbench import plots
 from workbench.errors import ConfigError, LockHeld, RestoreError, WorkbenchError
 from workbench.hosts import Host, connect
+from workbench.journal.read import invocation_text
 from workbench.provenance import collect as collect_provenance
 from workbench.redact import Redactor
 from workbench.runbooks import measure
@@ -199,7 +200,7 @@ def _arms(s: HostSession, host: Host, p: ABParams, hr: _HostRun, redactor: Redac
         hr.arms["B"] = arm
         if not trial.outcome.ok:
             inv = trial.outcome.invocation_id
-            log = (s.svc.invocation_text(trial.variant, inv) if inv else "") or "\n".join(trial.outcome.tail)
+            log = (invocation_text(s.svc, trial.variant, inv) if inv else "") or "\n".join(trial.outcome.tail)
             info = classify(log)
             arm["failure"] = {"exception_type": info["exception_type"], "message": info["message"] or trial.outcome.reason,
                               "phase": info["phase"] if info["phase"] not in (None, "unknown") else trial.outcome.phase,

@@ -45,6 +45,7 @@ from workbench.configsweep import (
 )
 from workbench.errors import HostError, LockHeld, WorkbenchError
 from workbench.hosts import connect
+from workbench.journal.read import invocation_text
 from workbench.provenance import collect as collect_provenance
 from workbench.redact import Redactor
 from workbench.runbooks import measure
@@ -153,7 +154,7 @@ def run(params: SweepParams, *, progress: Callable[[str], None] = print) -> tupl
                     out = trial.outcome
                     if not out.ok:
                         inv = out.invocation_id
-                        log = (s.svc.invocation_text(trial.variant, inv) if inv else "") or "\n".join(out.tail)
+                        log = (invocation_text(s.svc, trial.variant, inv) if inv else "") or "\n".join(out.tail)
                         info = classify(log)
                         phase = out.phase if out.phase not in (None, "unknown", "serving") else info["phase"]
                         row.update(outcome=out.outcome, signature=info["signature"],

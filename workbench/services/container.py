@@ -17,6 +17,10 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import shlex
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
 
 from workbench import containers as ct
 from workbench import gpus
@@ -30,11 +34,14 @@ from workbench.errors import (
 )
 from workbench.hosts import Host, LineStream
 from workbench.journal import Entry
+from workbench.journal import container as journal_container
+from workbench.journal.frame import JournalFrame
 from workbench.services.base import (
     Services,
     detached_guard_alive_argv,
     detached_guard_start_argv,
     detached_guard_stop_argv,
+    server_port,
 )
 from workbench.systemd import UnitStatus
 from workbench.variants import Variant
@@ -93,6 +100,7 @@ class ContainerServices:
 
     kind = "container"
     state_dir = "/run/workbench"
+    lock_dir = "/run/lock"
 
     def __init__(self, host: Host, runtime: str | None = None) -> None:
         if runtime is not None and runtime not in ct.RUNTIMES:
@@ -303,8 +311,13 @@ class ContainerServices:
         ]
 
     # -- ports and GPUs -----------------------------------------------------
-    def host_port(self, unit: str, flag_port: int) -> int:
-        return ct.server_port(self.info(unit), flag_port)
+    def host_port(self, unit: str, argv: list[str]) -> int:
+        return ct.server_port(self.info(unit), server_port(argv))
+
+    def attribute_gpus(self, inv: gpus.GpuInventory, units: list[str]) -> gpus.GpuInventory:
+        """GPU processes named by their container (its main process's group)."""
+        infos = self.inspect([u for u in units if ct.NAME_RE.match(u.removesuffix(".service"))])
+        return gpus.attribute(inv, {i.pid: i.name for i in infos.values() if i.running and i.pid})
 
     def gpus_held(self, unit: str, inv: gpus.GpuInventory | None = None) -> list[int]:
         """GPUs the container's processes hold: host PIDs in its process group, else ``nvidia-smi``
@@ -334,14 +347,10 @@ class ContainerServices:
     def parse_entry(self, line: str, unit: str) -> Entry | None:
         return ct.parse_log_line(line, unit)
 
-    def invocation_text(self, unit: str, invocation: str) -> str:
-        """Every line the container printed in the start ``invocation`` (stdout and stderr), as plain text."""
-        name = ct.check_name(unit)
-        started = ct.invocation_start(invocation)
-        if not started:
-            raise ServiceError(f"{self.host.name}: {invocation!r} is not an invocation of container {name}",
-                               host=self.host.name, unit=name)
-        res = self.host.run(["sh", "-c", _LOGS, "logs", self.runtime, name, LOG_DIR], timeout=120)
+    def _log(self, name: str, *, timeout: float) -> tuple[str, str, ContainerInfo | None]:
+        """(its log with timestamps, its events as JSON lines, inspect) -- a removed variant's from
+        the copy kept when it was removed."""
+        res = self.host.run(["sh", "-c", _LOGS, "logs", self.runtime, name, LOG_DIR], timeout=timeout)
         if res.exited == 3:
             raise UnitNotFound(f"{self.host.name}: no container {name} and no logs kept of one", host=self.host.name,
                                unit=name)
@@ -349,8 +358,40 @@ class ContainerServices:
             raise ServiceError(f"{self.host.name}: {self.runtime} logs {name} failed: {res.tail(3)}",
                                host=self.host.name, unit=name)
         text, _, events = res.stdout.partition("\n@@events\n")
-        lines = ct.split_invocation(text, name, started, ct.start_boundaries(events))  # in the order written
-        return "\n".join(lines) + ("\n" if lines else "")
+        return text, events, self.inspect([name]).get(name)
+
+    def _table(self, unit: str, timeout: float) -> tuple[pa.Table, pd.DataFrame]:
+        name = ct.check_name(unit)
+        text, events, info = self._log(name, timeout=timeout)
+        return (journal_container.parse(text, events, info, unit=name, host=self.host.name),
+                journal_container.invocations(events, info))
+
+    def journal_invocations(self, unit: str, n: int | None = None, *, timeout: float = 120.0) -> pd.DataFrame:
+        name = ct.check_name(unit)
+        _, events, info = self._log(name, timeout=timeout)
+        out = journal_container.invocations(events, info)
+        return out.tail(n).reset_index(drop=True) if n is not None else out
+
+    def journal_read(self, unit: str, *, invocation: str | int | None = None, last_invocations: int | None = None,
+                     since: Any = None, until: Any = None, timeout: float = 600.0, compress: bool = True,
+                     jobs: int = 1, text: bool = True) -> JournalFrame:
+        table, invs = self._table(unit, timeout)
+        return journal_container.read(table, invs, unit=ct.check_name(unit), invocation=invocation,
+                                      last_invocations=last_invocations, since=since, until=until)
+
+    def journal_since(self, unit: str, cursor: str, *, invocation: str | None = None, timeout: float = 600.0,
+                      compress: bool = True) -> tuple[JournalFrame, str]:
+        table, _ = self._table(unit, timeout)
+        return journal_container.since_cursor(table, cursor, unit=ct.check_name(unit), invocation=invocation)
+
+    def tail_entries(self, unit: str = "", invocation: str = "", lines: int = 500) -> list[Entry]:
+        """The last ``lines`` lines of the container (of one start when ``invocation`` is given)."""
+        if not unit:
+            raise ConfigError("the container backend reads a container's log: give its name")
+        frame = self.journal_read(unit, invocation=invocation or None)
+        own = frame[frame["origin"] == "unit"].tail(lines)
+        return [Entry(usec=int(u), message=str(m), pid=None, unit=frame.unit, invocation=str(i) if i else None,
+                      manager=False) for u, m, i in zip(own["usec"], own["message"], own["invocation"], strict=True)]
 
 
 class WithContainers:
@@ -365,6 +406,7 @@ class WithContainers:
         self.host = units.host
         self.kind = units.kind
         self.state_dir = units.state_dir
+        self.lock_dir = units.lock_dir
         self._names: set[str] | None = None
         self._known: set[str] = set()  # every container name seen: a removed variant's logs stay readable
 
@@ -432,11 +474,33 @@ class WithContainers:
     def parse_entry(self, line: str, unit: str) -> Entry | None:
         return self.backend(unit).parse_entry(line, unit)
 
-    def invocation_text(self, unit: str, invocation: str) -> str:
-        return self.backend(unit).invocation_text(unit, invocation)
+    def journal_invocations(self, unit: str, n: int | None = None, *, timeout: float = 120.0) -> pd.DataFrame:
+        return self.backend(unit).journal_invocations(unit, n, timeout=timeout)
 
-    def host_port(self, unit: str, flag_port: int) -> int:
-        return self.containers.host_port(unit, flag_port) if self._is_container(unit) else flag_port
+    def journal_read(self, unit: str, *, invocation: str | int | None = None, last_invocations: int | None = None,
+                     since: Any = None, until: Any = None, timeout: float = 600.0, compress: bool = True,
+                     jobs: int = 1, text: bool = True) -> JournalFrame:
+        return self.backend(unit).journal_read(unit, invocation=invocation, last_invocations=last_invocations,
+                                               since=since, until=until, timeout=timeout, compress=compress,
+                                               jobs=jobs, text=text)
+
+    def journal_since(self, unit: str, cursor: str, *, invocation: str | None = None, timeout: float = 600.0,
+                      compress: bool = True) -> tuple[JournalFrame, str]:
+        return self.backend(unit).journal_since(unit, cursor, invocation=invocation, timeout=timeout,
+                                                compress=compress)
+
+    def tail_entries(self, unit: str = "", invocation: str = "", lines: int = 500) -> list[Entry]:
+        return self.backend(unit).tail_entries(unit, invocation, lines)
+
+    def host_port(self, unit: str, argv: list[str]) -> int:
+        return self.backend(unit).host_port(unit, argv)
+
+    def attribute_gpus(self, inv: gpus.GpuInventory, units: list[str]) -> gpus.GpuInventory:
+        inv = self.units_backend.attribute_gpus(inv, [u for u in units if not self._is_container(u)])
+        return self.containers.attribute_gpus(inv, [u for u in units if self._is_container(u)])
+
+    def plan(self, variant: Variant) -> tuple[str, list[str]]:
+        return self.backend(variant.base).plan(variant)
 
     def remove_variant_argv(self, name: str) -> list[str]:
         return self.backend(name).remove_variant_argv(name)

@@ -52,10 +52,13 @@ def test_runtime_absent() -> None:
 
 def test_with_containers_routes_by_name() -> None:
     class Units:
-        kind, state_dir = "systemd", "/run/workbench"
+        kind, state_dir, lock_dir = "systemd", "/run/workbench", "/run/lock"
 
         def __init__(self, host: FakeHost) -> None:
             self.host = host
+
+        def host_port(self, unit: str, argv: list[str]) -> int:
+            return 30000
 
         def units(self, pattern: str = "*") -> list[str]:
             return ["ssh.service"]
@@ -65,4 +68,4 @@ def test_with_containers_routes_by_name() -> None:
     assert both.backend("dies") is both.containers and both.backend("dies.service") is both.containers
     assert both.backend("ssh.service") is both.units_backend
     assert both.units() == ["ssh.service", "dies"]
-    assert both.host_port("ssh.service", 30000) == 30000
+    assert both.host_port("ssh.service", ["python3", "-m", "sglang.launch_server"]) == 30000
