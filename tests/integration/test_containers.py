@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 
 from workbench.errors import ContainerRuntimeMissing, UnitNotFound, VariantError
-from workbench.journal.read import invocation_text, invocations
+from workbench.journal.read import invocation_text
 from workbench.services import ContainerServices, WithContainers, inventory, services_for
 from workbench.session import HostSession
 from workbench.variants import Variant

@@ -155,9 +155,33 @@ def parse(log_text: str, events_jsonl: str, info: ct.ContainerInfo | None, *, un
     }, schema=pa.schema(RAW_FIELDS))
 
 
+def alias(table: pa.Table, inv_table: pd.DataFrame, invocation: str) -> tuple[pa.Table, pd.DataFrame]:
+    """Name the start that ``invocation`` means by the id asked for.  ``status`` names a start by
+    inspect's StartedAt; a container removed since (a variant, its log kept) has no inspect, so
+    its starts are named by their start events, a few hundred µs off: the start nearest to the
+    time the id carries (within 5 s) is the one."""
+    t = ct.invocation_start(invocation)
+    if not t or not len(inv_table) or invocation in set(inv_table["invocation"]):
+        return table, inv_table
+    starts_us = inv_table["start"].astype("int64").to_numpy() // 1000
+    k = int(np.argmin(np.abs(starts_us - t)))
+    if abs(int(starts_us[k]) - t) > 5_000_000:
+        return table, inv_table
+    old = str(inv_table["invocation"].iloc[k])
+    inv_table = inv_table.copy()
+    inv_table.loc[inv_table.index[k], "invocation"] = invocation
+    col = table["invocation"].to_numpy(zero_copy_only=False)
+    renamed = np.where(col == old, invocation, col)
+    table = table.set_column(table.schema.get_field_index("invocation"), "invocation",
+                             pa.array(renamed.tolist(), RAW_FIELDS["invocation"]))
+    return table, inv_table
+
+
 def read(table: pa.Table, inv_table: pd.DataFrame, *, unit: str, invocation: str | int | None = None,
          last_invocations: int | None = None, since: Any = None, until: Any = None) -> JournalFrame:
     """The rows of the chosen starts (see :func:`workbench.journal.read.read`) as a frame."""
+    if isinstance(invocation, str):
+        table, inv_table = alias(table, inv_table, invocation)
     keep = np.ones(len(table), bool)
     if invocation is not None or last_invocations is not None:
         picked = select_invocations(inv_table, invocation, last_invocations)

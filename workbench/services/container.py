@@ -60,7 +60,8 @@ if "$rt" container inspect --format '{{.Id}}' -- "$n" >/dev/null 2>&1; then
   exit 0
 fi
 [ -f "$d/$n.log" ] || exit 3
-cat -- "$d/$n.log"; echo @@events; cat -- "$d/$n.events" 2>/dev/null; exit 0
+cat -- "$d/$n.log"; echo @@events; cat -- "$d/$n.events" 2>/dev/null
+echo @@inspect; cat -- "$d/$n.inspect" 2>/dev/null; exit 0
 """
 
 # Keep a variant's logs, then remove it.  $1 runtime, $2 name, $3 LOG_DIR.
@@ -68,6 +69,7 @@ _REMOVE = r"""
 rt=$1; n=$2; d=$3
 mkdir -p -- "$d" && "$rt" logs --timestamps -- "$n" >"$d/$n.log" 2>&1
 [ "$rt" = podman ] && "$rt" events --stream=false --filter "container=$n" --format json >"$d/$n.events" 2>/dev/null
+"$rt" container inspect -- "$n" >"$d/$n.inspect" 2>/dev/null
 "$rt" rm -f -t 10 -- "$n" >/dev/null
 """
 
@@ -358,6 +360,10 @@ class ContainerServices:
             raise ServiceError(f"{self.host.name}: {self.runtime} logs {name} failed: {res.tail(3)}",
                                host=self.host.name, unit=name)
         text, _, events = res.stdout.partition("\n@@events\n")
+        events, kept, inspect = events.partition("@@inspect\n")
+        if kept:  # removed: the inspect kept with its log names its starts as status did
+            found = [i for i in ct.parse_inspect(inspect.strip() or "[]") if i.name == name]
+            return text, events, found[0] if found else None
         return text, events, self.inspect([name]).get(name)
 
     def _table(self, unit: str, timeout: float) -> tuple[pa.Table, pd.DataFrame]:

@@ -7,8 +7,8 @@ from typing import Any
 
 import pandas as pd
 
-from workbench import gpus
-from workbench.errors import ServiceError, UnitNotFound, VariantError
+from workbench import containerunit, gpus
+from workbench.errors import ConfigError, ServiceError, UnitNotFound, VariantError
 from workbench.hosts import Host, LineStream
 from workbench.journal import (
     Entry,
@@ -20,7 +20,7 @@ from workbench.journal import (
     query_argv,
 )
 from workbench.journal.frame import JournalFrame
-from workbench.services.base import _check_unit, server_port
+from workbench.services.base import _check_unit, exec_argv, server_port
 from workbench.systemd import (
     UnitStatus,
     list_unit_files_argv,
@@ -257,11 +257,31 @@ class SystemdServices:
 
     # -- the server: its port, the GPUs it holds, what a variant run issues ----------
     def host_port(self, unit: str, argv: list[str]) -> int:
-        return server_port(argv)
+        """The server's port; for a unit that runs ``podman|docker run``, through the run's publish
+        settings (:mod:`workbench.containerunit`)."""
+        run = containerunit.parse(argv)
+        return containerunit.host_port(run, server_port(run.command)) if run is not None else server_port(argv)
 
     def attribute_gpus(self, inv: gpus.GpuInventory, units: list[str]) -> gpus.GpuInventory:
-        """GPU processes named by their unit: the inventory reads each one's cgroup already."""
-        return inv
+        """GPU processes named by their unit: the inventory reads each one's cgroup; a unit that runs a
+        container whose processes live in their own cgroup (``libpod-ID.scope``) is found through
+        the container's main PID (its processes' group)."""
+        if all(a.unit is not None for a in inv.apps):
+            return inv
+        pids: dict[int, str] = {}
+        for unit in units:
+            try:
+                run = containerunit.parse(exec_argv(self.unit_text(unit), unit))
+            except (ConfigError, UnitNotFound):
+                continue
+            if run is None or run.name is None:
+                continue
+            res = self.host.run([run.head[0], "container", "inspect", "--format", "{{.State.Pid}}", "--", run.name],
+                                timeout=30)
+            pid = res.stdout.strip()
+            if res.ok and pid.isdigit() and int(pid) > 0:
+                pids[int(pid)] = unit
+        return gpus.attribute(inv, pids)
 
     def plan(self, variant: Variant) -> tuple[str, list[str]]:
         """(where the variant lives, the commands a run issues)."""

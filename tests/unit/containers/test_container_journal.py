@@ -94,3 +94,15 @@ def test_the_backend_reads_through_journal_read(monkeypatch: pytest.MonkeyPatch)
     assert invocation_text(svc, NAME, first).splitlines()[1] == "Traceback to stderr"
     assert len(svc.journal_invocations(NAME, 2)) == 2
     assert [e.message.split()[0] for e in svc.tail_entries(NAME, lines=3)] == ["Traceback", "start", "Traceback"]
+
+
+def test_a_removed_containers_start_is_found_by_the_id_status_gave() -> None:
+    """No inspect (the variant was removed, its log kept): starts are named by their start events;
+    the id status reported (from StartedAt, a few hundred µs later) still finds its start."""
+    table = jc.parse(LOGS, EVENTS, None, unit=NAME)
+    inv = jc.invocations(EVENTS, None)
+    assert INFO.invocation not in set(inv["invocation"])  # named by the start event, not StartedAt
+    frame = jc.read(table, inv, unit=NAME, invocation=INFO.invocation)
+    assert frame.raw.splitlines() == [line.split(" ", 1)[1] for line in LOGS.splitlines()[4:]]
+    assert set(frame["invocation"]) == {INFO.invocation}
+    assert jc.read(table, inv, unit=NAME, invocation=INFO.id[:16] + f"{1:016x}").empty  # no start then
