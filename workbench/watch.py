@@ -268,19 +268,24 @@ def watch_start(
 
 
 def _drain(stream: LineStream, svc: Services, unit: str, invocation: str | None, tail: list[str],
-           tracker: PhaseTracker, exit_usec: int | None, grace: float = 1.5,
+           tracker: PhaseTracker, exit_usec: int | None, grace: float = 1.5, cap: float = 15.0,
            on_phase: Callable[[PhaseTransition], None] | None = None) -> int | None:
     """After a failure: read what the unit still logged (the rest of its traceback) until PID 1's
-    verdict about the invocation arrives or ``grace`` seconds pass; return the exit's journal time.
+    verdict about the invocation arrives, or the stream has been quiet for ``grace`` seconds, or
+    ``cap`` seconds pass (a stream behind the unit's state -- a loaded host, output relayed by a
+    container runtime -- keeps delivering lines well after the state said "exited").
     Phases those late lines enter go to ``on_phase`` (the timeline must not lose them: journald can
     deliver a process's last lines after PID 1's exit record)."""
-    deadline = time.monotonic() + grace
+    end = time.monotonic() + cap
+    deadline = min(end, time.monotonic() + grace)
     while time.monotonic() < deadline:
         try:
             line = stream.readline(timeout=max(0.0, deadline - time.monotonic()))
         except EOFError:
             break
         entry = svc.parse_entry(line, unit) if line is not None else None
+        if line is not None:
+            deadline = min(end, time.monotonic() + grace)
         if entry is None:
             continue
         if entry.manager:

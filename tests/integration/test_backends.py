@@ -101,7 +101,7 @@ def test_status_json_names_the_backend_state_and_command(deployment: Deployment,
     with redirect_stdout(out):
         assert main(["--ssh-config", str(testbed.ssh_config), "status", deployment.host.name,
                      deployment.base.removesuffix(".service") + "*", "--json"]) == 0
-    rows = {r["unit"].removesuffix(".service"): r for r in json.loads(out.getvalue())["units"]}
+    rows = {r["unit"].removesuffix(".service"): r for r in json.loads(out.getvalue())}
     row = rows[deployment.base.removesuffix(".service")]
     assert row["backend"] == deployment.backend and row["load"] == "loaded"
     assert "sglang.launch_server" in row["command"] and "--tp-size 8" in row["command"]
