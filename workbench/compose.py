@@ -5,7 +5,7 @@ external provider (``docker-compose`` or ``podman-compose``) that is often not i
 not on the testbed's podman 4.3.1), and what a provider creates differs between providers.  The
 workbench reads the service itself (image, entrypoint, command, environment, env files, ports,
 network mode, IPC, devices and GPU reservations, volumes, shm size, capabilities, ulimits, restart
-policy) and creates the container with one ``podman|docker run -d --name NAME ...`` -- so the
+policy, working directory, init, user) and creates the container with one ``podman|docker run -d --name NAME ...`` -- so the
 container's own command line (podman's ``CreateCommand``) is an ordinary ``run`` and every variant,
 status, log and restore of the container backend applies unchanged.  See docs/containers.md.
 
@@ -58,6 +58,9 @@ class ComposeService:
     ulimits: list[str] = field(default_factory=list)
     restart: str = ""
     runtime: str = ""  # an OCI runtime (nvidia, habana): docker's --runtime
+    working_dir: str = ""
+    init: bool = False
+    user: str = ""
     source: str = ""  # FILE:SERVICE
     unset: list[str] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)  # keys read but not carried into the run
@@ -170,7 +173,8 @@ def _ulimits(raw: Any) -> list[str]:
 
 
 _CARRIED = {"image", "container_name", "entrypoint", "command", "environment", "env_file", "ports", "network_mode",
-            "ipc", "devices", "deploy", "volumes", "shm_size", "cap_add", "ulimits", "restart", "runtime"}
+            "ipc", "devices", "deploy", "volumes", "shm_size", "cap_add", "ulimits", "restart", "runtime",
+            "working_dir", "init", "user"}
 _HARMLESS = {"healthcheck", "profiles", "depends_on", "labels", "networks", "logging", "stdin_open", "tty"}
 
 
@@ -241,6 +245,7 @@ def load(path: str | Path, service: str | None = None, *, env: Mapping[str, str]
         gpus=_gpus(raw.get("deploy")), volumes=volumes, shm_size=str(raw.get("shm_size") or ""),
         cap_add=[str(c) for c in raw.get("cap_add") or []], ulimits=_ulimits(raw.get("ulimits")),
         restart=str(raw.get("restart") or ""), runtime=str(raw.get("runtime") or ""), source=f"{path.name}:{service}",
+        working_dir=str(raw.get("working_dir") or ""), init=raw.get("init") is True, user=str(raw.get("user") or ""),
         unset=sorted(set(unset)), ignored=sorted(k for k in raw if k not in _CARRIED | _HARMLESS),
     )
 
@@ -260,6 +265,12 @@ def run_argv(svc: ComposeService, runtime: str = "podman", *, extra: list[str] |
         opts += [a for p in svc.ports for a in ("-p", p)]
     if svc.ipc:
         opts += ["--ipc", svc.ipc]
+    if svc.init:
+        opts += ["--init"]
+    if svc.working_dir:
+        opts += ["-w", svc.working_dir]
+    if svc.user:
+        opts += ["-u", svc.user]
     if svc.shm_size:
         opts += ["--shm-size", svc.shm_size]
     for d in svc.devices:

@@ -22,8 +22,9 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
+from workbench import compose, containerunit, gpus
 from workbench import containers as ct
-from workbench import gpus
+from workbench.compose import ComposeService
 from workbench.containers import ContainerInfo
 from workbench.errors import (
     ConfigError,
@@ -208,6 +209,46 @@ class ContainerServices:
 
     def reset(self, unit: str) -> None:
         ct.check_name(unit)
+
+    # -- a compose file's service, created as one named container -------------
+    def run_service(self, service: ComposeService, *, check_only: bool = False) -> list[str]:
+        """Create and start ``service`` (:mod:`workbench.compose`) with ``RUNTIME run -d``; the argv run.
+
+        Refused before anything is created: no runtime, a container of that name already there, the
+        image not on the host (nothing is pulled: pull or build it first), a host port another
+        running container publishes or another process listens on."""
+        from workbench.watch import port_holders  # the watch's own check: who listens on a port
+
+        argv = compose.run_argv(service, self.runtime)
+        name = service.container_name
+        if name in self.names():
+            raise ConfigError(f"{self.host.name}: a container named {name} exists already ({self.runtime} ps -a); "
+                              "remove it, or give the service another container_name")
+        rc, _, _ = self._rt("image", "inspect", "--format", "{{.Id}}", service.image)
+        if rc != 0:
+            raise ConfigError(f"{self.host.name}: image {service.image} is not on the host; the workbench pulls "
+                              f"nothing: `{self.runtime} pull {service.image}` (or build it) first")
+        run = containerunit.parse(argv)
+        assert run is not None  # run_argv builds a run
+        flag_port = server_port(run.command)
+        ports = {flag_port if run.host_network else h for h in
+                 ([flag_port] if run.host_network else run.published().values())}
+        running = [i for i in self.inspect(self.names()).values() if i.running]
+        taken = [f"{i.name} publishes {sorted(ports & set(i.host_ports()))}" for i in running
+                 if ports & set(i.host_ports())]
+        taken += [f"port {p}: {', '.join(h)}" for p in sorted(ports) if (h := port_holders(self.host, p))]
+        if taken:
+            raise ConfigError(f"{self.host.name}: the port of {service.source} is taken ({'; '.join(taken)}); "
+                              f"not creating {name}")
+        if check_only:
+            return argv
+        res = self.host.run(argv, timeout=300)
+        if not res.ok:
+            if "already in use" not in res.stderr:  # a half-created one of ours goes; never another's
+                self.host.run([self.runtime, "rm", "-f", "--", name], timeout=60)
+            raise ServiceError(f"{self.host.name}: {self.runtime} run {name} failed: {res.tail(4)}",
+                               host=self.host.name, unit=name)
+        return argv
 
     # -- variants ---------------------------------------------------------
     def create_argv(self, variant: Variant, base: ContainerInfo | None = None) -> list[str]:

@@ -106,3 +106,13 @@ def test_a_removed_containers_start_is_found_by_the_id_status_gave() -> None:
     assert frame.raw.splitlines() == [line.split(" ", 1)[1] for line in LOGS.splitlines()[4:]]
     assert set(frame["invocation"]) == {INFO.invocation}
     assert jc.read(table, inv, unit=NAME, invocation=INFO.id[:16] + f"{1:016x}").empty  # no start then
+
+
+def test_podmans_init_is_not_the_servers_command() -> None:
+    """A container created with --init runs ``/run/podman-init -- ARGV``: ARGV is the command."""
+    import json
+
+    raw = json.loads((CAP / "inspect.json").read_text())
+    raw[0]["Path"], raw[0]["Args"] = "/run/podman-init", ["--", "/usr/bin/python3", "-m", "sglang.launch_server"]
+    (info,) = ct.parse_inspect(json.dumps(raw))
+    assert info.argv == ["/usr/bin/python3", "-m", "sglang.launch_server"]
