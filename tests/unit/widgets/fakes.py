@@ -103,6 +103,7 @@ class FakeServices:
 
     # The systemd backend's own reader, over the fake host's captured journalctl output.
     tail_entries = SystemdServices.tail_entries
+    attribute_gpus = SystemdServices.attribute_gpus
 
     def journal_read(self, unit: str, *, invocation: str | int | None = None, **_: Any) -> JournalFrame:
         """One invocation's lines as the systemd backend frames them (what invocation_text reads)."""
