@@ -44,8 +44,15 @@ class Deployment:
 
     def facts(self) -> dict[str, object]:
         """What must be as found afterwards: the state of the base and of what made room, no variants,
-        the base's definition (unit text, or the container's inspect)."""
+        the base's definition (unit text, or the container's inspect) -- read under the host lock, so
+        another session (another test on the shared testbed) is not caught half way."""
+        from workbench.lock import HostLock
+
         svc = self.svc()
+        with HostLock(self.host, purpose="test: is the host as found?", wait=600, lock_dir=svc.lock_dir):
+            return self._facts(svc)
+
+    def _facts(self, svc: Services) -> dict[str, object]:
         names = [self.base, *self.room]
         return {"running": {n: svc.status(n).running for n in names}, "variants": svc.variant_files(),
                 "texts": {n: svc.unit_text(n) for n in names},
@@ -140,4 +147,35 @@ def test_failing_variant_is_detected_with_its_signature_and_journal(deployment: 
         assert rec.invocation == inv["invocation"].iloc[-1]
         text = invocation_text(s.svc, variant, rec.invocation)
         assert text == frame.raw + "\n" and classify(text)["exception_type"] == "AttributeError"
+    assert deployment.facts() == before
+
+
+def test_a_taken_port_is_refused_before_the_variant_starts(deployment: Deployment) -> None:
+    """Another process listens on the port the variant would serve on: refused before it starts, with
+    who holds it; the variant is removed and the host as found."""
+    from workbench.watch import PortInUse
+
+    squat = "wb-test-squat-18091"
+    before = deployment.facts()
+    deployment.host.run(["systemctl", "stop", squat])
+    deployment.host.run(["systemd-run", f"--unit={squat}", "--collect", "--", "python3", "-m", "http.server", "18091",
+                         "--bind", "127.0.0.1"], check=True)
+    try:
+        deployment.host.run(["sh", "-c", "for i in $(seq 100); do ss -Htln 'sport = :18091' | grep -q . && exit 0; "
+                             "sleep 0.1; done; exit 1"], check=True)
+        with _session(deployment) as s, pytest.raises(PortInUse, match="18091"):
+            s.make_room(deployment.room)
+            s.run_variant(deployment.base, {"--port": "18091"}, timeout=60)
+    finally:
+        deployment.host.run(["systemctl", "stop", squat])
+    assert deployment.facts() == before
+
+
+def test_an_unknown_base_is_a_clear_error_and_nothing_changes(deployment: Deployment) -> None:
+    from workbench.errors import UnitNotFound
+
+    before = deployment.facts()
+    missing = "no-such-server" + (".service" if deployment.base.endswith(".service") else "")
+    with _session(deployment) as s, pytest.raises(UnitNotFound, match="no-such-server"):
+        s.run_variant(missing, EP8, timeout=30)
     assert deployment.facts() == before
