@@ -75,3 +75,22 @@ def test_an_image_cmd_cannot_be_edited() -> None:
 def test_docker_cannot_unset_an_image_variable() -> None:
     with pytest.raises(ConfigError, match="docker cannot unset"):
         Variant.build("sglang-docker.service", DOCKER_UNIT, {}, {"HF_TOKEN": None}).argv()
+
+
+def test_the_plan_is_the_backends_own_commands() -> None:
+    """session.plan asks the backend: the systemd backend's plan for a podman-run unit names the variant
+    unit it would start and the removal that also daemon-reloads; nothing runs on a host."""
+    from workbench.services import SystemdServices
+
+    class NoHost:
+        name = "h"
+
+        def run(self, *a: object, **k: object) -> None:
+            raise AssertionError("a plan runs nothing")
+
+    v = Variant.build(UNIT, podman_unit_text(), {"--ep-size": "8"})
+    where, cmds = SystemdServices(NoHost()).plan(v)  # type: ignore[arg-type]
+    assert where == v.path
+    assert any(c.startswith(f"systemctl start --no-block -- {v.name}") for c in cmds)
+    assert any("daemon-reload" in c and v.name in c for c in cmds)
+    assert cmds[-1].startswith(f"systemctl start --no-block -- {UNIT}")
