@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+import re
 import shlex
 from typing import Any
 
@@ -48,6 +49,7 @@ from workbench.systemd import UnitStatus
 from workbench.variants import Variant
 
 DIGEST_LABEL = "workbench.create-digest"
+_VARIANT_NAME = re.compile(r"^(.+)-wb-[0-9a-f]{10}$")  # Variant.name without .service
 # A removed variant's logs and events, kept for its invocation's text (as journald keeps a unit's).
 LOG_DIR = "/run/workbench/container-logs"
 
@@ -462,6 +464,10 @@ class WithContainers:
         if not ct.NAME_RE.match(name):
             return False
         if name in self._known:
+            return True
+        variant = _VARIANT_NAME.match(name)  # a variant of a container, removed since (its logs are kept)
+        if variant is not None and variant.group(1) != name and self._is_container(variant.group(1)):
+            self._known.add(name)
             return True
         if self._names is None or name not in self._names:
             self._names = set(self.containers.names())

@@ -67,5 +67,8 @@ def test_with_containers_routes_by_name() -> None:
     both = WithContainers(Units(host), ContainerServices(host, "podman"))  # type: ignore[arg-type]
     assert both.backend("dies") is both.containers and both.backend("dies.service") is both.containers
     assert both.backend("ssh.service") is both.units_backend
+    # a variant of a container, removed since: still the container's (its logs are kept)
+    assert both.backend("dies-wb-0123456789.service") is both.containers
+    assert both.backend("ssh-wb-0123456789.service") is both.units_backend
     assert both.units() == ["ssh.service", "dies"]
     assert both.host_port("ssh.service", ["python3", "-m", "sglang.launch_server"]) == 30000
