@@ -67,9 +67,12 @@ cat -- "$d/$n.log"; echo @@events; cat -- "$d/$n.events" 2>/dev/null
 echo @@inspect; cat -- "$d/$n.inspect" 2>/dev/null; exit 0
 """
 
-# Keep a variant's logs, then remove it.  $1 runtime, $2 name, $3 LOG_DIR.
+# Keep a variant's logs, events and inspect, then remove it; nothing when it is gone already (a
+# second removal must not overwrite what the first kept).  Idempotent: the session's restore and
+# the host guard run it too (remove_variant_argv).  $1 runtime, $2 name, $3 LOG_DIR.
 _REMOVE = r"""
 rt=$1; n=$2; d=$3
+"$rt" container inspect --format '{{.Id}}' -- "$n" >/dev/null 2>&1 || exit 0
 mkdir -p -- "$d" && "$rt" logs --timestamps -- "$n" >"$d/$n.log" 2>&1
 [ "$rt" = podman ] && "$rt" events --stream=false --filter "container=$n" --format json >"$d/$n.events" 2>/dev/null
 "$rt" container inspect -- "$n" >"$d/$n.inspect" 2>/dev/null
@@ -308,12 +311,13 @@ class ContainerServices:
         if current.variant_of is None:
             raise VariantError(f"{self.host.name}: {name} is not a variant; refusing to remove it",
                                host=self.host.name, unit=name)
-        res = self.host.run(["sh", "-c", _REMOVE, "remove", self.runtime, name, LOG_DIR], timeout=180)
+        res = self.host.run(self.remove_variant_argv(name), timeout=180)
         return res.ok
 
     # -- what the host guard runs without us (argv, built here like the verbs above) ---------
     def remove_variant_argv(self, name: str) -> list[str]:
-        return [self.runtime, "rm", "--force", "--", ct.check_name(name)]
+        """Keep its logs (for its traceback, as journald keeps a unit's), then remove it."""
+        return ["sh", "-c", _REMOVE, "remove", self.runtime, ct.check_name(name), LOG_DIR]
 
     def start_argv(self, unit: str) -> list[str]:
         return [self.runtime, "start", "--", ct.check_name(unit)]
