@@ -204,7 +204,8 @@ def watch_start(
             detected = detected or int(time.time() * 1e6)
             seconds = time.monotonic() - started
             if outcome == "failed":
-                exit_usec = _drain(stream, svc, unit, invocation, tail, tracker, exit_usec, on_phase=enter)
+                exit_usec = _drain(stream, svc, unit, invocation, tail, tracker, exit_usec, on_phase=enter,
+                                   caught_up_usec=detected)
             phase = "serving" if outcome == "ready" else (tracker.failure.phase if tracker.failure else tracker.phase)
             if outcome == "ready" and (not timeline or timeline[-1].phase != "serving"):
                 timeline.append(PhaseEvent("serving", None, seconds, reason))
@@ -267,25 +268,34 @@ def watch_start(
         raise AssertionError("unreachable")
 
 
+CAUGHT_UP_SLACK_US = 500_000  # a line logged this close to the moment the failure was seen: caught up
+
+
 def _drain(stream: LineStream, svc: Services, unit: str, invocation: str | None, tail: list[str],
            tracker: PhaseTracker, exit_usec: int | None, grace: float = 1.5, cap: float = 15.0,
-           on_phase: Callable[[PhaseTransition], None] | None = None) -> int | None:
+           on_phase: Callable[[PhaseTransition], None] | None = None,
+           caught_up_usec: int | None = None) -> int | None:
     """After a failure: read what the unit still logged (the rest of its traceback) until PID 1's
-    verdict about the invocation arrives, or the stream has been quiet for ``grace`` seconds, or
-    ``cap`` seconds pass (a stream behind the unit's state -- a loaded host, output relayed by a
-    container runtime -- keeps delivering lines well after the state said "exited").
+    verdict about the invocation arrives, or the stream has been quiet for ``grace`` seconds once it
+    has delivered lines logged at ``caught_up_usec`` (when the failure was seen; until then it is
+    known to be behind), or ``cap`` seconds pass.  A stream behind the unit's state -- a loaded
+    host, output relayed by a container runtime in bursts -- keeps delivering lines well after
+    the state said "exited", with pauses longer than ``grace``.
     Phases those late lines enter go to ``on_phase`` (the timeline must not lose them: journald can
     deliver a process's last lines after PID 1's exit record)."""
     end = time.monotonic() + cap
-    deadline = min(end, time.monotonic() + grace)
+    behind = caught_up_usec is not None
+    deadline = end if behind else min(end, time.monotonic() + grace)
     while time.monotonic() < deadline:
         try:
             line = stream.readline(timeout=max(0.0, deadline - time.monotonic()))
         except EOFError:
             break
         entry = svc.parse_entry(line, unit) if line is not None else None
+        if entry is not None and behind and entry.usec >= int(caught_up_usec or 0) - CAUGHT_UP_SLACK_US:
+            behind = False
         if line is not None:
-            deadline = min(end, time.monotonic() + grace)
+            deadline = end if behind else min(end, time.monotonic() + grace)
         if entry is None:
             continue
         if entry.manager:

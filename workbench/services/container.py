@@ -35,7 +35,7 @@ from workbench.errors import (
     VariantError,
 )
 from workbench.hosts import Host, LineStream
-from workbench.journal import Entry
+from workbench.journal import MSG_UNIT_STOPPED, Entry
 from workbench.journal import container as journal_container
 from workbench.journal.frame import JournalFrame
 from workbench.services.base import (
@@ -80,8 +80,9 @@ mkdir -p -- "$d" && "$rt" logs --timestamps -- "$n" >"$d/$n.log" 2>&1
 """
 
 # Follow one container's next start: wait until it has started at or after the cursor (a start
-# that dies at once included), print its lines as they come, then hold the stream open (no EOF
-# loop) until the watch closes it.  $1 runtime, $2 name, $3 cursor µs, $4 cursor as RFC 3339.
+# that dies at once included), print its lines as they come, "@@exited USEC" once the container
+# has stopped and every line is out (PID 1's part: the watch stops draining there), then hold the
+# stream open (no EOF loop) until the watch closes it.  $1 runtime, $2 name, $3 cursor µs, $4 cursor as RFC 3339.
 _FOLLOW = r"""
 rt=$1; name=$2; since=$3; iso=$4
 while :; do
@@ -91,6 +92,7 @@ while :; do
   sleep 0.2
 done
 "$rt" logs -f --timestamps --since "$iso" -- "$name" 2>&1
+echo "@@exited $(date +%s%6N)"
 exec sleep 2147483647
 """
 
@@ -394,6 +396,10 @@ class ContainerServices:
                                  ct.iso(usec)])
 
     def parse_entry(self, line: str, unit: str) -> Entry | None:
+        if line.startswith("@@exited "):
+            stamp = line.split()[1] if len(line.split()) > 1 else ""
+            return Entry(usec=int(stamp) if stamp.isdigit() else 0, message=f"container {unit} stopped", pid=None,
+                         unit=unit, invocation=None, manager=True, message_id=MSG_UNIT_STOPPED)
         return ct.parse_log_line(line, unit)
 
     def _log(self, name: str, *, timeout: float) -> tuple[str, str, ContainerInfo | None]:
