@@ -135,7 +135,12 @@ def test_failing_variant_is_detected_with_its_signature_and_journal(deployment: 
         s.make_room(deployment.room)
         rec = run_trial(s, deployment.base, EP8, timeout=180)
         assert rec.outcome == "failed", rec.reason
-        assert rec.phase == "cuda_graph_capture" and rec.exception_type == "AttributeError", rec
+        assert rec.frames_phase == "cuda_graph_capture" and rec.exception_type == "AttributeError", rec
+        if deployment.base != PODMAN_UNIT:
+            # Known gap: the unit that runs podman relays the server's output to the journal seconds
+            # late and in bursts, so its timeline can end a phase or two early under load (see
+            # docs/containers.md); the traceback's own frames name the phase on every backend.
+            assert rec.phase == "cuda_graph_capture", rec
         assert rec.signature
         variant = rec.variant
         # the journal of that invocation, through the one reader every backend answers
