@@ -113,6 +113,19 @@ def _ports(hc: dict[str, Any]) -> dict[str, list[int]]:
     return out
 
 
+INIT_PATHS = ("/run/podman-init",)  # podman's --init (catatonit) runs the command under it: `init -- ARGV`
+
+
+def _argv(c: dict[str, Any]) -> list[str]:
+    """What runs (Path + Args), without podman's init in front: the server's own command line."""
+    if not c.get("Path"):
+        return []
+    argv = [str(c["Path"])] + [str(a) for a in c.get("Args") or []]
+    if argv[0] in INIT_PATHS and len(argv) > 2 and argv[1] == "--":
+        return argv[2:]
+    return argv
+
+
 def parse_inspect(text: str) -> list[ContainerInfo]:
     """``podman|docker inspect`` JSON (an array of containers)."""
     try:
@@ -130,7 +143,7 @@ def parse_inspect(text: str) -> list[ContainerInfo]:
             status=status, exit_code=int(state.get("ExitCode") or 0), restarts=int(c.get("RestartCount") or 0),
             started_usec=parse_time(str(state.get("StartedAt") or _ZERO)),
             finished_usec=parse_time(str(state.get("FinishedAt") or _ZERO)), pid=int(state.get("Pid") or 0),
-            argv=[str(c.get("Path", ""))] + [str(a) for a in c.get("Args") or []] if c.get("Path") else [],
+            argv=_argv(c),
             env=[str(e) for e in cfg.get("Env") or []], network_mode=str(hc.get("NetworkMode", "")),
             ports=_ports(hc), create_command=[str(a) for a in cfg["CreateCommand"]] if cfg.get("CreateCommand") else None,
             labels={str(k): str(v) for k, v in (cfg.get("Labels") or {}).items()},

@@ -130,7 +130,7 @@ class HostSession:
         self.host = host
         self.svc = services or services_for(host)
         self.lock = HostLock(host, purpose=purpose, wait=lock_wait,
-                             lock_dir=self.svc.state_dir + "/lock" if self.svc.kind == "process" else "/run/lock")
+                             lock_dir=self.svc.lock_dir)
         self.record = Record()
         self.ready_timeout = ready_timeout
         self.gpu_memory_threshold_mib = gpu_memory_threshold_mib
@@ -315,9 +315,7 @@ class HostSession:
         inv = gpus.inventory(self.host)
         if inv.error:
             return
-        if self.svc.kind == "process":
-            statuses = self.svc.statuses([u for u in allow_units if u in self.svc.units()])
-            inv = gpus.attribute(inv, {st.main_pid: st.unit for st in statuses if st.main_pid})
+        inv = self.svc.attribute_gpus(inv, list(allow_units))
         reasons = inv.busy(allow_units=allow_units, memory_threshold_mib=self.gpu_memory_threshold_mib)
         if reasons:
             raise GpuBusy(f"{self.host.name}: GPUs are busy, not starting anything:\n  " + "\n  ".join(reasons),
@@ -616,26 +614,9 @@ def plan(
     *,
     services: Services | None = None,
 ) -> Plan:
-    """The unit diff and the exact commands a variant run would issue; reads only."""
-    import shlex
-
+    """The unit diff and the exact commands a variant run would issue (the backend's, from the builders
+    that run them); reads only."""
     svc = services or services_for(host)
     v = Variant.build(base, svc.unit_text(base), edits, env)
-    q = shlex.quote
-    if svc.kind == "systemd":
-        cmds = [
-            "flock -n /run/lock/workbench.lock  # held for the session",
-            f"systemd-analyze verify <temporary copy of {v.name}>",
-            f"write {v.path} atomically (temporary file + rename)",
-            "systemctl daemon-reload",
-            f"systemctl stop {q(base)}  # if running",
-            f"systemctl start --no-block {q(v.name)}; journalctl -f -o json --all -u {q(v.name)}  # watch",
-            f"systemctl stop {q(v.name)}; systemctl reset-failed {q(v.name)}; rm -f {q(v.path)}; systemctl daemon-reload",
-            f"systemctl start {q(base)}  # restore, if it was running",
-        ]
-        path = v.path
-    else:
-        path = f"{getattr(svc, 'root', '')}/run/{v.name}"
-        cmds = [f"write {path}", f"stop {base} (if running)", f"setsid python3 procsup.py ... {v.name}",
-                f"stop {v.name}; rm -f {path}", f"start {base} (restore, if it was running)"]
+    path, cmds = svc.plan(v)
     return Plan(v.name, path, v.render(), v.diff(), cmds)

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from workbench.hosts import Host
+from workbench.journal.read import invocation_text
 from workbench.phases import PHASES
 from workbench.redact import clip
 from workbench.session import HostSession
@@ -186,7 +187,7 @@ def run_trial(
                             "root_cause_kind": None}
     excerpt = ""
     if not out.ok:
-        text = session.svc.invocation_text(trial.variant, out.invocation_id) if out.invocation_id else ""
+        text = invocation_text(session.svc, trial.variant, out.invocation_id) if out.invocation_id else ""
         text = text or "\n".join(out.tail)
         info = classify(text)
         timeline_phase, ready_seen = _timeline_phase(out)

@@ -32,6 +32,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from workbench import containerunit
 from workbench.errors import ConfigError
 from workbench.systemd import normalize_unit
 from workbench.unitfile import UnitFile, join_command, quote_arg, split_command
@@ -215,20 +216,45 @@ class Variant:
     def path(self) -> str:
         return f"{RUNTIME_DIR}/{self.name}"
 
-    def argv(self) -> tuple[str, list[str]]:
-        """(prefix, argv) of the base's ExecStart with the edits applied."""
+    def _base_argv(self) -> tuple[str, list[str]]:
         unit = UnitFile.parse(self.base_text, source=self.base)
         execs = unit.get_all("Service", "ExecStart")
         if len(execs) != 1:
             raise ConfigError(f"{self.base}: expected exactly one ExecStart=, found {len(execs)}")
-        prefix, argv = split_command(execs[0])
-        return prefix, apply_edits(argv, self.edits)
+        return split_command(execs[0])
+
+    @property
+    def container(self) -> str | None:
+        """The variant's container when the base's ExecStart is ``podman|docker run --name X``:
+        ``X-wb-DIGEST`` (never the base's, never a unit's name)."""
+        run = containerunit.parse(self._base_argv()[1])
+        if run is None:
+            return None
+        return f"{run.name or self.base.removesuffix('.service')}-wb-{self.digest}"
+
+    def argv(self) -> tuple[str, list[str]]:
+        """(prefix, argv) of the base's ExecStart with the edits applied -- to the server's flags
+        after the image when it is a container ``run`` (:mod:`workbench.containerunit`)."""
+        prefix, argv = self._base_argv()
+        run = containerunit.parse(argv)
+        if run is None:
+            return prefix, apply_edits(argv, self.edits)
+        return prefix, containerunit.edit(run, apply_edits(run.command, self.edits), self.env, str(self.container))
+
+    def server_argv(self) -> list[str]:
+        """The server's own command line in the variant (inside the container when there is one)."""
+        argv = self.argv()[1]
+        run = containerunit.parse(argv)
+        return run.command if run is not None else argv
 
     def render(self) -> str:
         unit = UnitFile.parse(self.base_text, source=self.base)
         prefix, argv = self.argv()
         unit.set("Service", "ExecStart", join_command(argv, prefix))
-        for name, value in self.env:
+        run = containerunit.parse(argv)
+        if run is not None:  # env edits are in the run's options; the container goes when the unit stops
+            unit.add("Service", "ExecStopPost", "-" + join_command(containerunit.cleanup_argv(run, str(self.container))))
+        for name, value in self.env if run is None else ():
             if value is None:
                 unit.add("Service", "UnsetEnvironment", name)
             else:

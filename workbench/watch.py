@@ -27,6 +27,7 @@ from workbench.inputs import check_timeout
 from workbench.journal import MSG_UNIT_FAILED, MSG_UNIT_PROCESS_EXIT, TERMINAL_MESSAGE_IDS, Entry
 from workbench.phases import PhaseTracker, PhaseTransition
 from workbench.services import Services, exec_argv
+from workbench.services.base import server_port as server_port  # re-exported: its home was here
 from workbench.systemd import UnitStatus
 
 HEALTH_PATHS = ("/health", "/health_generate", "/v1/models")
@@ -36,7 +37,6 @@ FINAL_MESSAGE_IDS = {MSG_UNIT_PROCESS_EXIT, MSG_UNIT_FAILED}
 
 class PortInUse(ServiceError):
     """The server's port is taken: a health check could answer for someone else."""
-DEFAULT_PORTS = {"sglang": 30000, "vllm": 8000}
 
 
 @dataclass(frozen=True)
@@ -77,16 +77,6 @@ class Outcome:
 
     def describe(self) -> str:
         return f"{self.unit}: {self.outcome.upper()} in {self.phase} after {self.seconds:.1f} s ({self.reason})"
-
-
-def server_port(argv: list[str]) -> int:
-    """The port a server listens on, from its command line (``--port N`` / ``--port=N``)."""
-    for i, tok in enumerate(argv):
-        if tok == "--port" and i + 1 < len(argv):
-            return int(argv[i + 1])
-        if tok.startswith("--port="):
-            return int(tok.split("=", 1)[1])
-    return DEFAULT_PORTS["vllm"] if any("vllm" in a for a in argv[:4]) else DEFAULT_PORTS["sglang"]
 
 
 class _Health:
@@ -148,9 +138,7 @@ def _foreign(entry: Entry, invocation: str | None) -> bool:
 def unit_port(svc: Services, unit: str, argv: list[str]) -> int:
     """The port on the host that reaches the server: its flags' port, through the backend's
     mapping where it has one (a container's published port)."""
-    port = server_port(argv)
-    mapping = getattr(svc, "host_port", None)
-    return int(mapping(unit, port)) if mapping is not None else port
+    return svc.host_port(unit, argv)
 
 
 def watch_start(
@@ -216,7 +204,8 @@ def watch_start(
             detected = detected or int(time.time() * 1e6)
             seconds = time.monotonic() - started
             if outcome == "failed":
-                exit_usec = _drain(stream, svc, unit, invocation, tail, tracker, exit_usec, on_phase=enter)
+                exit_usec = _drain(stream, svc, unit, invocation, tail, tracker, exit_usec, on_phase=enter,
+                                   caught_up_usec=detected)
             phase = "serving" if outcome == "ready" else (tracker.failure.phase if tracker.failure else tracker.phase)
             if outcome == "ready" and (not timeline or timeline[-1].phase != "serving"):
                 timeline.append(PhaseEvent("serving", None, seconds, reason))
@@ -279,20 +268,34 @@ def watch_start(
         raise AssertionError("unreachable")
 
 
+CAUGHT_UP_SLACK_US = 500_000  # a line logged this close to the moment the failure was seen: caught up
+
+
 def _drain(stream: LineStream, svc: Services, unit: str, invocation: str | None, tail: list[str],
-           tracker: PhaseTracker, exit_usec: int | None, grace: float = 1.5,
-           on_phase: Callable[[PhaseTransition], None] | None = None) -> int | None:
+           tracker: PhaseTracker, exit_usec: int | None, grace: float = 1.5, cap: float = 15.0,
+           on_phase: Callable[[PhaseTransition], None] | None = None,
+           caught_up_usec: int | None = None) -> int | None:
     """After a failure: read what the unit still logged (the rest of its traceback) until PID 1's
-    verdict about the invocation arrives or ``grace`` seconds pass; return the exit's journal time.
+    verdict about the invocation arrives, or the stream has been quiet for ``grace`` seconds once it
+    has delivered lines logged at ``caught_up_usec`` (when the failure was seen; until then it is
+    known to be behind), or ``cap`` seconds pass.  A stream behind the unit's state -- a loaded
+    host, output relayed by a container runtime in bursts -- keeps delivering lines well after
+    the state said "exited", with pauses longer than ``grace``.
     Phases those late lines enter go to ``on_phase`` (the timeline must not lose them: journald can
     deliver a process's last lines after PID 1's exit record)."""
-    deadline = time.monotonic() + grace
+    end = time.monotonic() + cap
+    behind = caught_up_usec is not None
+    deadline = end if behind else min(end, time.monotonic() + grace)
     while time.monotonic() < deadline:
         try:
             line = stream.readline(timeout=max(0.0, deadline - time.monotonic()))
         except EOFError:
             break
         entry = svc.parse_entry(line, unit) if line is not None else None
+        if entry is not None and behind and entry.usec >= int(caught_up_usec or 0) - CAUGHT_UP_SLACK_US:
+            behind = False
+        if line is not None:
+            deadline = end if behind else min(end, time.monotonic() + grace)
         if entry is None:
             continue
         if entry.manager:

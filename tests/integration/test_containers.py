@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -54,25 +55,8 @@ def test_status_lists_the_container(host_c) -> None:
     assert "sglang.launch_server" in str(row["command"]) and "--tp-size 8" in str(row["command"])
 
 
-def test_failing_variant_is_seen_with_its_traceback_and_the_host_is_restored(host_c) -> None:
-    before = _definition(host_c)
-    with HostSession(host_c, purpose="container test", lock_wait=300) as s:
-        trial = s.run_variant(BASE, {"--ep-size": "8"}, timeout=120)
-        assert trial.outcome.outcome == "failed", trial.outcome.describe()
-        assert trial.outcome.phase == "cuda_graph_capture"
-        text = s.svc.invocation_text(trial.variant, trial.outcome.invocation_id)
-        assert "AttributeError" in text and "Traceback" in text
-        assert not s.svc.status(BASE).running  # stopped exactly as a base unit is, for the trial
-    _as_found(host_c, before)
-
-
-def test_ready_variant_serves_and_the_base_comes_back(host_c) -> None:
-    before = _definition(host_c)
-    with HostSession(host_c, purpose="container test", lock_wait=300) as s:
-        trial = s.run_variant(BASE, {"--enable-nccl-nvls": True}, {"NCCL_DEBUG": "INFO"}, timeout=120)
-        assert trial.outcome.ok, trial.outcome.describe()
-        assert trial.outcome.phase == "serving"
-    _as_found(host_c, before)
+# A failing variant (with its signature and journal) and a ready one: tests/integration/test_backends.py,
+# on the container, the systemd unit and the unit that runs podman alike.
 
 
 def test_unknown_container_is_a_clear_error_and_nothing_changes(host_c) -> None:
@@ -142,4 +126,63 @@ def test_bisect_on_the_container_finds_the_seeds_culprits(host_c, testbed, tmp_p
                    (frozenset({"--ep-size", "--enable-nccl-nvls"}), "RuntimeError", "cuda_graph_capture")}
     assert "CUBLAS" in next(c["message"] for c in result["culprits"] if c["exception_type"] == "RuntimeError")
     assert result["host_restored"] is True
+    _as_found(host_c, before)
+
+
+COMPOSE = Path(__file__).parents[1] / "fixtures" / "compose" / "sim-compose.yaml"
+
+
+def _compose_env(port: str = "30002") -> dict[str, str]:
+    from workbench.testbed.provision import SIM_SITE
+
+    return {"SIM_SITE": SIM_SITE, "PORT": port}
+
+
+def test_a_compose_service_becomes_a_container_with_variants_and_restore(host_c) -> None:
+    """The service of a compose file, created with podman run: a container like any other -- status,
+    a ready variant of it, the host as found (the baseline container makes room for it)."""
+    from workbench.compose import load
+
+    svc = ContainerServices(host_c)
+    service = load(COMPOSE, env=_compose_env())
+    name = service.container_name
+    host_c.run(["podman", "rm", "-f", "-t", "0", name])
+    before = _definition(host_c)
+    try:
+        with HostSession(host_c, purpose="container test: compose", lock_wait=300) as s:
+            s.make_room([BASE])
+            argv = svc.run_service(service)
+            assert argv[:3] == ["podman", "run", "-d"]
+            info = svc.info(name)
+            assert info.running and info.image == IMAGE and info.labels["workbench.compose"] == "sim-compose.yaml:sglang"
+            assert info.argv[:3] == ["/usr/bin/python3", "-m", "sglang.launch_server"]
+            (row,) = [i.row() for i in inventory(services_for(host_c), name)]
+            assert row["backend"] == "container" and "--port 30002" in str(row["command"])
+            trial = s.run_variant(name, {"--cuda-graph-max-bs": "32"}, timeout=180)
+            assert trial.outcome.ok and trial.outcome.phase == "serving", trial.outcome.describe()
+        assert svc.status(name).running  # the restore started it again, as a base unit is
+        assert svc.variant_files() == {}
+    finally:
+        host_c.run(["podman", "rm", "-f", "-t", "5", name])
+    _as_found(host_c, before)
+
+
+def test_compose_bad_input_is_refused_before_anything_is_created(host_c) -> None:
+    from dataclasses import replace as dc_replace
+
+    from workbench.compose import load
+    from workbench.errors import ConfigError
+
+    svc = ContainerServices(host_c)
+    before = _definition(host_c)
+    names = set(svc.names())
+    service = load(COMPOSE, env=_compose_env())
+    with pytest.raises(ConfigError, match=r"image localhost/nope:1 is not on the host"):
+        svc.run_service(dc_replace(service, image="localhost/nope:1"))
+    with pytest.raises(ConfigError, match=f"a container named {BASE} exists already"):
+        svc.run_service(dc_replace(service, container_name=BASE))
+    # the baseline container listens on 30000 (host network): a service on that port is refused
+    with pytest.raises(ConfigError, match=r"port .*taken"):
+        svc.run_service(load(COMPOSE, env=_compose_env("30000")))
+    assert set(svc.names()) == names
     _as_found(host_c, before)

@@ -87,6 +87,45 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg,
                      help="stdout: one JSON object (variant, outcome, phase, reason, seconds, exit_status, "
                           "invocation); progress on stderr")
     var.set_defaults(func=_variant)
+    com = sub.add_parser("compose", help="create a compose file's service as a named container on a host",
+                         description="Reads the service from the compose YAML here (no compose provider needed "
+                                     "on the host: see docs/containers.md) and creates it with one "
+                                     "`podman|docker run -d --name NAME ...`; from then on it is a container like "
+                                     "any other (status, variant, journal, restore).  Variables are "
+                                     "interpolated from this shell's environment, as compose does.",
+                         epilog="examples:\n  workbench compose gpu-c docker/compose.yaml --service sglang --plan\n"
+                                "  workbench compose gpu-c docker/compose.yaml --service sglang\n"
+                                "exit: 0 created and started, 2 bad file or refused (name, image, port), "
+                                "3 host problem")
+    com.add_argument("host", help="host alias (ssh_config), 'local', or a local-testbed host")
+    com.add_argument("file", help="the compose file (compose.yaml, docker-compose.yml)")
+    com.add_argument("--service", help="the service to run (default: the file's only one)")
+    com.add_argument("--plan", action="store_true",
+                     help="check it against the host and print the run command (secrets masked); create nothing")
+    com.set_defaults(func=_compose)
+
+
+def _compose(args: argparse.Namespace) -> int:
+    import shlex
+
+    from workbench.compose import load
+    from workbench.redact import is_secret_name
+    from workbench.services import ContainerServices
+
+    service = load(args.file, args.service)  # a bad file is an error before any host is reached
+    for name in service.unset:
+        print(f"workbench compose: {name} is not set; it stands for an empty string", file=sys.stderr)
+    if service.ignored:
+        print(f"workbench compose: not carried into the container: {', '.join(service.ignored)}", file=sys.stderr)
+    svc = ContainerServices(_host(args))
+    argv = svc.run_service(service, check_only=args.plan)
+    shown = [a.split("=", 1)[0] + "=<secret>" if is_secret_name(a.split("=", 1)[0]) and "=" in a else a
+             for a in argv]
+    print(shlex.join(shown))
+    if not args.plan:
+        st = svc.status(service.container_name)
+        print(f"{service.container_name}: {st.active_state} ({st.sub_state}) inv={st.invocation_id[:8] or '-'}")
+    return 0
 
 
 def _phase_line(ev: Any) -> None:

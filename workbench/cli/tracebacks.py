@@ -67,14 +67,13 @@ def _analyze_input(args: argparse.Namespace) -> Analysis:
 
 
 def _read_journal(args: argparse.Namespace) -> str:
-    """One invocation of a unit's journal (PID 1's lines included) as journalctl-like text."""
+    """One invocation of a unit's journal as the traceback analysis reads it everywhere (journal.read.frame_text)."""
     if not (args.host and args.unit):
         raise ConfigError("--host and --unit go together")
     if args.file != "-":
         raise ConfigError("give a FILE or --host/--unit, not both")
     from workbench.hosts import connect
     from workbench.journal import read as journal_read
-    from workbench.journal.filter import to_text
     from workbench.services import services_for
 
     invocation: str | int = args.invocation
@@ -87,7 +86,7 @@ def _read_journal(args: argparse.Namespace) -> str:
     frame = journal_read.read(svc, args.unit, invocation=invocation)
     if frame.lost is not None and frame.lost.incomplete:
         print(f"workbench tracebacks: {frame.lost.describe()}", file=sys.stderr)
-    return to_text(frame)
+    return journal_read.frame_text(frame)
 
 
 EXIT_NONE_FOUND = 0

@@ -60,6 +60,7 @@ from workbench import plots, servermetrics
 from workbench.deployment.runner import deployment_for
 from workbench.errors import ConfigError, LockHeld, RestoreError, WorkbenchError
 from workbench.hosts import Host
+from workbench.journal.read import invocation_text
 from workbench.provenance import collect as collect_provenance
 from workbench.redact import Redactor
 from workbench.runbooks import measure
@@ -252,7 +253,7 @@ def _arm_b(s: HostSession, host: Host, p: ABParams, hr: _HostRun, edits: list[tu
         hr.arms["B"] = arm
         if not trial.outcome.ok:
             inv = trial.outcome.invocation_id
-            log = (s.svc.invocation_text(trial.variant, inv) if inv else "") or "\n".join(trial.outcome.tail)
+            log = (invocation_text(s.svc, trial.variant, inv) if inv else "") or "\n".join(trial.outcome.tail)
             info = classify(log)
             arm["failure"] = {"exception_type": info["exception_type"], "message": info["message"] or trial.outcome.reason,
                               "phase": info["phase"] if info["phase"] not in (None, "unknown") else trial.outcome.phase,

@@ -44,6 +44,7 @@ from workbench.configsweep import (
 )
 from workbench.errors import HostError, LockHeld
 from workbench.hosts import Host
+from workbench.journal.read import invocation_text
 from workbench.provenance import collect as collect_provenance
 from workbench.runbooks import measure
 from workbench.runbooks.params import RunbookParams
@@ -167,7 +168,7 @@ def _config(rr: RunbookRun, s: HostSession, host: Host, params: SweepParams, i: 
         out = trial.outcome
         if not out.ok:
             inv = out.invocation_id
-            log = (s.svc.invocation_text(trial.variant, inv) if inv else "") or "\n".join(out.tail)
+            log = (invocation_text(s.svc, trial.variant, inv) if inv else "") or "\n".join(out.tail)
             info = classify(log)
             phase = out.phase if out.phase not in (None, "unknown", "serving") else info["phase"]
             row.update(outcome=out.outcome, signature=info["signature"], exception_type=info["exception_type"],

@@ -91,7 +91,7 @@ def read_invocation(svc: Services, unit: str, which: str) -> tuple[str, pd.DataF
     picked = select_invocations(table, _invocation_arg(which), None)
     meta = _meta({str(k): v for k, v in picked.iloc[-1].to_dict().items()})
     frame = journal_read.read(svc, unit, invocation=meta["id"])
-    return frame.raw, frame, meta, "journal_read"
+    return journal_read.frame_text(frame), frame, meta, "journal_read"
 
 
 def _flags(svc: Services, unit: str, base: str, data_dir: str) -> tuple[list[tuple[str, EditValue]], str | None]:

@@ -15,7 +15,7 @@ module picks the backend for a host and lists a host's units with the GPUs they 
 
 from __future__ import annotations
 
-from workbench import gpus
+from workbench import containerunit, gpus
 from workbench.errors import CommandFailed
 from workbench.hosts import Host
 from workbench.services.base import ServiceInfo, Services, exec_argv
@@ -57,13 +57,15 @@ def _unit_rows(svc: Services, pattern: str) -> list[ServiceInfo]:
             seen.add(st.unit)
             statuses.append(st)
     gpu_inv = gpus.attribute(gpus.inventory(svc.host), {st.main_pid: st.unit for st in statuses if st.main_pid})
+    gpu_inv = svc.attribute_gpus(gpu_inv, [st.unit for st in statuses if st.running])
     rows = []
     for st in statuses:
         try:
             argv = exec_argv(svc.unit_text(st.unit), st.unit)
         except Exception:
             argv = []
-        rows.append(ServiceInfo(st, argv, gpu_inv.held_by(st.unit), svc.kind))
+        run = containerunit.parse(argv)  # a unit that runs `podman|docker run IMAGE ...`: its image
+        rows.append(ServiceInfo(st, argv, gpu_inv.held_by(st.unit), svc.kind, run.image if run is not None else ""))
     return rows
 
 

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
+import pandas as pd
+
+from workbench import gpus
 from workbench.errors import ConfigError
 from workbench.hosts import Host, LineStream
 from workbench.journal import Entry
+from workbench.journal.frame import JournalFrame
 from workbench.systemd import UnitStatus, normalize_unit, valid_unit
 from workbench.unitfile import UnitFile, split_command
 from workbench.variants import Variant
@@ -32,10 +36,27 @@ class ServiceInfo:
                 "command": shlex.join(self.argv) if self.argv else ""}
 
 
+DEFAULT_PORTS = {"sglang": 30000, "vllm": 8000}
+
+
+def server_port(argv: list[str]) -> int:
+    """The port a server listens on, from its command line (``--port N`` / ``--port=N``)."""
+    for i, tok in enumerate(argv):
+        if tok == "--port" and i + 1 < len(argv):
+            return int(argv[i + 1])
+        if tok.startswith("--port="):
+            return int(tok.split("=", 1)[1])
+    return DEFAULT_PORTS["vllm"] if any("vllm" in a for a in argv[:4]) else DEFAULT_PORTS["sglang"]
+
+
 class Services(Protocol):
+    """Everything that differs per deployment kind; outside the backends nothing asks the kind
+    (``kind`` is for display: the backend column of ``status``)."""
+
     host: Host
     kind: str
-    state_dir: str  # where sessions keep their record and lock on this host
+    state_dir: str  # where sessions keep their record on this host
+    lock_dir: str  # where the host lock lives
 
     def status(self, unit: str) -> UnitStatus: ...
 
@@ -67,7 +88,26 @@ class Services(Protocol):
 
     def parse_entry(self, line: str, unit: str) -> Entry | None: ...
 
-    def invocation_text(self, unit: str, invocation: str) -> str: ...
+    # The journal source (workbench.journal.read asks these; the text of an invocation for the
+    # traceback analysis is journal.read.invocation_text, from journal_read's frame).
+    def journal_invocations(self, unit: str, n: int | None = None, *, timeout: float = 120.0) -> pd.DataFrame: ...
+
+    def journal_read(self, unit: str, *, invocation: str | int | None = None, last_invocations: int | None = None,
+                     since: Any = None, until: Any = None, timeout: float = 600.0, compress: bool = True,
+                     jobs: int = 1, text: bool = True) -> JournalFrame: ...
+
+    def journal_since(self, unit: str, cursor: str, *, invocation: str | None = None, timeout: float = 600.0,
+                      compress: bool = True) -> tuple[JournalFrame, str]: ...
+
+    def tail_entries(self, unit: str = "", invocation: str = "", lines: int = 500) -> list[Entry]: ...
+
+    # The server: the host port that reaches it (from its command line ``argv``), GPU holders
+    # named by unit, and the exact commands a variant run issues (from the builders that run them).
+    def host_port(self, unit: str, argv: list[str]) -> int: ...
+
+    def attribute_gpus(self, inv: gpus.GpuInventory, units: list[str]) -> gpus.GpuInventory: ...
+
+    def plan(self, variant: Variant) -> tuple[str, list[str]]: ...
 
     # The commands a restore runs, as argv: the session's restore runs them over the host seam,
     # the guard (:mod:`workbench.hostguard`) runs the same ones on the host.  Each is idempotent.

@@ -16,10 +16,16 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+import re
 import shlex
+from typing import Any
 
+import pandas as pd
+import pyarrow as pa
+
+from workbench import compose, containerunit, gpus
 from workbench import containers as ct
-from workbench import gpus
+from workbench.compose import ComposeService
 from workbench.containers import ContainerInfo
 from workbench.errors import (
     ConfigError,
@@ -29,17 +35,21 @@ from workbench.errors import (
     VariantError,
 )
 from workbench.hosts import Host, LineStream
-from workbench.journal import Entry
+from workbench.journal import MSG_UNIT_STOPPED, Entry
+from workbench.journal import container as journal_container
+from workbench.journal.frame import JournalFrame
 from workbench.services.base import (
     Services,
     detached_guard_alive_argv,
     detached_guard_start_argv,
     detached_guard_stop_argv,
+    server_port,
 )
 from workbench.systemd import UnitStatus
 from workbench.variants import Variant
 
 DIGEST_LABEL = "workbench.create-digest"
+_VARIANT_NAME = re.compile(r"^(.+)-wb-[0-9a-f]{10}$")  # Variant.name without .service
 # A removed variant's logs and events, kept for its invocation's text (as journald keeps a unit's).
 LOG_DIR = "/run/workbench/container-logs"
 
@@ -53,20 +63,26 @@ if "$rt" container inspect --format '{{.Id}}' -- "$n" >/dev/null 2>&1; then
   exit 0
 fi
 [ -f "$d/$n.log" ] || exit 3
-cat -- "$d/$n.log"; echo @@events; cat -- "$d/$n.events" 2>/dev/null; exit 0
+cat -- "$d/$n.log"; echo @@events; cat -- "$d/$n.events" 2>/dev/null
+echo @@inspect; cat -- "$d/$n.inspect" 2>/dev/null; exit 0
 """
 
-# Keep a variant's logs, then remove it.  $1 runtime, $2 name, $3 LOG_DIR.
+# Keep a variant's logs, events and inspect, then remove it; nothing when it is gone already (a
+# second removal must not overwrite what the first kept).  Idempotent: the session's restore and
+# the host guard run it too (remove_variant_argv).  $1 runtime, $2 name, $3 LOG_DIR.
 _REMOVE = r"""
 rt=$1; n=$2; d=$3
+"$rt" container inspect --format '{{.Id}}' -- "$n" >/dev/null 2>&1 || exit 0
 mkdir -p -- "$d" && "$rt" logs --timestamps -- "$n" >"$d/$n.log" 2>&1
 [ "$rt" = podman ] && "$rt" events --stream=false --filter "container=$n" --format json >"$d/$n.events" 2>/dev/null
+"$rt" container inspect -- "$n" >"$d/$n.inspect" 2>/dev/null
 "$rt" rm -f -t 10 -- "$n" >/dev/null
 """
 
 # Follow one container's next start: wait until it has started at or after the cursor (a start
-# that dies at once included), print its lines as they come, then hold the stream open (no EOF
-# loop) until the watch closes it.  $1 runtime, $2 name, $3 cursor µs, $4 cursor as RFC 3339.
+# that dies at once included), print its lines as they come, "@@exited USEC" once the container
+# has stopped and every line is out (PID 1's part: the watch stops draining there), then hold the
+# stream open (no EOF loop) until the watch closes it.  $1 runtime, $2 name, $3 cursor µs, $4 cursor as RFC 3339.
 _FOLLOW = r"""
 rt=$1; name=$2; since=$3; iso=$4
 while :; do
@@ -76,6 +92,7 @@ while :; do
   sleep 0.2
 done
 "$rt" logs -f --timestamps --since "$iso" -- "$name" 2>&1
+echo "@@exited $(date +%s%6N)"
 exec sleep 2147483647
 """
 
@@ -93,6 +110,7 @@ class ContainerServices:
 
     kind = "container"
     state_dir = "/run/workbench"
+    lock_dir = "/run/lock"
 
     def __init__(self, host: Host, runtime: str | None = None) -> None:
         if runtime is not None and runtime not in ct.RUNTIMES:
@@ -199,6 +217,46 @@ class ContainerServices:
     def reset(self, unit: str) -> None:
         ct.check_name(unit)
 
+    # -- a compose file's service, created as one named container -------------
+    def run_service(self, service: ComposeService, *, check_only: bool = False) -> list[str]:
+        """Create and start ``service`` (:mod:`workbench.compose`) with ``RUNTIME run -d``; the argv run.
+
+        Refused before anything is created: no runtime, a container of that name already there, the
+        image not on the host (nothing is pulled: pull or build it first), a host port another
+        running container publishes or another process listens on."""
+        from workbench.watch import port_holders  # the watch's own check: who listens on a port
+
+        argv = compose.run_argv(service, self.runtime)
+        name = service.container_name
+        if name in self.names():
+            raise ConfigError(f"{self.host.name}: a container named {name} exists already ({self.runtime} ps -a); "
+                              "remove it, or give the service another container_name")
+        rc, _, _ = self._rt("image", "inspect", "--format", "{{.Id}}", service.image)
+        if rc != 0:
+            raise ConfigError(f"{self.host.name}: image {service.image} is not on the host; the workbench pulls "
+                              f"nothing: `{self.runtime} pull {service.image}` (or build it) first")
+        run = containerunit.parse(argv)
+        assert run is not None  # run_argv builds a run
+        flag_port = server_port(run.command)
+        ports = {flag_port if run.host_network else h for h in
+                 ([flag_port] if run.host_network else run.published().values())}
+        running = [i for i in self.inspect(self.names()).values() if i.running]
+        taken = [f"{i.name} publishes {sorted(ports & set(i.host_ports()))}" for i in running
+                 if ports & set(i.host_ports())]
+        taken += [f"port {p}: {', '.join(h)}" for p in sorted(ports) if (h := port_holders(self.host, p))]
+        if taken:
+            raise ConfigError(f"{self.host.name}: the port of {service.source} is taken ({'; '.join(taken)}); "
+                              f"not creating {name}")
+        if check_only:
+            return argv
+        res = self.host.run(argv, timeout=300)
+        if not res.ok:
+            if "already in use" not in res.stderr:  # a half-created one of ours goes; never another's
+                self.host.run([self.runtime, "rm", "-f", "--", name], timeout=60)
+            raise ServiceError(f"{self.host.name}: {self.runtime} run {name} failed: {res.tail(4)}",
+                               host=self.host.name, unit=name)
+        return argv
+
     # -- variants ---------------------------------------------------------
     def create_argv(self, variant: Variant, base: ContainerInfo | None = None) -> list[str]:
         """The exact ``create`` a variant gets (also what :meth:`plan` prints), labelled with its
@@ -255,12 +313,13 @@ class ContainerServices:
         if current.variant_of is None:
             raise VariantError(f"{self.host.name}: {name} is not a variant; refusing to remove it",
                                host=self.host.name, unit=name)
-        res = self.host.run(["sh", "-c", _REMOVE, "remove", self.runtime, name, LOG_DIR], timeout=180)
+        res = self.host.run(self.remove_variant_argv(name), timeout=180)
         return res.ok
 
     # -- what the host guard runs without us (argv, built here like the verbs above) ---------
     def remove_variant_argv(self, name: str) -> list[str]:
-        return [self.runtime, "rm", "--force", "--", ct.check_name(name)]
+        """Keep its logs (for its traceback, as journald keeps a unit's), then remove it."""
+        return ["sh", "-c", _REMOVE, "remove", self.runtime, ct.check_name(name), LOG_DIR]
 
     def start_argv(self, unit: str) -> list[str]:
         return [self.runtime, "start", "--", ct.check_name(unit)]
@@ -303,8 +362,13 @@ class ContainerServices:
         ]
 
     # -- ports and GPUs -----------------------------------------------------
-    def host_port(self, unit: str, flag_port: int) -> int:
-        return ct.server_port(self.info(unit), flag_port)
+    def host_port(self, unit: str, argv: list[str]) -> int:
+        return ct.server_port(self.info(unit), server_port(argv))
+
+    def attribute_gpus(self, inv: gpus.GpuInventory, units: list[str]) -> gpus.GpuInventory:
+        """GPU processes named by their container (its main process's group)."""
+        infos = self.inspect([u for u in units if ct.NAME_RE.match(u.removesuffix(".service"))])
+        return gpus.attribute(inv, {i.pid: i.name for i in infos.values() if i.running and i.pid})
 
     def gpus_held(self, unit: str, inv: gpus.GpuInventory | None = None) -> list[int]:
         """GPUs the container's processes hold: host PIDs in its process group, else ``nvidia-smi``
@@ -332,16 +396,16 @@ class ContainerServices:
                                  ct.iso(usec)])
 
     def parse_entry(self, line: str, unit: str) -> Entry | None:
+        if line.startswith("@@exited "):
+            stamp = line.split()[1] if len(line.split()) > 1 else ""
+            return Entry(usec=int(stamp) if stamp.isdigit() else 0, message=f"container {unit} stopped", pid=None,
+                         unit=unit, invocation=None, manager=True, message_id=MSG_UNIT_STOPPED)
         return ct.parse_log_line(line, unit)
 
-    def invocation_text(self, unit: str, invocation: str) -> str:
-        """Every line the container printed in the start ``invocation`` (stdout and stderr), as plain text."""
-        name = ct.check_name(unit)
-        started = ct.invocation_start(invocation)
-        if not started:
-            raise ServiceError(f"{self.host.name}: {invocation!r} is not an invocation of container {name}",
-                               host=self.host.name, unit=name)
-        res = self.host.run(["sh", "-c", _LOGS, "logs", self.runtime, name, LOG_DIR], timeout=120)
+    def _log(self, name: str, *, timeout: float) -> tuple[str, str, ContainerInfo | None]:
+        """(its log with timestamps, its events as JSON lines, inspect) -- a removed variant's from
+        the copy kept when it was removed."""
+        res = self.host.run(["sh", "-c", _LOGS, "logs", self.runtime, name, LOG_DIR], timeout=timeout)
         if res.exited == 3:
             raise UnitNotFound(f"{self.host.name}: no container {name} and no logs kept of one", host=self.host.name,
                                unit=name)
@@ -349,8 +413,44 @@ class ContainerServices:
             raise ServiceError(f"{self.host.name}: {self.runtime} logs {name} failed: {res.tail(3)}",
                                host=self.host.name, unit=name)
         text, _, events = res.stdout.partition("\n@@events\n")
-        lines = ct.split_invocation(text, name, started, ct.start_boundaries(events))  # in the order written
-        return "\n".join(lines) + ("\n" if lines else "")
+        events, kept, inspect = events.partition("@@inspect\n")
+        if kept:  # removed: the inspect kept with its log names its starts as status did
+            found = [i for i in ct.parse_inspect(inspect.strip() or "[]") if i.name == name]
+            return text, events, found[0] if found else None
+        return text, events, self.inspect([name]).get(name)
+
+    def _table(self, unit: str, timeout: float) -> tuple[pa.Table, pd.DataFrame]:
+        name = ct.check_name(unit)
+        text, events, info = self._log(name, timeout=timeout)
+        return (journal_container.parse(text, events, info, unit=name, host=self.host.name),
+                journal_container.invocations(events, info))
+
+    def journal_invocations(self, unit: str, n: int | None = None, *, timeout: float = 120.0) -> pd.DataFrame:
+        name = ct.check_name(unit)
+        _, events, info = self._log(name, timeout=timeout)
+        out = journal_container.invocations(events, info)
+        return out.tail(n).reset_index(drop=True) if n is not None else out
+
+    def journal_read(self, unit: str, *, invocation: str | int | None = None, last_invocations: int | None = None,
+                     since: Any = None, until: Any = None, timeout: float = 600.0, compress: bool = True,
+                     jobs: int = 1, text: bool = True) -> JournalFrame:
+        table, invs = self._table(unit, timeout)
+        return journal_container.read(table, invs, unit=ct.check_name(unit), invocation=invocation,
+                                      last_invocations=last_invocations, since=since, until=until)
+
+    def journal_since(self, unit: str, cursor: str, *, invocation: str | None = None, timeout: float = 600.0,
+                      compress: bool = True) -> tuple[JournalFrame, str]:
+        table, _ = self._table(unit, timeout)
+        return journal_container.since_cursor(table, cursor, unit=ct.check_name(unit), invocation=invocation)
+
+    def tail_entries(self, unit: str = "", invocation: str = "", lines: int = 500) -> list[Entry]:
+        """The last ``lines`` lines of the container (of one start when ``invocation`` is given)."""
+        if not unit:
+            raise ConfigError("the container backend reads a container's log: give its name")
+        frame = self.journal_read(unit, invocation=invocation or None)
+        own = frame[frame["origin"] == "unit"].tail(lines)
+        return [Entry(usec=int(u), message=str(m), pid=None, unit=frame.unit, invocation=str(i) if i else None,
+                      manager=False) for u, m, i in zip(own["usec"], own["message"], own["invocation"], strict=True)]
 
 
 class WithContainers:
@@ -365,6 +465,7 @@ class WithContainers:
         self.host = units.host
         self.kind = units.kind
         self.state_dir = units.state_dir
+        self.lock_dir = units.lock_dir
         self._names: set[str] | None = None
         self._known: set[str] = set()  # every container name seen: a removed variant's logs stay readable
 
@@ -373,6 +474,10 @@ class WithContainers:
         if not ct.NAME_RE.match(name):
             return False
         if name in self._known:
+            return True
+        variant = _VARIANT_NAME.match(name)  # a variant of a container, removed since (its logs are kept)
+        if variant is not None and variant.group(1) != name and self._is_container(variant.group(1)):
+            self._known.add(name)
             return True
         if self._names is None or name not in self._names:
             self._names = set(self.containers.names())
@@ -439,11 +544,33 @@ class WithContainers:
     def parse_entry(self, line: str, unit: str) -> Entry | None:
         return self.backend(unit).parse_entry(line, unit)
 
-    def invocation_text(self, unit: str, invocation: str) -> str:
-        return self.backend(unit).invocation_text(unit, invocation)
+    def journal_invocations(self, unit: str, n: int | None = None, *, timeout: float = 120.0) -> pd.DataFrame:
+        return self.backend(unit).journal_invocations(unit, n, timeout=timeout)
 
-    def host_port(self, unit: str, flag_port: int) -> int:
-        return self.containers.host_port(unit, flag_port) if self._is_container(unit) else flag_port
+    def journal_read(self, unit: str, *, invocation: str | int | None = None, last_invocations: int | None = None,
+                     since: Any = None, until: Any = None, timeout: float = 600.0, compress: bool = True,
+                     jobs: int = 1, text: bool = True) -> JournalFrame:
+        return self.backend(unit).journal_read(unit, invocation=invocation, last_invocations=last_invocations,
+                                               since=since, until=until, timeout=timeout, compress=compress,
+                                               jobs=jobs, text=text)
+
+    def journal_since(self, unit: str, cursor: str, *, invocation: str | None = None, timeout: float = 600.0,
+                      compress: bool = True) -> tuple[JournalFrame, str]:
+        return self.backend(unit).journal_since(unit, cursor, invocation=invocation, timeout=timeout,
+                                                compress=compress)
+
+    def tail_entries(self, unit: str = "", invocation: str = "", lines: int = 500) -> list[Entry]:
+        return self.backend(unit).tail_entries(unit, invocation, lines)
+
+    def host_port(self, unit: str, argv: list[str]) -> int:
+        return self.backend(unit).host_port(unit, argv)
+
+    def attribute_gpus(self, inv: gpus.GpuInventory, units: list[str]) -> gpus.GpuInventory:
+        inv = self.units_backend.attribute_gpus(inv, [u for u in units if not self._is_container(u)])
+        return self.containers.attribute_gpus(inv, [u for u in units if self._is_container(u)])
+
+    def plan(self, variant: Variant) -> tuple[str, list[str]]:
+        return self.backend(variant.base).plan(variant)
 
     def remove_variant_argv(self, name: str) -> list[str]:
         return self._variant_backend(name).remove_variant_argv(name)

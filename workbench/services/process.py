@@ -12,16 +12,23 @@ import json
 import shlex
 import uuid
 from pathlib import Path
+from typing import Any
 
+import pandas as pd
+
+from workbench import gpus
 from workbench.errors import ConfigError, UnitNotFound, VariantError
 from workbench.hosts import Host, LineStream
 from workbench.journal import Entry, parse_process_entry
+from workbench.journal import process as journal_process
+from workbench.journal.frame import JournalFrame
 from workbench.services.base import (
     _check_unit,
     detached_guard_alive_argv,
     detached_guard_start_argv,
     detached_guard_stop_argv,
     exec_argv,
+    server_port,
 )
 from workbench.systemd import UnitStatus
 from workbench.unitfile import UnitFile, split_environment
@@ -65,6 +72,7 @@ class ProcessServices:
         self.host = host
         self.root = root.rstrip("/")
         self.state_dir = f"{self.root}/session"
+        self.lock_dir = f"{self.state_dir}/lock"
 
     def _path(self, unit: str) -> str:
         return f"{self.root}/units/{unit}"
@@ -254,14 +262,42 @@ class ProcessServices:
     def parse_entry(self, line: str, unit: str) -> Entry | None:
         return parse_process_entry(line, unit)
 
-    def invocation_text(self, unit: str, invocation: str) -> str:
+    def journal_invocations(self, unit: str, n: int | None = None, *, timeout: float = 120.0) -> pd.DataFrame:
+        return journal_process.invocations(self, _check_unit(unit), n, timeout=timeout)
+
+    def journal_read(self, unit: str, *, invocation: str | int | None = None, last_invocations: int | None = None,
+                     since: Any = None, until: Any = None, timeout: float = 600.0, compress: bool = True,
+                     jobs: int = 1, text: bool = True) -> JournalFrame:
+        return journal_process.read(self, _check_unit(unit), invocation=invocation, last_invocations=last_invocations,
+                                    since=since, until=until, timeout=timeout)
+
+    def journal_since(self, unit: str, cursor: str, *, invocation: str | None = None, timeout: float = 600.0,
+                      compress: bool = True) -> tuple[JournalFrame, str]:
+        return journal_process.since_cursor(self, _check_unit(unit), cursor, invocation=invocation, timeout=timeout)
+
+    def tail_entries(self, unit: str = "", invocation: str = "", lines: int = 500) -> list[Entry]:
+        """The last ``lines`` entries of ``unit`` (of one ``invocation`` when given), oldest first."""
+        if not unit:
+            raise ConfigError("the process backend reads a unit's log: give the unit")
         path = self.log_path(unit)
         res = self.host.run(["sh", "-c", 'cat "$1".3 "$1".2 "$1".1 "$1" 2>/dev/null', "logs", path], timeout=120)
-        lines = []
-        for raw in res.stdout.splitlines():
-            e = parse_process_entry(raw, unit)
-            if e is not None and e.invocation == invocation and e.stream != "sys":
-                lines.append(e.message)
-        return "\n".join(lines) + ("\n" if lines else "")
+        entries = [e for e in (parse_process_entry(raw, unit) for raw in res.stdout.splitlines()) if e is not None]
+        if invocation:
+            entries = [e for e in entries if e.invocation == invocation]
+        return entries[-lines:]
 
+    # -- the server: its port, the GPUs it holds, what a variant run issues ----------
+    def host_port(self, unit: str, argv: list[str]) -> int:
+        return server_port(argv)
 
+    def attribute_gpus(self, inv: gpus.GpuInventory, units: list[str]) -> gpus.GpuInventory:
+        """GPU processes named by their unit through their process group (each unit runs in its own session)."""
+        statuses = self.statuses([u for u in units if u in self.units()])
+        return gpus.attribute(inv, {st.main_pid: st.unit for st in statuses if st.main_pid})
+
+    def plan(self, variant: Variant) -> tuple[str, list[str]]:
+        path, name, base = f"{self.root}/run/{variant.name}", variant.name, variant.base
+        return path, [f"flock -n {self.lock_dir}/workbench.lock  # held for the session", f"write {path}",
+                      f"{shlex.join(self.stop_argv(base))}  # if running", shlex.join(self.start_argv(name)),
+                      shlex.join(self.remove_variant_argv(name)), f"{shlex.join(self.start_argv(base))}  # restore, "
+                      "if it was running"]

@@ -3,11 +3,24 @@
 from __future__ import annotations
 
 import shlex
+from typing import Any
 
-from workbench.errors import ServiceError, UnitNotFound, VariantError
+import pandas as pd
+
+from workbench import containerunit, gpus
+from workbench.errors import ConfigError, ServiceError, UnitNotFound, VariantError
 from workbench.hosts import Host, LineStream
-from workbench.journal import Entry, cursor_argv, follow_argv, parse_cursor, parse_json_entry
-from workbench.services.base import _check_unit
+from workbench.journal import (
+    Entry,
+    cursor_argv,
+    follow_argv,
+    journald,
+    parse_cursor,
+    parse_json_entry,
+    query_argv,
+)
+from workbench.journal.frame import JournalFrame
+from workbench.services.base import _check_unit, exec_argv, server_port
 from workbench.systemd import (
     UnitStatus,
     list_unit_files_argv,
@@ -52,6 +65,7 @@ class SystemdServices:
 
     kind = "systemd"
     state_dir = "/run/workbench"
+    lock_dir = "/run/lock"
 
     def __init__(self, host: Host) -> None:
         self.host = host
@@ -222,10 +236,64 @@ class SystemdServices:
     def parse_entry(self, line: str, unit: str) -> Entry | None:
         return parse_json_entry(line)
 
-    def invocation_text(self, unit: str, invocation: str) -> str:
-        """Every message the unit's processes logged in one invocation, as plain text."""
-        res = self.host.run(["journalctl", "--no-pager", "-o", "cat", "--all", f"_SYSTEMD_INVOCATION_ID={invocation}"],
-                            timeout=120, check=True)
-        return res.stdout
+    def journal_invocations(self, unit: str, n: int | None = None, *, timeout: float = 120.0) -> pd.DataFrame:
+        return journald.invocations(self.host, unit, n, timeout=timeout)
 
+    def journal_read(self, unit: str, *, invocation: str | int | None = None, last_invocations: int | None = None,
+                     since: Any = None, until: Any = None, timeout: float = 600.0, compress: bool = True,
+                     jobs: int = 1, text: bool = True) -> JournalFrame:
+        return journald.read(self.host, unit, invocation=invocation, last_invocations=last_invocations, since=since,
+                             until=until, timeout=timeout, compress=compress, jobs=jobs, text=text)
 
+    def journal_since(self, unit: str, cursor: str, *, invocation: str | None = None, timeout: float = 600.0,
+                      compress: bool = True) -> tuple[JournalFrame, str]:
+        return journald.since_cursor(self.host, unit, cursor, invocation=invocation, timeout=timeout,
+                                     compress=compress)
+
+    def tail_entries(self, unit: str = "", invocation: str = "", lines: int = 500) -> list[Entry]:
+        """The last ``lines`` entries of ``unit`` (or of one ``invocation``), oldest first."""
+        res = self.host.run(query_argv(unit or None, invocation=invocation or None, lines=lines), timeout=120,
+                            check=True)
+        return [e for e in map(parse_json_entry, res.stdout.splitlines()) if e is not None]
+
+    # -- the server: its port, the GPUs it holds, what a variant run issues ----------
+    def host_port(self, unit: str, argv: list[str]) -> int:
+        """The server's port; for a unit that runs ``podman|docker run``, through the run's publish
+        settings (:mod:`workbench.containerunit`)."""
+        run = containerunit.parse(argv)
+        return containerunit.host_port(run, server_port(run.command)) if run is not None else server_port(argv)
+
+    def attribute_gpus(self, inv: gpus.GpuInventory, units: list[str]) -> gpus.GpuInventory:
+        """GPU processes named by their unit: the inventory reads each one's cgroup; a unit that runs a
+        container whose processes live in their own cgroup (``libpod-ID.scope``) is found through
+        the container's main PID (its processes' group)."""
+        if all(a.unit is not None for a in inv.apps):
+            return inv
+        pids: dict[int, str] = {}
+        for unit in units:
+            try:
+                run = containerunit.parse(exec_argv(self.unit_text(unit), unit))
+            except (ConfigError, UnitNotFound):
+                continue
+            if run is None or run.name is None:
+                continue
+            res = self.host.run([run.head[0], "container", "inspect", "--format", "{{.State.Pid}}", "--", run.name],
+                                timeout=30)
+            pid = res.stdout.strip()
+            if res.ok and pid.isdigit() and int(pid) > 0:
+                pids[int(pid)] = unit
+        return gpus.attribute(inv, pids)
+
+    def plan(self, variant: Variant) -> tuple[str, list[str]]:
+        """(where the variant lives, the commands a run issues)."""
+        q, base, name = shlex.quote, variant.base, variant.name
+        return variant.path, [
+            "flock -n /run/lock/workbench.lock  # held for the session",
+            f"systemd-analyze verify <temporary copy of {name}>",
+            f"write {variant.path} atomically (temporary file + rename)",
+            "systemctl daemon-reload",
+            f"systemctl stop {q(base)}  # if running",
+            f"{shlex.join(self.start_argv(name))}; {shlex.join(follow_argv(name))}  # watch",
+            f"{shlex.join(self.remove_variant_argv(name))}",
+            f"{shlex.join(self.start_argv(base))}  # restore, if it was running",
+        ]

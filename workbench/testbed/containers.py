@@ -33,7 +33,7 @@ from workbench.testbed.provision import (
     enable_unit,
 )
 from workbench.testbed.units import render_unit
-from workbench.unitfile import UnitFile, split_command
+from workbench.unitfile import UnitFile, join_command, split_command
 
 CONTAINER_HOSTS = ("gpu-c",)
 IMAGE = "localhost/sglang-sim:latest"
@@ -42,6 +42,11 @@ IMAGE_DIR = "/var/lib/workbench-image"
 SETUP_UNIT = "workbench-containers.service"
 NSPAWN_ARGS = ("--capability=all", "--system-call-filter=add_key keyctl request_key")
 PORT = "30000"
+# The same baseline as a systemd unit whose ExecStart is `podman run` (a common deployment): on its
+# own port, not enabled (the baseline container holds the GPUs); the container has its own name.
+PODMAN_UNIT = "sglang-k26-podman.service"
+PODMAN_CONTAINER = "sglang-k26-podman-ctr"
+PODMAN_PORT = "30001"
 
 _CONTAINERS_CONF = """\
 # workbench testbed: podman inside systemd-nspawn
@@ -103,6 +108,25 @@ if [ "$have" != "$want" ]; then
     {IMAGE_DIR}/sim.tar {IMAGE} >/dev/null
 fi
 podman container exists {CONTAINER} || {shlex.join(create)} >/dev/null
+"""
+
+
+def podman_unit_text() -> str:
+    """``sglang-k26-podman.service``: the baseline's command inside ``podman run --rm --replace``."""
+    argv = baseline_argv()
+    if "--port" in argv:
+        argv[argv.index("--port") + 1] = PODMAN_PORT
+    run = ["/usr/bin/podman", "run", "--rm", "--replace", "--name", PODMAN_CONTAINER, "--init", "--network", "host",
+           "-w", "/root", "-e", f"PYTHONPATH={SIM_SITE}", "-e", "PYTHONUNBUFFERED=1", IMAGE, *argv]
+    return f"""[Unit]
+Description=SGLang K2.6 (simulated) in a podman container
+After=network.target {SETUP_UNIT}
+Wants={SETUP_UNIT}
+
+[Service]
+Type=exec
+ExecStart={join_command(run)}
+TimeoutStopSec=30
 """
 
 
@@ -202,3 +226,4 @@ class ContainersProvisioner:
         _write(root, "/usr/local/lib/workbench/containers-setup.sh", setup_script(digest), 0o755)
         _write(root, f"/etc/systemd/system/{SETUP_UNIT}", _SETUP_UNIT_TEXT)
         enable_unit(root, SETUP_UNIT)
+        _write(root, f"/etc/systemd/system/{PODMAN_UNIT}", podman_unit_text())

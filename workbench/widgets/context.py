@@ -101,8 +101,7 @@ class PanelContext:
     def lock(self, purpose: str, name: str | None = None) -> HostLock:
         """The host lock a session would take (held around start/stop so no session is disturbed)."""
         svc = self.services(name)
-        lock_dir = svc.state_dir + "/lock" if svc.kind == "process" else "/run/lock"
-        return HostLock(svc.host, purpose=purpose, wait=self.lock_wait, lock_dir=lock_dir)
+        return HostLock(svc.host, purpose=purpose, wait=self.lock_wait, lock_dir=svc.lock_dir)
 
     def session(self, purpose: str, name: str | None = None) -> HostSession:
         svc = self.services(name)

@@ -17,9 +17,9 @@ import ipywidgets as widgets
 import pandas as pd
 
 from workbench.errors import ConfigError
-from workbench.journal import Entry, parse_json_entry, parse_process_entry, query_argv
+from workbench.journal import Entry
 from workbench.logformats import parse_line
-from workbench.services import ProcessServices, Services
+from workbench.services import Services
 from workbench.widgets.background import Task, TaskBar, TaskContext, guarded
 from workbench.widgets.context import CURRENT, Invocation, PanelContext
 from workbench.widgets.render import esc, pre
@@ -80,21 +80,10 @@ def filter_frame(df: pd.DataFrame, *, include: str = "", exclude: str = "", rank
 
 
 def read_entries(svc: Services, unit: str = "", invocation: str = "", lines: int = 500) -> list[Entry]:
-    """The last ``lines`` entries of ``unit`` (or of one ``invocation``), oldest first."""
+    """The last ``lines`` entries of ``unit`` (or of one ``invocation``), oldest first (the backend reads them)."""
     if not unit and not invocation:
         raise ConfigError("give a unit or an invocation")
-    if svc.kind == "systemd":
-        res = svc.host.run(query_argv(unit or None, invocation=invocation or None, lines=lines), timeout=120,
-                           check=True)
-        return [e for e in map(parse_json_entry, res.stdout.splitlines()) if e is not None]
-    if not isinstance(svc, ProcessServices):
-        raise ConfigError(f"cannot read the log of a {svc.kind} backend")
-    path = svc.log_path(unit)
-    res = svc.host.run(["sh", "-c", 'cat "$1".3 "$1".2 "$1".1 "$1" 2>/dev/null', "logs", path], timeout=120)
-    entries = [e for e in (parse_process_entry(raw, unit) for raw in res.stdout.splitlines()) if e is not None]
-    if invocation:
-        entries = [e for e in entries if e.invocation == invocation]
-    return entries[-lines:]
+    return svc.tail_entries(unit, invocation, lines)
 
 
 def render_lines(df: pd.DataFrame, limit: int = SHOWN_LINES) -> str:

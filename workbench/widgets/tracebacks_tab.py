@@ -8,6 +8,7 @@ from typing import Any
 import ipywidgets as widgets
 
 from workbench.errors import ConfigError
+from workbench.journal.read import invocation_text
 from workbench.tracebacks import Analysis, Comparison, Failure, analyze, compare
 from workbench.widgets.background import Task, TaskBar, TaskContext, guarded
 from workbench.widgets.context import Invocation, PanelContext
@@ -111,7 +112,7 @@ class TracebacksTab:
         inv = self.ctx.find_invocation(key)
         if inv is None:
             raise ConfigError(f"unknown invocation {key!r}; run or refresh something first")
-        return self.ctx.services(inv.host).invocation_text(inv.unit, inv.invocation)
+        return invocation_text(self.ctx.services(inv.host), inv.unit, inv.invocation)
 
     def _analysis(self, key: str) -> Analysis:
         if key not in self.analyses:

@@ -52,10 +52,13 @@ def test_runtime_absent() -> None:
 
 def test_with_containers_routes_by_name() -> None:
     class Units:
-        kind, state_dir = "systemd", "/run/workbench"
+        kind, state_dir, lock_dir = "systemd", "/run/workbench", "/run/lock"
 
         def __init__(self, host: FakeHost) -> None:
             self.host = host
+
+        def host_port(self, unit: str, argv: list[str]) -> int:
+            return 30000
 
         def units(self, pattern: str = "*") -> list[str]:
             return ["ssh.service"]
@@ -64,8 +67,11 @@ def test_with_containers_routes_by_name() -> None:
     both = WithContainers(Units(host), ContainerServices(host, "podman"))  # type: ignore[arg-type]
     assert both.backend("dies") is both.containers and both.backend("dies.service") is both.containers
     assert both.backend("ssh.service") is both.units_backend
+    # a variant of a container, removed since: still the container's (its logs are kept)
+    assert both.backend("dies-wb-0123456789.service") is both.containers
+    assert both.backend("ssh-wb-0123456789.service") is both.units_backend
     assert both.units() == ["ssh.service", "dies"]
-    assert both.host_port("ssh.service", 30000) == 30000
+    assert both.host_port("ssh.service", ["python3", "-m", "sglang.launch_server"]) == 30000
 
 
 def test_a_variant_not_created_yet_is_undone_where_its_base_lives() -> None:
@@ -74,7 +80,11 @@ def test_a_variant_not_created_yet_is_undone_where_its_base_lives() -> None:
     from workbench.services import SystemdServices
 
     host = FakeHost({"podman ps -a --format": (0, "dies\n", "")})
-    both = WithContainers(SystemdServices(host), ContainerServices(host, "podman"))  # type: ignore[arg-type]
-    assert both.remove_variant_argv("dies-wb-0123456789.service") == ["podman", "rm", "--force", "--",
-                                                                      "dies-wb-0123456789"]
-    assert both.remove_variant_argv("ssh-wb-0123456789.service")[:2] == ["sh", "-c"]  # a unit's variant
+    units, containers = SystemdServices(host), ContainerServices(host, "podman")  # type: ignore[arg-type]
+    both = WithContainers(units, containers)
+    assert both.remove_variant_argv("dies-wb-0123456789.service") == containers.remove_variant_argv(
+        "dies-wb-0123456789.service")
+    assert both.remove_variant_argv("ssh-wb-0123456789.service") == units.remove_variant_argv(
+        "ssh-wb-0123456789.service")  # a unit's variant
+    assert units.remove_variant_argv("dies-wb-0123456789.service") != containers.remove_variant_argv(
+        "dies-wb-0123456789.service")

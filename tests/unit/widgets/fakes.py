@@ -5,9 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
 from workbench.errors import CommandFailed
 from workbench.hosts import LineStream, Result
 from workbench.journal import parse_json_entry
+from workbench.journal.frame import RAW_FIELDS, JournalFrame, build_frame
+from workbench.services import SystemdServices
 from workbench.systemd import UnitStatus, parse_show
 from workbench.widgets.context import PanelContext
 
@@ -62,6 +66,7 @@ class FakeServices:
 
     kind = "systemd"
     state_dir = "/run/workbench"
+    lock_dir = "/run/lock"
 
     def __init__(self, host: FakeHost) -> None:
         self.host = host
@@ -96,9 +101,20 @@ class FakeServices:
         self.calls.append(("start", unit))
         return self.units_[unit]
 
-    def invocation_text(self, unit: str, invocation: str) -> str:
-        self.calls.append(("invocation_text", invocation))
-        return EP8_LOG if invocation == EP8_INVOCATION else "all good\n"
+    # The systemd backend's own reader, over the fake host's captured journalctl output.
+    tail_entries = SystemdServices.tail_entries
+    attribute_gpus = SystemdServices.attribute_gpus
+
+    def journal_read(self, unit: str, *, invocation: str | int | None = None, **_: Any) -> JournalFrame:
+        """One invocation's lines as the systemd backend frames them (what invocation_text reads)."""
+        self.calls.append(("invocation_text", str(invocation)))
+        text = EP8_LOG if invocation == EP8_INVOCATION else "all good\n"
+        lines = text.splitlines()
+        n = len(lines)
+        cols: dict[str, list[Any]] = {k: [None] * n for k in RAW_FIELDS}
+        cols.update(usec=list(range(1, n + 1)), message=lines, unit=[unit] * n, invocation=[str(invocation)] * n,
+                    origin=["unit"] * n)
+        return build_frame(pa.table({k: pa.array(v, RAW_FIELDS[k]) for k, v in cols.items()}), unit=unit)
 
     def cursor(self) -> str:
         return "s=0"
