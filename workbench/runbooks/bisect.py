@@ -31,6 +31,7 @@ front, so they cost no start and inform every choice.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -276,7 +277,9 @@ def _ledger_known(ledger: Ledger, prints: dict[str, str], uhash: str, edits: lis
     hits = frame[ok]
     out: dict[str, TrialRecord] = {}
     for row in hits.sort_values("started_at").to_dict("records"):
-        rec = _record_from_ledger({str(k): v for k, v in row.items()})
+        # a missing value reads back from Parquet as NaN: it is None in a trial (and in result.json)
+        rec = _record_from_ledger({str(k): None if isinstance(v, float) and math.isnan(v) else v
+                                   for k, v in row.items()})
         out[rec.edits_key] = rec
     return [out[k] for k in keys if k in out]
 

@@ -8,6 +8,7 @@ phases) with the records ``run_trial`` writes.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import ClassVar
 
@@ -18,7 +19,8 @@ from workbench import fleet as fleet_mod
 from workbench.runbooks import bisect as bisect_rb
 from workbench.runbooks import skeleton
 from workbench.runbooks.schemas import SCHEMA_DIR
-from workbench.trials import TrialRecord
+from workbench.trials import TrialRecord, unit_hash
+from workbench.variants import edits_key
 
 FAULTS = [  # (present, absent, exception, message, phase)
     ({"--ep-size"}, {"--disable-custom-all-reduce"}, "RuntimeError", "CUBLAS_STATUS_EXECUTION_FAILED",
@@ -63,14 +65,15 @@ def fake_trial(session: FakeSession, base: str, subset: list[tuple[str, object]]
     flags = {f for f, _ in subset}
     hits = [f for f in FAULTS if f[0] <= flags and not f[1] & flags]
     edits = [[f, v] for f, v in subset]
+    keys = {"host": session.host.name, "fingerprint": str(kw.get("fingerprint", "")), "started_at": time.time(),
+            "unit_hash": unit_hash(session.base_text(base)), "edits_key": edits_key(subset)}  # what the ledger keys on
     if not hits:
         return TrialRecord(edits=edits, outcome="ready", phase="serving", exception_type=None, signature=None,
-                           message=None, seconds=2.0, host=session.host.name)
+                           message=None, seconds=2.0, **keys)
     _, _, exc, msg, phase = min(hits, key=lambda f: ORDER.index(f[4]))
     sig_id = f"{exc}@{abs(hash((exc, msg, phase))) % 10 ** 10:010d}"
     return TrialRecord(edits=edits, outcome="failed", phase=phase, exception_type=exc, message=msg,
-                       signature=f"{exc}: {msg} in {phase}", signature_id=sig_id, seconds=1.0,
-                       host=session.host.name)
+                       signature=f"{exc}: {msg} in {phase}", signature_id=sig_id, seconds=1.0, **keys)
 
 
 @pytest.fixture
@@ -142,3 +145,22 @@ def test_a_refusal_inside_the_run_is_a_failed_result_with_the_hosts_restored(fak
     assert result["guarantee"]["complete"] is False and result["edits"] == [["--ep-size", "8"]]
     assert result["host_restored"] is True and sorted(FakeSession.restored) == ["gpu-a", "gpu-b"]
     assert not (run.dir / "trials.parquet").exists()
+
+
+def test_a_second_run_reuses_the_ledger_and_its_missing_values_stay_null(fakes: None, tmp_path: Path) -> None:
+    params = bisect_rb.BisectParams(data_dir=str(tmp_path), host="gpu-a", base_unit="u.service",
+                                    edits={"--ep-size": "8", "--disable-custom-all-reduce": True})
+    # a run of only ready trials: its exception_type column is all missing (NaN when the ledger reads it)
+    bisect_rb.run(params.model_copy(update={"edits": {"--disable-custom-all-reduce": True}}),
+                  progress=lambda line: None)
+    first, _ = bisect_rb.run(params, progress=lambda line: None)
+    second, _ = bisect_rb.run(params, progress=lambda line: None)
+    text = (second.dir / "result.json").read_text()
+    result = json.loads(text)
+    jsonschema.validate(result, json.loads((SCHEMA_DIR / "bisect.result.schema.json").read_text()))
+    assert result["status"] == "ok" and result["server_starts"] == 0 and "NaN" not in text
+    assert result["trials"] and all(t["reused"] for t in result["trials"])
+    ready = [t for t in result["trials"] if t["outcome"] == "ready"]
+    assert ready and all(t["exception_type"] is None and t["signature"] is None for t in ready)
+    assert [c["edits"] for c in result["culprits"]] == [
+        c["edits"] for c in json.loads((first.dir / "result.json").read_text())["culprits"]]
