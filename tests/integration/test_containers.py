@@ -118,7 +118,8 @@ def test_bisect_on_the_container_finds_the_seeds_culprits(host_c, testbed, tmp_p
 
     before = _definition(host_c)
     outcome = execute("bisect", {"host": "gpu-c", "ssh_config": str(testbed.ssh_config), "base_unit": BASE,
-                                 "rerun": True, "lock_wait": 300}, data_dir=str(tmp_path), progress=False)
+                                 "rerun": True, "lock_wait": 300}, data_dir=str(tmp_path), progress=False,
+                      preset="seeds-k26")  # the seeds' edits on the container's base
     result = outcome.result
     assert result["status"] == "ok", result.get("failure")
     got = {(frozenset(e[0] for e in c["edits"]), c["exception_type"], c["phase"]) for c in result["culprits"]}

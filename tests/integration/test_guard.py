@@ -342,7 +342,8 @@ def _gpu_b(ssh_config: str) -> list[str]:
 def test_bisect_controller_killed_host_restores_itself(ssh_config, tmp_path, when):
     """``workbench run bisect`` SIGKILLed (its kernel dies with it) mid-trial or between trials."""
     cmd = [sys.executable, "-m", "workbench", "--ssh-config", ssh_config, "run", "bisect", "--host", "gpu-b",
-           "--data-dir", str(tmp_path), "-p", "start_timeout", "120", "-p", "lock_wait", "240", "--no-progress"]
+           "--preset", "seeds-k26", "--data-dir", str(tmp_path), "-p", "start_timeout", "120", "-p", "lock_wait", "240",
+           "--no-progress"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env=dict(os.environ, PYTHONPATH=str(ROOT)))
     try:

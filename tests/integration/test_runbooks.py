@@ -49,7 +49,8 @@ def workbench(ssh_config: str, *args: str, env: dict[str, str] | None = None, ti
 
 
 def bisect_args(data_dir: Path, *extra: str) -> list[str]:
-    return ["run", "bisect", "--host", HOST, "--data-dir", str(data_dir), "-p", "start_timeout", "120",
+    return ["run", "bisect", "--preset", "seeds-k26", "--host", HOST, "--data-dir", str(data_dir),
+            "-p", "start_timeout", "120",
             "-p", "lock_wait", LOCK_WAIT, *extra]
 
 

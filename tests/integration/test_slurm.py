@@ -251,12 +251,12 @@ def test_cli_run_bisect_on_the_cluster_finds_the_seeds_culprits_with_jobs(cluste
 
 def test_cli_run_bisect_refuses_bad_slurm_options_before_submitting(cluster, cli_env, tmp_path) -> None:
     before = {j.job_id for j in cluster.jobs()}
-    p = _cli(cli_env, "run", "bisect", "-p", "host", "slurm:testbed", "-p", "base_unit", BASE_SCRIPT,
-             "-p", "max_parallel", "0", "--data-dir", str(tmp_path / "data"), "--no-progress")
+    p = _cli(cli_env, "run", "bisect", "--preset", "seeds-k26", "-p", "host", "slurm:testbed", "-p", "base_unit",
+             BASE_SCRIPT, "-p", "max_parallel", "0", "--data-dir", str(tmp_path / "data"), "--no-progress")
     out, err = p.communicate(timeout=120)
     assert p.returncode == 2 and "max_parallel" in err, out + err
-    p = _cli(cli_env, "run", "bisect", "-p", "host", "slurm:testbed", "-p", "base_unit", BASE_SCRIPT,
-             "-p", "partition", "gpu;rm -rf /", "--data-dir", str(tmp_path / "data"), "--no-progress")
+    p = _cli(cli_env, "run", "bisect", "--preset", "seeds-k26", "-p", "host", "slurm:testbed", "-p", "base_unit",
+             BASE_SCRIPT, "-p", "partition", "gpu;rm -rf /", "--data-dir", str(tmp_path / "data"), "--no-progress")
     out, err = p.communicate(timeout=300)
     assert p.returncode != 0 and "--partition" in out + err, out + err
     assert {j.job_id for j in cluster.jobs()} == before  # nothing was submitted
@@ -268,8 +268,8 @@ def test_signalled_run_cancels_its_jobs(cluster, cli_env, tmp_path, sig) -> None
     import signal
     import time
 
-    p = _cli(cli_env, "run", "bisect", "-p", "host", "slurm:testbed", "-p", "base_unit", BASE_SCRIPT,
-             "-p", "max_parallel", "2", "-p", "start_timeout", "120", "--data-dir", str(tmp_path / "data"),
+    p = _cli(cli_env, "run", "bisect", "--preset", "seeds-k26", "-p", "host", "slurm:testbed", "-p", "base_unit",
+             BASE_SCRIPT, "-p", "max_parallel", "2", "-p", "start_timeout", "120", "--data-dir", str(tmp_path / "data"),
              "--no-progress")
     deadline = time.monotonic() + 120
     while not any(j.running for j in cluster.jobs()):  # only the scheduler can say a trial job runs
@@ -341,8 +341,8 @@ def test_killed_kernel_leaves_no_job_behind(cluster, cli_env, tmp_path) -> None:
     import signal
     import time
 
-    p = _cli(cli_env, "run", "bisect", "-p", "host", "slurm:testbed", "-p", "base_unit", BASE_SCRIPT,
-             "-p", "max_parallel", "2", "-p", "start_timeout", "120", "--data-dir", str(tmp_path / "data"),
+    p = _cli(cli_env, "run", "bisect", "--preset", "seeds-k26", "-p", "host", "slurm:testbed", "-p", "base_unit",
+             BASE_SCRIPT, "-p", "max_parallel", "2", "-p", "start_timeout", "120", "--data-dir", str(tmp_path / "data"),
              "--no-progress")
     deadline = time.monotonic() + 120
     while not any(j.running for j in cluster.jobs()):  # only the scheduler can say a trial job runs

@@ -2,8 +2,8 @@
 
 Brings the testbed up (nspawn hosts with real systemd when it can, local processes
 otherwise, and says which), runs ``runbooks/bisect.ipynb`` against ``gpu-a`` with the
-seeds' edits (``--ep-size 8``, ``--enable-nccl-nvls``, ``--enable-flashinfer-allreduce-fusion``
-on the TP8 + DDTree baseline), and prints the conclusion, the run directory and the report.
+preset ``seeds-k26`` (the seeds' edits ``--ep-size 8``, ``--enable-nccl-nvls``,
+``--enable-flashinfer-allreduce-fusion`` on the TP8 + DDTree baseline), and prints the conclusion, the run directory and the report.
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 import os
 import time
+
+PRESET = "seeds-k26"  # workbench/runbooks/presets/bisect.toml: the seeds' unit and three edits
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg,unused-ignore]
@@ -33,7 +35,7 @@ def _demo(args: argparse.Namespace) -> int:
     _up(argparse.Namespace(hosts=2, backend=args.backend, provision="sim"))
     print("\nbisect: which of --ep-size 8, --enable-nccl-nvls, --enable-flashinfer-allreduce-fusion "
           "break sglang-k26-ddtree.service on gpu-a?")
-    outcome = execute("bisect", {"host": "gpu-a", "rerun": args.rerun}, data_dir=args.data_dir)
+    outcome = execute("bisect", {"host": "gpu-a", "rerun": args.rerun}, data_dir=args.data_dir, preset=PRESET)
     result = outcome.result or {}
     print(f"\n{outcome.conclusion}")
     from workbench.runbooks.show import culprit_lines

@@ -19,7 +19,8 @@ EPILOG = """\
 parameters: -p NAME VALUE (repeatable; dicts and lists as JSON text), -y YAML (a mapping).
 exit codes: 0 ok, 1 runbook failed (cell exception, server/restore failure), 2 bad parameters,
             3 kernel died / SSH lost / host locked / timeout (rerun resumes), 130 interrupted.
-examples:   workbench run bisect --host gpu-b -p edits '{"--ep-size": "8", "--enable-nccl-nvls": true}'
+examples:   workbench run bisect --host gpu-b -p base_unit my.service -p edits '{"--ep-size": "8", "--enable-nccl-nvls": true}'
+            workbench run bisect --preset seeds-k26 --host gpu-a   (the seeds' unit and three edits)
             workbench run factorial --preset isolate-ep-vs-nvls --host gpu-a   (old name: isolate_ep_vs_nvls)
             workbench run ab --preset test-nvls-on-tp8 --host gpu-b             (old name: test_nvls_on_tp8)
             workbench run ./my_study.ipynb -p host gpu-a   (any notebook with a cell tagged "parameters")

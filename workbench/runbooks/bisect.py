@@ -31,46 +31,43 @@ front, so they cost no start and inform every choice.
 
 from __future__ import annotations
 
-import time
+import math
 from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from workbench.bisect import Verdict, bisect
 from workbench.deployment.runner import TrialRunner, trial_runner
-from workbench.errors import ConfigError, WorkbenchError
+from workbench.errors import ConfigError
 from workbench.fleet import HostReport
-from workbench.hosts import connect
 from workbench.provenance import collect as collect_provenance
 from workbench.redact import Redactor, clip
 from workbench.runbooks.hostlist import expand_param
-from workbench.runbooks.outcome import caught_failure
+from workbench.runbooks.outcome import CAUGHT_KINDS
 from workbench.runbooks.params import Edits, RunbookParams
+from workbench.runbooks.schemas import BisectResult
+from workbench.runbooks.skeleton import RunbookRun
 from workbench.runs import Ledger, Run
 from workbench.session import HostSession
 from workbench.trials import TrialRecord, failure_words, related, unit_hash
 from workbench.unitfile import UnitFile, split_environment
 from workbench.variants import EditValue, Variant, describe_edits, edits_key, normalize_edits
 
-SEEDS_EDITS: dict[str, str | bool | None] = {
-    "--ep-size": "8",
-    "--enable-nccl-nvls": True,
-    "--enable-flashinfer-allreduce-fusion": True,
-}
+RUNBOOK = "bisect"
 
 
 class BisectParams(RunbookParams):
-    host: str = Field("gpu-a", description="ssh_config alias of the GPU host")
+    host: str = Field(description="ssh_config alias of the GPU host (slurm:NAME: a Slurm cluster; "
+                      "with hosts given: the first of them)")
     hosts: list[str] = Field(default_factory=list,
                              description="several equal hosts run independent trials at once (empty: host alone)")
     _hosts = field_validator("hosts", mode="before")(expand_param)
     max_starts: int = Field(0, ge=0, description="stop after this many server starts (0: no limit; "
                             "the guarantee then lists the sets left untested)")
-    base_unit: str = Field("sglang-k26-ddtree.service", description="a unit that works")
-    edits: Edits = Field(default_factory=lambda: dict(SEEDS_EDITS),
-                                                description="flag edits under which it fails")
+    base_unit: str = Field(min_length=1, description="a unit that works")
+    edits: Edits = Field(description="flag edits under which it fails")
     health_path: str = Field("/health", description="readiness endpoint")
     start_timeout: float = Field(900.0, gt=0, description="seconds to wait for ready or failure, per start")
     rerun: bool = Field(False, description="start again even where the ledger has the trial")
@@ -84,6 +81,22 @@ class BisectParams(RunbookParams):
     partition: str = Field("", description="slurm: sbatch --partition (empty: the cluster's default)")
     account: str = Field("", description="slurm: sbatch --account (empty: none)")
     qos: str = Field("", description="slurm: sbatch --qos (empty: none)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _host_from_hosts(cls, data: Any) -> Any:
+        """``hosts`` alone names the host too (the first of them, filled in below); neither is missing."""
+        if isinstance(data, dict) and data.get("host") is None and data.get("hosts"):
+            data = {**data, "host": ""}
+        return data
+
+    @model_validator(mode="after")
+    def _first_host(self) -> BisectParams:
+        if not self.host:
+            if not self.hosts:
+                raise ValueError("host: give a host (or hosts)")
+            self.host = self.hosts[0]
+        return self
 
 
 def _record_from_ledger(hit: dict[str, Any]) -> TrialRecord:
@@ -154,115 +167,97 @@ def run(params: BisectParams, *, progress: Callable[[str], None] = print) -> tup
         from workbench.slurm.runbook import bisect_run
 
         return bisect_run(params, progress=progress)
-    redactor = Redactor.for_params(params.model_dump())
     names = list(dict.fromkeys(params.hosts)) if params.hosts else [params.host]
-    run_ = Run.create("bisect", data_dir=params.data_dir, run_id=params.run_id, redactor=redactor)
     edits = list(normalize_edits(params.edits))
-    started = time.time()
     trials: list[TrialRecord] = []
-    culprits: list[dict[str, Any]] = []
-    provenance: dict[str, Any] = {"host": names[0]}
-    failure: dict[str, str] | None = None
-    restored = False
-    guarantee: dict[str, Any] = guarantee_entry(None)
     ledger = Ledger(params.data_dir)
     texts: dict[str, str] = {}
     fleet: TrialRunner | None = None
+    with RunbookRun(RUNBOOK, params, BisectResult, kinds=CAUGHT_KINDS, progress=progress,
+                    host_restored=False) as rr:
+        rr.set(host=names[0], hosts=names, base_unit=params.base_unit, edits=[[f, v] for f, v in edits],
+               culprits=[], guarantee=guarantee_entry(None))
+        rr.provenance["host"] = names[0]
 
-    def tell(line: str) -> None:
-        progress(redactor.text(line))
+        def save() -> None:
+            rr.table("trials", pd.DataFrame([t.row() for t in trials]))
 
-    def save() -> None:
-        if trials:
-            run_.table("trials", pd.DataFrame([t.row() for t in trials]))
+        def setup(session: HostSession, report: HostReport, base_text: str) -> None:
+            for unit in session.make_room(params.stop_units):
+                rr.tell(f"  {session.host.name}: stopped {unit} for the run (restarted at the end)")
+            for value in UnitFile.parse(base_text).get_all("Service", "Environment"):
+                rr.redactor.add_env(dict(split_environment(value)))
+            texts[session.host.name] = base_text
+            if session.host.name == names[0]:
+                report.provenance = collect_provenance(session.host, base_text)
 
-    def setup(session: HostSession, report: HostReport, base_text: str) -> None:
-        for unit in session.make_room(params.stop_units):
-            progress(f"  {session.host.name}: stopped {unit} for the run (restarted at the end)")
-        for value in UnitFile.parse(base_text).get_all("Service", "Environment"):
-            redactor.add_env(dict(split_environment(value)))
-        texts[session.host.name] = base_text
-        if session.host.name == names[0]:
-            report.provenance = collect_provenance(session.host, base_text)
+        try:
+            hosts = [rr.connect(h) for h in names]
+            fleet = trial_runner(hosts, params.base_unit, ssh_config=params.ssh_config or None,
+                                 purpose=f"{RUNBOOK} {rr.run.id}", health_path=params.health_path,
+                                 timeout=params.start_timeout, lock_wait=params.lock_wait, setup=setup)
+            with fleet:
+                _search(rr, params, fleet, names, edits, texts, trials, ledger, save)
+            if any(r.error for r in fleet.reports):
+                bad = [r for r in fleet.reports if r.error]
+                rr.tell("  host(s) lost during the run: " + "; ".join(f"{r.host}: {r.error}" for r in bad))
+            rr.set(host_restored=all(r.restored for r in fleet.reports))
+        except BaseException:
+            rr.set(host_restored=bool(fleet) and all(r.restored for r in fleet.reports if r.fingerprint)
+                   if fleet else False)
+            raise
+        finally:
+            save()
+            rr.set(trials=[{"edits": t.edits, "outcome": t.outcome, "phase": t.phase,
+                            "exception_type": t.exception_type, "signature": t.signature,
+                            "signature_id": t.signature_id, "seconds": t.seconds, "reused": t.reused,
+                            "host": t.host} for t in trials],
+                   server_starts=sum(1 for t in trials if not t.reused))
+    return rr.run, rr.result  # as written: redacted, with its run id
 
-    try:
-        hosts = [connect(h, ssh_config=params.ssh_config or None) for h in names]
-        fleet = trial_runner(hosts, params.base_unit, ssh_config=params.ssh_config or None,
-                             purpose=f"bisect {run_.id}", health_path=params.health_path,
-                             timeout=params.start_timeout, lock_wait=params.lock_wait, setup=setup)
-        with fleet:
-            if getattr(fleet, "equal_hosts", True) and len(set(texts.values())) > 1:
-                raise ConfigError(f"the hosts {', '.join(names)} have different {params.base_unit} unit texts: "
-                                  "a fleet bisect needs equal hosts")
-            base_text = next(iter(texts.values()))
-            uhash = unit_hash(base_text)
-            prints = {r.host: r.fingerprint for r in fleet.reports if not r.error}
-            provenance = next((r.provenance for r in fleet.reports if r.provenance), provenance)
-            provenance["unit_diff"] = Variant.build(params.base_unit, base_text, edits).diff()
-            provenance["hosts"] = names
-            known = [] if params.rerun else _ledger_known(ledger, prints, uhash, edits, redactor)
-            for rec in known:
-                trials.append(rec)
-            if known:
-                tell(f"  reused from the ledger: {len(known)} trial(s)")
-            by_sig: dict[str, TrialRecord] = {rec.signature_id or "": rec for rec in known if rec.signature_id}
 
-            def test_many(batch: list[tuple[tuple[str, EditValue], ...]]) -> list[Verdict]:
-                for subset in batch:
-                    tell(f"  start:  {describe_edits(subset)}")
-                recs = fleet.run(batch) if fleet else []
-                for subset, rec in zip(batch, recs, strict=True):
-                    tell(f"          {describe_edits(subset)}: {rec.outcome} in {rec.phase} after {rec.seconds:.1f} s"
-                         + (f" on {rec.host}" if len(names) > 1 else "")
-                         + (f": {rec.exception_type}" if rec.exception_type else ""))
-                    trials.append(rec)
-                    if rec.signature_id:
-                        by_sig.setdefault(rec.signature_id, rec)
-                save()
-                return [_verdict(r) for r in recs]
+def _search(rr: RunbookRun, params: BisectParams, fleet: TrialRunner, names: list[str],
+            edits: list[tuple[str, EditValue]], texts: dict[str, str], trials: list[TrialRecord],
+            ledger: Ledger, save: Callable[[], None]) -> None:
+    """The search itself, on the fleet's sessions (locked and recorded; restored when the fleet ends)."""
+    if getattr(fleet, "equal_hosts", True) and len(set(texts.values())) > 1:
+        raise ConfigError(f"the hosts {', '.join(names)} have different {params.base_unit} unit texts: "
+                          "a fleet bisect needs equal hosts")
+    base_text = next(iter(texts.values()))
+    uhash = unit_hash(base_text)
+    prints = {r.host: r.fingerprint for r in fleet.reports if not r.error}
+    found = next((r.provenance for r in fleet.reports if r.provenance), None)
+    if found is not None:
+        rr.provenance = dict(found)
+    rr.provenance["unit_diff"] = Variant.build(params.base_unit, base_text, edits).diff()
+    rr.provenance["hosts"] = names
+    known = [] if params.rerun else _ledger_known(ledger, prints, uhash, edits, rr.redactor)
+    trials.extend(known)
+    if known:
+        rr.tell(f"  reused from the ledger: {len(known)} trial(s)")
+    by_sig: dict[str, TrialRecord] = {rec.signature_id or "": rec for rec in known if rec.signature_id}
 
-            search = bisect(edits, test_many=test_many, width=fleet.width,
-                            known=[(_subset_of(r), _verdict(r)) for r in known],
-                            max_starts=params.max_starts or None)
-            culprits = culprit_entries(search, by_sig)
-            guarantee = guarantee_entry(search)
-        restored = all(r.restored for r in fleet.reports)
-        if any(r.error for r in fleet.reports):
-            bad = [r for r in fleet.reports if r.error]
-            tell("  host(s) lost during the run: " + "; ".join(f"{r.host}: {r.error}" for r in bad))
-    except WorkbenchError as exc:
-        failure = caught_failure(exc)
-        restored = bool(fleet) and all(r.restored for r in fleet.reports if r.fingerprint) if fleet else False
-    except KeyboardInterrupt:
-        failure = {"kind": "interrupted", "message": "interrupted (the host was restored on the way out)"}
-        restored = bool(fleet) and all(r.restored for r in fleet.reports if r.fingerprint) if fleet else False
-    finished = time.time()
-    save()
-    result = {
-        "status": "ok" if failure is None else "failed",
-        "host": names[0],
-        "hosts": names,
-        "base_unit": params.base_unit,
-        "edits": [[f, v] for f, v in edits],
-        "culprits": culprits,
-        "guarantee": guarantee,
-        "trials": [{"edits": t.edits, "outcome": t.outcome, "phase": t.phase, "exception_type": t.exception_type,
-                    "signature": t.signature, "signature_id": t.signature_id, "seconds": t.seconds,
-                    "reused": t.reused, "host": t.host} for t in trials],
-        "server_starts": sum(1 for t in trials if not t.reused),
-        "wall_seconds": round(finished - started, 2),
-        "host_restored": restored,
-        "conclusion": conclusion(culprits, trials, guarantee) if failure is None else f"Run failed: {failure['message']}",
-        "failure": failure,
-        "started": started,
-        "finished": finished,
-        "params": params.model_dump(),
-        "provenance": provenance,
-    }
-    run_.write_result(result)
-    if failure and failure["kind"] == "interrupted":
-        raise KeyboardInterrupt
-    return run_, run_.result() or result  # as written: redacted, with its run id
+    def test_many(batch: list[tuple[tuple[str, EditValue], ...]]) -> list[Verdict]:
+        for subset in batch:
+            rr.tell(f"  start:  {describe_edits(subset)}")
+        recs = fleet.run(batch) if fleet else []
+        for subset, rec in zip(batch, recs, strict=True):
+            rr.tell(f"          {describe_edits(subset)}: {rec.outcome} in {rec.phase} after {rec.seconds:.1f} s"
+                    + (f" on {rec.host}" if len(names) > 1 else "")
+                    + (f": {rec.exception_type}" if rec.exception_type else ""))
+            trials.append(rec)
+            if rec.signature_id:
+                by_sig.setdefault(rec.signature_id, rec)
+        save()
+        return [_verdict(r) for r in recs]
+
+    search = bisect(edits, test_many=test_many, width=fleet.width,
+                    known=[(_subset_of(r), _verdict(r)) for r in known],
+                    max_starts=params.max_starts or None)
+    culprits = culprit_entries(search, by_sig)
+    guarantee = guarantee_entry(search)
+    rr.set(culprits=culprits, guarantee=guarantee)
+    rr.conclude(conclusion(culprits, trials, guarantee))
 
 
 def _ledger_known(ledger: Ledger, prints: dict[str, str], uhash: str, edits: list[tuple[str, EditValue]],
@@ -282,7 +277,9 @@ def _ledger_known(ledger: Ledger, prints: dict[str, str], uhash: str, edits: lis
     hits = frame[ok]
     out: dict[str, TrialRecord] = {}
     for row in hits.sort_values("started_at").to_dict("records"):
-        rec = _record_from_ledger({str(k): v for k, v in row.items()})
+        # a missing value reads back from Parquet as NaN: it is None in a trial (and in result.json)
+        rec = _record_from_ledger({str(k): None if isinstance(v, float) and math.isnan(v) else v
+                                   for k, v in row.items()})
         out[rec.edits_key] = rec
     return [out[k] for k in keys if k in out]
 

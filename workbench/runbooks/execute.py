@@ -1,6 +1,6 @@
 """Run a runbook end to end: checked parameters, papermill, a sanitized notebook, the report, the host restored.
 
-``execute("bisect", {"host": "gpu-b"})`` resolves ``runbooks/bisect.ipynb`` (a name; an old
+``execute("bisect", {"host": "gpu-b"}, preset="seeds-k26")`` resolves ``runbooks/bisect.ipynb`` (a name; an old
 name that is now a preset, ``isolate_ep_vs_nvls``; or any notebook file: ``PATH.ipynb``, see
 :mod:`workbench.runbooks.anynotebook`), starts from the ``preset``'s parameters if one is named
 (:mod:`workbench.runbooks.presets`; the given ones win),

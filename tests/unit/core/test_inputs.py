@@ -60,7 +60,7 @@ def test_json_duplicate_keys_and_nan_are_refused():
 
 
 # The parameters each needs besides the edits (required: no default deployment).
-NEEDED: dict[type, dict[str, object]] = {BisectParams: {}, FactorialParams: {"hosts": ["gpu-a"], "base_unit": "u.service"},
+NEEDED: dict[type, dict[str, object]] = {BisectParams: {"host": "gpu-a", "base_unit": "u.service"}, FactorialParams: {"hosts": ["gpu-a"], "base_unit": "u.service"},
                                          ABParams: {"hosts": ["gpu-a"], "base_unit": "u.service"}}
 
 
@@ -86,7 +86,7 @@ def test_runbook_edits_accept_numbers_and_lists_in_json(model, field):
 @pytest.mark.parametrize("value", [-5, 0, math.nan, "nan", math.inf, "-5"])
 def test_runbook_timeouts_must_be_finite_and_positive(value):
     with pytest.raises(ConfigError, match="start_timeout"):
-        validate(BisectParams, {"start_timeout": value})
+        validate(BisectParams, {**NEEDED[BisectParams], "edits": {"--ep-size": "8"}, "start_timeout": value})
 
 
 class _Untouchable:

@@ -8,6 +8,7 @@ phases) with the records ``run_trial`` writes.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import ClassVar
 
@@ -16,8 +17,10 @@ import pytest
 
 from workbench import fleet as fleet_mod
 from workbench.runbooks import bisect as bisect_rb
+from workbench.runbooks import skeleton
 from workbench.runbooks.schemas import SCHEMA_DIR
-from workbench.trials import TrialRecord
+from workbench.trials import TrialRecord, unit_hash
+from workbench.variants import edits_key
 
 FAULTS = [  # (present, absent, exception, message, phase)
     ({"--ep-size"}, {"--disable-custom-all-reduce"}, "RuntimeError", "CUBLAS_STATUS_EXECUTION_FAILED",
@@ -30,8 +33,13 @@ ORDER = ["nccl_init", "weight_loading", "kv_cache_alloc", "cuda_graph_capture", 
 
 
 class FakeHost:
+    closed: ClassVar[list[str]] = []
+
     def __init__(self, name: str) -> None:
         self.name = name
+
+    def close(self) -> None:
+        FakeHost.closed.append(self.name)
 
 
 class FakeSession:
@@ -57,14 +65,15 @@ def fake_trial(session: FakeSession, base: str, subset: list[tuple[str, object]]
     flags = {f for f, _ in subset}
     hits = [f for f in FAULTS if f[0] <= flags and not f[1] & flags]
     edits = [[f, v] for f, v in subset]
+    keys = {"host": session.host.name, "fingerprint": str(kw.get("fingerprint", "")), "started_at": time.time(),
+            "unit_hash": unit_hash(session.base_text(base)), "edits_key": edits_key(subset)}  # what the ledger keys on
     if not hits:
         return TrialRecord(edits=edits, outcome="ready", phase="serving", exception_type=None, signature=None,
-                           message=None, seconds=2.0, host=session.host.name)
+                           message=None, seconds=2.0, **keys)
     _, _, exc, msg, phase = min(hits, key=lambda f: ORDER.index(f[4]))
     sig_id = f"{exc}@{abs(hash((exc, msg, phase))) % 10 ** 10:010d}"
     return TrialRecord(edits=edits, outcome="failed", phase=phase, exception_type=exc, message=msg,
-                       signature=f"{exc}: {msg} in {phase}", signature_id=sig_id, seconds=1.0,
-                       host=session.host.name)
+                       signature=f"{exc}: {msg} in {phase}", signature_id=sig_id, seconds=1.0, **keys)
 
 
 @pytest.fixture
@@ -73,18 +82,21 @@ def fakes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(fleet_mod, "HostSession", FakeSession)
     monkeypatch.setattr(fleet_mod, "host_fingerprint", lambda host: f"fp-{host.name}")
     monkeypatch.setattr(fleet_mod, "run_trial", fake_trial)
-    monkeypatch.setattr(bisect_rb, "connect", lambda name, **kw: FakeHost(name))
+    FakeHost.closed = []
+    monkeypatch.setattr(skeleton, "connect", lambda name, **kw: FakeHost(name))
     monkeypatch.setattr(bisect_rb, "collect_provenance", lambda host, text: {"host": host.name})
 
 
 def test_result_json_names_culprits_guarantee_and_trials_per_host(fakes: None, tmp_path: Path) -> None:
-    params = bisect_rb.BisectParams(data_dir=str(tmp_path), hosts="gpu-[a-b]", edits={
+    params = bisect_rb.BisectParams(data_dir=str(tmp_path), hosts="gpu-[a-b]", base_unit="u.service", edits={
         "--ep-size": "8", "--enable-nccl-nvls": True, "--disable-custom-all-reduce": True,
         "--disable-cuda-graph": True})
     run, _ = bisect_rb.run(params, progress=lambda line: None)
     result = json.loads((run.dir / "result.json").read_text())
     jsonschema.validate(result, json.loads((SCHEMA_DIR / "bisect.result.schema.json").read_text()))
-    assert result["hosts"] == ["gpu-a", "gpu-b"] and sorted(FakeSession.restored) == ["gpu-a", "gpu-b"]
+    assert result["host"] == "gpu-a" and result["hosts"] == ["gpu-a", "gpu-b"]
+    assert sorted(FakeSession.restored) == ["gpu-a", "gpu-b"] == sorted(FakeHost.closed)  # restored, closed
+    assert result["status"] == "ok" and result["host_restored"] is True and result["failure"] is None
     got = {(tuple(e[0] for e in c["edits"]), c["phase"]) for c in result["culprits"]}
     assert got == {(("--ep-size",), "cuda_graph_capture"), (("--enable-nccl-nvls",), "cuda_graph_capture"),
                    (("--enable-nccl-nvls", "--disable-cuda-graph"), "warmup")}
@@ -107,7 +119,7 @@ def test_result_json_names_culprits_guarantee_and_trials_per_host(fakes: None, t
 
 
 def test_a_start_budget_leaves_the_guarantee_incomplete_with_the_sets_untested(fakes: None, tmp_path: Path) -> None:
-    params = bisect_rb.BisectParams(data_dir=str(tmp_path), host="gpu-a", max_starts=3, edits={
+    params = bisect_rb.BisectParams(data_dir=str(tmp_path), host="gpu-a", base_unit="u.service", max_starts=3, edits={
         "--ep-size": "8", "--enable-nccl-nvls": True, "--disable-custom-all-reduce": True,
         "--disable-cuda-graph": True})
     run, _ = bisect_rb.run(params, progress=lambda line: None)
@@ -117,3 +129,38 @@ def test_a_start_budget_leaves_the_guarantee_incomplete_with_the_sets_untested(f
     assert result["server_starts"] == 3 and g["complete"] is False and g["untested"]
     assert "budget" in g["statement"] and "Not complete" in result["conclusion"]
     assert all(isinstance(s, list) and all(len(e) == 2 for e in s) for s in g["untested"])
+
+
+def test_a_refusal_inside_the_run_is_a_failed_result_with_the_hosts_restored(fakes: None, tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(FakeSession, "base_text", lambda self, base: f"[Service]\nExecStart=/bin/{self.host.name}\n")
+    params = bisect_rb.BisectParams(data_dir=str(tmp_path), hosts=["gpu-a", "gpu-b"], base_unit="u.service",
+                                    edits={"--ep-size": "8"})
+    run, returned = bisect_rb.run(params, progress=lambda line: None)
+    result = json.loads((run.dir / "result.json").read_text())
+    jsonschema.validate(result, json.loads((SCHEMA_DIR / "bisect.result.schema.json").read_text()))
+    assert returned == result and result["status"] == "failed" and result["failure"]["kind"] == "error"
+    assert "different u.service unit texts" in result["conclusion"] and result["conclusion"].startswith("Run failed")
+    assert result["trials"] == [] and result["server_starts"] == 0 and result["culprits"] == []
+    assert result["guarantee"]["complete"] is False and result["edits"] == [["--ep-size", "8"]]
+    assert result["host_restored"] is True and sorted(FakeSession.restored) == ["gpu-a", "gpu-b"]
+    assert not (run.dir / "trials.parquet").exists()
+
+
+def test_a_second_run_reuses_the_ledger_and_its_missing_values_stay_null(fakes: None, tmp_path: Path) -> None:
+    params = bisect_rb.BisectParams(data_dir=str(tmp_path), host="gpu-a", base_unit="u.service",
+                                    edits={"--ep-size": "8", "--disable-custom-all-reduce": True})
+    # a run of only ready trials: its exception_type column is all missing (NaN when the ledger reads it)
+    bisect_rb.run(params.model_copy(update={"edits": {"--disable-custom-all-reduce": True}}),
+                  progress=lambda line: None)
+    first, _ = bisect_rb.run(params, progress=lambda line: None)
+    second, _ = bisect_rb.run(params, progress=lambda line: None)
+    text = (second.dir / "result.json").read_text()
+    result = json.loads(text)
+    jsonschema.validate(result, json.loads((SCHEMA_DIR / "bisect.result.schema.json").read_text()))
+    assert result["status"] == "ok" and result["server_starts"] == 0 and "NaN" not in text
+    assert result["trials"] and all(t["reused"] for t in result["trials"])
+    ready = [t for t in result["trials"] if t["outcome"] == "ready"]
+    assert ready and all(t["exception_type"] is None and t["signature"] is None for t in ready)
+    assert [c["edits"] for c in result["culprits"]] == [
+        c["edits"] for c in json.loads((first.dir / "result.json").read_text())["culprits"]]

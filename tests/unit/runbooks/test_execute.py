@@ -161,9 +161,11 @@ def test_unknown_runbook():
 
 
 def test_prepare_injects_only_what_was_given_plus_the_run():
-    name, path, params, injected = ex.prepare("bisect", {"host": "gpu-b", "start_timeout": "60"}, data_dir="d")
+    name, path, params, injected = ex.prepare("bisect", {"host": "gpu-b", "start_timeout": "60"}, data_dir="d",
+                                              preset="seeds-k26")
     assert name == "bisect" and path.name == "bisect.ipynb" and params.start_timeout == 60.0
-    assert set(injected) == {"host", "start_timeout", "data_dir", "run_id"} and injected["run_id"].endswith(
+    assert params.base_unit == "sglang-k26-ddtree.service" and len(params.edits) == 3  # from the preset
+    assert set(injected) == {"host", "start_timeout", "base_unit", "edits", "data_dir", "run_id"} and injected["run_id"].endswith(
         tuple("0123456789abcdef")) and "bisect" in injected["run_id"]
 
 

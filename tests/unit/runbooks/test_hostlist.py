@@ -20,6 +20,9 @@ def inventory(tmp_path, monkeypatch):
     return path
 
 
+BISECT = {"base_unit": "u.service", "edits": {"--ep-size": "8"}}
+
+
 @pytest.mark.parametrize("model", [BisectParams, FactorialParams, ABParams])
 @pytest.mark.parametrize(("given", "want"), [
     ("gpu-[a-b]", ["gpu-a", "gpu-b"]),
@@ -29,15 +32,17 @@ def inventory(tmp_path, monkeypatch):
     ("gpu-a,gpu-[b-c]", ["gpu-a", "gpu-b", "gpu-c"]),
 ])
 def test_ranges_and_groups_expand_as_notebook_parameters(inventory, model, given, want):
-    required = {BisectParams: {}, FactorialParams: {"base_unit": "u.service", "factors": {"--ep-size": "8"}},
+    required = {BisectParams: BISECT, FactorialParams: {"base_unit": "u.service", "factors": {"--ep-size": "8"}},
                 ABParams: {"base_unit": "u.service", "edits": {"--ep-size": "8"}, "repeats": 4}}[model]
     got = params_mod.validate(model, {"hosts": given, **required})
     assert got.hosts == want
 
 
 def test_a_list_given_in_python_expands_too(inventory):
-    assert BisectParams(hosts=["@pair"]).hosts == ["gpu-a", "gpu-b"]
-    assert BisectParams().hosts == []  # empty: the host parameter alone
+    got = BisectParams(hosts=["@pair"], **BISECT)
+    assert got.hosts == ["gpu-a", "gpu-b"] and got.host == "gpu-a"  # the host: the first of them
+    alone = BisectParams(host="gpu-b", **BISECT)
+    assert alone.hosts == [] and alone.host == "gpu-b"  # empty: the host parameter alone
 
 
 @pytest.mark.parametrize(("given", "words"), [
@@ -47,5 +52,5 @@ def test_a_list_given_in_python_expands_too(inventory):
 ])
 def test_a_bad_host_list_is_a_parameter_error(inventory, given, words):
     with pytest.raises(ConfigError, match="invalid parameters for BisectParams: hosts") as err:
-        params_mod.validate(BisectParams, {"hosts": given})
+        params_mod.validate(BisectParams, {"hosts": given, **BISECT})
     assert words in str(err.value)

@@ -24,7 +24,8 @@ def test_parameters_cell_mirrors_the_model():
 
 
 def test_validate_accepts_defaults_and_json_text():
-    ns = {"host": "gpu-b", "edits": '{"--ep-size": "8", "--enable-nccl-nvls": true}', "start_timeout": 60}
+    ns = {"host": "gpu-b", "base_unit": "u.service", "edits": '{"--ep-size": "8", "--enable-nccl-nvls": true}',
+          "start_timeout": 60}
     p = validate(BisectParams, ns)
     assert p.host == "gpu-b" and p.edits == {"--ep-size": "8", "--enable-nccl-nvls": True}
 
@@ -44,5 +45,6 @@ def test_validate_fails_at_once_with_a_clear_message(ns, message):
 def test_validate_ignores_modules_and_kernel_names():
     import json
 
-    p = validate(BisectParams, {"json": json, "In": [], "Out": {}, "_": None, "host": "gpu-a"})
+    p = validate(BisectParams, {"json": json, "In": [], "Out": {}, "_": None, "host": "gpu-a", "base_unit": "u.service",
+                                "edits": {"--ep-size": "8"}})
     assert p.host == "gpu-a"

@@ -16,6 +16,7 @@ from workbench.runbooks import execute as ex
 from workbench.runbooks import presets
 from workbench.runbooks.ab import ABParams
 from workbench.runbooks.anynotebook import inferred_model
+from workbench.runbooks.bisect import BisectParams
 from workbench.runbooks.factorial import FactorialParams
 from workbench.runbooks.params import validate
 from workbench.runs import Ledger
@@ -34,11 +35,15 @@ def test_the_seeds_runbooks_are_presets_of_the_generic_ones():
     assert nvls.alias == "test_nvls_on_tp8" and nvls.params["edits"] == {"--enable-nccl-nvls": True}
     assert {a: (p.runbook, p.name) for a, p in presets.aliases().items()} == {
         "isolate_ep_vs_nvls": ("factorial", "isolate-ep-vs-nvls"), "test_nvls_on_tp8": ("ab", "test-nvls-on-tp8")}
+    seeds = presets.find("bisect", "seeds-k26")
+    assert not seeds.alias and seeds.params == {"base_unit": "sglang-k26-ddtree.service", "edits": SEEDS_FACTORS}
     # a preset names no host: each deployment gives its own, and with one it validates
     for p in presets.every_preset():
         assert not {"host", "hosts"} & set(p.params)
     assert validate(FactorialParams, presets.apply(iso, {"hosts": ["gpu-a"]})).factors == SEEDS_FACTORS
     assert validate(ABParams, presets.apply(nvls, {"hosts": ["gpu-b"]})).model_spec == "kimi-k2.6"
+    assert validate(BisectParams, presets.apply(seeds, {"host": "gpu-a"})).edits == SEEDS_FACTORS
+    assert validate(BisectParams, presets.apply(seeds, {"hosts": "gpu-[a-b]"})).host == "gpu-a"
 
 
 def test_preset_resolution_and_its_errors():
@@ -80,6 +85,11 @@ def test_old_names_and_presets_prepare_the_same_parameters():
 @pytest.mark.parametrize("argv, message", [
     (["run", "factorial"], "missing required parameter.s. hosts, base_unit, factors"),
     (["run", "isolate_ep_vs_nvls"], "missing required parameter.s. hosts"),
+    (["run", "bisect"], "missing required parameter.s. host, base_unit, edits"),
+    (["run", "bisect", "--host", "gpu-a"], "missing required parameter.s. base_unit, edits"),
+    (["run", "bisect", "--preset", "seeds-k26"], r"missing required parameter.s. host \("),
+    (["run", "bisect", "-p", "hosts", "gpu-[a-b]", "-p", "edits", '{"--ep-size": "8"}'],
+     r"missing required parameter.s. base_unit \("),
     (["run", "benchmark", "--host", "gpu-b"], "missing required parameter.s. unit"),
     (["run", "triage", "--host", "gpu-b"], "missing required parameter.s. unit"),
     (["run", "sweep", "--host", "gpu-a"], "missing required parameter.s. base_unit, grid"),
