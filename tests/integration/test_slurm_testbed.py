@@ -127,8 +127,8 @@ def test_two_node_server_as_one_job_on_the_testbed_hosts(slurm_testbed) -> None:
 
 def test_sigterm_cancels_the_runs_jobs_on_the_testbed(slurm_testbed, tmp_path) -> None:
     testbed, cluster = slurm_testbed
-    p = _cli(testbed, "run", "bisect", "-p", "host", "slurm:testbed", "-p", "base_unit", BASE,
-             "-p", "max_parallel", "2", "-p", "start_timeout", "180", "--data-dir", str(tmp_path / "data"),
+    p = _cli(testbed, "run", "bisect", "--preset", "seeds-k26", "-p", "host", "slurm:testbed", "-p", "base_unit",
+             BASE, "-p", "max_parallel", "2", "-p", "start_timeout", "180", "--data-dir", str(tmp_path / "data"),
              "--no-progress")
     deadline = time.monotonic() + 180
     while not any(j.running for j in cluster.jobs()):  # only the scheduler can say a trial job runs
