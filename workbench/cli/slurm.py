@@ -66,8 +66,19 @@ def variant(args: argparse.Namespace, edits: list[tuple[str, Any]]) -> int:
     def line(kind: str, text: str) -> None:
         print(f"  {kind}: {text}", file=sys.stderr, flush=True)
 
-    trial = run_job_trial(cluster, base, edits, job_name="variant", timeout=args.timeout,
-                          health_path=args.health, on_event=line)
+    replaced = []
+    if args.replace_base:  # the base job's nodes for the variant; the base job comes back after
+        from workbench.slurm.base import base_jobs, start_base
+
+        replaced = cluster.cancel([j.job_id for j in base_jobs(cluster, args.unit)])
+        for j in replaced:
+            line("replaced", f"base job {j.job_id} cancelled for the variant")
+    try:
+        trial = run_job_trial(cluster, base, edits, job_name="variant", timeout=args.timeout,
+                              health_path=args.health, on_event=line)
+    finally:
+        if replaced:
+            line("restored", f"base job {start_base(cluster, args.unit)} submitted again")
     row = {"job_id": trial.job_id, "outcome": trial.outcome, "phase": trial.phase, "node": trial.node,
            "queue_seconds": trial.queue_seconds, "seconds": round(trial.run_seconds, 2), "state": trial.state,
            "exception_type": trial.exception_type, "message": trial.message}
@@ -79,3 +90,49 @@ def variant(args: argparse.Namespace, edits: list[tuple[str, Any]]) -> int:
               f"{trial.run_seconds:.1f} s ({trial.queue_seconds or 0:.0f} s queued){what}")
         print(f"job {trial.job_id} {trial.state.lower()}: no job left", file=sys.stderr)
     return 0 if trial.ok else 1
+
+
+def verb(args: argparse.Namespace) -> int:
+    """``workbench start|stop|restart slurm:NAME SCRIPT``: the job script as the base job (sbatch,
+    ``--wait``: judged as a unit's start); ``stop`` also takes the job id (scancel)."""
+    import dataclasses
+    import sys
+
+    from workbench.errors import ConfigError
+    from workbench.slurm.base import start_base, stop_base
+    from workbench.slurm.clusters import connect_cluster
+    from workbench.slurm.script import sbatch_argv
+
+    if not args.unit:
+        raise ConfigError(f"{args.verb}: name the job script (or, for stop, the job id)")
+    if args.verb != "stop" and args.unit.isdigit():
+        raise ConfigError(f"{args.verb}: name the job script (a job id is only for stop)")
+    opts = {k: getattr(args, k) for k in ("partition", "account", "qos") if getattr(args, k)}
+    if opts and args.verb == "stop":
+        raise ConfigError("stop: --partition/--account/--qos are for start and restart")
+    sbatch_argv(job_name="check", **opts)  # bad values are refused before the cluster is asked
+    cluster = dataclasses.replace(connect_cluster(args.host, ssh_config=args.ssh_config), **opts)
+    if args.verb in ("stop", "restart"):
+        try:
+            for j in stop_base(cluster, args.unit):
+                print(f"job {j.job_id} {j.name}: {j.state.lower()}")
+        except LookupError:
+            if args.verb == "stop":
+                raise
+    if args.verb == "stop":
+        return 0
+
+    def line(kind: str, text: str) -> None:
+        print(f"  {kind}: {text}", file=sys.stderr, flush=True)
+
+    got = start_base(cluster, args.unit, wait=args.wait, timeout=args.timeout, health_path=args.health,
+                     on_event=line)
+    if isinstance(got, str):
+        print(f"job {got} submitted: base job of {args.unit}")
+        return 0
+    what = f": {got.exception_type}: {got.message} [{got.signature}]" if got.outcome != "ready" else ""
+    print(f"job {got.job_id} on {got.node or '-'}: {got.outcome} in {got.phase} after {got.run_seconds:.1f} s "
+          f"({got.queue_seconds or 0:.0f} s queued){what}")
+    if not got.ok:
+        print(f"job {got.job_id} {got.state.lower()}: no job left", file=sys.stderr)
+    return 0 if got.ok else 1

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from workbench.errors import ConfigError, ServiceError
+from workbench.errors import ConfigError, ServiceError, UnitNotFound
 from workbench.hosts import Host
 from workbench.slurm import facts
 from workbench.slurm.facts import JobInfo, NodeInfo
@@ -26,7 +26,7 @@ JOB_PREFIX = "wb-"
 LOG_TAIL_BYTES = 8 << 20
 
 
-class JobNotFound(ServiceError, LookupError):
+class JobNotFound(UnitNotFound):
     """Slurm knows no such job (never submitted, or purged after ``MinJobAge``)."""
 
 
