@@ -91,6 +91,24 @@ def test_a_failing_base_job_is_judged_with_its_signature_and_cancelled(cluster, 
     assert p.returncode == 1, p.stdout + p.stderr
     assert "failed in" in p.stdout and "[" in p.stdout and "no job left" in p.stderr
     assert _live(cluster) == []
+    job_id = p.stdout.split()[1]
+    # its output file as the journal: one invocation (the job), the node it ran on, the server's lines
+    j = _cli(env, "journal", "slurm:testbed", job_id, "--json")
+    assert j.returncode == 0, j.stderr
+    rows = [json.loads(x) for x in j.stdout.splitlines()]
+    assert rows and {r["invocation"] for r in rows} == {job_id}
+    assert any("Traceback" in r["message"] for r in rows) and {r["origin"] for r in rows} == {"unit"}
+    by_script = _cli(env, "journal", "slurm:testbed", "ep8.sbatch", "--list")
+    assert by_script.returncode == 0, by_script.stderr
+    assert job_id in by_script.stdout and "wb-base-ep8.sbatch" in by_script.stdout and "node1" in by_script.stdout
+    text = _cli(env, "journal", "slurm:testbed", job_id, "--grep", "Traceback")
+    assert text.returncode == 0 and " node1 job: " in text.stdout and " TP1 " in text.stdout, text.stdout
+    # and diagnosed as a unit's journal is: the same exception the start verdict named
+    t = _cli(env, "tracebacks", "--host", "slurm:testbed", "--unit", "ep8.sbatch", "--json")
+    assert t.returncode == 1, t.stdout + t.stderr
+    assert json.loads(t.stdout)["root_cause"]["exception_type"] in p.stdout
+    t = _cli(env, "tracebacks", "--host", "slurm:testbed", "--unit", "nosuch.sbatch")
+    assert t.returncode == 2 and "knows no job" in t.stderr, t.stderr
 
 
 def test_variant_leaves_the_base_job_alone_unless_told_to_replace_it(cluster, env) -> None:

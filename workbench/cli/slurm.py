@@ -136,3 +136,49 @@ def verb(args: argparse.Namespace) -> int:
     if not got.ok:
         print(f"job {got.job_id} {got.state.lower()}: no job left", file=sys.stderr)
     return 0 if got.ok else 1
+
+
+def journal(args: argparse.Namespace, show: Any) -> int:
+    """``workbench journal slurm:NAME JOBID|SCRIPT``: the job's output as the journal frame (filters
+    and formats as for a unit; ``--list``: the jobs, one per invocation)."""
+    from workbench.errors import ConfigError
+    from workbench.journal.filter import filter
+    from workbench.slurm.clusters import connect_cluster
+    from workbench.slurm.journal import job_frame, jobs_for
+
+    for opt in ("follow", "since", "until", "after_cursor", "invocation", "last"):
+        if getattr(args, opt, None) not in (None, False):
+            raise ConfigError(f"--{opt.replace('_', '-')}: not for a Slurm job's output (name the job id)")
+    cluster = connect_cluster(args.host, ssh_config=args.ssh_config)
+    jobs = jobs_for(cluster, args.unit)
+    if args.list:
+        rows = [{"invocation": j.job_id, "unit": j.name, "state": j.state, "exit_status": j.exit_status,
+                 "start": j.start_time, "nodes": j.node_list} for j in jobs]
+        if args.json:
+            print("".join(json.dumps(r, default=str) + "\n" for r in rows), end="")
+        else:
+            for r in rows:
+                print(f"{r['invocation']:>8} {r['unit']:40} {r['state']:12} exit {r['exit_status'] or '-':6} "
+                      f"{r['start'] or '-'} {r['nodes'] or '-'}")
+        return 0
+    frame = filter(job_frame(cluster, jobs), include=args.grep, exclude=args.exclude, level=args.level,
+                   rank=args.rank, phase=args.phase)
+    if args.lines is not None:
+        frame = frame.tail(args.lines) if args.lines else frame.iloc[:0]
+    show(frame)
+    return 0
+
+
+def job_text(args: argparse.Namespace) -> str:
+    """``workbench tracebacks --host slurm:NAME --unit JOBID|SCRIPT``: the job's output (a script:
+    its latest job Slurm still knows) as journalctl-like text, srun labels turned into nodes."""
+    from workbench.errors import ConfigError
+    from workbench.journal.filter import to_text
+    from workbench.slurm.clusters import connect_cluster
+    from workbench.slurm.journal import job_frame, jobs_for
+
+    if args.invocation != "last":
+        raise ConfigError("--invocation: for a Slurm job give its id as --unit")
+    cluster = connect_cluster(args.host, ssh_config=getattr(args, "ssh_config", None))
+    jobs = jobs_for(cluster, args.unit)
+    return str(to_text(job_frame(cluster, [max(jobs, key=lambda j: int(j.job_id))])))
