@@ -23,8 +23,16 @@ def status_lines(st: dict[str, Any]) -> list[str]:
     for j in ours:
         why = f" ({j['reason']})" if j["reason"] and j["reason"] != "None" else ""
         where = f" on {j['nodes']}" if j["nodes"] else ""
-        lines.append(f"    {j['job_id']:>8} {j['name']:40} {j['state']}{why}{where}")
+        ended = j["state"] not in ("PENDING", "RUNNING", "CONFIGURING", "SUSPENDED", "REQUEUED")
+        code = f", exit {j.get('exit_status', 0)}" + (f" signal {j['exit_signal']}" if j.get("exit_signal") else "") \
+            if ended else ""
+        times = "".join(f" {k} {_hm(j.get(k))}" for k in ("start", "end") if j.get(k) and (k == "start" or ended))
+        lines.append(f"    {j['job_id']:>8} {j['name']:40} {j['state']}{why}{where}{code}{times}")
     return lines
+
+
+def _hm(when: Any) -> str:
+    return when.strftime("%Y-%m-%dT%H:%M:%S") if hasattr(when, "strftime") else str(when)
 
 
 def status(args: argparse.Namespace) -> int:
@@ -35,7 +43,10 @@ def status(args: argparse.Namespace) -> int:
     if args.pattern not in ("", "*"):
         from fnmatch import fnmatch
 
-        st["jobs"] = [j for j in st["jobs"] if fnmatch(j["name"], args.pattern)]
+        from workbench.slurm.base import base_job_name
+
+        st["jobs"] = [j for j in st["jobs"] if fnmatch(j["name"], args.pattern) or j["job_id"] == args.pattern
+                      or j["name"] == base_job_name(args.pattern)]
     if args.json:
         print(json.dumps(st, indent=2, default=str))
     else:

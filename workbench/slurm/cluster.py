@@ -34,6 +34,14 @@ class SubmitError(ServiceError):
     """``sbatch`` refused the job (bad partition, account, GRES, time limit...)."""
 
 
+def job_row(j: JobInfo) -> dict[str, Any]:
+    """One job in ``status``: state, pending/end reason, nodes, exit code and signal, times."""
+    return {"job_id": j.job_id, "name": j.name, "state": j.state, "reason": j.reason, "nodes": j.node_list,
+            "exit_status": j.exit_status, "exit_signal": j.exit_signal, "queue_seconds": j.queue_seconds,
+            "partition": j.partition, "time_limit": j.time_limit, "submit": j.submit_time, "start": j.start_time,
+            "end": j.end_time}
+
+
 @dataclass
 class SlurmCluster:
     """One cluster: its submit host, where its job scripts live, and default sbatch options."""
@@ -112,9 +120,7 @@ class SlurmCluster:
                        "jobs": [{"job_id": j.job_id, "name": j.name, "user": facts.job_user(j),
                                  "ours": j.name.startswith(JOB_PREFIX)} for j in running.get(n.name, [])]}
                       for n in self.nodes()],
-            "jobs": [{"job_id": j.job_id, "name": j.name, "state": j.state, "reason": j.reason,
-                      "nodes": j.node_list, "exit_status": j.exit_status, "queue_seconds": j.queue_seconds}
-                     for j in every if j.name.startswith(JOB_PREFIX)],
+            "jobs": [job_row(j) for j in every if j.name.startswith(JOB_PREFIX)],
         }
 
     def script_path(self, name: str) -> str:
