@@ -158,6 +158,10 @@ def run(args: argparse.Namespace) -> int:
     if args.follow and args.list:
         raise ConfigError("--follow and --list do not go together")
     until = _until_epoch(args.until) if args.follow else None
+    if args.host.startswith("slurm:"):  # the job's output file(s), one invocation per job
+        from workbench.cli.slurm import journal
+
+        return journal(args, lambda frame: _show(frame, args, sys.stdout))
     from workbench.cli import deployment as dep_cli
 
     dep = dep_cli.resolve(args.host, args.unit, ssh_config=getattr(args, "ssh_config", None))

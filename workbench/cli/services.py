@@ -60,6 +60,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg,
         v.add_argument("--health", default="/health", help="health path polled for readiness with --wait")
         v.add_argument("--timeout", type=float, default=900.0, metavar="SECONDS",
                        help="with --wait: give up (and call it failed) after this long")
+        for opt in ("partition", "account", "qos"):
+            v.add_argument(f"--{opt}", help=f"slurm:NAME: the base job's {opt} (default: the cluster's)")
         v.set_defaults(func=_verb, verb=verb)
     var = sub.add_parser("variant", help="run a variant of a working unit, watch it, restore the host",
                          description="Flags may be given with or without their leading dashes: "
@@ -79,6 +81,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg,
     var.add_argument("--plan", action="store_true", help="show the unit diff and the commands; change nothing")
     var.add_argument("--keep", action="store_true", help="leave the variant running (and the base stopped)")
     var.add_argument("--health", default="/health", help="health path polled for readiness")
+    var.add_argument("--replace-base", action="store_true",
+                     help="slurm:NAME: cancel the script's base job for the variant, submit it again after")
     var.add_argument("--timeout", type=float, default=900.0, metavar="SECONDS",
                      help="give up on readiness (and call it failed) after this long")
     var.add_argument("--lock-wait", type=float, default=0.0, metavar="SECONDS",
@@ -222,6 +226,12 @@ def _verb(args: argparse.Namespace) -> int:
 
     if args.wait:
         check_timeout(args.timeout, "--timeout")
+    if args.host.startswith("slurm:"):  # the job script as the base job: sbatch / scancel
+        from workbench.cli.slurm import verb
+
+        return verb(args)
+    if args.partition or args.account or args.qos:
+        raise ConfigError(f"{args.verb}: --partition/--account/--qos are for a Slurm base job (slurm:NAME)")
     dep = dep_cli.resolve(args.host, args.unit or None, ssh_config=args.ssh_config)
     if dep is not None:
         with dep_cli.connected(dep, args.ssh_config) as hosts:
@@ -254,6 +264,8 @@ def _variant(args: argparse.Namespace) -> int:
         from workbench.cli.slurm import variant
 
         return variant(args, edits)
+    if args.replace_base:
+        raise ConfigError("--replace-base: a Slurm variant's option (a unit's variant always stops its base)")
     env: dict[str, str | None] = {}
     for item in args.env:
         name, sep, value = item.partition("=")

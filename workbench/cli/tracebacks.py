@@ -72,6 +72,10 @@ def _read_journal(args: argparse.Namespace) -> str:
         raise ConfigError("--host and --unit go together")
     if args.file != "-":
         raise ConfigError("give a FILE or --host/--unit, not both")
+    if args.host.startswith("slurm:"):  # the job's output file(s); --unit a job id or a script's last job
+        from workbench.cli.slurm import job_text
+
+        return job_text(args)
     from workbench.hosts import connect
     from workbench.journal import read as journal_read
     from workbench.services import services_for
@@ -100,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return EXIT_NONE_FOUND
     try:
-        if getattr(args, "host", None):
+        if getattr(args, "host", None) and not args.host.startswith("slurm:"):
             from workbench.cli import deployment as dep_cli
 
             dep = dep_cli.resolve(args.host, args.unit, ssh_config=getattr(args, "ssh_config", None))

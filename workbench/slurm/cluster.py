@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from workbench.errors import ConfigError, ServiceError
+from workbench.errors import ConfigError, ServiceError, UnitNotFound
 from workbench.hosts import Host
 from workbench.slurm import facts
 from workbench.slurm.facts import JobInfo, NodeInfo
@@ -26,12 +26,20 @@ JOB_PREFIX = "wb-"
 LOG_TAIL_BYTES = 8 << 20
 
 
-class JobNotFound(ServiceError, LookupError):
+class JobNotFound(UnitNotFound):
     """Slurm knows no such job (never submitted, or purged after ``MinJobAge``)."""
 
 
 class SubmitError(ServiceError):
     """``sbatch`` refused the job (bad partition, account, GRES, time limit...)."""
+
+
+def job_row(j: JobInfo) -> dict[str, Any]:
+    """One job in ``status``: state, pending/end reason, nodes, exit code and signal, times."""
+    return {"job_id": j.job_id, "name": j.name, "state": j.state, "reason": j.reason, "nodes": j.node_list,
+            "exit_status": j.exit_status, "exit_signal": j.exit_signal, "queue_seconds": j.queue_seconds,
+            "partition": j.partition, "time_limit": j.time_limit, "submit": j.submit_time, "start": j.start_time,
+            "end": j.end_time}
 
 
 @dataclass
@@ -112,9 +120,7 @@ class SlurmCluster:
                        "jobs": [{"job_id": j.job_id, "name": j.name, "user": facts.job_user(j),
                                  "ours": j.name.startswith(JOB_PREFIX)} for j in running.get(n.name, [])]}
                       for n in self.nodes()],
-            "jobs": [{"job_id": j.job_id, "name": j.name, "state": j.state, "reason": j.reason,
-                      "nodes": j.node_list, "exit_status": j.exit_status, "queue_seconds": j.queue_seconds}
-                     for j in every if j.name.startswith(JOB_PREFIX)],
+            "jobs": [job_row(j) for j in every if j.name.startswith(JOB_PREFIX)],
         }
 
     def script_path(self, name: str) -> str:

@@ -144,7 +144,7 @@ def run_job_trial(
     edits: Mapping[str, EditValue] | Sequence[tuple[str, EditValue]],
     *,
     job_name: str = "trial",
-    time_limit: str = DEFAULT_TIME_LIMIT,
+    time_limit: str | None = DEFAULT_TIME_LIMIT,
     timeout: float = 600.0,
     queue_timeout: float = 3600.0,
     health_path: str = "/health",
@@ -152,13 +152,16 @@ def run_job_trial(
     on_event: Callable[[str, str], None] | None = None,
     stop: threading.Event | None = None,
     while_ready: Callable[[JobInfo], None] | None = None,
+    keep: bool = False,
 ) -> JobTrial:
     """Submit ``base`` + ``edits`` as one job and judge its start (see the module docstring).
 
     ``stop``: once set, the trial cancels its job and raises :class:`TrialStopped` (within ``POLL_S``).
     ``while_ready``: called with the job's info once it is ready, before the job is cancelled (a
     measurement of the server the job runs: the A/B and sweep runbooks); what it raises is raised
-    after the job is cancelled."""
+    after the job is cancelled.
+    ``keep``: a job that became ready is left running (the base job of ``workbench start``); a job
+    that failed or timed out is cancelled all the same."""
     if not (0 < timeout < float("inf") and 0 < queue_timeout < float("inf")):
         raise ConfigError(f"timeouts must be > 0 seconds (got {timeout}, {queue_timeout})")
     norm = normalize_edits(edits)
@@ -231,7 +234,7 @@ def run_job_trial(
     finally:
         if stream is not None:
             stream.close()
-        last = info if info.ended else cluster.cancel([job_id])[0]
+        last = info if info.ended or (keep and outcome == "ready") else cluster.cancel([job_id])[0]
     run_seconds = time.monotonic() - started if started is not None else 0.0
     trial = JobTrial(
         edits=[[f, list(v) if isinstance(v, tuple) else v] for f, v in norm],

@@ -33,3 +33,19 @@ def test_status_text_names_every_node_its_jobs_and_ours() -> None:
     assert "running: 7 train (alice)" in text and "gpus 8/8 used" in text
     assert "drained (bad gpu)" in text and "running: -" in text
     assert "workbench jobs: 1" in text and "wb-bisect-1" in text and "PENDING (Resources)" in text
+
+
+def test_job_lines_name_state_reason_nodes_exit_code_and_times_from_real_records() -> None:
+    from workbench.slurm.cluster import job_row
+
+    rows = {n: job_row(facts.parse_job((FIX / f"show_job_{n}.out").read_text().strip()))
+            for n in ("pending", "running", "failed")}
+    st = {"cluster": "testbed", "partitions": [], "nodes": [], "jobs": list(rows.values())}
+    text = status_lines(st)
+    pending, running, failed = (next(x for x in text if f" {r['job_id']} " in x) for r in rows.values())
+    assert rows["pending"]["state"] == "PENDING" and f"PENDING ({rows['pending']['reason']})" in pending
+    assert " exit " not in pending and " end " not in pending
+    assert f"RUNNING on {rows['running']['nodes']}" in running and " start 20" in running and " end " not in running
+    f = rows["failed"]
+    assert f["state"] == "FAILED" and f"exit {f['exit_status']}" in failed and f["exit_status"] != 0
+    assert f" start {f['start']:%Y-%m-%dT%H:%M:%S} end {f['end']:%Y-%m-%dT%H:%M:%S}" in failed
