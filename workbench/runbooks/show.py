@@ -58,7 +58,9 @@ def culprit_lines(result: dict[str, Any]) -> list[str]:
         where = f" at {v.where}" if v.where else ""
         ranks = f" on {explain.ranks_words(v.ranks)}" if v.ranks else ""
         note = f"  (value of {', '.join(v.redacted)} redacted)" if v.redacted else ""
-        lines.append(f"culprit: {v.edits} -> {v.signature}{'' if v.function else where}, in {v.phase}{ranks}"
+        said = f" in {v.phase}"  # signatures carry their phase in words: say it once
+        phase = "" if v.signature.endswith(said) else f",{said}"
+        lines.append(f"culprit: {v.edits} -> {v.signature}{'' if v.function else where}{phase}{ranks}"
                      f"  [{v.signature_id}]{note}")
     return lines
 

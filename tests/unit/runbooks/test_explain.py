@@ -83,6 +83,7 @@ def test_the_conclusion_names_where_and_keeps_the_traceback_one_click_away(resul
     lines = show.culprit_lines(result)
     assert lines[0].startswith("culprit: --ep-size 8, --enable-nccl-nvls -> RuntimeError: CUDA error: ")
     assert lines[0].endswith("in cuda_graph_capture  [RuntimeError@bf5b7c54f7]")
+    assert all(line.count("in cuda_graph_capture") == 1 for line in lines)  # the phase said once
 
 
 @pytest.mark.parametrize(("message", "key"), [
@@ -113,3 +114,12 @@ def test_the_report_keeps_the_culprit_view_with_the_traceback_collapsed(result, 
     assert "forward_absorb_prepare" in body and "<summary>root-cause traceback (" in body
     details = re.search(r"<details class=[\"']wb-traceback[\"']>", body)
     assert details and details.start() < body.index("(int)num_batches")  # the full message only in the traceback
+
+
+def test_a_signature_that_carries_its_phase_says_it_once() -> None:
+    # New results carry the readable signature with its phase (issue 16); the line adds ranks only.
+    c = {"edits": [["--ep-size", "8"]], "signature_id": "AttributeError@4b2fde3c34", "phase": "cuda_graph_capture",
+         "signature": "AttributeError: 'NoneType' object has no attribute 'topk_ids' in cuda_graph_capture",
+         "exception_type": "AttributeError", "ranks": ["TP0 EP0"]}
+    (line,) = show.culprit_lines({"culprits": [c]})
+    assert line.count("in cuda_graph_capture") == 1 and "cuda_graph_capture on TP0 EP0" in line
