@@ -34,9 +34,11 @@ Usage: python3 hostguard.py --id ID --record PATH --beat PATH --lock PATH --owne
 
 import argparse
 import fcntl
+import glob
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -205,6 +207,9 @@ def fence(record_path, inflight, session_id, by, wait):
     if fd is None:
         ended = end_groups(lock_holders(inflight))
         fd = take_lock(inflight, 10.0)
+    if ended:  # a command KILLed mid-way ran no trap: its scratch dirs (the place script's) go with it
+        for left in glob.glob(os.path.join(os.path.dirname(inflight), "verify.*")):
+            shutil.rmtree(left, ignore_errors=True)
     # A record write in flight may have replaced the marked record: mark the final one again.
     mark(record_path, session_id, by)
     try:

@@ -203,7 +203,11 @@ def test_cli_variant_sigkill_during_weight_loading_host_restores_itself(toy):
 
 
 def _cut_link(testbed, up: bool, host: str = "gpu-a") -> None:
-    netns = next(h.netns for h in testbed.hosts if h.name == host)
+    from workbench.testbed import testbed as tb
+
+    # The session's state was read before gpu-c joined (the containers fixture adds it): read it again.
+    state = tb.load() or testbed
+    netns = next(h.netns for h in state.hosts if h.name == host)
     subprocess.run(["ip", "netns", "exec", netns, "ip", "link", "set", "eth0", "up" if up else "down"], check=True)
 
 
