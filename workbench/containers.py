@@ -217,16 +217,22 @@ def parse_log_line(line: str, unit: str) -> Entry | None:
     return Entry(usec=usec, message=message, pid=None, unit=unit, invocation=None, manager=False)
 
 
-def start_boundaries(events_jsonl: str) -> list[int]:
-    """µs times of the ``init`` events (each start's first event, before its first line), sorted."""
+def events(events_jsonl: str) -> list[dict[str, Any]]:
+    """The records of ``podman events --format json`` output that have a time; other lines skipped."""
     out = []
     for line in events_jsonl.splitlines():
         try:
             ev = json.loads(line)
         except ValueError:
             continue
-        if str(ev.get("Status", "")).lower() == "init":
-            out.append(parse_time(str(ev.get("Time", ""))))
+        if isinstance(ev, dict) and ev.get("Time"):
+            out.append(ev)
+    return out
+
+
+def start_boundaries(events_jsonl: str) -> list[int]:
+    """µs times of the ``init`` events (each start's first event, before its first line), sorted."""
+    out = [parse_time(str(ev["Time"])) for ev in events(events_jsonl) if str(ev.get("Status", "")).lower() == "init"]
     return sorted(t for t in out if t)
 
 

@@ -15,7 +15,6 @@ Pure functions over captured output; the fetch is :meth:`ContainerServices.journ
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,21 +50,9 @@ class Start:
     exit_code: int | None
 
 
-def _events(events_jsonl: str) -> list[dict[str, Any]]:
-    out = []
-    for line in events_jsonl.splitlines():
-        try:
-            ev = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(ev, dict) and ev.get("Time"):
-            out.append(ev)
-    return out
-
-
 def starts(events_jsonl: str, info: ct.ContainerInfo | None) -> list[Start]:
     """The container's starts, oldest first, from its events (and inspect for the current one)."""
-    evs = sorted(((ct.parse_time(str(e["Time"])), str(e.get("Status", "")).lower(), e) for e in _events(events_jsonl)),
+    evs = sorted(((ct.parse_time(str(e["Time"])), str(e.get("Status", "")).lower(), e) for e in ct.events(events_jsonl)),
                  key=lambda x: x[0])
     inits = [t for t, status, _ in evs if status == "init" and t]
     cid = info.id if info is not None else next((str(e.get("ID", "")) for _, _, e in evs if e.get("ID")), "")
