@@ -209,18 +209,28 @@ def _variant_a(s: HostSession, host: Host, p: ABParams, hr: _HostRun, tell: Call
         hr.arms["A"] = {"unit": trial.variant, "started": True, "start": _start_words(trial.outcome)}
         if not trial.outcome.ok:
             raise _ArmFailed(f"A ({describe_edits(a_edits)}) does not start: {trial.outcome.describe()}")
-        argv = exec_argv(trial.unit_text, trial.variant)
-        shape = hr.shapes["A"] = measure.with_model(measure.server_shape(argv), host, argv, p)
-        tell(f"{hr.host}: sweeping A, c={p.concurrency} x {hr.repeats}")
-        series: list[pd.DataFrame] = []
-        _keep(hr, "A", measure.sweep_unit(host, shape.port, p, {"variant": f"A: {describe_edits(a_edits)}"},
-                                          repeats=hr.repeats, series=series), series)
+        shape = _shape(host, p, hr, "A", exec_argv(trial.unit_text, trial.variant))
+        _measure(host, p, hr, "A", shape, f"A: {describe_edits(a_edits)}", tell)
+
+
+def _shape(host: Host, p: ABParams, hr: _HostRun, arm: str, argv: list[str]) -> measure.ServerShape:
+    """The arm's server shape from its command line (and the model), kept for the result."""
+    shape = hr.shapes[arm] = measure.with_model(measure.server_shape(argv), host, argv, p)
+    return shape
+
+
+def _measure(host: Host, p: ABParams, hr: _HostRun, arm: str, shape: measure.ServerShape, label: str,
+             tell: Callable[[str], None]) -> None:
+    """Sweep one serving arm and keep what it measured."""
+    tell(f"{hr.host}: sweeping {arm}, c={p.concurrency} x {hr.repeats}")
+    series: list[pd.DataFrame] = []
+    _keep(hr, arm, measure.sweep_unit(host, shape.port, p, {"variant": label}, repeats=hr.repeats, series=series),
+          series)
 
 
 def _base_a(s: HostSession, host: Host, p: ABParams, hr: _HostRun, text: str, tell: Callable[[str], None]) -> None:
     """Arm A as the base itself: measured as found when serving, else started."""
-    argv = exec_argv(text, p.base_unit)
-    shape = hr.shapes["A"] = measure.with_model(measure.server_shape(argv), host, argv, p)
+    shape = _shape(host, p, hr, "A", exec_argv(text, p.base_unit))
     st = s.svc.status(p.base_unit)
     if st.running:
         out = watch_start(s.svc, p.base_unit, start=False, health_path=p.health_path, timeout=min(p.start_timeout, 120))
@@ -235,10 +245,7 @@ def _base_a(s: HostSession, host: Host, p: ABParams, hr: _HostRun, text: str, te
     hr.arms["A"] = {"unit": p.base_unit, "started": started, "start": _start_words(out) if started else None}
     if not out.ok:
         raise _ArmFailed(f"A ({p.base_unit}) is not serving: {out.describe()}")
-    tell(f"{hr.host}: sweeping A, c={p.concurrency} x {hr.repeats}")
-    series: list[pd.DataFrame] = []
-    _keep(hr, "A", measure.sweep_unit(host, shape.port, p, {"variant": "A: base"}, repeats=hr.repeats,
-                                      series=series), series)
+    _measure(host, p, hr, "A", shape, "A: base", tell)
 
 
 def _arm_b(s: HostSession, host: Host, p: ABParams, hr: _HostRun, edits: list[tuple[str, Any]],
@@ -260,12 +267,8 @@ def _arm_b(s: HostSession, host: Host, p: ABParams, hr: _HostRun, edits: list[tu
                               "signature": info["signature"]}
             tell(f"{hr.host}: B did not start: {trial.outcome.describe()}")
         else:
-            argv = exec_argv(trial.unit_text, trial.variant)
-            shape_b = hr.shapes["B"] = measure.with_model(measure.server_shape(argv), host, argv, p)
-            tell(f"{hr.host}: sweeping B, c={p.concurrency} x {hr.repeats}")
-            series: list[pd.DataFrame] = []
-            _keep(hr, "B", measure.sweep_unit(host, shape_b.port, p, {"variant": f"B: {describe_edits(edits)}"},
-                                              repeats=hr.repeats, series=series), series)
+            shape = _shape(host, p, hr, "B", exec_argv(trial.unit_text, trial.variant))
+            _measure(host, p, hr, "B", shape, f"B: {describe_edits(edits)}", tell)
 
 
 # -- the run ------------------------------------------------------------------------------------
