@@ -56,7 +56,7 @@ hooks: venv
 	$(VENV)/bin/pre-commit install
 
 test: venv sysdeps lint vllm-env
-	@set +e; $(VENV)/bin/pytest $(PYTEST_ARGS); rc=$$?; \
+	@set +e; $(VENV)/bin/pytest --durations=40 $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
 
 unit: venv

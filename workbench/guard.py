@@ -119,8 +119,8 @@ class Guard:
 
     def _feed(self) -> None:
         while not self._stop.wait(self.beat_s):
-            try:
-                if self.host.run(["touch", "--", self.paths.beat], timeout=self.beat_s * 3).ok:
+            try:  # -c: a touch still on its way when the session removed the file must not bring it back
+                if self.host.run(["touch", "-c", "--", self.paths.beat], timeout=self.beat_s * 3).ok:
                     self.last_beat = time.monotonic()
             except Exception:  # a stall: the guard takes over once the beat is stale
                 continue
@@ -138,6 +138,8 @@ class Guard:
     def disarm(self) -> None:
         """Stop the heartbeat and the guard (after the session's own restore)."""
         self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=self.beat_s * 3 + 5)  # its last touch has landed or timed out
         if not self.armed:
             return
         self.host.run(self.svc.guard_stop_argv(self.paths.name), timeout=30, check=True)

@@ -187,3 +187,29 @@ def test_compose_bad_input_is_refused_before_anything_is_created(host_c) -> None
         svc.run_service(load(COMPOSE, env=_compose_env("30000")))
     assert set(svc.names()) == names
     _as_found(host_c, before)
+
+
+def test_a_container_whose_monitor_died_is_a_clear_error_naming_podmans_stuck_state(host_c) -> None:
+    """podman before 5.1: a container whose conmon was killed (it lived in a unit's cgroup that
+    ended) is stuck in 'stopping' after ``podman stop``; starting it says so and what to do."""
+    import uuid
+
+    from workbench.errors import ServiceError
+
+    name, unit = f"wb-stuck-{uuid.uuid4().hex[:8]}", f"wb-stuck-{uuid.uuid4().hex[:8]}.service"
+    host_c.run(["podman", "create", "--name", name, "--network", "host", "--entrypoint", "sleep", IMAGE, "600"],
+               check=True)
+    try:
+        # started from a transient unit: conmon lands in the unit's cgroup, and dies with it
+        host_c.run(["systemd-run", f"--unit={unit}", "-pType=oneshot", "-pRemainAfterExit=yes", "--quiet",
+                    "podman", "start", name], check=True, timeout=60)
+        host_c.run(["sh", "-c", f"systemctl kill -s KILL {unit}; systemctl stop {unit}"], timeout=60)
+        host_c.run(["podman", "stop", "-t", "1", name], timeout=60)
+        svc = ContainerServices(host_c)
+        if svc.info(name).status != "stopping":
+            pytest.skip(f"this podman moved the container on ({svc.info(name).status}): the bug is fixed here")
+        with pytest.raises(ServiceError, match="stuck in podman's 'stopping' state") as err:
+            svc.start(name)
+        assert f"podman rm -f {name}" in str(err.value)
+    finally:
+        host_c.run(["sh", "-c", f"systemctl stop {unit} 2>/dev/null; podman rm -f -t 1 {name}"], timeout=60)

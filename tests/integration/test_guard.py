@@ -32,23 +32,30 @@ ROOT = Path(__file__).parents[2]
 # its last heartbeat), then the toy variant stopped and the base restarted (a few seconds).
 BOUND_KILLED = 15.0
 BOUND_CUT = STALE_S + POLL_S + 15.0
+# What the guard and the fence leave in the state dir: named, so a failure says what was left.
+LEFT = ("echo left:$(ls /run/workbench 2>/dev/null | grep -e hostguard -e beat -e inflight -e verify "
+        "| tr '\\n' ,)")
 STATE_SCRIPT = (
     f"systemctl is-active {BASE}; "
     "grep -l '^X-WorkbenchVariantOf=' /run/systemd/system/*.service 2>/dev/null | wc -l; "
     "systemctl list-units --all --plain --no-legend 'toy-wb-*' | wc -l; "
     "test -e /run/workbench/session.json && echo record || echo no-record; "
     f"sha256sum /etc/systemd/system/{BASE} | cut -c1-64; "
-    "systemctl list-units --plain --no-legend 'workbench-guard-*' | grep -c running || true; "
-    "ls /run/workbench 2>/dev/null | grep -c -e hostguard -e beat -e inflight -e verify || true"  # nothing left
+    "systemctl list-units --all --plain --no-legend 'workbench-guard-*' | wc -l; "  # ended, not ending
+    + LEFT
 )
 # The container backend on gpu-c (podman): the base container running, no variant container.
 C_BASE = "sglang-k26-ddtree"
 C_STATE_SCRIPT = (
     f"podman container inspect --format '{{{{.State.Running}}}}' {C_BASE}; "
+    # running as podman says *and* its process alive: a base the guard started from its own unit
+    # was killed with that unit, while podman still said running
+    f"kill -0 \"$(podman container inspect --format '{{{{.State.Pid}}}}' {C_BASE})\" 2>/dev/null "
+    "&& echo alive || echo dead; "
     "podman ps -a --filter label=workbench.variant-of --format '{{.Names}}' | wc -l; "
     "test -e /run/workbench/session.json && echo record || echo no-record; "
-    "systemctl list-units --plain --no-legend 'workbench-guard-*' | grep -c running || true; "
-    "ls /run/workbench 2>/dev/null | grep -c -e hostguard -e beat -e inflight -e verify || true"
+    "systemctl list-units --all --plain --no-legend 'workbench-guard-*' | wc -l; "  # ended, not ending
+    + LEFT
 )
 
 
@@ -65,7 +72,7 @@ def host_state(ssh_config: str) -> list[str]:
 def found_state() -> list[str]:
     import hashlib
 
-    return ["active", "0", "0", "no-record", hashlib.sha256(BASE_TEXT.encode()).hexdigest(), "0", "0"]
+    return ["active", "0", "0", "no-record", hashlib.sha256(BASE_TEXT.encode()).hexdigest(), "0", "left:"]
 
 
 @dataclass
@@ -131,7 +138,7 @@ def bed(request) -> Bed:
     hc = request.getfixturevalue("host_c")
     hc.run(["podman", "start", C_BASE], check=True)  # found running (another test may have left it so)
     return Bed("container", str(hc.ssh_config_path), "gpu-c", C_BASE, {"--enable-nccl-nvls": True, "--tp-size": "8"},
-               "weight_loading", C_STATE_SCRIPT, ["true", "0", "no-record", "0", "0"], hc)
+               "weight_loading", C_STATE_SCRIPT, ["true", "alive", "0", "no-record", "0", "left:"], hc)
 
 
 def wait_as_found(ssh_config: str, since: float, bound: float) -> float:

@@ -295,7 +295,7 @@ def test_an_unknown_unit_is_an_error(svc, testbed):
 def test_the_text_path_reads_what_the_export_path_reads(svc, unit):
     """Stream lines as short-unix text (the default) and all through -o export give the same frame:
     bytes, ANSI, a LineMax split, a <3> prefix, a syslog line, PID 1's lines; the cursor continues."""
-    script = ("python3 /opt/jtest/emit.py mixed; echo '<3>prefixed error'; logger -t wbtest via-syslog; "
+    script = ("python3 /opt/jtest/emit.py mixed; echo '<3>prefixed error'; python3 /opt/jtest/emit.py syslog; "
               "python3 /opt/jtest/emit.py traceback 12")
     run(svc, unit, command=["sh", "-c", script])
     text = journal_read.read(svc, unit, invocation="last")

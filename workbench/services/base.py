@@ -126,6 +126,10 @@ class Services(Protocol):
 
     def guard_alive_argv(self, name: str) -> list[str]: ...
 
+    # ``argv`` run so that what it leaves running (a container's monitor) lives outside the
+    # caller's own group: the guard's end must not take down the base it restarted.
+    def outlive_argv(self, argv: list[str]) -> list[str]: ...
+
 
 # The guard as a detached process in its own session (hosts without systemd): its PID in
 # ``state_dir/NAME.pid``, its output in ``state_dir/NAME.log``; stopped only if that PID is still

@@ -190,6 +190,11 @@ class ContainerServices:
             return self.status(name)
         self._stopped.discard(name)
         rc, _, err = self._rt("start", "--", name, timeout=120)
+        if rc != 0 and info.status == "stopping":  # podman < 5.1 (#19629): no command moves it on
+            raise ServiceError(f"{self.host.name}: {name} is stuck in podman's 'stopping' state (its monitor, conmon, "
+                               "died without recording the exit: podman before 5.1 cannot start, stop or restart "
+                               f"it); `{self.runtime} rm -f {name}` and create it again from its definition "
+                               f"(`{self.runtime} inspect {name}`, Config.CreateCommand)", host=self.host.name, unit=name)
         if rc != 0:
             raise ServiceError(f"{self.host.name}: {self.runtime} start {name} failed: {err.strip()[-400:]}",
                                host=self.host.name, unit=name)
@@ -341,6 +346,9 @@ class ContainerServices:
 
     def guard_alive_argv(self, name: str) -> list[str]:
         return detached_guard_alive_argv(self.state_dir, name)
+
+    def outlive_argv(self, argv: list[str]) -> list[str]:
+        return argv  # the detached guard's children outlive it: it is stopped by its PID alone
 
     def variant_files(self) -> dict[str, str]:
         """Variant containers on the host: name -> base (by their label)."""
@@ -576,7 +584,9 @@ class WithContainers:
         return self._variant_backend(name).remove_variant_argv(name)
 
     def start_argv(self, unit: str) -> list[str]:
-        return self.backend(unit).start_argv(unit)
+        if self._is_container(unit):  # the guard runs it from its own unit: the container must outlive that
+            return self.units_backend.outlive_argv(self.containers.start_argv(unit))
+        return self.units_backend.start_argv(unit)
 
     def stop_argv(self, unit: str) -> list[str]:
         return self.backend(unit).stop_argv(unit)
@@ -592,6 +602,9 @@ class WithContainers:
 
     def guard_alive_argv(self, name: str) -> list[str]:
         return self.units_backend.guard_alive_argv(name)
+
+    def outlive_argv(self, argv: list[str]) -> list[str]:
+        return self.units_backend.outlive_argv(argv)
 
     def container_of(self, unit: str) -> ContainerServices | None:
         return self.containers if self._is_container(unit) else None

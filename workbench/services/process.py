@@ -245,6 +245,9 @@ class ProcessServices:
     def guard_alive_argv(self, name: str) -> list[str]:
         return detached_guard_alive_argv(self.state_dir, name)
 
+    def outlive_argv(self, argv: list[str]) -> list[str]:
+        return argv  # the detached guard's children outlive it: it is stopped by its PID alone
+
     # -- journal: the supervisor's JSON log, one file per unit -----------
     def log_path(self, unit: str) -> str:
         return f"{self.root}/state/{_check_unit(unit)}.log"

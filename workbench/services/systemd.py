@@ -219,6 +219,12 @@ class SystemdServices:
     def guard_alive_argv(self, name: str) -> list[str]:
         return ["systemctl", "is-active", "--quiet", "--", _check_unit(name)]
 
+    def outlive_argv(self, argv: list[str]) -> list[str]:
+        # A scope of its own: a container's conmon started from the guard's transient unit stayed
+        # in that unit's cgroup (podman's cgroupfs manager) and was killed when the guard ended.
+        return ["systemd-run", "--scope", "--collect", "--quiet",
+                "--property=Description=started by workbench (kept apart from the caller's unit)", "--", *argv]
+
     def daemon_reload(self) -> None:
         self.host.run(["systemctl", "daemon-reload"], timeout=120, check=True)
 
