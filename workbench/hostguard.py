@@ -314,6 +314,7 @@ def main(argv=None):
         record = load(args.record)
         if record is None or record.get("id") != args.id:
             log("the session's record is gone (restored by its controller or a later session): nothing to do")
+            leave(args)  # the lock is ours now: leave it, and our files, as a holder does
             return 0
         write_json(args.owner, {"purpose": f"guard restoring session {args.id}", "pid": os.getpid(),
                                 "since": time.strftime("%Y-%m-%d %H:%M:%S %Z")})
@@ -330,18 +331,23 @@ def main(argv=None):
                 os.unlink(args.owner)
             except OSError:
                 pass
-            me = os.path.abspath(__file__)  # shipped next to the record: nothing of the guard stays behind
-            ours = os.path.dirname(me) == os.path.dirname(os.path.abspath(args.record))
-            for path in (args.beat, me, args.lock) if ours else (args.beat, args.lock):
-                try:
-                    os.unlink(path)  # the session lock too: still ours (fd held), as a holder leaves it
-                except OSError:
-                    pass
-            try:
-                os.rmdir(os.path.dirname(os.path.abspath(args.record)))  # only when empty
-            except OSError:
-                pass
+            leave(args)
         return 0 if ok else 1
+
+
+def leave(args) -> None:
+    """Remove the guard's files and the session lock (held by us), and the state dir when empty."""
+    me = os.path.abspath(__file__)  # shipped next to the record: nothing of the guard stays behind
+    ours = os.path.dirname(me) == os.path.dirname(os.path.abspath(args.record))
+    for path in (args.beat, me, args.lock) if ours else (args.beat, args.lock):
+        try:
+            os.unlink(path)  # the session lock too: still ours (fd held), as a holder leaves it
+        except OSError:
+            pass
+    try:
+        os.rmdir(os.path.dirname(os.path.abspath(args.record)))  # only when empty
+    except OSError:
+        pass
 
 
 if __name__ == "__main__":
