@@ -5,12 +5,13 @@ restored), reads the invocation's whole log, and lets
 :mod:`workbench.tracebacks` name the failure.  Trials are keyed for reuse by
 (host, host fingerprint, base unit text, edits).
 
-The **phase** of a failure comes from the start's timeline first (what the watch saw: the phase
-the log was in when the failure began, else the last phase it entered), from the root cause's
-frames only where the timeline names no startup phase, and is never ``serving`` unless the log
-declared the server ready (a scheduler-loop frame before readiness is the warmup request);
-``unknown`` only when neither tells.  The **signature** a bisect keys on is exception type +
-normalised message + phase, in words (``signature``) and as a short id (``signature_id``):
+The **phase** of a failure is named by :func:`failure_phase`, the one precedence every runbook
+(bisect, factorial, A/B, sweep, on a host, a deployment or a Slurm cluster) uses: the phase the
+root cause was raised in when its traceback (frames, else its own words) names one, else the
+start's timeline (the phase the log was in when the failure began, else the last it entered);
+never ``serving`` unless the log declared the server ready (a scheduler-loop frame before
+readiness is the warmup request); ``unknown`` only when neither tells.  The **signature** a
+bisect keys on is exception type + normalised message + phase, in words (``signature``) and as a short id (``signature_id``):
 the same exception in ``cuda_graph_capture`` and in ``warmup`` are two signatures,
 :func:`related` pairs them.
 """
@@ -84,16 +85,27 @@ STARTUP_PHASES = PHASES[:5]  # nccl_init .. warmup: the phases of a start before
 
 
 def failure_phase(timeline_phase: str | None, frames_phase: str | None, *, ready_seen: bool = False) -> str:
-    """The phase a failed start died in: the timeline's, else the frames', never ``serving`` before readiness."""
-    if timeline_phase in STARTUP_PHASES or (timeline_phase == "serving" and ready_seen):
-        return str(timeline_phase)
-    if frames_phase in STARTUP_PHASES:
-        return str(frames_phase)
-    if frames_phase == "serving" or timeline_phase == "serving":
-        return "serving" if ready_seen else "warmup"  # the scheduler loop before ready serves the warmup request
-    if timeline_phase and timeline_phase != "unknown":
-        return timeline_phase  # startup_other: between the named steps
-    return "unknown"
+    """The phase a failed start died in: the root cause's where it names a step, else the timeline's.
+
+    ``frames_phase`` is the root cause's phase (:func:`classify`: its frames, else its words); it
+    wins because it says where the error was raised, while the timeline says how far the log had
+    got, and on a multi-rank server the ranks that log progress are not always the one that broke
+    (a lagging rank still loading weights while rank 0 captures graphs).  ``startup_other`` from
+    either is used only when neither names a step; ``serving`` becomes ``warmup`` before readiness.
+    """
+    for phase in (frames_phase, timeline_phase):
+        if phase in STARTUP_PHASES:
+            return str(phase)
+        if phase == "serving":
+            return "serving" if ready_seen else "warmup"  # the scheduler loop before ready serves the warmup
+    return "startup_other" if "startup_other" in (frames_phase, timeline_phase) else "unknown"
+
+
+def start_failure_phase(out: Any, frames_phase: str | None) -> str:
+    """:func:`failure_phase` of a watched start (:class:`workbench.watch.Outcome`) whose root cause
+    was in ``frames_phase``: the timeline and readiness are the watch's."""
+    timeline_phase, ready_seen = _timeline_phase(out)
+    return failure_phase(timeline_phase, frames_phase, ready_seen=ready_seen)
 
 
 def signature_of(exception_type: str | None, message: str | None, phase: str) -> tuple[str, str]:
@@ -190,9 +202,8 @@ def run_trial(
         text = invocation_text(session.svc, trial.variant, out.invocation_id) if out.invocation_id else ""
         text = text or "\n".join(out.tail)
         info = classify(text)
-        timeline_phase, ready_seen = _timeline_phase(out)
         info["frames_phase"] = info["phase"]
-        info["phase"] = failure_phase(timeline_phase, info["phase"], ready_seen=ready_seen)
+        info["phase"] = start_failure_phase(out, info["phase"])
         if info["signature"] is None:
             # No traceback and no telling log line: the exit itself is the failure.
             how = f"signal {trial.exit_status}" if trial.exit_code == "killed" else f"exit {trial.exit_status}"

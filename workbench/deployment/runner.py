@@ -203,9 +203,11 @@ def deployment_record(dep: Deployment, session: DeploymentSession, trial: Deploy
         frames = {}
     cause = first_failure(frames, offsets) if frames else None
     if cause is not None:
+        # the head's timeline is evidence for a root cause on the head; a worker's stands on its own
+        # unless it names no phase at all (then the head's timeline is all there is)
         phase = failure_phase(out.phase if cause.node == dep.head.label else None, cause.phase)
         if phase == "unknown":
-            phase = out.phase
+            phase = failure_phase(out.phase, None)
         rec.exception_type, rec.message, rec.phase, rec.ranks = cause.exception_type, cause.message, phase, [cause.rank]
         rec.frames_phase = cause.phase
         rec.root_cause_kind = "exception" if cause.exception_type else "log"

@@ -79,7 +79,7 @@ from workbench.runbooks.skeleton import RunbookRun
 from workbench.runs import Run
 from workbench.services import exec_argv
 from workbench.session import HostSession
-from workbench.trials import classify
+from workbench.trials import classify, start_failure_phase
 from workbench.unitfile import UnitFile, split_environment
 from workbench.variants import describe_edits, normalize_edits
 from workbench.watch import Outcome, watch_start
@@ -263,7 +263,7 @@ def _arm_b(s: HostSession, host: Host, p: ABParams, hr: _HostRun, edits: list[tu
             log = (invocation_text(s.svc, trial.variant, inv) if inv else "") or "\n".join(trial.outcome.tail)
             info = classify(log)
             arm["failure"] = {"exception_type": info["exception_type"], "message": info["message"] or trial.outcome.reason,
-                              "phase": info["phase"] if info["phase"] not in (None, "unknown") else trial.outcome.phase,
+                              "phase": start_failure_phase(trial.outcome, info["phase"]),
                               "signature": info["signature"]}
             tell(f"{hr.host}: B did not start: {trial.outcome.describe()}")
         else:

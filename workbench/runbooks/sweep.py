@@ -53,7 +53,7 @@ from workbench.runbooks.skeleton import RunbookRun
 from workbench.runs import Run
 from workbench.services import exec_argv
 from workbench.session import HostSession
-from workbench.trials import classify
+from workbench.trials import classify, start_failure_phase
 from workbench.variants import describe_edits
 
 
@@ -170,7 +170,7 @@ def _config(rr: RunbookRun, s: HostSession, host: Host, params: SweepParams, i: 
             inv = out.invocation_id
             log = (invocation_text(s.svc, trial.variant, inv) if inv else "") or "\n".join(out.tail)
             info = classify(log)
-            phase = out.phase if out.phase not in (None, "unknown", "serving") else info["phase"]
+            phase = start_failure_phase(out, info["phase"])
             row.update(outcome=out.outcome, signature=info["signature"], exception_type=info["exception_type"],
                        phase=phase, reason=(info["message"] or out.reason or "")[:300])
             rr.tell(f"    did not start: {info['exception_type'] or out.outcome} in {phase}")

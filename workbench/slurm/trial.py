@@ -32,7 +32,7 @@ from workbench.phases import PhaseTracker, PhaseTransition
 from workbench.slurm.cluster import SlurmCluster
 from workbench.slurm.facts import JobInfo
 from workbench.slurm.script import JobScript
-from workbench.trials import TrialRecord, classify, unit_hash
+from workbench.trials import TrialRecord, classify, failure_phase, unit_hash
 from workbench.variants import EditValue, edits_key, normalize_edits
 
 POLL_S = 1.0  # how often the scheduler is asked about the job while its log is quiet
@@ -249,9 +249,7 @@ def run_job_trial(
         trial.exception_type, trial.message = got["exception_type"], got["message"]
         trial.ranks, trial.where = list(got.get("ranks") or []), str(got.get("where") or "")
         trial.signature = got["signature"] or f"job:{info.state}:exit {info.exit_status}"
-        # The log's last phase first; frames only where the log entered none; never serving.
-        phase = tracker.phase if tracker.phase not in ("unknown", "serving") else got["phase"]
-        trial.phase = phase if phase not in (None, "serving") else "unknown"
+        trial.phase = failure_phase(tracker.phase, got["phase"], ready_seen=tracker.ready)
         trial.log_excerpt = "\n".join(text.splitlines()[-80:])
     emit("done", f"job {job_id}: {trial.outcome} in {trial.phase}")
     return trial
