@@ -269,3 +269,20 @@ def names(inventory: Inventory | None = None, configs: ConfigSet | None = None) 
     out += [a for a in (configs or ssh_configs(inventory=inv)).aliases() if a not in out]
     return out
 
+
+
+def require_known(hosts: Sequence[str], *, ssh_config: str | os.PathLike[str] | None = None, what: str = "") -> None:
+    """Refuse, before anything connects, a host that neither the inventory nor the ssh_config names.
+
+    Known: ``local``/``localhost``, an inventory entry, or a ``Host`` line of the ssh_config in use
+    (:func:`ssh_configs`) other than a bare ``*``.  The :class:`ConfigError` names the unknown
+    hosts, where it looked and the valid names.  ``what`` prefixes the message (``deployment X: ``)."""
+    inv = load()
+    configs = ssh_configs(ssh_config, inv)
+    unknown = [h for h in hosts if h not in ("local", "localhost") and h not in inv.hosts and not configs.knows(h)]
+    if unknown:
+        known = names(inv, configs)
+        valid = ", ".join(known[:20]) + (f" and {len(known) - 20} more" if len(known) > 20 else "") or "none"
+        raise ConfigError(f"{what}{', '.join(unknown)}: no inventory entry or ssh_config Host names "
+                          f"{'it' if len(unknown) == 1 else 'them'} (ssh_config: {configs.describe()}; "
+                          f"inventory: {', '.join(inv.sources) or 'none'}); valid hosts: {valid}")

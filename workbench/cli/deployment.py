@@ -114,8 +114,12 @@ def resolve(host_spec: str, unit: str | None, *, ssh_config: str | None = None,
 
 @contextmanager
 def connected(dep: Deployment, ssh_config: str | None) -> Iterator[dict[str, Host]]:
+    """Every node's host, closed on the way out; a node no inventory or ssh_config names is a
+    :class:`ConfigError` (exit 2) before any node is reached."""
     from workbench.hosts import connect
+    from workbench.inventory import require_known
 
+    require_known(dep.hosts, ssh_config=ssh_config, what=f"deployment {dep.name}: ")
     hosts: dict[str, Host] = {}
     try:
         for h in dep.hosts:

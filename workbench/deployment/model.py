@@ -168,6 +168,11 @@ def find_deployment(deployments: dict[str, Deployment], key: str, hosts: tuple[s
                and (not hosts or set(hosts) == set(d.hosts))]
     if len(matches) == 1:
         return matches[0]
+    using = [d for d in deployments.values() if key in {n.unit for n in d.nodes}]
+    if hosts and using and not matches:  # the unit is a deployment's, the host list is not its nodes
+        said = "; ".join(f"{d.name} on {', '.join(d.hosts)} ({len(d.nodes)} nodes)" for d in using)
+        raise ConfigError(f"{key} is the unit of {said}, not of {', '.join(hosts)} ({len(hosts)} hosts): "
+                          "give exactly its nodes, or the deployment's name")
     known = ", ".join(sorted(deployments)) or "none"
     raise ConfigError(f"no single deployment matches {key!r}{' on ' + ','.join(hosts) if hosts else ''} "
                       f"(known: {known})")

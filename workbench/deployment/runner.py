@@ -33,6 +33,7 @@ from workbench.deployment.model import Deployment, default_path, load_deployment
 from workbench.errors import ConfigError, WorkbenchError
 from workbench.fleet import Fleet, HostReport, run_many
 from workbench.hosts import Host
+from workbench.inventory import require_known
 from workbench.session import HostSession
 from workbench.trials import TrialRecord, failure_phase, host_fingerprint, signature_of, unit_hash
 from workbench.variants import EditValue, edits_key
@@ -77,6 +78,7 @@ def deployment_for(hosts: Sequence[str], base_unit: str, *, ssh_config: str | No
     using = [d for d in deps.values() if unit in {n.unit for n in d.nodes}]
     exact = [d for d in using if set(d.hosts) == set(hosts)]
     if len(exact) == 1:
+        require_known(exact[0].hosts, ssh_config=ssh_config, what=f"deployment {exact[0].name}: ")
         return exact[0]
     if using:
         d = using[0]

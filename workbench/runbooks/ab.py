@@ -72,7 +72,7 @@ from workbench.runbooks.abverdict import (
     speedups,
     split_repeats,
 )
-from workbench.runbooks.hostlist import expand_param
+from workbench.runbooks.hostlist import check_deployment, expand_param
 from workbench.runbooks.params import EditJSON, Edits, RunbookParams
 from workbench.runbooks.schemas import ABResult
 from workbench.runbooks.skeleton import RunbookRun
@@ -128,6 +128,7 @@ class ABParams(measure.LoadParams, _Target):
             raise ValueError("repeats: an interval needs at least 2 repeats per arm")
         if self.repeats < len(self.hosts):
             raise ValueError(f"repeats ({self.repeats}) must be >= the number of hosts ({len(self.hosts)})")
+        check_deployment(self.hosts, self.base_unit, self.ssh_config)
         return self
 
 

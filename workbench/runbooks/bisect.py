@@ -44,7 +44,7 @@ from workbench.errors import ConfigError
 from workbench.fleet import HostReport
 from workbench.provenance import collect as collect_provenance
 from workbench.redact import Redactor, clip
-from workbench.runbooks.hostlist import expand_param
+from workbench.runbooks.hostlist import check_deployment, expand_param
 from workbench.runbooks.outcome import CAUGHT_KINDS
 from workbench.runbooks.params import Edits, RunbookParams
 from workbench.runbooks.schemas import BisectResult
@@ -96,6 +96,7 @@ class BisectParams(RunbookParams):
             if not self.hosts:
                 raise ValueError("host: give a host (or hosts)")
             self.host = self.hosts[0]
+        check_deployment(self.hosts or [self.host], self.base_unit, self.ssh_config)
         return self
 
 

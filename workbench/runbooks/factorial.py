@@ -21,14 +21,14 @@ import itertools
 from typing import Any
 
 import pandas as pd
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from workbench.deployment.runner import run_combinations
 from workbench.errors import ConfigError
 from workbench.fleet import Subset
 from workbench.hosts import Host
 from workbench.provenance import collect as collect_provenance
-from workbench.runbooks.hostlist import expand_param
+from workbench.runbooks.hostlist import check_deployment, expand_param
 from workbench.runbooks.params import Edits, RunbookParams
 from workbench.runbooks.schemas import FactorialResult
 from workbench.runbooks.skeleton import RunbookRun
@@ -59,6 +59,11 @@ class FactorialParams(RunbookParams):
     partition: str = Field("", description="slurm: sbatch --partition (empty: the cluster's default)")
     account: str = Field("", description="slurm: sbatch --account (empty: none)")
     qos: str = Field("", description="slurm: sbatch --qos (empty: none)")
+
+    @model_validator(mode="after")
+    def _deployment(self) -> FactorialParams:
+        check_deployment(self.hosts, self.base_unit, self.ssh_config)
+        return self
 
 
 def combinations(factors: Subset) -> list[Subset]:

@@ -29,3 +29,19 @@ def expand_param(value: Any) -> Any:
                     out.append(name)
         return out
     return value  # empty, or not strings: the field's own type check answers
+
+
+def check_deployment(hosts: list[str], base_unit: str, ssh_config: str) -> None:
+    """A deployment's unit on hosts that are not exactly its nodes, or a deployment with a node that
+    no inventory or ssh_config names, as a parameter error (``ValueError`` in a validator): refused
+    before the run starts, so ``workbench run`` exits 2 with nothing touched.  A Slurm cluster is
+    checked by its own runbook."""
+    if not hosts or not base_unit or any(is_cluster(h) for h in hosts):
+        return
+    from workbench.deployment.runner import deployment_for
+    from workbench.errors import ConfigError
+
+    try:
+        deployment_for(hosts, base_unit, ssh_config=ssh_config or None)
+    except ConfigError as exc:
+        raise ValueError(f"hosts: {exc}") from None

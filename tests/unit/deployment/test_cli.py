@@ -63,8 +63,8 @@ def test_a_broken_deployments_file_does_not_break_single_host_commands(files):
 
 
 @pytest.mark.parametrize(("hosts", "unit", "words"), [
-    ("gpu-a,gpu-c", "sglang-k26-2node.service", "no single deployment"),
-    ("three", "sglang-k26-2node.service", "no single deployment"),  # a group wider than the deployment
+    ("gpu-a,gpu-c", "sglang-k26-2node.service", "is the unit of k26-2node on gpu-a, gpu-b .2 nodes., not of gpu-a, gpu-c"),
+    ("three", "sglang-k26-2node.service", "is the unit of k26-2node"),  # a group wider than the deployment
     ("gpu-a,gpu-b", "sglang-k26-ddtree.service", "no single deployment"),  # not a deployment's unit
     ("gpu-a,gpu-c", "*", "0 deployments span these hosts"),
     ("@nogroup", "x", "unknown host group"),
@@ -115,4 +115,4 @@ def test_bad_deployment_commands_exit_2_before_any_host(files, argv, capsys):
 
 def test_tracebacks_on_several_hosts_without_a_deployment_is_a_usage_error(files, capsys):
     assert main(["tracebacks", "--host", "gpu-a,gpu-c", "--unit", "sglang-k26-2node.service"]) == 2
-    assert "no single deployment" in capsys.readouterr().err
+    assert "is the unit of k26-2node on gpu-a, gpu-b (2 nodes), not of gpu-a, gpu-c" in capsys.readouterr().err

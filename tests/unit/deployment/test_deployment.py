@@ -56,8 +56,10 @@ def test_find_by_name_or_unit_and_hosts(tmp_path):
     p.write_text(GOOD)
     deps = load_deployments(p)
     assert find_deployment(deps, "sglang-k26-2node.service", ("gpu-a", "gpu-b")).name == "k26-2node"
-    with pytest.raises(ConfigError, match="no single deployment"):
+    with pytest.raises(ConfigError, match=r"is the unit of k26-2node on gpu-a, gpu-b \(2 nodes\), not of gpu-a, gpu-c"):
         find_deployment(deps, "sglang-k26-2node.service", ("gpu-a", "gpu-c"))
+    with pytest.raises(ConfigError, match="no single deployment"):
+        find_deployment(deps, "sglang-other.service", ("gpu-a", "gpu-b"))
     with pytest.raises(ConfigError, match="cannot read deployments file"):
         load_deployments(tmp_path / "missing.toml")
 

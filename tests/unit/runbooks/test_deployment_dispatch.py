@@ -166,6 +166,6 @@ def test_ab_on_a_fleet_is_unchanged_and_a_lone_node_is_refused(deps, monkeypatch
     ab.run(_ab_params(tmp_path / "fleet", ["gpu-a", "gpu-b"], "sglang-k26-ddtree.service"), progress=lambda _: None)
     assert sorted(seen) == [("gpu-a", 1), ("gpu-b", 1)]
     seen.clear()
-    _run, result = ab.run(_ab_params(tmp_path / "lone", ["gpu-a", "gpu-c"]), progress=lambda _: None)
-    assert result["status"] == "failed" and "give hosts ['gpu-a', 'gpu-b']" in result["failure"]["message"]
+    with pytest.raises(ConfigError, match=r"give hosts \['gpu-a', 'gpu-b'\]"):  # refused as a parameter, before a run
+        _ab_params(tmp_path / "lone", ["gpu-a", "gpu-c"])
     assert seen == []
