@@ -99,6 +99,8 @@ class Guard:
     def arm(self) -> None:
         """Start the guard on the host; raises if it cannot be started (nothing was changed yet)."""
         if self.armed:
+            if self._thread is None:  # its heartbeat stopped for a restore: the session changes the host again
+                self._start_beat()
             return
         self.host.put((Path(__file__).parent / SCRIPT).read_bytes(), self.paths.script, 0o755)
         self.host.run(["touch", "--", self.paths.beat], timeout=30, check=True)
@@ -112,6 +114,9 @@ class Guard:
                              f"systemd-run or setsid on the host): {res.tail(3)}; nothing was changed",
                              host=self.host.name, result=res)
         self.armed = True
+        self._start_beat()
+
+    def _start_beat(self) -> None:
         self.last_beat = time.monotonic()
         self._stop.clear()
         self._thread = threading.Thread(target=self._feed, daemon=True, name=f"guard-beat-{self.host.name}")
@@ -135,11 +140,18 @@ class Guard:
         """Whether the guard on the host may have started restoring (the heartbeat went stale)."""
         return self.armed and self.silent_for > self.stale_s
 
-    def disarm(self) -> None:
-        """Stop the heartbeat and the guard (after the session's own restore)."""
+    def stop_beat(self) -> None:
+        """Stop feeding the heartbeat and wait for its last touch (landed or timed out): after this no
+        command of the session runs from another thread (a fenced one would make its in-flight lock
+        again after the restore removed it)."""
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(timeout=self.beat_s * 3 + 5)  # its last touch has landed or timed out
+            self._thread.join(timeout=self.beat_s * 3 + 5)
+            self._thread = None
+
+    def disarm(self) -> None:
+        """Stop the heartbeat and the guard (after the session's own restore)."""
+        self.stop_beat()
         if not self.armed:
             return
         self.host.run(self.svc.guard_stop_argv(self.paths.name), timeout=30, check=True)

@@ -502,6 +502,8 @@ class HostSession:
         if ended:
             actions.insert(0, f"ended {len(ended)} command(s) the dead session still ran on the host")
         beat = [str(self.record.guard["beat"])] if self.record.guard.get("beat") else []  # a leftover's guard
+        if self.guard is not None:
+            self.guard.stop_beat()  # its touch, fenced, would make the in-flight lock again after the rm
         self.host.run(["rm", "-f", "--", self.record_path, inflight.lock_path(self.svc.state_dir, self.record.id),
                        *beat], timeout=30, check=True)
         inflight.apply(self.host, None)

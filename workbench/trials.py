@@ -6,9 +6,9 @@ restored), reads the invocation's whole log, and lets
 (host, host fingerprint, base unit text, edits).
 
 The **phase** of a failure is named by :func:`failure_phase`, the one precedence every runbook
-(bisect, factorial, A/B, sweep, on a host, a deployment or a Slurm cluster) uses: the phase the
-root cause was raised in when its traceback (frames, else its own words) names one, else the
-start's timeline (the phase the log was in when the failure began, else the last it entered);
+(bisect, factorial, A/B, sweep, on a host, a deployment or a Slurm cluster) uses: the start's
+timeline (the phase the log was in when the failure began, else the last it entered), else the
+phase the root cause was raised in when its traceback (frames, else its own words) names one;
 never ``serving`` unless the log declared the server ready (a scheduler-loop frame before
 readiness is the warmup request); ``unknown`` only when neither tells.  The **signature** a
 bisect keys on is exception type + normalised message + phase, in words (``signature``) and as a short id (``signature_id``):
@@ -85,19 +85,22 @@ STARTUP_PHASES = PHASES[:5]  # nccl_init .. warmup: the phases of a start before
 
 
 def failure_phase(timeline_phase: str | None, frames_phase: str | None, *, ready_seen: bool = False) -> str:
-    """The phase a failed start died in: the root cause's where it names a step, else the timeline's.
+    """The phase a failed start died in: the timeline's where it names a step, else the root cause's.
 
-    ``frames_phase`` is the root cause's phase (:func:`classify`: its frames, else its words); it
-    wins because it says where the error was raised, while the timeline says how far the log had
-    got, and on a multi-rank server the ranks that log progress are not always the one that broke
-    (a lagging rank still loading weights while rank 0 captures graphs).  ``startup_other`` from
-    either is used only when neither names a step; ``serving`` becomes ``warmup`` before readiness.
+    The timeline is what the watch saw (the phase the log was in when the failure began, else the
+    last it entered): a start's steps come in order and a failure masks every later one, so where
+    the log was is the phase the failure belongs to, whichever frames the exception was raised
+    from (a CUBLAS error raised in a matmul helper during graph capture is a capture failure).
+    ``frames_phase`` (the root cause's: :func:`classify`, its frames, else its words) names it
+    only where the timeline names no step.  ``startup_other`` from either is used only when
+    neither names a step; ``serving`` becomes ``warmup`` before readiness (the scheduler loop
+    before ready serves the warmup request); ``unknown`` only when nothing tells.
     """
-    for phase in (frames_phase, timeline_phase):
+    for phase in (timeline_phase, frames_phase):
         if phase in STARTUP_PHASES:
             return str(phase)
         if phase == "serving":
-            return "serving" if ready_seen else "warmup"  # the scheduler loop before ready serves the warmup
+            return "serving" if ready_seen else "warmup"
     return "startup_other" if "startup_other" in (frames_phase, timeline_phase) else "unknown"
 
 

@@ -1,7 +1,7 @@
 """Every runbook names a failed start's phase by one precedence (:func:`workbench.trials.failure_phase`).
 
-The root cause's phase where its traceback names a step, else the watch's timeline, never ``serving``
-before the log said ready.  Each real log below is fed, as the watch would have seen the start, through
+The watch's timeline where it names a step, else the root cause's phase, never ``serving`` before the
+log said ready.  Each real log below is fed, as the watch would have seen the start, through
 the code path of the bisect/factorial trial, the A/B's arm B and the sweep's configuration; before the
 shared function the three disagreed on each of them (noted per case).
 """

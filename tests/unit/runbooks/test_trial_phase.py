@@ -1,5 +1,5 @@
-"""The phase and signature of a failed trial: the root cause's where it names a step, else the timeline's, never
-serving before ready."""
+"""The phase and signature of a failed trial: timeline first, frames where it names no step, never serving before
+ready."""
 
 from pathlib import Path
 
@@ -22,11 +22,12 @@ def test_a_warmup_failure_is_warmup_though_its_frames_say_serving():
 
 
 @pytest.mark.parametrize(("timeline", "frames", "ready", "want"), [
-    ("cuda_graph_capture", "weight_loading", False, "weight_loading"),  # the root cause wins (a lagging rank)
+    ("cuda_graph_capture", "weight_loading", False, "cuda_graph_capture"),  # the timeline wins (issue 16)
     ("unknown", "kv_cache_alloc", False, "kv_cache_alloc"),
     ("weight_loading", "unknown", False, "weight_loading"),  # the timeline where the root cause names nothing
     ("weight_loading", "startup_other", False, "weight_loading"),  # a named step beats "between the steps"
-    ("cuda_graph_capture", "serving", False, "warmup"),  # a scheduler-loop frame before ready: the warmup
+    ("cuda_graph_capture", "serving", False, "cuda_graph_capture"),
+    ("unknown", "serving", False, "warmup"),  # a scheduler-loop frame before ready: the warmup
     ("unknown", "startup_other", False, "startup_other"),
     (None, "serving", False, "warmup"),  # never serving before readiness
     ("serving", None, False, "warmup"),
