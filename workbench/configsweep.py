@@ -19,14 +19,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from workbench.bench.pareto import pareto_mask
 from workbench.errors import ConfigError
+from workbench.tinterval import mean_interval, t_quantile
 from workbench.variants import EditValue, normalize_edits
 
 MAX_CONFIGS = 64
-# Two-sided 95% Student-t quantiles t(0.975, df) for df = 1..30 (standard tables); beyond, 1.96.
-_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
-         2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
-         2.045, 2.042)
+
 
 Config = tuple[tuple[str, EditValue], ...]
 
@@ -73,9 +72,7 @@ def holds_culprit(config: Config, culprits: Sequence[Sequence[tuple[str, EditVal
 
 def t95(n: int) -> float:
     """The two-sided 95% t quantile for ``n`` repeats (``n - 1`` degrees of freedom)."""
-    if n < 2:
-        return math.nan
-    return _T975[n - 2] if n - 1 <= len(_T975) else 1.96
+    return t_quantile(0.975, n - 1) if n >= 2 else math.nan
 
 
 def mean_ci(values: Sequence[float]) -> tuple[float, float, float]:
@@ -84,24 +81,17 @@ def mean_ci(values: Sequence[float]) -> tuple[float, float, float]:
     if not xs:
         return math.nan, math.nan, math.nan
     m = sum(xs) / len(xs)
-    if len(xs) < 2:
-        return m, math.nan, math.nan
-    sd = math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
-    half = t95(len(xs)) * sd / math.sqrt(len(xs))
-    return m, m - half, m + half
+    sd = math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1)) if len(xs) > 1 else math.nan
+    return (m, *mean_interval(m, sd, len(xs)))
 
 
 def pareto_front(points: Sequence[Mapping[str, Any]], x: str = "tok_s_per_user", y: str = "tok_s_per_gpu") -> list[int]:
-    """Indices of the points not dominated on (``x``, ``y``), both to maximise; by ``x``."""
-    ok = [i for i, p in enumerate(points) if _num(p.get(x)) and _num(p.get(y))]
-    front = []
-    for i in ok:
-        pi = points[i]
-        dominated = any(points[j][x] >= pi[x] and points[j][y] >= pi[y] and
-                        (points[j][x] > pi[x] or points[j][y] > pi[y]) for j in ok if j != i)
-        if not dominated:
-            front.append(i)
-    return sorted(front, key=lambda i: points[i][x])
+    """Indices of the points not dominated on (``x``, ``y``), both to maximise, by ``x``
+    (:func:`workbench.bench.pareto.pareto_mask`: one front for the sweep and the benchmarks)."""
+    nan = math.nan
+    mask = pareto_mask([float(p[x]) if _num(p.get(x)) else nan for p in points],
+                       [float(p[y]) if _num(p.get(y)) else nan for p in points])
+    return sorted((i for i in range(len(points)) if mask[i]), key=lambda i: points[i][x])
 
 
 def _num(v: Any) -> bool:

@@ -12,6 +12,8 @@ each user's text streams) and cost (how much the fleet serves per GPU). Definiti
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 
@@ -31,17 +33,18 @@ def per_gpu_and_user(results: pd.DataFrame, n_gpus: int | pd.Series, *, per_user
     return out
 
 
-def pareto_mask(x: pd.Series | np.ndarray, y: pd.Series | np.ndarray) -> np.ndarray:
-    """True where (x, y) is not dominated (both maximised); NaN points are never on the front."""
+def pareto_mask(x: pd.Series | np.ndarray | Sequence[float], y: pd.Series | np.ndarray | Sequence[float]) -> np.ndarray:
+    """True where (x, y) is not dominated (both maximised); NaN points are never on the front;
+    equal points on the front are all on it (neither dominates the other)."""
     xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     ok = ~(np.isnan(xs) | np.isnan(ys))
     mask = np.zeros(len(xs), dtype=bool)
-    best_y = -np.inf
+    best_y, last = -np.inf, (np.nan, np.nan)
     # sweep by x descending (ties: larger y first); a point is on the front if its y beats every point to its right
     for i in sorted(np.flatnonzero(ok), key=lambda i: (-xs[i], -ys[i])):
-        if ys[i] > best_y:
+        if ys[i] > best_y or (xs[i], ys[i]) == last:
             mask[i] = True
-            best_y = ys[i]
+            best_y, last = ys[i], (xs[i], ys[i])
     return mask
 
 

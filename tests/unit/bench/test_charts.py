@@ -55,6 +55,8 @@ def test_pareto_mask_by_hand() -> None:
     assert list(pareto_mask(x, y)) == [True, True, False, True, False, False]
     df = pd.DataFrame({"tok_s_per_user": x, "tok_s_per_gpu": y, "name": list("abcdef")})
     assert list(pareto_front(df)["name"]) == ["a", "b", "d"]
+    # equal points on the front are both on it; an equal x with a lower y is not
+    assert list(pareto_mask(np.array([5., 5., 5., 1.]), np.array([7., 7., 6., 1.]))) == [True, True, False, False]
     per = per_gpu_and_user(pd.DataFrame({"output_throughput": [800.0], "tpot_p50_ms": [20.0],
                                          "concurrency_achieved": [16.0]}), 8)
     assert per.loc[0, "tok_s_per_gpu"] == 100 and per.loc[0, "tok_s_per_user"] == 50
