@@ -2,23 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from workbench.cli import main
 from workbench.cli.deployment import resolve
 from workbench.errors import ConfigError
 
-DEPS = """
-[deployment.k26-2node]
-unit = "sglang-k26-2node.service"
-port = 30002
-[[deployment.k26-2node.node]]
-host = "gpu-a"
-rank = 0
-[[deployment.k26-2node.node]]
-host = "gpu-b"
-rank = 1
-"""
+DEPS = (Path(__file__).parents[2] / "fixtures" / "deployment" / "k26-2node.toml").read_text()  # gpu-a node 0, gpu-b node 1
 
 
 @pytest.fixture

@@ -9,22 +9,13 @@ status/start/journal/tracebacks with a host list, and ``workbench run bisect|fac
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from workbench.cli import main
 
-DEPS = """
-[deployment.k26-2node]
-unit = "sglang-k26-2node.service"
-port = 30002
-[[deployment.k26-2node.node]]
-host = "gpu-a"
-rank = 0
-[[deployment.k26-2node.node]]
-host = "gpu-b"
-rank = 1
-
+DEPS = (Path(__file__).parents[2] / "fixtures" / "deployment" / "k26-2node.toml").read_text() + """
 [deployment.typo-2node]
 unit = "sglang-typo-2node.service"
 port = 30003

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from workbench.deployment.runner import DeploymentRunner, deployment_for, trial_runner
@@ -9,16 +11,7 @@ from workbench.errors import ConfigError
 from workbench.fleet import Fleet
 from workbench.hosts import LocalHost
 
-DEPS = """
-[deployment.k26-2node]
-unit = "sglang-k26-2node.service"
-[[deployment.k26-2node.node]]
-host = "gpu-a"
-rank = 0
-[[deployment.k26-2node.node]]
-host = "gpu-b"
-rank = 1
-"""
+DEPS = (Path(__file__).parents[2] / "fixtures" / "deployment" / "k26-2node.toml").read_text()  # gpu-a node 0, gpu-b node 1
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@ fleet: the dispatch, told apart before any host is touched (the runners and arms
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
@@ -15,16 +16,7 @@ from workbench.runbooks import ab, abdeploy, factorial
 from workbench.runbooks.params import validate
 from workbench.trials import TrialRecord, signature_of
 
-DEPS = """
-[deployment.k26-2node]
-unit = "sglang-k26-2node.service"
-[[deployment.k26-2node.node]]
-host = "gpu-a"
-rank = 0
-[[deployment.k26-2node.node]]
-host = "gpu-b"
-rank = 1
-"""
+DEPS = (Path(__file__).parents[2] / "fixtures" / "deployment" / "k26-2node.toml").read_text()  # gpu-a node 0, gpu-b node 1
 UNIT = "sglang-k26-2node.service"
 NVLS, NO_CAR = ("--enable-nccl-nvls", True), ("--disable-custom-all-reduce", True)
 
