@@ -131,22 +131,49 @@ class Services(Protocol):
     def outlive_argv(self, argv: list[str]) -> list[str]: ...
 
 
-# The guard as a detached process in its own session (hosts without systemd): its PID in
-# ``state_dir/NAME.pid``, its output in ``state_dir/NAME.log``; stopped only if that PID is still
-# the guard (``hostguard`` in its command line).
-def detached_guard_start_argv(state_dir: str, name: str, argv: list[str]) -> list[str]:
-    return ["sh", "-c", 'log=$1; pidf=$2; shift 2; setsid "$@" </dev/null >>"$log" 2>&1 & echo $! >"$pidf"',
-            "guard", f"{state_dir}/{name}.log", f"{state_dir}/{name}.pid", *argv]
+class DetachedGuard:
+    """The guard as a detached process in its own session (hosts without systemd): its PID in
+    ``state_dir/NAME.pid``, its output in ``state_dir/NAME.log``; stopped only if that PID is still
+    the guard (``hostguard`` in its command line).  Its children outlive it (it is stopped by its
+    PID alone), so nothing it starts needs a group of its own.  Also the stop-then-start of
+    backends with no restart of their own."""
 
+    state_dir: str
 
-def detached_guard_stop_argv(state_dir: str, name: str) -> list[str]:
-    return ["sh", "-c", 'p=$(cat "$1" 2>/dev/null) && grep -q hostguard "/proc/$p/cmdline" 2>/dev/null '
-            '&& kill -TERM "$p"; rm -f -- "$1"; true', "disarm", f"{state_dir}/{name}.pid"]
+    def guard_start_argv(self, name: str, argv: list[str]) -> list[str]:
+        return ["sh", "-c", 'log=$1; pidf=$2; shift 2; setsid "$@" </dev/null >>"$log" 2>&1 & echo $! >"$pidf"',
+                "guard", f"{self.state_dir}/{name}.log", f"{self.state_dir}/{name}.pid", *argv]
 
+    def guard_stop_argv(self, name: str) -> list[str]:
+        return ["sh", "-c", 'p=$(cat "$1" 2>/dev/null) && grep -q hostguard "/proc/$p/cmdline" 2>/dev/null '
+                '&& kill -TERM "$p"; rm -f -- "$1"; true', "disarm", f"{self.state_dir}/{name}.pid"]
 
-def detached_guard_alive_argv(state_dir: str, name: str) -> list[str]:
-    return ["sh", "-c", 'p=$(cat "$1" 2>/dev/null) && grep -q hostguard "/proc/$p/cmdline"', "alive",
-            f"{state_dir}/{name}.pid"]
+    def guard_alive_argv(self, name: str) -> list[str]:
+        return ["sh", "-c", 'p=$(cat "$1" 2>/dev/null) && grep -q hostguard "/proc/$p/cmdline"', "alive",
+                f"{self.state_dir}/{name}.pid"]
+
+    def outlive_argv(self, argv: list[str]) -> list[str]:
+        return argv
+
+    # stop then start, for backends with no restart of their own (they define these three)
+    def stop(self, unit: str, *, timeout: float = 90.0) -> UnitStatus:
+        raise NotImplementedError
+
+    def start(self, unit: str) -> UnitStatus:
+        raise NotImplementedError
+
+    def status(self, unit: str) -> UnitStatus:
+        raise NotImplementedError
+
+    def restart(self, unit: str) -> UnitStatus:
+        self.stop(unit)
+        return self.start(unit)
+
+    def stop_if_running(self, unit: str) -> bool:
+        if not self.status(unit).running:
+            return False
+        self.stop(unit)
+        return True
 
 
 def exec_argv(unit_text: str, unit: str = "unit") -> list[str]:

@@ -39,10 +39,8 @@ from workbench.journal import MSG_UNIT_STOPPED, Entry
 from workbench.journal import container as journal_container
 from workbench.journal.frame import JournalFrame
 from workbench.services.base import (
+    DetachedGuard,
     Services,
-    detached_guard_alive_argv,
-    detached_guard_start_argv,
-    detached_guard_stop_argv,
     server_port,
 )
 from workbench.systemd import UnitStatus
@@ -105,7 +103,7 @@ def _digest(argv: list[str], *, labelled: bool = False) -> str:
     return hashlib.sha256(shlex.join(argv).encode()).hexdigest()[:16]
 
 
-class ContainerServices:
+class ContainerServices(DetachedGuard):  # no systemd: a detached guard (with it, WithContainers uses the units')
     """Named containers on one host, driven with ``podman`` (else ``docker``)."""
 
     kind = "container"
@@ -208,16 +206,6 @@ class ContainerServices:
             raise ServiceError(f"{self.host.name}: {self.runtime} stop {name} failed: {err.strip()[-300:]}",
                                host=self.host.name, unit=name)
         return self.status(name)
-
-    def restart(self, unit: str) -> UnitStatus:
-        self.stop(unit)
-        return self.start(unit)
-
-    def stop_if_running(self, unit: str) -> bool:
-        if not self.status(unit).running:
-            return False
-        self.stop(unit)
-        return True
 
     def reset(self, unit: str) -> None:
         ct.check_name(unit)
@@ -335,20 +323,6 @@ class ContainerServices:
     def running_argv(self, unit: str) -> list[str]:
         return ["sh", "-c", '[ "$("$0" inspect --format "{{.State.Running}}" -- "$1" 2>/dev/null)" = true ]',
                 self.runtime, ct.check_name(unit)]
-
-    # A host with containers only (no systemd): the guard is a detached process, as on the
-    # process backend; with systemd, WithContainers gives the guard to the units' backend.
-    def guard_start_argv(self, name: str, argv: list[str]) -> list[str]:
-        return detached_guard_start_argv(self.state_dir, name, argv)
-
-    def guard_stop_argv(self, name: str) -> list[str]:
-        return detached_guard_stop_argv(self.state_dir, name)
-
-    def guard_alive_argv(self, name: str) -> list[str]:
-        return detached_guard_alive_argv(self.state_dir, name)
-
-    def outlive_argv(self, argv: list[str]) -> list[str]:
-        return argv  # the detached guard's children outlive it: it is stopped by its PID alone
 
     def variant_files(self) -> dict[str, str]:
         """Variant containers on the host: name -> base (by their label)."""

@@ -23,10 +23,8 @@ from workbench.journal import Entry, parse_process_entry
 from workbench.journal import process as journal_process
 from workbench.journal.frame import JournalFrame
 from workbench.services.base import (
+    DetachedGuard,
     _check_unit,
-    detached_guard_alive_argv,
-    detached_guard_start_argv,
-    detached_guard_stop_argv,
     exec_argv,
     server_port,
 )
@@ -58,7 +56,7 @@ i=0; until grep -q "\"invocation\": \"$3\"" "$f" 2>/dev/null; do
   i=$((i+1)); [ $i -gt 1000 ] && break; sleep 0.01; done
 """
 
-class ProcessServices:
+class ProcessServices(DetachedGuard):  # no systemd: the guard is a detached process
     """Units as files under ``root`` (``units/`` and variants in ``run/``), run as supervised processes.
 
     Layout on the host: ``root/units/NAME.service`` (the services as
@@ -173,16 +171,6 @@ class ProcessServices:
         self.host.run(self.stop_argv(unit, timeout), timeout=timeout + 10)
         return self.status(unit)
 
-    def restart(self, unit: str) -> UnitStatus:
-        self.stop(unit)
-        return self.start(unit)
-
-    def stop_if_running(self, unit: str) -> bool:
-        if not self.status(unit).running:
-            return False
-        self.stop(unit)
-        return True
-
     def reset(self, unit: str) -> None:
         pass
 
@@ -234,19 +222,6 @@ class ProcessServices:
     def running_argv(self, unit: str) -> list[str]:
         return ["sh", "-c", _ALIVE + ' && grep -Eq \'"state": "(active|activating)"\' "$1"', "running",
                 f"{self.root}/state/{_check_unit(unit)}.state.json"]
-
-    # -- the guard: a detached process in its own session --------------------
-    def guard_start_argv(self, name: str, argv: list[str]) -> list[str]:
-        return detached_guard_start_argv(self.state_dir, name, argv)
-
-    def guard_stop_argv(self, name: str) -> list[str]:
-        return detached_guard_stop_argv(self.state_dir, name)
-
-    def guard_alive_argv(self, name: str) -> list[str]:
-        return detached_guard_alive_argv(self.state_dir, name)
-
-    def outlive_argv(self, argv: list[str]) -> list[str]:
-        return argv  # the detached guard's children outlive it: it is stopped by its PID alone
 
     # -- journal: the supervisor's JSON log, one file per unit -----------
     def log_path(self, unit: str) -> str:
