@@ -428,6 +428,7 @@ class LineShapes:
         if (not prefix.strip() or len(prefix) > 160 or "Traceback" in prefix or '"' in prefix
                 or prefix.lstrip()[:1] == ">"):
             return False
+        prefix = _unknown_head(prefix, message[i:])
         key = _SHAPE_TOKEN.sub("0", prefix.strip())
         if key in self._keys:
             return False
@@ -450,6 +451,23 @@ class LineShapes:
             if m is not None and m.end() > 0:
                 return message[m.end():]
         return None
+
+
+def _unknown_head(prefix: str, frame: str) -> str:
+    """The part of a frame line's prefix that no known format reads: a CI timestamp before vLLM's
+    ``(Worker_TP0 pid=N) ERROR ...`` is learned alone, so the known prefix after it is still parsed
+    (its rank, its process) once the head is stripped. The whole prefix when no tail is known."""
+    body = prefix.strip()
+    for m in _HEAD_CUT.finditer(body):
+        tail = body[m.end():]
+        if tail[:1] in ("(", "[") or tail[:1].isdigit() or tail[:1].isupper():
+            inner, origin, _ = _parse(tail + " " + frame)
+            if inner.message.lstrip().startswith('File "') and (any(origin) or inner.format != "plain"):
+                return body[:m.start()]
+    return prefix
+
+
+_HEAD_CUT = re.compile(r"[ \t]+")
 
 
 # the characters of log text, most common first (from every log in tests/fixtures/): a search whose

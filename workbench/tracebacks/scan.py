@@ -52,7 +52,7 @@ from workbench.tracebacks.patterns import (
     _WHAT,
     looks_like_exception,
 )
-from workbench.tracebacks.prefixes import json_log, reparse
+from workbench.tracebacks.prefixes import indented_record, json_log, reparse
 from workbench.tracebacks.stack import (
     CUT_DUMP,
     Block,
@@ -186,7 +186,8 @@ class Extractor:
         stripped = msg.lstrip(" \t")
         if (not stripped or (stripped[0] in ">`~[" and not stripped.startswith("[Previous line repeated"))
                 or "\x1b" in line or "\r" in msg or _needs_clean(line) or _HEADER in msg
-                or _CONTEXT in msg or _CAUSE in msg):
+                or _CONTEXT in msg or _CAUSE in msg
+                or (stripped[0].isdigit() and self.shapes and indented_record(msg))):
             return False
         if (tracker.failure is None and _is_failure(msg)) or (
                 tracker.init_failed is None and not tracker.ready and ("failed to " in msg or "nitialization failed" in msg)):
@@ -250,7 +251,7 @@ class Extractor:
             line = json_log(line)
         parsed, origin, header = _parse(line)
         msg0 = parsed.message
-        if msg0 and msg0[0] not in " \t":
+        if msg0 and (msg0[0] not in " \t" or (self.shapes and indented_record(msg0))):
             rest = self.shapes.strip(msg0) if self.shapes else None
             if rest is None and 'File "' in msg0 and self.shapes.learn(msg0):
                 rest = self.shapes.strip(msg0)
