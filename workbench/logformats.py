@@ -419,8 +419,11 @@ class LineShapes:
     def __bool__(self) -> bool:
         return bool(self._patterns)
 
-    def learn(self, message: str) -> bool:
-        """Learn the prefix before a frame line's ``File "``; True when a new shape was added."""
+    def learn(self, message: str, *, outermost: bool = True) -> bool:
+        """Learn the prefix before a frame line's ``File "``; True when a new shape was added.
+
+        ``outermost``: no known format stood before ``message`` on its line, so a known prefix
+        inside it is the writer's own (its header and rank are read, not learned)."""
         i = message.find('File "')
         if i <= 0 or len(self._patterns) >= self.limit:
             return False
@@ -428,7 +431,8 @@ class LineShapes:
         if (not prefix.strip() or len(prefix) > 160 or "Traceback" in prefix or '"' in prefix
                 or prefix.lstrip()[:1] == ">"):
             return False
-        prefix = _unknown_head(prefix, message[i:])
+        if outermost:
+            prefix = _unknown_head(prefix, message[i:])
         key = _SHAPE_TOKEN.sub("0", prefix.strip())
         if key in self._keys:
             return False

@@ -27,7 +27,10 @@ def log_event(parsed: LogLine, msg: str, line_no: int, phase: str, server: str) 
             if level not in ("ERROR", "CRITICAL"):
                 continue
         text = msg.strip()  # the line without its log prefixes: what it says, not who printed it
-        if len(text) > 400:  # a pasted line that lost its newlines: keep the part that matters
+        if len(text) > 400:  # a pasted line that lost its newlines: keep the part that matters,
+            # the failure it names first (Ray's "A worker died or was killed ..." before its hints
+            # that "the process was killed by the OOM killer")
+            m = min((n for _, n in event_matches(msg, after=kind)), key=lambda n: n.start(), default=m)
             text = "…" + msg[max(0, m.start() - 120): m.end() + 200].strip() + "…"
         # the timeline's phase; the words of the line are weighed only if it becomes the root cause
         rank = parsed.rank

@@ -17,7 +17,8 @@ _FILE = re.compile(r'(\s*)File "([^"\n]*)"?(?:, line (\d+))?(?:, in (.*))?')
 _FILE_STRICT = re.compile(r'\s*File "[^"\n]+", line \d+, in \S')
 _EXC = re.compile(r"([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?:\([\w.]+\))?)(?::(?:[ \t]?(.*)))?$")
 # a bare exception line (no frame before it) must name an error class outright: not a warning
-_BARE_EXC_NAME = re.compile(r"(?:Error|Exception|Fault|Failure|Timeout|Cancelled|Abort)$")
+# (torch's "BackendCompilerFailed: backend='inductor' raised:" heads the error it wraps)
+_BARE_EXC_NAME = re.compile(r"(?:Error|Exception|Fault|Failure|Failed|Timeout|Cancelled|Abort)$")
 _EXC_REPR = re.compile(r"([A-Za-z_][\w.]*(?:Error|Exception))\((['\"])(.+)")
 _FATAL = re.compile(r"\s*Fatal Python error: (.*)")
 _FH_HEADER = re.compile(r"\s*(Current thread|Thread|Stack)\b[^(]*\(most recent call first\):")
@@ -42,7 +43,13 @@ _STOP = re.compile(
 )
 _TERMINATE = re.compile(r"terminate called after throwing an instance of '([^']+)'")
 _WHAT = re.compile(r"\s*what\(\):\s*(.*)")
-_CPP_STOP = re.compile(r"Exception raised from |frame #\d+:|^\s*$")
+_CPP_STOP = re.compile(r"Exception raised from |frame #\d+:|^\s*$|^(?:stack )?backtrace:|^\s*\d+: \S|^\s*--- |^note: |"
+                       r"^[0-9A-F]{16}")
+# a native runtime's own report of an error nothing caught: libc++'s abort message, a Rust panic
+# (its message on the next line since Rust 1.73, quoted on the line before), c10's abort handler
+_NATIVE_ABORT = re.compile(r"libc\+\+abi: terminating due to uncaught exception of type (\S+?)(?:: (.*))?$|"
+                           r"thread '[^']*' panicked at (?:'(.*)', )?\S+?:?$|"
+                           r"(Unhandled exception caught in c10/util/AbortHandler\.h)")
 _PG_RANK = re.compile(r"\[PG[^\]]*? Rank (\d+)\]")
 _FLAT_SPLIT = re.compile(r'(?=\bFile ")')
 _MIDLINE_PROC = re.compile(r"\((\w+?)(?:_((?:DP|TP|PP|EP)\d+(?:_(?:DP|TP|PP|EP)\d+)*))?(?: rank=(\d+))? pid=\d+\)\s*$")
@@ -111,11 +118,13 @@ _EVENT_ANCHORS = ("Xid", "Connection refused", "failed to start", "CUDA error", 
 _EVENT_PART = any_part_of(_NEEDLES)  # the quick first search (see any_part_of)
 
 
-def event_matches(msg: str) -> Iterator[tuple[EventKind, re.Match[str]]]:
-    """The kinds of :data:`_EVENTS` whose pattern the line matches, in that order, with the match."""
+def event_matches(msg: str, *, after: EventKind | None = None) -> Iterator[tuple[EventKind, re.Match[str]]]:
+    """The kinds of :data:`_EVENTS` whose pattern the line matches, in that order, with the match
+    (those from ``after`` on, when given)."""
     if _EVENT_PART.search(msg) is None:  # most lines hold no needle: one quick search says so
         return
-    for kind, pattern in _EVENTS:
+    events = _EVENTS if after is None else _EVENTS[[k for k, _ in _EVENTS].index(after):]
+    for kind, pattern in events:
         for needle in _EVENT_NEEDLES[kind]:  # plain ``in`` tests: far cheaper than a regex scan
             if needle in msg:
                 m = pattern.search(msg)
@@ -177,6 +186,15 @@ def split_flattened(rest: str) -> tuple[list[Frame], str | None, str]:
     return frames, None, ""
 
 
+def cut_header(msg: str) -> int:
+    """Where a ``Traceback (most recent call last):`` cut short at the end of the line begins
+    (``... hit an exception: Traceback (m`` where a window or a paste ended), or -1."""
+    tail = msg.rstrip()
+    pos = tail.rfind("Traceback (")
+    return pos if pos >= 0 and _HEADER.startswith(tail[pos:]) else -1
+
+
+
 def _interesting_words(*, strong: bool) -> frozenset[str]:
     """The words that make a line matter to the scanner or to the phase timeline."""
     from workbench.phases import _ANCHORS, _FAILURE_ANCHORS  # the timeline's own words
@@ -186,7 +204,7 @@ def _interesting_words(*, strong: bool) -> frozenset[str]:
         "Fatal", "fatal", "Segmentation", "Abort", "Killed", "SIG", "Xid", "NCCL", "nccl", "ssertion",
         "died", "dead", "fail", "Fail", "xited", "Exit", "OOM", "oom", "out of memory", "Out of memory",
         "above exception", "During handling", "atchdog", "timing out", "sigquit", "ChildFailed", "kill_process",
-        "cannot find -l", "ray::", "Illegal", "Bus error", "Floating", "Main process", "Interrupt", "Timeout",
+        "cannot find -l", "ray::", "Illegal", "terminating", "panicked", "Bus error", "Floating", "Main process", "Interrupt", "Timeout",
         "Cancelled", "Thread 0x", "Stack (", "│", "┃", "║", "╭", "^[", "\ufffd[", '{"', "m(",
         *_EVENT_ANCHORS, *_ANCHORS, *_FAILURE_ANCHORS,
     } - _WEAK

@@ -65,7 +65,8 @@ def learn_shapes(shapes: LineShapes, text: str, *, samples: int = 64) -> None:
         line = text[start:end]
         if line[:2] == '{"':
             line = json_log(line)
-        msg = _parse(line)[0].message
+        parsed, origin, _ = _parse(line)
+        msg = parsed.message
         if msg and (msg[0] not in " \t" or indented_record(msg)):
-            shapes.learn(msg)
+            shapes.learn(msg, outermost=parsed.format == "plain" and not any(origin))
         pos = end + 1

@@ -47,9 +47,8 @@ from workbench.tracebacks.patterns import (
     _QUOTE,
     _STOP,
     _STRONG,
-    _TERMINATE,
     _WEAK,
-    _WHAT,
+    cut_header,
     looks_like_exception,
 )
 from workbench.tracebacks.prefixes import indented_record, json_log, reparse
@@ -62,7 +61,9 @@ from workbench.tracebacks.stack import (
     add_frame,
     close,
     cpp_line,
+    native_abort,
     rich_line,
+    wrapper_goes_on,
 )
 
 _FILE_CUT = re.compile(r'File "[^"]+", line \d*,?\s*$')
@@ -253,7 +254,8 @@ class Extractor:
         msg0 = parsed.message
         if msg0 and (msg0[0] not in " \t" or (self.shapes and indented_record(msg0))):
             rest = self.shapes.strip(msg0) if self.shapes else None
-            if rest is None and 'File "' in msg0 and self.shapes.learn(msg0):
+            if rest is None and 'File "' in msg0 and self.shapes.learn(msg0, outermost=origin == _PLAIN
+                                                                      and parsed.format == "plain"):
                 rest = self.shapes.strip(msg0)
             if rest is not None:
                 parsed, origin, header = reparse(parsed, origin, header, rest)
@@ -334,7 +336,7 @@ class Extractor:
     def _idle(self, stream: Stream, origin: tuple[str | None, ...], parsed: LogLine, msg: str, header: str | None) -> None:
         pos = msg.find(_HEADER)
         if pos < 0 and "Traceback (" in msg:
-            pos = _cut_header(msg)
+            pos = cut_header(msg)
         if pos >= 0:
             self._start(stream, origin, parsed, msg, header, pos)
             return
@@ -387,17 +389,11 @@ class Extractor:
             fatal = _FATAL.match(msg)
             if fatal is not None:
                 stream.fatal = (self.line_no, fatal.group(1).strip())
-        if "terminate called" in msg:
-            m = _TERMINATE.search(msg)
-            if m:
-                rank = parsed.rank
-                stream.cpp = Cpp(self.line_no, self.line_no, m.group(1), rank, self._tracker.phase, self._server)
-                self._cpp.append(stream.cpp)
-                return
-        if "what():" in msg and stream.cpp is None:
-            m = _WHAT.match(msg)
-            if m:
-                stream.cpp = Cpp(self.line_no, self.line_no, "std::exception", parsed.rank, self._tracker.phase, self._server, [m.group(1)], 1)
+        if "termin" in msg or "what():" in msg or "panicked at" in msg or "Unhandled exception caught" in msg:
+            abort = native_abort(msg, what=stream.cpp is None)
+            if abort is not None:  # "terminate called ..." / "what():" / libc++'s, Rust's or c10's report
+                stream.cpp = Cpp(self.line_no, self.line_no, abort[0], parsed.rank, self._tracker.phase, self._server,
+                                 abort[1], abort[2])
                 self._cpp.append(stream.cpp)
                 return
         if msg[:1].isalpha() and parsed.level not in ("INFO", "DEBUG") and self._bare(stream, origin, parsed, msg, header):
@@ -525,6 +521,11 @@ class Extractor:
             if not same or not msg.strip() or len(block.message) >= _MAX_MESSAGE_LINES:
                 close(stream, cut=False)
                 return False
+            if msg.lstrip().startswith("File \"") and _FILE_STRICT.match(msg) and wrapper_goes_on(block):
+                stream.in_message = False  # Ray's wrapper line: the task's own frames follow
+                add_frame(block, msg)
+                block.end = self.line_no
+                return True
             if (_CONTEXT in msg or _CAUSE in msg or _PROCESS_LINE.match(msg) or _STOP.search(msg)
                     or (msg.lstrip().startswith("File \"") and _FILE_STRICT.match(msg))):
                 close(stream, cut=False)
@@ -581,14 +582,6 @@ class Extractor:
         if block.foreign > _MAX_FOREIGN:
             close(stream, cut=True)
         return False
-
-
-def _cut_header(msg: str) -> int:
-    """Where a ``Traceback (most recent call last):`` cut short at the end of the line begins
-    (``... hit an exception: Traceback (m`` where a window or a paste ended), or -1."""
-    tail = msg.rstrip()
-    pos = tail.rfind("Traceback (")
-    return pos if pos >= 0 and _HEADER.startswith(tail[pos:]) else -1
 
 
 def _no_cr(line: str) -> str:

@@ -14,9 +14,11 @@ from workbench.tracebacks.patterns import (
     _CPP_STOP,
     _FILE,
     _HEADER,
+    _NATIVE_ABORT,
     _PG_RANK,
     _RICH_CODE,
     _RICH_FRAME,
+    _TERMINATE,
     _WHAT,
     split_flattened,
 )
@@ -156,4 +158,36 @@ def cpp_line(stream: Stream, msg: str, line_no: int) -> bool:
         return msg.startswith(("Exception raised from", "frame #"))
     cpp.message.append(msg.rstrip())
     cpp.end = line_no
+    return True
+
+
+def native_abort(msg: str, *, what: bool) -> tuple[str, list[str], int] | None:
+    """(type, message lines so far, state for :func:`cpp_line`) of a native error nothing caught:
+    ``terminate called after throwing an instance of 'T'`` (its ``what():`` comes next), a lone
+    ``what():`` (when ``what``), libc++'s abort message, a Rust panic (its message on the next
+    line since Rust 1.73, quoted on the line before), c10's abort handler."""
+    m = _TERMINATE.search(msg)
+    if m is not None:
+        return m.group(1), [], 0
+    m = _NATIVE_ABORT.search(msg)
+    if m is not None:
+        if m.group(1) is not None:
+            return m.group(1).strip(), [m.group(2).strip()] if m.group(2) else [], 1
+        if m.group(4) is not None:
+            return "c10 abort", [m.group(4)], 1
+        return "panic", [m.group(3)] if m.group(3) else [], 1
+    w = _WHAT.match(msg) if what else None
+    return ("std::exception", [w.group(1)], 1) if w is not None else None
+
+
+def wrapper_goes_on(block: Block) -> bool:
+    """Ray's ``RayTaskError(X): ray::Actor.method() ...`` heads the remote task's own frames and
+    the exception line X they end with: one traceback whose lead is the wrapper. True (and the
+    block made ready for those frames) when the block's exception line is that wrapper."""
+    t = block.exc_type
+    if not (t is not None and t.endswith(")") and "(" in t and len(block.message) == 1
+            and block.message[0].startswith("ray::")):
+        return False
+    block.lead = f"{t}: {block.message[0]}"
+    block.exc_type, block.message = None, []
     return True

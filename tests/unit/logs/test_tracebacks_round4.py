@@ -53,3 +53,71 @@ def test_only_an_indented_timestamp_counts_as_an_indented_record() -> None:
     assert not indented_record("    raise OSError(f'File \"{p}\" missing')")
     assert not indented_record("    2048 tokens in File \"x\"")
     assert not indented_record("                    2025-06-06T19:02:34Z deep in a table")
+
+
+def test_a_known_prefix_behind_a_known_writer_is_not_split() -> None:
+    """A vLLM line nested in another vLLM writer's line keeps that writer's stream (and header)."""
+    outer = "(VllmWorker rank=1 pid=11) ERROR 05-16 16:35:18 [multiproc_executor.py:470] "
+    lines = [outer + "[2026-03-15 03:28:35] Scheduler hit an exception: Traceback (most recent call last):",
+             outer + '(EngineCore pid=11589) ERROR 11-29 13:18:32 [core.py:1512]   File "/vllm/shm.py", line 8, in read']
+    noise = [f"(VllmWorker rank=0 pid=10) INFO 05-16 16:35:18 [x.py:1] noise {i}" for i in range(2)]
+    alone = analyze("\n".join(lines))
+    mixed = analyze("\n".join(x for pair in zip(noise, lines, strict=True) for x in pair))
+    assert [len(t.frames) for t in alone.tracebacks] == [len(t.frames) for t in mixed.tracebacks] == [1]
+
+
+def test_rays_wrapper_line_heads_the_task_frames_and_their_exception() -> None:
+    a = analyze(
+        '  File "/ray/_private/worker.py", line 930, in get_objects\n'
+        "    raise value.as_instanceof_cause()\n"
+        "ray.exceptions.RayTaskError(ActorDiedError): ray::TaskRunner.run() (pid=1372889, ip=192.168.210.43)\n"
+        '  File "/verl/trainer/ppo/ray_trainer.py", line 910, in fit\n'
+        "    gen_batch_output = self.actor_rollout_wg.generate_sequences(gen_batch)\n"
+        "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.\n")
+    assert len(a.tracebacks) == 1
+    assert a.root_cause is not None and a.root_cause.exception_type == "ray.exceptions.ActorDiedError"
+    assert [f.function for f in a.tracebacks[0].frames] == ["get_objects", "fit"]
+
+
+def test_an_exception_line_that_says_raised_heads_the_error_it_wraps() -> None:
+    a = analyze("torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:\n"
+                "CalledProcessError: Command '['/usr/bin/gcc', 'main.c']' returned non-zero exit status 1.\n\n"
+                'Set TORCH_LOGS="+dynamo" and TORCHDYNAMO_VERBOSE=1 for more information\n')
+    assert a.root_cause is not None and a.root_cause.exception_type == "torch._dynamo.exc.BackendCompilerFailed"
+    assert "CalledProcessError" in a.root_cause.message
+
+
+def test_a_long_line_is_quoted_around_the_failure_it_names_first() -> None:
+    hint = "Some common causes include: (1) the process was killed by the OOM killer due to high memory usage. "
+    line = ("(raylet) A worker died or was killed while executing a task by an unexpected system error. "
+            "Worker ID: " + "cd7df849" * 30 + " " + hint)
+    a = analyze(line + "\n")
+    assert a.root_cause is not None and a.root_cause.kind == "log_line"
+    assert "A worker died or was killed" in a.root_cause.message
+
+
+def test_native_runtimes_reports_of_an_uncaught_error_are_failures() -> None:
+    a = analyze("2025-03-11 11:19:31.422 | INFO     | generator:prefill_forward_text:58 - Prefilling User 1\n"
+                "libc++abi: terminating due to uncaught exception of type std::runtime_error: TT_THROW @ storage.hpp:50\n"
+                "info:\nMemoryConfig can only be obtained if the buffer is not null\nbacktrace:\n"
+                " --- /tt-metal/ttnn/ttnn/_ttnn.so(+0xe77a28) [0x7f20ccbeca28]\n")
+    assert a.root_cause is not None and a.root_cause.exception_type == "std::runtime_error"
+    assert "TT_THROW" in a.root_cause.message and "buffer is not null" in a.root_cause.message
+    assert "_ttnn.so" not in a.root_cause.message
+    panic = analyze("thread 'tokio-runtime-worker' panicked at lib/llm/src/engines/vllm/worker.rs:247:17:\n"
+                    "Failed to import python 'vllm' module. Are we running in the correct venv?\n"
+                    "stack backtrace:\n   0: rust_begin_unwind\n   1: core::panicking::panic_fmt\n")
+    assert panic.root_cause is not None and panic.root_cause.exception_type == "panic"
+    assert panic.root_cause.message == "Failed to import python 'vllm' module. Are we running in the correct venv?"
+    old = analyze("thread 'main' panicked at 'called `Option::unwrap()` on a `None` value', src/main.rs:2:5\n")
+    assert old.root_cause is not None and "Option::unwrap()" in old.root_cause.message
+    c10 = analyze("Loading Model: [2/2]\tBuilding TRT-LLM engine\nUnhandled exception caught in c10/util/AbortHandler.h\n"
+                  "00007FFE12AE1DE400007FFE12AC2070 torch_python.dll!THPGenerator_initDefaultGenerator [<unknown file>]\n")
+    assert c10.root_cause is not None and "Unhandled exception caught" in c10.root_cause.message
+    assert "torch_python" not in c10.root_cause.message
+
+
+def test_a_sentence_about_terminating_or_panicking_is_not_a_failure() -> None:
+    a = analyze("INFO 05-06 01:55:26 [x.py:1] terminating workers after the benchmark\n"
+                "INFO 05-06 01:55:27 [x.py:1] nobody panicked at the review\n")
+    assert a.root_cause is None and not a.cpp_exceptions
