@@ -87,6 +87,7 @@ class Extractor:
         self._blocks: list[Block] = []
         self._cpp: list[Cpp] = []
         self.events: list[LogEvent] = []
+        self._first_error: LogEvent | None = None
         self.tracebacks: list[Traceback] = []
         self.cpp_exceptions: list[CppException] = []
         self._tracker = PhaseTracker(year=year)
@@ -317,6 +318,10 @@ class Extractor:
         if self._held is not None:
             held, self._held = self._held, None
             self._line(held)
+        if self._first_error is not None and not (self.events or self._blocks or self._cpp):
+            # nothing else told of a failure: the first ERROR/CRITICAL line read is the one that does
+            # (Python's "ERROR:name:message"); a dull line of a known server's log is not read at all
+            self.events.append(self._first_error)
         for origin, stream in self._streams.items():
             if stream.block is not None:
                 close(stream, cut=not stream.in_message)
@@ -445,6 +450,10 @@ class Extractor:
         event = log_event(parsed, msg, self.line_no, self._tracker.phase, self._server)
         if event is not None:
             self.events.append(event)
+        elif self._first_error is None and parsed.level in ("ERROR", "CRITICAL") and msg.strip():
+            # the last resort (see finish): a log's first error line, whatever it says
+            self._first_error = LogEvent("error_line", self.line_no, msg.strip()[:400], parsed.rank,
+                                         self._tracker.phase, self._server)
 
     def _start(self, stream: Stream, origin: tuple[str | None, ...], parsed: LogLine, msg: str, header: str | None, pos: int) -> None:
         rank = parsed.rank

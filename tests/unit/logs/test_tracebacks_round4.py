@@ -121,3 +121,17 @@ def test_a_sentence_about_terminating_or_panicking_is_not_a_failure() -> None:
     a = analyze("INFO 05-06 01:55:26 [x.py:1] terminating workers after the benchmark\n"
                 "INFO 05-06 01:55:27 [x.py:1] nobody panicked at the review\n")
     assert a.root_cause is None and not a.cpp_exceptions
+
+
+def test_a_first_error_line_is_the_root_cause_only_when_nothing_else_tells_of_a_failure() -> None:
+    a = analyze("[Stage-0] Max batch size: 1\n\n[Stage-0] Received batch size=1, request_ids=['0_3846ea5f']\n\n"
+                "ERROR:vllm_omni.entrypoints.omni_llm:Stage 0 error on request 0_3846ea5f: list index out of range\n"
+                "ERROR:vllm_omni.entrypoints.omni_llm:Stage 0 error on request 1_77aa: list index out of range\n")
+    assert a.root_cause is not None and a.root_cause.kind == "log_line" and a.root_cause.line == 5
+    assert "list index out of range" in a.root_cause.message
+    quiet = analyze("INFO:     Started server process [1016]\nWARNING:  the model is large\n")
+    assert quiet.root_cause is None and not quiet.events
+    both = analyze("ERROR 06-17 08:31:33 [core.py:515] something odd\n"
+                   "Traceback (most recent call last):\n  File \"/a.py\", line 1, in f\nKeyError: 'x'\n")
+    assert both.root_cause is not None and both.root_cause.exception_type == "KeyError"
+    assert [e.line for e in both.events] == []
