@@ -99,6 +99,8 @@ _NO_ORIGIN: tuple[str | None, ...] = (None, None, None, None, None, None)
 _TRT_LEVEL = {"E": "ERROR", "W": "WARNING", "I": "INFO", "V": "DEBUG", "ERROR": "ERROR", "WARNING": "WARNING",
               "INFO": "INFO", "DEBUG": "DEBUG", "VERBOSE": "DEBUG"}
 _GLOG_LEVEL = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "CRITICAL"}
+_LLAMACPP = re.compile(r"\d+\.\d\d\.\d\d\d\.\d\d\d (?P<lvl>[DIWE]) ")
+_LLAMACPP_LEVEL = {"D": "DEBUG", "I": "INFO", "W": "WARNING", "E": "ERROR"}
 _NCCL_LEVEL = {"INFO": "INFO", "WARN": "WARNING", "TRACE": "DEBUG", "ERROR": "ERROR"}
 _UPPER = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _DIGITS = frozenset("0123456789")
@@ -323,6 +325,10 @@ def _parse(line: str) -> tuple[LogLine, tuple[str | None, ...], str | None]:
                     if m:
                         level, time, location, fmt = _GLOG_LEVEL[m["lvl"]], m["ts"], m["loc"], "glog"
                         header = m.group(0)
+        elif c in _DIGITS and fmt == "plain":
+            m = _LLAMACPP.match(line, pos)
+            if m:  # llama.cpp's "3.02.199.202 E message" (time since start, one-letter level)
+                level, fmt = _LLAMACPP_LEVEL[m["lvl"]], "llamacpp"
         elif c == "T":
             m = _UVICORN.match(line, pos)
             if m:

@@ -24,7 +24,12 @@ _FATAL = re.compile(r"\s*Fatal Python error: (.*)")
 _FH_HEADER = re.compile(r"\s*(Current thread|Thread|Stack)\b[^(]*\(most recent call first\):")
 # rich's boxed tracebacks (typer, rich.traceback.install), once the box borders are gone
 _RICH_FRAME = re.compile(r"\s*(?:(\S+?\.pyx?):(\d+) in (\S+)|in (\S+):(\d+))\s*$")
-_RICH_CODE = re.compile(r"\s*(❱\s*)?\d+\s(?:│|\s|$)")
+_RICH_CODE = re.compile(r"\s*(❱\s*|-+>\s*)?\d+\s(?:│|\s|$)")
+# IPython's frames (Jupyter, Colab, Databricks): "[path](link) in f(args)", "path in f(args)",
+# "File path:N, in f(args)"; its header is the exception's name, then "Traceback (most recent call last)"
+_IPY_FRAME = re.compile(r"\s*(?:\[(/[^\]\s]+\.pyx?)\]\([^)\s]*\)|(/\S+\.pyx?)|File (\S+\.pyx?|<[^>\s]+>)(?::(\d+)|, line (\d+)),?) "
+                        r"in ([\w.<>]+)(?:\(|\s*$)")
+_IPY_HEADER = re.compile(r"\s*[A-Za-z_][\w.]*\s{4,}$")
 _FH_FRAME = re.compile(r'\s*File "([^"]*)", line (\d+) in (.+)')
 # a level word inside a prefix the parser does not know; no leading \b, which would keep the regex
 # engine from skipping ahead to the words' first letters (ten times slower): boundaries are checked after
@@ -32,6 +37,8 @@ _LEVEL_WORD = re.compile(r"ERROR|CRITICAL|WARNING|\[E\]")
 _EXC_NAME = re.compile(r"(?:Error|Exception|Exit|Interrupt|Warning|Iteration|Fault|Failure|Timeout|Unsupported|Cancelled|Abort)$")
 _CARET = re.compile(r"\s*[~^]+\s*$")
 _QUOTE = re.compile(r"[ \t]*(?:> ?)+")
+_FILE_CUT = re.compile(r'File "[^"]+", line \d*,?\s*$')
+_FRAME_TAIL = re.compile(r"\d*, in \S|in \S")
 _FENCE = re.compile(r"\s*(?:```|~~~)")
 _MIDLINE_RANK = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?((?: [A-Z][A-Z_]*\d+)*)\]")
 _PROCESS_LINE = re.compile(r"Process [\w.-]+:$")
@@ -218,3 +225,10 @@ def _interesting_words(*, strong: bool) -> frozenset[str]:
 _WEAK = frozenset({"batch", "/v1/", "Avg prompt", "Req(rid="})
 _INTERESTING = any_of(_interesting_words(strong=False))
 _STRONG = any_of(_interesting_words(strong=True))
+
+
+def no_cr(line: str) -> str:
+    """The line without the carriage return a CRLF file leaves at its end, as the parser reads it
+    (a ``\\r`` anywhere else is a progress bar's redraw: the short path leaves those alone)."""
+    return line.rstrip("\r\n") if "\r" in line else line
+

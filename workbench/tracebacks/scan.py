@@ -16,8 +16,6 @@ streams), :mod:`~workbench.tracebacks.events` (telling log lines), :mod:`~workbe
 
 from __future__ import annotations
 
-import re
-
 from workbench.logformats import LineShapes, LogLine, _needs_clean, _parse
 from workbench.phases import PhaseTracker, _is_failure
 from workbench.tracebacks.chains import build_tracebacks
@@ -34,9 +32,12 @@ from workbench.tracebacks.patterns import (
     _FENCE,
     _FH_FRAME,
     _FH_HEADER,
+    _FILE_CUT,
     _FILE_STRICT,
+    _FRAME_TAIL,
     _HEADER,
     _INTERESTING,
+    _IPY_HEADER,
     _MAX_FOREIGN,
     _MAX_MESSAGE_CHARS,
     _MAX_MESSAGE_LINES,
@@ -50,6 +51,7 @@ from workbench.tracebacks.patterns import (
     _WEAK,
     cut_header,
     looks_like_exception,
+    no_cr,
 )
 from workbench.tracebacks.prefixes import indented_record, json_log, reparse
 from workbench.tracebacks.stack import (
@@ -61,13 +63,12 @@ from workbench.tracebacks.stack import (
     add_frame,
     close,
     cpp_line,
+    ipython_frame,
     native_abort,
     rich_line,
     wrapper_goes_on,
 )
 
-_FILE_CUT = re.compile(r'File "[^"]+", line \d*,?\s*$')
-_FRAME_TAIL = re.compile(r"\d*, in \S|in \S")
 _QUIET_LINES = 200  # an open block whose writer printed nothing for this many lines no longer holds the fast path
 
 
@@ -116,9 +117,9 @@ class Extractor:
             prefix = fast[2]
             if prefix:
                 if line.startswith(prefix) and line[len(prefix):len(prefix) + 1] in (" ", "\t") \
-                        and self._frame_fast(line, _no_cr(line)[len(prefix):]):
+                        and self._frame_fast(line, no_cr(line)[len(prefix):]):
                     return
-            elif line[:1] in " \t" and self._frame_fast(line, _no_cr(line)):
+            elif line[:1] in " \t" and self._frame_fast(line, no_cr(line)):
                 return
         held = self._held
         if held is not None:  # a frame line cut by the terminal before ", in f": is this its tail?
@@ -171,7 +172,7 @@ class Extractor:
             return None
         parsed, header = last
         msg = parsed.message
-        base = _no_cr(line)
+        base = no_cr(line)
         if (parsed.format == "vllm" and header is not None and header == block.header and msg[:1] in (" ", "\t")
                 and len(base) > len(msg) and base.endswith(msg)):
             # a prefixed writer's block takes the terminal-wrapped tail of its line (see _feed)
@@ -381,6 +382,11 @@ class Extractor:
             if fh is not None:
                 self._dump(stream, origin, parsed, header, fh.group(1))
                 return
+        if " in " in msg and ".py" in msg and (ipy := ipython_frame(msg)) is not None:
+            block = self._new_block(stream, origin, parsed, header, cut_start=True)
+            block.rich = True  # IPython's "path in f(...)" frames and numbered code lines, as rich's
+            block.frames.append(ipy)
+            return
         if msg[:1].isspace() and "File \"" in msg and _FH_FRAME.match(msg):
             # a faulthandler dump whose header lines were cut off: its frames in "line N in f" form
             self._dump(stream, origin, parsed, header, "Current thread")
@@ -467,7 +473,7 @@ class Extractor:
                     rank = "rank" + m.group(3) if m.group(3) else m.group(2).replace("_", " ")
         block = self._new_block(stream, origin, parsed, header, rank=rank)
         block.lead = msg[:pos]
-        block.rich = "╭" in block.lead
+        block.rich = "╭" in block.lead or _IPY_HEADER.match(block.lead) is not None
         if stream.intro is not None and self.line_no - stream.intro[0] <= 2:
             # "Error executing method 'load_model'." / "EngineCore failed to start." just above
             block.lead = stream.intro[1] + " " + block.lead
@@ -591,10 +597,3 @@ class Extractor:
         if block.foreign > _MAX_FOREIGN:
             close(stream, cut=True)
         return False
-
-
-def _no_cr(line: str) -> str:
-    """The line without the carriage return a CRLF file leaves at its end, as the parser reads it
-    (a ``\\r`` anywhere else is a progress bar's redraw: the short path leaves those alone)."""
-    return line.rstrip("\r\n") if "\r" in line else line
-

@@ -14,6 +14,7 @@ from workbench.tracebacks.patterns import (
     _CPP_STOP,
     _FILE,
     _HEADER,
+    _IPY_FRAME,
     _NATIVE_ABORT,
     _PG_RANK,
     _RICH_CODE,
@@ -104,6 +105,11 @@ def rich_line(block: Block, msg: str) -> bool:
         block.frames.append(Frame(file, int(line), func, None))
         block.expect_code = False
         return True
+    ipy = ipython_frame(msg)
+    if ipy is not None:
+        block.frames.append(ipy)
+        block.expect_code = False
+        return True
     code = _RICH_CODE.match(msg)
     if code is not None:
         if code.group(1) and block.frames:
@@ -112,6 +118,15 @@ def rich_line(block: Block, msg: str) -> bool:
             block.frames[-1] = Frame(last.file, last.line, last.function, text or None)
         return True
     return msg.lstrip().startswith("╰")
+
+
+def ipython_frame(msg: str) -> Frame | None:
+    """A frame line of IPython's traceback (see ``_IPY_FRAME``), if the line is one."""
+    m = _IPY_FRAME.match(msg)
+    if m is None:
+        return None
+    line = m.group(4) or m.group(5)
+    return Frame(m.group(1) or m.group(2) or m.group(3), int(line) if line else None, m.group(6), None)
 
 
 def close(stream: Stream, *, cut: bool) -> None:

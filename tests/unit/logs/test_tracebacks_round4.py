@@ -135,3 +135,56 @@ def test_a_first_error_line_is_the_root_cause_only_when_nothing_else_tells_of_a_
                    "Traceback (most recent call last):\n  File \"/a.py\", line 1, in f\nKeyError: 'x'\n")
     assert both.root_cause is not None and both.root_cause.exception_type == "KeyError"
     assert [e.line for e in both.events] == []
+
+
+def test_llama_cpp_lines_carry_their_one_letter_level() -> None:
+    from workbench.logformats import parse_line
+
+    line = parse_line("3.02.199.202 E ggml_backend_cuda_buffer_type_alloc_buffer: allocating 4480.00 MiB on device 3: "
+                      "cudaMalloc failed: out of memory")
+    assert line.level == "ERROR" and line.message.startswith("ggml_backend_cuda")
+    assert parse_line("3.02.042.178 I llama_kv_cache_init:      CUDA0 KV buffer size =  3840.00 MiB").level == "INFO"
+    assert parse_line("3.02 E is not a stamp").level is None
+    a = analyze("3.02.042.178 I llama_kv_cache_init:      CUDA0 KV buffer size =  3840.00 MiB\n"
+                "3.02.199.202 E ggml_backend_cuda_buffer_type_alloc_buffer: allocating 4480.00 MiB on device 3: "
+                "cudaMalloc failed: out of memory\n")
+    assert a.root_cause is not None and "cudaMalloc failed: out of memory" in a.root_cause.message
+
+
+_COLAB = "".join(line + "\n" for line in (
+    "8 frames",
+    "[/usr/local/lib/python3.11/dist-packages/vllm/utils.py](https://localhost:8080/#) in inner(*args, **kwargs)",
+    "   1160 ",
+    "-> 1161             return fn(*args, **kwargs)",
+    "   1162 ",
+    "",
+    "[/usr/local/lib/python3.11/dist-packages/vllm/entrypoints/llm.py](https://localhost:8080/#) in __init__(self, model)",
+    "    246         # Create the Engine (autoselects V0 vs V1)",
+    "--> 247         self.llm_engine = LLMEngine.from_engine_args(",
+    "    248             engine_args=engine_args, usage_context=UsageContext.LLM_CLASS)"))
+
+
+def test_ipython_frames_are_a_stack() -> None:
+    a = analyze(_COLAB)
+    assert len(a.tracebacks) == 1
+    t = a.tracebacks[0]
+    assert [f.function for f in t.frames] == ["inner", "__init__"]
+    assert t.frames[1].code == "self.llm_engine = LLMEngine.from_engine_args("
+    assert t.cut_start and t.cut_end and a.root_cause is not None and a.root_cause.phase == "startup_other"
+
+
+def test_an_ipython_traceback_with_its_header_and_exception_line() -> None:
+    a = analyze("ValueError                                Traceback (most recent call last)\n"
+                "/tmp/ipykernel_1/123.py in <module>\n"
+                "File /usr/lib/python3.11/site-packages/vllm/engine/llm_engine.py:510, in from_engine_args(cls, args)\n"
+                "    508     engine_cls = V1LLMEngine\n"
+                "--> 510 return engine_cls.from_vllm_config(\n\n"
+                "ValueError: max_model_len is larger than the model's context\n")
+    assert a.root_cause is not None and a.root_cause.exception_type == "ValueError"
+    t = a.tracebacks[0]
+    assert t.frames[-1].function == "from_engine_args" and t.frames[-1].line == 510 and not t.cut_start
+
+
+def test_a_sentence_with_a_path_in_it_is_not_an_ipython_frame() -> None:
+    a = analyze("INFO 05-06 01:55:26 [x.py:1] wrote /tmp/out.py in place (ok)\n")
+    assert not a.tracebacks
