@@ -188,3 +188,14 @@ def test_an_ipython_traceback_with_its_header_and_exception_line() -> None:
 def test_a_sentence_with_a_path_in_it_is_not_an_ipython_frame() -> None:
     a = analyze("INFO 05-06 01:55:26 [x.py:1] wrote /tmp/out.py in place (ok)\n")
     assert not a.tracebacks
+
+
+def test_ipythons_header_names_the_exception_of_a_traceback_cut_before_its_line() -> None:
+    a = analyze("RuntimeError                              Traceback (most recent call last)\n"
+                "File /opt/conda/lib/python3.11/site-packages/llmcompressor/text_generation.py:76, in oneshot(**kwargs)\n"
+                "     75 training_args.do_oneshot = True\n"
+                "---> 76 main(model_args, data_args, training_args)\n")
+    t = a.tracebacks[0]
+    assert t.exception_type == "RuntimeError" and t.cut_end and t.message is None
+    plain = analyze("Traceback (most recent call last):\n  File \"/a.py\", line 1, in f\n")
+    assert plain.tracebacks[0].exception_type is None
