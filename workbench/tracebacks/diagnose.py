@@ -167,6 +167,8 @@ def _start_failed(ex: Extractor, line: int) -> bool:
     return any(t.init_failed is not None and abs(t.init_failed - line) <= 400 for t in ex.trackers.values())
 
 
+# an exception that only reports a compiler run failed (CalledProcessError of gcc, nvcc...)
+_COMPILER_RUN = re.compile(r"/(?:gcc|g\+\+|cc|c\+\+|clang(?:\+\+)?|nvcc)(?:-\d+)?'")
 _ANNOUNCES = re.compile(r"because of an error raised|raised in (?:its )?creation task|failed to start|Error executing metho")
 _CALLING = re.compile(r"when calling `(\w+)")
 _CUDA_STATUS = re.compile(r"^CUDA error: (?=[A-Z][A-Z0-9_]{5,})")
@@ -403,6 +405,10 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
             assertion = first_event("device_assert")
             if assertion is not None:
                 return event_root(assertion)
+        if chosen.kind == "exception" and _COMPILER_RUN.search(chosen.message):
+            compiler = first_event("compile_error")  # the compiler's own error line says what failed
+            if compiler is not None:
+                return event_root(compiler)
         return chosen
     for kinds in (("error_line", "compile_error"), ("nccl_warn", "xid")):
         line = next((e for e in events if e.kind in kinds and not announces(e)), None)

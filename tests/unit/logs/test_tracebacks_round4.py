@@ -199,3 +199,16 @@ def test_ipythons_header_names_the_exception_of_a_traceback_cut_before_its_line(
     assert t.exception_type == "RuntimeError" and t.cut_end and t.message is None
     plain = analyze("Traceback (most recent call last):\n  File \"/a.py\", line 1, in f\n")
     assert plain.tracebacks[0].exception_type is None
+
+
+def test_a_compilers_own_error_line_outranks_the_exception_that_reports_its_run_failed() -> None:
+    log = ("Traceback (most recent call last):\n  File \"/triton/compiler.py\", line 1169, in _build\n"
+           "    ret = subprocess.check_call(cc_cmd)\n"
+           "subprocess.CalledProcessError: Command '['/usr/bin/gcc', '/tmp/tmp91/main.c', '-O3']' returned non-zero"
+           " exit status 1.\n\nAnd the error cause was:\n"
+           "/tmp/tmp91/main.c:5:10: fatal error: Python.h: No such file or directory\n")
+    a = analyze(log)
+    assert a.root_cause is not None and a.root_cause.kind == "log_line"
+    assert "Python.h: No such file or directory" in a.root_cause.message
+    other = analyze(log.replace("/usr/bin/gcc", "/usr/bin/git"))
+    assert other.root_cause is not None and other.root_cause.exception_type == "subprocess.CalledProcessError"
