@@ -329,7 +329,9 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
     by_sig = {f.signature: f for f in failures}
 
     def event_root(e: LogEvent) -> RootCause:
-        phase = decide_phase((), (e.text,), e.phase)  # the line's own words, then the timeline
+        phase = decide_phase((), (e.text,), e.phase)  # the line's own words, then the timeline,
+        if phase == "unknown" and e.context:  # then the words of the lines just before it
+            phase = decide_phase((), e.context, "unknown")
         return RootCause("log_line", None, e.text, e.line, None, phase, _ranks([e.rank]), None, e.text[:160])
 
     def first_event(*kinds: str, hw: bool | None = None) -> LogEvent | None:

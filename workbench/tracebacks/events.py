@@ -12,7 +12,8 @@ from workbench.tracebacks.patterns import event_matches, level_word
 _TORCH_RANK = re.compile(r"\[rank(\d+)\]:")
 
 
-def log_event(parsed: LogLine, msg: str, line_no: int, phase: str, server: str) -> LogEvent | None:
+def log_event(parsed: LogLine, msg: str, line_no: int, phase: str, server: str,
+              context: tuple[str, ...] = ()) -> LogEvent | None:
     """The telling log line (OOM kill, Xid, fatal signal, NCCL warning...) this line is, if any.
 
     ``phase`` is the timeline's; the words of the line are weighed only if it becomes the root cause."""
@@ -37,5 +38,5 @@ def log_event(parsed: LogLine, msg: str, line_no: int, phase: str, server: str) 
         if rank is None and "[rank" in msg[:80]:  # torch's "[rankN]:" behind a prefix the parser does not know
             found = _TORCH_RANK.search(msg, 0, 80)
             rank = "rank" + found.group(1) if found else None
-        return LogEvent(kind, line_no, text, rank, phase, server)
+        return LogEvent(kind, line_no, text, rank, phase, server, context)
     return None

@@ -1,12 +1,10 @@
 """Find every Python traceback, C++ exception and telling log line in a log, in one pass.
 
-Each input line is parsed once (:mod:`workbench.logformats`); the writer's identity
-(compose service, journal pid, vLLM process and pid, torch ``[rankN]:``) picks a stream,
-and each stream runs its own small state machine (idle -> frames -> message), so
-tracebacks that several processes print at once, line by line or block by block, come
-apart again. SGLang prints its rank only on a traceback's first line; its ranks share a
-stream and are separated block by block. The work per line is bounded, so the whole pass
-is linear in the input.
+Each input line is parsed once (:mod:`workbench.logformats`); the writer's identity (compose service, journal pid,
+vLLM process and pid, torch ``[rankN]:``) picks a stream, and each stream runs its own small state machine (idle ->
+frames -> message), so tracebacks that several processes print at once, line by line or block by block, come apart
+again. SGLang prints its rank only on a traceback's first line; its ranks share a stream and are separated block by
+block. The work per line is bounded, so the whole pass is linear in the input.
 
 The parts it leans on, one concern each: :mod:`~workbench.tracebacks.prefixes` (JSON lines and
 learned prefixes), :mod:`~workbench.tracebacks.stack` (blocks, frames, C++ exceptions, per-writer
@@ -15,6 +13,8 @@ streams), :mod:`~workbench.tracebacks.events` (telling log lines), :mod:`~workbe
 """
 
 from __future__ import annotations
+
+from collections import deque
 
 from workbench.logformats import LineShapes, LogLine, _needs_clean, _parse
 from workbench.phases import PhaseTracker, _is_failure
@@ -89,6 +89,7 @@ class Extractor:
         self._cpp: list[Cpp] = []
         self.events: list[LogEvent] = []
         self._first_error: LogEvent | None = None
+        self._recent: deque[str] = deque(maxlen=6)
         self.tracebacks: list[Traceback] = []
         self.cpp_exceptions: list[CppException] = []
         self._tracker = PhaseTracker(year=year)
@@ -256,8 +257,7 @@ class Extractor:
         msg0 = parsed.message
         if msg0 and (msg0[0] not in " \t" or (self.shapes and indented_record(msg0))):
             rest = self.shapes.strip(msg0) if self.shapes else None
-            if rest is None and 'File "' in msg0 and self.shapes.learn(msg0, outermost=origin == _PLAIN
-                                                                      and parsed.format == "plain"):
+            if rest is None and 'File "' in msg0 and self.shapes.learn(msg0, outermost=not any(origin) and parsed.format == "plain"):
                 rest = self.shapes.strip(msg0)
             if rest is not None:
                 parsed, origin, header = reparse(parsed, origin, header, rest)
@@ -266,6 +266,8 @@ class Extractor:
         if tracker is None:
             tracker = self.trackers[server] = PhaseTracker(year=self.year)
         self._last = (parsed, header)
+        if parsed.message[:1] not in ("", " ", "\t"):  # an unindented record: the next failure's context
+            self._recent.append(parsed.message)
         tracker.feed(parsed, line_no=self.line_no)
         self._tracker = tracker
         self._server = server
@@ -453,13 +455,12 @@ class Extractor:
 
 
     def _event(self, parsed: LogLine, msg: str) -> None:
-        event = log_event(parsed, msg, self.line_no, self._tracker.phase, self._server)
+        event = log_event(parsed, msg, self.line_no, self._tracker.phase, self._server, tuple(self._recent)[:-1])
         if event is not None:
             self.events.append(event)
         elif self._first_error is None and parsed.level in ("ERROR", "CRITICAL") and msg.strip():
             # the last resort (see finish): a log's first error line, whatever it says
-            self._first_error = LogEvent("error_line", self.line_no, msg.strip()[:400], parsed.rank,
-                                         self._tracker.phase, self._server)
+            self._first_error = LogEvent("error_line", self.line_no, msg.strip()[:400], parsed.rank, self._tracker.phase, self._server)
 
     def _start(self, stream: Stream, origin: tuple[str | None, ...], parsed: LogLine, msg: str, header: str | None, pos: int) -> None:
         rank = parsed.rank

@@ -212,3 +212,21 @@ def test_a_compilers_own_error_line_outranks_the_exception_that_reports_its_run_
     assert "Python.h: No such file or directory" in a.root_cause.message
     other = analyze(log.replace("/usr/bin/gcc", "/usr/bin/git"))
     assert other.root_cause is not None and other.root_cause.exception_type == "subprocess.CalledProcessError"
+
+
+def test_a_log_lines_phase_falls_back_on_the_words_of_the_lines_just_before_it() -> None:
+    a = analyze("3.02.042.178 I llama_kv_cache_init:      CUDA0 KV buffer size =  3840.00 MiB\n"
+                "3.02.199.202 E ggml_backend_cuda_buffer_type_alloc_buffer: allocating 4480.00 MiB on device 3: "
+                "cudaMalloc failed: out of memory\n")
+    assert a.root_cause is not None and a.root_cause.phase == "kv_cache_alloc"
+    alone = analyze("3.02.199.202 E ggml_backend_cuda_buffer_type_alloc_buffer: cudaMalloc failed: out of memory\n")
+    assert alone.root_cause is not None and alone.root_cause.phase == "unknown"
+
+
+def test_the_timeline_outranks_the_words_of_the_lines_before_a_log_line() -> None:
+    stats = ("INFO 08-25 12:24:24 [loggers.py:123] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation "
+             "throughput: 7599.4 tokens/s, Running: 46 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.8%\n")
+    a = analyze("INFO:     Application startup complete.\n" + stats * 3 +
+                "ERROR 08-25 12:24:29 [multiproc_executor.py:146] Worker proc VllmWorker-1 died unexpectedly\n")
+    assert a.root_cause is not None and a.events[0].phase != "unknown"
+    assert a.root_cause.phase == a.events[0].phase != "kv_cache_alloc"
