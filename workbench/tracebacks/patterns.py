@@ -18,7 +18,7 @@ _FILE_STRICT = re.compile(r'\s*File "[^"\n]+", line \d+, in \S')
 _EXC = re.compile(r"([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?:\([\w.]+\))?)(?::(?:[ \t]?(.*)))?$")
 # a bare exception line (no frame before it) must name an error class outright: not a warning
 # (torch's "BackendCompilerFailed: backend='inductor' raised:" heads the error it wraps)
-_BARE_EXC_NAME = re.compile(r"(?:Error|Exception|Fault|Failure|Failed|Timeout|Cancelled|Abort)$")
+_BARE_EXC_NAME = re.compile(r"(?:Error|Exception|Fault|Failure|(?<=[a-z])Failed|Timeout|Cancelled|Abort)$")
 _EXC_REPR = re.compile(r"([A-Za-z_][\w.]*(?:Error|Exception))\((['\"])(.+)")
 _FATAL = re.compile(r"\s*Fatal Python error: (.*)")
 _FH_HEADER = re.compile(r"\s*(Current thread|Thread|Stack)\b[^(]*\(most recent call first\):")

@@ -230,3 +230,8 @@ def test_the_timeline_outranks_the_words_of_the_lines_before_a_log_line() -> Non
                 "ERROR 08-25 12:24:29 [multiproc_executor.py:146] Worker proc VllmWorker-1 died unexpectedly\n")
     assert a.root_cause is not None and a.events[0].phase != "unknown"
     assert a.root_cause.phase == a.events[0].phase != "kv_cache_alloc"
+
+
+def test_a_line_that_only_says_failed_is_not_an_exception() -> None:
+    a = analyze("WARNING 05-06 01:55:26 [x.py:1] probe\nFailed: 3 of 10 health checks\n")
+    assert not a.tracebacks
