@@ -369,8 +369,12 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
     for c in ex.cpp_exceptions:
         if lo <= c.line <= hi and (server is None or c.server == server):
             f = by_sig.get(_cpp_signature(c))
+            ranks = f.ranks if f and f.ranks else _ranks([c.rank])
+            if not ranks:  # printed without a prefix: the rank of the traceback its process prints right after
+                after = [t for t in ex.tracebacks if 0 < t.start_line - c.end_line <= 2 and t.rank]
+                ranks = _ranks([after[0].rank]) if len({t.rank for t in after}) == 1 else ()
             items.append((c.line, is_pointer(c), RootCause("exception", c.exception_type, c.message, c.line, None, c.phase,
-                                                           f.ranks if f else _ranks([c.rank]), _cpp_signature(c),
+                                                           ranks, _cpp_signature(c),
                                                            describe(c.exception_type, c.message, ()))))
     # a process that died or crashed before any real exception was printed is the cause
     # of the exceptions that follow (vLLM's "cancelled" when a worker was SIGKILLed)

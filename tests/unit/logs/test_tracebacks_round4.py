@@ -235,3 +235,16 @@ def test_the_timeline_outranks_the_words_of_the_lines_before_a_log_line() -> Non
 def test_a_line_that_only_says_failed_is_not_an_exception() -> None:
     a = analyze("WARNING 05-06 01:55:26 [x.py:1] probe\nFailed: 3 of 10 health checks\n")
     assert not a.tracebacks
+
+
+def test_a_cpp_exception_without_a_prefix_takes_the_rank_of_the_traceback_right_after_it() -> None:
+    pre = "(VllmWorker rank=0 pid=223) ERROR 06-26 23:10:17 [multiproc_executor.py:527] "
+    log = ("terminate called after throwing an instance of 'c10::DistBackendError'\n"
+           + pre + "WorkerProc hit an exception.\n" + pre + "Traceback (most recent call last):\n"
+           + pre + '  File "/vllm/v1/executor/multiproc_executor.py", line 522, in worker_busy_loop\n')
+    a = analyze(log)
+    assert a.root_cause is not None and a.root_cause.exception_type == "c10::DistBackendError"
+    assert a.root_cause.ranks == ("rank0",)
+    far = analyze("terminate called after throwing an instance of 'c10::DistBackendError'\n" + "x\n" * 5
+                  + pre + "Traceback (most recent call last):\n")
+    assert far.root_cause is not None and far.root_cause.ranks == ()
