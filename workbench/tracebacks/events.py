@@ -4,6 +4,7 @@ device asserts, error lines, compiler errors, NCCL warnings, dead processes."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from workbench.logformats import LogLine
 from workbench.tracebacks.model import LogEvent
@@ -13,10 +14,11 @@ _TORCH_RANK = re.compile(r"\[rank(\d+)\]:")
 
 
 def log_event(parsed: LogLine, msg: str, line_no: int, phase: str, server: str,
-              context: tuple[str, ...] = ()) -> LogEvent | None:
+              recent: Iterable[str] = ()) -> LogEvent | None:
     """The telling log line (OOM kill, Xid, fatal signal, NCCL warning...) this line is, if any.
 
-    ``phase`` is the timeline's; the words of the line are weighed only if it becomes the root cause."""
+    ``phase`` is the timeline's; the words of the line are weighed only if it becomes the root cause.
+    ``recent``: the log's latest records, this line last (the event keeps those before it)."""
     level: str | None = ""
     for kind, m in event_matches(msg):
         if kind == "error_line":  # error words count only on an error line
@@ -38,5 +40,5 @@ def log_event(parsed: LogLine, msg: str, line_no: int, phase: str, server: str,
         if rank is None and "[rank" in msg[:80]:  # torch's "[rankN]:" behind a prefix the parser does not know
             found = _TORCH_RANK.search(msg, 0, 80)
             rank = "rank" + found.group(1) if found else None
-        return LogEvent(kind, line_no, text, rank, phase, server, context)
+        return LogEvent(kind, line_no, text, rank, phase, server, tuple(recent)[:-1])
     return None

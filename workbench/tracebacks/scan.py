@@ -455,7 +455,7 @@ class Extractor:
 
 
     def _event(self, parsed: LogLine, msg: str) -> None:
-        event = log_event(parsed, msg, self.line_no, self._tracker.phase, self._server, tuple(self._recent)[:-1])
+        event = log_event(parsed, msg, self.line_no, self._tracker.phase, self._server, self._recent)
         if event is not None:
             self.events.append(event)
         elif self._first_error is None and parsed.level in ("ERROR", "CRITICAL") and msg.strip():
