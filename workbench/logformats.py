@@ -325,7 +325,7 @@ def _parse(line: str) -> tuple[LogLine, tuple[str | None, ...], str | None]:
                     if m:
                         level, time, location, fmt = _GLOG_LEVEL[m["lvl"]], m["ts"], m["loc"], "glog"
                         header = m.group(0)
-        elif c in _DIGITS and fmt == "plain":
+        elif c in _DIGITS and fmt == "plain" and "." in line[pos + 1:pos + 3]:
             m = _LLAMACPP.match(line, pos)
             if m:  # llama.cpp's "3.02.199.202 E message" (time since start, one-letter level)
                 level, fmt = _LLAMACPP_LEVEL[m["lvl"]], "llamacpp"

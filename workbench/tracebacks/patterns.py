@@ -211,7 +211,7 @@ def _interesting_words(*, strong: bool) -> frozenset[str]:
         "Fatal", "fatal", "Segmentation", "Abort", "Killed", "SIG", "Xid", "NCCL", "nccl", "ssertion",
         "died", "dead", "fail", "Fail", "xited", "Exit", "OOM", "oom", "out of memory", "Out of memory",
         "above exception", "During handling", "atchdog", "timing out", "sigquit", "ChildFailed", "kill_process",
-        "cannot find -l", "ray::", "Illegal", "terminating", "panicked", "Bus error", "Floating", "Main process", "Interrupt", "Timeout",
+        "cannot find -l", "ray::", "Illegal", "' panicked", "Bus error", "Floating", "Main process", "Interrupt", "Timeout",
         "Cancelled", "Thread 0x", "Stack (", "│", "┃", "║", "╭", "^[", "\ufffd[", '{"', "m(",
         *_EVENT_ANCHORS, *_ANCHORS, *_FAILURE_ANCHORS,
     } - _WEAK

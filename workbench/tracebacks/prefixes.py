@@ -43,12 +43,11 @@ def reparse(outer: LogLine, origin: tuple[str | None, ...], header: str | None,
 
 def indented_record(msg: str) -> bool:
     """A line whose whole record was indented (a paste quoted by indenting it, a logger that nests
-    its child's output): its first text is a timestamp, not code or a frame."""
-    body = msg.lstrip(" \t")
-    return body[:1].isdigit() and len(msg) - len(body) <= 8 and _STAMP.match(body) is not None
+    its child's output): its first text, at most 8 blanks in, is a timestamp, not code or a frame."""
+    return _INDENTED_STAMP.match(msg) is not None
 
 
-_STAMP = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d")
+_INDENTED_STAMP = re.compile(r"[ \t]{1,8}\d{4}-\d\d-\d\d[T ]\d\d:\d\d")
 
 
 def learn_shapes(shapes: LineShapes, text: str, *, samples: int = 64) -> None:

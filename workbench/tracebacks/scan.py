@@ -191,7 +191,7 @@ class Extractor:
         if (not stripped or (stripped[0] in ">`~[" and not stripped.startswith("[Previous line repeated"))
                 or "\x1b" in line or "\r" in msg or _needs_clean(line) or _HEADER in msg
                 or _CONTEXT in msg or _CAUSE in msg
-                or (stripped[0].isdigit() and self.shapes and indented_record(msg))):
+                or (stripped[0].isdigit() and indented_record(msg) and self.shapes)):
             return False
         if (tracker.failure is None and _is_failure(msg)) or (
                 tracker.init_failed is None and not tracker.ready and ("failed to " in msg or "nitialization failed" in msg)):
@@ -255,7 +255,7 @@ class Extractor:
             line = json_log(line)
         parsed, origin, header = _parse(line)
         msg0 = parsed.message
-        if msg0 and (msg0[0] not in " \t" or (self.shapes and indented_record(msg0))):
+        if msg0 and (msg0[0] not in " \t" or (indented_record(msg0) and self.shapes)):
             rest = self.shapes.strip(msg0) if self.shapes else None
             if rest is None and 'File "' in msg0 and self.shapes.learn(msg0, outermost=not any(origin) and parsed.format == "plain"):
                 rest = self.shapes.strip(msg0)
@@ -266,8 +266,6 @@ class Extractor:
         if tracker is None:
             tracker = self.trackers[server] = PhaseTracker(year=self.year)
         self._last = (parsed, header)
-        if parsed.message[:1] not in ("", " ", "\t"):  # an unindented record: the next failure's context
-            self._recent.append(parsed.message)
         tracker.feed(parsed, line_no=self.line_no)
         self._tracker = tracker
         self._server = server
@@ -351,6 +349,7 @@ class Extractor:
         if not msg.strip():
             return
         stream.intro = (self.line_no, msg[:200])
+        self._recent.append(msg)  # a record outside any traceback: the next failure line's context
         if stream.pending is not None:
             stream.pending_left -= 1
             if stream.pending_left <= 0:
@@ -384,7 +383,7 @@ class Extractor:
             if fh is not None:
                 self._dump(stream, origin, parsed, header, fh.group(1))
                 return
-        if " in " in msg and ".py" in msg and (ipy := ipython_frame(msg)) is not None:
+        if msg[:1] in "[/F" and " in " in msg and (ipy := ipython_frame(msg)) is not None:
             block = self._new_block(stream, origin, parsed, header, cut_start=True)
             block.rich = True  # IPython's "path in f(...)" frames and numbered code lines, as rich's
             block.frames.append(ipy)
@@ -402,7 +401,7 @@ class Extractor:
             fatal = _FATAL.match(msg)
             if fatal is not None:
                 stream.fatal = (self.line_no, fatal.group(1).strip())
-        if "termin" in msg or "what():" in msg or "panicked at" in msg or "Unhandled exception caught" in msg:
+        if "terminate called" in msg or "what():" in msg or "abi: terminating" in msg or "panicked at" in msg or "caught in c10" in msg:
             abort = native_abort(msg, what=stream.cpp is None)
             if abort is not None:  # "terminate called ..." / "what():" / libc++'s, Rust's or c10's report
                 stream.cpp = Cpp(self.line_no, self.line_no, abort[0], parsed.rank, self._tracker.phase, self._server,

@@ -248,3 +248,14 @@ def test_a_cpp_exception_without_a_prefix_takes_the_rank_of_the_traceback_right_
     far = analyze("terminate called after throwing an instance of 'c10::DistBackendError'\n" + "x\n" * 5
                   + pre + "Traceback (most recent call last):\n")
     assert far.root_cause is not None and far.root_cause.ranks == ()
+
+
+def test_native_abort_lines_are_never_skipped_as_dull() -> None:
+    """A server's dull lines are only counted: each native abort line holds a word that is read.
+    (A Rust panic's word is "' panicked": a bare "panicked" would cost every "p" of a log.)"""
+    from workbench.tracebacks.patterns import _INTERESTING, _STRONG
+
+    for line in ("libc++abi: terminating due to uncaught exception of type std::runtime_error: x",
+                 "thread 'tokio-runtime-worker' panicked at lib/llm/src/engines/vllm/worker.rs:247:17:",
+                 "Unhandled exception caught in c10/util/AbortHandler.h"):
+        assert _INTERESTING.search(line) is not None and _STRONG.search(line) is not None, line
