@@ -99,6 +99,8 @@ _NO_ORIGIN: tuple[str | None, ...] = (None, None, None, None, None, None)
 _TRT_LEVEL = {"E": "ERROR", "W": "WARNING", "I": "INFO", "V": "DEBUG", "ERROR": "ERROR", "WARNING": "WARNING",
               "INFO": "INFO", "DEBUG": "DEBUG", "VERBOSE": "DEBUG"}
 _GLOG_LEVEL = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "CRITICAL"}
+_LLAMACPP = re.compile(r"\d+\.\d\d\.\d\d\d\.\d\d\d (?P<lvl>[DIWE]) ")
+_LLAMACPP_LEVEL = {"D": "DEBUG", "I": "INFO", "W": "WARNING", "E": "ERROR"}
 _NCCL_LEVEL = {"INFO": "INFO", "WARN": "WARNING", "TRACE": "DEBUG", "ERROR": "ERROR"}
 _UPPER = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _DIGITS = frozenset("0123456789")
@@ -323,6 +325,10 @@ def _parse(line: str) -> tuple[LogLine, tuple[str | None, ...], str | None]:
                     if m:
                         level, time, location, fmt = _GLOG_LEVEL[m["lvl"]], m["ts"], m["loc"], "glog"
                         header = m.group(0)
+        elif c in _DIGITS and fmt == "plain" and "." in line[pos + 1:pos + 3]:
+            m = _LLAMACPP.match(line, pos)
+            if m:  # llama.cpp's "3.02.199.202 E message" (time since start, one-letter level)
+                level, fmt = _LLAMACPP_LEVEL[m["lvl"]], "llamacpp"
         elif c == "T":
             m = _UVICORN.match(line, pos)
             if m:
@@ -419,8 +425,11 @@ class LineShapes:
     def __bool__(self) -> bool:
         return bool(self._patterns)
 
-    def learn(self, message: str) -> bool:
-        """Learn the prefix before a frame line's ``File "``; True when a new shape was added."""
+    def learn(self, message: str, *, outermost: bool = True) -> bool:
+        """Learn the prefix before a frame line's ``File "``; True when a new shape was added.
+
+        ``outermost``: no known format stood before ``message`` on its line, so a known prefix
+        inside it is the writer's own (its header and rank are read, not learned)."""
         i = message.find('File "')
         if i <= 0 or len(self._patterns) >= self.limit:
             return False
@@ -428,6 +437,8 @@ class LineShapes:
         if (not prefix.strip() or len(prefix) > 160 or "Traceback" in prefix or '"' in prefix
                 or prefix.lstrip()[:1] == ">"):
             return False
+        if outermost:
+            prefix = _unknown_head(prefix, message[i:])
         key = _SHAPE_TOKEN.sub("0", prefix.strip())
         if key in self._keys:
             return False
@@ -450,6 +461,23 @@ class LineShapes:
             if m is not None and m.end() > 0:
                 return message[m.end():]
         return None
+
+
+def _unknown_head(prefix: str, frame: str) -> str:
+    """The part of a frame line's prefix that no known format reads: a CI timestamp before vLLM's
+    ``(Worker_TP0 pid=N) ERROR ...`` is learned alone, so the known prefix after it is still parsed
+    (its rank, its process) once the head is stripped. The whole prefix when no tail is known."""
+    body = prefix.strip()
+    for m in _HEAD_CUT.finditer(body):
+        tail = body[m.end():]
+        if tail[:1] in ("(", "[") or tail[:1].isdigit() or tail[:1].isupper():
+            inner, origin, _ = _parse(tail + " " + frame)
+            if inner.message.lstrip().startswith('File "') and (any(origin) or inner.format != "plain"):
+                return body[:m.start()]
+    return prefix
+
+
+_HEAD_CUT = re.compile(r"[ \t]+")
 
 
 # the characters of log text, most common first (from every log in tests/fixtures/): a search whose

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from workbench.phases import decide_phase
 from workbench.tracebacks.model import Traceback
+from workbench.tracebacks.patterns import _IPY_HEADER
 from workbench.tracebacks.stack import Block
 
 
@@ -52,12 +53,18 @@ def build_tracebacks(blocks: list[Block]) -> list[Traceback]:
     for b in blocks:
         out.append(Traceback(
             index=b.index, rank=rank[b.index], start_line=b.start, end_line=max(b.end, b.start),
-            frames=tuple(b.frames), exception_type=b.exc_type,
+            frames=tuple(b.frames), exception_type=b.exc_type if b.exc_type is not None else _header_type(b),
             message="\n".join(b.message) if b.exc_type is not None else None,
             cut_start=b.cut_start, cut_end=b.exc_type is None, chained_from=b.chained_from, chain=b.chain,
             phase=phase[b.index], origin=b.origin, server=b.server,
         ))
     return out
+
+
+def _header_type(block: Block) -> str | None:
+    """The exception IPython names on its header line (``RuntimeError    Traceback (most recent
+    call last)``), for a block cut before its own exception line."""
+    return block.lead.strip() if block.rich and _IPY_HEADER.match(block.lead) else None
 
 
 def chain_phase(chain: list[Block]) -> str:

@@ -167,6 +167,8 @@ def _start_failed(ex: Extractor, line: int) -> bool:
     return any(t.init_failed is not None and abs(t.init_failed - line) <= 400 for t in ex.trackers.values())
 
 
+# an exception that only reports a compiler run failed (CalledProcessError of gcc, nvcc...)
+_COMPILER_RUN = re.compile(r"/(?:gcc|g\+\+|cc|c\+\+|clang(?:\+\+)?|nvcc)(?:-\d+)?'")
 _ANNOUNCES = re.compile(r"because of an error raised|raised in (?:its )?creation task|failed to start|Error executing metho")
 _CALLING = re.compile(r"when calling `(\w+)")
 _CUDA_STATUS = re.compile(r"^CUDA error: (?=[A-Z][A-Z0-9_]{5,})")
@@ -327,7 +329,9 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
     by_sig = {f.signature: f for f in failures}
 
     def event_root(e: LogEvent) -> RootCause:
-        phase = decide_phase((), (e.text,), e.phase)  # the line's own words, then the timeline
+        phase = decide_phase((), (e.text,), e.phase)  # the line's own words, then the timeline,
+        if phase == "unknown" and e.context:  # then the words of the lines just before it
+            phase = decide_phase((), e.context, "unknown")
         return RootCause("log_line", None, e.text, e.line, None, phase, _ranks([e.rank]), None, e.text[:160])
 
     def first_event(*kinds: str, hw: bool | None = None) -> LogEvent | None:
@@ -365,8 +369,12 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
     for c in ex.cpp_exceptions:
         if lo <= c.line <= hi and (server is None or c.server == server):
             f = by_sig.get(_cpp_signature(c))
+            ranks = f.ranks if f and f.ranks else _ranks([c.rank])
+            if not ranks:  # printed without a prefix: the rank of the traceback its process prints right after
+                after = [t for t in ex.tracebacks if 0 < t.start_line - c.end_line <= 2 and t.rank]
+                ranks = _ranks([after[0].rank]) if len({t.rank for t in after}) == 1 else ()
             items.append((c.line, is_pointer(c), RootCause("exception", c.exception_type, c.message, c.line, None, c.phase,
-                                                           f.ranks if f else _ranks([c.rank]), _cpp_signature(c),
+                                                           ranks, _cpp_signature(c),
                                                            describe(c.exception_type, c.message, ()))))
     # a process that died or crashed before any real exception was printed is the cause
     # of the exceptions that follow (vLLM's "cancelled" when a worker was SIGKILLed)
@@ -403,6 +411,10 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
             assertion = first_event("device_assert")
             if assertion is not None:
                 return event_root(assertion)
+        if chosen.kind == "exception" and _COMPILER_RUN.search(chosen.message):
+            compiler = first_event("compile_error")  # the compiler's own error line says what failed
+            if compiler is not None:
+                return event_root(compiler)
         return chosen
     for kinds in (("error_line", "compile_error"), ("nccl_warn", "xid")):
         line = next((e for e in events if e.kind in kinds and not announces(e)), None)

@@ -4,6 +4,7 @@ device asserts, error lines, compiler errors, NCCL warnings, dead processes."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from workbench.logformats import LogLine
 from workbench.tracebacks.model import LogEvent
@@ -12,10 +13,12 @@ from workbench.tracebacks.patterns import event_matches, level_word
 _TORCH_RANK = re.compile(r"\[rank(\d+)\]:")
 
 
-def log_event(parsed: LogLine, msg: str, line_no: int, phase: str, server: str) -> LogEvent | None:
+def log_event(parsed: LogLine, msg: str, line_no: int, phase: str, server: str,
+              recent: Iterable[str] = ()) -> LogEvent | None:
     """The telling log line (OOM kill, Xid, fatal signal, NCCL warning...) this line is, if any.
 
-    ``phase`` is the timeline's; the words of the line are weighed only if it becomes the root cause."""
+    ``phase`` is the timeline's; the words of the line are weighed only if it becomes the root cause.
+    ``recent``: the log's latest records, this line last (the event keeps those before it)."""
     level: str | None = ""
     for kind, m in event_matches(msg):
         if kind == "error_line":  # error words count only on an error line
@@ -27,12 +30,15 @@ def log_event(parsed: LogLine, msg: str, line_no: int, phase: str, server: str) 
             if level not in ("ERROR", "CRITICAL"):
                 continue
         text = msg.strip()  # the line without its log prefixes: what it says, not who printed it
-        if len(text) > 400:  # a pasted line that lost its newlines: keep the part that matters
+        if len(text) > 400:  # a pasted line that lost its newlines: keep the part that matters,
+            # the failure it names first (Ray's "A worker died or was killed ..." before its hints
+            # that "the process was killed by the OOM killer")
+            m = min((n for _, n in event_matches(msg, after=kind)), key=lambda n: n.start(), default=m)
             text = "…" + msg[max(0, m.start() - 120): m.end() + 200].strip() + "…"
         # the timeline's phase; the words of the line are weighed only if it becomes the root cause
         rank = parsed.rank
         if rank is None and "[rank" in msg[:80]:  # torch's "[rankN]:" behind a prefix the parser does not know
             found = _TORCH_RANK.search(msg, 0, 80)
             rank = "rank" + found.group(1) if found else None
-        return LogEvent(kind, line_no, text, rank, phase, server)
+        return LogEvent(kind, line_no, text, rank, phase, server, tuple(recent)[:-1])
     return None

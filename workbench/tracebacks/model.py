@@ -86,6 +86,8 @@ class LogEvent:
     rank: str | None
     phase: str
     server: str = "|"
+    # the lines the same log printed just before (their words: phase evidence when all else is silent)
+    context: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
 
 @dataclass(frozen=True)

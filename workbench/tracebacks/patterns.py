@@ -17,13 +17,19 @@ _FILE = re.compile(r'(\s*)File "([^"\n]*)"?(?:, line (\d+))?(?:, in (.*))?')
 _FILE_STRICT = re.compile(r'\s*File "[^"\n]+", line \d+, in \S')
 _EXC = re.compile(r"([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?:\([\w.]+\))?)(?::(?:[ \t]?(.*)))?$")
 # a bare exception line (no frame before it) must name an error class outright: not a warning
-_BARE_EXC_NAME = re.compile(r"(?:Error|Exception|Fault|Failure|Timeout|Cancelled|Abort)$")
+# (torch's "BackendCompilerFailed: backend='inductor' raised:" heads the error it wraps)
+_BARE_EXC_NAME = re.compile(r"(?:Error|Exception|Fault|Failure|(?<=[a-z])Failed|Timeout|Cancelled|Abort)$")
 _EXC_REPR = re.compile(r"([A-Za-z_][\w.]*(?:Error|Exception))\((['\"])(.+)")
 _FATAL = re.compile(r"\s*Fatal Python error: (.*)")
 _FH_HEADER = re.compile(r"\s*(Current thread|Thread|Stack)\b[^(]*\(most recent call first\):")
 # rich's boxed tracebacks (typer, rich.traceback.install), once the box borders are gone
 _RICH_FRAME = re.compile(r"\s*(?:(\S+?\.pyx?):(\d+) in (\S+)|in (\S+):(\d+))\s*$")
-_RICH_CODE = re.compile(r"\s*(❱\s*)?\d+\s(?:│|\s|$)")
+_RICH_CODE = re.compile(r"\s*(❱\s*|-+>\s*)?\d+\s(?:│|\s|$)")
+# IPython's frames (Jupyter, Colab, Databricks): "[path](link) in f(args)", "path in f(args)",
+# "File path:N, in f(args)"; its header is the exception's name, then "Traceback (most recent call last)"
+_IPY_FRAME = re.compile(r"\s*(?:\[(/[^\]\s]+\.pyx?)\]\([^)\s]*\)|(/\S+\.pyx?)|File (\S+\.pyx?|<[^>\s]+>)(?::(\d+)|, line (\d+)),?) "
+                        r"in ([\w.<>]+)(?:\(|\s*$)")
+_IPY_HEADER = re.compile(r"\s*[A-Za-z_][\w.]*\s{4,}$")
 _FH_FRAME = re.compile(r'\s*File "([^"]*)", line (\d+) in (.+)')
 # a level word inside a prefix the parser does not know; no leading \b, which would keep the regex
 # engine from skipping ahead to the words' first letters (ten times slower): boundaries are checked after
@@ -31,6 +37,8 @@ _LEVEL_WORD = re.compile(r"ERROR|CRITICAL|WARNING|\[E\]")
 _EXC_NAME = re.compile(r"(?:Error|Exception|Exit|Interrupt|Warning|Iteration|Fault|Failure|Timeout|Unsupported|Cancelled|Abort)$")
 _CARET = re.compile(r"\s*[~^]+\s*$")
 _QUOTE = re.compile(r"[ \t]*(?:> ?)+")
+_FILE_CUT = re.compile(r'File "[^"]+", line \d*,?\s*$')
+_FRAME_TAIL = re.compile(r"\d*, in \S|in \S")
 _FENCE = re.compile(r"\s*(?:```|~~~)")
 _MIDLINE_RANK = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?((?: [A-Z][A-Z_]*\d+)*)\]")
 _PROCESS_LINE = re.compile(r"Process [\w.-]+:$")
@@ -42,7 +50,13 @@ _STOP = re.compile(
 )
 _TERMINATE = re.compile(r"terminate called after throwing an instance of '([^']+)'")
 _WHAT = re.compile(r"\s*what\(\):\s*(.*)")
-_CPP_STOP = re.compile(r"Exception raised from |frame #\d+:|^\s*$")
+_CPP_STOP = re.compile(r"Exception raised from |frame #\d+:|^\s*$|^(?:stack )?backtrace:|^\s*\d+: \S|^\s*--- |^note: |"
+                       r"^[0-9A-F]{16}")
+# a native runtime's own report of an error nothing caught: libc++'s abort message, a Rust panic
+# (its message on the next line since Rust 1.73, quoted on the line before), c10's abort handler
+_NATIVE_ABORT = re.compile(r"libc\+\+abi: terminating due to uncaught exception of type (\S+?)(?:: (.*))?$|"
+                           r"thread '[^']*' panicked at (?:'(.*)', )?\S+?:?$|"
+                           r"(Unhandled exception caught in c10/util/AbortHandler\.h)")
 _PG_RANK = re.compile(r"\[PG[^\]]*? Rank (\d+)\]")
 _FLAT_SPLIT = re.compile(r'(?=\bFile ")')
 _MIDLINE_PROC = re.compile(r"\((\w+?)(?:_((?:DP|TP|PP|EP)\d+(?:_(?:DP|TP|PP|EP)\d+)*))?(?: rank=(\d+))? pid=\d+\)\s*$")
@@ -111,11 +125,13 @@ _EVENT_ANCHORS = ("Xid", "Connection refused", "failed to start", "CUDA error", 
 _EVENT_PART = any_part_of(_NEEDLES)  # the quick first search (see any_part_of)
 
 
-def event_matches(msg: str) -> Iterator[tuple[EventKind, re.Match[str]]]:
-    """The kinds of :data:`_EVENTS` whose pattern the line matches, in that order, with the match."""
+def event_matches(msg: str, *, after: EventKind | None = None) -> Iterator[tuple[EventKind, re.Match[str]]]:
+    """The kinds of :data:`_EVENTS` whose pattern the line matches, in that order, with the match
+    (those from ``after`` on, when given)."""
     if _EVENT_PART.search(msg) is None:  # most lines hold no needle: one quick search says so
         return
-    for kind, pattern in _EVENTS:
+    events = _EVENTS if after is None else _EVENTS[[k for k, _ in _EVENTS].index(after):]
+    for kind, pattern in events:
         for needle in _EVENT_NEEDLES[kind]:  # plain ``in`` tests: far cheaper than a regex scan
             if needle in msg:
                 m = pattern.search(msg)
@@ -177,6 +193,15 @@ def split_flattened(rest: str) -> tuple[list[Frame], str | None, str]:
     return frames, None, ""
 
 
+def cut_header(msg: str) -> int:
+    """Where a ``Traceback (most recent call last):`` cut short at the end of the line begins
+    (``... hit an exception: Traceback (m`` where a window or a paste ended), or -1."""
+    tail = msg.rstrip()
+    pos = tail.rfind("Traceback (")
+    return pos if pos >= 0 and _HEADER.startswith(tail[pos:]) else -1
+
+
+
 def _interesting_words(*, strong: bool) -> frozenset[str]:
     """The words that make a line matter to the scanner or to the phase timeline."""
     from workbench.phases import _ANCHORS, _FAILURE_ANCHORS  # the timeline's own words
@@ -186,7 +211,7 @@ def _interesting_words(*, strong: bool) -> frozenset[str]:
         "Fatal", "fatal", "Segmentation", "Abort", "Killed", "SIG", "Xid", "NCCL", "nccl", "ssertion",
         "died", "dead", "fail", "Fail", "xited", "Exit", "OOM", "oom", "out of memory", "Out of memory",
         "above exception", "During handling", "atchdog", "timing out", "sigquit", "ChildFailed", "kill_process",
-        "cannot find -l", "ray::", "Illegal", "Bus error", "Floating", "Main process", "Interrupt", "Timeout",
+        "cannot find -l", "ray::", "Illegal", "' panicked", "Bus error", "Floating", "Main process", "Interrupt", "Timeout",
         "Cancelled", "Thread 0x", "Stack (", "│", "┃", "║", "╭", "^[", "\ufffd[", '{"', "m(",
         *_EVENT_ANCHORS, *_ANCHORS, *_FAILURE_ANCHORS,
     } - _WEAK
@@ -200,3 +225,10 @@ def _interesting_words(*, strong: bool) -> frozenset[str]:
 _WEAK = frozenset({"batch", "/v1/", "Avg prompt", "Req(rid="})
 _INTERESTING = any_of(_interesting_words(strong=False))
 _STRONG = any_of(_interesting_words(strong=True))
+
+
+def no_cr(line: str) -> str:
+    """The line without the carriage return a CRLF file leaves at its end, as the parser reads it
+    (a ``\\r`` anywhere else is a progress bar's redraw: the short path leaves those alone)."""
+    return line.rstrip("\r\n") if "\r" in line else line
+

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from workbench.logformats import LineShapes, LogLine, _parse
 from workbench.tracebacks.patterns import level_word
@@ -40,6 +41,15 @@ def reparse(outer: LogLine, origin: tuple[str | None, ...], header: str | None,
     return merged, origin, inner_header if inner_header is not None else header
 
 
+def indented_record(msg: str) -> bool:
+    """A line whose whole record was indented (a paste quoted by indenting it, a logger that nests
+    its child's output): its first text, at most 8 blanks in, is a timestamp, not code or a frame."""
+    return _INDENTED_STAMP.match(msg) is not None
+
+
+_INDENTED_STAMP = re.compile(r"[ \t]{1,8}\d{4}-\d\d-\d\d[T ]\d\d:\d\d")
+
+
 def learn_shapes(shapes: LineShapes, text: str, *, samples: int = 64) -> None:
     """Learn the log's own line prefixes from its first frame lines, before the pass that reads it,
     so the lines above the first frame (the header with its rank) are read with them too."""
@@ -54,7 +64,8 @@ def learn_shapes(shapes: LineShapes, text: str, *, samples: int = 64) -> None:
         line = text[start:end]
         if line[:2] == '{"':
             line = json_log(line)
-        msg = _parse(line)[0].message
-        if msg and msg[0] not in " \t":
-            shapes.learn(msg)
+        parsed, origin, _ = _parse(line)
+        msg = parsed.message
+        if msg and (msg[0] not in " \t" or indented_record(msg)):
+            shapes.learn(msg, outermost=parsed.format == "plain" and not any(origin))
         pos = end + 1

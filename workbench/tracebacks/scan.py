@@ -1,12 +1,10 @@
 """Find every Python traceback, C++ exception and telling log line in a log, in one pass.
 
-Each input line is parsed once (:mod:`workbench.logformats`); the writer's identity
-(compose service, journal pid, vLLM process and pid, torch ``[rankN]:``) picks a stream,
-and each stream runs its own small state machine (idle -> frames -> message), so
-tracebacks that several processes print at once, line by line or block by block, come
-apart again. SGLang prints its rank only on a traceback's first line; its ranks share a
-stream and are separated block by block. The work per line is bounded, so the whole pass
-is linear in the input.
+Each input line is parsed once (:mod:`workbench.logformats`); the writer's identity (compose service, journal pid,
+vLLM process and pid, torch ``[rankN]:``) picks a stream, and each stream runs its own small state machine (idle ->
+frames -> message), so tracebacks that several processes print at once, line by line or block by block, come apart
+again. SGLang prints its rank only on a traceback's first line; its ranks share a stream and are separated block by
+block. The work per line is bounded, so the whole pass is linear in the input.
 
 The parts it leans on, one concern each: :mod:`~workbench.tracebacks.prefixes` (JSON lines and
 learned prefixes), :mod:`~workbench.tracebacks.stack` (blocks, frames, C++ exceptions, per-writer
@@ -16,7 +14,7 @@ streams), :mod:`~workbench.tracebacks.events` (telling log lines), :mod:`~workbe
 
 from __future__ import annotations
 
-import re
+from collections import deque
 
 from workbench.logformats import LineShapes, LogLine, _needs_clean, _parse
 from workbench.phases import PhaseTracker, _is_failure
@@ -34,9 +32,12 @@ from workbench.tracebacks.patterns import (
     _FENCE,
     _FH_FRAME,
     _FH_HEADER,
+    _FILE_CUT,
     _FILE_STRICT,
+    _FRAME_TAIL,
     _HEADER,
     _INTERESTING,
+    _IPY_HEADER,
     _MAX_FOREIGN,
     _MAX_MESSAGE_CHARS,
     _MAX_MESSAGE_LINES,
@@ -47,12 +48,12 @@ from workbench.tracebacks.patterns import (
     _QUOTE,
     _STOP,
     _STRONG,
-    _TERMINATE,
     _WEAK,
-    _WHAT,
+    cut_header,
     looks_like_exception,
+    no_cr,
 )
-from workbench.tracebacks.prefixes import json_log, reparse
+from workbench.tracebacks.prefixes import indented_record, json_log, reparse
 from workbench.tracebacks.stack import (
     CUT_DUMP,
     Block,
@@ -62,11 +63,12 @@ from workbench.tracebacks.stack import (
     add_frame,
     close,
     cpp_line,
+    ipython_frame,
+    native_abort,
     rich_line,
+    wrapper_goes_on,
 )
 
-_FILE_CUT = re.compile(r'File "[^"]+", line \d*,?\s*$')
-_FRAME_TAIL = re.compile(r"\d*, in \S|in \S")
 _QUIET_LINES = 200  # an open block whose writer printed nothing for this many lines no longer holds the fast path
 
 
@@ -86,6 +88,8 @@ class Extractor:
         self._blocks: list[Block] = []
         self._cpp: list[Cpp] = []
         self.events: list[LogEvent] = []
+        self._first_error: LogEvent | None = None
+        self._recent: deque[str] = deque(maxlen=6)
         self.tracebacks: list[Traceback] = []
         self.cpp_exceptions: list[CppException] = []
         self._tracker = PhaseTracker(year=year)
@@ -114,9 +118,9 @@ class Extractor:
             prefix = fast[2]
             if prefix:
                 if line.startswith(prefix) and line[len(prefix):len(prefix) + 1] in (" ", "\t") \
-                        and self._frame_fast(line, _no_cr(line)[len(prefix):]):
+                        and self._frame_fast(line, no_cr(line)[len(prefix):]):
                     return
-            elif line[:1] in " \t" and self._frame_fast(line, _no_cr(line)):
+            elif line[:1] in " \t" and self._frame_fast(line, no_cr(line)):
                 return
         held = self._held
         if held is not None:  # a frame line cut by the terminal before ", in f": is this its tail?
@@ -169,7 +173,7 @@ class Extractor:
             return None
         parsed, header = last
         msg = parsed.message
-        base = _no_cr(line)
+        base = no_cr(line)
         if (parsed.format == "vllm" and header is not None and header == block.header and msg[:1] in (" ", "\t")
                 and len(base) > len(msg) and base.endswith(msg)):
             # a prefixed writer's block takes the terminal-wrapped tail of its line (see _feed)
@@ -186,7 +190,8 @@ class Extractor:
         stripped = msg.lstrip(" \t")
         if (not stripped or (stripped[0] in ">`~[" and not stripped.startswith("[Previous line repeated"))
                 or "\x1b" in line or "\r" in msg or _needs_clean(line) or _HEADER in msg
-                or _CONTEXT in msg or _CAUSE in msg):
+                or _CONTEXT in msg or _CAUSE in msg
+                or (stripped[0].isdigit() and indented_record(msg) and self.shapes)):
             return False
         if (tracker.failure is None and _is_failure(msg)) or (
                 tracker.init_failed is None and not tracker.ready and ("failed to " in msg or "nitialization failed" in msg)):
@@ -250,9 +255,9 @@ class Extractor:
             line = json_log(line)
         parsed, origin, header = _parse(line)
         msg0 = parsed.message
-        if msg0 and msg0[0] not in " \t":
+        if msg0 and (msg0[0] not in " \t" or (indented_record(msg0) and self.shapes)):
             rest = self.shapes.strip(msg0) if self.shapes else None
-            if rest is None and 'File "' in msg0 and self.shapes.learn(msg0):
+            if rest is None and 'File "' in msg0 and self.shapes.learn(msg0, outermost=not any(origin) and parsed.format == "plain"):
                 rest = self.shapes.strip(msg0)
             if rest is not None:
                 parsed, origin, header = reparse(parsed, origin, header, rest)
@@ -314,6 +319,10 @@ class Extractor:
         if self._held is not None:
             held, self._held = self._held, None
             self._line(held)
+        if self._first_error is not None and not (self.events or self._blocks or self._cpp):
+            # nothing else told of a failure: the first ERROR/CRITICAL line read is the one that does
+            # (Python's "ERROR:name:message"); a dull line of a known server's log is not read at all
+            self.events.append(self._first_error)
         for origin, stream in self._streams.items():
             if stream.block is not None:
                 close(stream, cut=not stream.in_message)
@@ -333,13 +342,14 @@ class Extractor:
     def _idle(self, stream: Stream, origin: tuple[str | None, ...], parsed: LogLine, msg: str, header: str | None) -> None:
         pos = msg.find(_HEADER)
         if pos < 0 and "Traceback (" in msg:
-            pos = _cut_header(msg)
+            pos = cut_header(msg)
         if pos >= 0:
             self._start(stream, origin, parsed, msg, header, pos)
             return
         if not msg.strip():
             return
         stream.intro = (self.line_no, msg[:200])
+        self._recent.append(msg)  # a record outside any traceback: the next failure line's context
         if stream.pending is not None:
             stream.pending_left -= 1
             if stream.pending_left <= 0:
@@ -373,6 +383,11 @@ class Extractor:
             if fh is not None:
                 self._dump(stream, origin, parsed, header, fh.group(1))
                 return
+        if msg[:1] in "[/F" and " in " in msg and (ipy := ipython_frame(msg)) is not None:
+            block = self._new_block(stream, origin, parsed, header, cut_start=True)
+            block.rich = True  # IPython's "path in f(...)" frames and numbered code lines, as rich's
+            block.frames.append(ipy)
+            return
         if msg[:1].isspace() and "File \"" in msg and _FH_FRAME.match(msg):
             # a faulthandler dump whose header lines were cut off: its frames in "line N in f" form
             self._dump(stream, origin, parsed, header, "Current thread")
@@ -386,17 +401,11 @@ class Extractor:
             fatal = _FATAL.match(msg)
             if fatal is not None:
                 stream.fatal = (self.line_no, fatal.group(1).strip())
-        if "terminate called" in msg:
-            m = _TERMINATE.search(msg)
-            if m:
-                rank = parsed.rank
-                stream.cpp = Cpp(self.line_no, self.line_no, m.group(1), rank, self._tracker.phase, self._server)
-                self._cpp.append(stream.cpp)
-                return
-        if "what():" in msg and stream.cpp is None:
-            m = _WHAT.match(msg)
-            if m:
-                stream.cpp = Cpp(self.line_no, self.line_no, "std::exception", parsed.rank, self._tracker.phase, self._server, [m.group(1)], 1)
+        if "terminate called" in msg or "what():" in msg or "abi: terminating" in msg or "panicked at" in msg or "caught in c10" in msg:
+            abort = native_abort(msg, what=stream.cpp is None)
+            if abort is not None:  # "terminate called ..." / "what():" / libc++'s, Rust's or c10's report
+                stream.cpp = Cpp(self.line_no, self.line_no, abort[0], parsed.rank, self._tracker.phase, self._server,
+                                 abort[1], abort[2])
                 self._cpp.append(stream.cpp)
                 return
         if msg[:1].isalpha() and parsed.level not in ("INFO", "DEBUG") and self._bare(stream, origin, parsed, msg, header):
@@ -445,9 +454,12 @@ class Extractor:
 
 
     def _event(self, parsed: LogLine, msg: str) -> None:
-        event = log_event(parsed, msg, self.line_no, self._tracker.phase, self._server)
+        event = log_event(parsed, msg, self.line_no, self._tracker.phase, self._server, self._recent)
         if event is not None:
             self.events.append(event)
+        elif self._first_error is None and parsed.level in ("ERROR", "CRITICAL") and msg.strip():
+            # the last resort (see finish): a log's first error line, whatever it says
+            self._first_error = LogEvent("error_line", self.line_no, msg.strip()[:400], parsed.rank, self._tracker.phase, self._server)
 
     def _start(self, stream: Stream, origin: tuple[str | None, ...], parsed: LogLine, msg: str, header: str | None, pos: int) -> None:
         rank = parsed.rank
@@ -461,7 +473,7 @@ class Extractor:
                     rank = "rank" + m.group(3) if m.group(3) else m.group(2).replace("_", " ")
         block = self._new_block(stream, origin, parsed, header, rank=rank)
         block.lead = msg[:pos]
-        block.rich = "╭" in block.lead
+        block.rich = "╭" in block.lead or _IPY_HEADER.match(block.lead) is not None
         if stream.intro is not None and self.line_no - stream.intro[0] <= 2:
             # "Error executing method 'load_model'." / "EngineCore failed to start." just above
             block.lead = stream.intro[1] + " " + block.lead
@@ -524,6 +536,11 @@ class Extractor:
             if not same or not msg.strip() or len(block.message) >= _MAX_MESSAGE_LINES:
                 close(stream, cut=False)
                 return False
+            if msg.lstrip().startswith("File \"") and _FILE_STRICT.match(msg) and wrapper_goes_on(block):
+                stream.in_message = False  # Ray's wrapper line: the task's own frames follow
+                add_frame(block, msg)
+                block.end = self.line_no
+                return True
             if (_CONTEXT in msg or _CAUSE in msg or _PROCESS_LINE.match(msg) or _STOP.search(msg)
                     or (msg.lstrip().startswith("File \"") and _FILE_STRICT.match(msg))):
                 close(stream, cut=False)
@@ -580,18 +597,3 @@ class Extractor:
         if block.foreign > _MAX_FOREIGN:
             close(stream, cut=True)
         return False
-
-
-def _cut_header(msg: str) -> int:
-    """Where a ``Traceback (most recent call last):`` cut short at the end of the line begins
-    (``... hit an exception: Traceback (m`` where a window or a paste ended), or -1."""
-    tail = msg.rstrip()
-    pos = tail.rfind("Traceback (")
-    return pos if pos >= 0 and _HEADER.startswith(tail[pos:]) else -1
-
-
-def _no_cr(line: str) -> str:
-    """The line without the carriage return a CRLF file leaves at its end, as the parser reads it
-    (a ``\\r`` anywhere else is a progress bar's redraw: the short path leaves those alone)."""
-    return line.rstrip("\r\n") if "\r" in line else line
-

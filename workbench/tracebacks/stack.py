@@ -14,9 +14,12 @@ from workbench.tracebacks.patterns import (
     _CPP_STOP,
     _FILE,
     _HEADER,
+    _IPY_FRAME,
+    _NATIVE_ABORT,
     _PG_RANK,
     _RICH_CODE,
     _RICH_FRAME,
+    _TERMINATE,
     _WHAT,
     split_flattened,
 )
@@ -102,6 +105,11 @@ def rich_line(block: Block, msg: str) -> bool:
         block.frames.append(Frame(file, int(line), func, None))
         block.expect_code = False
         return True
+    ipy = ipython_frame(msg)
+    if ipy is not None:
+        block.frames.append(ipy)
+        block.expect_code = False
+        return True
     code = _RICH_CODE.match(msg)
     if code is not None:
         if code.group(1) and block.frames:
@@ -110,6 +118,15 @@ def rich_line(block: Block, msg: str) -> bool:
             block.frames[-1] = Frame(last.file, last.line, last.function, text or None)
         return True
     return msg.lstrip().startswith("╰")
+
+
+def ipython_frame(msg: str) -> Frame | None:
+    """A frame line of IPython's traceback (see ``_IPY_FRAME``), if the line is one."""
+    m = _IPY_FRAME.match(msg)
+    if m is None:
+        return None
+    line = m.group(4) or m.group(5)
+    return Frame(m.group(1) or m.group(2) or m.group(3), int(line) if line else None, m.group(6), None)
 
 
 def close(stream: Stream, *, cut: bool) -> None:
@@ -156,4 +173,36 @@ def cpp_line(stream: Stream, msg: str, line_no: int) -> bool:
         return msg.startswith(("Exception raised from", "frame #"))
     cpp.message.append(msg.rstrip())
     cpp.end = line_no
+    return True
+
+
+def native_abort(msg: str, *, what: bool) -> tuple[str, list[str], int] | None:
+    """(type, message lines so far, state for :func:`cpp_line`) of a native error nothing caught:
+    ``terminate called after throwing an instance of 'T'`` (its ``what():`` comes next), a lone
+    ``what():`` (when ``what``), libc++'s abort message, a Rust panic (its message on the next
+    line since Rust 1.73, quoted on the line before), c10's abort handler."""
+    m = _TERMINATE.search(msg)
+    if m is not None:
+        return m.group(1), [], 0
+    m = _NATIVE_ABORT.search(msg)
+    if m is not None:
+        if m.group(1) is not None:
+            return m.group(1).strip(), [m.group(2).strip()] if m.group(2) else [], 1
+        if m.group(4) is not None:
+            return "c10 abort", [m.group(4)], 1
+        return "panic", [m.group(3)] if m.group(3) else [], 1
+    w = _WHAT.match(msg) if what else None
+    return ("std::exception", [w.group(1)], 1) if w is not None else None
+
+
+def wrapper_goes_on(block: Block) -> bool:
+    """Ray's ``RayTaskError(X): ray::Actor.method() ...`` heads the remote task's own frames and
+    the exception line X they end with: one traceback whose lead is the wrapper. True (and the
+    block made ready for those frames) when the block's exception line is that wrapper."""
+    t = block.exc_type
+    if not (t is not None and t.endswith(")") and "(" in t and len(block.message) == 1
+            and block.message[0].startswith("ray::")):
+        return False
+    block.lead = f"{t}: {block.message[0]}"
+    block.exc_type, block.message = None, []
     return True
