@@ -22,6 +22,18 @@ def stamped(tmp_path_factory):
     assert s.stop() == 0
 
 
+def _stamp_lines(path, n: int, bound: float = 30.0) -> list[str]:
+    """The first ``n`` complete lines of the stamps file: the server writes a request's stamp after
+    its last chunk left, so the client can see [DONE] before the line is there."""
+    deadline = time.monotonic() + bound
+    while True:
+        text = path.read_text() if path.exists() else ""
+        lines = text.splitlines()[: text.count("\n")]
+        if len(lines) >= n or time.monotonic() > deadline:
+            return lines
+        time.sleep(0.02)
+
+
 def test_every_streamed_chunk_is_stamped_after_it_left(stamped):
     server, path = stamped
     body = {"model": "kimi-k2.6", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 24,
@@ -33,7 +45,7 @@ def test_every_streamed_chunk_is_stamped_after_it_left(stamped):
             if line.startswith("data:"):
                 pieces.append(line)
                 arrivals.append(time.time())
-    (stamp,) = [json.loads(x) for x in path.read_text().splitlines()]
+    (stamp,) = [json.loads(x) for x in _stamp_lines(path, 1)]
     chunks = stamp["chunks"]
     assert stamp["path"] == "/v1/chat/completions" and before <= stamp["t_recv"] <= chunks[0][0]
     assert len(chunks) == len(pieces)  # one stamp per SSE event, [DONE] included
