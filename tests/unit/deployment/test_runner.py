@@ -14,13 +14,6 @@ from workbench.hosts import LocalHost
 DEPS = (Path(__file__).parents[2] / "fixtures" / "deployment" / "k26-2node.toml").read_text()  # gpu-a node 0, gpu-b node 1
 
 
-@pytest.fixture
-def deps(tmp_path, monkeypatch):
-    p = tmp_path / "deployments.toml"
-    p.write_text(DEPS)
-    monkeypatch.setenv("WORKBENCH_DEPLOYMENTS", str(p))
-    return p
-
 
 def test_the_deployments_unit_on_exactly_its_nodes_is_the_deployment(deps):
     assert deployment_for(["gpu-a", "gpu-b"], "sglang-k26-2node.service").name == "k26-2node"

@@ -3,7 +3,6 @@ fleet: the dispatch, told apart before any host is touched (the runners and arms
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
@@ -16,17 +15,9 @@ from workbench.runbooks import ab, abdeploy, factorial
 from workbench.runbooks.params import validate
 from workbench.trials import TrialRecord, signature_of
 
-DEPS = (Path(__file__).parents[2] / "fixtures" / "deployment" / "k26-2node.toml").read_text()  # gpu-a node 0, gpu-b node 1
 UNIT = "sglang-k26-2node.service"
 NVLS, NO_CAR = ("--enable-nccl-nvls", True), ("--disable-custom-all-reduce", True)
 
-
-@pytest.fixture
-def deps(tmp_path, monkeypatch):
-    p = tmp_path / "deployments.toml"
-    p.write_text(DEPS)
-    monkeypatch.setenv("WORKBENCH_DEPLOYMENTS", str(p))
-    return p
 
 
 def _rec(subset, host: str = "gpu-a") -> TrialRecord:
