@@ -10,8 +10,8 @@ pass 0 on to journald, which then applies its default), then times, interleaved 
 
 * ``raw``: OpenSSH running ``journalctl -u UNIT -o cat`` into /dev/null;
 * ``read``: ``journal_read.read(svc, UNIT, invocation="last")`` as it is now: the stream lines
-  as ``-o short-unix`` text (journal_text), the rest through ``-o export``; one slice and
-  ``--jobs`` slices;
+  as ``-o short-unix`` text (journal_text), the rest through ``-o export``; the slices it
+  chooses by itself (``jobs=None``), one slice (``read_one``) and ``--jobs`` slices;
 * ``read_export``: the same read all through ``-o export`` (``text=False``: the reader before
   issue 14), one slice and ``--jobs`` slices;
 * context: the host alone producing ``-o short-unix``, ``-o export`` and ``-o json`` into
@@ -99,7 +99,7 @@ def main() -> None:
         print(f"wrote {args.lines} lines through journald in {wrote:.1f} s")
     q = shlex.quote(unit)
     counted = int(host.run(f"journalctl -u {q} -o cat --no-pager | wc -l", timeout=900).stdout)
-    samples: dict[str, list[float]] = {"raw": [], "read": [], "read_jobs": [], "read_export": [],
+    samples: dict[str, list[float]] = {"raw": [], "read": [], "read_one": [], "read_jobs": [], "read_export": [],
                                        "read_export_jobs": [], "host_short_unix": [], "host_export": [],
                                        "host_json": []}
     rows = 0
@@ -120,6 +120,8 @@ def main() -> None:
             rows = int((frame["origin"] == "unit").sum())
             del frame
             note("read", secs)
+        if want("read_one"):
+            note("read_one", timed(journal_read.read, svc, unit, invocation="last", timeout=1800, jobs=1)[1])
         if want("read_jobs"):
             note("read_jobs", timed(journal_read.read, svc, unit, invocation="last", timeout=1800, jobs=args.jobs)[1])
         if want("read_export"):
@@ -144,7 +146,8 @@ def main() -> None:
     print("| path | seconds | lines/s | vs raw |")
     print("|---|---:|---:|---:|")
     names = {"raw": "`ssh host journalctl -u UNIT -o cat > /dev/null` (raw)",
-             "read": "`journal_read.read(..., invocation=\"last\")` -> JournalFrame (new: short-unix text)",
+             "read": "`journal_read.read(..., invocation=\"last\")` -> JournalFrame (default: slices chosen)",
+             "read_one": "same, `jobs=1` (one slice)",
              "read_jobs": f"same, `jobs={args.jobs}` time slices at once",
              "read_export": "old: the same read all through `-o export` (`text=False`)",
              "read_export_jobs": f"old, `jobs={args.jobs}`",

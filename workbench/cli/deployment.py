@@ -328,7 +328,7 @@ def _act(args: argparse.Namespace, dep: Deployment, hosts: dict[str, Host]) -> i
     if args.action == "stop":
         return verb(dep, hosts, "stop", wait=False, timeout=args.timeout)
     if args.action == "journal":
-        ns = argparse.Namespace(invocation=None, since=None, until=None, jobs=1, grep=None, exclude=None,
+        ns = argparse.Namespace(invocation=None, since=None, until=None, jobs=None, grep=None, exclude=None,
                                 level=None, rank=None, phase=None, lines=None, json=args.json)
         return journal(dep, hosts, ns)
     from workbench.cli.services import parse_edits

@@ -62,8 +62,9 @@ def register(subparsers: Any) -> None:
                    help="with -f: how often to ask the host for new lines")
     p.add_argument("--since", help="start time: ISO, epoch seconds, or journalctl syntax (--since=-1h, \"today\")")
     p.add_argument("--until", help="end time (same forms; with -f: stop following then)")
-    p.add_argument("--jobs", type=int, default=1, metavar="N",
-                   help="read an ended invocation in N time slices at once (big logs)")
+    p.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="read an ended invocation in N time slices at once (default: 4 for one of 2 s or "
+                        "more, else 1)")
     p.add_argument("--grep", metavar="RE", help="keep lines matching this regex")
     p.add_argument("--exclude", metavar="RE", help="drop lines matching this regex")
     p.add_argument("--level", help="this level or worse (DEBUG, INFO, WARNING, ERROR, CRITICAL)")
@@ -155,6 +156,8 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("-n/--lines needs 0 or more")
     if args.interval <= 0:
         raise ConfigError("--interval needs a number of seconds > 0")
+    if args.jobs is not None and args.jobs < 1:
+        raise ConfigError("--jobs needs 1 or more")
     if args.follow and args.list:
         raise ConfigError("--follow and --list do not go together")
     until = _until_epoch(args.until) if args.follow else None

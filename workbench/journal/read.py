@@ -53,7 +53,7 @@ def read(
     after_cursor: str | None = None,
     timeout: float = 600.0,
     compress: bool = True,
-    jobs: int = 1,
+    jobs: int | None = None,
     text: bool = True,
 ) -> JournalFrame:
     """The unit's journal as a :class:`JournalFrame`.
@@ -65,7 +65,8 @@ def read(
     (datetimes, epoch seconds, ISO strings, or journalctl expressions such as "-1h").
     With nothing chosen: all of the unit's lines in the window.  ``jobs`` > 1 reads the
     chosen invocations (once they have ended) in that many time slices at once (systemd: the
-    host formats them on several cores).  ``text``: systemd's stream lines as ``-o short-unix``
+    host formats them on several cores); None: chosen by the backend (systemd: 4 for an
+    ended invocation of 2 s or more, else 1).  ``text``: systemd's stream lines as ``-o short-unix``
     text (about twice as fast on the host, no per-row cursors); False reads ``-o export``.
     """
     chosen = [x is not None for x in (invocation, last_invocations, after_cursor)]

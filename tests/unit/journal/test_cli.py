@@ -37,3 +37,20 @@ def test_tracebacks_host_needs_unit_and_no_file(capsys):
     assert "--host and --unit go together" in capsys.readouterr().err
     assert main(["tracebacks", "some.log", "--host", "h", "--unit", "u"]) == 2
     assert "not both" in capsys.readouterr().err
+
+
+def test_jobs_below_one_is_refused_before_any_host(capsys, monkeypatch):
+    from workbench.cli import journal as cli_journal
+
+    monkeypatch.setattr(cli_journal, "_services", lambda *a, **k: pytest.fail("no host for bad input"), raising=False)
+    assert main(["journal", "gpu-a", "sglang.service", "--jobs", "0"]) == 2
+    assert "--jobs needs 1 or more" in capsys.readouterr().err
+    assert build_parser().parse_args(["journal", "h", "u"]).jobs is None  # chosen by the reader
+
+
+def test_auto_jobs_slices_only_a_long_ended_invocation():
+    from workbench.journal.journald import AUTO_JOBS, AUTO_MIN_SPAN_US, auto_jobs
+
+    assert auto_jobs(None) == 1  # still running, or a window the caller bounded: one read
+    assert auto_jobs((10, 10 + AUTO_MIN_SPAN_US - 1)) == 1
+    assert auto_jobs((10, 10 + AUTO_MIN_SPAN_US)) == AUTO_JOBS == 4
