@@ -415,7 +415,7 @@ class ContainerServices(DetachedGuard):  # no systemd: a detached guard (with it
 
     def journal_read(self, unit: str, *, invocation: str | int | None = None, last_invocations: int | None = None,
                      since: Any = None, until: Any = None, timeout: float = 600.0, compress: bool = True,
-                     jobs: int = 1, text: bool = True) -> JournalFrame:
+                     jobs: int | None = None, text: bool = True) -> JournalFrame:
         table, invs = self._table(unit, timeout)
         return journal_container.read(table, invs, unit=ct.check_name(unit), invocation=invocation,
                                       last_invocations=last_invocations, since=since, until=until)
@@ -531,7 +531,7 @@ class WithContainers:
 
     def journal_read(self, unit: str, *, invocation: str | int | None = None, last_invocations: int | None = None,
                      since: Any = None, until: Any = None, timeout: float = 600.0, compress: bool = True,
-                     jobs: int = 1, text: bool = True) -> JournalFrame:
+                     jobs: int | None = None, text: bool = True) -> JournalFrame:
         return self.backend(unit).journal_read(unit, invocation=invocation, last_invocations=last_invocations,
                                                since=since, until=until, timeout=timeout, compress=compress,
                                                jobs=jobs, text=text)

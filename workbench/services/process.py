@@ -245,7 +245,7 @@ class ProcessServices(DetachedGuard):  # no systemd: the guard is a detached pro
 
     def journal_read(self, unit: str, *, invocation: str | int | None = None, last_invocations: int | None = None,
                      since: Any = None, until: Any = None, timeout: float = 600.0, compress: bool = True,
-                     jobs: int = 1, text: bool = True) -> JournalFrame:
+                     jobs: int | None = None, text: bool = True) -> JournalFrame:
         return journal_process.read(self, _check_unit(unit), invocation=invocation, last_invocations=last_invocations,
                                     since=since, until=until, timeout=timeout)
 
