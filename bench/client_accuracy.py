@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/client_accuracy.py [--itl-ms 10] [--concurrency 1,16,64,128,256,384]
         [--sglang-python /tmp/sgl-venv/bin/python] [--vllm-python ~/.cache/workbench/vllm-env/bin/python]
+        [--aiperf ~/.cache/workbench/aiperf-env/bin/aiperf]   (bench/client_aiperf.py --install makes it)
 
 A fixed-schedule server (``workbench.bench.fixedserver``, its own process) streams one token every
 ``--itl-ms`` to each of ``c`` concurrent requests. The server logs when it really sent each chunk
@@ -37,6 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench import client_aiperf  # noqa: E402
 from bench.client_tokenizer import write as write_tokenizer  # noqa: E402
 from workbench.bench import client  # noqa: E402
 from workbench.bench.ingest import load_results  # noqa: E402
@@ -104,6 +106,14 @@ def vllm(python: str, tok: str, url: str, c: int, n: int, out_len: int) -> dict[
         t = load_results(Path(d) / "r.json").table.iloc[0]
     return {"itl_p50_ms": t["itl_p50_ms"], "tok_s": t["output_throughput"], "ttft_p50_ms": t["ttft_p50_ms"],
             "failed": t["failed"]}
+
+
+def aiperf(exe: str, tok: str, url: str, c: int, n: int, out_len: int, keep: str = "") -> dict[str, float]:
+    t = client_aiperf.run(exe, Path(tok), url, c, n, out_len, warmup=min(c, 4),
+                          keep=Path(keep) / f"c{c}-{time.time_ns()}" if keep else None).table.iloc[0]
+    # itl: AIPerf's inter_chunk_latency (per chunk, as the others); its inter_token_latency is our TPOT
+    return {"itl_p50_ms": t["itl_p50_ms"], "tok_s": t["output_throughput"], "ttft_p50_ms": t["ttft_p50_ms"],
+            "failed": t["failed"], "tpot_p50_ms": t["tpot_p50_ms"]}
 
 
 # -- against the simulated SGLang server's own send times -------------------------------------
@@ -203,6 +213,10 @@ def main() -> int:
     p.add_argument("--repeats", type=int, default=3, help="runs per (client, concurrency); medians are reported")
     p.add_argument("--sglang-python", default="/tmp/sgl-venv/bin/python")
     p.add_argument("--vllm-python", default="")
+    p.add_argument("--aiperf", default=str(client_aiperf.ENV / "bin" / "aiperf"),
+                   help="AIPerf's executable (bench/client_aiperf.py --install); '' leaves it out")
+    p.add_argument("--aiperf-keep", default="", help="copy each AIPerf run's artifact directory under here")
+    p.add_argument("--clients", default="", help="comma-separated subset of the clients to run (default: all found)")
     p.add_argument("--json", help="also write the rows here")
     p.add_argument("--against", choices=("fixed", "sim"), default="fixed",
                    help="fixed: the fixed-schedule server's ITL ladder; sim: TTFT/ITL against the simulator's stamps")
@@ -217,6 +231,13 @@ def main() -> int:
         clients["sglang.bench_serving"] = lambda url, c, n: sglang(a.sglang_python, tok, url, c, n, a.output_len)
     if a.vllm_python and Path(a.vllm_python).exists():
         clients["vllm bench serve"] = lambda url, c, n: vllm(a.vllm_python, tok, url, c, n, a.output_len)
+    if a.aiperf and Path(a.aiperf).exists():
+        clients["aiperf"] = lambda url, c, n: aiperf(a.aiperf, tok, url, c, n, a.output_len, a.aiperf_keep)
+    if a.clients:
+        wanted = a.clients.split(",")
+        if unknown := set(wanted) - set(clients):
+            raise SystemExit(f"--clients: {sorted(unknown)} not available (have {sorted(clients)})")
+        clients = {k: clients[k] for k in wanted}
     if not fixed:
         sim_rows = against_sim(a, clients)
         if a.json:
@@ -262,9 +283,11 @@ def main() -> int:
                 break  # the figure holds only while every lower concurrency held too
             best[name] = max(best[name], row["streamed_tok_s"])
         print(f"{name}: < 1 ms median-ITL error up to {best[name]:.0f} tok/s streamed")
-    if best.get("sglang.bench_serving"):
-        for name in ("hostclient", "httpx"):
-            print(f"ratio {name} / sglang.bench_serving: {best[name] / best['sglang.bench_serving']:.2f}")
+    base = "sglang.bench_serving" if best.get("sglang.bench_serving") else "hostclient"
+    if best.get(base):
+        for name in best:
+            if name != base:
+                print(f"ratio {name} / {base}: {best[name] / best[base]:.2f}")
     print(f"load average at the end: {open('/proc/loadavg').read().split()[:3]} on {os.cpu_count()} CPUs")
     if a.json:
         Path(a.json).write_text(json.dumps({"rows": rows, "best": best}, indent=1))

