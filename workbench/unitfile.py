@@ -38,7 +38,12 @@ class UnitFile:
         lines: list[Line] = []
         section: str | None = None
         pending = ""
-        for lineno, raw in enumerate(text.splitlines(), 1):
+        # systemd ends a line at \n or \r only (str.splitlines also splits at \x85, \u2028, ...: a
+        # flag value holding one would become a broken line of its own)
+        rows = re.split(r"\r\n|\r|\n", text)
+        if rows and rows[-1] == "":
+            rows.pop()
+        for lineno, raw in enumerate(rows, 1):
             if pending:
                 raw = pending + raw
                 pending = ""

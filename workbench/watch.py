@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -161,13 +162,27 @@ def watch_start(
     host = svc.host
     argv = exec_argv(unit_text if unit_text is not None else svc.unit_text(unit), unit)
     port = port or unit_port(svc, unit, argv)
-    before = svc.status(unit)
-    if start and not before.running:
-        holders = port_holders(host, port)
+    # Three reads before the start, on channels of their own at once (one round trip's wait, not
+    # three): the unit's state, who holds the port (judged only if the unit is to be started), and
+    # the journal position the watch follows from.
+    with ThreadPoolExecutor(2, thread_name_prefix="watch-pre") as pool:
+        holders_f = pool.submit(port_holders, host, port) if start else None
+        cursor_f = pool.submit(svc.cursor)
+        try:
+            before = svc.status(unit)
+        finally:
+            holders_exc = holders_f.exception() if holders_f is not None else None
+            cursor_exc = cursor_f.exception()
+    if start and not before.running and holders_f is not None:
+        if holders_exc is not None:
+            raise holders_exc
+        holders = holders_f.result()
         if holders:
             raise PortInUse(f"{host.name}: port {port} is already in use by {', '.join(holders)}; "
                             f"not starting {unit}", host=host.name, unit=unit)
-    cursor = svc.cursor()
+    if cursor_exc is not None:
+        raise cursor_exc
+    cursor = cursor_f.result()
     tracker = PhaseTracker()
     timeline: list[PhaseEvent] = []
     tail: list[str] = []

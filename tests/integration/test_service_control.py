@@ -141,6 +141,62 @@ def test_pending_daemon_reload_of_someone_else_blocks_variants(toy):
     as_found(toy)
 
 
+def test_a_removed_variant_is_unloaded_without_a_daemon_reload_and_keeps_its_journal(toy):
+    """Stopped, reset and deleted, the variant is collected by PID 1: not-found, listed by nothing,
+    nothing left waiting for a reload, and the failed start's journal still readable."""
+    with HostSession(toy, purpose="test") as s:
+        trial = s.run_variant(BASE, {"--mode": "fail", "--exit-code": "5"}, timeout=60)
+        assert trial.outcome.outcome == "failed" and trial.exit_status == 5
+        name = trial.variant
+        assert toy.run(["test", "-e", f"/run/systemd/system/{name}"]).exited == 1
+        assert toy.run(["systemctl", "list-units", "--all", "--plain", "--no-legend", "--", name]).stdout.strip() == ""
+        st = SystemdServices(toy).status(name)
+        assert st.load_state == "not-found" and not st.need_daemon_reload
+        assert name not in SystemdServices(toy).pending_reloads()
+        assert toy.run(["systemctl", "list-units", "--all", "--plain", "--no-legend", "--", name]).stdout.strip() == ""
+        journal = toy.run(["journalctl", "--no-pager", "-o", "cat", "-u", name], check=True).stdout
+        assert "toy capture failure" in journal
+    as_found(toy)
+
+
+def test_a_variant_still_referenced_at_its_removal_gets_the_reload(toy):
+    """Something else keeps the variant loaded (a unit that wants it): the removal reloads, so systemd
+    forgets the deleted file, and once the reference is gone nothing is listed."""
+    with HostSession(toy, purpose="test") as s:
+        trial = s.run_variant(BASE, {"--mode": "fail"}, timeout=60, keep=True)
+        ref = "toy-ref-4c1d.service"
+        toy.run(["systemd-run", f"--unit={ref}", f"--property=Wants={trial.variant}", "--quiet", "--",
+                 "sleep", "60"], check=True)
+        try:
+            assert s.svc.remove_variant(trial.variant)
+            st = s.svc.status(trial.variant)
+            assert st.load_state == "not-found" and not st.need_daemon_reload
+        finally:
+            toy.run(["systemctl", "stop", "--", ref])
+        assert toy.run(["systemctl", "list-units", "--all", "--plain", "--no-legend", "--",
+                        trial.variant]).stdout.strip() == ""
+    as_found(toy)
+
+
+def test_someone_elses_pending_edit_is_left_pending(toy):
+    """A variant placed without a reload applies nobody else's half-done edit (the unit stays pending)."""
+    other = "/etc/systemd/system/toy-other-4c1d.service"
+    text = "[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/bin/true\n"  # stays loaded once started
+    with HostSession(toy, purpose="test") as s:
+        try:
+            toy.put(text.encode(), other)
+            toy.run("systemctl daemon-reload && systemctl start toy-other-4c1d.service", check=True)
+            toy.put((text + "# edited by someone\n").encode(), other)
+            assert "toy-other-4c1d.service" in s.svc.pending_reloads()
+            trial = s.run_variant(BASE, {"--mode": "fail"}, timeout=60)
+            assert trial.outcome.outcome == "failed"
+            assert "toy-other-4c1d.service" in s.svc.pending_reloads()
+        finally:
+            toy.run("systemctl stop toy-other-4c1d.service; rm -f /etc/systemd/system/toy-other-4c1d.service; "
+                    "systemctl daemon-reload", check=True)
+    as_found(toy)
+
+
 def test_two_sessions_exactly_one_gets_the_lock(toy):
     results: list[object] = []
     barrier = threading.Barrier(2)

@@ -32,30 +32,55 @@ from workbench.systemd import (
 from workbench.unitfile import effective
 from workbench.variants import RUNTIME_DIR, Variant
 
-# Verify a unit file (and in install mode place it and reload) in one round trip.
-# $1 unit name, $2 destination path, $3 "verify" or "install"; the unit text on stdin.
-# First output line: @@unchanged | @@pending | @@invalid | @@valid | @@installed.
+# Verify a unit file (and in install mode place it, reloading only where systemd needs it) in one
+# round trip.  $1 unit name, $2 destination path, $3 "verify" or "install", $4 the variant's base (install);
+# the unit text on stdin.  First output line: @@unchanged | @@pending | @@invalid | @@valid | @@installed.
+# A name systemd has not loaded is read from disk at its first use (a new file in a unit directory
+# changes the directory's mtime, which makes PID 1 look again): placing it needs no daemon-reload,
+# and without one nobody else's pending edits are applied.  A name it has loaded (a kept variant)
+# is reloaded as before, refused while another unit has edits waiting for a reload.
 _PLACE_SCRIPT = r"""
-name=$1; dst=$2; mode=$3
+name=$1; dst=$2; mode=$3; base=$4
 mkdir -p /run/workbench || exit 20
 tmpdir=$(mktemp -d /run/workbench/verify.XXXXXX) || exit 20
 trap 'rm -rf "$tmpdir"' EXIT
 trap 'exit 129' HUP; trap 'exit 141' PIPE; trap 'exit 143' TERM  # ended (its controller gone): still clean up
 tmp="$tmpdir/$name"
 cat >"$tmp"
-if [ "$mode" = install ] && cmp -s "$tmp" "$dst"; then echo @@unchanged; exit 0; fi
-if [ "$mode" = install ]; then
-  pending=$(systemctl show --no-pager --property=Id,NeedDaemonReload -- '*' \
+pending() {
+  systemctl show --no-pager --property=Id,NeedDaemonReload -- '*' \
     | awk 'BEGIN { RS = ""; FS = "\n" } /NeedDaemonReload=yes/ { for (i = 1; i <= NF; i++) if ($i ~ /^Id=/) print substr($i, 4) }' \
-    | grep -vxF "$name")
-  if [ -n "$pending" ]; then echo @@pending; printf '%s\n' "$pending"; exit 10; fi
+    | grep -vxF "$name"
+}
+if [ "$mode" = install ]; then
+  if cmp -s "$tmp" "$dst"; then echo @@unchanged; exit 0; fi
+  if [ -n "$base" ] && [ "$(systemctl show --property=NeedDaemonReload --value -- "$base")" = yes ]; then
+    echo @@pending; printf '%s\n' "$base"; exit 10  # the variant's text is not what the base runs
+  fi
+  reload=yes
+  [ "$(systemctl show --property=LoadState --value -- "$name")" = not-found ] && reload=no
+  if [ "$reload" = yes ]; then p=$(pending); if [ -n "$p" ]; then echo @@pending; printf '%s\n' "$p"; exit 10; fi; fi
 fi
 out=$(systemd-analyze verify -- "$tmp" 2>&1); rc=$?
 problems=$(printf '%s\n' "$out" | grep -F "$name" | grep -v X-WorkbenchVariantOf)
 if [ "$rc" -ne 0 ] || [ -n "$problems" ]; then echo @@invalid; printf '%s\n' "${problems:-$out}"; exit 11; fi
 if [ "$mode" = verify ]; then echo @@valid; exit 0; fi
-chmod 644 "$tmp" && mv -f "$tmp" "$dst" && systemctl daemon-reload && echo @@installed
+chmod 644 "$tmp" && mv -f "$tmp" "$dst" || exit 21
+if [ "$reload" = no ]; then
+  [ "$(systemctl show --property=LoadState --property=NeedDaemonReload --value -- "$name" | tr '\n' ' ')" = "loaded no " ] \
+    && { echo @@installed; exit 0; }
+  p=$(pending)  # PID 1 did not pick the file up by itself: a reload after all, on nobody else's behalf
+  if [ -n "$p" ]; then rm -f -- "$dst"; echo @@pending; printf '%s\n' "$p"; exit 10; fi
+fi
+systemctl daemon-reload && echo @@installed
 """
+
+# Remove a variant: stop, forget a failure, delete its file.  Stopped, without a failure and referenced
+# by nothing, the unit is unloaded by PID 1 at once (its garbage collection runs before the next
+# request), so it then shows as not-found and is not listed: no daemon-reload.  One still loaded from
+# the deleted file (something references it) gets the reload.  $1 unit name, $2 its path.
+_REMOVE_SCRIPT = ('systemctl stop -- "$1"; systemctl reset-failed -- "$1" 2>/dev/null; rm -f -- "$2" || exit; '
+                  '[ "$(systemctl show --property=LoadState --value -- "$1")" = not-found ] || systemctl daemon-reload')
 
 
 
@@ -146,15 +171,16 @@ class SystemdServices:
             out[name] = base
         return out
 
-    def _place(self, text: str, name: str, path: str, mode: str) -> bool:
-        """Verify (and in ``install`` mode place + reload) a unit in one round trip; see ``_PLACE_SCRIPT``."""
-        res = self.host.run(["sh", "-c", _PLACE_SCRIPT, "place", name, path, mode], input=text, timeout=120)
+    def _place(self, text: str, name: str, path: str, mode: str, base: str = "") -> bool:
+        """Verify (and in ``install`` mode place it, reloading where needed) in one round trip; see
+        ``_PLACE_SCRIPT``."""
+        res = self.host.run(["sh", "-c", _PLACE_SCRIPT, "place", name, path, mode, base], input=text, timeout=120)
         lines = res.stdout.splitlines()
         tag = lines[0] if lines else ""
         detail = "\n".join(lines[1:]).strip()
         if tag == "@@pending":
             raise VariantError(f"{self.host.name}: units with edits waiting for a daemon-reload: {detail.split()}; "
-                               "not reloading on someone else's behalf (reload or revert them first)",
+                               "not placing a variant on top of them (reload or revert them first)",
                                host=self.host.name, unit=name)
         if tag == "@@invalid":
             raise VariantError(f"{self.host.name}: variant {name} does not verify:\n{detail}", host=self.host.name,
@@ -175,13 +201,15 @@ class SystemdServices:
         return [b["Id"] for b in parse_show(res.stdout) if b.get("NeedDaemonReload") == "yes" and b.get("Id")]
 
     def install_variant(self, variant: Variant) -> bool:
-        """Place the variant's runtime unit and reload; False when the identical file is already there.
+        """Place the variant's runtime unit; False when the identical file is already there.
 
-        One round trip: compare, refuse when another unit has a pending daemon-reload (our
-        reload would apply someone else's half-done edits), verify a temporary copy with
-        ``systemd-analyze verify``, rename it into place (atomic: same tmpfs), reload.
+        One round trip: compare, refuse when the base has edits waiting for a daemon-reload (the
+        variant would be built from text the base does not run), verify a temporary copy with
+        ``systemd-analyze verify``, rename it into place (atomic: same tmpfs).  A name systemd has
+        not loaded needs no reload; one it has is reloaded, refused while another unit has a
+        pending daemon-reload (our reload would apply someone else's half-done edits).
         """
-        return self._place(variant.render(), variant.name, variant.path, "install")
+        return self._place(variant.render(), variant.name, variant.path, "install", _check_unit(variant.base))
 
     def remove_variant(self, name: str) -> bool:
         res = self.host.run(self.remove_variant_argv(name), timeout=120)
@@ -190,8 +218,7 @@ class SystemdServices:
     # -- the commands a restore runs (the guard runs the same ones on the host) ----
     def remove_variant_argv(self, name: str) -> list[str]:
         name = _check_unit(name)
-        return ["sh", "-c", 'systemctl stop -- "$1"; systemctl reset-failed -- "$1" 2>/dev/null; '
-                'rm -f -- "$2" && systemctl daemon-reload', "remove", name, f"{RUNTIME_DIR}/{name}"]
+        return ["sh", "-c", _REMOVE_SCRIPT, "remove", name, f"{RUNTIME_DIR}/{name}"]
 
     def start_argv(self, unit: str) -> list[str]:
         return ["systemctl", "start", "--no-block", "--", _check_unit(unit)]
@@ -297,7 +324,7 @@ class SystemdServices:
             "flock -n /run/lock/workbench.lock  # held for the session",
             f"systemd-analyze verify <temporary copy of {name}>",
             f"write {variant.path} atomically (temporary file + rename)",
-            "systemctl daemon-reload",
+            "systemctl daemon-reload  # only if systemd has the name loaded already",
             f"systemctl stop {q(base)}  # if running",
             f"{shlex.join(self.start_argv(name))}; {shlex.join(follow_argv(name))}  # watch",
             f"{shlex.join(self.remove_variant_argv(name))}",

@@ -49,9 +49,9 @@ if step == "during_install":
 
     d = os.environ["DRILL_DIR"]
     _sd._PLACE_SCRIPT = _sd._PLACE_SCRIPT.replace(
-        'chmod 644 "$tmp" && mv -f "$tmp" "$dst" && systemctl daemon-reload && echo @@installed',
+        'chmod 644 "$tmp" && mv -f "$tmp" "$dst" || exit 21',
         f': > {d}/paused; read go < {d}/go; '
-        f'chmod 644 "$tmp" && mv -f "$tmp" "$dst" && systemctl daemon-reload && {{ : > {d}/done; echo @@installed; }}')
+        f'chmod 644 "$tmp" && mv -f "$tmp" "$dst" || exit 21; : > {d}/done')  # done: the variant landed
     assert f"{d}/go" in _sd._PLACE_SCRIPT
 session = HostSession(host, purpose=f"kill-at-{step}", guard=os.environ.get("GUARD", "1") != "0",
                       lock_wait=float(os.environ.get("LOCK_WAIT", "0")))  # others' sessions may hold it

@@ -83,5 +83,14 @@ class TestUnitFile:
             UnitFile.parse("[Service]\nnot a key\n")
         assert exc.value.line == 2
 
+    @pytest.mark.parametrize("odd", ["\x85", "\u2028", "\x1c", "\x0b", "\x0c"])
+    def test_a_value_with_a_unicode_line_break_stays_on_its_line(self, odd):
+        """systemd ends lines at \\n and \\r only; str.splitlines would also split at these."""
+        uf = UnitFile.parse(UNIT)
+        uf.set("Service", "ExecStart", join_command(["/usr/bin/python3", "--x", f"a{odd}b"]))
+        again = UnitFile.parse(uf.render())
+        assert split_command(again.get("Service", "ExecStart"))[1][-1] == f"a{odd}b"
+        assert UnitFile.parse("[Service]\r\nExecStart=/a\rRestart=no\n").get("Service", "Restart") == "no"
+
     def test_environment(self):
         assert split_environment('PYTHONPATH=/opt/x "A=b c"') == {"PYTHONPATH": "/opt/x", "A": "b c"}
