@@ -113,8 +113,8 @@ def container_node_create(init_addr: str, node_rank: int = 1) -> list[str]:
 
 def ensure_container_node(host: Host, init_addr: str) -> None:
     """Put the container node on ``host`` (gpu-c) over its SSH seam: the fault file's directory with
-    the simulator's default faults, and the container (created, not started) unless one with this
-    exact create command is there (one that differs is removed and created again, stopped)."""
+    the simulator's default faults, and the container (stopped) unless one with this exact create
+    command is there (one that differs is removed and created again)."""
     import json
 
     default = (Path(_sim_pkg.__file__).parent / "default_faults.toml").read_bytes()
@@ -128,3 +128,7 @@ def ensure_container_node(host: Host, init_addr: str) -> None:
             return
         host.run(["podman", "rm", "-f", "-t", "5", "--", CONTAINER_NODE], check=True, timeout=120)
     host.run(want, check=True, timeout=180)
+    # podman completes a container's definition at its first start (HOME and HOSTNAME join Config.Env):
+    # started and stopped once, it is as any container that has run, and a test's "as found" holds
+    host.run(["podman", "start", "--", CONTAINER_NODE], check=True, timeout=120)
+    host.run(["podman", "stop", "-t", "5", "--", CONTAINER_NODE], check=True, timeout=60)
