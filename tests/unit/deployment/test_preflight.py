@@ -237,3 +237,19 @@ def test_the_cli_exits_2_and_a_runbook_records_bad_parameters():
     assert exit_code_for(err.value) == 2
     failure = caught_failure(err.value)
     assert failure["kind"] == "bad_parameters" and exit_code(failure["kind"]) == 2
+
+
+def test_factorial_and_bisect_trials_on_a_deployment_that_does_not_fit_raise_before_any_trial(monkeypatch):
+    """run_combinations (factorial) raises the mismatch (the run's bad input) instead of filing it under
+    a host's error; no trial ran and nothing was locked."""
+    from workbench.deployment import runner
+
+    hosts = _hosts()
+    dep = _dep([("gpu-b", None), ("gpu-a", None)])
+    monkeypatch.setattr("workbench.session.services_for", lambda host: hosts[host.name])
+    monkeypatch.setattr(runner, "deployment_for", lambda *a, **k: dep)
+    ran = []
+    with pytest.raises(DeploymentMismatch, match="node0 \\(gpu-b\\): --node-rank expected 0, found 1"):
+        runner.run_combinations([hosts["gpu-a"].host, hosts["gpu-b"].host], multinode.UNIT, [()],
+                                on_trial=ran.append)
+    assert ran == [] and _changed(hosts) == []
