@@ -45,7 +45,7 @@ exit: 0 ok (status: every node running or none), 1 a failed start or a degraded 
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg,unused-ignore]
-    p = sub.add_parser("deployment", help="a server made of units on several hosts (SGLang --nnodes)",
+    p = sub.add_parser("deployment", help="a server made of units or containers on several hosts (SGLang --nnodes)",
                        description="A deployment is described once in deployments.toml ($WORKBENCH_DEPLOYMENTS, "
                                    "else beside the ssh_config); start order workers first, stop order head "
                                    "first, a variant edits every node the same way.",
