@@ -428,7 +428,12 @@ def test_ranks_that_do_not_fit_the_deployment_are_refused_before_either_host_is_
         testbed, two_nodes, tmp_path, monkeypatch, capsys):
     """gpu-b as rank 0 and gpu-a as rank 1 in the file, the units saying the opposite: ``workbench deployment
     start`` and ``status`` exit 2 naming node, flag, expected and found; a bisect on it is bad input (exit 2)
-    with no trial; neither host changed (its baseline not even made room for)."""
+    with no trial; neither host changed (its baseline not even made room for).
+
+    The test holds both hosts' locks throughout (other sessions on the shared testbed wait), so what it
+    compares cannot move under it, and the refusals, asked with ``--lock-wait 0``, show they came before
+    any lock was tried: a lock tried would be ``LockHeld`` (exit 3, ``host_locked``)."""
+    from workbench.lock import HostLock
     from workbench.runbooks.execute import execute
 
     _dep, hosts = two_nodes
@@ -436,9 +441,17 @@ def test_ranks_that_do_not_fit_the_deployment_are_refused_before_either_host_is_
     path.write_text(SWAPPED)
     monkeypatch.setenv("WORKBENCH_DEPLOYMENTS", str(path))
     ssh = ["--ssh-config", str(testbed.ssh_config)]
+    with contextlib.ExitStack() as locks:
+        for h in multinode.NODES:  # node order, as every deployment session takes them
+            locks.enter_context(HostLock(hosts[h], purpose="test: deployment refused before any lock", wait=600))
+        _refused_untouched(testbed, hosts, tmp_path, capsys, ssh, execute)
+
+
+def _refused_untouched(testbed, hosts, tmp_path, capsys, ssh, execute) -> None:
     before = {h: _untouched(host) for h, host in hosts.items()}
+    assert all(b.endswith("no-record\n") for b in before.values()), before
     said = "node0 (gpu-b): --node-rank expected 0, found 1; node1 (gpu-a): --node-rank expected 1, found 0"
-    code, out, err = cli(capsys, "deployment", "start", "k26-swapped", "--make-room", BASELINE, "--lock-wait", "300",
+    code, out, err = cli(capsys, "deployment", "start", "k26-swapped", "--make-room", BASELINE, "--lock-wait", "0",
                          *ssh)
     assert code == 2 and said in err, (out, err)
     code, out, err = cli(capsys, "start", "gpu-b,gpu-a", multinode.UNIT, "--wait", *ssh)
@@ -449,7 +462,7 @@ def test_ranks_that_do_not_fit_the_deployment_are_refused_before_either_host_is_
                                               "expected": "0", "found": "1"}
     outcome = execute("bisect", {"hosts": ["gpu-b", "gpu-a"], "base_unit": multinode.UNIT,
                                  "ssh_config": str(testbed.ssh_config), "edits": {"--enable-nccl-nvls": True},
-                                 "stop_units": [BASELINE], "lock_wait": 300, "start_timeout": 300},
+                                 "stop_units": [BASELINE], "lock_wait": 0, "start_timeout": 300},
                       data_dir=str(tmp_path), progress=False)
     assert outcome.kind == "bad_parameters" and outcome.exit_code == 2, outcome.result.get("failure")
     assert said in outcome.result["failure"]["message"]
