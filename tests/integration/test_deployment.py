@@ -467,4 +467,12 @@ def _refused_untouched(testbed, hosts, tmp_path, capsys, ssh, execute) -> None:
     assert outcome.kind == "bad_parameters" and outcome.exit_code == 2, outcome.result.get("failure")
     assert said in outcome.result["failure"]["message"]
     assert outcome.result.get("trials") == [] and outcome.result.get("server_starts") == 0
+    common = {"hosts": ["gpu-b", "gpu-a"], "base_unit": multinode.UNIT, "ssh_config": str(testbed.ssh_config),
+              "stop_units": [BASELINE], "lock_wait": 0, "start_timeout": 300}
+    for runbook, extra in (("factorial", {"factors": {"--enable-nccl-nvls": True}}),
+                           ("ab", {"edits": {"--enable-nccl-nvls": True}, "concurrency": [1], "repeats": 2})):
+        outcome = execute(runbook, {**common, **extra}, data_dir=str(tmp_path), progress=False)
+        assert outcome.kind == "bad_parameters" and outcome.exit_code == 2, (runbook, outcome.result.get("failure"))
+        assert said in outcome.result["failure"]["message"], runbook
+        assert outcome.result.get("server_starts") in (0, None), runbook
     assert {h: _untouched(host) for h, host in hosts.items()} == before
