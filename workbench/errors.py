@@ -5,6 +5,7 @@ what happened and what to do::
 
     WorkbenchError
     ├── ConfigError              bad input: parameters, flags, files (nothing was touched)
+    │   └── DeploymentMismatch   a node's command line disagrees with its deployment (.node, .flag, ...)
     ├── HostError                anything about reaching or using a host (.host)
     │   ├── HostKeyError         unknown or changed host key: refused (fail closed)
     │   ├── ConnectError         could not connect / authenticate
@@ -36,6 +37,21 @@ class WorkbenchError(Exception):
 
 class ConfigError(WorkbenchError, ValueError):
     """Bad input (parameters, flags, files); raised before anything is changed."""
+
+
+class DeploymentMismatch(ConfigError):
+    """A deployment's node runs a command line that does not fit the deployment: ``--nnodes`` is not
+    its node count, ``--node-rank`` not the node's rank, or ``--dist-init-addr`` not the head's.
+    Found in the pre-flight read of every node's command line, before any node is stopped or
+    started.  ``problems`` lists every one as (node, host, flag, expected, found); the first is
+    also ``.node`` / ``.host`` / ``.flag`` / ``.expected`` / ``.found``."""
+
+    def __init__(self, message: str, *, deployment: str,
+                 problems: list[tuple[str, str, str, str, str]]) -> None:
+        super().__init__(message)
+        self.deployment = deployment
+        self.problems = problems
+        self.node, self.host, self.flag, self.expected, self.found = problems[0]
 
 
 class HostError(WorkbenchError):

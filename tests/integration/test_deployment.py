@@ -7,6 +7,7 @@ provisioned files (later: have ``wanted_provision`` ask for ``multinode`` and dr
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import subprocess
 from pathlib import Path
@@ -401,3 +402,77 @@ def test_flags_that_differ_between_nodes_are_shown_and_named_when_the_start_hang
         hosts["gpu-b"].run(["sh", "-c", f"rm -rf /run/systemd/system/{multinode.UNIT}.d && systemctl daemon-reload"],
                            check=True)
     assert {h: tree_digest(host) for h, host in hosts.items()} == before
+
+
+SWAPPED = """[deployment.k26-swapped]
+unit = "sglang-k26-2node.service"
+port = 30002
+[[deployment.k26-swapped.node]]
+host = "gpu-b"
+rank = 0
+[[deployment.k26-swapped.node]]
+host = "gpu-a"
+rank = 1
+"""
+
+
+def _untouched(host) -> str:
+    """What any stop, start or session would change: unit files and state (tree_digest), the invocation of
+    the 2-node unit and of the baseline (a make-room stop and restart gives a new one), the session record."""
+    inv = host.run(["systemctl", "show", "-p", "InvocationID", "--value", multinode.UNIT, BASELINE], check=True).stdout
+    rec = host.run("test -e /run/workbench/session.json && echo record || echo no-record").stdout
+    return tree_digest(host) + inv + rec
+
+
+def test_ranks_that_do_not_fit_the_deployment_are_refused_before_either_host_is_touched(
+        testbed, two_nodes, tmp_path, monkeypatch, capsys):
+    """gpu-b as rank 0 and gpu-a as rank 1 in the file, the units saying the opposite: ``workbench deployment
+    start`` and ``status`` exit 2 naming node, flag, expected and found; a bisect on it is bad input (exit 2)
+    with no trial; neither host changed (its baseline not even made room for).
+
+    The test holds both hosts' locks throughout (other sessions on the shared testbed wait), so what it
+    compares cannot move under it, and the refusals, asked with ``--lock-wait 0``, show they came before
+    any lock was tried: a lock tried would be ``LockHeld`` (exit 3, ``host_locked``)."""
+    from workbench.lock import HostLock
+    from workbench.runbooks.execute import execute
+
+    _dep, hosts = two_nodes
+    path = tmp_path / "deployments.toml"
+    path.write_text(SWAPPED)
+    monkeypatch.setenv("WORKBENCH_DEPLOYMENTS", str(path))
+    ssh = ["--ssh-config", str(testbed.ssh_config)]
+    with contextlib.ExitStack() as locks:
+        for h in multinode.NODES:  # node order, as every deployment session takes them
+            locks.enter_context(HostLock(hosts[h], purpose="test: deployment refused before any lock", wait=600))
+        _refused_untouched(testbed, hosts, tmp_path, capsys, ssh, execute)
+
+
+def _refused_untouched(testbed, hosts, tmp_path, capsys, ssh, execute) -> None:
+    before = {h: _untouched(host) for h, host in hosts.items()}
+    assert all(b.endswith("no-record\n") for b in before.values()), before
+    said = "node0 (gpu-b): --node-rank expected 0, found 1; node1 (gpu-a): --node-rank expected 1, found 0"
+    code, out, err = cli(capsys, "deployment", "start", "k26-swapped", "--make-room", BASELINE, "--lock-wait", "0",
+                         *ssh)
+    assert code == 2 and said in err, (out, err)
+    code, out, err = cli(capsys, "start", "gpu-b,gpu-a", multinode.UNIT, "--wait", *ssh)
+    assert code == 2 and said in err, (out, err)
+    code, out, err = cli(capsys, "status", "k26-swapped", "--json", *ssh)
+    assert code == 2 and said in err
+    assert json.loads(out)["mismatch"][0] == {"node": "node0", "host": "gpu-b", "flag": "--node-rank",
+                                              "expected": "0", "found": "1"}
+    outcome = execute("bisect", {"hosts": ["gpu-b", "gpu-a"], "base_unit": multinode.UNIT,
+                                 "ssh_config": str(testbed.ssh_config), "edits": {"--enable-nccl-nvls": True},
+                                 "stop_units": [BASELINE], "lock_wait": 0, "start_timeout": 300},
+                      data_dir=str(tmp_path), progress=False)
+    assert outcome.kind == "bad_parameters" and outcome.exit_code == 2, outcome.result.get("failure")
+    assert said in outcome.result["failure"]["message"]
+    assert outcome.result.get("trials") == [] and outcome.result.get("server_starts") == 0
+    common = {"hosts": ["gpu-b", "gpu-a"], "base_unit": multinode.UNIT, "ssh_config": str(testbed.ssh_config),
+              "stop_units": [BASELINE], "lock_wait": 0, "start_timeout": 300}
+    for runbook, extra in (("factorial", {"factors": {"--enable-nccl-nvls": True}}),
+                           ("ab", {"edits": {"--enable-nccl-nvls": True}, "concurrency": [1], "repeats": 2})):
+        outcome = execute(runbook, {**common, **extra}, data_dir=str(tmp_path), progress=False)
+        assert outcome.kind == "bad_parameters" and outcome.exit_code == 2, (runbook, outcome.result.get("failure"))
+        assert said in outcome.result["failure"]["message"], runbook
+        assert outcome.result.get("server_starts") in (0, None), runbook
+    assert {h: _untouched(host) for h, host in hosts.items()} == before

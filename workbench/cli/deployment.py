@@ -45,7 +45,7 @@ exit: 0 ok (status: every node running or none), 1 a failed start or a degraded 
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg,unused-ignore]
-    p = sub.add_parser("deployment", help="a server made of units on several hosts (SGLang --nnodes)",
+    p = sub.add_parser("deployment", help="a server made of units or containers on several hosts (SGLang --nnodes)",
                        description="A deployment is described once in deployments.toml ($WORKBENCH_DEPLOYMENTS, "
                                    "else beside the ssh_config); start order workers first, stop order head "
                                    "first, a variant edits every node the same way.",
@@ -135,12 +135,19 @@ def connected(dep: Deployment, ssh_config: str | None) -> Iterator[dict[str, Hos
 
 def print_status(dep: Deployment, hosts: dict[str, Host], *, as_json: bool) -> int:
     from workbench.deployment import control
+    from workbench.errors import DeploymentMismatch
 
     st = control.status(dep, hosts)
-    diffs = control.flag_differences(dep, hosts)
+    refused: DeploymentMismatch | None = None
+    try:
+        diffs = control.flag_differences(dep, hosts)
+    except DeploymentMismatch as exc:  # shown with the nodes, then exit 2: nothing can start it as it is
+        refused, diffs = exc, {}
     if as_json:
         print(json.dumps({"deployment": dep.name, "overall": st.overall, "nodes": st.rows(),
-                          "flag_differences": diffs}, indent=2, default=str))
+                          "flag_differences": diffs, **({"mismatch": [
+                              dict(zip(("node", "host", "flag", "expected", "found"), p, strict=True))
+                              for p in refused.problems]} if refused else {})}, indent=2, default=str))
     else:
         print(f"{dep.name}: {st.overall.upper()} ({len(dep.nodes)} nodes, head {dep.head.host})")
         for n in st.nodes:
@@ -150,6 +157,8 @@ def print_status(dep: Deployment, hosts: dict[str, Host], *, as_json: bool) -> i
                   f"{extra} pid={s.main_pid or '-'}")
         if diffs:
             print(f"  flags differ between nodes: {control.describe_differences(diffs)}")
+    if refused is not None:
+        raise refused
     return 0 if st.overall != "degraded" else 1
 
 
@@ -157,16 +166,18 @@ def verb(dep: Deployment, hosts: dict[str, Host], action: str, *, wait: bool, ti
          health_path: str = "/health") -> int:
     """``start`` (workers first), ``stop`` (head first), ``restart`` (both); ``wait``: judge the start."""
     from workbench.deployment import control
+    from workbench.deployment.flags import differences
     from workbench.services import services_for
 
     svcs = {h: services_for(host) for h, host in hosts.items()}
+    argvs = control.preflight(dep, dict(svcs))  # a node that does not fit: refused before any stop or start
     if action in ("stop", "restart"):
         for n in dep.stop_order():
             print(f"{n.label} {svcs[n.host].stop(n.unit).describe()}", file=sys.stderr if action == "restart"
                   else sys.stdout)
     if action == "stop":
         return 0
-    diffs = control.flag_differences(dep, dict(svcs))
+    diffs = differences(argvs)
     if diffs:
         print(f"warning: {dep.name}: flags differ between nodes ({control.describe_differences(diffs)}): "
               "its nodes will meet in different collectives", file=sys.stderr)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from workbench.deployment.flags import check_edits, differences
+from workbench.deployment.flags import check_edits, check_topology, differences
 from workbench.deployment.model import Deployment, Node
 from workbench.errors import WorkbenchError
 from workbench.hosts import Host
@@ -96,10 +96,26 @@ def status(dep: Deployment, hosts: Mapping[str, Host | Services]) -> DeploymentS
     return DeploymentStatus(dep, tuple(NodeState(n, svcs[n.label].status(n.unit)) for n in dep.nodes))
 
 
+def preflight(dep: Deployment, hosts: Mapping[str, Host | Services], units: Mapping[str, str] | None = None,
+              ) -> dict[str, list[str]]:
+    """Every node's command line (of its service, or of ``units[label]``), read through the host's
+    backend (a unit's ``ExecStart``, a container's command alike); a
+    :class:`~workbench.errors.DeploymentMismatch` when ``--nnodes``, ``--node-rank`` or
+    ``--dist-init-addr`` does not fit the deployment.  Reads only: run it before any stop or start."""
+    return _preflight(dep, _svcs(dep, hosts), units)
+
+
+def _preflight(dep: Deployment, svcs: Mapping[str, Services], units: Mapping[str, str] | None) -> dict[str, list[str]]:
+    names = {n.label: (units or {}).get(n.label, n.unit) for n in dep.nodes}
+    argvs = {n.label: exec_argv(svcs[n.label].unit_text(names[n.label]), names[n.label]) for n in dep.nodes}
+    check_topology(dep.name, [(n.label, n.host, n.rank) for n in dep.nodes], argvs)
+    return argvs
+
+
 def flag_differences(dep: Deployment, hosts: Mapping[str, Host | Services]) -> dict[str, dict[str, Any]]:
-    """Flags that are not the same on every node (``--node-rank`` and friends aside): fix before starting."""
-    svcs = _svcs(dep, hosts)
-    return differences({n.label: exec_argv(svcs[n.label].unit_text(n.unit), n.unit) for n in dep.nodes})
+    """Flags that are not the same on every node (``--node-rank`` and friends aside): fix before starting.
+    A command line that does not fit the deployment is refused first (:func:`preflight`)."""
+    return differences(preflight(dep, hosts))
 
 
 def stop(dep: Deployment, hosts: Mapping[str, Host | Services], units: Mapping[str, str] | None = None) -> None:
@@ -138,11 +154,11 @@ def start(
     health_path: str = "/health",
     on_event: Callable[[PhaseEvent], None] | None = None,
 ) -> DeploymentOutcome:
-    """Start every node (workers first, then the head) and judge the whole; a failed start is stopped."""
+    """Start every node (workers first, then the head) and judge the whole; a failed start is stopped.
+    Command lines that cannot form the deployment are refused before any node starts (:func:`preflight`)."""
     svcs = _svcs(dep, hosts)
     names = {n.label: (units or {}).get(n.label, n.unit) for n in dep.nodes}
-    diffs = differences({n.label: exec_argv(svcs[n.label].unit_text(names[n.label]), names[n.label])
-                         for n in dep.nodes})
+    diffs = differences(_preflight(dep, svcs, names))
     started = time.monotonic()
     for n in dep.workers:
         svcs[n.label].start(names[n.label])
@@ -243,6 +259,8 @@ class DeploymentSession:
         self._stack = contextlib.ExitStack()
 
     def __enter__(self) -> DeploymentSession:
+        # every node's command line read and checked before any node is locked, recorded or changed
+        _preflight(self.dep, {label: s.svc for label, s in self.sessions.items()}, None)
         with contextlib.ExitStack() as stack:
             for label in (n.label for n in self.dep.nodes):
                 stack.enter_context(self.sessions[label])

@@ -13,6 +13,28 @@
     [[deployment.k26-2node.node]]
     host = "gpu-b"
     rank = 1
+
+A node runs one service of its host, named the way every other command names it: a systemd
+service (``NAME.service``; on a host without systemd, the process backend's unit of that name)
+or a named container (podman, or docker with a daemon: ``NAME`` as ``podman ps -a`` lists it,
+``[A-Za-z0-9][A-Za-z0-9_.-]*``, at most 128 characters).  A node's own ``unit`` overrides the
+deployment's, so a deployment may mix them::
+
+    [[deployment.k26-mixed.node]]
+    host = "gpu-a"
+    rank = 0                            # the deployment's unit, sglang-k26-2node.service
+    [[deployment.k26-mixed.node]]
+    host = "gpu-c"
+    rank = 1
+    unit = "sglang-k26-2node-n1"        # a container on gpu-c
+
+Which backend answers for a name is the host's business (:func:`workbench.services.services_for`:
+a host with podman puts its containers beside its units, and ``NAME.service`` also reaches a
+container ``NAME`` where no unit has the name); nothing here asks.  Refused here: other unit types
+(``.socket``, ``.timer``, ...: not a server), templates (``@``), and anything neither a unit nor a
+container name (spaces, a slash, a leading dot or dash).  Nodes are distinct hosts.  Each node's
+command line must fit the deployment (``--nnodes``, ``--node-rank``, ``--dist-init-addr``): checked
+by :func:`workbench.deployment.control.preflight` before any node is stopped or started.
 """
 
 from __future__ import annotations
@@ -23,7 +45,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from workbench.containers import NAME_RE as CONTAINER_NAME
 from workbench.errors import ConfigError
+from workbench.systemd import valid_unit
 
 DEPLOYMENTS_ENV = "WORKBENCH_DEPLOYMENTS"
 _KEYS = {"unit", "port", "join_timeout", "node"}
@@ -39,6 +63,29 @@ class Node:
     @property
     def label(self) -> str:
         return f"node{self.rank}"
+
+    def answers_to(self, name: str) -> bool:
+        """``name`` names this node's service: as written, or with ``.service`` added or dropped
+        (``NAME`` and ``NAME.service`` are one service to every backend)."""
+        return name == self.unit or name.removesuffix(".service") == self.unit.removesuffix(".service")
+
+
+_OTHER_TYPES = (".socket", ".target", ".timer", ".scope", ".slice", ".mount", ".path", ".device", ".swap",
+                ".automount")
+
+
+def service_name_problem(name: object) -> str | None:
+    """Why ``name`` cannot be a node's service (None: a systemd service or a container name)."""
+    if not isinstance(name, str) or not name:
+        return "must name a service (NAME.service) or a container (NAME), here or in the deployment"
+    if name.endswith(_OTHER_TYPES):
+        return f"{name!r} is a .{name.rsplit('.', 1)[1]} unit, not a server: name a .service or a container"
+    if name.endswith(".service"):
+        return None if valid_unit(name) and "@" not in name else f"{name!r} is not a valid unit name"
+    if not CONTAINER_NAME.match(name):
+        return (f"{name!r} is neither a unit (NAME.service) nor a container name "
+                "([A-Za-z0-9][A-Za-z0-9_.-]*, at most 128 characters)")
+    return None
 
 
 @dataclass(frozen=True)
@@ -59,6 +106,10 @@ class Deployment:
     @property
     def hosts(self) -> tuple[str, ...]:
         return tuple(n.host for n in self.nodes)
+
+    def uses(self, name: str) -> bool:
+        """Whether ``name`` is one of its nodes' services (see :meth:`Node.answers_to`)."""
+        return any(n.answers_to(name) for n in self.nodes)
 
     def start_order(self) -> tuple[Node, ...]:
         """Workers first (they wait for the head's rendezvous), the head last."""
@@ -106,8 +157,10 @@ def _parse_one(name: str, body: Any, source: str) -> Deployment:
             raise ConfigError(f"{where}: node[{i}].host: must be a host alias")
         if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
             raise ConfigError(f"{where}: node[{i}].rank: must be an integer >= 0 (the --node-rank)")
-        if not isinstance(node_unit, str) or not node_unit.endswith(".service"):
-            raise ConfigError(f"{where}: node[{i}]: unit must name a .service (here or in the deployment)")
+        problem = service_name_problem(node_unit)
+        if problem is not None:
+            raise ConfigError(f"{where}: node[{i}].unit: {problem}")
+        assert isinstance(node_unit, str)
         nodes.append(Node(host, rank, node_unit))
     nodes.sort(key=lambda n: n.rank)
     if [n.rank for n in nodes] != list(range(len(nodes))):
@@ -164,11 +217,10 @@ def find_deployment(deployments: dict[str, Deployment], key: str, hosts: tuple[s
     """By name, or by unit (and, if given, the hosts it spans): what the CLI accepts."""
     if key in deployments:
         return deployments[key]
-    matches = [d for d in deployments.values() if key in {n.unit for n in d.nodes}
-               and (not hosts or set(hosts) == set(d.hosts))]
+    using = [d for d in deployments.values() if d.uses(key)]
+    matches = [d for d in using if not hosts or set(hosts) == set(d.hosts)]
     if len(matches) == 1:
         return matches[0]
-    using = [d for d in deployments.values() if key in {n.unit for n in d.nodes}]
     if hosts and using and not matches:  # the unit is a deployment's, the host list is not its nodes
         said = "; ".join(f"{d.name} on {', '.join(d.hosts)} ({len(d.nodes)} nodes)" for d in using)
         raise ConfigError(f"{key} is the unit of {said}, not of {', '.join(hosts)} ({len(hosts)} hosts): "

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from workbench.deployment.control import DeploymentSession, DeploymentTrial
 from workbench.deployment.journals import first_failure, read_nodes
 from workbench.deployment.model import Deployment, default_path, load_deployments
-from workbench.errors import ConfigError, WorkbenchError
+from workbench.errors import ConfigError, DeploymentMismatch, WorkbenchError
 from workbench.fleet import Fleet, HostReport, run_many
 from workbench.hosts import Host
 from workbench.inventory import require_known
@@ -58,10 +58,6 @@ class TrialRunner(Protocol):
     def run(self, subsets: Sequence[Subset]) -> list[TrialRecord]: ...
 
 
-def _unit(name: str) -> str:
-    return name if "." in name else f"{name}.service"
-
-
 def deployment_for(hosts: Sequence[str], base_unit: str, *, ssh_config: str | None = None,
                    path: str | None = None) -> Deployment | None:
     """The deployment whose nodes are exactly ``hosts`` running ``base_unit``; None when no deployment
@@ -74,8 +70,8 @@ def deployment_for(hosts: Sequence[str], base_unit: str, *, ssh_config: str | No
         if len(hosts) > 1:
             raise
         return None  # a broken deployments file is no business of a one-host run
-    unit = _unit(base_unit)
-    using = [d for d in deps.values() if unit in {n.unit for n in d.nodes}]
+    unit = base_unit
+    using = [d for d in deps.values() if d.uses(unit)]
     exact = [d for d in using if set(d.hosts) == set(hosts)]
     if len(exact) == 1:
         require_known(exact[0].hosts, ssh_config=ssh_config, what=f"deployment {exact[0].name}: ")
@@ -251,6 +247,8 @@ def run_combinations(hosts: Sequence[Host], base: str, subsets: Sequence[Subset]
                 results[subset] = rec
                 if on_trial:
                     on_trial(rec)
+    except DeploymentMismatch:  # bad input, found before the first trial: the run's failure, not a host's
+        raise
     except WorkbenchError as exc:  # as run_many: the failure is the reports' (every node's), not raised
         for report in runner.reports:
             report.error = report.error or f"{type(exc).__name__}: {exc}"

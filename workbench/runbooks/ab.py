@@ -58,7 +58,7 @@ from pydantic import Field, field_validator, model_validator
 
 from workbench import plots, servermetrics
 from workbench.deployment.runner import deployment_for
-from workbench.errors import ConfigError, LockHeld, RestoreError, WorkbenchError
+from workbench.errors import ConfigError, DeploymentMismatch, LockHeld, RestoreError, WorkbenchError
 from workbench.hosts import Host
 from workbench.journal.read import invocation_text
 from workbench.provenance import collect as collect_provenance
@@ -310,6 +310,8 @@ def run(params: ABParams, *, progress: Callable[[str], None] = print) -> tuple[R
                 hr.error = f"restore_failed: {exc}"
             except _ArmFailed as exc:
                 hr.error = f"base_failed: {exc}"
+            except DeploymentMismatch:  # bad input before the first arm (a deployment's, run in this thread)
+                raise
             except WorkbenchError as exc:
                 hr.error = f"error: {type(exc).__name__}: {exc}"
 

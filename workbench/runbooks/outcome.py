@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from workbench.errors import HostError, LockHeld, RestoreError, WorkbenchError
+from workbench.errors import DeploymentMismatch, HostError, LockHeld, RestoreError, WorkbenchError
 from workbench.redact import Redactor
 from workbench.runbooks.params import RunbookParams
 from workbench.runbooks.report import export_html
@@ -49,7 +49,10 @@ CAUGHT_KINDS: tuple[tuple[type[WorkbenchError], str], ...] = (
 
 def caught_failure(exc: WorkbenchError, kinds: tuple[tuple[type[WorkbenchError], str], ...] = CAUGHT_KINDS,
                    ) -> dict[str, str]:
-    """The ``failure`` entry of ``result.json`` for an error a runbook caught (kinds: the table above)."""
+    """The ``failure`` entry of ``result.json`` for an error a runbook caught (kinds: the table above).
+    A deployment whose nodes do not fit it is bad input whatever the runbook (exit 2, before a trial)."""
+    if isinstance(exc, DeploymentMismatch):
+        return {"kind": "bad_parameters", "message": str(exc)}
     return {"kind": next((kind for cls, kind in kinds if isinstance(exc, cls)), "error"), "message": str(exc)}
 
 
