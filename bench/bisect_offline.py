@@ -1,7 +1,7 @@
 """Bisect against the full factorial on random fault scenarios, offline: the simulator decides every trial.
 
     .venv/bin/python bench/bisect_offline.py [--cases 400] [--sizes 4,5,6,7,8] [--seed 20261201]
-                                             [--old-rev d7a812c] [--out bench/results/bisect_offline.json]
+                                             [--old-rev d7a812c] [--base-rev REV] [--out bench/results/bisect_offline.json]
 
 The scenarios are written apart from the code under test: a random fault file in the simulator's
 own format (workbench/sim/README.md, "Fault files"), evaluated by the simulator's own code
@@ -23,7 +23,8 @@ spelling ``--tensor-parallel-size=4``) and removals (``--enable-metrics`` remove
 
 Ground truth: the full factorial's minimal failing sets per signature (exception + message +
 phase).  Compared in one run: this tree's bisect on one host and with two hosts (``width=2``),
-the bisect of ``--old-rev`` (phase-blind signatures, warmup failures named ``serving`` as its
+the bisect of ``--base-rev`` on the same verdicts (a side-by-side baseline
+of an earlier search), the bisect of ``--old-rev`` (phase-blind signatures, warmup failures named ``serving`` as its
 trials did), one-at-a-time, the factorial.  "exact" = same culprit sets, signatures and phases.
 Wall time is simulated: a start takes the time to the phase it fails in (or to ready), and a
 batch of ``width`` starts on ``width`` hosts takes its longest start.
@@ -186,15 +187,15 @@ def _answer(culprits: list[Any], phase_of: Any = None) -> set[tuple[frozenset[An
             for c in culprits}
 
 
-def _load_old(rev: str) -> Any:
+def _load_old(rev: str, name: str = "bisect_old") -> Any:
     text = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:workbench/bisect.py"], check=True,
                           capture_output=True, text=True).stdout
-    path = Path(tempfile.mkdtemp()) / "bisect_old.py"
+    path = Path(tempfile.mkdtemp()) / f"{name}.py"
     path.write_text(text)
-    spec = importlib.util.spec_from_file_location("bisect_old", path)
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec and spec.loader
     mod = importlib.util.module_from_spec(spec)
-    sys.modules["bisect_old"] = mod
+    sys.modules[name] = mod
     spec.loader.exec_module(mod)
     return mod
 
@@ -238,7 +239,7 @@ def oracle_cover(sc: Scenario, truth_c: list[Any]) -> int:
     return len(chosen)
 
 
-def run_case(sc: Scenario, old: Any) -> dict[str, Any]:
+def run_case(sc: Scenario, old: Any, base: Any = None) -> dict[str, Any]:
     edits = sc.edits
     _, truth_c = full_factorial(edits, sc.oracle)
     truth = _answer(truth_c)
@@ -258,6 +259,12 @@ def run_case(sc: Scenario, old: Any) -> dict[str, Any]:
                      "wall": _wall(s.order, width) if width == 1 else
                      sum(max(SECONDS_TO["ok"] if v.ok else SECONDS_TO.get(v.phase, 4.0) for _, v in s.order[i:i + b])
                          for i, b in zip(_offsets(batches), batches, strict=True))}
+    if base is not None:  # another revision's bisect on the same verdicts (phases and all): a side-by-side baseline
+        b = base.bisect(edits, lambda subset: base.Verdict(*_fields(sc.oracle(subset))))
+        got_b = {(frozenset(c.items), c.signature.split(" in ")[0], c.phase) for c in b.culprits}
+        row["base_bisect"] = {"starts": b.starts, "exact": got_b == truth,
+                              "sets": {(a, x) for a, x, _ in got_b} == {(a, x) for a, x, _ in truth},
+                              "complete": bool(b.guarantee and b.guarantee.complete)}
     if old is not None:  # what the old runbook saw: signatures without the phase, warmup named serving
         def blind(subset: Any) -> Any:
             v = sc.oracle(subset)
@@ -275,6 +282,10 @@ def run_case(sc: Scenario, old: Any) -> dict[str, Any]:
     row["one_at_a_time"] = {"starts": starts, "exact": _answer(oat) == truth,
                             "sets": {(a, b) for a, b, _ in _answer(oat)} == {(a, b) for a, b, _ in truth}}
     return row
+
+
+def _fields(v: Verdict) -> tuple[bool, str | None, str | None]:
+    return v.ok, v.signature, v.phase
 
 
 def _offsets(batches: list[int]) -> list[int]:
@@ -300,6 +311,8 @@ def summary(rows: list[dict[str, Any]], names: list[str]) -> dict[str, Any]:
     walls = [(r["bisect"]["wall"], r["bisect_2_hosts"]["wall"]) for r in rows]
     out["wall_2_hosts_over_1"] = round(sum(b for _, b in walls) / sum(a for a, _ in walls), 3)
     out["bisect_complete_pct"] = round(100 * sum(r["bisect"]["complete"] for r in rows) / len(rows), 1)
+    if all("base_bisect" in r for r in rows):
+        out["base_bisect_complete_pct"] = round(100 * sum(r["base_bisect"]["complete"] for r in rows) / len(rows), 1)
     by_shape: dict[str, list[bool]] = defaultdict(list)
     for r in rows:
         for s in r["shapes"]:
@@ -315,20 +328,24 @@ def main() -> None:
     ap.add_argument("--sizes", default="4,5,6,7,8")
     ap.add_argument("--seed", type=int, default=20261201)
     ap.add_argument("--old-rev", default="d7a812c", help="git revision whose bisect is the baseline ('' = none)")
+    ap.add_argument("--base-rev", default="", help="git revision whose (phase-aware) bisect runs beside this tree's "
+                    "on the same verdicts, column base_bisect ('' = none)")
     ap.add_argument("--out", default="")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     old = _load_old(args.old_rev) if args.old_rev else None
+    base = _load_old(args.base_rev, "bisect_base") if args.base_rev else None
     rng = random.Random(args.seed)
     rows, misses = [], []
     for case in range(args.cases):
         sc = random_scenario(rng, sizes[case % len(sizes)])
-        row = run_case(sc, old)
+        row = run_case(sc, old, base)
         rows.append(row)
         if not row["bisect"]["exact"] and len(misses) < 5:
             misses.append({"case": case, "complete": row["bisect"]["complete"], "shapes": sc.shapes, "edits": sc.edits,
                            "faults": sc.fault_data})
-    names = ["bisect", "bisect_2_hosts", "one_at_a_time", "oracle_cover"] + (["old_bisect"] if old else [])
+    names = ["bisect", "bisect_2_hosts", "one_at_a_time", "oracle_cover"] + (["old_bisect"] if old else []) + (
+        ["base_bisect"] if base else [])
     report = {"cases": len(rows), "seed": args.seed, "summary": summary(rows, names), "bisect_misses": misses}
     text = json.dumps(report, indent=1, default=str)
     print(text)

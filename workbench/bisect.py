@@ -23,6 +23,11 @@ The search learns a *fault model* from its trials and tests until no fault it ca
 * **blocker probes**: "edit c stops rule R" stays open until a trial shows R's signature with c present
   (and no other rule of that signature holding); it is probed only at sets where a blocked R would
   change the phase, i.e. where no other rule of R's phase or earlier surely strikes;
+* **sharing trials**: a set already tried (by any step, or known from the ledger) is never started
+  again, and what it showed narrows at once: ddmin jumps to the smallest tried subset of its current
+  set that fails with the signature, the blocker halving drops from its pool what a tried set inside
+  the failing one already settles, and a blocker probe takes, of the sets where it matters, the one
+  that asks the most open "c stops R" questions of R at once;
 * **confirmation**: every edit is started alone first, and every culprit is started alone (the
   minimal set against the base).  Larger culprits (three edits or more) are found by ddmin from the
   failing trials; the cover does not look for them where no trial failed.
@@ -274,6 +279,13 @@ class Search(Generic[T]):
         pred = self._fails_with(sig)
         k = 2
         while len(current) >= 2:
+            whole = _bits(current)
+            sub = [m for m in self.cache if m and m & whole == m and m != whole and pred(m)]
+            if sub:  # a trial already run inside the current set fails with the signature: narrow to it
+                best = min(sub, key=lambda m: bin(m).count("1"))
+                current = [i for i in current if best >> i & 1]
+                k = 2
+                continue
             chunks = _split(current, k)
             masks = [_bits(c) for c in chunks]
             whole = _bits(current)
@@ -301,6 +313,20 @@ class Search(Generic[T]):
             return v is not None and v.signature == rule.signature
 
         pool = [i for i in range(self.n) if (s & ~rule.pos) >> i & 1]
+
+        def narrow(pool: list[int]) -> list[int]:
+            # trials already run inside s that hold the rule's edits narrow the pool, as the halving's own would
+            for t in sorted(self.cache, key=lambda m: bin(m).count("1")):
+                if t & rule.pos != rule.pos or t & rule.blockers or t & ~s:
+                    continue
+                x = [i for i in pool if t >> i & 1]
+                if blocked(t) and x and len(x) < len(pool):
+                    pool = x
+                elif fires(t) and x and len(x) < len(pool):
+                    pool = [i for i in pool if not t >> i & 1]
+            return pool
+
+        pool = narrow(pool)
         while len(pool) > 2 * self.width:
             h1, h2 = pool[:len(pool) // 2], pool[len(pool) // 2:]
             m1, m2 = rule.pos | _bits(h1), rule.pos | _bits(h2)
@@ -347,6 +373,15 @@ class Search(Generic[T]):
         vis = np.where(covers & ~tested[None, :], value[None, :], -2).max(axis=1)
         return sets, tested, value, covers, np.maximum(low, 0), vis
 
+    def _cover_scores(self) -> np.ndarray:
+        """The cover's score of every set (index ``s - 1``): how much its trial would close, as ``_cover_picks``."""
+        _sets, tested, value, covers, low, vis = self._cover_state()
+        open_ = low < vis
+        gain = np.clip(np.minimum(value[None, :], vis[:, None]) - low[:, None], 0, None)
+        score = np.where(covers & open_[:, None] & ~tested[None, :], gain, 0).sum(axis=0)
+        closes = covers & open_[:, None] & ~tested[None, :] & (value[None, :] >= vis[:, None])
+        return np.asarray(closes.sum(axis=0) * 1000 + score)
+
     def _cover_picks(self) -> list[int]:
         sets, tested, value, covers, low, vis = self._cover_state()
         picks: list[int] = []
@@ -379,6 +414,8 @@ class Search(Generic[T]):
         untested.sort(key=lambda m: (bin(m).count("1"), m))
         closed = {(id(rule), c) for rule in self.rules for c in range(self.n) if self._seen_through(rule, c)}
 
+        scores: np.ndarray | None = None
+
         def surely(r: Rule, s: int) -> bool:  # r holds at s and no edit of s could stop it
             return r.holds(s) and all((id(r), c) in closed for c in range(self.n) if (s & ~r.pos) >> c & 1)
 
@@ -388,13 +425,19 @@ class Search(Generic[T]):
                 if (rule.pos | rule.blockers) & bit or (id(rule), c) in closed:
                     continue  # R fired with c present, nothing else could have: c does not stop it
                 need = rule.pos | bit
-                for s in untested:
-                    if s & need == need and not s & rule.blockers and rule in self.predict(s)[2] and not any(
-                            r is not rule and r.rank <= rule.rank and surely(r, s) for r in self.rules):
-                        # a blocked R matters here: no other rule of its phase or earlier surely strikes
-                        if s not in picks:
-                            picks.append(s)
-                        break
+                fits = [s for s in untested if s & need == need and not s & rule.blockers and s not in picks
+                         and rule in self.predict(s)[2] and not any(
+                             r is not rule and r.rank <= rule.rank and surely(r, s) for r in self.rules)]
+                # a blocked R matters there: no other rule of its phase or earlier surely strikes.  Of those, the set
+                # that asks the most such questions of R at once (each edit of it whose stopping R is open)
+                if fits:
+                    if scores is None:
+                        scores = self._cover_scores()
+                    sc = scores
+                    picks.append(max(fits, key=lambda s: (sum(1 for d in range(self.n) if (s & ~rule.pos) >> d & 1
+                                                               and (id(rule), d) not in closed
+                                                               and not rule.blockers >> d & 1),
+                                                           int(sc[s - 1]), -bin(s).count("1"))))
                 if len(picks) >= self.width:
                     return picks
         return picks

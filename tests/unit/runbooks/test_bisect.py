@@ -263,3 +263,25 @@ def test_mutual_fixes_of_one_signature_still_show_what_they_unmask():
     assert got == truth_of(edits, oracle)
     assert (("b", "e"), "nonetype in cuda_graph_capture") in got
     assert result.guarantee.complete
+
+
+
+def test_tried_sets_inside_the_blocked_one_narrow_the_blocker_search():
+    """Known trials that hold the rule's edits and fire it clear their edits of blocking: the halving starts
+    only what they leave open."""
+    edits = ["--a", "--b", "--c", "--d", "--e", "--f", "--g", "--h"]
+
+    def oracle(subset):
+        s = set(subset)
+        if "--a" in s and "--h" not in s:
+            return Verdict.failed("wkey", "weight_loading")
+        return Verdict.failed("cublas", "cuda_graph_capture") if {"--b", "--h"} <= s else Verdict.passed()
+
+    fired = Verdict.failed("wkey", "weight_loading")
+    result = bisect(edits, oracle, known=[(("--a", "--b", "--c", "--d"), fired), (("--a", "--e", "--f", "--g"), fired)])
+    assert [(c.items, c.signature, c.blockers) for c in result.culprits] == [
+        (("--a",), "wkey", ("--h",)), (("--b", "--h"), "cublas", ())]
+    started = [set(s) for s, _ in result.order]
+    assert started[0] == set(edits) and all(len(s) == 1 for s in started[1:9])
+    assert started[9] == {"--a", "--h"}  # the known trials left only --h open: no half of the pool started
+    assert result.guarantee.complete
