@@ -165,23 +165,15 @@ def watch_start(
     # Three reads before the start, on channels of their own at once (one round trip's wait, not
     # three): the unit's state, who holds the port (judged only if the unit is to be started), and
     # the journal position the watch follows from.
-    with ThreadPoolExecutor(2, thread_name_prefix="watch-pre") as pool:
+    with ThreadPoolExecutor(2, thread_name_prefix="watch-pre") as pool:  # its exit waits for both
         holders_f = pool.submit(port_holders, host, port) if start else None
         cursor_f = pool.submit(svc.cursor)
-        try:
-            before = svc.status(unit)
-        finally:
-            holders_exc = holders_f.exception() if holders_f is not None else None
-            cursor_exc = cursor_f.exception()
+        before = svc.status(unit)
     if start and not before.running and holders_f is not None:
-        if holders_exc is not None:
-            raise holders_exc
-        holders = holders_f.result()
+        holders = holders_f.result()  # raises what port_holders raised
         if holders:
             raise PortInUse(f"{host.name}: port {port} is already in use by {', '.join(holders)}; "
                             f"not starting {unit}", host=host.name, unit=unit)
-    if cursor_exc is not None:
-        raise cursor_exc
     cursor = cursor_f.result()
     tracker = PhaseTracker()
     timeline: list[PhaseEvent] = []
