@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import re
 from dataclasses import dataclass, field
 
@@ -36,6 +37,18 @@ class GpuInventory:
 
     def held_by(self, unit: str) -> list[int]:
         return sorted({a.gpu_index for a in self.apps if a.unit == unit and a.gpu_index is not None})
+
+    def busy_message(self, host: str, *, allow_units: tuple[str, ...] = (), memory_threshold_mib: float = 1024.0,
+                     ) -> str:
+        """Why ``host``'s GPUs are not free, with what to do about the units holding them ('' when free)."""
+        reasons = self.busy(allow_units=allow_units, memory_threshold_mib=memory_threshold_mib)
+        if not reasons:
+            return ""
+        holders = sorted({a.unit for a in self.apps if a.unit and a.unit not in allow_units})
+        hint = ("\n  to stop " + ", ".join(holders) + " for the run and restart it after, give the runbook "
+                f"-p stop_units '{json.dumps(holders)}' (or stop it first: workbench stop {host} UNIT)"
+                if holders else "")
+        return f"{host}: GPUs are busy, not starting anything:\n  " + "\n  ".join(reasons) + hint
 
     def busy(self, *, allow_units: tuple[str, ...] = (), memory_threshold_mib: float = 1024.0) -> list[str]:
         """Reasons the GPUs are not free for a new start (empty list: free)."""

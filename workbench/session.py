@@ -316,10 +316,10 @@ class HostSession:
         if inv.error:
             return
         inv = self.svc.attribute_gpus(inv, list(allow_units))
-        reasons = inv.busy(allow_units=allow_units, memory_threshold_mib=self.gpu_memory_threshold_mib)
-        if reasons:
-            raise GpuBusy(f"{self.host.name}: GPUs are busy, not starting anything:\n  " + "\n  ".join(reasons),
-                          host=self.host.name)
+        problem = inv.busy_message(self.host.name, allow_units=allow_units,
+                                   memory_threshold_mib=self.gpu_memory_threshold_mib)
+        if problem:
+            raise GpuBusy(problem, host=self.host.name)
 
     # -- trials ------------------------------------------------------------
     def base_text(self, base: str) -> str:

@@ -115,17 +115,22 @@ def test_port_already_taken_is_refused_and_the_variant_removed(host_c) -> None:
         host_c.run(["podman", "rm", "-f", "-t", "0", *names])
 
 
-def test_bisect_on_the_container_finds_the_seeds_culprits(host_c, testbed, tmp_path) -> None:
-    """The contract: a container name where a unit name goes; the seeds' two culprits with their
-    signatures, and the container left as found."""
-    from workbench.runbooks.execute import execute
+def test_bisect_on_the_container_finds_the_seeds_culprits(host_c, testbed, tmp_path, capsys) -> None:
+    """The contract's own line, a container name where a unit name goes and no edits named (the seeds'
+    preset is the default for that base): the seeds' two culprits with their signatures, and the
+    container left as found."""
+    from workbench.cli import main
 
     before = _definition(host_c)
-    outcome = execute("bisect", {"host": "gpu-c", "ssh_config": str(testbed.ssh_config), "base_unit": BASE,
-                                 "rerun": True, "lock_wait": 300}, data_dir=str(tmp_path), progress=False,
-                      preset="seeds-k26")  # the seeds' edits on the container's base
-    result = outcome.result
-    assert result["status"] == "ok", result.get("failure")
+    code = main(["run", "bisect", "-p", "host", "gpu-c", "-p", "base_unit", BASE, "--ssh-config",
+                 str(testbed.ssh_config), "-p", "rerun", "true", "-p", "lock_wait", "300",
+                 "--data-dir", str(tmp_path), "--no-progress"])
+    out, err = capsys.readouterr()
+    assert "edits from the preset 'seeds-k26', the default for sglang-k26-ddtree" in err
+    assert code == 0, out + err  # the runbook did its job (its culprits are its findings)
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    result = json.loads((run_dir / "result.json").read_text())
+    assert result["status"] == "ok" and result["preset"] == "seeds-k26", result.get("failure")
     got = {(frozenset(e[0] for e in c["edits"]), c["exception_type"], c["phase"]) for c in result["culprits"]}
     assert got == {(frozenset({"--ep-size"}), "AttributeError", "cuda_graph_capture"),
                    (frozenset({"--ep-size", "--enable-nccl-nvls"}), "RuntimeError", "cuda_graph_capture")}

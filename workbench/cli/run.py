@@ -90,9 +90,14 @@ def run(args: argparse.Namespace) -> int:
     )
 
     try:
-        runbook = resolve_preset(args.runbook, getattr(args, "preset", ""))[0]
+        runbook, named = resolve_preset(args.runbook, getattr(args, "preset", ""))
         path = resolve(runbook)[1]
         params = gather(args, set(params_model(path).model_fields))
+        implied = None if named else resolve_preset(args.runbook, "", params)[1]
+        if implied is not None:
+            left = ", ".join(sorted(set(implied.params) - set(params)))
+            print(f"workbench run: {left} from the preset {implied.name!r}, the default for "
+                  f"{params['base_unit']} (--preset NAME or -p to choose)", file=sys.stderr)
         outcome = execute(args.runbook, params, data_dir=args.data_dir, progress=not args.no_progress,
                           timeout=args.timeout or DEFAULT_TIMEOUT, preset=getattr(args, "preset", ""))
     except ConfigError as exc:

@@ -100,14 +100,16 @@ def resolve(runbook: str | Path, model: type[RunbookParams] | None = None) -> tu
     return name, path
 
 
-def resolve_preset(runbook: str | Path, preset: str = "") -> tuple[str | Path, presets_.Preset | None]:
-    """(runbook, preset) for a runbook and a preset name, or an old name that is now a preset."""
+def resolve_preset(runbook: str | Path, preset: str = "", params: Mapping[str, Any] | None = None,
+                   ) -> tuple[str | Path, presets_.Preset | None]:
+    """(runbook, preset) for a runbook and a preset name, or an old name that is now a preset; with
+    ``params`` and no preset named, the preset that is the default for their ``base_unit``."""
     if _is_notebook_file(runbook):
         if preset:
             raise ConfigError(f"--preset: {runbook} is a notebook file; presets belong to the built-in runbooks")
         return runbook, None
     name = Path(runbook).name.removesuffix(".ipynb")
-    return presets_.resolve(name, preset)
+    return presets_.resolve(name, preset, params=params)
 
 
 def params_model(path: Path) -> type[RunbookParams]:
@@ -128,7 +130,7 @@ def prepare(runbook: str | Path, params: Mapping[str, Any], *, data_dir: str | P
             run_id: str = "", model: type[RunbookParams] | None = None, preset: str = "",
             ) -> tuple[str, Path, RunbookParams, dict[str, Any]]:
     """Check everything before anything starts: (name, notebook, validated params, values to inject)."""
-    runbook, chosen = resolve_preset(runbook, preset)
+    runbook, chosen = resolve_preset(runbook, preset, params)
     name, path = resolve(runbook, model)
     given = presets_.apply(chosen, params)
     if "data_dir" in given and str(given["data_dir"]) != str(data_dir):
@@ -288,7 +290,7 @@ def execute(runbook: str | Path, params: Mapping[str, Any], *, data_dir: str | P
 
     if timeout is not None:
         check_timeout(timeout, "timeout (per cell)")
-    chosen = resolve_preset(runbook, preset)[1]
+    chosen = resolve_preset(runbook, preset, params)[1]
     name, path, validated, injected = prepare(runbook, params, data_dir=data_dir, run_id=run_id, model=model,
                                               preset=preset)
     recover_incomplete(data_dir)

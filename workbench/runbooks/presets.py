@@ -1,13 +1,18 @@
 """Presets: named parameter sets of a runbook, kept as data (``workbench/runbooks/presets/RUNBOOK.toml``).
 
 ``workbench run factorial --preset isolate-ep-vs-nvls`` starts from the preset's parameters; the
-ones given on the command line win.  A preset may carry an ``alias``: a runbook's old name
+ones given on the command line win.  A preset may name the bases it is the default for
+(``default_for``, shell patterns of unit or container names, ``.service`` optional): a run of that
+runbook on such a base that names no preset and leaves out a parameter the preset gives starts
+from it (``workbench run bisect -p base_unit sglang-k26-ddtree`` bisects the seeds' edits), and the
+result says which preset it was.  A preset may carry an ``alias``: a runbook's old name
 (``isolate_ep_vs_nvls``), which then resolves to the generic runbook with that preset, so old
 command lines keep working.  Presets give no host: every deployment names its own.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -26,6 +31,12 @@ class Preset:
     description: str = ""
     alias: str = ""
     params: dict[str, Any] = field(default_factory=dict)
+    default_for: tuple[str, ...] = ()
+
+    def is_default_for(self, base: str) -> bool:
+        """Whether ``base`` (a unit or container name, ``.service`` optional) is one of its bases."""
+        name = base.removesuffix(".service")
+        return any(fnmatch.fnmatchcase(name, pat.removesuffix(".service")) for pat in self.default_for)
 
 
 def _load(path: Path) -> dict[str, Preset]:
@@ -37,11 +48,14 @@ def _load(path: Path) -> dict[str, Preset]:
     for name, body in data.items():
         if not isinstance(body, dict) or not isinstance(body.get("params", {}), dict):
             raise ConfigError(f"{path}: preset {name!r} must be a table with a [params] table")
-        unknown = set(body) - {"description", "alias", "params"}
+        unknown = set(body) - {"description", "alias", "params", "default_for"}
         if unknown:
             raise ConfigError(f"{path}: preset {name!r} has unknown key(s) {sorted(unknown)}")
+        default_for = body.get("default_for", [])
+        if not isinstance(default_for, list) or not all(isinstance(p, str) and p for p in default_for):
+            raise ConfigError(f"{path}: preset {name!r}: default_for must be a list of unit name patterns")
         out[name] = Preset(path.stem, name, str(body.get("description", "")), str(body.get("alias", "")),
-                           dict(body.get("params", {})))
+                           dict(body.get("params", {})), tuple(default_for))
     return out
 
 
@@ -69,8 +83,21 @@ def find(runbook: str, name: str, directory: Path = PRESETS_DIR) -> Preset:
     return found[name]
 
 
-def resolve(runbook: str, preset: str = "", directory: Path = PRESETS_DIR) -> tuple[str, Preset | None]:
-    """(runbook, preset or None) for a runbook name or an old name that is now a preset.
+def default_for(runbook: str, params: Mapping[str, Any], directory: Path = PRESETS_DIR) -> Preset | None:
+    """The preset of ``runbook`` that is the default for the base in ``params`` (``base_unit``) and
+    gives a parameter ``params`` leaves out; None when no preset is, or when two are (never guess)."""
+    base = params.get("base_unit")
+    if not isinstance(base, str) or not base:
+        return None
+    found = [p for p in presets(runbook, directory).values()
+             if p.is_default_for(base) and set(p.params) - set(params)]
+    return found[0] if len(found) == 1 else None
+
+
+def resolve(runbook: str, preset: str = "", directory: Path = PRESETS_DIR,
+            params: Mapping[str, Any] | None = None) -> tuple[str, Preset | None]:
+    """(runbook, preset or None) for a runbook name or an old name that is now a preset; with
+    ``params`` and no preset named, the preset that is the default for their base (:func:`default_for`).
 
     An old name with ``--preset`` as well is refused (it already is a preset)."""
     alias = aliases(directory).get(runbook)
@@ -79,7 +106,9 @@ def resolve(runbook: str, preset: str = "", directory: Path = PRESETS_DIR) -> tu
             raise ConfigError(f"{runbook!r} is the preset {alias.name!r} of {alias.runbook!r}; "
                               f"run `workbench run {alias.runbook} --preset {preset}` instead")
         return alias.runbook, alias
-    return runbook, find(runbook, preset, directory) if preset else None
+    if preset:
+        return runbook, find(runbook, preset, directory)
+    return runbook, default_for(runbook, params, directory) if params is not None else None
 
 
 def apply(preset: Preset | None, params: Mapping[str, Any]) -> dict[str, Any]:

@@ -61,6 +61,50 @@ def test_preset_resolution_and_its_errors():
     assert presets.apply(iso, {"factors": {"--x": True}})["factors"] == {"--x": True}
 
 
+def test_a_preset_is_the_default_for_the_bases_it_names():
+    seeds = presets.find("bisect", "seeds-k26")
+    # the container's name or the unit's, .service optional: the issue-13 contract's line names no edits
+    for base in ("sglang-k26-ddtree", "sglang-k26-ddtree.service"):
+        assert presets.resolve("bisect", params={"host": "gpu-c", "base_unit": base}) == ("bisect", seeds)
+        _, _, got, injected = ex.prepare("bisect", {"host": "gpu-c", "base_unit": base}, data_dir="d")
+        assert got.edits == SEEDS_FACTORS and injected["base_unit"] == base  # given wins
+    # no default when every parameter it gives is given, for another base, or with no base
+    given = {"host": "gpu-a", "base_unit": "sglang-k26-ddtree", "edits": {"--ep-size": "8"}}
+    assert presets.resolve("bisect", params=given)[1] is None
+    assert presets.resolve("bisect", params={"host": "gpu-a", "base_unit": "my-llama.service"})[1] is None
+    assert presets.resolve("bisect", params={"host": "gpu-a"})[1] is None
+    # a named preset wins over the default one
+    assert presets.resolve("factorial", "isolate-ep-vs-nvls", params={"base_unit": "x"})[1].name == "isolate-ep-vs-nvls"
+
+
+def test_two_default_presets_for_one_base_are_no_default(tmp_path):
+    (tmp_path / "bisect.toml").write_text(
+        '[a]\ndefault_for = ["svc-*"]\n[a.params]\nedits = {"--x" = true}\n'
+        '[b]\ndefault_for = ["svc-1"]\n[b.params]\nedits = {"--y" = true}\n')
+    assert presets.default_for("bisect", {"base_unit": "svc-1.service"}, tmp_path) is None
+    assert presets.default_for("bisect", {"base_unit": "svc-2"}, tmp_path).name == "a"
+    (tmp_path / "bisect.toml").write_text('[a]\ndefault_for = "svc"\n[a.params]\n')
+    with pytest.raises(ConfigError, match="default_for must be a list"):
+        presets.presets("bisect", tmp_path)
+
+
+def test_workbench_run_says_which_default_preset_it_used(tmp_path, capsys, monkeypatch):
+    from workbench.cli import main
+
+    seen = {}
+
+    def fake_execute(runbook, params, **kw):  # stops at the seam: nothing touches a host here
+        seen.update(runbook=runbook, params=params, preset=kw.get("preset"))
+        raise ConfigError("stop here")
+
+    monkeypatch.setattr(ex, "execute", fake_execute)
+    assert main(["run", "bisect", "-p", "host", "gpu-c", "-p", "base_unit", "sglang-k26-ddtree",
+                 "--data-dir", str(tmp_path)]) == ex.EXIT_BAD_PARAMETERS
+    err = capsys.readouterr().err
+    assert "edits from the preset 'seeds-k26', the default for sglang-k26-ddtree" in err
+    assert seen["params"] == {"host": "gpu-c", "base_unit": "sglang-k26-ddtree"} and seen["preset"] == ""
+
+
 @pytest.mark.parametrize("text, message", [
     ("[a\nparams = 1", "not valid TOML"),
     ("[a]\nparams = 1", "must be a table"),
