@@ -68,3 +68,41 @@ def test_journal_follow_stops_on_ctrl_c_and_on_until(testbed) -> None:
     assert proc.returncode == 0, err
     assert [json.loads(line)["host"] for line in out.splitlines()] == ["gpu-a"]
     assert time.time() - started >= 3
+
+
+READ_ONLY = ("status", "journal", "tracebacks", "--version")
+
+
+def _readme_lines() -> list[list[str]]:
+    import shlex
+
+    lines = [line.split("  #")[0].strip() for b in blocks("sh") for line in b.splitlines()]
+    return [shlex.split(line)[1:] for line in lines if line.startswith("workbench ")]
+
+
+def test_readme_command_lines_that_only_read_run_on_the_testbed(testbed, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every README line that reads (status, journal without -f, tracebacks of a host, variant --plan,
+    --version) runs as written against the testbed; the lines that start servers or runbooks are the
+    other tests' (bisect, triage, factorial, bench: test_runbooks*, test_cli_workloads)."""
+    from workbench.cli import main
+
+    monkeypatch.setenv("WORKBENCH_SSH_CONFIG", str(testbed.ssh_config))
+    ran = []
+    for argv in _readme_lines():
+        plan = argv[0] == "variant" and "--plan" in argv
+        if not (argv[0] in READ_ONLY or plan) or "-f" in argv or argv[:2] == ["tracebacks", "server.log"]:
+            continue
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(argv)
+            except SystemExit as exc:  # --version exits as argparse does
+                code = int(exc.code or 0)
+        # 0: nothing wrong; 1: tracebacks found a failure in gpu-a's journal (the seeds' crashes)
+        assert code in (0, 1), f"{argv}: exit {code}: {err.getvalue()[-2000:]}"
+        assert out.getvalue().strip(), argv
+        if "--json" in argv:
+            for line in out.getvalue().splitlines() if argv[0] == "journal" else [out.getvalue()]:
+                json.loads(line)
+        ran.append(argv[0] if not plan else "variant --plan")
+    assert {"status", "journal", "tracebacks", "variant --plan", "--version"} <= set(ran), ran

@@ -349,9 +349,11 @@ def _gpu_b(ssh_config: str) -> list[str]:
         return ["no answer"]
 
 
-@pytest.mark.parametrize("when", ["variant_loaded", "after_first_trial"])
-def test_bisect_controller_killed_host_restores_itself(ssh_config, tmp_path, when):
-    """``workbench run bisect`` SIGKILLed (its kernel dies with it) mid-trial or between trials."""
+@pytest.mark.parametrize("when, signal_name", [("variant_loaded", "KILL"), ("after_first_trial", "KILL"),
+                                               ("variant_loaded", "TERM")])
+def test_bisect_controller_killed_host_restores_itself(ssh_config, tmp_path, when, signal_name):
+    """``workbench run bisect`` SIGKILLed (its kernel dies with it) mid-trial or between trials, or
+    SIGTERMed mid-trial (it restores as on Ctrl-C, or its guard does)."""
     cmd = [sys.executable, "-m", "workbench", "--ssh-config", ssh_config, "run", "bisect", "--host", "gpu-b",
            "--preset", "seeds-k26", "--data-dir", str(tmp_path), "-p", "start_timeout", "120", "-p", "lock_wait", "240",
            "--no-progress"]
@@ -372,8 +374,8 @@ def test_bisect_controller_killed_host_restores_itself(ssh_config, tmp_path, whe
         snaps = json.loads(record)["snapshots"] if record.strip() else {}
         snap = snaps.get("sglang-k26-ddtree.service")
         found = ("active" if snap["running"] else "inactive") if snap else _gpu_b(ssh_config)[0]
-        proc.kill()
-        proc.wait()
+        proc.send_signal(getattr(signal, f"SIG{signal_name}"))
+        proc.wait(timeout=300)  # KILL: at once; TERM: after its own restore
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -381,7 +383,9 @@ def test_bisect_controller_killed_host_restores_itself(ssh_config, tmp_path, whe
     while (state := _gpu_b(ssh_config)) != [found, "0", "no-record"]:
         assert time.monotonic() - gone < BOUND_KILLED, f"not restored: {state}"
         time.sleep(0.2)
-    report(f"bisect-KILL@{when}", time.monotonic() - gone)
+    if signal_name == "TERM":
+        assert proc.returncode == 130, proc.returncode  # interrupted, the host restored (the exit-code table)
+    report(f"bisect-{signal_name}@{when}", time.monotonic() - gone)
 
 
 def test_busy_gpus_refuse_the_start_and_the_placed_variant_is_removed(toy):

@@ -79,6 +79,36 @@ def gather(args: argparse.Namespace, fields: set[str]) -> dict[str, Any]:
     return params
 
 
+def _pick_base(args: argparse.Namespace, params: dict[str, Any], fields: dict[str, Any]) -> None:
+    """No base named and one host: the one inference server running there (said on stderr); checked
+    first with a stand-in, so other bad parameters are refused before the host is read."""
+    from workbench.runbooks import basepick
+    from workbench.runbooks import presets as presets_
+    from workbench.runbooks.execute import prepare, resolve_preset
+
+    runbook, named = resolve_preset(args.runbook, getattr(args, "preset", ""))
+    name = basepick.missing_base(presets_.apply(named, params), fields)
+    if not name or not basepick.the_host(params):
+        return
+    # everything else must be right before the host is read: a stand-in for the base, and what a
+    # preset that is the default for some base would give
+    defaults = {} if named else {k: v for p in presets_.presets(str(runbook)).values() if p.default_for
+                                 for k, v in p.params.items()}
+    try:
+        prepare(args.runbook, {**defaults, **params, name: "base.service"}, data_dir=args.data_dir,
+                preset=getattr(args, "preset", ""))
+    except ConfigError:  # the error as it reads without the stand-in (the base named missing too)
+        prepare(args.runbook, params, data_dir=args.data_dir, preset=getattr(args, "preset", ""))
+        raise
+    picked = basepick.pick(params, fields, ssh_config=getattr(args, "ssh_config", None))
+    if picked is None:
+        return
+    if picked.value is None:
+        raise ConfigError(picked.words())
+    params[name] = picked.value
+    print(f"workbench run: {picked.words()}", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
     from workbench.runbooks.execute import (
         DEFAULT_TIMEOUT,
@@ -92,7 +122,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         runbook, named = resolve_preset(args.runbook, getattr(args, "preset", ""))
         path = resolve(runbook)[1]
-        params = gather(args, set(params_model(path).model_fields))
+        fields = params_model(path).model_fields
+        params = gather(args, set(fields))
+        _pick_base(args, params, fields)
         implied = None if named else resolve_preset(args.runbook, "", params)[1]
         if implied is not None:
             left = ", ".join(sorted(set(implied.params) - set(params)))

@@ -18,7 +18,7 @@ from __future__ import annotations
 from workbench import containerunit, gpus
 from workbench.errors import CommandFailed
 from workbench.hosts import Host
-from workbench.services.base import ServiceInfo, Services, exec_argv
+from workbench.services.base import ServiceInfo, Services, exec_argv, server_engine
 from workbench.services.container import ContainerServices, WithContainers
 from workbench.services.process import DEFAULT_PROCESS_ROOT, ProcessServices
 from workbench.services.systemd import SystemdServices
@@ -33,6 +33,7 @@ __all__ = [
     "WithContainers",
     "exec_argv",
     "inventory",
+    "running_servers",
     "services_for",
 ]
 
@@ -45,6 +46,11 @@ def inventory(svc: Services, pattern: str = "*") -> list[ServiceInfo]:
     if isinstance(svc, ContainerServices):
         return _container_rows(svc, pattern)
     return _unit_rows(svc, pattern)
+
+
+def running_servers(svc: Services) -> list[ServiceInfo]:
+    """The units (and containers) of ``svc`` that run an inference server now (SGLang, vLLM, ...)."""
+    return [i for i in inventory(svc) if i.status.running and server_engine(i.argv)]
 
 
 def _unit_rows(svc: Services, pattern: str) -> list[ServiceInfo]:

@@ -49,6 +49,22 @@ def server_port(argv: list[str]) -> int:
     return DEFAULT_PORTS["vllm"] if any("vllm" in a for a in argv[:4]) else DEFAULT_PORTS["sglang"]
 
 
+SERVER_MARKS = (  # (engine, what its command line holds): the module, entry point or CLI that serves
+    ("sglang", ("sglang.launch_server", "sglang.srt.", "sglang serve")),
+    ("vllm", ("vllm.entrypoints", "vllm serve")),
+    ("trtllm", ("trtllm-serve", "tensorrt_llm.serve")),
+    ("lmdeploy", ("lmdeploy serve", "lmdeploy.serve")),
+)
+
+
+def server_engine(argv: list[str]) -> str:
+    """The inference engine a command line serves (``sglang``, ``vllm``, ``trtllm``, ``lmdeploy``),
+    or '' for anything else; an image's path or a ``podman run`` in front of it does not matter."""
+    words = [a.rsplit("/", 1)[-1] if a.startswith("/") else a for a in argv]
+    line = " ".join(words)
+    return next((engine for engine, marks in SERVER_MARKS if any(m in line for m in marks)), "")
+
+
 class Services(Protocol):
     """Everything that differs per deployment kind; outside the backends nothing asks the kind
     (``kind`` is for display: the backend column of ``status``)."""

@@ -130,17 +130,23 @@ def test_old_names_and_presets_prepare_the_same_parameters():
     (["run", "factorial"], "missing required parameter.s. hosts, base_unit, factors"),
     (["run", "isolate_ep_vs_nvls"], "missing required parameter.s. hosts"),
     (["run", "bisect"], "missing required parameter.s. host, base_unit, edits"),
-    (["run", "bisect", "--host", "gpu-a"], "missing required parameter.s. base_unit, edits"),
+    (["run", "bisect", "--host", "gpu-a"], "missing required parameter.s. base_unit .give it with -p base_unit "
+                                           "NAME.; no inference server runs on gpu-a"),
     (["run", "bisect", "--preset", "seeds-k26"], r"missing required parameter.s. host \("),
     (["run", "bisect", "-p", "hosts", "gpu-[a-b]", "-p", "edits", '{"--ep-size": "8"}'],
      r"missing required parameter.s. base_unit \("),
-    (["run", "benchmark", "--host", "gpu-b"], "missing required parameter.s. unit"),
+    (["run", "benchmark", "--host", "gpu-b"], "missing required parameter.s. unit .*no inference server runs on gpu-b"),
     (["run", "triage", "--host", "gpu-b"], "missing required parameter.s. unit"),
     (["run", "sweep", "--host", "gpu-a"], "missing required parameter.s. base_unit, grid"),
     (["run", "factorial", "--preset", "nope", "--host", "gpu-a"], "no preset 'nope'"),
 ])
-def test_workbench_run_exits_2_when_required_parameters_are_missing(tmp_path, capsys, argv, message):
+def test_workbench_run_exits_2_when_required_parameters_are_missing(tmp_path, capsys, monkeypatch, argv, message):
     from workbench.cli import main
+    from workbench.runbooks import basepick
+
+    # the host's running servers, read where a base is missing: none here (no host is reached)
+    monkeypatch.setattr(basepick, "pick", lambda params, fields, **kw: basepick.BasePick(
+        basepick.missing_base(params, fields), basepick.the_host(params), ()))
 
     assert main([*argv, "--data-dir", str(tmp_path)]) == ex.EXIT_BAD_PARAMETERS
     assert re.search(message, capsys.readouterr().err)
