@@ -33,7 +33,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import BinaryIO
 
-from workbench.phases import decide_phase
+from workbench.phases import decide_phase, phase_from_frames, startup_step
 from workbench.tracebacks.model import (
     Analysis,
     Comparison,
@@ -258,12 +258,8 @@ def analysis_of(ex: Extractor) -> Analysis:
     failures.sort(key=lambda f: f.first_line)
     final = _final(tracebacks, failures, ex.cpp_exceptions)
     root = _root_cause(ex, chains, failures)
-    if root is not None and root.phase == "unknown" and root.innermost_frame is None:
-        # an exception or log line printed alone: the traceback printed next to it says where
-        at = root.line
-        near = [t for t in tracebacks if abs(t.start_line - at) <= 12 and t.phase != "unknown"]
-        if near:
-            root = replace(root, phase=min(near, key=lambda t: abs(t.start_line - at)).phase)
+    if root is not None:
+        root = _phase_from_neighbour(root, tracebacks)
     if root is not None and root.phase == "unknown":
         # the phase the server's timeline had reached when the failure was reported (a request
         # answered 500 after the engine died), if no restart came in between
@@ -273,9 +269,38 @@ def analysis_of(ex: Extractor) -> Analysis:
             root = replace(root, phase="serving")
     if root is not None and root.phase == "unknown" and _start_failed(ex, root.line):
         root = replace(root, phase="startup_other")  # the server said its start failed: not serving
+    if root is not None and root.phase == "startup_other":
+        root = replace(root, phase=startup_step((root.message,)))  # an NCCL error while starting
     if final is not None and final.phase == "unknown" and root is not None:
         final = replace(final, phase=root.phase)
     return Analysis(tracebacks, tuple(failures), tuple(ex.events), tuple(ex.cpp_exceptions), final, root, ex.line_no)
+
+
+def _phase_from_neighbour(root: RootCause, tracebacks: Sequence[Traceback]) -> RootCause:
+    """The phase of a root cause that says little where it was, from the traceback printed next to it.
+
+    An exception or log line printed alone (no frames), or a block whose header was cut off (only
+    its innermost frames), is usually the same failure as the traceback printed within 12 lines of
+    it (a rank's "Scheduler hit an exception" block repeating it, the stack under an assertion). A
+    neighbour whose frames name a step or the serving loop outranks the root's own words (frames
+    before words, as in :func:`workbench.phases.decide_phase`); for a line alone any known neighbour
+    phase fills an unknown one.
+    """
+    own = next((t for t in tracebacks if t.start_line == root.line), None) if root.kind == "exception" else None
+    alone = root.innermost_frame is None
+    if not alone and not (own is not None and own.cut_start and root.phase == "unknown"):
+        return root
+    near = [t for t in tracebacks if t is not own and abs(t.start_line - root.line) <= 12 and t.phase != "unknown"]
+    if not near:
+        return root
+    framed = [t for t in near if phase_from_frames((f.file, f.function) for f in t.frames) is not None]
+    if not alone:  # a cut block has frames of its own: only a neighbour's frames say more
+        near = framed
+    if framed and (alone or root.phase == "unknown"):
+        return replace(root, phase=min(framed, key=lambda t: abs(t.start_line - root.line)).phase)
+    if near and root.phase == "unknown":
+        return replace(root, phase=min(near, key=lambda t: abs(t.start_line - root.line)).phase)
+    return root
 
 
 def _failure_of(failures: Sequence[Failure], index: int) -> Failure | None:

@@ -1,0 +1,95 @@
+"""Mechanisms added after held-out 6 was measured (issue 15, fifth round), each on lines built
+from the shapes of real logs (the corpus part says which)."""
+
+from __future__ import annotations
+
+from workbench.logformats import parse_line
+from workbench.phases import decide_phase
+from workbench.tracebacks import analyze
+
+
+def _tb(frames: list[tuple[str, str, str]], last: str | None, prefix: str = "") -> str:
+    """A traceback of (file, function, code) frames, outermost first, ``prefix`` before its header only
+    (SGLang's rank); ``last=None``: cut before its exception line."""
+    lines = [prefix + "Traceback (most recent call last):"]
+    for file, func, code in frames:
+        lines += [f'  File "{file}", line 1, in {func}', f"    {code}"]
+    if last is not None:
+        lines.append(last)
+    return "\n".join(lines) + "\n"
+
+
+def test_vllm_worker_named_by_its_ranks_is_that_rank() -> None:
+    assert parse_line("(VllmWorker TP0 pid=1035573) ERROR 08-30 01:28:29 [multiproc_executor.py:611] x").rank == "TP0"
+    assert parse_line("(VllmWorker TP1 EP1 pid=9) INFO 08-30 01:28:29 [gpu_worker.py:1] x").rank == "TP1 EP1"
+    assert parse_line("(EngineCore_DP0 pid=7) INFO 08-30 01:28:29 [core.py:1] x").rank is None
+
+
+def test_start_up_and_serving_functions_of_real_engines() -> None:
+    # Ray Serve's replica start, SGLang's first router, TensorRT-LLM's result thread, vLLM's offline loop
+    assert decide_phase([("deployment_state.py", "check_ready", None)]) == "startup_other"
+    assert decide_phase([], ["ray.exceptions.RayTaskError(RuntimeError): ray::ServeReplica:llms:LLMServer:"
+                             "qwen2_5-0_5b-instruct.initialize_and_get_metadata() (pid=316)"]) == "startup_other"
+    assert decide_phase([("manager.py", "start_router_process", None)]) == "startup_other"
+    assert decide_phase([("model_rpc.py", "exposed_step", None), ("model_rpc.py", "forward_decode_batch", None)]) == "serving"
+    assert decide_phase([("proxy.py", "dispatch_result_task", None), ("proxy.py", "process_res", None)]) == "serving"
+    assert decide_phase([("llm.py", "_run_engine", None)]) == "serving"
+
+
+def test_words_of_a_start_and_of_a_failed_batch() -> None:
+    assert decide_phase([], ["router init state: Traceback (most recent call last):"]) == "startup_other"
+    assert decide_phase([], ["[rank0]:[E219] Process group watchdog thread terminated",
+                             "model_runner_base.py:120] Writing input of failed execution to /tmp/x.pkl..."]) == "serving"
+    # an NCCL/HCCL error while starting: the communicators were being set up
+    assert decide_phase([("core.py", "run_engine_core", None)], ["RuntimeError: NCCL error: unhandled system error"]) == "nccl_init"
+    assert decide_phase([], ["HCCL function error: hcclCommInitRootInfoConfig(numRanks, &rootInfo)"]) == "nccl_init"
+
+
+def test_a_bare_exception_takes_the_frames_of_its_traceback_over_its_own_words() -> None:
+    """sglang#28702: 'Committed KV cache already freed' is a serving-time assertion, not KV allocation."""
+    log = ("AssertionError: Committed KV cache already freed (self.kv_committed_len=1)\n"
+           + _tb([("/sglang/srt/managers/scheduler.py", "run_scheduler_process", "scheduler.event_loop_overlap()"),
+                  ("/sglang/srt/managers/scheduler.py", "event_loop_overlap", "batch = self.get_next_batch_to_run()")],
+                 None, prefix="[2026-06-15 14:10:59 TP7] Scheduler hit an exception: "))
+    a = analyze(log)
+    assert a.root_cause is not None and a.root_cause.exception_type == "AssertionError"
+    assert a.root_cause.phase == "serving"
+
+
+def test_a_block_cut_at_its_start_takes_the_phase_of_the_rank_block_repeating_it() -> None:
+    """sglang#16067: the tail of raise_error_or_warn, then the rank's own block in event_loop_normal."""
+    log = ('  File "/sglang/srt/utils/common.py", line 3774, in raise_error_or_warn\n'
+           "    raise ValueError(message)\n"
+           "ValueError: token_to_kv_pool_allocator memory leak detected! full_available_size=6016\n\n"
+           "[2026-01-12 10:57:43 TP3] Scheduler hit an exception: Traceback (most recent call last):\n"
+           '  File "/sglang/srt/managers/scheduler.py", line 2996, in run_scheduler_process\n'
+           "    scheduler.event_loop_normal()\n"
+           '  File "/sglang/srt/managers/scheduler.py", line 1105, in event_loop_normal\n'
+           "    self.self_check_during_idle()\n")
+    a = analyze(log)
+    assert a.root_cause is not None and a.root_cause.exception_type == "ValueError"
+    assert a.root_cause.phase == "serving"
+
+
+def test_a_cut_block_does_not_take_a_start_up_phase_from_a_neighbour_without_steps() -> None:
+    """An EngineDeadError tail next to the engine process's own (cut) block: its frames name no step."""
+    log = ('  File "/vllm/v1/engine/core_client.py", line 885, in get_output_async\n'
+           "    raise self._format_exception(outputs) from None\n"
+           "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above)\n"
+           "Traceback (most recent call last):\n"
+           '  File "/vllm/v1/engine/core.py", line 847, in run_engine_core\n'
+           "    engine_core.run_busy_loop()\n")
+    a = analyze(log)
+    assert a.root_cause is not None and a.root_cause.phase != "startup_other"
+
+
+def test_a_bare_nccl_error_before_the_engine_start_traceback_is_nccl_init() -> None:
+    """dynamo#1408: the worker's NCCL error, then 'EngineCore failed to start.' and its traceback."""
+    log = ("RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)\n"
+           "2025-06-06T09:52:01.833Z ERROR core.run_engine_core: EngineCore failed to start.\n"
+           + _tb([("/vllm/v1/engine/core.py", "run_engine_core", "engine_core = EngineCoreProc(*args, **kwargs)"),
+                  ("/vllm/v1/executor/multiproc_executor.py", "wait_for_ready", "raise e from None")],
+                 "Exception: WorkerProc initialization failed due to an exception in a background process."))
+    a = analyze(log)
+    assert a.root_cause is not None and a.root_cause.exception_type == "RuntimeError"
+    assert a.root_cause.phase == "nccl_init"
