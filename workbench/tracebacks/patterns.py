@@ -30,6 +30,10 @@ _RICH_CODE = re.compile(r"\s*(❱\s*|-+>\s*)?\d+\s(?:│|\s|$)")
 _IPY_FRAME = re.compile(r"\s*(?:\[(/[^\]\s]+\.pyx?)\]\([^)\s]*\)|(/\S+\.pyx?)|File (\S+\.pyx?|<[^>\s]+>)(?::(\d+)|, line (\d+)),?) "
                         r"in ([\w.<>]+)(?:\(|\s*$)")
 _IPY_HEADER = re.compile(r"\s*[A-Za-z_][\w.]*\s{4,}$")
+# IPython >= 8 names a notebook cell "Cell In[2], line 4"; VS Code renders the line number as a link
+# ("[line 4](vscode-notebook-cell:...)") and so the numbered code lines ("----> [4](vscode-...) code")
+_IPY_CELL = re.compile(r"\s*Cell (In ?\[\d+\]), (?:line (\d+)|\[line (\d+)\]\([^)\s]*\))\s*$")
+_IPY_LINKED_CODE = re.compile(r"\s*(-+>\s*)?\[\d+\]\([^)\s]*\)")
 _FH_FRAME = re.compile(r'\s*File "([^"]*)", line (\d+) in (.+)')
 # a level word inside a prefix the parser does not know; no leading \b, which would keep the regex
 # engine from skipping ahead to the words' first letters (ten times slower): boundaries are checked after

@@ -93,3 +93,19 @@ def test_a_bare_nccl_error_before_the_engine_start_traceback_is_nccl_init() -> N
     a = analyze(log)
     assert a.root_cause is not None and a.root_cause.exception_type == "RuntimeError"
     assert a.root_cause.phase == "nccl_init"
+
+
+def test_ipython_cell_frames_with_vs_code_links_and_the_header_after_the_rule() -> None:
+    """nnsight#596: IPython 8 in VS Code: "Cell In[2], [line 4](vscode-notebook-cell:...)", "----> [4](...)"."""
+    log = ("-" * 75 + "\n"
+           "NNsightException                          Traceback (most recent call last)\n"
+           "Cell In[2], [line 4](vscode-notebook-cell:?execution_count=2&line=4)\n"
+           '      1 prompt = "The truth is the"\n'
+           "----> [4](vscode-notebook-cell:?execution_count=2&line=4) with vllm.trace(prompt, scan=True):\n"
+           "      5     out = vllm.model.layers[0].input.save()\n\n"
+           "File ~/.venv/lib/python3.12/site-packages/nnsight/intervention/tracing/base.py:665, in Tracer.__exit__(self)\n"
+           "    662 if self.asynchronous:\n")
+    a = analyze(log)
+    assert a.root_cause is not None and a.root_cause.exception_type == "NNsightException"
+    assert [f.function for f in a.tracebacks[0].frames] == ["<cell>", "Tracer.__exit__"]
+    assert a.tracebacks[0].frames[0].line == 4
