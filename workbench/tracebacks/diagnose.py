@@ -141,10 +141,16 @@ def _cpp_signature(c: CppException) -> str:
     return f"{c.exception_type}@{digest}"
 
 
+# vLLM's executor relays a worker's error in its own: "Worker failed with error '<the error>', please
+# check the stack trace above" carries the error itself, so it points only when the error is there
+_RELAYED = re.compile(r"failed with error '[^']{12,}")
+
+
 def is_pointer(t: Traceback | CppException) -> bool:
     """True when the exception only reports a failure elsewhere (a wrapper, a dead child, shutdown)."""
     etype = (t.exception_type or "").split("(", 1)[0].rsplit(".", 1)[-1]
-    return etype in _POINTER_TYPES or bool(_POINTER.search(t.message or ""))
+    message = t.message or ""
+    return etype in _POINTER_TYPES or (bool(_POINTER.search(message)) and _RELAYED.search(message) is None)
 
 
 def _chains(tracebacks: Sequence[Traceback]) -> list[list[Traceback]]:

@@ -77,10 +77,14 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
     ("fatal_signal", re.compile(
         r"Fatal Python error: |Segmentation fault|^Aborted \(core dumped\)|Illegal instruction \(core dumped\)|"
         r"Bus error \(core dumped\)|\*\*\* SIG(?:SEGV|ABRT|BUS|ILL|FPE)|received signal SIG(?:SEGV|ABRT|BUS)|"
-        r"Floating point exception")),
+        r"Floating point exception|Segfault encountered")),
     ("device_assert", re.compile(r"\.cu:\d+: .*Assertion .* failed\.|device-side assertion .* failed")),
     ("error_line", re.compile(r"out of memory|CUDA error|CUDA runtime error|cudaError\w+|CUDA_ERROR_\w+|Error Code \d+|"
                               r"Assertion failed|[Ff]ailed to (?:start|initiali[sz]e)[^:.]*: \S|NCCL error|Connection refused|"
+                              # a C++ CHECK that failed (glog, TurboMind's "[TM][FATAL] ... Check failed:")
+                              r"Check failed: |"
+                              # the engine's KV-cache size checks, also when the paste lost the exception's type
+                              r"can be stored in KV cache|No available memory for the cache blocks|"
                               # a worker's own report that a call it ran failed (vLLM's "Error executing method ...")
                               r"Error executing metho")),
     # a C compiler or linker failing under torch.compile / triton: no level, no traceback of its own
@@ -103,11 +107,12 @@ _EVENT_NEEDLES: dict[EventKind, tuple[str, ...]] = {
     "oom_kill": ("Out of memory: Kill", "oom-kill", "cgroup out of memory", "OOM killer"),
     "fatal_signal": ("Fatal Python error: ", "Segmentation fault", "Aborted (core dumped)",
                      "Illegal instruction (core dumped)", "Bus error (core dumped)", "*** SIG",
-                     "received signal SIG", "Floating point exception"),
+                     "received signal SIG", "Floating point exception", "Segfault encountered"),
     "device_assert": ("Assertion ", "device-side assertion "),
     "error_line": ("out of memory", "CUDA error", "CUDA runtime error", "cudaError", "CUDA_ERROR_", "Error Code ",
                    "Assertion failed", "ailed to start", "ailed to initiali", "NCCL error", "Connection refused",
-                   "Error executing metho"),
+                   "Error executing metho", "Check failed: ", "can be stored in KV cache",
+                   "No available memory for the cache blocks"),
     "compile_error": ("collect2: error:", "cannot find -l", ": fatal error: ", "error: command '"),
     "nccl_warn": ("NCCL WARN", "Watchdog caught collective operation timeout", " milliseconds before timing out",
                   "atchdog timeout"),
@@ -125,7 +130,8 @@ _EVENT_ANCHORS = ("Xid", "Connection refused", "failed to start", "CUDA error", 
                   "error: command", "ssertion", "Main process", "out of memory", "Out of memory", "oom", "OOM", "Fatal",
                   "Segmentation", "Abort", "Illegal", "Bus error", "SIG", "Floating", "NCCL WARN", "Watchdog", "timing out",
                   "died", "dead", "Exit code", "exited", "ChildFailed", "Failed core", "Killed", "sigquit", "SIGQUIT",
-                  "kill_process", "atchdog timeout", "cgroup out of memory", "Error executing", "register worker")
+                  "kill_process", "atchdog timeout", "cgroup out of memory", "Error executing", "register worker",
+                  "Segfault", "Check failed", "stored in KV cache", "memory for the cache blocks")
 _EVENT_PART = any_part_of(_NEEDLES)  # the quick first search (see any_part_of)
 
 

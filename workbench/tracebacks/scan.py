@@ -557,7 +557,7 @@ class Extractor:
             if block.blanks > 2:
                 close(stream, cut=True)
             return True
-        block.blanks = 0
+        after_blank, block.blanks = block.blanks > 0, 0
         if _CONTEXT in msg or _CAUSE in msg:
             close(stream, cut=True)
             return False
@@ -572,7 +572,8 @@ class Extractor:
             block.end = self.line_no
             return True
         indent = len(msg) - len(stripped)
-        if block.expect_code and block.frames:
+        # code sits right under its frame, deeper: not after a blank at the frames' depth ("Segfault encountered")
+        if block.expect_code and block.frames and not (after_blank and indent <= block.file_indent):
             exc = _EXC.match(stripped) if indent <= block.file_indent else None
             if indent > block.file_indent or exc is None or not looks_like_exception(exc):
                 last = block.frames[-1]

@@ -109,3 +109,48 @@ def test_ipython_cell_frames_with_vs_code_links_and_the_header_after_the_rule() 
     assert a.root_cause is not None and a.root_cause.exception_type == "NNsightException"
     assert [f.function for f in a.tracebacks[0].frames] == ["<cell>", "Tracer.__exit__"]
     assert a.tracebacks[0].frames[0].line == 4
+
+
+def test_a_failed_cpp_check_is_a_failure_line_whatever_its_level() -> None:
+    """lmdeploy#4453: TurboMind's "[TM][FATAL] ...: Check failed: ..." quoted in an issue."""
+    a = analyze("Crash with log:\n`[TM][FATAL] kernels/apply_token_bitmask_inplace_cuda.cu(212): Check failed: "
+                "logits_shape.first ==bitmask_shape.first logits and bitmask must have the same batch size.`\n")
+    assert a.root_cause is not None and a.root_cause.kind == "log_line"
+    assert "Check failed: logits_shape.first" in a.root_cause.message
+
+
+def test_the_kv_cache_size_check_without_its_exception_type() -> None:
+    """vllm#10517: the message of vLLM's ValueError pasted without 'ValueError: '."""
+    a = analyze("# GPU blocks: 1478, # CPU blocks: 2048\nMaximum concurrency for 29000 tokens per request: 0.82x\n"
+                "The model's max seq len (29000) is larger than the maximum number of tokens that can be stored in "
+                "KV cache (23648). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
+                "initializing the engine.\n")
+    assert a.root_cause is not None and a.root_cause.phase == "kv_cache_alloc"
+    assert "can be stored in KV cache" in a.root_cause.message
+
+
+def test_a_crash_line_after_a_blank_is_not_the_last_frames_code() -> None:
+    """vllm#44780: torch's native stack, then "!!!!!!! Segfault encountered !!!!!!!" and the crash's frames."""
+    log = ('  File "<unknown>", line 0, in _start\n  File "<unknown>", line 0, in 0xffffffffffffffff\n\n'
+           "!!!!!!! Segfault encountered !!!!!!!\n"
+           '  File "<unknown>", line 0, in cuMemcpyBatchAsync\n')
+    a = analyze(log)
+    assert a.root_cause is not None and "Segfault encountered" in a.root_cause.message
+    # a code line right under its frame, as Python prints it, is still read as code
+    b = analyze('Traceback (most recent call last):\n  File "/x.py", line 1, in f\n    g()\n\nValueError: bad\n')
+    assert b.tracebacks[0].frames[0].code == "g()"
+
+
+def test_a_worker_error_relayed_by_the_executor_is_not_a_mere_pointer() -> None:
+    """vllm-ascend#3367: the worker's HCCL error quoted in the executor's RuntimeError, then the worker's death."""
+    pre = "(EngineCore_DP0 pid=384) ERROR 10-10 17:15:01 [core.py:708] "
+    log = (pre + '  File "/vllm/v1/executor/multiproc_executor.py", line 248, in get_response\n'
+           + pre + "    raise RuntimeError(\n"
+           + pre + "RuntimeError: Worker failed with error 'HCCL function error: hcclCommInitRootInfoConfig(numRanks, "
+           "&rootInfo, rank, config, &(comm->hcclComm_)), error code is 1', please check the stack trace above for the "
+           "root cause\n"
+           "(EngineCore_DP0 pid=384) ERROR 10-10 17:15:12 [multiproc_executor.py:154] Worker proc VllmWorker-4 died "
+           "unexpectedly, shutting down\n")
+    a = analyze(log)
+    assert a.root_cause is not None and a.root_cause.exception_type == "RuntimeError"
+    assert a.root_cause.phase == "nccl_init"
