@@ -38,7 +38,6 @@ from workbench.tracebacks.patterns import (
     _HEADER,
     _INTERESTING,
     _IPY_HEADER,
-    _MAX_FOREIGN,
     _MAX_MESSAGE_CHARS,
     _MAX_MESSAGE_LINES,
     _MIDLINE_PROC,
@@ -63,6 +62,7 @@ from workbench.tracebacks.stack import (
     add_frame,
     close,
     cpp_line,
+    foreign,
     ipython_frame,
     native_abort,
     rich_line,
@@ -88,6 +88,7 @@ class Extractor:
         self._blocks: list[Block] = []
         self._cpp: list[Cpp] = []
         self.events: list[LogEvent] = []
+        self.other_threads: list[tuple[int, list[str]]] = []  # faulthandler's other threads: (line, innermost first)
         self._first_error: LogEvent | None = None
         self._recent: deque[str] = deque(maxlen=6)
         self.tracebacks: list[Traceback] = []
@@ -286,7 +287,9 @@ class Extractor:
             stream = self._streams[origin] = Stream()
         self._stream = stream
         if stream.skip_dump:
-            if _FH_FRAME.match(msg):
+            fr = _FH_FRAME.match(msg)
+            if fr is not None:
+                self.other_threads[-1][1].append(fr.group(3).strip())
                 return
             stream.skip_dump = False
         if stream.cpp is not None and cpp_line(stream, msg, self.line_no):
@@ -440,8 +443,9 @@ class Extractor:
 
     def _dump(self, stream: Stream, origin: tuple[str | None, ...], parsed: LogLine, header: str | None, which: str) -> None:
         """faulthandler's "Current thread 0x... (most recent call first):": the crashed thread's stack."""
-        if which == "Thread":  # another thread's stack: not where it crashed
+        if which == "Thread":  # another thread's stack: not where it crashed, but it says what the process did
             stream.skip_dump = True
+            self.other_threads = [*self.other_threads[-63:], (self.line_no, [])]
             return
         block = self._new_block(stream, origin, parsed, header)
         block.faulthandler = True
@@ -551,7 +555,7 @@ class Extractor:
             return True
         # reading frames
         if not same:
-            return self._foreign(stream, block)
+            return foreign(stream, block)
         if not msg.strip():
             block.blanks += 1
             if block.blanks > 2:
@@ -590,11 +594,4 @@ class Extractor:
                 block.expect_code = False
                 stream.in_message = True
                 return True
-        return self._foreign(stream, block)
-
-
-    def _foreign(self, stream: Stream, block: Block) -> bool:
-        block.foreign += 1
-        if block.foreign > _MAX_FOREIGN:
-            close(stream, cut=True)
-        return False
+        return foreign(stream, block)

@@ -17,6 +17,7 @@ from workbench.tracebacks.patterns import (
     _IPY_CELL,
     _IPY_FRAME,
     _IPY_LINKED_CODE,
+    _MAX_FOREIGN,
     _NATIVE_ABORT,
     _PG_RANK,
     _RICH_CODE,
@@ -133,6 +134,14 @@ def ipython_frame(msg: str) -> Frame | None:
         return Frame(cell.group(1), int(line), "<cell>", None)
     line = m.group(4) or m.group(5)
     return Frame(m.group(1) or m.group(2) or m.group(3), int(line) if line else None, m.group(6), None)
+
+
+def foreign(stream: Stream, block: Block) -> bool:
+    """A line that is not the open block's: counted, and past ``_MAX_FOREIGN`` the block is closed, cut."""
+    block.foreign += 1
+    if block.foreign > _MAX_FOREIGN:
+        close(stream, cut=True)
+    return False
 
 
 def close(stream: Stream, *, cut: bool) -> None:

@@ -154,3 +154,17 @@ def test_a_worker_error_relayed_by_the_executor_is_not_a_mere_pointer() -> None:
     a = analyze(log)
     assert a.root_cause is not None and a.root_cause.exception_type == "RuntimeError"
     assert a.root_cause.phase == "nccl_init"
+
+
+def test_a_dump_whose_crashed_thread_is_unreadable_takes_the_phase_its_other_threads_name() -> None:
+    """sglang#10407: two processes' dumps interleaved; the scheduler thread's stack is readable, the crashed one's not."""
+    log = ('  File "/opt/conda/lib/python3.10/threading.py", line 607 in wait\n'
+           '  File "/opt/conda/lib/python3.10/site-packages/tqdm/_monitor.py", line 60 in run\n\n'
+           "Thread 0x00007f0159038740 (most recent call first):\n"
+           '  File "/opt/conda/lib/python3.10/queue.py", line 171 in get\n'
+           '  File "/sglang/srt/managers/tp_worker_overlap_thread.py", line 211 in resolve_last_batch_result\n'
+           '  File "/sglang/srt/managers/scheduler.py", line 860 in event_loop_overlap\n'
+           '  File "/torch/utils/_contextlib.pyFatal Python error: "Aborted, line \n')
+    a = analyze(log)
+    assert a.root_cause is not None and a.root_cause.exception_type == "Fatal Python error"
+    assert a.root_cause.phase == "serving"
