@@ -20,6 +20,9 @@ _EXC = re.compile(r"([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?:\([\w.]+\))?)(?::(?:[ \t]
 # (torch's "BackendCompilerFailed: backend='inductor' raised:" heads the error it wraps)
 _BARE_EXC_NAME = re.compile(r"(?:Error|Exception|Fault|Failure|(?<=[a-z])Failed|Timeout|Cancelled|Abort)$")
 _EXC_REPR = re.compile(r"([A-Za-z_][\w.]*(?:Error|Exception))\((['\"])(.+)")
+# an exception line quoted inside a sentence of an issue ("... 报错`RuntimeError: [TM][ERROR] ...`"),
+# its groups as _EXC_REPR's
+_QUOTED_EXC = re.compile(r"`((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))(: )([^`]+)`")
 _FATAL = re.compile(r"\s*Fatal Python error: (.*)")
 _FH_HEADER = re.compile(r"\s*(Current thread|Thread|Stack)\b[^(]*\(most recent call first\):")
 # rich's boxed tracebacks (typer, rich.traceback.install), once the box borders are gone

@@ -168,3 +168,12 @@ def test_a_dump_whose_crashed_thread_is_unreadable_takes_the_phase_its_other_thr
     a = analyze(log)
     assert a.root_cause is not None and a.root_cause.exception_type == "Fatal Python error"
     assert a.root_cause.phase == "serving"
+
+
+def test_an_exception_quoted_inside_a_sentence() -> None:
+    """lmdeploy#3455: the error quoted in backticks in the middle of a sentence of the issue."""
+    a = analyze("单卡可以正常运行，设置--tp 2后报错`RuntimeError: [TM][ERROR]  Assertion fail: "
+                "D:\\a\\lmdeploy\\lmdeploy\\src/turbomind/models/llama/Barrier.h:20`，但是电脑上根本不存在这个文件\n")
+    assert a.root_cause is not None and a.root_cause.exception_type == "RuntimeError"
+    assert a.root_cause.message.startswith("[TM][ERROR]  Assertion fail")
+    assert analyze("Set `max_model_len` lower, see `vllm serve --help`.\n").root_cause is None
