@@ -424,7 +424,8 @@ class Extractor:
         if m is not None and m.group(2) and _BARE_EXC_NAME.search(m.group(1).split("(", 1)[0]):
             exc_type, message = m.group(1), m.group(2).rstrip()
         else:
-            r = _EXC_REPR.match(text) or (_QUOTED_EXC.search(text) if "`" in text else None)
+            # quoted in prose, not in a log record (a WARNING naming the error it may cause)
+            r = _EXC_REPR.match(text) or (_QUOTED_EXC.search(text) if "`" in text and parsed.level is None else None)
             if r is None:
                 return False
             exc_type, message = r.group(1), r.group(3).rstrip("')\"")

@@ -177,3 +177,6 @@ def test_an_exception_quoted_inside_a_sentence() -> None:
     assert a.root_cause is not None and a.root_cause.exception_type == "RuntimeError"
     assert a.root_cause.message.startswith("[TM][ERROR]  Assertion fail")
     assert analyze("Set `max_model_len` lower, see `vllm serve --help`.\n").root_cause is None
+    warning = ("(APIServer pid=11060) WARNING 11-29 13:17:52 [system_utils.py:255] Found ulimit of 20000. This can "
+               "cause fd limit errors like `OSError: [Errno 24] Too many open files`. Consider increasing it\n")
+    assert analyze(warning).root_cause is None
