@@ -386,6 +386,9 @@ _INIT_PATHS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("pynccl", "custom_all_reduce", "parallel_state.py", "cuda_communicator", "device_communicators"), "nccl_init"),
 )
 _PATH_RULES: tuple[tuple[str, str], ...] = (("/warmup.py", "warmup"),)
+# the web framework's request path (middleware, routing, the HTTP protocol): serving, unless the
+# stack also holds start-up frames (an app's lifespan start runs through the same middleware)
+_HTTP_PATHS = ("/starlette/", "/fastapi/", "/sse_starlette/", "/uvicorn/protocols/")
 _CALLEE = re.compile(r"(\w+)\s*\(")
 _QUOTED_METHOD = re.compile(r"""(?:rpc|_workers|method)\(\s*['"](\w+)['"]""")
 _WRAPPER_METHOD = re.compile(r"ray::[^\s(]*\.(\w+)\(\)|method '(\w+)'|collective_rpc\(\s*['\"](\w+)|"
@@ -394,14 +397,18 @@ _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"warm_?up", re.I), "warmup"),
     (re.compile(r"stream is capturing|during CUDA graph capture|Capture cuda graph failed|cudaErrorStreamCapture|"
                 r"graph capture", re.I), "cuda_graph_capture"),
+    (re.compile(r"(?:fail(?:ed)?|faild) to load (?:the )?model\b(?! config)", re.I), "weight_loading"),
     (re.compile(r"KV cache|kv_cache|cache blocks|num_gpu_blocks"), "kv_cache_alloc"),
     (re.compile(r"ncclCommInitRank|[Nn]ccl_?[Cc]ommunicator|init_process_group|createComm|hcclCommInit|"
                 r"(?:initiali[sz]e|init)\w* [^\n]{0,60}NCCL|NCCL[^\n]{0,60}\binit", re.I), "nccl_init"),
 )
 _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|failed to (?:start|initiali[sz]e)|creation task|"
-                           r"Failed to start|aborting startup|\binit state\b", re.I)
+                           r"Failed to start|aborting startup|\binit state\b|"
+                           # a module that would not import, an engine being built: the program was starting
+                           r"failed to import|No module named|cannot import name|Building .{0,40}engine", re.I)
 # what an engine writes when a batch it was executing failed (vLLM v0 and v1 dump the batch's input)
-_TEXT_SERVING = re.compile(r"input of failed execution|Dumping input data|Dumping scheduler output")
+_TEXT_SERVING = re.compile(r"input of failed execution|Dumping input data|Dumping scheduler output|"
+                           r"error (?:on|for|processing) request\b")
 # a collective library named by an error during start-up: its communicator was being set up
 _COLLECTIVE = re.compile(r"\b[NH]CCL\b|\bnccl|\bhccl")
 
@@ -433,14 +440,15 @@ def stack_evidence(frames: Iterable[tuple[str, str, str | None]]) -> tuple[str |
         elif code:
             for name in _callees(code):
                 expanded.append((file, name))
-    serving = startup = False
+    serving = startup = http = False
     for file, function in reversed(expanded):
         phase, is_serving, is_startup = _frame_evidence(file, function)
         if phase is not None:
             return phase, serving, True
         serving = serving or is_serving
         startup = startup or is_startup
-    return None, serving, startup
+        http = http or any(p in file for p in _HTTP_PATHS)
+    return None, serving or (http and not startup), startup
 
 
 _CALLEES: dict[str, tuple[str, ...]] = {}

@@ -414,7 +414,8 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
             if not ranks:  # printed without a prefix: the rank of the traceback its process prints right after
                 after = [t for t in ex.tracebacks if 0 < t.start_line - c.end_line <= 2 and t.rank]
                 ranks = _ranks([after[0].rank]) if len({t.rank for t in after}) == 1 else ()
-            items.append((c.line, is_pointer(c), RootCause("exception", c.exception_type, c.message, c.line, None, c.phase,
+            phase = decide_phase((), (c.message,), c.phase)  # a native error's words, then the timeline
+            items.append((c.line, is_pointer(c), RootCause("exception", c.exception_type, c.message, c.line, None, phase,
                                                            ranks, _cpp_signature(c),
                                                            describe(c.exception_type, c.message, ()))))
     # a process that died or crashed before any real exception was printed is the cause

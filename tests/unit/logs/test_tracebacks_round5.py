@@ -180,3 +180,26 @@ def test_an_exception_quoted_inside_a_sentence() -> None:
     warning = ("(APIServer pid=11060) WARNING 11-29 13:17:52 [system_utils.py:255] Found ulimit of 20000. This can "
                "cause fd limit errors like `OSError: [Errno 24] Too many open files`. Consider increasing it\n")
     assert analyze(warning).root_cause is None
+
+
+def test_the_web_frameworks_request_path_is_serving_unless_the_app_is_starting() -> None:
+    request = [("/starlette/middleware/errors.py", "__call__", None), ("/starlette/routing.py", "app", None),
+               ("/starlette/_exception_handler.py", "wrapped_app", None)]
+    assert decide_phase(request) == "serving"
+    starting = [("/starlette/routing.py", "lifespan", None), ("/vllm/entrypoints/openai/api_server.py", "lifespan", None)]
+    assert decide_phase(starting) == "startup_other"
+
+
+def test_words_of_imports_model_loading_and_requests() -> None:
+    assert decide_phase([], ["Failed to import python 'vllm' module. Are we running in the correct venv?"]) == "startup_other"
+    assert decide_phase([], ["CRITICAL - Faild to load model, CUDA failed with error out of memory"]) == "weight_loading"
+    assert decide_phase([], ["Failed to load model config from /models/x"]) != "weight_loading"
+    assert decide_phase([], ["ERROR:vllm_omni.entrypoints.omni_llm:Stage 0 error on request 0_3846: list index"]) == "serving"
+
+
+def test_a_native_abort_takes_the_phase_its_words_name() -> None:
+    """dynamo#349: a Rust panic whose message says the Python module would not import."""
+    log = ("thread 'main' panicked at launch/dynamo-run/src/subprocess.rs:58:10:\n"
+           "Failed to import python 'vllm' module. Are we running in the correct venv?\n")
+    a = analyze(log)
+    assert a.root_cause is not None and a.root_cause.phase == "startup_other"
