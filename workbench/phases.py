@@ -347,7 +347,7 @@ _FRAME_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
      "weight_loading"),
     (re.compile(r"kv_cache|kvcache|memory_pool|^_init_pools$|profile_max_num_token|determine_available_memory|"
                 r"determine_num_available_blocks|^profile_run$|cache_size|init_cache_engine|initialize_cache|"
-                r"_allocate_kv|^_init_cache$|num_gpu_blocks"), "kv_cache_alloc"),
+                r"_allocate_kv|^_init_cache$|num_gpu_blocks|^build_cache_engine$|allocate_gpu_cache"), "kv_cache_alloc"),
     (re.compile(r"init_torch_distributed|init_distributed|distributed_environment|model_parallel|process_group|"
                 r"ncclCommInitRank|ncclGetUniqueId|init_world_group|createComm|mscclpp|^init_device$|_init_nccl|"
                 r"init_communicator"), "nccl_init"),
@@ -368,7 +368,12 @@ _SERVING = re.compile(
     r"^dispatch_result_task$|^await_response_task$|^_forward_step$|^_handle_responses$|^_fetch_new_requests$|"
     # SGLang's first router (model_rpc.py) and its scheduler's idle checks; vLLM's offline loop
     r"^exposed_step$|^forward_step$|^forward_(?:fill|prefill|decode|extend)_batch$|^handle_generate_request$|"
-    r"^self_check_during_idle$|^on_idle$|^_run_engine$|_process_model_outputs")
+    r"^self_check_during_idle$|^on_idle$|^_run_engine$|_process_model_outputs|"
+    # read in the engines' sources: SGLang's scheduler, vLLM v1's engine and runner, lmdeploy's engine loops
+    r"^get_next_batch_to_run$|^get_new_batch_prefill$|^update_running_batch$|^process_input_requests$|"
+    r"^prepare_for_(?:decode|extend)$|^stream_output|^sample_tokens$|^_update_states$|^add_request$|"
+    r"^_handle_client_request$|^_?async_loop\w*$|^_async_step$|^_async_model_forward$|^async_forward$|"
+    r"^main_loop$|^_main_loop_\w+$|^send_response_loop$|^preprocess_loop$")
 _STARTUP = re.compile(
     r"^__init__$|^<import>$|launch|startup|^run_server|build_async_engine_client|from_engine_args|"
     r"from_vllm_config|make_client|make_async_mp_client|make_arg_parser|_init_engines|^run_engine_core$|"
@@ -377,7 +382,8 @@ _STARTUP = re.compile(
     r"^get_config$|from_pretrained|_build_model|_start_executor_workers|^create$|^lifespan$|^serve$|"
     r"subparser_init|_find_and_load|^exec_module$|soc_version|^Runtime$|^_run_module_as_main$|"
     # a process that starts a component (SGLang's start_router_process...), Ray Serve's replica start
-    r"^start_\w+_process$|^exposed_init_model$|^check_ready$|^initialize_and_get_metadata$")
+    r"^start_\w+_process$|^exposed_init_model$|^check_ready$|^initialize_and_get_metadata$|^create_py_executor$|"
+    r"^build_model$")
 # constructors of these files are the step itself (a CudaGraphRunner() is a capture)
 _INIT_PATHS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("cuda_graph_runner.py", "cudagraph", "cuda_graph"), "cuda_graph_capture"),

@@ -203,3 +203,14 @@ def test_a_native_abort_takes_the_phase_its_words_name() -> None:
            "Failed to import python 'vllm' module. Are we running in the correct venv?\n")
     a = analyze(log)
     assert a.root_cause is not None and a.root_cause.phase == "startup_other"
+
+
+def test_names_read_in_the_engines_sources() -> None:
+    # lmdeploy's PyTorch engine: the model agent's loops serve, its cache engine is the KV cache
+    assert decide_phase([("/lmdeploy/pytorch/engine/model_agent/agent.py", "_async_loop_background", None),
+                         ("/lmdeploy/pytorch/engine/model_agent/agent.py", "_async_step", None)]) == "serving"
+    assert decide_phase([("/lmdeploy/pytorch/engine/engine.py", "__init__", None),
+                         ("/lmdeploy/pytorch/engine/model_agent/agent.py", "build_cache_engine", None)]) == "kv_cache_alloc"
+    # SGLang's scheduler picking the next batch; vLLM v1's runner updating its states
+    assert decide_phase([("/sglang/srt/managers/scheduler.py", "get_next_batch_to_run", None)]) == "serving"
+    assert decide_phase([("/vllm/v1/worker/gpu_model_runner.py", "_update_states", None)]) == "serving"
