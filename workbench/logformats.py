@@ -76,7 +76,8 @@ _TRTLLM = re.compile(
 )
 _COMPOSE = re.compile(r"(?P<svc>[A-Za-z0-9][\w.-]*)\s+\| ?")
 _KUBE = re.compile(r"\[pod/(?P<svc>[^\]\s]+)\] ")
-_PROC_FAST = re.compile(r"\(([A-Za-z_][\w.-]*?)(?: rank=(\d+))? pid=(\d+)\) ?")
+# vLLM >= 0.10 names a worker by its ranks after its name: "(VllmWorker TP0 pid=9)", "(VllmWorker TP1 EP1 pid=9)"
+_PROC_FAST = re.compile(r"\(([A-Za-z_][\w.-]*?)(?: rank=(\d+)| ((?:DP|TP|PP|EP|CP)\d+(?: (?:DP|TP|PP|EP|CP)\d+)*))? pid=(\d+)\) ?")
 _PROC = re.compile(r"\((?P<name>[A-Za-z_][\w.-]*)(?P<kv>(?:,? \w+=[^\s,)]+)+)\) ?")
 _PROC_KV = re.compile(r"(\w+)=([^\s,)]+)")
 _PROC_RANKS = re.compile(r"_(DP|TP|PP|EP|CP)(\d+)")
@@ -254,7 +255,9 @@ def _parse(line: str) -> tuple[LogLine, tuple[str | None, ...], str | None]:
     while pos < n and line[pos] == "(":
         m = _PROC_FAST.match(line, pos)
         if m:
-            process, prank, pid = m.group(1), m.group(2), int(m.group(3))
+            process, prank, pid = m.group(1), m.group(2), int(m.group(4))
+            if m.group(3):
+                process += "_" + m.group(3).replace(" ", "_")  # "VllmWorker TP0" is Worker_TP0's rank
         else:
             m = _PROC.match(line, pos)
             if not m:

@@ -347,7 +347,7 @@ _FRAME_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
      "weight_loading"),
     (re.compile(r"kv_cache|kvcache|memory_pool|^_init_pools$|profile_max_num_token|determine_available_memory|"
                 r"determine_num_available_blocks|^profile_run$|cache_size|init_cache_engine|initialize_cache|"
-                r"_allocate_kv|^_init_cache$|num_gpu_blocks"), "kv_cache_alloc"),
+                r"_allocate_kv|^_init_cache$|num_gpu_blocks|^build_cache_engine$|allocate_gpu_cache"), "kv_cache_alloc"),
     (re.compile(r"init_torch_distributed|init_distributed|distributed_environment|model_parallel|process_group|"
                 r"ncclCommInitRank|ncclGetUniqueId|init_world_group|createComm|mscclpp|^init_device$|_init_nccl|"
                 r"init_communicator"), "nccl_init"),
@@ -363,14 +363,27 @@ _SERVING = re.compile(
     # SGLang's overlap worker thread runs the scheduler's batches
     r"^forward_thread_func_?$|"
     r"_handle_batch_output|process_input_sockets|^recv_requests$|handle_request|^_forward_raw$|^forward_extend$|"
-    r"^forward_decode$")
+    r"^forward_decode$|"
+    # TensorRT-LLM's executor threads (result dispatch in the proxy, the worker's response loop)
+    r"^dispatch_result_task$|^await_response_task$|^_forward_step$|^_handle_responses$|^_fetch_new_requests$|"
+    # SGLang's first router (model_rpc.py) and its scheduler's idle checks; vLLM's offline loop
+    r"^exposed_step$|^forward_step$|^forward_(?:fill|prefill|decode|extend)_batch$|^handle_generate_request$|"
+    r"^self_check_during_idle$|^on_idle$|^_run_engine$|_process_model_outputs|"
+    # read in the engines' sources: SGLang's scheduler, vLLM v1's engine and runner, lmdeploy's engine loops
+    r"^get_next_batch_to_run$|^get_new_batch_prefill$|^update_running_batch$|^process_input_requests$|"
+    r"^prepare_for_(?:decode|extend)$|^stream_output|^sample_tokens$|^_update_states$|^add_request$|"
+    r"^_handle_client_request$|^_?async_loop\w*$|^_async_step$|^_async_model_forward$|^async_forward$|"
+    r"^main_loop$|^_main_loop_\w+$|^send_response_loop$|^preprocess_loop$")
 _STARTUP = re.compile(
     r"^__init__$|^<import>$|launch|startup|^run_server|build_async_engine_client|from_engine_args|"
     r"from_vllm_config|make_client|make_async_mp_client|make_arg_parser|_init_engines|^run_engine_core$|"
     r"^run_scheduler_process$|init_model_worker|init_tp_model_worker|_init_model_runner|init_draft_worker|"
     r"^initialize$|_init_executor|_init_workers|^init_worker|^worker_main$|create_engine_config|get_tokenizer|"
     r"^get_config$|from_pretrained|_build_model|_start_executor_workers|^create$|^lifespan$|^serve$|"
-    r"subparser_init|_find_and_load|^exec_module$|soc_version|^Runtime$|^_run_module_as_main$")
+    r"subparser_init|_find_and_load|^exec_module$|soc_version|^Runtime$|^_run_module_as_main$|"
+    # a process that starts a component (SGLang's start_router_process...), Ray Serve's replica start
+    r"^start_\w+_process$|^exposed_init_model$|^check_ready$|^initialize_and_get_metadata$|^create_py_executor$|"
+    r"^build_model$")
 # constructors of these files are the step itself (a CudaGraphRunner() is a capture)
 _INIT_PATHS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("cuda_graph_runner.py", "cudagraph", "cuda_graph"), "cuda_graph_capture"),
@@ -379,20 +392,31 @@ _INIT_PATHS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("pynccl", "custom_all_reduce", "parallel_state.py", "cuda_communicator", "device_communicators"), "nccl_init"),
 )
 _PATH_RULES: tuple[tuple[str, str], ...] = (("/warmup.py", "warmup"),)
+# the web framework's request path (middleware, routing, the HTTP protocol): serving, unless the
+# stack also holds start-up frames (an app's lifespan start runs through the same middleware)
+_HTTP_PATHS = ("/starlette/", "/fastapi/", "/sse_starlette/", "/uvicorn/protocols/")
 _CALLEE = re.compile(r"(\w+)\s*\(")
 _QUOTED_METHOD = re.compile(r"""(?:rpc|_workers|method)\(\s*['"](\w+)['"]""")
-_WRAPPER_METHOD = re.compile(r"ray::\w+\.(\w+)\(\)|method '(\w+)'|collective_rpc\(\s*['\"](\w+)|"
+_WRAPPER_METHOD = re.compile(r"ray::[^\s(]*\.(\w+)\(\)|method '(\w+)'|collective_rpc\(\s*['\"](\w+)|"
                              r"while processing method (\w+)")
 _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"warm_?up", re.I), "warmup"),
     (re.compile(r"stream is capturing|during CUDA graph capture|Capture cuda graph failed|cudaErrorStreamCapture|"
                 r"graph capture", re.I), "cuda_graph_capture"),
+    (re.compile(r"(?:fail(?:ed)?|faild) to load (?:the )?model\b(?! config)", re.I), "weight_loading"),
     (re.compile(r"KV cache|kv_cache|cache blocks|num_gpu_blocks"), "kv_cache_alloc"),
-    (re.compile(r"ncclCommInitRank|[Nn]ccl_?[Cc]ommunicator|init_process_group|createComm|"
+    (re.compile(r"ncclCommInitRank|[Nn]ccl_?[Cc]ommunicator|init_process_group|createComm|hcclCommInit|"
                 r"(?:initiali[sz]e|init)\w* [^\n]{0,60}NCCL|NCCL[^\n]{0,60}\binit", re.I), "nccl_init"),
 )
 _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|failed to (?:start|initiali[sz]e)|creation task|"
-                           r"Failed to start|aborting startup", re.I)
+                           r"Failed to start|aborting startup|\binit state\b|"
+                           # a module that would not import, an engine being built: the program was starting
+                           r"failed to import|No module named|cannot import name|Building .{0,40}engine", re.I)
+# what an engine writes when a batch it was executing failed (vLLM v0 and v1 dump the batch's input)
+_TEXT_SERVING = re.compile(r"input of failed execution|Dumping input data|Dumping scheduler output|"
+                           r"error (?:on|for|processing) request\b")
+# a collective library named by an error during start-up: its communicator was being set up
+_COLLECTIVE = re.compile(r"\b[NH]CCL\b|\bnccl|\bhccl")
 
 
 def _frame_phase(file: str, function: str) -> str | None:
@@ -422,14 +446,15 @@ def stack_evidence(frames: Iterable[tuple[str, str, str | None]]) -> tuple[str |
         elif code:
             for name in _callees(code):
                 expanded.append((file, name))
-    serving = startup = False
+    serving = startup = http = False
     for file, function in reversed(expanded):
         phase, is_serving, is_startup = _frame_evidence(file, function)
         if phase is not None:
             return phase, serving, True
         serving = serving or is_serving
         startup = startup or is_startup
-    return None, serving, startup
+        http = http or any(p in file for p in _HTTP_PATHS)
+    return None, serving or (http and not startup), startup
 
 
 _CALLEES: dict[str, tuple[str, ...]] = {}
@@ -467,6 +492,7 @@ def text_evidence(texts: Iterable[str | None]) -> tuple[str | None, bool, bool, 
     step, serving, startup = stack_evidence((f, n, None) for f, n in methods) if methods else (None, False, False)
     if step is not None:
         return step, serving, True, True
+    serving = serving or any(_TEXT_SERVING.search(t) for t in words)
     for text in words:
         for pattern, phase in _TEXT_RULES:
             if pattern.search(text):
@@ -490,8 +516,14 @@ def decide_phase(frames: Iterable[tuple[str, str, str | None]], texts: Iterable[
     if timeline_phase not in ("unknown", ""):
         return timeline_phase
     if startup or text_startup:
-        return "startup_other"
+        return startup_step(texts)
     return "unknown"
+
+
+def startup_step(texts: Iterable[str | None]) -> str:
+    """``nccl_init`` when the words of a start-up failure name NCCL/HCCL (the only collective work of a
+    start that no other step claims is setting up the communicators), else ``startup_other``."""
+    return "nccl_init" if any(t and _COLLECTIVE.search(t) for t in texts) else "startup_other"
 
 
 def phase_from_frames(frames: Iterable[tuple[str, str]]) -> str | None:

@@ -63,8 +63,9 @@ def build_tracebacks(blocks: list[Block]) -> list[Traceback]:
 
 def _header_type(block: Block) -> str | None:
     """The exception IPython names on its header line (``RuntimeError    Traceback (most recent
-    call last)``), for a block cut before its own exception line."""
-    return block.lead.strip() if block.rich and _IPY_HEADER.match(block.lead) else None
+    call last)``), for a block cut before its own exception line. The header may follow IPython's rule
+    of dashes, read as the line that introduced it."""
+    return block.lead.split()[-1] if block.rich and _IPY_HEADER.search(block.lead) else None
 
 
 def chain_phase(chain: list[Block]) -> str:

@@ -33,7 +33,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import BinaryIO
 
-from workbench.phases import decide_phase
+from workbench.phases import decide_phase, phase_from_frames, startup_step
 from workbench.tracebacks.model import (
     Analysis,
     Comparison,
@@ -141,10 +141,16 @@ def _cpp_signature(c: CppException) -> str:
     return f"{c.exception_type}@{digest}"
 
 
+# vLLM's executor relays a worker's error in its own: "Worker failed with error '<the error>', please
+# check the stack trace above" carries the error itself, so it points only when the error is there
+_RELAYED = re.compile(r"failed with error '[^']{12,}")
+
+
 def is_pointer(t: Traceback | CppException) -> bool:
     """True when the exception only reports a failure elsewhere (a wrapper, a dead child, shutdown)."""
     etype = (t.exception_type or "").split("(", 1)[0].rsplit(".", 1)[-1]
-    return etype in _POINTER_TYPES or bool(_POINTER.search(t.message or ""))
+    message = t.message or ""
+    return etype in _POINTER_TYPES or (bool(_POINTER.search(message)) and _RELAYED.search(message) is None)
 
 
 def _chains(tracebacks: Sequence[Traceback]) -> list[list[Traceback]]:
@@ -258,12 +264,10 @@ def analysis_of(ex: Extractor) -> Analysis:
     failures.sort(key=lambda f: f.first_line)
     final = _final(tracebacks, failures, ex.cpp_exceptions)
     root = _root_cause(ex, chains, failures)
-    if root is not None and root.phase == "unknown" and root.innermost_frame is None:
-        # an exception or log line printed alone: the traceback printed next to it says where
-        at = root.line
-        near = [t for t in tracebacks if abs(t.start_line - at) <= 12 and t.phase != "unknown"]
-        if near:
-            root = replace(root, phase=min(near, key=lambda t: abs(t.start_line - at)).phase)
+    if root is not None:
+        root = _phase_from_neighbour(root, tracebacks)
+    if root is not None and root.phase == "unknown" and "Fatal Python error" in (root.exception_type or root.message):
+        root = replace(root, phase=_phase_of_threads(root.line, ex.other_threads))
     if root is not None and root.phase == "unknown":
         # the phase the server's timeline had reached when the failure was reported (a request
         # answered 500 after the engine died), if no restart came in between
@@ -273,9 +277,46 @@ def analysis_of(ex: Extractor) -> Analysis:
             root = replace(root, phase="serving")
     if root is not None and root.phase == "unknown" and _start_failed(ex, root.line):
         root = replace(root, phase="startup_other")  # the server said its start failed: not serving
+    if root is not None and root.phase == "startup_other":
+        root = replace(root, phase=startup_step((root.message,)))  # an NCCL error while starting
     if final is not None and final.phase == "unknown" and root is not None:
         final = replace(final, phase=root.phase)
     return Analysis(tracebacks, tuple(failures), tuple(ex.events), tuple(ex.cpp_exceptions), final, root, ex.line_no)
+
+
+def _phase_from_neighbour(root: RootCause, tracebacks: Sequence[Traceback]) -> RootCause:
+    """The phase of a root cause that says little where it was, from the traceback printed next to it.
+
+    An exception or log line printed alone (no frames), or a block whose header was cut off (only
+    its innermost frames), is usually the same failure as the traceback printed within 12 lines of
+    it (a rank's "Scheduler hit an exception" block repeating it, the stack under an assertion). A
+    neighbour whose frames name a step or the serving loop outranks the root's own words (frames
+    before words, as in :func:`workbench.phases.decide_phase`); for a line alone any known neighbour
+    phase fills an unknown one.
+    """
+    own = next((t for t in tracebacks if t.start_line == root.line), None) if root.kind == "exception" else None
+    alone = root.innermost_frame is None
+    if not alone and not (own is not None and own.cut_start and root.phase == "unknown"):
+        return root
+    near = [t for t in tracebacks if t is not own and abs(t.start_line - root.line) <= 12 and t.phase != "unknown"]
+    if not near:
+        return root
+    framed = [t for t in near if phase_from_frames((f.file, f.function) for f in t.frames) is not None]
+    if not alone:  # a cut block has frames of its own: only a neighbour's frames say more
+        near = framed
+    if framed and (alone or root.phase == "unknown"):
+        return replace(root, phase=min(framed, key=lambda t: abs(t.start_line - root.line)).phase)
+    if near and root.phase == "unknown":
+        return replace(root, phase=min(near, key=lambda t: abs(t.start_line - root.line)).phase)
+    return root
+
+
+def _phase_of_threads(line: int, threads: Sequence[tuple[int, list[str]]]) -> str:
+    """Where a crashed process was, from the other threads of its faulthandler dump (the crashed
+    thread's own stack cut off or garbled): the one phase their stacks name, else ``unknown``."""
+    named = (phase_from_frames(("", f) for f in reversed(frames)) for at, frames in threads if -20 <= at - line <= 200)
+    phases = {p for p in named if p is not None}
+    return phases.pop() if len(phases) == 1 else "unknown"
 
 
 def _failure_of(failures: Sequence[Failure], index: int) -> Failure | None:
@@ -373,7 +414,8 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
             if not ranks:  # printed without a prefix: the rank of the traceback its process prints right after
                 after = [t for t in ex.tracebacks if 0 < t.start_line - c.end_line <= 2 and t.rank]
                 ranks = _ranks([after[0].rank]) if len({t.rank for t in after}) == 1 else ()
-            items.append((c.line, is_pointer(c), RootCause("exception", c.exception_type, c.message, c.line, None, c.phase,
+            phase = decide_phase((), (c.message,), c.phase)  # a native error's words, then the timeline
+            items.append((c.line, is_pointer(c), RootCause("exception", c.exception_type, c.message, c.line, None, phase,
                                                            ranks, _cpp_signature(c),
                                                            describe(c.exception_type, c.message, ()))))
     # a process that died or crashed before any real exception was printed is the cause

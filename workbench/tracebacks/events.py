@@ -11,6 +11,9 @@ from workbench.tracebacks.model import LogEvent
 from workbench.tracebacks.patterns import event_matches, level_word
 
 _TORCH_RANK = re.compile(r"\[rank(\d+)\]:")
+# error words that say a failure whatever the line's level (a failed C++ CHECK, the KV-cache size
+# checks, whose exception type a paste often loses)
+_LEVEL_FREE = frozenset({"Check failed: ", "can be stored in KV cache", "No available memory for the cache blocks"})
 
 
 def log_event(parsed: LogLine, msg: str, line_no: int, phase: str, server: str,
@@ -21,7 +24,7 @@ def log_event(parsed: LogLine, msg: str, line_no: int, phase: str, server: str,
     ``recent``: the log's latest records, this line last (the event keeps those before it)."""
     level: str | None = ""
     for kind, m in event_matches(msg):
-        if kind == "error_line":  # error words count only on an error line
+        if kind == "error_line" and m.group(0) not in _LEVEL_FREE:  # error words count only on an error line
             if level == "":
                 level = parsed.level
                 if level is None:

@@ -20,6 +20,9 @@ _EXC = re.compile(r"([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?:\([\w.]+\))?)(?::(?:[ \t]
 # (torch's "BackendCompilerFailed: backend='inductor' raised:" heads the error it wraps)
 _BARE_EXC_NAME = re.compile(r"(?:Error|Exception|Fault|Failure|(?<=[a-z])Failed|Timeout|Cancelled|Abort)$")
 _EXC_REPR = re.compile(r"([A-Za-z_][\w.]*(?:Error|Exception))\((['\"])(.+)")
+# an exception line quoted inside a sentence of an issue ("... 报错`RuntimeError: [TM][ERROR] ...`"),
+# its groups as _EXC_REPR's
+_QUOTED_EXC = re.compile(r"`((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))(: )([^`]+)`")
 _FATAL = re.compile(r"\s*Fatal Python error: (.*)")
 _FH_HEADER = re.compile(r"\s*(Current thread|Thread|Stack)\b[^(]*\(most recent call first\):")
 # rich's boxed tracebacks (typer, rich.traceback.install), once the box borders are gone
@@ -30,6 +33,10 @@ _RICH_CODE = re.compile(r"\s*(❱\s*|-+>\s*)?\d+\s(?:│|\s|$)")
 _IPY_FRAME = re.compile(r"\s*(?:\[(/[^\]\s]+\.pyx?)\]\([^)\s]*\)|(/\S+\.pyx?)|File (\S+\.pyx?|<[^>\s]+>)(?::(\d+)|, line (\d+)),?) "
                         r"in ([\w.<>]+)(?:\(|\s*$)")
 _IPY_HEADER = re.compile(r"\s*[A-Za-z_][\w.]*\s{4,}$")
+# IPython >= 8 names a notebook cell "Cell In[2], line 4"; VS Code renders the line number as a link
+# ("[line 4](vscode-notebook-cell:...)") and so the numbered code lines ("----> [4](vscode-...) code")
+_IPY_CELL = re.compile(r"\s*Cell (In ?\[\d+\]), (?:line (\d+)|\[line (\d+)\]\([^)\s]*\))\s*$")
+_IPY_LINKED_CODE = re.compile(r"\s*(-+>\s*)?\[\d+\]\([^)\s]*\)")
 _FH_FRAME = re.compile(r'\s*File "([^"]*)", line (\d+) in (.+)')
 # a level word inside a prefix the parser does not know; no leading \b, which would keep the regex
 # engine from skipping ahead to the words' first letters (ten times slower): boundaries are checked after
@@ -59,8 +66,8 @@ _NATIVE_ABORT = re.compile(r"libc\+\+abi: terminating due to uncaught exception 
                            r"(Unhandled exception caught in c10/util/AbortHandler\.h)")
 _PG_RANK = re.compile(r"\[PG[^\]]*? Rank (\d+)\]")
 _FLAT_SPLIT = re.compile(r'(?=\bFile ")')
-_MIDLINE_PROC = re.compile(r"\((\w+?)(?:_((?:DP|TP|PP|EP)\d+(?:_(?:DP|TP|PP|EP)\d+)*))?(?: rank=(\d+))? pid=\d+\)\s*$")
-_FLAT_PREFIX = re.compile(r'\(\w+(?: rank=\d+)? pid=\d+\)\s*(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d \[?[^\]\s]+:\d+\]\s*)?')
+_MIDLINE_PROC = re.compile(r"\((\w+?)(?:[_ ]((?:DP|TP|PP|EP)\d+(?:[_ ](?:DP|TP|PP|EP)\d+)*))?(?: rank=(\d+))? pid=\d+\)\s*$")
+_FLAT_PREFIX = re.compile(r'\(\w+(?: rank=\d+|(?: (?:DP|TP|PP|EP)\d+)+)? pid=\d+\)\s*(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d \[?[^\]\s]+:\d+\]\s*)?')
 _FLAT_FRAME = re.compile(r'File "([^"]*)", line (\d+), in (\S+)\s*(.*)')
 _FLAT_END = re.compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d|Process [\w.-]+:|\[\d{4}-\d\d-\d\d ")
 _FLAT_EXC = re.compile(r"(?:^|\s)((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt))(?::\s|$)")
@@ -73,10 +80,14 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
     ("fatal_signal", re.compile(
         r"Fatal Python error: |Segmentation fault|^Aborted \(core dumped\)|Illegal instruction \(core dumped\)|"
         r"Bus error \(core dumped\)|\*\*\* SIG(?:SEGV|ABRT|BUS|ILL|FPE)|received signal SIG(?:SEGV|ABRT|BUS)|"
-        r"Floating point exception")),
+        r"Floating point exception|Segfault encountered")),
     ("device_assert", re.compile(r"\.cu:\d+: .*Assertion .* failed\.|device-side assertion .* failed")),
     ("error_line", re.compile(r"out of memory|CUDA error|CUDA runtime error|cudaError\w+|CUDA_ERROR_\w+|Error Code \d+|"
                               r"Assertion failed|[Ff]ailed to (?:start|initiali[sz]e)[^:.]*: \S|NCCL error|Connection refused|"
+                              # a C++ CHECK that failed (glog, TurboMind's "[TM][FATAL] ... Check failed:")
+                              r"Check failed: |"
+                              # the engine's KV-cache size checks, also when the paste lost the exception's type
+                              r"can be stored in KV cache|No available memory for the cache blocks|"
                               # a worker's own report that a call it ran failed (vLLM's "Error executing method ...")
                               r"Error executing metho")),
     # a C compiler or linker failing under torch.compile / triton: no level, no traceback of its own
@@ -99,11 +110,12 @@ _EVENT_NEEDLES: dict[EventKind, tuple[str, ...]] = {
     "oom_kill": ("Out of memory: Kill", "oom-kill", "cgroup out of memory", "OOM killer"),
     "fatal_signal": ("Fatal Python error: ", "Segmentation fault", "Aborted (core dumped)",
                      "Illegal instruction (core dumped)", "Bus error (core dumped)", "*** SIG",
-                     "received signal SIG", "Floating point exception"),
+                     "received signal SIG", "Floating point exception", "Segfault encountered"),
     "device_assert": ("Assertion ", "device-side assertion "),
     "error_line": ("out of memory", "CUDA error", "CUDA runtime error", "cudaError", "CUDA_ERROR_", "Error Code ",
                    "Assertion failed", "ailed to start", "ailed to initiali", "NCCL error", "Connection refused",
-                   "Error executing metho"),
+                   "Error executing metho", "Check failed: ", "can be stored in KV cache",
+                   "No available memory for the cache blocks"),
     "compile_error": ("collect2: error:", "cannot find -l", ": fatal error: ", "error: command '"),
     "nccl_warn": ("NCCL WARN", "Watchdog caught collective operation timeout", " milliseconds before timing out",
                   "atchdog timeout"),
@@ -121,7 +133,8 @@ _EVENT_ANCHORS = ("Xid", "Connection refused", "failed to start", "CUDA error", 
                   "error: command", "ssertion", "Main process", "out of memory", "Out of memory", "oom", "OOM", "Fatal",
                   "Segmentation", "Abort", "Illegal", "Bus error", "SIG", "Floating", "NCCL WARN", "Watchdog", "timing out",
                   "died", "dead", "Exit code", "exited", "ChildFailed", "Failed core", "Killed", "sigquit", "SIGQUIT",
-                  "kill_process", "atchdog timeout", "cgroup out of memory", "Error executing", "register worker")
+                  "kill_process", "atchdog timeout", "cgroup out of memory", "Error executing", "register worker",
+                  "Segfault", "Check failed", "stored in KV cache", "memory for the cache blocks")
 _EVENT_PART = any_part_of(_NEEDLES)  # the quick first search (see any_part_of)
 
 

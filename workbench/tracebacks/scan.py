@@ -38,7 +38,6 @@ from workbench.tracebacks.patterns import (
     _HEADER,
     _INTERESTING,
     _IPY_HEADER,
-    _MAX_FOREIGN,
     _MAX_MESSAGE_CHARS,
     _MAX_MESSAGE_LINES,
     _MIDLINE_PROC,
@@ -46,6 +45,7 @@ from workbench.tracebacks.patterns import (
     _PLAIN,
     _PROCESS_LINE,
     _QUOTE,
+    _QUOTED_EXC,
     _STOP,
     _STRONG,
     _WEAK,
@@ -63,6 +63,7 @@ from workbench.tracebacks.stack import (
     add_frame,
     close,
     cpp_line,
+    foreign,
     ipython_frame,
     native_abort,
     rich_line,
@@ -88,6 +89,7 @@ class Extractor:
         self._blocks: list[Block] = []
         self._cpp: list[Cpp] = []
         self.events: list[LogEvent] = []
+        self.other_threads: list[tuple[int, list[str]]] = []  # faulthandler's other threads: (line, innermost first)
         self._first_error: LogEvent | None = None
         self._recent: deque[str] = deque(maxlen=6)
         self.tracebacks: list[Traceback] = []
@@ -286,7 +288,9 @@ class Extractor:
             stream = self._streams[origin] = Stream()
         self._stream = stream
         if stream.skip_dump:
-            if _FH_FRAME.match(msg):
+            fr = _FH_FRAME.match(msg)
+            if fr is not None:
+                self.other_threads[-1][1].append(fr.group(3).strip())
                 return
             stream.skip_dump = False
         if stream.cpp is not None and cpp_line(stream, msg, self.line_no):
@@ -420,7 +424,8 @@ class Extractor:
         if m is not None and m.group(2) and _BARE_EXC_NAME.search(m.group(1).split("(", 1)[0]):
             exc_type, message = m.group(1), m.group(2).rstrip()
         else:
-            r = _EXC_REPR.match(text)
+            # quoted in prose, not in a log record (a WARNING naming the error it may cause)
+            r = _EXC_REPR.match(text) or (_QUOTED_EXC.search(text) if "`" in text and parsed.level is None else None)
             if r is None:
                 return False
             exc_type, message = r.group(1), r.group(3).rstrip("')\"")
@@ -440,8 +445,9 @@ class Extractor:
 
     def _dump(self, stream: Stream, origin: tuple[str | None, ...], parsed: LogLine, header: str | None, which: str) -> None:
         """faulthandler's "Current thread 0x... (most recent call first):": the crashed thread's stack."""
-        if which == "Thread":  # another thread's stack: not where it crashed
+        if which == "Thread":  # another thread's stack: not where it crashed, but it says what the process did
             stream.skip_dump = True
+            self.other_threads = [*self.other_threads[-63:], (self.line_no, [])]
             return
         block = self._new_block(stream, origin, parsed, header)
         block.faulthandler = True
@@ -551,13 +557,13 @@ class Extractor:
             return True
         # reading frames
         if not same:
-            return self._foreign(stream, block)
+            return foreign(stream, block)
         if not msg.strip():
             block.blanks += 1
             if block.blanks > 2:
                 close(stream, cut=True)
             return True
-        block.blanks = 0
+        after_blank, block.blanks = block.blanks > 0, 0
         if _CONTEXT in msg or _CAUSE in msg:
             close(stream, cut=True)
             return False
@@ -572,7 +578,8 @@ class Extractor:
             block.end = self.line_no
             return True
         indent = len(msg) - len(stripped)
-        if block.expect_code and block.frames:
+        # code sits right under its frame, deeper: not after a blank at the frames' depth ("Segfault encountered")
+        if block.expect_code and block.frames and not (after_blank and indent <= block.file_indent):
             exc = _EXC.match(stripped) if indent <= block.file_indent else None
             if indent > block.file_indent or exc is None or not looks_like_exception(exc):
                 last = block.frames[-1]
@@ -589,11 +596,4 @@ class Extractor:
                 block.expect_code = False
                 stream.in_message = True
                 return True
-        return self._foreign(stream, block)
-
-
-    def _foreign(self, stream: Stream, block: Block) -> bool:
-        block.foreign += 1
-        if block.foreign > _MAX_FOREIGN:
-            close(stream, cut=True)
-        return False
+        return foreign(stream, block)

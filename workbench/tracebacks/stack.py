@@ -14,7 +14,10 @@ from workbench.tracebacks.patterns import (
     _CPP_STOP,
     _FILE,
     _HEADER,
+    _IPY_CELL,
     _IPY_FRAME,
+    _IPY_LINKED_CODE,
+    _MAX_FOREIGN,
     _NATIVE_ABORT,
     _PG_RANK,
     _RICH_CODE,
@@ -110,7 +113,7 @@ def rich_line(block: Block, msg: str) -> bool:
         block.frames.append(ipy)
         block.expect_code = False
         return True
-    code = _RICH_CODE.match(msg)
+    code = _RICH_CODE.match(msg) or _IPY_LINKED_CODE.match(msg)
     if code is not None:
         if code.group(1) and block.frames:
             last = block.frames[-1]
@@ -124,9 +127,21 @@ def ipython_frame(msg: str) -> Frame | None:
     """A frame line of IPython's traceback (see ``_IPY_FRAME``), if the line is one."""
     m = _IPY_FRAME.match(msg)
     if m is None:
-        return None
+        cell = _IPY_CELL.match(msg) if "Cell In" in msg else None
+        if cell is None:
+            return None
+        line = cell.group(2) or cell.group(3)
+        return Frame(cell.group(1), int(line), "<cell>", None)
     line = m.group(4) or m.group(5)
     return Frame(m.group(1) or m.group(2) or m.group(3), int(line) if line else None, m.group(6), None)
+
+
+def foreign(stream: Stream, block: Block) -> bool:
+    """A line that is not the open block's: counted, and past ``_MAX_FOREIGN`` the block is closed, cut."""
+    block.foreign += 1
+    if block.foreign > _MAX_FOREIGN:
+        close(stream, cut=True)
+    return False
 
 
 def close(stream: Stream, *, cut: bool) -> None:
