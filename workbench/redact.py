@@ -172,12 +172,21 @@ class Redactor:
     @classmethod
     def for_params(cls, params: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> Redactor:
         """A redactor that knows a runbook's secrets: the values of the env vars ``params["secret_env"]``
-        names (read from ``environ``, default the process environment) and the values given under
+        names (read from ``environ``, default the process environment), of those the load's request
+        headers are read from (``api_key_env`` — or, empty, its defaults — and ``headers``
+        ``NAME=ENVVAR``: :func:`workbench.bench.options.secret_envs`), and the values given under
         secret-looking names anywhere in ``params``."""
         env = os.environ if environ is None else environ
         r = cls()
         names = params.get("secret_env") or []
-        for name in [names] if isinstance(names, str) else names:
+        names = [names] if isinstance(names, str) else list(names)
+        if "api_key_env" in params or "headers" in params:  # a measuring runbook's load (LoadParams)
+            from workbench.bench.options import secret_envs
+
+            items = params.get("headers") or []
+            names += secret_envs(str(params.get("api_key_env") or "") or None,
+                                 [str(i) for i in ([items] if isinstance(items, str) else items)])
+        for name in names:
             r.add(env.get(str(name)))
         r.learn(params)
         return r
