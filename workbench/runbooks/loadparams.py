@@ -63,8 +63,9 @@ class LoadParams(RunbookParams):
     dataset_format: str = Field("auto", description="auto, sharegpt or jsonl")
     dataset_output_len: int = Field(0, ge=0, description="fixed output tokens for every dataset request (0: the "
                                                          "dataset's)")
-    num_requests: int = Field(16, ge=1, description="measured requests per point, at least")
-    requests_per_concurrency: int = Field(4, ge=0, description="measured requests per point: at least this x concurrency")
+    num_requests: int = Field(16, ge=1, description="measured requests per point, at least (not with duration_s)")
+    requests_per_concurrency: int = Field(4, ge=0, description="measured requests per point: at least this x "
+                                                               "concurrency (concurrency ladder, count-bounded)")
     duration_s: float = Field(0.0, ge=0, description="measure each point for this long (no request starts after "
                                                      "it) instead of a count; 0: count-bounded")
     warmup: int = Field(2, ge=0, description="warmup requests per point, not measured")
