@@ -213,8 +213,11 @@ class Redactor:
                 self.add(m.group(3).strip("\"'"))
         elif isinstance(value, Mapping):
             for k, v in value.items():
-                if isinstance(k, str) and isinstance(v, str) and is_secret_name(k):
-                    self.add(v)
+                if isinstance(k, str) and is_secret_name(k):
+                    # a value, or a list of values to try (a sweep's grid: {"--api-key": [X, Y]})
+                    for item in [v] if isinstance(v, str) else v if isinstance(v, list | tuple) else []:
+                        if isinstance(item, str):
+                            self.add(item)
                 self.learn(v)
         elif isinstance(value, list | tuple):
             if len(value) == 2 and isinstance(value[0], str) and isinstance(value[1], str) and is_secret_name(value[0]):
@@ -251,9 +254,7 @@ class Redactor:
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, Mapping):
-            return {self.text(k) if isinstance(k, str) else k:
-                    REDACTED if isinstance(k, str) and isinstance(v, str) and v and is_secret_name(k) else self.obj(v)
-                    for k, v in value.items()}
+            return {self.text(k) if isinstance(k, str) else k: self._under(k, v) for k, v in value.items()}
         if isinstance(value, list | tuple):
             if len(value) == 2 and isinstance(value[0], str) and isinstance(value[1], str) and is_secret_name(value[0]):
                 items = [self.text(value[0]), REDACTED]
@@ -261,6 +262,15 @@ class Redactor:
                 items = [self.obj(v) for v in value]
             return tuple(items) if isinstance(value, tuple) else items
         return value
+
+    def _under(self, key: Any, value: Any) -> Any:
+        """``value`` as kept under ``key``: whole strings (or the strings of a list) under a secret-looking key go."""
+        if isinstance(key, str) and is_secret_name(key):
+            if isinstance(value, str) and value:
+                return REDACTED
+            if isinstance(value, list | tuple) and value and all(isinstance(v, str) for v in value):
+                return type(value)(REDACTED for _ in value)
+        return self.obj(value)
 
     def leaks(self, text: str) -> list[str]:
         """The known secrets that occur in ``text`` (for checks; never print what this returns)."""
