@@ -11,9 +11,11 @@ so a load run on the GPU host needs no copy of the file there.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from workbench.bench.loadcore import LoadSpec
@@ -88,6 +90,24 @@ def goodput_slo(bounds: Mapping[str, float], what: str = "--goodput") -> SLO | N
     return SLO(**out)
 
 
+def dataset_items(path: str, *, count: int | None = None, fmt: str = "auto", chat: bool = False,
+                  output_len: int | None = None) -> list[dict[str, Any]]:
+    """:func:`~workbench.bench.workloads.load_workload`'s items, the file parsed once per content (a
+    ShareGPT file is hundreds of MB; a sweep builds a spec per configuration, validation reads it first)."""
+    try:
+        st = Path(path).stat()
+    except OSError:
+        return load_workload(path, count=count, fmt=fmt, chat=chat, output_len=output_len)  # its own error
+    items = _parsed(str(path), st.st_mtime_ns, st.st_size, fmt, chat, output_len)
+    return list(items[:count] if count else items)
+
+
+@functools.lru_cache(maxsize=2)
+def _parsed(path: str, _mtime_ns: int, _size: int, fmt: str, chat: bool,
+            output_len: int | None) -> tuple[dict[str, Any], ...]:
+    return tuple(load_workload(path, fmt=fmt, chat=chat, output_len=output_len))
+
+
 @dataclass(frozen=True)
 class Workload:
     """What each request is and how the points are bounded (everything but the URL and the ladder)."""
@@ -122,7 +142,7 @@ class Workload:
         dataset: list[dict[str, Any]] = []
         if self.dataset:
             need = self.warmup + max(num, (self.per_concurrency(rates) or 0) * max(concurrencies or [1]))
-            dataset = load_workload(self.dataset, count=min(need, DATASET_ITEMS_MAX), fmt=self.dataset_format,
+            dataset = dataset_items(self.dataset, count=min(need, DATASET_ITEMS_MAX), fmt=self.dataset_format,
                                     chat=self.api == "chat", output_len=self.dataset_output_len)
         try:
             return LoadSpec(url=url, model=self.model, api=self.api, input_len=self.input_len,

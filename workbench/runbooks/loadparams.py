@@ -28,8 +28,8 @@ from pydantic import Field, field_validator, model_validator
 
 from workbench.bench.loadcore import LoadSpec
 from workbench.bench.metrics import check_percentiles
-from workbench.bench.options import Workload, goodput_slo, request_headers
-from workbench.bench.workloads import FORMATS, load_workload
+from workbench.bench.options import Workload, dataset_items, goodput_slo, request_headers
+from workbench.bench.workloads import FORMATS
 from workbench.bottleneck import GPUS, KIMI_K26, ModelSpec
 from workbench.runbooks.params import RunbookParams
 
@@ -177,7 +177,7 @@ class LoadParams(RunbookParams):
             raise ValueError("max_concurrency caps a request_rate ladder; with a concurrency ladder leave it 0")
         self.request_headers()  # the variables are set (their values are not kept)
         if self.dataset:  # the file reads as a dataset for this api
-            load_workload(self.dataset, count=1, fmt=self.dataset_format, chat=self.api == "chat",
+            dataset_items(self.dataset, count=1, fmt=self.dataset_format, chat=self.api == "chat",
                           output_len=self.dataset_output_len or None)
         return self
 

@@ -169,3 +169,18 @@ def test_rate_points_in_every_result() -> None:
     assert re.search(r"rate=1/s: 1\.200x", conclusion("u.service", [("--x", "1")], rows, "better"))
     charts = measure.sweep_charts(res, pd.DataFrame(), {}, pd.DataFrame(), load_from="host", color="arm")
     assert "rate" in str(charts[0].to_dict())
+
+
+def test_the_dataset_is_parsed_once_per_content(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from workbench.bench import options
+
+    path = tmp_path / "d.jsonl"
+    path.write_text('{"prompt": "one", "output_len": 4}\n{"prompt": "two"}\n')
+    calls: list[str] = []
+    real = options.load_workload
+    monkeypatch.setattr(options, "load_workload", lambda *a, **k: calls.append("parse") or real(*a, **k))
+    p = BenchmarkParams(**TARGET, dataset=str(path))  # validation reads it
+    assert len(p.spec("http://h:1").dataset) == 2 and len(p.spec("http://h:2").dataset) == 2
+    assert calls == ["parse"]
+    path.write_text('{"prompt": "three"}\n')  # a changed file is read again
+    assert [it["prompt"] for it in p.spec("http://h:1").dataset] == ["three"] and len(calls) == 2
