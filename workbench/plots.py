@@ -33,27 +33,33 @@ def _mean_ci(df: pd.DataFrame, by: list[str], y: str, level: float = 0.95) -> pd
     return out.rename(columns={"mean": y})
 
 
-def throughput_vs_concurrency(results: pd.DataFrame, *, y: str = "output_throughput", color: str = "variant") -> alt.LayerChart:
-    """Mean ``y`` per concurrency and variant, with 95% intervals over repeats."""
+_AXIS = {"concurrency": ("concurrency (requests in flight)", "Throughput vs concurrency"),
+         "rate": ("request rate (requests/s offered)", "Throughput vs request rate")}
+
+
+def throughput_vs_concurrency(results: pd.DataFrame, *, y: str = "output_throughput", color: str = "variant",
+                              x: str = "concurrency") -> alt.LayerChart:
+    """Mean ``y`` per concurrency (``x="rate"``: per request rate) and variant, with 95% intervals over repeats."""
     df = results.assign(**({color: "run"} if color not in results else {}))
-    agg = _mean_ci(df, ["concurrency", color], y)
+    agg = _mean_ci(df, [x, color], y)
+    title, chart_title = _AXIS.get(x, (x, f"Throughput vs {x}"))
     base = alt.Chart(agg).encode(
-        x=alt.X("concurrency:Q", scale=alt.Scale(type="log", base=2), title="concurrency (requests in flight)"),
+        x=alt.X(f"{x}:Q", scale=alt.Scale(type="log", base=2), title=title),
         color=alt.Color(f"{color}:N"),
     )
     line = base.mark_line(point=True).encode(y=alt.Y(f"{y}:Q", title=y.replace("_", " ")),
-                                             tooltip=["concurrency", color, alt.Tooltip(y, format=".1f"), "count"])
+                                             tooltip=[x, color, alt.Tooltip(y, format=".1f"), "count"])
     band = base.mark_errorbar().encode(y=alt.Y("lo:Q", title=y.replace("_", " ")), y2="hi:Q")
-    return (band + line).properties(title="Throughput vs concurrency")
+    return (band + line).properties(title=chart_title)
 
 
 def speedup_table(results: pd.DataFrame, baseline: str, *, metric: str = "output_throughput",
-                  color: str = "variant", n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
-    """Speedup = mean(variant) / mean(baseline) per concurrency, with a 95% bootstrap interval
-    over repeats (resampling each side's repeats; NaN bounds with a single repeat)."""
+                  color: str = "variant", n_boot: int = 2000, seed: int = 0, by: str = "concurrency") -> pd.DataFrame:
+    """Speedup = mean(variant) / mean(baseline) per concurrency (``by="rate"``: per request rate), with a
+    95% bootstrap interval over repeats (resampling each side's repeats; NaN bounds with a single repeat)."""
     rng = np.random.default_rng(seed)
     rows = []
-    for c, at_c in results.groupby("concurrency"):
+    for c, at_c in results.groupby(by):
         base = at_c.loc[at_c[color] == baseline, metric].to_numpy(float)
         if base.size == 0:
             continue
@@ -64,19 +70,19 @@ def speedup_table(results: pd.DataFrame, baseline: str, *, metric: str = "output
             if v.size > 1 and base.size > 1:
                 boot = (rng.choice(v, (n_boot, v.size)).mean(1) / rng.choice(base, (n_boot, base.size)).mean(1))
                 lo, hi = np.percentile(boot, [2.5, 97.5])
-            rows.append({"concurrency": c, color: variant, "speedup": ratio, "lo": lo, "hi": hi,
+            rows.append({by: c, color: variant, "speedup": ratio, "lo": lo, "hi": hi,
                          "repeats": int(v.size), "baseline": baseline})
     return pd.DataFrame(rows)
 
 
 def speedup_chart(results: pd.DataFrame, baseline: str, *, metric: str = "output_throughput",
-                  color: str = "variant") -> alt.LayerChart:
-    """Speedup of each variant over ``baseline`` per concurrency, with bootstrap intervals."""
-    table = speedup_table(results, baseline, metric=metric, color=color)
-    base = alt.Chart(table).encode(x=alt.X("concurrency:O", title="concurrency"), xOffset=f"{color}:N",
+                  color: str = "variant", by: str = "concurrency") -> alt.LayerChart:
+    """Speedup of each variant over ``baseline`` per concurrency (or request rate), with bootstrap intervals."""
+    table = speedup_table(results, baseline, metric=metric, color=color, by=by)
+    base = alt.Chart(table).encode(x=alt.X(f"{by}:O", title=by), xOffset=f"{color}:N",
                                    color=alt.Color(f"{color}:N"))
     bars = base.mark_bar().encode(y=alt.Y("speedup:Q", title=f"{metric.replace('_', ' ')} / {baseline}"),
-                                  tooltip=["concurrency", color, alt.Tooltip("speedup", format=".2f"),
+                                  tooltip=[by, color, alt.Tooltip("speedup", format=".2f"),
                                            alt.Tooltip("lo", format=".2f"), alt.Tooltip("hi", format=".2f"), "repeats"])
     err = base.mark_errorbar(color="black").encode(y="lo:Q", y2="hi:Q")
     one = alt.Chart(pd.DataFrame({"y": [1.0]})).mark_rule(strokeDash=[4, 4]).encode(y="y:Q")
@@ -84,19 +90,20 @@ def speedup_chart(results: pd.DataFrame, baseline: str, *, metric: str = "output
 
 
 def latency_vs_throughput(results: pd.DataFrame, *, metrics: Sequence[str] = ("ttft", "tpot"),
-                          percentiles: Sequence[int] = (50, 99), color: str = "variant") -> alt.Chart:
-    """The knee: latency percentiles against output throughput, one point per concurrency."""
+                          percentiles: Sequence[int] = (50, 99), color: str = "variant",
+                          x: str = "concurrency") -> alt.Chart:
+    """The knee: latency percentiles against output throughput, one point per concurrency (``x="rate"``: rate)."""
     df = results.assign(**({color: "run"} if color not in results else {}))
     cols = [f"{m}_p{q}_ms" for m in metrics for q in percentiles if f"{m}_p{q}_ms" in df]
-    long = df.melt(id_vars=["concurrency", color, "output_throughput"], value_vars=cols, var_name="stat", value_name="ms")
+    long = df.melt(id_vars=[x, color, "output_throughput"], value_vars=cols, var_name="stat", value_name="ms")
     long["metric"] = long["stat"].str.split("_").str[0].str.upper()
     long["percentile"] = long["stat"].str.split("_").str[1]
-    long = long.groupby(["concurrency", color, "metric", "percentile"], as_index=False)[["output_throughput", "ms"]].mean()
+    long = long.groupby([x, color, "metric", "percentile"], as_index=False)[["output_throughput", "ms"]].mean()
     return alt.Chart(long).mark_line(point=True).encode(
         x=alt.X("output_throughput:Q", title="output tok/s"),
         y=alt.Y("ms:Q", title="latency (ms)"),
-        color=alt.Color(f"{color}:N"), strokeDash=alt.StrokeDash("percentile:N"), order="concurrency:Q",
-        tooltip=["concurrency", color, "metric", "percentile", alt.Tooltip("ms", format=".1f"),
+        color=alt.Color(f"{color}:N"), strokeDash=alt.StrokeDash("percentile:N"), order=f"{x}:Q",
+        tooltip=[x, color, "metric", "percentile", alt.Tooltip("ms", format=".1f"),
                  alt.Tooltip("output_throughput", format=".0f")],
     ).properties(width=260, height=200).facet(column=alt.Column("metric:N", title=None)).resolve_scale(y="independent")
 

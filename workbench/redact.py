@@ -172,12 +172,21 @@ class Redactor:
     @classmethod
     def for_params(cls, params: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> Redactor:
         """A redactor that knows a runbook's secrets: the values of the env vars ``params["secret_env"]``
-        names (read from ``environ``, default the process environment) and the values given under
+        names (read from ``environ``, default the process environment), of those the load's request
+        headers are read from (``api_key_env`` — or, empty, its defaults — and ``headers``
+        ``NAME=ENVVAR``: :func:`workbench.bench.options.secret_envs`), and the values given under
         secret-looking names anywhere in ``params``."""
         env = os.environ if environ is None else environ
         r = cls()
         names = params.get("secret_env") or []
-        for name in [names] if isinstance(names, str) else names:
+        names = [names] if isinstance(names, str) else list(names)
+        if "api_key_env" in params or "headers" in params:  # a measuring runbook's load (LoadParams)
+            from workbench.bench.options import secret_envs
+
+            items = params.get("headers") or []
+            names += secret_envs(str(params.get("api_key_env") or "") or None,
+                                 [str(i) for i in ([items] if isinstance(items, str) else items)])
+        for name in names:
             r.add(env.get(str(name)))
         r.learn(params)
         return r
@@ -204,8 +213,11 @@ class Redactor:
                 self.add(m.group(3).strip("\"'"))
         elif isinstance(value, Mapping):
             for k, v in value.items():
-                if isinstance(k, str) and isinstance(v, str) and is_secret_name(k):
-                    self.add(v)
+                if isinstance(k, str) and is_secret_name(k):
+                    # a value, or a list of values to try (a sweep's grid: {"--api-key": [X, Y]})
+                    for item in [v] if isinstance(v, str) else v if isinstance(v, list | tuple) else []:
+                        if isinstance(item, str):
+                            self.add(item)
                 self.learn(v)
         elif isinstance(value, list | tuple):
             if len(value) == 2 and isinstance(value[0], str) and isinstance(value[1], str) and is_secret_name(value[0]):
@@ -242,9 +254,7 @@ class Redactor:
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, Mapping):
-            return {self.text(k) if isinstance(k, str) else k:
-                    REDACTED if isinstance(k, str) and isinstance(v, str) and v and is_secret_name(k) else self.obj(v)
-                    for k, v in value.items()}
+            return {self.text(k) if isinstance(k, str) else k: self._under(k, v) for k, v in value.items()}
         if isinstance(value, list | tuple):
             if len(value) == 2 and isinstance(value[0], str) and isinstance(value[1], str) and is_secret_name(value[0]):
                 items = [self.text(value[0]), REDACTED]
@@ -252,6 +262,15 @@ class Redactor:
                 items = [self.obj(v) for v in value]
             return tuple(items) if isinstance(value, tuple) else items
         return value
+
+    def _under(self, key: Any, value: Any) -> Any:
+        """``value`` as kept under ``key``: whole strings (or the strings of a list) under a secret-looking key go."""
+        if isinstance(key, str) and is_secret_name(key):
+            if isinstance(value, str) and value:
+                return REDACTED
+            if isinstance(value, list | tuple) and value and all(isinstance(v, str) for v in value):
+                return type(value)(REDACTED for _ in value)
+        return self.obj(value)
 
     def leaks(self, text: str) -> list[str]:
         """The known secrets that occur in ``text`` (for checks; never print what this returns)."""

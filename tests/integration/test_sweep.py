@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from workbench.lock import HostLock
@@ -82,4 +83,39 @@ def test_sweep_grid_with_failing_configs_pareto_and_best(testbed, ssh_config, tm
                     data_dir=tmp_path, progress=False, timeout=540).result
     assert [c["outcome"] for c in again["configs"]] == ["ready", "skipped"]
     assert "earlier bisect" in again["configs"][1]["reason"] and again["server_starts"] == 1
+    _as_found(ssh_config, was_running)
+
+
+def test_a_keyed_configuration_on_a_rate_ladder_with_a_dataset_leaves_no_key(
+        testbed, ssh_config, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 18: a server started with --api-key, benchmarked from a runbook — the key in the grid (as the
+    server's flag) and in the controller's environment (api_key_env, as the load's bearer token); a
+    request-rate ladder with a dataset shipped to the host and duration-bounded points. The points carry
+    their rate, every request got through, and the key is in no file of the run."""
+    key = "wbitkey-" + "5c0ffee1" * 4
+    monkeypatch.setenv("WB_IT_SIM_KEY", key)
+    host = SSHHost("gpu-a", ssh_config=ssh_config)
+    was_running = SystemdServices(host).status(BASE).running
+    host.close()
+    dataset = Path(__file__).parents[1] / "fixtures" / "bench" / "datasets" / "custom.jsonl"
+    params = {"host": "gpu-a", "base_unit": BASE, "grid": {"--api-key": [key]}, "request_rate": [4, 8],
+              "max_concurrency": 8, "burstiness": 0.5, "duration_s": 3, "dataset": str(dataset),
+              "api_key_env": "WB_IT_SIM_KEY", "percentiles": [95], "goodput": {"ttft": 5000}, "flush_cache": True,
+              "repeats": 1, "warmup": 1, "lock_wait": LOCK_WAIT}
+    out = execute("sweep", params, data_dir=tmp_path, progress=False, timeout=540)
+    res = out.result
+    assert res["status"] == "ok", res.get("failure")
+    (config,) = res["configs"]
+    assert config["outcome"] == "ready", config
+    assert [(p["rate"], p["concurrency"]) for p in config["points"]] == [(4.0, 8), (8.0, 8)]
+    assert all(p["output_tok_s"] > 0 and "goodput_rps" in p for p in config["points"])
+    assert res["request_rate"] == [4.0, 8.0] and res["concurrency"] == []
+    assert res["pareto"] and all("rate" in f for f in res["pareto"]) and "/s:" in res["conclusion"]
+    results = pd.read_parquet(out.run_dir / "results.parquet")
+    assert (results["failed"] == 0).all() and set(results["dataset_items"]) == {3}
+    assert {"ttft_p95_ms", "input_throughput", "total_token_throughput"} <= set(results.columns)
+    assert res["params"]["api_key_env"] == "WB_IT_SIM_KEY" and res["params"]["grid"] == {"--api-key": ["[REDACTED]"]}
+    for path in out.run_dir.rglob("*"):
+        if path.is_file():
+            assert key.encode() not in path.read_bytes(), path.name
     _as_found(ssh_config, was_running)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,10 +26,16 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from workbench.bench.loadcore import LoadSpec
 from workbench.bench.metrics import PERCENTILES, SLO, check_percentiles, percentile_key
+from workbench.bench.options import (
+    API_KEY_ENVS,
+    GOODPUT_KEYS,
+    Workload,
+    goodput_slo,
+    request_headers,
+)
 from workbench.bench.sweep import Runner, host_runner, local_runner, run_sweep, write_sweep
-from workbench.bench.workloads import FORMATS, load_workload
+from workbench.bench.workloads import FORMATS
 from workbench.errors import ConfigError
 from workbench.gpus import inventory as gpus_inventory
 from workbench.gpuspecs import GPUS, GpuSpec, gpu_for
@@ -42,10 +47,6 @@ from workbench.watch import server_port
 
 SHOWN = ("concurrency", "rate", "repeat", "completed", "failed", "output_throughput", "request_throughput",
          "ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms", "itl_p50_ms", "tokens_per_chunk", "client_bound")
-API_KEY_ENVS = ("WORKBENCH_API_KEY", "OPENAI_API_KEY")
-DURATION_CAP = 1_000_000  # measured requests a --duration run may start at most
-DATASET_ITEMS_MAX = 10_000  # dataset items shipped for a --duration run (cycled)
-GOODPUT_KEYS = {"ttft": "ttft_ms", "tpot": "tpot_ms", "e2el": "e2e_ms", "e2e": "e2e_ms"}
 
 
 def register(subparsers: Any) -> None:
@@ -156,45 +157,13 @@ def parse_percentiles(text: str) -> tuple[float, ...]:
 
 def parse_goodput(items: list[str]) -> SLO | None:
     """``["ttft:2000", "tpot:50"]`` -> ``SLO(ttft_ms=2000, tpot_ms=50)``."""
-    if not items:
-        return None
-    bounds: dict[str, float] = {}
+    bounds: dict[str, Any] = {}
     for item in items:
-        key, _, value = item.partition(":")
-        if key.lower() not in GOODPUT_KEYS:
+        key, sep, value = item.partition(":")
+        if not sep or key.lower() not in GOODPUT_KEYS:
             raise ConfigError(f"--goodput takes ttft:MS, tpot:MS or e2el:MS, not {item!r}")
-        try:
-            bounds[GOODPUT_KEYS[key.lower()]] = float(value)
-        except ValueError:
-            raise ConfigError(f"--goodput {item!r}: the bound must be milliseconds") from None
-        if bounds[GOODPUT_KEYS[key.lower()]] <= 0:
-            raise ConfigError(f"--goodput {item!r}: the bound must be > 0 ms")
-    return SLO(**bounds)
-
-
-def request_headers(api_key_env: str | None, header_items: list[str],
-                    environ: dict[str, str] | os._Environ[str] = os.environ) -> dict[str, str]:
-    """Headers from the environment: ``Authorization: Bearer $KEY`` and each ``NAME=ENVVAR``."""
-    headers = {}
-    if api_key_env:
-        if not environ.get(api_key_env):
-            raise ConfigError(f"--api-key-env {api_key_env}: that environment variable is not set")
-        headers["Authorization"] = f"Bearer {environ[api_key_env]}"
-    else:
-        for var in API_KEY_ENVS:
-            if environ.get(var):
-                headers["Authorization"] = f"Bearer {environ[var]}"
-                break
-    for item in header_items:
-        name, sep, var = item.partition("=")
-        if not sep or not name.strip() or not var:
-            raise ConfigError(f"--header takes NAME=ENVVAR (the value is read from the environment), not {item!r}")
-        if var not in environ:
-            raise ConfigError(f"--header {name}: environment variable {var} is not set")
-        if any(c in name + environ[var] for c in "\r\n"):
-            raise ConfigError(f"--header {name}: a header name or value cannot hold a line break")
-        headers[name.strip()] = environ[var]
-    return headers
+        bounds[key] = value
+    return goodput_slo(bounds, "--goodput")
 
 
 def _is_url(text: str) -> bool:
@@ -299,24 +268,15 @@ def _target(args: argparse.Namespace) -> Iterator[Target]:
         host.close()
 
 
-def _base_spec(args: argparse.Namespace, url: str, rates: list[float], concurrencies: list[int],
-               headers: dict[str, str]) -> LoadSpec:
-    num = args.num_requests or (DURATION_CAP if args.duration else 32)
-    dataset: list[dict[str, Any]] = []
-    if args.dataset:
-        rpc = 0 if rates or args.duration else args.requests_per_concurrency
-        need = args.warmup + max(num, rpc * max(concurrencies or [1]))
-        dataset = load_workload(args.dataset, count=min(need, DATASET_ITEMS_MAX), fmt=args.dataset_format,
-                                chat=args.api == "chat", output_len=args.dataset_output_len)
-    try:
-        return LoadSpec(url=url, model=args.model, api=args.api, input_len=args.input_len,
-                        output_len=args.output_len, num_requests=num, warmup=args.warmup,
-                        ignore_eos=not args.no_ignore_eos, concurrency=args.max_concurrency if rates else 1,
-                        rate=rates[0] if rates else None, burstiness=args.burstiness, duration_s=args.duration,
-                        range_ratio=args.range_ratio, prefix_len=args.prefix_len, prefix_groups=args.prefix_groups,
-                        dataset=dataset, flush_cache=args.flush_cache, headers=headers)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from exc
+def workload(args: argparse.Namespace) -> Workload:
+    """The flags' workload (:class:`workbench.bench.options.Workload`, shared with the runbooks)."""
+    return Workload(api=args.api, model=args.model, input_len=args.input_len, output_len=args.output_len,
+                    num_requests=args.num_requests, requests_per_concurrency=args.requests_per_concurrency,
+                    warmup=args.warmup, ignore_eos=not args.no_ignore_eos, max_concurrency=args.max_concurrency,
+                    burstiness=args.burstiness, duration_s=args.duration, range_ratio=args.range_ratio,
+                    prefix_len=args.prefix_len, prefix_groups=args.prefix_groups, dataset=args.dataset or "",
+                    dataset_format=args.dataset_format, dataset_output_len=args.dataset_output_len,
+                    flush_cache=args.flush_cache)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -333,13 +293,13 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         args.no_progress = True
     with _target(args) as target:
-        base = _base_spec(args, target.url, rates, concurrencies, headers)
+        work = workload(args)
+        base = work.spec(target.url, rates=rates, concurrencies=concurrencies, headers=headers)
         roof = roofline_inputs(args, target)
         if args.sample_gpus and target.host is None:
             raise ConfigError("--sample-gpus needs the HOST form (HOST URL or HOST UNIT): the GPUs are the host's")
-        rpc = None if rates or args.duration else args.requests_per_concurrency
         result = run_sweep(base, concurrencies, rates=rates, repeats=args.repeats, runner=target.runner,
-                           labels=labels, requests_per_concurrency=rpc, slo=slo, percentiles=percentiles,
+                           labels=labels, requests_per_concurrency=work.per_concurrency(rates), slo=slo, percentiles=percentiles,
                            gpu_host=target.host if args.sample_gpus else None)
     table = result.results
     points = (against_results(table, roof.arch, roof.gpu, roof.tp, tokens_per_request=roof.draft_tokens)

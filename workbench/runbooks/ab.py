@@ -32,7 +32,7 @@ not show): the conclusion says so; read it with the repeats' own spread (``point
                     "seconds"}|null, "points": [<benchmark point>]},
               "B": {"unit": str|null, "started": bool, "start": {...}|null, "points": [...],
                     "failure": {"exception_type", "message", "phase", "signature"}|null}},
-     "speedup": [{"concurrency": int, "speedup": float, "lo": float|null, "hi": float|null,
+     "speedup": [{"concurrency": int (or "rate": float, a request-rate ladder), "speedup": float, "lo": float|null, "hi": float|null,
                   "repeats": int, "verdict": "better"|"worse"|"no significant difference"|"undetermined"}],
      "verdict": "better"|"worse"|"no significant difference"|"mixed"|"undetermined"|"B does not start"|null,
      "bottleneck": {"A": {"gpu", "n_gpus", "model", "note", "points": [...], "verdict": str},
@@ -223,7 +223,7 @@ def _shape(host: Host, p: ABParams, hr: _HostRun, arm: str, argv: list[str]) -> 
 def _measure(host: Host, p: ABParams, hr: _HostRun, arm: str, shape: measure.ServerShape, label: str,
              tell: Callable[[str], None]) -> None:
     """Sweep one serving arm and keep what it measured."""
-    tell(f"{hr.host}: sweeping {arm}, c={p.concurrency} x {hr.repeats}")
+    tell(f"{hr.host}: sweeping {arm}, {p.points_words()} x {hr.repeats}")
     series: list[pd.DataFrame] = []
     _keep(hr, arm, measure.sweep_unit(host, shape.port, p, {"variant": label}, repeats=hr.repeats, series=series),
           series)
@@ -377,7 +377,7 @@ def _outcome(params: ABParams, run_: Run, hrs: list[_HostRun], edits: list[tuple
     for arm in ("A", "B"):
         info = next((hr.arms[arm] for hr in hrs if arm in hr.arms), None)
         part = results[results["arm"] == arm] if not results.empty else results
-        pts = measure.points(part)
+        pts = measure.points(part, by=(params.ladder,))
         arms[arm] = {**(info or {"unit": None, "started": False, "start": None}), "points": pts}
         if not series.empty and arm in set(series["arm"]):
             arms[arm]["server_series"] = servermetrics.summary(series[series["arm"] == arm])
@@ -454,7 +454,7 @@ def charts(result: dict[str, Any], t: dict[str, pd.DataFrame]) -> list[Any]:
         return []
     out: list[Any] = []
     if {"A", "B"} <= set(res["arm"]):
-        out.append(plots.speedup_chart(res, "A", color="arm"))
+        out.append(plots.speedup_chart(res, "A", color="arm", by=measure.ladder_of(res)))
     tel = t.get("telemetry", pd.DataFrame())
     first = result["hosts"][0]
     if not tel.empty:  # one host's timeline: several hosts' clocks and GPUs do not share an axis

@@ -144,6 +144,6 @@ def _sweep(dep: Deployment, ds: DeploymentSession, head: Host, p: ABParams, hr: 
     argv = exec_argv(ds.sessions[dep.head.label].svc.unit_text(unit), unit)
     shape = hr.shapes[arm] = measure.with_model(measure.server_shape(argv), head, argv, p)
     port = dep.port or shape.port  # the deployment's port, else the head's own --port
-    rr.tell(f"{dep.name}: sweeping {arm} at the head ({dep.head.host}:{port}), c={p.concurrency} x {hr.repeats}")
+    rr.tell(f"{dep.name}: sweeping {arm} at the head ({dep.head.host}:{port}), {p.points_words()} x {hr.repeats}")
     series: list[pd.DataFrame] = []
     _keep(hr, arm, measure.sweep_unit(head, port, p, {"variant": label}, repeats=hr.repeats, series=series), series)

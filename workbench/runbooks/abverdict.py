@@ -48,16 +48,24 @@ def overall_verdict(verdicts: list[str]) -> str:
 
 
 def speedups(results: pd.DataFrame, *, metric: str = METRIC, n_boot: int = 2000, seed: int = 0) -> list[dict[str, Any]]:
-    """B over A per concurrency, with the bootstrap interval and the verdict (arm column ``arm``)."""
+    """B over A per concurrency (per ``rate`` for a request-rate ladder), with the bootstrap interval and
+    the verdict (arm column ``arm``)."""
     if results.empty or not {"A", "B"} <= set(results["arm"]):
         return []
-    table = plots.speedup_table(results, "A", metric=metric, color="arm", n_boot=n_boot, seed=seed)
+    by = "rate" if "rate" in results and results["rate"].notna().any() else "concurrency"
+    table = plots.speedup_table(results, "A", metric=metric, color="arm", n_boot=n_boot, seed=seed, by=by)
     rows = []
-    for _, r in table[table["arm"] == "B"].sort_values("concurrency").iterrows():
+    for _, r in table[table["arm"] == "B"].sort_values(by).iterrows():
         lo, hi = (None if pd.isna(r["lo"]) else round(float(r["lo"]), 4)), (None if pd.isna(r["hi"]) else round(float(r["hi"]), 4))
-        rows.append({"concurrency": int(r["concurrency"]), "speedup": round(float(r["speedup"]), 4), "lo": lo, "hi": hi,
+        point = {"rate": float(r["rate"])} if by == "rate" else {"concurrency": int(r["concurrency"])}
+        rows.append({**point, "speedup": round(float(r["speedup"]), 4), "lo": lo, "hi": hi,
                      "repeats": int(r["repeats"]), "verdict": verdict_of(lo, hi)})
     return rows
+
+
+def point_words(row: dict[str, Any]) -> str:
+    """``c=4`` or ``rate=2/s``: which point of the ladder a row is."""
+    return f"rate={row['rate']:g}/s" if row.get("rate") is not None else f"c={row['concurrency']}"
 
 
 def _interval(row: dict[str, Any]) -> str:
@@ -73,8 +81,8 @@ def conclusion(base: str, edits: list[tuple[str, Any]], rows: list[dict[str, Any
         return (f"B ({what}) does not start: {failure_words(b_failure.get('exception_type'), b_failure.get('message'))}"
                 f" during {b_failure.get('phase')}.")
     if not rows:
-        return "Nothing to compare: no concurrency was measured on both arms."
-    per = "; ".join(f"c={r['concurrency']}: {_interval(r)} {r['verdict']}" for r in rows)
+        return "Nothing to compare: no point of the ladder was measured on both arms."
+    per = "; ".join(f"{point_words(r)}: {_interval(r)} {r['verdict']}" for r in rows)
     reps = min(r["repeats"] for r in rows)
     words = (f"B ({describe_edits(edits)}) vs A ({base}), output tok/s B/A with {confidence:.0%} bootstrap "
              f"intervals over {reps}+ repeats per arm — {per}. Overall: {verdict}.")

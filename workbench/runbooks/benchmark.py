@@ -2,7 +2,7 @@
 
 ``run(params)`` holds the host's lock for the sweep (nobody stops the server under it; the
 host is not changed), finds the unit's port from its command line, checks the server answers,
-sweeps the concurrencies (:func:`workbench.runbooks.measure.sweep_unit`: the load from the host
+sweeps the concurrencies or request rates (:func:`workbench.runbooks.measure.sweep_unit`: the load from the host
 by default, ``/metrics`` deltas per point, ``nvidia-smi`` samples joined per window), and labels
 every point with :mod:`workbench.bottleneck` on the GPU that ``nvidia-smi`` names and the model
 given.  It never starts or stops anything: a unit that is not running is a failed run.
@@ -14,12 +14,16 @@ Tables in the run directory: ``results.parquet`` (one row per point and repeat),
 ``result.json``::
 
     {"runbook": "benchmark", "status": "ok"|"failed", "host": str, "unit": str, "port": int,
-     "load_from": "host"|"tunnel", "concurrency": [int], "repeats": int,
-     "points": [{"concurrency": int, "repeats": int, "output_throughput": float (mean tok/s),
+     "load_from": "host"|"tunnel", "concurrency": [int] ([] with a rate ladder), "request_rate": [float], "repeats": int,
+     "points": [{"concurrency": int|null (a rate point: its cap on requests in flight), "rate": float (a rate point),
+                 "repeats": int, "output_throughput": float (mean tok/s),
                  "output_throughput_min": float, "output_throughput_max": float, "request_throughput": float,
                  "ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms", "itl_p50_ms", "e2e_p50_ms": float,
                  "tokens_per_chunk": float, "spec_accept_length": float|absent, "spec_windowed": bool|absent,
                  "gpu_power_w", "gpu_power_frac", "gpu_util_pct", "gpu_energy_per_token_j": float|absent,
+                 "ttft_p95_ms", ... (every percentile asked for, of ttft/tpot/itl/e2e): float,
+                 "input_throughput", "total_token_throughput": float, "goodput_rps",
+                 "goodput_output_throughput", "good_fraction": float|absent (goodput SLOs given),
                  "failed": int, "client_bound": int}],
      "bottleneck": {"gpu": str|null, "n_gpus": int, "model": str, "note": str,
                     "points": [{"concurrency", "label", "tok_s", "bw_fraction", "headroom", "roofline_tok_s",
@@ -64,7 +68,8 @@ class BenchmarkParams(measure.LoadParams, _Target):
 
 
 def _throughput_words(pts: list[dict[str, Any]]) -> str:
-    return ", ".join(f"{p['output_throughput']:.0f} tok/s at c={p['concurrency']}" for p in pts)
+    return ", ".join(f"{p['output_throughput']:.0f} tok/s at "
+                     + (f"{p['rate']:g} req/s" if p.get("rate") is not None else f"c={p['concurrency']}") for p in pts)
 
 
 def run(params: BenchmarkParams, *, progress: Callable[[str], None] = print) -> tuple[Run, dict[str, Any]]:
@@ -73,7 +78,8 @@ def run(params: BenchmarkParams, *, progress: Callable[[str], None] = print) -> 
     with RunbookRun("benchmark", params, BenchmarkResult, kinds=kinds, progress=progress) as rr:
         rr.provenance = {"host": params.host}
         rr.set(host=params.host, unit=params.unit, port=None, load_from=params.load_from,
-               concurrency=params.concurrency, repeats=params.repeats, points=[], bottleneck=None,
+               concurrency=[] if params.request_rate else params.concurrency, request_rate=params.request_rate,
+               repeats=params.repeats, points=[], bottleneck=None,
                host_restored=True, server_starts=0)  # nothing is changed: the host is as found
         host = rr.connect(params.host)
         with rr.session(host, lock_wait=params.lock_wait) as session:
@@ -92,7 +98,7 @@ def run(params: BenchmarkParams, *, progress: Callable[[str], None] = print) -> 
                 raise ServiceError(f"{params.unit} is running but not ready: {ready.describe()}",
                                    host=params.host, unit=params.unit)
             rr.provenance = collect_provenance(host, text)
-            rr.tell(f"sweeping {params.unit} on {params.host}:{shape.port}: c={params.concurrency} x {params.repeats}")
+            rr.tell(f"sweeping {params.unit} on {params.host}:{shape.port}: {params.points_words()} x {params.repeats}")
             series: list[pd.DataFrame] = []
             sweep = measure.sweep_unit(host, shape.port, params, {"variant": params.unit, "host": params.host},
                                        series=series)
@@ -102,7 +108,7 @@ def run(params: BenchmarkParams, *, progress: Callable[[str], None] = print) -> 
             rr.set(server_series=servermetrics.summary(series[0]))
         rr.table("requests", sweep.requests)
         rr.table("telemetry", sweep.gpu)
-        pts = measure.points(sweep.results)
+        pts = measure.points(sweep.results, by=(params.ladder,))
         roof = measure.roofline(sweep.results, params, gpu_name=rr.provenance.get("gpu"),
                                 gpu_count=int(rr.provenance.get("gpu_count") or 0), shape=shape)
         rr.table("roofline", roof.analyzed)

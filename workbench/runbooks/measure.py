@@ -3,96 +3,35 @@ host with GPU telemetry and server counters joined, and the roofline verdict in 
 
 Used by the benchmark runbook (one running unit) and the A/B runbook (a base and a variant).
 The server's port and shape (tensor parallel size, draft tokens verified per step) come from
-the unit's command line; the GPU model from ``nvidia-smi`` (provenance), looked up in
+the unit's command line; the load shape (the workload of ``workbench bench``) from
+:class:`~workbench.runbooks.loadparams.LoadParams`; the GPU model from ``nvidia-smi`` (provenance), looked up in
 :data:`workbench.bottleneck.GPUS`; the model description is a parameter (:data:`MODEL_SPECS`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from pydantic import Field, field_validator
 
 from workbench import plots
 from workbench.bench.loadcore import LoadSpec
 from workbench.bench.sweep import SweepResult, host_runner, local_runner, run_sweep
-from workbench.bottleneck import FAR_FROM_ROOF, GPUS, KIMI_K26, GpuSpec, ModelSpec, analyze_results
+from workbench.bottleneck import FAR_FROM_ROOF, GPUS, GpuSpec, ModelSpec, analyze_results
 from workbench.errors import ConfigError, HostError
 from workbench.hosts import Host
 from workbench.modelarch import read_served_config
-from workbench.runbooks.params import RunbookParams
+from workbench.runbooks.loadparams import MODEL_SPECS, LoadParams
 from workbench.runs import read_table
 from workbench.servermetrics import MetricsSampler
 from workbench.watch import server_port
 
-MODEL_SPECS: dict[str, ModelSpec] = {"kimi-k2.6": KIMI_K26}
-LOAD_FROM = ("host", "tunnel")
-APIS = ("completions", "chat")
 _TP_FLAGS = ("--tp-size", "--tp", "--tensor-parallel-size", "-tp")
 _DRAFT_FLAGS = ("--speculative-num-draft-tokens",)
-
-
-class LoadParams(RunbookParams):
-    """The request shape and sweep of a measuring runbook."""
-
-    concurrency: list[int] = Field(default_factory=lambda: [1, 4, 16, 64],
-                                   description="requests in flight at each sweep point")
-    repeats: int = Field(3, ge=1, description="runs of each point (intervals need at least 2)")
-    input_len: int = Field(128, ge=1, description="prompt tokens per request")
-    output_len: int = Field(128, ge=1, description="output tokens per request (ignore_eos)")
-    num_requests: int = Field(16, ge=1, description="measured requests per point, at least")
-    requests_per_concurrency: int = Field(4, ge=0, description="measured requests per point: at least this x concurrency")
-    warmup: int = Field(2, ge=0, description="warmup requests per point, not measured")
-    api: str = Field("completions", description="completions or chat")
-    load_from: str = Field("host", description="host: the client runs on the GPU host (TTFT without network); "
-                                               "tunnel: from here through SSH")
-    telemetry: bool = Field(True, description="sample the host's GPUs with nvidia-smi during the sweep")
-    gpu_interval_ms: int = Field(200, ge=50, description="GPU sampling interval (ms); short windows need short intervals")
-    server_metrics: bool = Field(True, description="poll the server's /metrics during the sweep (running/queued "
-                                                   "requests, KV cache usage, tokens, spec accept length)")
-    metrics_interval_ms: int = Field(500, ge=100, description="/metrics polling interval (ms)")
-    model_spec: str = Field("auto", description="model for the roofline: auto (the served model's config.json on the "
-                                                "host), kimi-k2.6, or empty (no roofline)")
-    gpu: str = Field("", description="GPU for the roofline (H100 H200 B200 B300 'RTX PRO 6000'); empty: from nvidia-smi")
-
-    @field_validator("concurrency")
-    @classmethod
-    def _concurrency(cls, v: list[int]) -> list[int]:
-        if not v or min(v) < 1:
-            raise ValueError("give at least one concurrency, each >= 1")
-        return v
-
-    @field_validator("api")
-    @classmethod
-    def _api(cls, v: str) -> str:
-        if v not in APIS:
-            raise ValueError(f"api must be one of {APIS}")
-        return v
-
-    @field_validator("load_from")
-    @classmethod
-    def _load_from(cls, v: str) -> str:
-        if v not in LOAD_FROM:
-            raise ValueError(f"load_from must be one of {LOAD_FROM}")
-        return v
-
-    @field_validator("model_spec")
-    @classmethod
-    def _model_spec(cls, v: str) -> str:
-        if v and v != "auto" and v not in MODEL_SPECS:
-            raise ValueError(f"model_spec must be empty, auto or one of {sorted(MODEL_SPECS)}")
-        return v
-
-    @field_validator("gpu")
-    @classmethod
-    def _gpu(cls, v: str) -> str:
-        if v and v not in GPUS:
-            raise ValueError(f"gpu must be empty or one of {sorted(GPUS)}")
-        return v
 
 
 @dataclass(frozen=True)
@@ -146,8 +85,8 @@ def gpu_key(name: str | None) -> str | None:
 
 
 def load_spec(p: LoadParams, url: str) -> LoadSpec:
-    return LoadSpec(url=url, api=p.api, input_len=p.input_len, output_len=p.output_len,
-                    num_requests=p.num_requests, warmup=p.warmup, concurrency=1)
+    """The base load spec of ``p``'s workload against ``url`` (headers from the environment)."""
+    return p.spec(url)
 
 
 def sweep_unit(host: Host, port: int, p: LoadParams, labels: dict[str, Any], *,
@@ -165,8 +104,11 @@ def sweep_unit(host: Host, port: int, p: LoadParams, labels: dict[str, Any], *,
         sampler = MetricsSampler(server_url, p.metrics_interval_ms / 1000) if series is not None and p.server_metrics \
             else None
         with sampler or contextlib.nullcontext():
-            out = run_sweep(load_spec(p, url), p.concurrency, repeats=repeats or p.repeats, runner=runner,
-                            labels=labels, requests_per_concurrency=p.requests_per_concurrency or None,
+            rates = p.request_rate
+            out = run_sweep(load_spec(p, url), [] if rates else p.concurrency, rates=rates,
+                            repeats=repeats or p.repeats, runner=runner, labels=labels,
+                            requests_per_concurrency=p.workload().per_concurrency(rates),
+                            slo=p.slo(), percentiles=p.percentiles_measured(),
                             server_url=server_url, gpu_host=host if p.telemetry else None,
                             gpu_interval_ms=p.gpu_interval_ms)
         if sampler is not None and series is not None and not sampler.frame.empty:
@@ -179,18 +121,34 @@ def sweep_unit(host: Host, port: int, p: LoadParams, labels: dict[str, Any], *,
 POINT_COLUMNS = ("output_throughput", "request_throughput", "ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms",
                  "itl_p50_ms", "e2e_p50_ms", "tokens_per_chunk", "spec_accept_length", "gpu_power_w",
                  "gpu_power_frac", "gpu_util_pct", "gpu_energy_per_token_j")
+# Kept per point when measured: input and total token throughput, goodput under the SLOs.
+EXTRA_COLUMNS = ("input_throughput", "total_token_throughput", "goodput_rps", "goodput_output_throughput",
+                 "good_fraction")
+_PERCENTILE_COLUMN = re.compile(r"^(?:ttft|tpot|itl|e2e)_p[0-9.]+_ms$")  # the percentiles asked for
+
+
+def _key(column: str, value: Any) -> Any:
+    if value is None or value != value:  # NaN: an uncapped rate point has no concurrency
+        return None
+    return int(str(value)) if column == "concurrency" else float(value)
 
 
 def points(results: pd.DataFrame, by: tuple[str, ...] = ("concurrency",)) -> list[dict[str, Any]]:
-    """Per point: means over repeats, the throughput range, failures and client-bound repeats."""
+    """Per point (``by``: ``concurrency``, or ``rate`` for a rate ladder): means over repeats, the
+    throughput range, failures and client-bound repeats; a rate point names its cap on requests in
+    flight as ``concurrency`` (null: none)."""
     if results.empty:
         return []
     rows = []
+    columns = [*POINT_COLUMNS, *(c for c in results.columns if _PERCENTILE_COLUMN.match(c) and c not in POINT_COLUMNS),
+               *EXTRA_COLUMNS]
     for key, g in results.groupby(list(by), sort=True):
         keys = key if isinstance(key, tuple) else (key,)
-        row: dict[str, Any] = {k: (int(str(v)) if k == "concurrency" else v) for k, v in zip(by, keys, strict=True)}
+        row: dict[str, Any] = {k: _key(k, v) for k, v in zip(by, keys, strict=True)}
+        if "concurrency" not in row and "concurrency" in g:
+            row["concurrency"] = _key("concurrency", g["concurrency"].iloc[0])
         row["repeats"] = len(g)
-        for col in POINT_COLUMNS:
+        for col in columns:
             if col in g and g[col].notna().any():
                 row[col] = round(float(g[col].astype(float).mean()), 4)
         row["output_throughput_min"] = round(float(g["output_throughput"].min()), 3)
@@ -235,6 +193,9 @@ def roofline(results: pd.DataFrame, p: LoadParams, *, gpu_name: str | None, gpu_
         return Roofline(empty, None, n, name, f"no roofline: GPU {gpu_name!r} is not in bottleneck.GPUS")
     if results.empty:
         return Roofline(empty, key, n, name, "no roofline: nothing was measured")
+    if p.request_rate:
+        return Roofline(empty, key, n, name, "no roofline: a request-rate ladder holds no fixed batch (the roofline "
+                                             "is placed per concurrency)")
     ok = results[results["completed"] > 0] if "completed" in results else results
     analyzed = analyze_results(ok, spec, GPUS[key], n, tree_tokens=shape.draft_tokens)
     return Roofline(analyzed, key, n, name, dtype=spec.compute_dtype)
@@ -295,11 +256,17 @@ def bottleneck_words(rows: list[dict[str, Any]], pts: list[dict[str, Any]], *, g
 # -- charts (values; nothing is drawn until displayed) ------------------------------------------
 
 
+def ladder_of(results: pd.DataFrame) -> str:
+    """``rate`` when the results come from a request-rate ladder, else ``concurrency``."""
+    return "rate" if "rate" in results and results["rate"].notna().any() else "concurrency"
+
+
 def window_phases(results: pd.DataFrame, color: str | None = None) -> pd.DataFrame:
-    """One shaded span per measured window: ``phase`` (``c=4``, with the arm when given), start, end."""
+    """One shaded span per measured window: ``phase`` (``c=4`` or ``rate=2.0``, with the arm when given), start, end."""
     if results.empty or "start_unix" not in results:
         return pd.DataFrame(columns=["phase", "start", "end"])
-    label = "c=" + results["concurrency"].astype(str)
+    label = ("rate=" + results["rate"].astype(str)) if ladder_of(results) == "rate" \
+        else "c=" + results["concurrency"].astype(str)
     if color and color in results:
         label = results[color].astype(str) + " " + label
     return pd.DataFrame({"phase": label, "start": results["start_unix"], "end": results["end_unix"]})
@@ -328,9 +295,10 @@ def tables(run_dir: Path) -> dict[str, pd.DataFrame]:
 
 def sweep_charts(res: pd.DataFrame, samples: pd.DataFrame, bottleneck: dict[str, Any], roofline_table: pd.DataFrame,
                  *, load_from: str, color: str | None = None, timeline_results: pd.DataFrame | None = None) -> list[Any]:
-    """Throughput vs concurrency, latency vs throughput, the GPU timeline (over ``timeline_results``,
+    """Throughput vs concurrency (or request rate), latency vs throughput, the GPU timeline (over ``timeline_results``,
     default all of ``res``) and achieved vs roofline."""
-    out: list[Any] = [plots.throughput_vs_concurrency(res), plots.latency_vs_throughput(res)]
+    x = ladder_of(res)
+    out: list[Any] = [plots.throughput_vs_concurrency(res, x=x), plots.latency_vs_throughput(res, x=x)]
     gpu = gpu_chart(samples, res if timeline_results is None else timeline_results, load_from=load_from, color=color)
     if gpu is not None:
         out.append(gpu)

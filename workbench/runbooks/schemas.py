@@ -126,7 +126,8 @@ class FactorialResult(RunResult):
 
 
 class BenchPoint(_Open):
-    concurrency: int | None = None
+    concurrency: int | None = Field(None, description="requests in flight; a rate point: its cap (null: none)")
+    rate: float | None = Field(None, description="requests/s offered, when a request-rate ladder drove the sweep")
     repeats: int | None = None
     output_throughput: float | None = Field(None, description="mean tok/s over repeats")
     request_throughput: float | None = None
@@ -134,6 +135,9 @@ class BenchPoint(_Open):
     ttft_p99_ms: float | None = None
     tpot_p50_ms: float | None = None
     itl_p50_ms: float | None = None
+    input_throughput: float | None = Field(None, description="prompt tok/s (the server's usage)")
+    total_token_throughput: float | None = Field(None, description="input + output tok/s")
+    goodput_rps: float | None = Field(None, description="requests/s meeting every goodput SLO (goodput given)")
     failed: int | None = None
 
 
@@ -164,7 +168,8 @@ class BenchmarkResult(RunResult):
     unit: str | None = None
     port: int | None = None
     load_from: str | None = Field(None, description="host | tunnel")
-    concurrency: list[int] = Field(default_factory=list)
+    concurrency: list[int] = Field(default_factory=list, description="the concurrency ladder ([] with request_rate)")
+    request_rate: list[float] = Field(default_factory=list, description="the request-rate ladder (req/s), if any")
     repeats: int | None = None
     points: list[BenchPoint] = Field(default_factory=list)
     bottleneck: Bottleneck | None = None
@@ -180,7 +185,8 @@ class Arm(_Open):
 
 
 class Speedup(_Open):
-    concurrency: int
+    concurrency: int | None = None
+    rate: float | None = Field(None, description="requests/s, when a request-rate ladder drove the sweep")
     speedup: float | None = None
     lo: float | None = None
     hi: float | None = None
@@ -246,7 +252,8 @@ class TriageResult(RunResult):
 
 
 class SweepPoint(_Open):
-    concurrency: int
+    concurrency: int | None = Field(description="requests in flight; a rate point: its cap (null: none)")
+    rate: float | None = Field(None, description="requests/s offered, when a request-rate ladder drove the sweep")
     repeats: int
     output_tok_s: float
     output_tok_s_lo: float | None = None
@@ -275,6 +282,8 @@ class SweepResult(RunResult):
     base_unit: str | None = None
     grid: dict[str, list[Any]] = Field(default_factory=dict)
     slo: dict[str, float | None] = Field(default_factory=dict)
+    concurrency: list[int] = Field(default_factory=list, description="the concurrency ladder ([] with request_rate)")
+    request_rate: list[float] = Field(default_factory=list, description="the request-rate ladder (req/s), if any")
     configs: list[SweepConfig] = Field(default_factory=list)
     pareto: list[dict[str, Any]] = Field(default_factory=list)
     best: dict[str, Any] | None = None

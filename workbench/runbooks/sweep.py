@@ -2,7 +2,7 @@
 
 ``run(params)`` expands the grid (:func:`workbench.configsweep.expand_grid`), and in one host
 session (locked, recorded, restored) starts each configuration as a variant of the base unit
-(:meth:`HostSession.serve_variant`), sweeps the concurrency ladder with repeats
+(:meth:`HostSession.serve_variant`), sweeps the concurrency ladder (or the ``request_rate`` ladder) with repeats
 (:func:`workbench.runbooks.measure.sweep_unit`: load from the host, GPU telemetry), and stops it.
 A configuration that does not start is recorded with its signature and phase and the sweep
 goes on; a configuration that holds a culprit an earlier bisect of this base found (the
@@ -14,11 +14,13 @@ ledger of the data dir) is skipped with that culprit as the reason.
      "slo": {"ttft_p99_ms": float|null, "tpot_p99_ms": float|null},
      "configs": [{"edits": [[flag, value]], "outcome": "ready"|"failed"|"timeout"|"skipped",
                   "signature": str|null, "exception_type": str|null, "phase": str|null, "reason": str|null,
-                  "points": [{"concurrency": int, "repeats": int, "output_tok_s": float,
+                  "points": [{"concurrency": int|null, "rate": float (rate ladder only), "repeats": int,
+                              "output_tok_s": float,
                               "output_tok_s_lo": float, "output_tok_s_hi": float, "ttft_p99_ms": float,
                               "tpot_p99_ms": float, "tok_s_per_user": float, "tok_s_per_gpu": float,
                               "gpus": int, "slo_met": bool}]}],
-     "pareto": [{"config": int, "concurrency": int, "tok_s_per_user": float, "tok_s_per_gpu": float}],
+     "pareto": [{"config": int, "concurrency": int|null, "rate": float (rate ladder), "tok_s_per_user": float,
+                 "tok_s_per_gpu": float}],
      "best": {"config": int, "edits": [...], "concurrency": int, "output_tok_s": float,
               "output_tok_s_lo": float, "output_tok_s_hi": float, ...}|null,
      "server_starts": int, "host_restored": bool, "conclusion": str, "failure": {...}|null, ...}
@@ -47,6 +49,7 @@ from workbench.hosts import Host
 from workbench.journal.read import invocation_text
 from workbench.provenance import collect as collect_provenance
 from workbench.runbooks import measure
+from workbench.runbooks.abverdict import point_words
 from workbench.runbooks.params import RunbookParams
 from workbench.runbooks.schemas import SweepResult
 from workbench.runbooks.skeleton import RunbookRun
@@ -102,15 +105,22 @@ def known_culprits(data_dir: str | Path, host: str, base_unit: str) -> list[list
     return out
 
 
-def _points(results: pd.DataFrame, gpus: int, slo: Slo) -> list[dict[str, Any]]:
+def _points(results: pd.DataFrame, gpus: int, slo: Slo, ladder: str = "concurrency") -> list[dict[str, Any]]:
+    """Per point of the ladder (``concurrency``, or ``rate``: then ``concurrency`` is the cap, null if none)."""
     pts = []
-    for c, g in results.groupby("concurrency", sort=True):
+    for key, g in results.groupby(ladder, sort=True):
         tok, lo, hi = mean_ci(g["output_throughput"].astype(float).tolist())
-        row: dict[str, Any] = {"concurrency": int(str(c)), "repeats": len(g), "output_tok_s": round(tok, 2),
+        cap = g["concurrency"].iloc[0] if "concurrency" in g else None
+        point: dict[str, Any] = {"concurrency": int(str(key))} if ladder == "concurrency" else \
+            {"concurrency": None if cap is None or cap != cap else int(cap), "rate": float(str(key))}
+        row: dict[str, Any] = {**point, "repeats": len(g), "output_tok_s": round(tok, 2),
                                "output_tok_s_lo": round(lo, 2), "output_tok_s_hi": round(hi, 2), "gpus": gpus}
         for col in ("ttft_p99_ms", "tpot_p99_ms", "ttft_p50_ms", "tpot_p50_ms"):
             if col in g and g[col].notna().any():
                 row[col] = round(float(g[col].astype(float).max() if col.endswith("p99_ms") else g[col].mean()), 3)
+        for col in ("input_throughput", "total_token_throughput", "goodput_rps", "good_fraction"):
+            if col in g and g[col].notna().any():
+                row[col] = round(float(g[col].astype(float).mean()), 4)
         tpot = row.get("tpot_p50_ms")
         row["tok_s_per_user"] = round(1000.0 / tpot, 2) if tpot else None
         row["tok_s_per_gpu"] = round(tok / gpus, 2) if gpus else None
@@ -137,7 +147,8 @@ def run(params: SweepParams, *, progress: Callable[[str], None] = print) -> tupl
         rr.provenance = {"host": params.host}
         rr.set(host=params.host, base_unit=params.base_unit, grid=params.grid,
                slo={"ttft_p99_ms": slo.ttft_p99_ms, "tpot_p99_ms": slo.tpot_p99_ms},
-               concurrency=params.concurrency, repeats=params.repeats, configs=rows, server_starts=0)
+               concurrency=[] if params.request_rate else params.concurrency, request_rate=params.request_rate,
+               repeats=params.repeats, configs=rows, server_starts=0)
         try:
             host = rr.connect(params.host)
             with rr.session(host, lock_wait=params.lock_wait) as s:
@@ -179,7 +190,8 @@ def _config(rr: RunbookRun, s: HostSession, host: Host, params: SweepParams, i: 
         sweep = measure.sweep_unit(host, shape.port, params, {"variant": f"config {i}", "config": i})
         frames.append(sweep.results)
         row.update(outcome="ready", phase="serving",
-                   points=_points(sweep.results, shape.tp or int(rr.provenance.get("gpu_count") or 1), slo))
+                   points=_points(sweep.results, shape.tp or int(rr.provenance.get("gpu_count") or 1), slo,
+                                  params.ladder))
         best = max((p["output_tok_s"] for p in row["points"]), default=0)
         rr.tell(f"    ready in {out.seconds:.1f} s; best {best:.0f} tok/s")
     return row
@@ -191,6 +203,7 @@ def _summary(rr: RunbookRun, rows: list[dict[str, Any]], frames: list[pd.DataFra
         rr.table("results", pd.concat(frames, ignore_index=True))
     flat = [{"config": i, **p} for i, r in enumerate(rows) for p in r["points"]]
     front = [{"config": flat[j]["config"], "concurrency": flat[j]["concurrency"],
+              **({"rate": flat[j]["rate"]} if "rate" in flat[j] else {}),
               "tok_s_per_user": flat[j]["tok_s_per_user"], "tok_s_per_gpu": flat[j]["tok_s_per_gpu"]}
              for j in pareto_front(flat)]
     b = best_under_slo(flat, slo)
@@ -211,7 +224,7 @@ def conclusion(rows: list[dict[str, Any]], best: dict[str, Any] | None, slo: Slo
         if best.get("output_tok_s_lo") == best.get("output_tok_s_lo"):  # not NaN
             ci = f" (95% CI {best['output_tok_s_lo']:.0f}-{best['output_tok_s_hi']:.0f})"
         parts.append(f"Best under {slo.words()}: {describe_edits([tuple(e) for e in best['edits']])} at "
-                     f"c={best['concurrency']}: {best['output_tok_s']:.0f} tok/s{ci}, "
+                     f"{point_words(best)}: {best['output_tok_s']:.0f} tok/s{ci}, "
                      f"{best['tok_s_per_gpu']:.0f} tok/s per GPU.")
     else:
         parts.append(f"No configuration met {slo.words()}.")
@@ -243,13 +256,14 @@ def pareto_chart(result: dict[str, Any]) -> Any:
     if not rows:
         return None
     df = pd.DataFrame(rows)
-    on = {(f["config"], f["concurrency"]) for f in result.get("pareto") or []}
-    df["pareto"] = [(c, k) in on for c, k in zip(df["config"], df["concurrency"], strict=True)]
+    key = "rate" if "rate" in df else "concurrency"  # the ladder's column
+    on = {(f["config"], f.get(key)) for f in result.get("pareto") or []}
+    df["pareto"] = [(c, k) in on for c, k in zip(df["config"], df[key], strict=True)]
     base = alt.Chart(df).encode(x=alt.X("tok_s_per_user:Q", title="tok/s per user (1000 / TPOT p50)"),
                                 y=alt.Y("tok_s_per_gpu:Q", title="output tok/s per GPU"))
     points = base.mark_point(filled=True, size=70).encode(
         color=alt.Color("edits:N", title="configuration"), shape=alt.Shape("slo_met:N", title="SLO met"),
-        tooltip=["edits", "concurrency", "output_tok_s", "ttft_p99_ms", "tpot_p99_ms"])
+        tooltip=["edits", key, "output_tok_s", "ttft_p99_ms", "tpot_p99_ms"])
     front = base.transform_filter(alt.datum.pareto).mark_line(color="black", strokeDash=[4, 2])
     return (front + points).properties(title="Pareto front: interactivity vs cost", width=520, height=320)
 

@@ -62,7 +62,7 @@ def ab_run(params: Any, *, progress: Callable[[str], None] = print) -> tuple[Run
                     try:
                         shape = measure.with_model(measure.server_shape(variant.argv), node, variant.argv, params)
                         rr.tell(f"{spec}: sweeping {name} on {info.nodes[0]} (job {info.job_id}), "
-                                f"c={params.concurrency} x {params.repeats}")
+                                f"{params.points_words()} x {params.repeats}")
                         series: list[pd.DataFrame] = []
                         out = measure.sweep_unit(node, shape.port, params, {"variant": label}, repeats=params.repeats,
                                                  series=series)

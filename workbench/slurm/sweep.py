@@ -49,7 +49,8 @@ def sweep_run(params: Any, *, progress: Callable[[str], None] = print) -> tuple[
         culprits = known_culprits(params.data_dir, params.host, params.base_unit) if params.skip_known_culprits else []
         rr.set(host=params.host, base_unit=params.base_unit, grid=params.grid,
                slo={"ttft_p99_ms": slo.ttft_p99_ms, "tpot_p99_ms": slo.tpot_p99_ms},
-               concurrency=params.concurrency, repeats=params.repeats, configs=rows, server_starts=0)
+               concurrency=[] if params.request_rate else params.concurrency, request_rate=params.request_rate,
+               repeats=params.repeats, configs=rows, server_starts=0)
         n = len(configs)
         try:
             cluster = open_cluster(params)
@@ -74,7 +75,7 @@ def sweep_run(params: Any, *, progress: Callable[[str], None] = print) -> tuple[
                         out = measure.sweep_unit(node, shape.port, params, {"variant": f"config {i}", "config": i})
                         with lock:
                             frames.append(out.results)
-                        row.update(points=_points(out.results, shape.tp or 1, slo))
+                        row.update(points=_points(out.results, shape.tp or 1, slo, params.ladder))
                     finally:
                         node.close()
 

@@ -199,3 +199,12 @@ def test_every_writer_of_a_run(tmp_path, canary):
     assert {"result.json", "trials.parquet", "notebook.ipynb", "report.html"} <= set(blobs) and echo.lines == 2
     for where, blob in blobs.items():
         assert_nowhere(blob, canary, *TOKENS.values(), where=where)
+
+
+def test_a_list_of_values_under_a_secret_flag_is_learnt_and_redacted() -> None:
+    """A sweep's grid tries several values of one flag: {"--api-key": [X, Y]} hides both, anywhere."""
+    grid = {"--api-key": ["grid-key-canary-1", "grid-key-canary-2"], "--tp-size": ["4", "8"]}
+    r = Redactor.for_params({"grid": grid})
+    assert r.obj({"grid": grid}) == {"grid": {"--api-key": [REDACTED, REDACTED], "--tp-size": ["4", "8"]}}
+    text = r.text("started with --api-key=grid-key-canary-2; the other grid-key-canary-1")
+    assert "grid-key-canary" not in text

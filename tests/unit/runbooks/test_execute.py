@@ -17,6 +17,7 @@ from pathlib import Path
 import nbformat
 import pandas as pd
 import pytest
+from pydantic import Field
 
 from workbench.errors import ConfigError
 from workbench.redact import ADDRESS, REDACTED, Redactor, is_secret_name
@@ -337,6 +338,38 @@ def test_a_long_canary_and_every_token_format_through_a_real_run(toy, tmp_path, 
     assert {"result.json", "report.html", "notebook.ipynb"} <= set(files) and files["stderr"]  # the live echo ran
     for where, blob in files.items():
         assert_nowhere(blob, canary, *TOKENS.values(), where=where)
+
+
+class ToyLoadParams(ToyParams):
+    """The toy with a measuring runbook's secret references (LoadParams' api_key_env and headers)."""
+
+    api_key_env: str = ""
+    headers: list[str] = Field(default_factory=list)
+
+
+def test_an_api_key_and_header_values_named_by_reference_are_nowhere_after_a_real_run(toy, tmp_path, monkeypatch,
+                                                                                       capsys):
+    """Issue 18: the API key the load sends (read from the variable api_key_env names) and a header's
+    value (headers NAME=ENVVAR), printed by the kernel and pasted into a parameter, are in no file of the
+    run directory nor the live output; the variables' names stay."""
+    import secrets as _secrets
+
+    from tests.unit.core.test_redact import assert_nowhere
+
+    key, team = "wbkey" + _secrets.token_urlsafe(40), "wbteam" + _secrets.token_urlsafe(12)
+    monkeypatch.setenv("TOY_API_KEY_VAR", key)
+    monkeypatch.setenv("TOY_TEAM_VAR", team)
+    out = ex.execute(toy, {"api_key_env": "TOY_API_KEY_VAR", "headers": ["X-Team=TOY_TEAM_VAR"],
+                           "note": f"team {team}"}, data_dir=tmp_path, model=ToyLoadParams, progress=True, timeout=30)
+    assert out.ok, out.result.get("failure")
+    files = {p.name: p.read_text(errors="replace") for p in out.run_dir.iterdir()}
+    captured = capsys.readouterr()
+    files["stdout"], files["stderr"] = captured.out, captured.err
+    assert "using token=" in files["notebook.ipynb"]  # the kernel printed the key; it was redacted
+    for where, blob in files.items():
+        assert_nowhere(blob, key, team, where=where)
+    nb = nbformat.read(out.notebook, as_version=4)
+    assert nb.metadata.papermill.parameters["api_key_env"] == "TOY_API_KEY_VAR"
 
 
 def test_kernel_sockets_live_in_the_runtime_dir_not_the_current_one(tmp_path, monkeypatch):

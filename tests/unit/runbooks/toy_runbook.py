@@ -33,7 +33,7 @@ def step(name):
 step("start")"""
 
 TRIALS = """\
-pw = os.environ.get(secret_env[0], "") if secret_env else ""
+pw = os.environ.get(secret_env[0], "") if secret_env else os.environ.get(globals().get("api_key_env") or "-", "")
 print(f"using token={token} pw {pw} note {note}")
 trials = pd.DataFrame([{"edits": [["--ep-size", "8"]], "outcome": "failed", "reused": False},
                        {"edits": [["--enable-nccl-nvls", True]], "outcome": "ready", "reused": False}])
