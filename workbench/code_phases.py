@@ -41,11 +41,18 @@ listing the functions of the start-up and serving paths with what each one does 
 * SGLang ``python/sglang/srt/model_executor/model_runner.py`` @ 0005834cdb2a (``ModelRunner.__init__``
   → ``init_torch_distributed``, ``initialize`` → ``load_model``, ``alloc_memory_pool`` →
   ``init_memory_pool``, ``init_backends`` → ``init_prefill_cuda_graph`` / ``init_decode_cuda_graph``);
-  its scheduler, TP worker, CUDA-graph runner, tokenizer manager and HTTP server names as their
-  stacks print them in the corpus;
+  ``python/sglang/srt/managers/scheduler.py`` @ 0003215cf146 (``Scheduler.__init__``'s ``init_*``
+  steps: model config, tokenizer, TP and draft workers, ``init_memory_pools``, attention backends);
+  ``python/sglang/srt/entrypoints/http_server.py`` @ 0025436eab05 (``lifespan``, the warm-up thread
+  ``_wait_and_warmup``, ``health_generate``); the TP worker, CUDA-graph runner, tokenizer manager
+  and event-loop names as their stacks print them in the corpus;
 * TensorRT-LLM ``tensorrt_llm/_torch/pyexecutor/py_executor_creator.py`` @ 000429d57d42
   (``create_py_executor``: model engine, ``KvCacheCreator.try_prepare_estimation`` /
   ``build_managers`` / ``configure_kv_cache_capacity``, ``create_py_executor_instance``);
+  TensorRT-LLM's model-engine warm-ups (``_run_autotuner_warmup``, ``_general_warmup_impl``...) as
+  its pull requests' diffs show them;
+* vllm-ascend's NPU worker and runner (``vllm_ascend/worker/worker_v1.py``, ``model_runner_v1.py``)
+  mirror vLLM's; their names are the ones their stacks print (tests/fixtures/tracebacks);
 * lmdeploy ``lmdeploy/pytorch/engine/model_agent.py`` @ 002f835fc3c3 (``_tp_build_model`` →
   ``build_patched_model`` / ``load_model_weights`` / ``_update_cache_config`` / ``CacheEngine``,
   ``_start_sub_process`` → ``init_process_group``, ``_tp_model_loop``, ``model_forward``).
@@ -203,9 +210,10 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("sglang/srt/model_executor/cuda_graph_runner.py", "CudaGraphRunner __init__ capture capture_one_batch_size", _CG),
     ("sglang/srt/model_executor/cuda_graph_runner.py", "replay replay_prepare can_run", _S),
     # --- SGLang scheduler, workers, front end
-    ("sglang/srt/managers/scheduler.py", "Scheduler __init__ init_tokenizer init_model_worker "
-     "init_tp_model_worker", _U),
-    ("sglang/srt/managers/scheduler.py", "init_memory_pool_and_cache", _KV),
+    ("sglang/srt/managers/scheduler.py", "Scheduler __init__ init_tokenizer init_model_worker init_model_config "
+     "init_tp_model_worker maybe_init_draft_worker init_all_attention_backends init_disaggregation init_overlap "
+     "init_ipc_channels", _U),
+    ("sglang/srt/managers/scheduler.py", "init_memory_pool_and_cache init_memory_pools init_target_memory_pool", _KV),
     ("sglang/srt/managers/scheduler.py", "event_loop_normal event_loop_overlap event_loop_pp run_event_loop "
      "dispatch_event_loop run_batch process_input_requests recv_requests get_next_batch_to_run "
      "get_new_batch_prefill process_batch_result handle_generate_request update_running_batch", _S),
@@ -217,7 +225,10 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("sglang/srt/managers/tokenizer_manager.py", "TokenizerManager __init__", _U),
     ("sglang/srt/managers/tokenizer_manager.py", "generate_request _handle_batch_output handle_loop "
      "_wait_one_response _tokenize_one_request", _S),
-    ("sglang/srt/entrypoints/http_server.py", "launch_server lifespan", _U),
+    ("sglang/srt/entrypoints/http_server.py", "launch_server lifespan init_multi_tokenizer", _U),
+    ("sglang/srt/entrypoints/http_server.py", "health_generate generate_request openai_v1_completions "
+     "openai_v1_chat_completions", _S),
+    ("sglang/srt/entrypoints/openai/serving_", "*", _S),
     ("sglang/srt/entrypoints/http_server.py", "_wait_and_warmup _execute_server_warmup", _WU),
     ("sglang/srt/entrypoints/engine.py", "_launch_subprocesses __init__", _U),
     ("sglang/srt/distributed/parallel_state.py", "init_distributed_environment initialize_model_parallel "
@@ -234,7 +245,8 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
      "estimate_max_tokens _create_kv_cache_manager", _KV),
     ("tensorrt_llm/_torch/pyexecutor/model_engine.py", "_load_model load_weights_from_target_model", _W),
     ("tensorrt_llm/_torch/pyexecutor/model_engine.py", "warmup _run_torch_compile_warmup _run_autotuner_warmup "
-     "_general_warmup _general_warmup_impl", _WU),
+     "_general_warmup _general_warmup_impl _general_warmup_encoder _run_attention_warmup _run_mamba_hybrid_warmup",
+     _WU),
     ("tensorrt_llm/_torch/pyexecutor/model_engine.py", "_run_cuda_graph_warmup", _CG),
     ("tensorrt_llm/_torch/pyexecutor/model_engine.py", "__init__", _U),
     ("tensorrt_llm/_torch/pyexecutor/py_executor.py", "_executor_loop _executor_loop_overlap _executor_loop_pp "
@@ -314,7 +326,9 @@ def code_phase(file: str, function: str, *, callee: bool = False) -> str | None:
             return entries[0][1]
     if path:
         for where, phase in _FILE_WIDE:
-            if where in path:
+            # a serving module's constructor runs when the server builds it (vLLM's init_app_state builds
+            # OpenAIServingChat, which loads the chat template): not serving
+            if where in path and not (phase == _S and function == "__init__"):
                 return phase
     return None
 

@@ -40,6 +40,9 @@ def test_a_name_alone_needs_a_callee_or_no_file_and_one_meaning() -> None:
     assert code_phase("", "determine_num_available_blocks") == "kv_cache_alloc"  # a wrapper's method name
     assert code_phase("", "load_model") is None  # too common to trust without its file
     assert code_phase(SP + "myapp/server.py", "run_busy_loop") is None
+    # a serving module's constructor runs at start-up (vLLM builds OpenAIServingChat in init_app_state)
+    assert code_phase(SP + "vllm/entrypoints/openai/serving_chat.py", "chat_completion_stream_generator") == "serving"
+    assert code_phase(SP + "vllm/entrypoints/openai/serving_chat.py", "__init__") is None
 
 
 def test_serving_side_is_serving_whatever_the_inner_frames_are_called() -> None:
