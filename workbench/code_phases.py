@@ -36,7 +36,10 @@ listing the functions of the start-up and serving paths with what each one does 
   ``load_model``, ``determine_available_memory`` → ``profile_run``, ``initialize_from_config``,
   ``compile_or_warm_up_model`` → ``_dummy_run`` / ``capture_model`` / ``_dummy_sampler_run``,
   ``execute_dummy_batch``); ``vllm/v1/worker/gpu_model_runner.py`` @ 000fc94b754f (``execute_model``,
-  ``sample_tokens`` and the bookkeeping/draft path); the v0 worker, executor and engine names are
+  ``sample_tokens`` and the bookkeeping/draft path); the model runner v2
+  ``vllm/v1/worker/gpu/model_runner.py`` @ 0036d38de46c (``load_model``, ``initialize_kv_cache``,
+  ``_dummy_run`` → ``execute_model(dummy_run=True)``, ``profile_run``, ``capture_model``, the request
+  updates); the v0 worker, executor and engine names are
   the ones their stacks print in the corpus (tests/fixtures/tracebacks/corpus);
 * SGLang ``python/sglang/srt/model_executor/model_runner.py`` @ 0005834cdb2a (``ModelRunner.__init__``
   → ``init_torch_distributed``, ``initialize`` → ``load_model``, ``alloc_memory_pool`` →
@@ -55,7 +58,9 @@ listing the functions of the start-up and serving paths with what each one does 
   mirror vLLM's; their names are the ones their stacks print (tests/fixtures/tracebacks);
 * lmdeploy ``lmdeploy/pytorch/engine/model_agent.py`` @ 002f835fc3c3 (``_tp_build_model`` →
   ``build_patched_model`` / ``load_model_weights`` / ``_update_cache_config`` / ``CacheEngine``,
-  ``_start_sub_process`` → ``init_process_group``, ``_tp_model_loop``, ``model_forward``).
+  ``_start_sub_process`` → ``init_process_group``, ``_tp_model_loop``, ``model_forward``) and its
+  successor ``lmdeploy/pytorch/engine/model_agent/agent.py`` @ 013638ed3e71 (``build_model`` →
+  ``_build_model``, ``build_graph_runner``, ``build_cache_engine``, the background loops).
 
 Functions whose phase depends on what they call (vLLM's ``run_engine_core`` and ``worker_main``,
 SGLang's ``run_scheduler_process``, lmdeploy's ``_tp_model_loop``) are left out on purpose: the
@@ -135,6 +140,17 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("vllm/v1/worker/gpu_model_runner.py", "_dummy_run __init__", _U),
     ("vllm/v1/worker/gpu_model_runner.py", "execute_model sample_tokens _update_states _prepare_inputs _preprocess "
      "_sample _bookkeeping_sync propose_draft_token_ids _update_states_after_model_execute _pool", _S),
+    # --- vLLM's model runner v2 (vllm/v1/worker/gpu/model_runner.py): its _dummy_run calls execute_model
+    ("vllm/v1/worker/gpu/model_runner.py", "load_model reload_weights", _W),
+    ("vllm/v1/worker/gpu/model_runner.py", "initialize_kv_cache profile_run profile_cudagraph_memory "
+     "get_kv_cache_spec _init_kv_zero_meta", _KV),
+    ("vllm/v1/worker/gpu/model_runner.py", "capture_model", _CG),
+    ("vllm/v1/worker/gpu/model_runner.py", "_dummy_sampler_run _dummy_pooler_run", _WU),
+    ("vllm/v1/worker/gpu/model_runner.py", "_dummy_run __init__", _U),
+    ("vllm/v1/worker/gpu/model_runner.py", "execute_model sample_tokens add_requests update_requests "
+     "finish_requests free_states gather_batch_req_state prepare_inputs postprocess_sampled", _S),
+    ("vllm/v1/worker/gpu/cudagraph_utils.py", "capture capture_graph _capture_graph", _CG),
+    ("vllm/v1/worker/gpu/cudagraph/manager.py", "capture", _CG),
     # --- vllm-ascend's NPU worker and runner (vllm_ascend/worker/worker_v1.py, model_runner_v1.py) mirror them
     ("vllm_ascend/worker/worker_v1.py", "init_device _init_worker_distributed_environment", _NCCL),
     ("vllm_ascend/worker/worker_v1.py", "load_model", _W),
@@ -207,8 +223,11 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
      "sample", _S),
     ("sglang/srt/model_executor/model_runner_kv_cache_mixin.py", "init_memory_pool profile_max_num_token "
      "_init_pools", _KV),
-    ("sglang/srt/model_executor/cuda_graph_runner.py", "CudaGraphRunner __init__ capture capture_one_batch_size", _CG),
-    ("sglang/srt/model_executor/cuda_graph_runner.py", "replay replay_prepare can_run", _S),
+    # every SGLang graph runner (model_executor/cuda_graph_runner.py, runner/{decode,prefill,base}_cuda_graph_runner.py,
+    # piecewise and EAGLE draft runners): built and captured at start-up, replayed while serving
+    ("cuda_graph_runner.py", "CudaGraphRunner __init__ capture capture_one_batch_size _capture_graph "
+     "_capture_one_stream", _CG),
+    ("cuda_graph_runner.py", "replay replay_prepare can_run", _S),
     # --- SGLang scheduler, workers, front end
     ("sglang/srt/managers/scheduler.py", "Scheduler __init__ init_tokenizer init_model_worker init_model_config "
      "init_tp_model_worker maybe_init_draft_worker init_all_attention_backends init_disaggregation init_overlap "
@@ -262,6 +281,13 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("lmdeploy/pytorch/engine/model_agent.py", "_update_cache_config _broadcast_config", _KV),
     ("lmdeploy/pytorch/engine/model_agent.py", "_start_sub_process", _NCCL),
     ("lmdeploy/pytorch/engine/model_agent.py", "model_forward _forward_impl async_forward cache_swapping", _S),
+    # the agent split into model_agent/agent.py (2025-2026): _build_model only builds and loads the model
+    ("lmdeploy/pytorch/engine/model_agent/agent.py", "_build_model build_model", _W),
+    ("lmdeploy/pytorch/engine/model_agent/agent.py", "build_cache_engine", _KV),
+    ("lmdeploy/pytorch/engine/model_agent/agent.py", "build_graph_runner __init__", _U),
+    ("lmdeploy/pytorch/engine/model_agent/agent.py", "_async_loop_background _async_loop_inputs_preprocess "
+     "_async_step _step_postprocess_with_output _step_postprocess_without_output get_output_async async_forward "
+     "_forward_impl", _S),
     ("lmdeploy/pytorch/models/patch.py", "build_patched_model patch _dist_model add_adapters", _W),
     ("lmdeploy/pytorch/weight_loader/", "*", _W),
     ("lmdeploy/pytorch/engine/cache_engine.py", "__init__ allocate_gpu_cache allocate_cpu_cache "

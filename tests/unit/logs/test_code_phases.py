@@ -77,6 +77,24 @@ def test_start_up_side_is_never_serving() -> None:
     assert stack_evidence(frames) == (None, False, True)
 
 
+def test_newer_layouts_of_the_same_engines() -> None:
+    # vLLM's model runner v2: profiling runs _dummy_run, which runs execute_model(dummy_run=True)
+    frames = _frames(("vllm/v1/worker/gpu/model_runner.py", "profile_run", "hidden_states, sample_hidden_states = "
+                      "self._dummy_run("),
+                     ("vllm/v1/worker/gpu/model_runner.py", "_dummy_run", "self.execute_model("),
+                     ("vllm/v1/worker/gpu/model_runner.py", "execute_model", "hidden_states = self.model("))
+    assert decide_phase(frames) == "kv_cache_alloc"
+    # SGLang's split graph runners (model_executor/runner/*_cuda_graph_runner.py)
+    assert decide_phase(_frames(("sglang/srt/model_executor/runner/decode_cuda_graph_runner.py", "capture",
+                                 "self.capture_one_batch_size(bs, forward)"))) == "cuda_graph_capture"
+    assert decide_phase(_frames(("sglang/srt/model_executor/runner/decode_cuda_graph_runner.py", "replay",
+                                 "self.graphs[key].replay()"))) == "serving"
+    # lmdeploy's agent split into model_agent/agent.py: build_model only builds and loads the weights
+    assert decide_phase(_frames(("lmdeploy/pytorch/engine/model_agent/agent.py", "build_model", "self._build_model()"),
+                                ("lmdeploy/pytorch/engine/model_agent/agent.py", "_build_model",
+                                 "patched_model = build_patched_model(self.model_config,"))) == "weight_loading"
+
+
 def test_the_callee_in_a_code_line_decides_a_function_that_does_both() -> None:
     start = _frames(("vllm/v1/engine/core.py", "run_engine_core", "engine_core = EngineCoreProc(*args, **kwargs)"))
     serve = _frames(("vllm/v1/engine/core.py", "run_engine_core", "engine_core.run_busy_loop()"))
