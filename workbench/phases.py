@@ -111,6 +111,9 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
     (r"init engine \(profile, create kv cache, warmup model\) took", "startup_other", 5.5, "end"),
     (r"Uvicorn running on|Application startup complete", "warmup", 5, "http_up"),
     (r"warmup error|[Ww]armup failed", "warmup", 5, "begin"),
+    # a warm-up run before the graphs are captured: vLLM v1's compile_or_warm_up_model ("Compile and warming up
+    # model for size"), TensorRT-LLM's model engine ("Run warmup with 128 tokens")
+    (r"Compile and warming up model for size|Run warmup with \d+ tokens", "warmup", 3.8, "begin"),
     (r"Starting vLLM (?:API )?server|fired up and ready to roll", "serving", 6, "ready"),
     # a request object in a dump (SGLang's watchdog prints its current batch's Req(rid=...)) is serving too
     # vLLM's front end logs each request it hands to the engine (async_llm.py's "Added request", logger.py's
@@ -140,6 +143,7 @@ _RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("init engine (profile, create kv cache, warmup model) took",),
     ("Uvicorn running on", "Application startup complete"),
     ("warmup error", "armup failed"),
+    ("Compile and warming up", "Run warmup with"),
     ("Starting vLLM ", "fired up and ready to roll"),
     ("Decode batch", "Prefill batch", "Avg prompt throughput:", " /v1/", "Req(rid=", "Added request", "Received request"),
 )
@@ -150,7 +154,7 @@ _ANCHORS = ("server_args=", "LLM engine", "vLLM", "non-default", "Init torch", "
             "Load weight", "Starting to load", "Loading", "Model loading", "KV Cache", "KV cache", "Memory p",
             "GPU blocks", "Maximum concurrency", "Capture", "Capturing", "max_total_num_tokens", "Graph capturing",
             "init engine", "Uvicorn", "Application startup", "fired up", "batch", "Avg prompt", "/v1/", "Req(rid=",
-            "Profiling CUDA", "ed request")
+            "Profiling CUDA", "ed request", "Compile and warming")
 _FAILURE_RE = re.compile(
     r"hit an exception|Traceback \(most recent call last\)|failed to start|WorkerProc failed|"
     r"died unexpectedly|scheduler (?:is dead|died)|Initialization failed|Received sigquit|SIGQUIT received|"

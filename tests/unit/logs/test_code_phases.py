@@ -155,6 +155,10 @@ def test_lines_and_words_read_in_the_same_sources() -> None:
     assert phase_of_message("Profiling CUDA graph memory: PIECEWISE=51 (largest=512), FULL=35 (largest=256)") == \
         ("kv_cache_alloc", 3, "progress")
     assert phase_of_message("Added request 13_chatcmpl-c78d39a6d1d8469f90f3bda9bd41ca6a.") == ("serving", 6, "batch")
+    # a warm-up before the capture (vLLM v1's compile_or_warm_up_model, TensorRT-LLM's model engine)
+    assert phase_of_message("Compile and warming up model for size 8192") == ("warmup", 3.8, "begin")
+    assert phase_of_message("[RANK 0] Run warmup with 128 tokens, include 0 generation tokens") == \
+        ("warmup", 3.8, "begin")
     # vLLM v1's run_engine_core: "encountered a fatal error" only once the busy loop ran
     assert decide_phase([], ["EngineCore encountered a fatal error."]) == "serving"
     # TensorRT-LLM's batch manager, under load (TensorRT-LLM#2708)
