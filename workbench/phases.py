@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from workbench.code_phases import NATIVE_SERVING, code_phase, is_step, resolve
 from workbench.logformats import LogLine, any_of, parse_line, parse_time
 
 __all__ = [
@@ -101,7 +102,7 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
     (r"Loading (?:safetensors|pt|bin) checkpoint shards|Loading weights:", "weight_loading", 2, "progress"),
     (r"Load weight end", "kv_cache_alloc", 3, "end"),
     (r"Loading (?:model )?weights took|Model loading took", "startup_other", 2.5, "end"),
-    (r"KV Cache is allocated|Memory pool end|Available KV cache memory|GPU KV cache size|# GPU blocks:|Maximum concurrency for|Memory profiling takes", "kv_cache_alloc", 3, "progress"),
+    (r"KV Cache is allocated|Memory pool end|Available KV cache memory|GPU KV cache size|# GPU blocks:|Maximum concurrency for|Memory profiling takes|Profiling CUDA graph memory", "kv_cache_alloc", 3, "progress"),
     (r"Capture (?:draft (?:extend )?)?cuda graph begin|Capture [\w ]{0,40}CUDA graph begin", "cuda_graph_capture", 4, "begin"),
     (r"Capturing CUDA graph|Capturing cudagraphs|Capturing batches|Capture cuda graph bs", "cuda_graph_capture", 4, "progress"),
     (r"Capture (?:draft (?:extend )?)?cuda graph end|Capture [\w ]{0,40}CUDA graph end", "startup_other", 4.5, "end"),
@@ -110,9 +111,15 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
     (r"init engine \(profile, create kv cache, warmup model\) took", "startup_other", 5.5, "end"),
     (r"Uvicorn running on|Application startup complete", "warmup", 5, "http_up"),
     (r"warmup error|[Ww]armup failed", "warmup", 5, "begin"),
+    # a warm-up run before the graphs are captured: vLLM v1's compile_or_warm_up_model ("Compile and warming up
+    # model for size"), TensorRT-LLM's model engine ("Run warmup with 128 tokens")
+    (r"Compile and warming up model for size|Run warmup with \d+ tokens", "warmup", 3.8, "begin"),
     (r"Starting vLLM (?:API )?server|fired up and ready to roll", "serving", 6, "ready"),
     # a request object in a dump (SGLang's watchdog prints its current batch's Req(rid=...)) is serving too
-    (r"Decode batch[.,]? |Prefill batch[.,]? |Avg prompt throughput:|\"(?:POST|GET) /v1/|\bReq\(rid=", "serving", 6, "batch"),
+    # vLLM's front end logs each request it hands to the engine (async_llm.py's "Added request", logger.py's
+    # "Received request")
+    (r"Decode batch[.,]? |Prefill batch[.,]? |Avg prompt throughput:|\"(?:POST|GET) /v1/|\bReq\(rid=|"
+     r"\b(?:Added|Received) request \S", "serving", 6, "batch"),
 )
 _COMPILED = tuple(re.compile(pat) for pat, *_rest in _RULES)
 # for each rule, words one of which every match of its pattern holds: plain ``in`` tests pick the
@@ -127,7 +134,7 @@ _RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("Load weight end",),
     ("weights took", "Model loading took"),
     ("KV Cache is allocated", "Memory pool end", "Available KV cache memory", "GPU KV cache size", "# GPU blocks:",
-     "Maximum concurrency for", "Memory profiling takes"),
+     "Maximum concurrency for", "Memory profiling takes", "Profiling CUDA graph memory"),
     ("graph begin",),
     ("Capturing CUDA graph", "Capturing cudagraphs", "Capturing batches", "Capture cuda graph bs"),
     ("graph end",),
@@ -136,8 +143,9 @@ _RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("init engine (profile, create kv cache, warmup model) took",),
     ("Uvicorn running on", "Application startup complete"),
     ("warmup error", "armup failed"),
+    ("Compile and warming up", "Run warmup with"),
     ("Starting vLLM ", "fired up and ready to roll"),
-    ("Decode batch", "Prefill batch", "Avg prompt throughput:", " /v1/", "Req(rid="),
+    ("Decode batch", "Prefill batch", "Avg prompt throughput:", " /v1/", "Req(rid=", "Added request", "Received request"),
 )
 _CHECKS = tuple(zip(_RULE_NEEDLES, _COMPILED, ((phase, order, kind) for _p, phase, order, kind in _RULES), strict=True))
 # words one of which every rule needs (checked with ``in`` before any regex runs)
@@ -145,7 +153,8 @@ _ANCHORS = ("server_args=", "LLM engine", "vLLM", "non-default", "Init torch", "
             "armup",
             "Load weight", "Starting to load", "Loading", "Model loading", "KV Cache", "KV cache", "Memory p",
             "GPU blocks", "Maximum concurrency", "Capture", "Capturing", "max_total_num_tokens", "Graph capturing",
-            "init engine", "Uvicorn", "Application startup", "fired up", "batch", "Avg prompt", "/v1/", "Req(rid=")
+            "init engine", "Uvicorn", "Application startup", "fired up", "batch", "Avg prompt", "/v1/", "Req(rid=",
+            "Profiling CUDA", "ed request", "Compile and warming")
 _FAILURE_RE = re.compile(
     r"hit an exception|Traceback \(most recent call last\)|failed to start|WorkerProc failed|"
     r"died unexpectedly|scheduler (?:is dead|died)|Initialization failed|Received sigquit|SIGQUIT received|"
@@ -413,8 +422,12 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|failed to (?:start|initial
                            # a module that would not import, an engine being built: the program was starting
                            r"failed to import|No module named|cannot import name|Building .{0,40}engine", re.I)
 # what an engine writes when a batch it was executing failed (vLLM v0 and v1 dump the batch's input)
+# vLLM v1's run_engine_core logs "EngineCore encountered a fatal error" only once the core was built and
+# its busy loop ran ("EngineCore failed to start" otherwise); TensorRT-LLM's batch manager names its
+# serving functions (code_phases.NATIVE_SERVING) in its errors
 _TEXT_SERVING = re.compile(r"input of failed execution|Dumping input data|Dumping scheduler output|"
-                           r"error (?:on|for|processing) request\b")
+                           r"error (?:on|for|processing) request\b|EngineCore encountered a fatal error|"
+                           r"\b(?:" + "|".join(NATIVE_SERVING) + r")\b")
 # a collective library named by an error during start-up: its communicator was being set up
 _COLLECTIVE = re.compile(r"\b[NH]CCL\b|\bnccl|\bhccl")
 
@@ -433,27 +446,46 @@ def _frame_phase(file: str, function: str) -> str | None:
     return None
 
 
-def stack_evidence(frames: Iterable[tuple[str, str, str | None]]) -> tuple[str | None, bool, bool]:
+def stack_evidence(frames: Iterable[tuple[str, str, str | None]],
+                   timeline_phase: str = "unknown") -> tuple[str | None, bool, bool]:
     """(start-up step, serving seen, start-up seen) of a stack of (file, function, code), outermost first.
 
-    The code line of each frame adds the functions it calls, as frames just inside it.
+    The code line of each frame adds the functions it calls, as frames just inside it. Frames of the
+    engines' own code are read in :mod:`workbench.code_phases` first: its outermost serving or start-up
+    frame says which side of readiness the stack is on (serving: no step, whatever inner frames are
+    called; start-up: never serving), and its innermost step beats a step guessed from a name.
     """
-    expanded: list[tuple[str, str]] = []
+    expanded: list[tuple[str, str, bool]] = []
     for file, function, code in frames:
-        expanded.append((file, function))
+        expanded.append((file, function, False))
         if function == "<module>" and code and code.lstrip().startswith(("import ", "from ")):
-            expanded.append((file, "<import>"))  # an import chain: the program is still starting
+            expanded.append((file, "<import>", True))  # an import chain: the program is still starting
         elif code:
             for name in _callees(code):
-                expanded.append((file, name))
+                expanded.append((file, name, True))
     serving = startup = http = False
-    for file, function in reversed(expanded):
-        phase, is_serving, is_startup = _frame_evidence(file, function)
-        if phase is not None:
-            return phase, serving, True
-        serving = serving or is_serving
-        startup = startup or is_startup
-        http = http or any(p in file for p in _HTTP_PATHS)
+    known_step = guessed_step = side = None
+    for file, function, callee in reversed(expanded):  # innermost first
+        known, phase, is_serving, is_startup = _frame_evidence(file, function, callee)
+        if known is not None:
+            if known != "neutral":
+                side = "serving" if known == "serving" else "startup"
+                if known_step is None and is_step(known):
+                    known_step = resolve(known, timeline_phase)
+            continue
+        if phase is not None and guessed_step is None:
+            guessed_step = phase
+        if guessed_step is None:
+            serving = serving or is_serving
+            startup = startup or is_startup
+            http = http or any(p in file for p in _HTTP_PATHS)
+    if side == "serving":
+        return None, True, False
+    step = known_step or guessed_step
+    if side == "startup":
+        return step, False, True
+    if step is not None:
+        return step, serving, True
     return None, serving or (http and not startup), startup
 
 
@@ -470,16 +502,17 @@ def _callees(code: str) -> tuple[str, ...]:
     return found
 
 
-_EVIDENCE: dict[tuple[str, str], tuple[str | None, bool, bool]] = {}
+_EVIDENCE: dict[tuple[str, str, bool], tuple[str | None, str | None, bool, bool]] = {}
 
 
-def _frame_evidence(file: str, function: str) -> tuple[str | None, bool, bool]:
-    """(step, serving, start-up) of one frame; remembered, since a log repeats its stacks (ranks, restarts)."""
-    key = (file, function)
+def _frame_evidence(file: str, function: str, callee: bool = False) -> tuple[str | None, str | None, bool, bool]:
+    """(the engines' table phase, step, serving, start-up) of one frame (or of a function its code line
+    calls); the last three are guessed from the names. Remembered, since a log repeats its stacks."""
+    key = (file, function, callee)
     found = _EVIDENCE.get(key)
     if found is None:
-        found = (_frame_phase(file, function), _SERVING.search(function) is not None,
-                 _STARTUP.search(function) is not None)
+        found = (code_phase(file, function, callee=callee), _frame_phase(file, function),
+                 _SERVING.search(function) is not None, _STARTUP.search(function) is not None)
         if len(_EVIDENCE) < 8192:  # bounded: a log with more distinct frames just stops remembering
             _EVIDENCE[key] = found
     return found
@@ -503,7 +536,7 @@ def text_evidence(texts: Iterable[str | None]) -> tuple[str | None, bool, bool, 
 def decide_phase(frames: Iterable[tuple[str, str, str | None]], texts: Iterable[str | None] = (),
                  timeline_phase: str = "unknown", *, ready: bool = False) -> str:
     """The phase of one failure from its stack, its words and the log's timeline (precedence above)."""
-    step, serving, startup = stack_evidence(frames)
+    step, serving, startup = stack_evidence(frames, timeline_phase)
     if step is not None:
         return step
     text_step, text_serving, text_startup, from_method = text_evidence(texts)

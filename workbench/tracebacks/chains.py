@@ -9,7 +9,7 @@ first), serving frames never before readiness, the error's words, the timeline, 
 
 from __future__ import annotations
 
-from workbench.phases import decide_phase
+from workbench.phases import decide_phase, stack_evidence
 from workbench.tracebacks.model import Traceback
 from workbench.tracebacks.patterns import _IPY_HEADER
 from workbench.tracebacks.stack import Block
@@ -75,6 +75,9 @@ def chain_phase(chain: list[Block]) -> str:
     first = chain[0]
     for b in chain:
         frames = [(f.file, f.function, f.code) for f in b.frames]
+        step, _serving, _startup = stack_evidence(frames, first.phase_hint)  # the timeline places a span's step
+        if step is not None:
+            return step
         decided = decide_phase(frames, texts, "unknown", ready=first.ready)
         if decided not in ("unknown", "startup_other", "serving"):
             return decided

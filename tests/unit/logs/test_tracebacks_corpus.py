@@ -1,6 +1,6 @@
 """The labelled corpus of real log windows (tests/fixtures/tracebacks/corpus/README.md).
 
-The development parts (dev and held-out 1-3, all seen by now) are asserted here; held-out 4 to 6 are
+The development parts (dev and held-out 1-3, all seen by now) are asserted here; held-out 4 to 7 are
 measured by ``bench/tracebacks_accuracy.py`` and reported in BENCHMARKS.md, never asserted.
 """
 
@@ -28,7 +28,7 @@ def test_every_case_has_a_label_with_its_source() -> None:
 
 
 def test_no_case_is_in_two_parts() -> None:
-    parts = [{p.stem for p in (CORPUS / name).glob("*.log")} for name in ("dev", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6")]
+    parts = [{p.stem for p in (CORPUS / name).glob("*.log")} for name in ("dev", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7")]
     assert all(parts)
     assert sum(len(p) for p in parts) == len(set().union(*parts))
 
@@ -51,6 +51,16 @@ def test_held_out_6_comes_from_threads_no_other_part_uses() -> None:
     others = set().union(*(sources(p) for p in ("dev", "heldout", "heldout2", "heldout3", "heldout4", "heldout5")))
     assert len(sixth) == len(list((CORPUS / "heldout6").glob("*.json"))) >= 40
     assert not sixth & others
+
+
+def test_held_out_7_comes_from_threads_no_other_part_uses() -> None:
+    def sources(part: str) -> set[str]:
+        return {json.loads(p.read_text())["source"] for p in (CORPUS / part).glob("*.json")}
+
+    seventh = sources("heldout7")
+    others = set().union(*(sources(p) for p in ("dev", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6")))
+    assert len(seventh) == len(list((CORPUS / "heldout7").glob("*.json"))) >= 35
+    assert not seventh & others
 
 
 def test_development_parts_meet_the_goal() -> None:

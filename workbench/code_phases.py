@@ -1,0 +1,387 @@
+"""Phases of the inference engines' own functions, read in their sources.
+
+A traceback names the functions it ran through; this table says which step of a server's life
+each function of SGLang, vLLM (v0 and v1), TensorRT-LLM and lmdeploy belongs to, so a frame in
+any of them gives its phase without guessing from the words of its name. Each entry is one
+function of one source file (matched by the file's path inside its package and the function's
+own name, the way a traceback prints them) and one of:
+
+* a start-up step — ``nccl_init``, ``weight_loading``, ``kv_cache_alloc``, ``cuda_graph_capture``,
+  ``warmup`` — when everything the function does is that step;
+* ``serving`` for the request path and the loops that run batches after the server is up;
+* ``startup`` for start-up code that spans several steps or none (constructors, ``initialize``,
+  vLLM's ``_initialize_kv_caches``, which profiles memory, allocates the cache *and* warms up):
+  it says "not serving" and leaves the step to the frames it called or to the log's timeline;
+* a span ``default<first..last`` for start-up code that walks through several steps in order
+  (vLLM's ``_initialize_kv_caches`` profiles memory, allocates the KV cache, then warms up and
+  captures): the default when nothing says more, the log's timeline when it has reached a
+  later step of the span (:func:`resolve`);
+* ``neutral`` for dispatch code that runs in both (vLLM's ``collective_rpc`` and
+  ``worker_busy_loop`` carry start-up RPCs as well as ``execute_model``): it says nothing.
+
+:func:`workbench.phases.stack_evidence` uses it with this precedence: the outermost table frame
+that is ``serving`` or ``startup`` (a start-up step counts as ``startup``) says which side of
+readiness the stack is on; on the serving side the answer is ``serving`` whatever the inner
+frames are called (vLLM's data-parallel idle ranks run ``_dummy_run`` from the busy loop; an
+attention kernel named ``*_kv_cache_update`` runs in a request); on the start-up side the
+innermost step wins and serving-sounding frames inside it (v0's ``profile_run`` calls
+``execute_model``) are ignored. A frame the table does not know falls back to the name rules.
+
+How it was written: by reading these sources (path @ commit of the stored version read) and
+listing the functions of the start-up and serving paths with what each one does there:
+
+* vLLM ``vllm/v1/engine/core.py`` @ 00080ee13c7a (``EngineCore.__init__``, ``_initialize_kv_caches``,
+  ``EngineCoreProc`` handshakes, ``run_engine_core``'s two log lines, ``run_busy_loop`` and the
+  input, step and utility paths); ``vllm/v1/worker/gpu_worker.py`` @ 0012cf691b7e (``init_device``,
+  ``load_model``, ``determine_available_memory`` → ``profile_run``, ``initialize_from_config``,
+  ``compile_or_warm_up_model`` → ``_dummy_run`` / ``capture_model`` / ``_dummy_sampler_run``,
+  ``execute_dummy_batch``); ``vllm/v1/worker/gpu_model_runner.py`` @ 000fc94b754f (``execute_model``,
+  ``sample_tokens`` and the bookkeeping/draft path); the model runner v2
+  ``vllm/v1/worker/gpu/model_runner.py`` @ 0036d38de46c (``load_model``, ``initialize_kv_cache``,
+  ``_dummy_run`` → ``execute_model(dummy_run=True)``, ``profile_run``, ``capture_model``, the request
+  updates); the v0 worker, executor and engine names are
+  the ones their stacks print in the corpus (tests/fixtures/tracebacks/corpus);
+* SGLang ``python/sglang/srt/model_executor/model_runner.py`` @ 0005834cdb2a (``ModelRunner.__init__``
+  → ``init_torch_distributed``, ``initialize`` → ``load_model``, ``alloc_memory_pool`` →
+  ``init_memory_pool``, ``init_backends`` → ``init_prefill_cuda_graph`` / ``init_decode_cuda_graph``);
+  ``python/sglang/srt/managers/scheduler.py`` @ 0003215cf146 (``Scheduler.__init__``'s ``init_*``
+  steps: model config, tokenizer, TP and draft workers, ``init_memory_pools``, attention backends);
+  ``python/sglang/srt/entrypoints/http_server.py`` @ 0025436eab05 (``lifespan``, the warm-up thread
+  ``_wait_and_warmup``, ``health_generate``); the TP worker, CUDA-graph runner, tokenizer manager
+  and event-loop names as their stacks print them in the corpus;
+* TensorRT-LLM ``tensorrt_llm/_torch/pyexecutor/py_executor_creator.py`` @ 000429d57d42
+  (``create_py_executor``: model engine, ``KvCacheCreator.try_prepare_estimation`` /
+  ``build_managers`` / ``configure_kv_cache_capacity``, ``create_py_executor_instance``);
+  TensorRT-LLM's model-engine warm-ups (``_run_autotuner_warmup``, ``_general_warmup_impl``...) as
+  its pull requests' diffs show them;
+* vllm-ascend's NPU worker and runner (``vllm_ascend/worker/worker_v1.py``, ``model_runner_v1.py``)
+  mirror vLLM's; their names are the ones their stacks print (tests/fixtures/tracebacks);
+* lmdeploy ``lmdeploy/pytorch/engine/model_agent.py`` @ 002f835fc3c3 (``_tp_build_model`` →
+  ``build_patched_model`` / ``load_model_weights`` / ``_update_cache_config`` / ``CacheEngine``,
+  ``_start_sub_process`` → ``init_process_group``, ``_tp_model_loop``, ``model_forward``) and its
+  successor ``lmdeploy/pytorch/engine/model_agent/agent.py`` @ 013638ed3e71 (``build_model`` →
+  ``_build_model``, ``build_graph_runner``, ``build_cache_engine``, the background loops).
+
+Functions whose phase depends on what they call (vLLM's ``run_engine_core`` and ``worker_main``,
+SGLang's ``run_scheduler_process``, lmdeploy's ``_tp_model_loop``) are left out on purpose: the
+callee named in their code line (``EngineCoreProc(...)`` or ``run_busy_loop()``) decides.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["CONTEXTS", "NATIVE_SERVING", "STEPS", "TABLE", "code_phase", "resolve"]
+
+STEPS = ("nccl_init", "weight_loading", "kv_cache_alloc", "cuda_graph_capture", "warmup")
+CONTEXTS = ("serving", "startup", "neutral")
+
+_S, _U, _N = "serving", "startup", "neutral"
+_NCCL, _W, _KV, _CG, _WU = STEPS
+_KV_TO_WU = "kv_cache_alloc<kv_cache_alloc..warmup"  # profile memory, allocate the cache, warm up and capture
+_CG_TO_WU = "warmup<cuda_graph_capture..warmup"  # compile warm-up, capture, sampler warm-up
+_ORDER = {step: i for i, step in enumerate(STEPS)}
+
+# (path inside the package, function names, phase). ``*`` as the names: every function of the file.
+_ENTRIES: tuple[tuple[str, str, str], ...] = (
+    # --- vLLM v1 engine core (vllm/v1/engine/core.py)
+    ("vllm/v1/engine/core.py", "EngineCore EngineCoreProc DPEngineCoreProc EngineCoreActor DPEngineCoreActor "
+     "__init__ _perform_handshakes _perform_handshake startup_handshake _eep_scale_up_before_kv_init", _U),
+    ("vllm/v1/engine/core.py", "_initialize_kv_caches", _KV_TO_WU),
+    ("vllm/v1/engine/core.py", "_init_data_parallel", _NCCL),
+    ("vllm/v1/engine/core.py", "run_busy_loop _process_input_queue _process_engine_step step step_with_batch_queue "
+     "_handle_client_request add_request abort_requests preprocess_add_request process_input_sockets "
+     "process_output_sockets execute_dummy_batch post_step _invoke_utility_method", _S),
+    ("vllm/v1/engine/core_client.py", "make_client make_async_mp_client __init__ _wait_for_engine_startup "
+     "launch_core_engines", _U),
+    ("vllm/v1/engine/core_client.py", "get_output get_output_async process_outputs_socket add_request "
+     "add_request_async call_utility_async _call_utility_async", _S),
+    ("vllm/v1/engine/async_llm.py", "from_vllm_config from_engine_args __init__", _U),
+    ("vllm/v1/engine/async_llm.py", "generate output_handler add_request _add_request abort encode "
+     "_run_output_handler", _S),
+    ("vllm/v1/engine/llm_engine.py", "from_vllm_config from_engine_args __init__", _U),
+    ("vllm/v1/engine/llm_engine.py", "step add_request", _S),
+    ("vllm/v1/engine/output_processor.py", "*", _S),
+    ("vllm/v1/engine/utils.py", "launch_core_engines wait_for_engine_startup", _U),
+    # --- vLLM v1 executors
+    ("vllm/v1/executor/abstract.py", "determine_available_memory get_kv_cache_specs", _KV),
+    # allocates the cache; in 2025 versions it also ran compile_or_warm_up_model
+    ("vllm/v1/executor/abstract.py", "initialize_from_config", _KV_TO_WU),
+    ("vllm/v1/executor/abstract.py", "__init__", _U),
+    ("vllm/v1/executor/abstract.py", "execute_model sample_tokens execute_dummy_batch", _S),
+    ("vllm/v1/executor/abstract.py", "collective_rpc", _N),
+    ("vllm/v1/executor/multiproc_executor.py", "_init_executor wait_for_ready make_worker_process "
+     "_ensure_worker_termination WorkerProc __init__", _U),
+    ("vllm/v1/executor/multiproc_executor.py", "execute_model sample_tokens", _S),
+    ("vllm/v1/executor/multiproc_executor.py", "collective_rpc worker_busy_loop get_response", _N),
+    ("vllm/v1/executor/uniproc_executor.py", "_init_executor", _U),
+    ("vllm/v1/executor/uniproc_executor.py", "collective_rpc", _N),
+    ("vllm/v1/executor/ray_distributed_executor.py", "_init_executor _init_workers_ray", _U),
+    ("vllm/v1/executor/ray_distributed_executor.py", "execute_model", _S),
+    # --- vLLM v1 worker (vllm/v1/worker/gpu_worker.py, worker_base.py)
+    ("vllm/v1/worker/gpu_worker.py", "init_device init_worker_distributed_environment", _NCCL),
+    ("vllm/v1/worker/gpu_worker.py", "load_model reload_weights", _W),
+    ("vllm/v1/worker/gpu_worker.py", "determine_available_memory get_kv_cache_spec initialize_from_config "
+     "initialize_cache", _KV),
+    ("vllm/v1/worker/gpu_worker.py", "compile_or_warm_up_model", _CG_TO_WU),
+    ("vllm/v1/worker/gpu_worker.py", "execute_model sample_tokens execute_dummy_batch", _S),
+    ("vllm/v1/worker/gpu_worker.py", "__init__", _U),
+    ("vllm/v1/worker/worker_base.py", "init_device", _NCCL),
+    ("vllm/v1/worker/worker_base.py", "init_worker __init__", _U),
+    ("vllm/v1/worker/worker_base.py", "execute_method", _N),
+    # --- vLLM v1 model runner (vllm/v1/worker/gpu_model_runner.py)
+    ("vllm/v1/worker/gpu_model_runner.py", "load_model", _W),
+    ("vllm/v1/worker/gpu_model_runner.py", "profile_run profile_cudagraph_memory initialize_kv_cache "
+     "initialize_kv_cache_tensors _allocate_kv_cache_tensors _reshape_kv_cache_tensors initialize_attn_backend "
+     "may_reinitialize_input_batch get_kv_cache_spec _init_minimal_kv_cache_for_profiling", _KV),
+    ("vllm/v1/worker/gpu_model_runner.py", "capture_model _capture_cudagraphs _warmup_and_capture", _CG),
+    ("vllm/v1/worker/gpu_model_runner.py", "_dummy_sampler_run _dummy_pooler_run", _WU),
+    # a dummy forward: memory profiling, compile warm-up or capture, decided by its caller
+    ("vllm/v1/worker/gpu_model_runner.py", "_dummy_run __init__", _U),
+    ("vllm/v1/worker/gpu_model_runner.py", "execute_model sample_tokens _update_states _prepare_inputs _preprocess "
+     "_sample _bookkeeping_sync propose_draft_token_ids _update_states_after_model_execute _pool", _S),
+    # --- vLLM's model runner v2 (vllm/v1/worker/gpu/model_runner.py): its _dummy_run calls execute_model
+    ("vllm/v1/worker/gpu/model_runner.py", "load_model reload_weights", _W),
+    ("vllm/v1/worker/gpu/model_runner.py", "initialize_kv_cache profile_run profile_cudagraph_memory "
+     "get_kv_cache_spec _init_kv_zero_meta", _KV),
+    ("vllm/v1/worker/gpu/model_runner.py", "capture_model", _CG),
+    ("vllm/v1/worker/gpu/model_runner.py", "_dummy_sampler_run _dummy_pooler_run", _WU),
+    ("vllm/v1/worker/gpu/model_runner.py", "_dummy_run __init__", _U),
+    ("vllm/v1/worker/gpu/model_runner.py", "execute_model sample_tokens add_requests update_requests "
+     "finish_requests free_states gather_batch_req_state prepare_inputs postprocess_sampled", _S),
+    ("vllm/v1/worker/gpu/cudagraph_utils.py", "capture capture_graph _capture_graph", _CG),
+    ("vllm/v1/worker/gpu/cudagraph/manager.py", "capture", _CG),
+    # --- vllm-ascend's NPU worker and runner (vllm_ascend/worker/worker_v1.py, model_runner_v1.py) mirror them
+    ("vllm_ascend/worker/worker_v1.py", "init_device _init_worker_distributed_environment", _NCCL),
+    ("vllm_ascend/worker/worker_v1.py", "load_model", _W),
+    ("vllm_ascend/worker/worker_v1.py", "determine_available_memory initialize_from_config", _KV),
+    ("vllm_ascend/worker/worker_v1.py", "compile_or_warm_up_model", _CG_TO_WU),
+    ("vllm_ascend/worker/worker_v1.py", "execute_model execute_dummy_batch sample_tokens", _S),
+    ("vllm_ascend/worker/model_runner_v1.py", "load_model", _W),
+    ("vllm_ascend/worker/model_runner_v1.py", "profile_run initialize_kv_cache", _KV),
+    ("vllm_ascend/worker/model_runner_v1.py", "capture_model _capture_model", _CG),
+    ("vllm_ascend/worker/model_runner_v1.py", "_dummy_run", _U),
+    ("vllm_ascend/worker/model_runner_v1.py", "execute_model _update_states _process_reqs", _S),
+    # --- vLLM v0 (vllm/worker, vllm/executor, vllm/engine)
+    ("vllm/worker/worker.py", "init_device init_worker_distributed_environment", _NCCL),
+    ("vllm/worker/worker.py", "load_model", _W),
+    ("vllm/worker/worker.py", "determine_num_available_blocks initialize_cache _init_cache_engine", _KV),
+    ("vllm/worker/worker.py", "_warm_up_model", _WU),
+    ("vllm/worker/worker.py", "execute_model", _S),
+    ("vllm/worker/worker_base.py", "init_device", _NCCL),
+    ("vllm/worker/worker_base.py", "execute_method", _N),
+    ("vllm/worker/worker_base.py", "execute_model start_worker_execution_loop", _S),
+    ("vllm/worker/model_runner.py", "load_model", _W),
+    ("vllm/worker/model_runner.py", "profile_run", _KV),
+    ("vllm/worker/model_runner.py", "capture_model", _CG),
+    ("vllm/worker/model_runner.py", "execute_model", _S),
+    ("vllm/worker/cache_engine.py", "__init__ _allocate_kv_cache", _KV),
+    ("vllm/executor/multiproc_worker_utils.py", "_run_worker_process", _N),
+    ("vllm/executor/executor_base.py", "determine_num_available_blocks", _KV),
+    ("vllm/executor/executor_base.py", "initialize_cache", _KV),
+    ("vllm/executor/executor_base.py", "__init__", _U),
+    ("vllm/executor/executor_base.py", "execute_model execute_model_async", _S),
+    ("vllm/executor/mp_distributed_executor.py", "_init_executor", _U),
+    ("vllm/executor/mp_distributed_executor.py", "_run_workers _driver_execute_model", _N),
+    ("vllm/executor/ray_distributed_executor.py", "_init_executor _init_workers_ray", _U),
+    ("vllm/executor/ray_distributed_executor.py", "_run_workers", _N),
+    ("vllm/executor/uniproc_executor.py", "_init_executor", _U),
+    ("vllm/executor/uniproc_executor.py", "collective_rpc", _N),
+    ("vllm/engine/llm_engine.py", "__init__ from_engine_args from_vllm_config", _U),
+    ("vllm/engine/llm_engine.py", "_initialize_kv_caches", _KV_TO_WU),
+    ("vllm/engine/llm_engine.py", "step add_request _process_model_outputs", _S),
+    ("vllm/engine/async_llm_engine.py", "__init__ from_engine_args from_vllm_config", _U),
+    ("vllm/engine/async_llm_engine.py", "engine_step run_engine_loop step_async generate add_request "
+     "_raise_exception_on_finish start_background_loop", _S),
+    ("vllm/engine/multiprocessing/engine.py", "__init__ from_engine_args from_vllm_config run_mp_engine", _U),
+    ("vllm/engine/multiprocessing/engine.py", "run_engine_loop engine_step", _S),
+    # --- vLLM front ends and shared start-up code
+    ("vllm/entrypoints/openai/api_server.py", "run_server run_server_worker build_async_engine_client "
+     "build_async_engine_client_from_engine_args init_app_state lifespan", _U),
+    ("vllm/entrypoints/openai/api_server.py", "create_chat_completion create_completion create_embedding", _S),
+    ("vllm/entrypoints/openai/serving_chat.py", "*", _S),
+    ("vllm/entrypoints/openai/serving_completion.py", "*", _S),
+    ("vllm/entrypoints/llm.py", "__init__", _U),
+    ("vllm/entrypoints/llm.py", "generate chat encode _run_engine _validate_and_add_requests", _S),
+    ("vllm/distributed/parallel_state.py", "init_distributed_environment initialize_model_parallel "
+     "ensure_model_parallel_initialized init_model_parallel_group init_world_group", _NCCL),
+    ("vllm/model_executor/model_loader/", "*", _W),
+    # the custom all-reduce registers the buffers of the graphs captured inside its capture() context
+    ("device_communicators/custom_all_reduce.py", "capture register_graph_buffers", _CG),
+    ("vllm/transformers_utils/tokenizer.py", "get_tokenizer", _U),
+    ("vllm/transformers_utils/config.py", "get_config", _U),
+    # --- SGLang model runner (python/sglang/srt/model_executor/model_runner.py)
+    ("sglang/srt/model_executor/model_runner.py", "ModelRunner __init__ initialize init_backends "
+     "init_attention_backend init_cublas model_specific_adjustment", _U),
+    ("sglang/srt/model_executor/model_runner.py", "init_torch_distributed", _NCCL),
+    ("sglang/srt/model_executor/model_runner.py", "load_model", _W),
+    ("sglang/srt/model_executor/model_runner.py", "init_memory_pool alloc_memory_pool profile_max_num_token "
+     "configure_kv_cache_dtype", _KV),
+    ("sglang/srt/model_executor/model_runner.py", "init_cuda_graphs init_decode_cuda_graph init_prefill_cuda_graph "
+     "init_device_graphs", _CG),
+    ("sglang/srt/model_executor/model_runner.py", "forward _forward_raw forward_decode forward_extend forward_idle "
+     "sample", _S),
+    ("sglang/srt/model_executor/model_runner_kv_cache_mixin.py", "init_memory_pool profile_max_num_token "
+     "_init_pools", _KV),
+    # every SGLang graph runner (model_executor/cuda_graph_runner.py, runner/{decode,prefill,base}_cuda_graph_runner.py,
+    # piecewise and EAGLE draft runners): built and captured at start-up, replayed while serving
+    ("cuda_graph_runner.py", "CudaGraphRunner __init__ capture capture_one_batch_size _capture_graph "
+     "_capture_one_stream", _CG),
+    ("cuda_graph_runner.py", "replay replay_prepare can_run", _S),
+    # --- SGLang scheduler, workers, front end
+    ("sglang/srt/managers/scheduler.py", "Scheduler __init__ init_tokenizer init_model_worker init_model_config "
+     "init_tp_model_worker maybe_init_draft_worker init_all_attention_backends init_disaggregation init_overlap "
+     "init_ipc_channels", _U),
+    ("sglang/srt/managers/scheduler.py", "init_memory_pool_and_cache init_memory_pools init_target_memory_pool", _KV),
+    ("sglang/srt/managers/scheduler.py", "event_loop_normal event_loop_overlap event_loop_pp run_event_loop "
+     "dispatch_event_loop run_batch process_input_requests recv_requests get_next_batch_to_run "
+     "get_new_batch_prefill process_batch_result handle_generate_request update_running_batch", _S),
+    ("sglang/srt/managers/tp_worker.py", "TpModelWorker __init__", _U),
+    ("sglang/srt/managers/tp_worker.py", "forward_batch_generation forward_batch_embedding", _S),
+    ("sglang/srt/managers/tp_worker_overlap_thread.py", "TpModelWorkerClient __init__", _U),
+    ("sglang/srt/managers/tp_worker_overlap_thread.py", "forward_thread_func forward_thread_func_ "
+     "forward_batch_generation resolve_last_batch_result", _S),
+    ("sglang/srt/managers/tokenizer_manager.py", "TokenizerManager __init__", _U),
+    ("sglang/srt/managers/tokenizer_manager.py", "generate_request _handle_batch_output handle_loop "
+     "_wait_one_response _tokenize_one_request", _S),
+    ("sglang/srt/entrypoints/http_server.py", "launch_server lifespan init_multi_tokenizer", _U),
+    ("sglang/srt/entrypoints/http_server.py", "health_generate generate_request openai_v1_completions "
+     "openai_v1_chat_completions", _S),
+    ("sglang/srt/entrypoints/openai/serving_", "*", _S),
+    ("sglang/srt/entrypoints/http_server.py", "_wait_and_warmup _execute_server_warmup", _WU),
+    ("sglang/srt/entrypoints/engine.py", "_launch_subprocesses __init__", _U),
+    ("sglang/srt/distributed/parallel_state.py", "init_distributed_environment initialize_model_parallel "
+     "init_model_parallel_group init_world_group", _NCCL),
+    ("sglang/srt/model_loader/", "*", _W),
+    ("sglang/srt/hf_transformers_utils.py", "get_tokenizer get_config get_processor", _U),
+    ("sglang/srt/utils/hf_transformers_utils.py", "get_tokenizer get_config get_processor", _U),
+    ("sglang/srt/managers/router/model_rpc.py", "exposed_step forward_step forward_fill_batch "
+     "forward_decode_batch", _S),
+    ("sglang/srt/managers/router/model_rpc.py", "exposed_init_model __init__", _U),
+    # --- TensorRT-LLM (PyTorch flow)
+    ("tensorrt_llm/_torch/pyexecutor/py_executor_creator.py", "create_py_executor create_py_executor_instance", _U),
+    ("tensorrt_llm/_torch/pyexecutor/_util.py", "try_prepare_estimation build_managers configure_kv_cache_capacity "
+     "estimate_max_tokens _create_kv_cache_manager", _KV),
+    ("tensorrt_llm/_torch/pyexecutor/model_engine.py", "_load_model load_weights_from_target_model", _W),
+    ("tensorrt_llm/_torch/pyexecutor/model_engine.py", "warmup _run_torch_compile_warmup _run_autotuner_warmup "
+     "_general_warmup _general_warmup_impl _general_warmup_encoder _run_attention_warmup _run_mamba_hybrid_warmup",
+     _WU),
+    ("tensorrt_llm/_torch/pyexecutor/model_engine.py", "_run_cuda_graph_warmup", _CG),
+    ("tensorrt_llm/_torch/pyexecutor/model_engine.py", "__init__", _U),
+    ("tensorrt_llm/_torch/pyexecutor/py_executor.py", "_executor_loop _executor_loop_overlap _executor_loop_pp "
+     "_forward_step _fetch_new_requests _handle_responses _prepare_and_schedule_batch", _S),
+    ("tensorrt_llm/executor/worker.py", "await_response_task dispatch_result_task", _S),
+    ("tensorrt_llm/executor/proxy.py", "_start_executor_workers __init__", _U),
+    ("tensorrt_llm/executor/proxy.py", "dispatch_result_task", _S),
+    ("tensorrt_llm/llmapi/llm.py", "__init__ _build_model", _U),
+    ("tensorrt_llm/llmapi/llm.py", "generate generate_async", _S),
+    ("tensorrt_llm/_torch/models/checkpoints/", "*", _W),
+    # --- lmdeploy (PyTorch engine and TurboMind)
+    ("lmdeploy/pytorch/engine/model_agent.py", "_tp_build_model _build_model __init__ build_model_agent", _U),
+    ("lmdeploy/pytorch/engine/model_agent.py", "_update_cache_config _broadcast_config", _KV),
+    ("lmdeploy/pytorch/engine/model_agent.py", "_start_sub_process", _NCCL),
+    ("lmdeploy/pytorch/engine/model_agent.py", "model_forward _forward_impl async_forward cache_swapping", _S),
+    # the agent split into model_agent/agent.py (2025-2026): _build_model only builds and loads the model
+    ("lmdeploy/pytorch/engine/model_agent/agent.py", "_build_model build_model", _W),
+    ("lmdeploy/pytorch/engine/model_agent/agent.py", "build_cache_engine", _KV),
+    ("lmdeploy/pytorch/engine/model_agent/agent.py", "build_graph_runner __init__", _U),
+    ("lmdeploy/pytorch/engine/model_agent/agent.py", "_async_loop_background _async_loop_inputs_preprocess "
+     "_async_step _step_postprocess_with_output _step_postprocess_without_output get_output_async async_forward "
+     "_forward_impl", _S),
+    ("lmdeploy/pytorch/models/patch.py", "build_patched_model patch _dist_model add_adapters", _W),
+    ("lmdeploy/pytorch/weight_loader/", "*", _W),
+    ("lmdeploy/pytorch/engine/cache_engine.py", "__init__ allocate_gpu_cache allocate_cpu_cache "
+     "get_cache_block_size", _KV),
+    ("lmdeploy/pytorch/engine/cache_engine.py", "swap_in swap_out", _S),
+    ("lmdeploy/pytorch/engine/engine.py", "__init__ from_pretrained", _U),
+    ("lmdeploy/api.py", "pipeline serve", _U),
+    ("lmdeploy/serve/async_engine.py", "__init__ _build_turbomind _build_pytorch", _U),
+    ("lmdeploy/serve/async_engine.py", "generate", _S),
+    ("lmdeploy/turbomind/turbomind.py", "__init__ _create_weight _from_workspace", _U),
+    ("lmdeploy/turbomind/turbomind.py", "_from_hf _load_weights", _W),
+    # --- torch.distributed's rendezvous and process-group start (called by every engine's NCCL set-up)
+    ("torch/distributed/rendezvous.py", "*", _NCCL),
+    ("torch/distributed/distributed_c10d.py", "init_process_group new_group _new_process_group_helper", _NCCL),
+)
+
+# C++ functions of TensorRT-LLM's batch manager that run only while requests are served; their
+# names appear in its error lines ("Encountered an error in forwardAsync function").
+NATIVE_SERVING = ("forwardAsync", "forwardSync", "executionLoop")
+
+# names too common to trust without their file (a callee named in a code line has no file of its own)
+_GENERIC = frozenset({"__init__", "forward", "step", "generate", "run", "main", "initialize", "sample", "patch",
+                      "serve", "pipeline", "warmup", "capture", "replay", "can_run", "encode", "abort",
+                      "add_request", "get_config", "execute_model", "load_model", "collective_rpc", "get_output"})
+
+TABLE: dict[str, tuple[tuple[str, str], ...]] = {}
+_FILE_WIDE: list[tuple[str, str]] = []
+
+
+def _build() -> None:
+    table: dict[str, list[tuple[str, str]]] = {}
+    for path, names, phase in _ENTRIES:
+        assert phase in STEPS or phase in CONTEXTS or _span(phase) is not None, phase
+        for name in names.split():
+            if name == "*":
+                _FILE_WIDE.append((path, phase))
+            else:
+                table.setdefault(name, []).append((path, phase))
+    TABLE.update((name, tuple(entries)) for name, entries in table.items())
+
+
+_SEP = re.compile(r"[\\]+")
+
+
+def code_phase(file: str, function: str, *, callee: bool = False) -> str | None:
+    """The table's phase of one frame (a step, a span, ``serving``, ``startup`` or ``neutral``), or None.
+
+    ``file`` is the path the traceback prints (any prefix, either slash). A frame is matched by its
+    file and name; a name alone matches only for a ``callee`` (a function named in a code line, which
+    may live in another file) or a frame with no file (a method a wrapper names), and only when the
+    name is not a common one and every file that defines it gives it the same phase.
+    """
+    entries = TABLE.get(function)
+    path = _SEP.sub("/", file) if file else ""
+    if entries is not None:
+        if path:
+            for where, phase in entries:
+                if where in path:
+                    return phase
+        if ((callee or not path) and function not in _GENERIC
+                and len({phase for _where, phase in entries}) == 1):
+            return entries[0][1]
+    if path:
+        for where, phase in _FILE_WIDE:
+            # a serving module's constructor runs when the server builds it (vLLM's init_app_state builds
+            # OpenAIServingChat, which loads the chat template): not serving
+            if where in path and not (phase == _S and function == "__init__"):
+                return phase
+    return None
+
+
+def _span(phase: str) -> tuple[str, int, int] | None:
+    """(default, first order, last order) of a span ``default<first..last``, None for anything else."""
+    default, sep, rest = phase.partition("<")
+    first, sep2, last = rest.partition("..")
+    if not sep or not sep2 or default not in _ORDER or first not in _ORDER or last not in _ORDER:
+        return None
+    return default, _ORDER[first], _ORDER[last]
+
+
+def resolve(phase: str, timeline_phase: str = "unknown") -> str:
+    """The step a table phase stands for: a span's default, or the timeline's step when the log says the
+    start had reached a later step inside the span; any other phase as it is."""
+    span = _span(phase) if "<" in phase else None
+    if span is None:
+        return phase
+    default, first, last = span
+    reached = _ORDER.get(timeline_phase)
+    return timeline_phase if reached is not None and first <= reached <= last and reached > _ORDER[default] else default
+
+
+def is_step(phase: str) -> bool:
+    """True for a start-up step or a span of steps."""
+    return phase in _ORDER or ("<" in phase and _span(phase) is not None)
+
+
+_build()
