@@ -55,19 +55,21 @@ lint: venv
 hooks: venv
 	$(VENV)/bin/pre-commit install
 
-# The lint and the unit tests (about 1 + 4 min, under one core) run beside the integration tests,
-# which mostly wait on the testbed; their output follows the integration tests'. PYTEST_ARGS: one
-# run of just that (after the lint).
+# The lint and the unit tests (about 1 + 5 min, under one core) run beside the integration tests,
+# which mostly wait on the testbed, and so do the integration tests that need no testbed host (the
+# local Slurm cluster's and the process backend's guard: SIDE, about 5 min); their output follows the
+# integration tests'. PYTEST_ARGS: one run of just that (after the lint).
+SIDE := tests/integration/test_slurm.py tests/integration/test_slurm_base.py tests/integration/test_guard_process.py
 test: venv sysdeps vllm-env
 	@set +e; \
 	if [ -n "$(PYTEST_ARGS)" ]; then $(MAKE) --no-print-directory lint && $(VENV)/bin/pytest --durations=40 $(PYTEST_ARGS); rc=$$?; \
 	else \
 	  log=$$(mktemp); \
-	  { $(MAKE) --no-print-directory lint; l=$$?; $(VENV)/bin/pytest -p no:cacheprovider --durations=15 tests/unit; u=$$?; \
+	  { $(MAKE) --no-print-directory lint; l=$$?; $(VENV)/bin/pytest -p no:cacheprovider --durations=15 tests/unit $(SIDE); u=$$?; \
 	    if [ $$l -ne 0 ]; then exit 2; fi; exit $$u; } >"$$log" 2>&1 & side=$$!; \
-	  $(VENV)/bin/pytest --durations=40 tests/integration; rc=$$?; \
+	  $(VENV)/bin/pytest --durations=40 tests/integration $(foreach f,$(SIDE),--ignore=$(f)); rc=$$?; \
 	  wait $$side; urc=$$?; \
-	  echo "=== the lint and the unit tests, run beside the integration tests (exit $$urc) ==="; cat "$$log"; rm -f "$$log"; \
+	  echo "=== the lint, the unit tests and $(SIDE), run beside the other integration tests (exit $$urc) ==="; cat "$$log"; rm -f "$$log"; \
 	  if [ $$rc -eq 0 ]; then rc=$$urc; fi; \
 	fi; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc

@@ -182,6 +182,26 @@ def _timeline_phase(out: Any) -> tuple[str | None, bool]:
     return (named[-1] if named else None), ready
 
 
+def judge_failure(svc: Any, trial: Any) -> tuple[dict[str, Any], str]:
+    """A failed start judged, for every runbook alike: (the :func:`classify` fields with the phase by
+    :func:`start_failure_phase`, the readable ``signature`` and its ``signature_id``; the log text)."""
+    out = trial.outcome
+    text = invocation_text(svc, trial.variant, out.invocation_id) if out.invocation_id else ""
+    text = text or "\n".join(out.tail)
+    info = classify(text)
+    info["frames_phase"] = info["phase"]
+    info["phase"] = start_failure_phase(out, info["phase"])
+    if info["signature"] is None:
+        # No traceback and no telling log line: the exit itself is the failure.
+        how = f"signal {trial.exit_status}" if trial.exit_code == "killed" else f"exit {trial.exit_status}"
+        what = "timeout" if out.outcome == "timeout" else f"{out.outcome} ({how})"
+        info["signature"], info["signature_id"] = signature_of(None, what, info["phase"])
+        info["message"] = out.reason
+    else:
+        info["signature"], info["signature_id"] = signature_of(info["exception_type"], info["message"], info["phase"])
+    return info, text
+
+
 def run_trial(
     session: HostSession,
     base: str,
@@ -202,20 +222,7 @@ def run_trial(
                             "root_cause_kind": None}
     excerpt = ""
     if not out.ok:
-        text = invocation_text(session.svc, trial.variant, out.invocation_id) if out.invocation_id else ""
-        text = text or "\n".join(out.tail)
-        info = classify(text)
-        info["frames_phase"] = info["phase"]
-        info["phase"] = start_failure_phase(out, info["phase"])
-        if info["signature"] is None:
-            # No traceback and no telling log line: the exit itself is the failure.
-            how = f"signal {trial.exit_status}" if trial.exit_code == "killed" else f"exit {trial.exit_status}"
-            what = "timeout" if out.outcome == "timeout" else f"{out.outcome} ({how})"
-            info["signature"], info["signature_id"] = signature_of(None, what, info["phase"])
-            info["message"] = out.reason
-        else:
-            info["signature"], info["signature_id"] = signature_of(info["exception_type"], info["message"],
-                                                                   info["phase"])
+        info, text = judge_failure(session.svc, trial)
         excerpt = "\n".join(text.splitlines()[-80:])
     return TrialRecord(
         edits=[[f, list(v) if isinstance(v, tuple) else v] for f, v in norm],

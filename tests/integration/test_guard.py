@@ -28,10 +28,12 @@ from .test_restore import CONTROLLER, STEPS
 
 pytestmark = pytest.mark.testbed
 ROOT = Path(__file__).parents[2]
-# The bound documented in docs/guard.md: the controller's end noticed (at once, or STALE_S after
-# its last heartbeat), then the toy variant stopped and the base restarted (a few seconds).
-BOUND_KILLED = 15.0
-BOUND_CUT = STALE_S + POLL_S + 15.0
+# The bound the guard promises (issue 14: 60 s after the controller is gone; docs/guard.md): its end
+# noticed (at once, or STALE_S after its last heartbeat), then the variant stopped and the base
+# restarted. Typically a few seconds / ~25 s (the GUARD-RESTORE lines report them); a loaded 2-core
+# machine took 15-20 s for a kill (seen), so the tests hold the promise, not the typical figure.
+BOUND_KILLED = 60.0
+BOUND_CUT = max(60.0, STALE_S + POLL_S + 15.0)
 # What the guard and the fence leave in the state dir: named, so a failure says what was left.
 LEFT = ("echo left:$(ls /run/workbench 2>/dev/null | grep -e hostguard -e beat -e inflight -e verify "
         "| tr '\\n' ,)")

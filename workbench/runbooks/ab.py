@@ -60,7 +60,6 @@ from workbench import plots, servermetrics
 from workbench.deployment.runner import deployment_for
 from workbench.errors import ConfigError, DeploymentMismatch, LockHeld, RestoreError, WorkbenchError
 from workbench.hosts import Host
-from workbench.journal.read import invocation_text
 from workbench.provenance import collect as collect_provenance
 from workbench.redact import Redactor
 from workbench.runbooks import measure
@@ -79,7 +78,7 @@ from workbench.runbooks.skeleton import RunbookRun
 from workbench.runs import Run
 from workbench.services import exec_argv
 from workbench.session import HostSession
-from workbench.trials import classify, start_failure_phase
+from workbench.trials import judge_failure
 from workbench.unitfile import UnitFile, split_environment
 from workbench.variants import describe_edits, normalize_edits
 from workbench.watch import Outcome, watch_start
@@ -260,12 +259,10 @@ def _arm_b(s: HostSession, host: Host, p: ABParams, hr: _HostRun, edits: list[tu
                                "failure": None}
         hr.arms["B"] = arm
         if not trial.outcome.ok:
-            inv = trial.outcome.invocation_id
-            log = (invocation_text(s.svc, trial.variant, inv) if inv else "") or "\n".join(trial.outcome.tail)
-            info = classify(log)
+            info, _ = judge_failure(s.svc, trial)
             arm["failure"] = {"exception_type": info["exception_type"], "message": info["message"] or trial.outcome.reason,
-                              "phase": start_failure_phase(trial.outcome, info["phase"]),
-                              "signature": info["signature"]}
+                              "phase": info["phase"], "signature": info["signature"],
+                              "signature_id": info["signature_id"]}
             tell(f"{hr.host}: B did not start: {trial.outcome.describe()}")
         else:
             shape = _shape(host, p, hr, "B", exec_argv(trial.unit_text, trial.variant))

@@ -269,7 +269,8 @@ class SweepPoint(_Open):
 class SweepConfig(_Open):
     edits: list[Edit]
     outcome: Literal["ready", "failed", "timeout", "skipped", ""]
-    signature: str | None = None
+    signature: str | None = Field(None, description="readable: type, normalised message, phase")
+    signature_id: str | None = Field(None, description="the hash id, e.g. AttributeError@b18d5cd60d")
     exception_type: str | None = None
     phase: str | None = None
     reason: str | None = None

@@ -13,7 +13,7 @@ ledger of the data dir) is skipped with that culprit as the reason.
     {"runbook": "sweep", "status": "ok"|"failed", "host": str, "base_unit": str, "grid": {flag: [values]},
      "slo": {"ttft_p99_ms": float|null, "tpot_p99_ms": float|null},
      "configs": [{"edits": [[flag, value]], "outcome": "ready"|"failed"|"timeout"|"skipped",
-                  "signature": str|null, "exception_type": str|null, "phase": str|null, "reason": str|null,
+                  "signature": str|null (readable), "signature_id": str|null, "exception_type": str|null, "phase": str|null, "reason": str|null,
                   "points": [{"concurrency": int|null, "rate": float (rate ladder only), "repeats": int,
                               "output_tok_s": float,
                               "output_tok_s_lo": float, "output_tok_s_hi": float, "ttft_p99_ms": float,
@@ -46,7 +46,6 @@ from workbench.configsweep import (
 )
 from workbench.errors import HostError, LockHeld
 from workbench.hosts import Host
-from workbench.journal.read import invocation_text
 from workbench.provenance import collect as collect_provenance
 from workbench.runbooks import measure
 from workbench.runbooks.abverdict import point_words
@@ -56,7 +55,7 @@ from workbench.runbooks.skeleton import RunbookRun
 from workbench.runs import Run
 from workbench.services import exec_argv
 from workbench.session import HostSession
-from workbench.trials import classify, start_failure_phase
+from workbench.trials import judge_failure
 from workbench.variants import describe_edits
 
 
@@ -166,7 +165,7 @@ def _config(rr: RunbookRun, s: HostSession, host: Host, params: SweepParams, i: 
             frames: list[pd.DataFrame]) -> dict[str, Any]:
     """One configuration: skipped (a known culprit), failed to start (its signature), or measured."""
     row: dict[str, Any] = {"edits": [[f, v] for f, v in edits], "outcome": "", "signature": None,
-                           "exception_type": None, "phase": None, "reason": None, "points": []}
+                           "signature_id": None, "exception_type": None, "phase": None, "reason": None, "points": []}
     hit = holds_culprit(tuple(edits), culprits)
     if hit is not None:
         row.update(outcome="skipped", reason=f"holds the culprit {describe_edits(hit)} found by an earlier bisect")
@@ -178,13 +177,11 @@ def _config(rr: RunbookRun, s: HostSession, host: Host, params: SweepParams, i: 
         rr.set(server_starts=rr.fields["server_starts"] + 1)
         out = trial.outcome
         if not out.ok:
-            inv = out.invocation_id
-            log = (invocation_text(s.svc, trial.variant, inv) if inv else "") or "\n".join(out.tail)
-            info = classify(log)
-            phase = start_failure_phase(out, info["phase"])
-            row.update(outcome=out.outcome, signature=info["signature"], exception_type=info["exception_type"],
-                       phase=phase, reason=(info["message"] or out.reason or "")[:300])
-            rr.tell(f"    did not start: {info['exception_type'] or out.outcome} in {phase}")
+            info, _ = judge_failure(s.svc, trial)
+            row.update(outcome=out.outcome, signature=info["signature"], signature_id=info["signature_id"],
+                       exception_type=info["exception_type"], phase=info["phase"],
+                       reason=(info["message"] or out.reason or "")[:300])
+            rr.tell(f"    did not start: {info['signature']}")
             return row
         shape = measure.server_shape(exec_argv(trial.unit_text, trial.variant))
         sweep = measure.sweep_unit(host, shape.port, params, {"variant": f"config {i}", "config": i})

@@ -32,7 +32,7 @@ from workbench.phases import PhaseTracker, PhaseTransition
 from workbench.slurm.cluster import SlurmCluster
 from workbench.slurm.facts import JobInfo
 from workbench.slurm.script import JobScript
-from workbench.trials import TrialRecord, classify, failure_phase, unit_hash
+from workbench.trials import TrialRecord, classify, failure_phase, signature_of, unit_hash
 from workbench.variants import EditValue, edits_key, normalize_edits
 
 POLL_S = 1.0  # how often the scheduler is asked about the job while its log is quiet
@@ -97,7 +97,8 @@ class JobTrial:
     queue_seconds: float | None
     run_seconds: float
     exception_type: str | None = None
-    signature: str | None = None
+    signature: str | None = None  # readable: type, normalised message, phase (trials.signature_of)
+    signature_id: str | None = None  # its hash id
     message: str | None = None
     state: str = ""  # the job's Slurm state when the trial ended
     reason: str = ""
@@ -113,7 +114,8 @@ class JobTrial:
     def record(self, *, base: str, base_text: str, cluster: str) -> TrialRecord:
         return TrialRecord(
             edits=self.edits, outcome=self.outcome, phase=self.phase, exception_type=self.exception_type,
-            signature=self.signature, message=self.message, seconds=round(self.run_seconds, 3),
+            signature=self.signature, signature_id=self.signature_id, message=self.message,
+            seconds=round(self.run_seconds, 3),
             host=f"slurm:{cluster}/{self.node}" if self.node else f"slurm:{cluster}", base_unit=base,
             unit_hash=unit_hash(base_text), edits_key=edits_key(normalize_edits([tuple(e) for e in self.edits])),
             variant=self.job_id, invocation=self.job_id, reason=self.reason, timeline=self.timeline,
@@ -248,8 +250,10 @@ def run_job_trial(
         got = classify(text)
         trial.exception_type, trial.message = got["exception_type"], got["message"]
         trial.ranks, trial.where = list(got.get("ranks") or []), str(got.get("where") or "")
-        trial.signature = got["signature"] or f"job:{info.state}:exit {info.exit_status}"
         trial.phase = failure_phase(tracker.phase, got["phase"], ready_seen=tracker.ready)
+        exc, what = ((got["exception_type"], got["message"]) if got["signature"]
+                     else (None, f"job {info.state.lower()} (exit {info.exit_status})"))
+        trial.signature, trial.signature_id = signature_of(exc, what, trial.phase)
         trial.log_excerpt = "\n".join(text.splitlines()[-80:])
     emit("done", f"job {job_id}: {trial.outcome} in {trial.phase}")
     return trial

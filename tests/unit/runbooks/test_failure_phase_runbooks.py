@@ -107,6 +107,18 @@ def test_the_saved_fields_keep_their_names():
     text = (FIXTURES / CASES[0][0]).read_text()
     arm = ab_phase(text)
     assert set(arm) == {"unit", "started", "start", "failure"}
-    assert set(arm["failure"]) == {"exception_type", "message", "phase", "signature"}
+    assert set(arm["failure"]) == {"exception_type", "message", "phase", "signature", "signature_id"}
     assert set(arm["start"]) == {"outcome", "phase", "seconds"}
-    assert set(sweep_row(text)) == {"edits", "outcome", "signature", "exception_type", "phase", "reason", "points"}
+    assert set(sweep_row(text)) == {"edits", "outcome", "signature", "signature_id", "exception_type", "phase",
+                                    "reason", "points"}
+
+
+@pytest.mark.parametrize(("log", "want"), CASES, ids=[Path(c[0]).stem[:40] for c in CASES])
+def test_bisect_ab_and_sweep_give_one_readable_signature(log, want):
+    """One judge of a failed start (trials.judge_failure): the same words and id in every runbook."""
+    text = (FIXTURES / log).read_text()
+    t = run_trial(FakeSession(text), "base.service", EDITS)  # type: ignore[arg-type]
+    arm, row = ab_phase(text)["failure"], sweep_row(text)
+    assert (t.signature, t.signature_id) == (arm["signature"], arm["signature_id"]) == (row["signature"],
+                                                                                      row["signature_id"])
+    assert t.signature.endswith(f"in {want}") and "@" not in t.signature and "@" in t.signature_id
