@@ -28,15 +28,20 @@ The search learns a *fault model* from its trials and tests until no fault it ca
   set that fails with the signature, the blocker halving drops from its pool what a tried set inside
   the failing one already settles, and a blocker probe takes, of the sets where it matters, the one
   that asks the most open "c stops R" questions of R at once;
+* **maximal sets**: for each phase, the largest sets (by inclusion) where nothing of that phase or
+  earlier strikes, also with one learned blocker absent, are started: a fault of *any* number of
+  edits (a combination of three hidden behind an earlier phase) shows in one of them;
 * **confirmation**: every edit is started alone first, and every culprit is started alone (the
   minimal set against the base).  Larger culprits (three edits or more) are found by ddmin from the
-  failing trials; the cover does not look for them where no trial failed.
+  failing trials and from the maximal sets.
 
 What is guaranteed (``Search.guarantee``): each culprit was started and failed with its signature,
 and every trial agrees with the learned model; when ``complete`` is true, no fault of the shape
-above, missing from the model, could add or change a culprit without having shown in a trial.  A
-fault that needs two or more edits *absent* at once, or an outcome that the earliest-phase rule
-does not explain, is outside that guarantee: such trials are listed in ``unexplained``; with more
+above (at most two edits present and one absent; or any number present and none absent, or one
+absent that stops a known culprit), missing from the model, could add or change a culprit without
+having shown in a trial.  A fault that needs two or more edits *absent* at once (a phase another edit
+skips, ``--disable-cuda-graph``, counts as one), a fault that only wins a tie in its phase, or an
+outcome that the earliest-phase rule does not explain, is outside that guarantee: such trials are listed in ``unexplained``; with more
 than ``COVER_MAX`` edits, or when ``max_starts`` cut the search, ``complete`` is false and
 ``untested`` lists the sets that would still need a start (only the full factorial tests every
 set).  When ``E`` itself starts there is nothing to narrow and nothing is searched.
@@ -131,9 +136,12 @@ Ask = Generator[list[int], list[Verdict], None]
 class Search(Generic[T]):
     """State and outcome of one bisection; drive it with :func:`bisect` (or ``steps()``)."""
 
+    maximal_blockers = True  # the maximal sets also with one learned blocker absent
+
     def __init__(self, edits: Sequence[T], *, known: Iterable[tuple[Sequence[T], Verdict]] = (), width: int = 1,
-                 max_starts: int | None = None, max_present: int = MAX_PRESENT) -> None:
+                 max_starts: int | None = None, max_present: int = MAX_PRESENT, maximal: bool = True) -> None:
         self.max_present = max_present
+        self.maximal = maximal
         self.edits = tuple(edits)
         self.n = len(self.edits)
         self.full = (1 << self.n) - 1
@@ -449,6 +457,52 @@ class Search(Generic[T]):
                    and not any(r is not rule and r.signature == rule.signature and r.holds(t) for r in self.rules)
                    for t, v in self.cache.items())
 
+    def _maximal_picks(self) -> list[int]:
+        """Untested sets a fault of any number of edits would need to show in, with none of its edits absent
+        or one that stops a known culprit (a learned blocker).
+
+        For each phase ``p`` and each such absent edit ``c`` (or none): the maximal sets (by inclusion)
+        without ``c`` where nothing of phase ``p`` or earlier strikes (a trial's verdict where tried, the
+        model's prediction elsewhere).  A fault "fails in ``p`` when all of ``P`` are present (and ``c``
+        absent)" that would change a verdict somewhere shows at one of them: every set where it could
+        show lies inside one.  The cover's faults of at most two edits miss a combination of three hidden
+        behind an earlier phase (``{a, b, c}`` in ``cuda_graph_capture`` while ``{d, e}`` fails in
+        ``nccl_init`` wherever all five are); these sets find it without the factorial.
+        """
+        if not self.maximal or self.n > COVER_MAX:
+            return []
+        sets, tested, value, _covers, _low, _vis = self._cover_state()
+        size = self.full + 1
+        val = np.full(size, UNKNOWN_RANK - 1, dtype=np.int64)
+        val[sets] = value
+        done = np.zeros(size, dtype=bool)
+        done[sets] = tested
+        picks: list[int] = []
+        idx = np.arange(size)
+        blockers = 0
+        for r in self.rules:
+            blockers |= r.blockers
+        absent = [0] + [1 << c for c in range(self.n) if blockers >> c & 1 and self.maximal_blockers]
+        for p, a in ((p, a) for p in range(UNKNOWN_RANK, OK_RANK - 2) for a in absent):
+            # up to warmup: a serving fault never shows at a start
+            fam = (val > p) & ((idx & a) == 0)
+            fam[0] = False
+            sup = fam.copy()  # sup[s]: s or a superset of it is in the family
+            for b in range(self.n):
+                bit = 1 << b
+                low = idx[(idx & bit) == 0]
+                sup[low] |= sup[low | bit]
+            strict = np.zeros(size, dtype=bool)
+            for b in range(self.n):
+                bit = 1 << b
+                low = idx[(idx & bit) == 0]
+                strict[low] |= sup[low | bit]
+            for s in np.nonzero(fam & ~strict & ~done)[0]:
+                if int(s) not in picks:
+                    picks.append(int(s))
+        picks.sort(key=lambda m: (-bin(m).count("1"), m))
+        return picks
+
     def _open_sets(self, limit: int = 64) -> list[int]:
         sets, tested, value, covers, low, vis = self._cover_state()
         open_ = low < vis
@@ -501,6 +555,7 @@ class Search(Generic[T]):
                 break
             picks = self._cover_picks() if self.n <= COVER_MAX else []
             picks = picks or self._blocker_picks()
+            picks = picks or self._maximal_picks()[:self.width]
             if picks:
                 yield from self._ask(picks)
                 continue
@@ -539,14 +594,16 @@ class Search(Generic[T]):
                 "culprits may hide in the sets not started (only the full factorial tests them all).",
                 tested, total, untested=[], unexplained=unexplained)
             return
-        untested = [self.items(m) for m in self._open_sets()] if self.cut else []
+        untested = [self.items(m) for m in dict.fromkeys(self._open_sets() + self._maximal_picks())][:64] \
+            if self.cut else []
         unconfirmed = [m for ms in minimal.values() for m in ms if m not in self.cache]
         complete = not self.cut and not self.exceptions and not unconfirmed
         if complete:
             statement = (f"Complete for faults of the shape 'at most {self.max_present} edits present, at most one "
                          "absent' in any phase "
-                         "(the earliest phase strikes): any such fault not among the culprits would have shown in "
-                         "one of the trials; each culprit was started alone and failed with its signature; every "
+                         "(the earliest phase strikes), and for faults of any number of edits present with none absent "
+                         "or one absent that stops a culprit: any such fault not among the culprits would have shown "
+                         "in one of the trials; each culprit was started alone and failed with its signature; every "
                          "trial agrees with the culprits and their blockers.")
         else:
             why = []
@@ -582,12 +639,13 @@ def _split(items: list[int], n: int) -> list[list[int]]:
 
 def bisect(edits: Sequence[T], test: Callable[[tuple[T, ...]], Verdict] | None = None, *,
            test_many: Callable[[list[tuple[T, ...]]], list[Verdict]] | None = None, width: int = 1,
-           known: Iterable[tuple[Sequence[T], Verdict]] = (), max_starts: int | None = None) -> Search[T]:
+           known: Iterable[tuple[Sequence[T], Verdict]] = (), max_starts: int | None = None,
+           maximal: bool = True) -> Search[T]:
     """Run the search; ``result.culprits`` holds one entry per minimal failing set, ``result.guarantee``
     what was proven.  ``test`` tries one subset; ``test_many`` (for a fleet) tries up to ``width`` at once."""
     if test is None and test_many is None:
         raise ValueError("bisect needs test or test_many")
-    search: Search[T] = Search(edits, known=known, width=width, max_starts=max_starts)
+    search: Search[T] = Search(edits, known=known, width=width, max_starts=max_starts, maximal=maximal)
     run_many = test_many or (lambda subsets: [test(s) for s in subsets])  # type: ignore[misc]
     steps = search.steps()
     try:
