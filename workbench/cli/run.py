@@ -11,9 +11,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from workbench.errors import ConfigError
+
+if TYPE_CHECKING:
+    from workbench.runbooks.presets import Preset
 
 EPILOG = """\
 parameters: -p NAME VALUE (repeatable; dicts and lists as JSON text), -y YAML (a mapping).
@@ -79,16 +83,17 @@ def gather(args: argparse.Namespace, fields: set[str]) -> dict[str, Any]:
     return params
 
 
-def _pick_base(args: argparse.Namespace, params: dict[str, Any], fields: dict[str, Any]) -> None:
+def _pick_base(args: argparse.Namespace, params: dict[str, Any], fields: dict[str, Any], runbook: str | Path,
+               named: Preset | None) -> None:
     """No base named and one host: the one inference server running there (said on stderr); checked
     first with a stand-in, so other bad parameters are refused before the host is read."""
     from workbench.runbooks import basepick
     from workbench.runbooks import presets as presets_
-    from workbench.runbooks.execute import prepare, resolve_preset
+    from workbench.runbooks.execute import prepare
 
-    runbook, named = resolve_preset(args.runbook, getattr(args, "preset", ""))
     name = basepick.missing_base(presets_.apply(named, params), fields)
-    if not name or not basepick.the_host(params):
+    host = basepick.the_host(params)
+    if not name or not host:
         return
     # everything else must be right before the host is read: a stand-in for the base, and what a
     # preset that is the default for some base would give
@@ -100,9 +105,7 @@ def _pick_base(args: argparse.Namespace, params: dict[str, Any], fields: dict[st
     except ConfigError:  # the error as it reads without the stand-in (the base named missing too)
         prepare(args.runbook, params, data_dir=args.data_dir, preset=getattr(args, "preset", ""))
         raise
-    picked = basepick.pick(params, fields, ssh_config=getattr(args, "ssh_config", None))
-    if picked is None:
-        return
+    picked = basepick.pick(name, host, ssh_config=getattr(args, "ssh_config", None) or params.get("ssh_config") or None)
     if picked.value is None:
         raise ConfigError(picked.words())
     params[name] = picked.value
@@ -124,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
         path = resolve(runbook)[1]
         fields = params_model(path).model_fields
         params = gather(args, set(fields))
-        _pick_base(args, params, fields)
+        _pick_base(args, params, fields, runbook, named)
         implied = None if named else resolve_preset(args.runbook, "", params)[1]
         if implied is not None:
             left = ", ".join(sorted(set(implied.params) - set(params)))

@@ -46,23 +46,21 @@ def missing_base(params: Mapping[str, Any], fields: Mapping[str, Any]) -> str:
 
 def the_host(params: Mapping[str, Any]) -> str:
     """The one host of the run's parameters ('' when it names none, a cluster, or several)."""
-    hosts = [params["host"]] if isinstance(params.get("host"), str) and params["host"] else []
-    hosts += [h for h in params.get("hosts") or [] if isinstance(h, str) and h not in hosts]
-    return hosts[0] if len(hosts) == 1 and ":" not in hosts[0] else ""
+    from workbench.runbooks.execute import hosts_of
+    from workbench.slurm.clusters import is_cluster
+
+    hosts = hosts_of(params)
+    return hosts[0] if len(hosts) == 1 and not is_cluster(hosts[0]) else ""
 
 
-def pick(params: Mapping[str, Any], fields: Mapping[str, Any], *, ssh_config: str | None = None) -> BasePick | None:
-    """Read the host's running servers when the run lacks its base parameter (None: nothing to pick)."""
-    name = missing_base(params, fields)
-    host_name = the_host(params)
-    if not name or not host_name:
-        return None
+def pick(field: str, host_name: str, *, ssh_config: str | None = None) -> BasePick:
+    """The running servers on ``host_name`` as the candidates for the run's ``field``."""
     from workbench.hosts import connect
     from workbench.services import running_servers, services_for
 
-    host = connect(host_name, ssh_config=ssh_config or params.get("ssh_config") or None)
+    host = connect(host_name, ssh_config=ssh_config)
     try:
         servers = tuple(i.status.unit for i in running_servers(services_for(host)))
     finally:
         host.close()
-    return BasePick(name, host_name, servers)
+    return BasePick(field, host_name, servers)

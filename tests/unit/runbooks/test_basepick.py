@@ -41,7 +41,6 @@ def test_the_base_parameter_that_is_missing_and_the_one_host() -> None:
     assert basepick.the_host({"hosts": ["gpu-a"]}) == "gpu-a"
     assert basepick.the_host({"hosts": ["gpu-a", "gpu-b"]}) == ""  # a fleet: name the base
     assert basepick.the_host({"host": "slurm:testbed"}) == ""  # a cluster has no running servers to read
-    assert basepick.pick({"hosts": ["gpu-a", "gpu-b"]}, fields) is None  # nothing read
 
 
 def test_what_the_pick_says() -> None:
@@ -59,9 +58,9 @@ def _cli(monkeypatch: pytest.MonkeyPatch, tmp_path, servers: tuple[str, ...], *a
     seen: dict[str, object] = {}
     reads: list[str] = []
 
-    def fake_pick(params, fields, **kw):
-        reads.append(basepick.the_host(params))
-        return basepick.BasePick(basepick.missing_base(params, fields), basepick.the_host(params), servers)
+    def fake_pick(field, host, **kw):
+        reads.append(host)
+        return basepick.BasePick(field, host, servers)
 
     def fake_execute(runbook, params, **kw):  # the seam: nothing runs
         seen.update(params)
@@ -88,6 +87,12 @@ def test_a_container_base_then_takes_its_default_preset(monkeypatch, tmp_path, c
     err = capsys.readouterr().err
     assert reads == ["gpu-c"]
     assert seen["base_unit"] == "sglang-k26-ddtree" and "edits from the preset 'seeds-k26'" in err
+
+
+def test_a_fleet_names_its_base_and_no_host_is_read(monkeypatch, tmp_path) -> None:
+    _, seen, reads = _cli(monkeypatch, tmp_path, ("x.service",), "bisect", "-p", "hosts", '["gpu-a", "gpu-b"]',
+                          "-p", "edits", '{"--ep-size": "8"}')
+    assert reads == [] and "base_unit" not in seen  # left to the runbook's own missing-parameter error
 
 
 def test_other_bad_parameters_are_refused_before_the_host_is_read(monkeypatch, tmp_path, capsys) -> None:

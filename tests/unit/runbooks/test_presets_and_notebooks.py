@@ -145,8 +145,7 @@ def test_workbench_run_exits_2_when_required_parameters_are_missing(tmp_path, ca
     from workbench.runbooks import basepick
 
     # the host's running servers, read where a base is missing: none here (no host is reached)
-    monkeypatch.setattr(basepick, "pick", lambda params, fields, **kw: basepick.BasePick(
-        basepick.missing_base(params, fields), basepick.the_host(params), ()))
+    monkeypatch.setattr(basepick, "pick", lambda field, host, **kw: basepick.BasePick(field, host, ()))
 
     assert main([*argv, "--data-dir", str(tmp_path)]) == ex.EXIT_BAD_PARAMETERS
     assert re.search(message, capsys.readouterr().err)
