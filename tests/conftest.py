@@ -20,7 +20,7 @@ def testbed(request):
 
     A running testbed is reused when it has every provisioner the session needs; one
     that lacks ``vllm`` while ``realserver`` tests are selected is brought up again,
-    once, with ``sim,vllm`` and left running (it was running before).
+    once, with its provisioners and ``vllm``, and left running (it was running before).
     """
     from workbench.testbed import testbed as tb
 
@@ -36,8 +36,9 @@ def testbed(request):
     if not running:
         state = tb.up(2, provision=want)
         started_here = True
-    elif state is not None and not set(want) <= set(state.provision):
-        state = tb.up(len(state.hosts), provision=want)
+    elif state is not None and not set(want) <= set(have := tb.provisioned(state)):
+        # what it has (gpu-c's containers, ...) kept, what the session needs added
+        state = tb.up(len(state.hosts), provision=tuple(dict.fromkeys([*have, *want])))
     yield state
     if started_here and not os.environ.get("WORKBENCH_KEEP_TESTBED"):
         tb.down()

@@ -1,7 +1,9 @@
 """Watching a start: ready, failed (and in which phase), or timed out — as it happens.
 
 Readiness = the health endpoint answers 200 while the unit is active under the
-same ``InvocationID`` it got when we started it.  Failure = ``failed``,
+same ``InvocationID`` it got when we started it, and the port's listener descends from
+the unit's server (the backend's ``server_roots``): a port taken meanwhile by another
+process that answers 200 is not this start's readiness.  Failure = ``failed``,
 ``auto-restart``, a higher ``NRestarts``, a changed ``InvocationID``, or the main
 process gone.  The watch is event-driven: it follows the unit's journal (or the
 process backend's log) and re-checks the unit the moment PID 1 reports an exit
@@ -9,6 +11,11 @@ or the server reports it is up; between events it re-checks at most every
 ``poll`` seconds (default 0.5 s), which bounds detection when a log line is
 lost.  Every server line also feeds a :class:`~workbench.phases.PhaseTracker`,
 so the outcome carries the phase timeline and the phase a failed start died in.
+
+A server that logged a failure before it was ready and then neither exits nor logs anything for
+``hang_grace`` seconds (default :data:`HANG_GRACE_S`) has failed too: hung after the failure, as
+SGLang's launcher can when a rank dies and its teardown stalls.  The verdict says so; the caller
+stops the unit as after any failed start.
 """
 
 from __future__ import annotations
@@ -34,6 +41,10 @@ from workbench.systemd import UnitStatus
 HEALTH_PATHS = ("/health", "/health_generate", "/v1/models")
 # PID 1 messages that mean the invocation's main process has ended.
 FINAL_MESSAGE_IDS = {MSG_UNIT_PROCESS_EXIT, MSG_UNIT_FAILED}
+# Silence after a failure line, with the server still running and not ready: hung, so failed.
+# Long enough for a launcher's own teardown (SGLang waits a few seconds for its ranks) on a loaded
+# host; a server that keeps logging after a failure is never judged by it.
+HANG_GRACE_S = 60.0
 
 
 class PortInUse(ServiceError):
@@ -101,16 +112,49 @@ class _Health:
         self.client.close()
 
 
-def port_holders(host: Host, port: int) -> list[str]:
-    """Who listens on TCP ``port`` on the host (``ss``), as "pid N (unit)" strings; empty when free."""
+@dataclass(frozen=True)
+class Listener:
+    """A process listening on a port, as the host sees it."""
+
+    pid: int | None  # None: ``ss`` showed a listener it could not name
+    chain: tuple[int, ...] = ()  # the process, its parent, ... (PID 1 left out)
+    unit: str = ""  # the systemd service of its cgroup ('' when none)
+
+    def describe(self) -> str:
+        return f"pid {self.pid} ({self.unit or 'no unit'})" if self.pid else "an unknown process"
+
+
+def port_listeners(host: Host, port: int) -> list[Listener]:
+    """Who listens on TCP ``port`` on the host (``ss``), each with its ancestry and its unit."""
     res = host.run(["sh", "-c", 'ss -Htlnp "sport = :$1" 2>/dev/null; for p in $(ss -Htlnp "sport = :$1" 2>/dev/null '
-                    "| grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u); do echo \"@@ $p $(grep -o '[^/]*\\.service' "
-                    '/proc/$p/cgroup 2>/dev/null | tail -n1)"; done', "ports", str(port)], timeout=30)
-    holders = [line[3:] for line in res.stdout.splitlines() if line.startswith("@@ ")]
-    if not holders and any("LISTEN" in line for line in res.stdout.splitlines()):
-        holders = ["an unknown process"]
-    return [f"pid {h.split()[0]} ({h.split()[1] if len(h.split()) > 1 else 'no unit'})" if h[0].isdigit() else h
-            for h in holders]
+                    "| grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u); do c=$p; q=$p; while :; do "
+                    "q=$(sed 's/.*) //' /proc/$q/stat 2>/dev/null | cut -d' ' -f2); "
+                    '[ -n "$q" ] && [ "$q" -gt 1 ] || break; c="$c,$q"; done; '
+                    'echo "@@ $p $c $(grep -o \'[^/]*\\.service\' /proc/$p/cgroup 2>/dev/null | tail -n1)"; done',
+                    "ports", str(port)], timeout=30)
+    out = []
+    for line in res.stdout.splitlines():
+        if line.startswith("@@ ") and len(words := line[3:].split()) >= 2 and words[0].isdigit():
+            chain = tuple(int(p) for p in words[1].split(",") if p.isdigit())
+            out.append(Listener(int(words[0]), chain, words[2] if len(words) > 2 else ""))
+    if not out and any("LISTEN" in line for line in res.stdout.splitlines()):
+        out = [Listener(None)]
+    return out
+
+
+def port_holders(host: Host, port: int) -> list[str]:
+    """Who listens on TCP ``port`` on the host, as "pid N (unit)" strings; empty when free."""
+    return [x.describe() for x in port_listeners(host, port)]
+
+
+def foreign_listeners(svc: Services, unit: str, port: int, st: UnitStatus, argv: list[str]) -> list[Listener]:
+    """The listeners on ``port`` that are not the running ``unit``'s server: none below the
+    backend's server roots, and not in the unit's own cgroup.  Empty when the roots are not known."""
+    roots = svc.server_roots(unit, st, argv)
+    if not roots:
+        return []
+    return [x for x in port_listeners(svc.host, port)
+            if x.pid is not None and not roots.intersection(x.chain) and x.unit != unit]
 
 
 def _failed(before: UnitStatus, st: UnitStatus, invocation: str | None) -> str | None:
@@ -154,9 +198,11 @@ def watch_start(
     on_event: Callable[[PhaseEvent], None] | None = None,
     on_line: Callable[[Entry], None] | None = None,
     unit_text: str | None = None,
+    hang_grace: float = HANG_GRACE_S,
 ) -> Outcome:
     """Start ``unit`` (unless ``start=False``) and follow it until it is ready, failed, or ``timeout``."""
     timeout = check_timeout(timeout)
+    hang_grace = check_timeout(hang_grace, "hang_grace")
     if health_path not in HEALTH_PATHS and not health_path.startswith("/"):
         raise ServiceError(f"health path must start with '/': {health_path!r}")
     host = svc.host
@@ -205,6 +251,7 @@ def watch_start(
             invocation = before.invocation_id
         http_up = False
         last_check = 0.0
+        last_line = time.monotonic()  # when the server last logged a line
 
         def verdict(outcome: str, reason: str, st: UnitStatus | None, detected: int | None = None) -> Outcome:
             nonlocal exit_usec
@@ -249,6 +296,7 @@ def watch_start(
                             return verdict("failed", _failed(before, st, invocation)
                                            or f"exited ({entry.message})", st, detected)
                 else:
+                    last_line = time.monotonic()
                     tail.append(entry.message)
                     tr = tracker.feed(entry.message, entry.time)
                     if tr is not None:
@@ -267,10 +315,20 @@ def watch_start(
             why = _failed(before, st, invocation)
             if why:
                 return verdict("failed", why, st)
+            quiet = last_check - last_line
+            if tracker.failure is not None and not tracker.ready and quiet >= hang_grace:
+                return verdict("failed", f"hung after a failure in {tracker.failure.phase}: nothing logged for "
+                               f"{quiet:.0f} s and the server still runs ({st.active_state}/{st.sub_state})", st)
             if st.active_state == "active" and (http_up or last_check - started > 2) and health.ok():
                 st2 = svc.status(unit)
                 if st2.active_state == "active" and st2.invocation_id == invocation:
-                    return verdict("ready", f"{health.last} under invocation {invocation[:8]}", st2)
+                    # The answer must come from this start's server, not another process that took
+                    # the port meanwhile (the port was free when the start was asked for).
+                    others = foreign_listeners(svc, unit, port, st2, argv)
+                    if not others:
+                        return verdict("ready", f"{health.last} under invocation {invocation[:8]}", st2)
+                    health.last = (f"port {port} answered by {', '.join(x.describe() for x in others)}, "
+                                   f"not by {unit}")
 
         raise AssertionError("unreachable")
 

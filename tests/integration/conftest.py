@@ -66,6 +66,9 @@ def toy(testbed):
 
     host = SSHHost("gpu-a", ssh_config=str(testbed.ssh_config))
     # The simulated server holds the host's GPUs; these tests need them (and its absence) to themselves.
+    # A host that just booted may not have started it yet: wait for the boot's jobs first, or the
+    # stop below comes before its start.
+    host.run(["systemctl", "is-system-running", "--wait"], timeout=120)
     sim_was_running = host.run(["systemctl", "is-active", "--quiet", SIM_BASE]).ok
     host.run(["systemctl", "stop", SIM_BASE], check=True)
     host.put(TOY.read_bytes(), "/opt/toy/toy_server.py")

@@ -112,6 +112,15 @@ class Bed:
         waited = float(words[-1]) / 1e9 if words[-2:-1] == ["@@waited"] else 0.0
         return words[:-2], waited
 
+    def peek(self) -> list[str]:
+        """The state without the host's lock (plain ssh, no workbench code)."""
+        try:
+            res = subprocess.run(["ssh", "-F", self.ssh_config, "-o", "ConnectTimeout=3", self.host,
+                                  self.state_script], capture_output=True, text=True, timeout=10)
+        except subprocess.TimeoutExpired:
+            return ["no answer"]
+        return res.stdout.split()
+
     def wait_as_found(self, since: float, bound: float) -> float:
         """Seconds from ``since`` until the host is back as found, less the time other sessions held it."""
         others = 0.0
@@ -220,10 +229,14 @@ def _cut_link(testbed, up: bool, host: str = "gpu-a") -> None:
     subprocess.run(["ip", "netns", "exec", netns, "ip", "link", "set", "eth0", "up" if up else "down"], check=True)
 
 
+def _sets(edits: dict[str, object]) -> list[str]:
+    """``edits`` as ``workbench variant``'s ``--set`` options."""
+    return [a for k, v in edits.items() for a in ("--set", k.lstrip("-") if v is True else f"{k.lstrip('-')}={v}")]
+
+
 def test_network_partition_host_restores_itself_while_cut_off(bed, testbed):
     """The link goes down mid-start and stays down past the bound: the guard restores on its own."""
-    sets = [a for k, v in bed.edits.items() for a in ("--set", k.lstrip("-") if v is True else f"{k.lstrip('-')}={v}")]
-    p = cli_until(bed.ssh_config, "weight_loading", bed.host, bed.base, *sets)
+    p = cli_until(bed.ssh_config, "weight_loading", bed.host, bed.base, *_sets(bed.edits))
     _cut_link(testbed, up=False, host=bed.host)
     cut, cut_wall = time.monotonic(), time.time()
     try:
@@ -247,10 +260,13 @@ def test_network_partition_host_restores_itself_while_cut_off(bed, testbed):
     report("partition" if bed.backend == "systemd" else f"{bed.backend}-partition", restored[-1] - cut_wall)
 
 
-def _sshd_pids_serving(testbed, local_pid: int) -> list[int]:
+def _sshd_pids_serving(testbed, local_pid: int, host: str = "gpu-a") -> list[int]:
     """The host-side sshd processes of ``local_pid``'s SSH connections (found by TCP port)."""
-    netns = next(h.netns for h in testbed.hosts if h.name == "gpu-a")
-    addr = next(h.address for h in testbed.hosts if h.name == "gpu-a")
+    from workbench.testbed import testbed as tb
+
+    state = tb.load() or testbed  # (gpu-c joins after the session read its state: read it again)
+    netns = next(h.netns for h in state.hosts if h.name == host)
+    addr = next(h.address for h in state.hosts if h.name == host)
     ours = subprocess.run(["ss", "-tnpH", "dst", f"{addr}:22"], capture_output=True, text=True).stdout
     ports = [line.split()[3].rsplit(":", 1)[1] for line in ours.splitlines() if f"pid={local_pid}," in line]
     pids: list[int] = []
@@ -261,22 +277,27 @@ def _sshd_pids_serving(testbed, local_pid: int) -> list[int]:
     return sorted(set(pids))
 
 
-def test_sshd_stopped_host_restores_itself(toy, testbed):
+def test_sshd_stopped_host_restores_itself(bed, testbed):
     """sshd serving the controller frozen (SIGSTOP): the heartbeat stops, the guard takes over."""
-    p = cli_until(toy.ssh_config_path, "weight_loading")
-    pids = _sshd_pids_serving(testbed, p.pid)
+    p = cli_until(bed.ssh_config, "weight_loading", bed.host, bed.base, *_sets(bed.edits))
+    pids = _sshd_pids_serving(testbed, p.pid, bed.host)
     assert pids, "no sshd found for the controller's connection"
     for pid in pids:
         os.kill(pid, signal.SIGSTOP)
     stopped = time.monotonic()
     try:
-        took = wait_as_found(toy.ssh_config_path, stopped, BOUND_CUT)
+        # Read without the host's lock: the frozen controller's session holds it until the guard
+        # ends that session's holder.
+        while (state := bed.peek()) != bed.found:
+            assert time.monotonic() - stopped < BOUND_CUT, f"not restored {BOUND_CUT:.0f} s after sshd froze: {state}"
+            time.sleep(0.2)
+        took = time.monotonic() - stopped
     finally:
         for pid in pids:
             os.kill(pid, signal.SIGCONT)
     _, err = p.communicate(timeout=120)
     print(err)
-    report("sshd-SIGSTOP", took)
+    report("sshd-SIGSTOP" if bed.backend == "systemd" else f"{bed.backend}-sshd-SIGSTOP", took)
 
 
 def _workbench(ssh_config: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -341,53 +362,67 @@ def test_frozen_controller_and_an_edited_base_stale_record_then_restore_accept_c
 SIM_STATE = ("systemctl is-active sglang-k26-ddtree.service; "
              "grep -l '^X-WorkbenchVariantOf=' /run/systemd/system/*.service 2>/dev/null | wc -l; "
              "test -e /run/workbench/session.json && echo record || echo no-record")
+# The same three words for gpu-c's base container: running, variant containers, a session's record.
+C_SIM_STATE = (f"podman container inspect --format '{{{{.State.Running}}}}' {C_BASE}; "
+               "podman ps -a --filter label=workbench.variant-of --format '{{.Names}}' | wc -l; "
+               "test -e /run/workbench/session.json && echo record || echo no-record")
+BISECT_BEDS = {"systemd": ("gpu-b", "sglang-k26-ddtree.service", SIM_STATE, {True: "active", False: "inactive"}),
+               "container": ("gpu-c", C_BASE, C_SIM_STATE, {True: "true", False: "false"})}
 
 
-def _gpu_b(ssh_config: str) -> list[str]:
+def _sim_state(ssh_config: str, host: str, script: str) -> list[str]:
     try:
-        return subprocess.run(["ssh", "-F", ssh_config, "-o", "ConnectTimeout=3", "gpu-b", SIM_STATE],
+        return subprocess.run(["ssh", "-F", ssh_config, "-o", "ConnectTimeout=3", host, script],
                               capture_output=True, text=True, timeout=10).stdout.split()
     except subprocess.TimeoutExpired:
         return ["no answer"]
 
 
-@pytest.mark.parametrize("when, signal_name", [("variant_loaded", "KILL"), ("after_first_trial", "KILL"),
-                                               ("variant_loaded", "TERM")])
-def test_bisect_controller_killed_host_restores_itself(ssh_config, tmp_path, when, signal_name):
+@pytest.mark.parametrize("backend, when, signal_name", [
+    ("systemd", "variant_loaded", "KILL"), ("systemd", "after_first_trial", "KILL"), ("systemd", "variant_loaded", "TERM"),
+    ("container", "variant_loaded", "KILL"), ("container", "variant_loaded", "TERM")])
+def test_bisect_controller_killed_host_restores_itself(request, ssh_config, tmp_path, backend, when, signal_name):
     """``workbench run bisect`` SIGKILLed (its kernel dies with it) mid-trial or between trials, or
-    SIGTERMed mid-trial (it restores as on Ctrl-C, or its guard does)."""
-    cmd = [sys.executable, "-m", "workbench", "--ssh-config", ssh_config, "run", "bisect", "--host", "gpu-b",
-           "--preset", "seeds-k26", "--data-dir", str(tmp_path), "-p", "start_timeout", "120", "-p", "lock_wait", "240",
-           "--no-progress"]
+    SIGTERMed mid-trial (it restores as on Ctrl-C, or its guard does): on gpu-b's unit and on gpu-c's
+    base container."""
+    host, base, script, words = BISECT_BEDS[backend]
+    if backend == "container":
+        hc = request.getfixturevalue("host_c")  # gpu-c, brought up when missing
+        hc.run(["podman", "start", C_BASE], check=True)
+        ssh_config = str(hc.ssh_config_path)
+    cmd = [sys.executable, "-m", "workbench", "--ssh-config", ssh_config, "run", "bisect", "--host", host,
+           "--preset", "seeds-k26", "-p", "base_unit", base, "--data-dir", str(tmp_path), "-p", "start_timeout", "120",
+           "-p", "lock_wait", "240", "--no-progress"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env=dict(os.environ, PYTHONPATH=str(ROOT)))
     try:
         deadline = time.monotonic() + 400
         while True:
             assert proc.poll() is None and time.monotonic() < deadline, "the bisect ended before the kill"
-            if when == "variant_loaded" and _gpu_b(ssh_config)[1:2] == ["1"]:
+            if when == "variant_loaded" and _sim_state(ssh_config, host, script)[1:2] == ["1"]:
                 break
             if when == "after_first_trial" and list(tmp_path.glob("runs/*/trials.parquet")):
                 break
             time.sleep(0.3)
         # The state found is what the session recorded (other suites may start or stop this base).
-        record = subprocess.run(["ssh", "-F", ssh_config, "gpu-b", "cat /run/workbench/session.json"],
+        record = subprocess.run(["ssh", "-F", ssh_config, host, "cat /run/workbench/session.json"],
                                 capture_output=True, text=True, timeout=10).stdout
         snaps = json.loads(record)["snapshots"] if record.strip() else {}
-        snap = snaps.get("sglang-k26-ddtree.service")
-        found = ("active" if snap["running"] else "inactive") if snap else _gpu_b(ssh_config)[0]
+        snap = snaps.get(base)
+        found = words[bool(snap["running"])] if snap else _sim_state(ssh_config, host, script)[0]
         proc.send_signal(getattr(signal, f"SIG{signal_name}"))
         proc.wait(timeout=300)  # KILL: at once; TERM: after its own restore
     finally:
         if proc.poll() is None:
             proc.kill()
     gone = time.monotonic()
-    while (state := _gpu_b(ssh_config)) != [found, "0", "no-record"]:
+    while (state := _sim_state(ssh_config, host, script)) != [found, "0", "no-record"]:
         assert time.monotonic() - gone < BOUND_KILLED, f"not restored: {state}"
         time.sleep(0.2)
     if signal_name == "TERM":
         assert proc.returncode == 130, proc.returncode  # interrupted, the host restored (the exit-code table)
-    report(f"bisect-{signal_name}@{when}", time.monotonic() - gone)
+    name = f"bisect-{signal_name}@{when}"
+    report(name if backend == "systemd" else f"{backend}-{name}", time.monotonic() - gone)
 
 
 def test_busy_gpus_refuse_the_start_and_the_placed_variant_is_removed(toy):

@@ -55,3 +55,34 @@ def test_process_backend_controller_killed_host_restores_itself(local_host, step
     assert Path(root, "session").is_dir()
     left = sorted(p.name for p in Path(root, "session").rglob("*") if p.is_file())
     assert not [n for n in left if n.endswith((".lock", ".beat")) or n == "hostguard.py"], left
+
+
+@pytest.mark.parametrize("signal_name", ["KILL", "TERM"])
+def test_process_backend_bisect_killed_mid_trial_host_restores_itself(local_host, tmp_path, signal_name):  # noqa: F811
+    """``workbench run bisect`` on the process backend, SIGKILLed (its kernel dies with it) or
+    SIGTERMed (it restores as on Ctrl-C) while a trial's variant runs."""
+    root = local_host.properties["services_root"]
+    cmd = [sys.executable, "-m", "workbench", "run", "bisect", "--host", "gpu-a", "--preset", "seeds-k26",
+           "--data-dir", str(tmp_path), "-p", "start_timeout", "120", "-p", "lock_wait", "240", "--no-progress"]
+    err = tmp_path / "stderr.txt"
+    with err.open("w") as f:
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=f,
+                                env=dict(os.environ, PYTHONPATH=str(ROOT)))  # the local testbed's state dir: inherited
+    try:
+        deadline = time.monotonic() + 300
+        while host_state(root)[2:3] != ["1"]:  # a variant placed
+            assert proc.poll() is None, f"the bisect ended before the kill: {err.read_text()[-2000:]}"
+            assert time.monotonic() < deadline, "no variant within 300 s"
+            time.sleep(0.2)
+        proc.send_signal(getattr(signal, f"SIG{signal_name}"))
+        proc.wait(timeout=300)  # KILL: at once; TERM: after its own restore
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    gone = time.monotonic()
+    while (state := host_state(root)) != ["alive", "active", "0", "no-record"]:
+        assert time.monotonic() - gone < BOUND_KILLED, f"not restored: {state}"
+        time.sleep(0.2)
+    if signal_name == "TERM":
+        assert proc.returncode == 130, proc.returncode  # interrupted, the host restored (the exit-code table)
+    print(f"\nGUARD-RESTORE process-bisect-{signal_name}@variant_loaded {time.monotonic() - gone:.2f} s", flush=True)

@@ -40,6 +40,56 @@ def test_failing_variant_reports_phase_exit_code_and_restores(toy):
     as_found(toy)
 
 
+def test_a_health_answer_from_another_process_on_the_port_is_not_readiness(toy):
+    """The port was free when the start was asked for; while the variant loads, another server
+    takes it and answers 200.  That is not the variant's readiness: the variant then fails to bind."""
+    svc = SystemdServices(toy)
+    foreign = ["systemd-run", "--unit=toy-foreign", "--collect", "/usr/bin/python3", "/opt/toy/toy_server.py",
+               "--port", "31000", "--delay", "0"]
+    started: list[bool] = []
+
+    def take_the_port(ev) -> None:
+        if ev.phase == "weight_loading" and not started:
+            started.append(toy.run(foreign).ok)
+
+    try:
+        with HostSession(toy, purpose="test") as s:
+            v = s.variant(BASE, {"--delay": "4"})
+            s.record.created.append(v.name)
+            s.protect(BASE)
+            svc.install_variant(v)
+            svc.stop(BASE)
+            out = watch_start(svc, v.name, timeout=60, on_event=take_the_port)
+            assert started == [True]
+            assert out.outcome == "failed", out.describe()  # it could not bind: never "ready"
+            assert any("Address already in use" in line for line in out.tail), out.tail[-5:]
+            toy.run("systemctl stop toy-foreign.service", check=True)  # the base's port free for the restore
+    finally:
+        toy.run("systemctl stop toy-foreign.service 2>/dev/null; true")
+    as_found(toy)
+
+
+def test_a_server_hung_after_its_failure_is_failed_not_a_timeout(toy):
+    """The traceback logged, then the process neither exits nor logs (a stalled teardown): failed
+    in the failure's phase once ``hang_grace`` of silence has passed, long before the timeout."""
+    svc = SystemdServices(toy)
+    with HostSession(toy, purpose="test") as s:
+        v = s.variant(BASE, {"--mode": "fail-hang"})
+        s.record.created.append(v.name)
+        s.protect(BASE)
+        svc.install_variant(v)
+        svc.stop(BASE)
+        t0 = time.monotonic()
+        out = watch_start(svc, v.name, timeout=120, hang_grace=3)
+        took = time.monotonic() - t0
+        assert out.outcome == "failed" and out.phase == "cuda_graph_capture", out.describe()
+        assert out.reason.startswith("hung after a failure in cuda_graph_capture: nothing logged for"), out.reason
+        assert svc.status(v.name).running and took < 60, took  # judged while it still runs
+        with pytest.raises(Exception, match="hang_grace"):
+            watch_start(svc, v.name, start=False, timeout=5, hang_grace=0)
+    as_found(toy)  # the session stopped and removed the hung variant
+
+
 def test_ready_variant_and_argv_reaches_the_process_exactly(toy):
     evil = ["a b", "it's", '"dq"', "$(touch /tmp/pwned);x", "semi;colon", "new\nline", "100%", "back\\slash"]
     edits = {f"--x{i}": v for i, v in enumerate(evil)}

@@ -123,6 +123,11 @@ class Services(Protocol):
 
     def attribute_gpus(self, inv: gpus.GpuInventory, units: list[str]) -> gpus.GpuInventory: ...
 
+    # The processes the running unit's server (command line ``argv``) descends from: its main
+    # process; a container's own init where the unit runs one.  The watch takes a health answer
+    # as the start's own only from a listener below one of them.  Empty: not known, not judged.
+    def server_roots(self, unit: str, st: UnitStatus, argv: list[str]) -> set[int]: ...
+
     def plan(self, variant: Variant) -> tuple[str, list[str]]: ...
 
     # The commands a restore runs, as argv: the session's restore runs them over the host seam,

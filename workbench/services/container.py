@@ -148,8 +148,8 @@ class ContainerServices(DetachedGuard):  # no systemd: a detached guard (with it
         if rc != 0 and not out.strip().startswith("["):
             if "no such" in err.lower():
                 return {}
-            raise ServiceError(f"{self.host.name}: {self.runtime} inspect failed: {err.strip()[-300:]}",
-                               host=self.host.name)
+            raise ServiceError(f"{self.host.name}: {self.runtime} inspect failed (exit {rc}): "
+                               f"{err.strip()[-300:] or 'no message'}", host=self.host.name)
         return {i.name: i for i in ct.parse_inspect(out)}
 
     def info(self, name: str) -> ContainerInfo:
@@ -346,6 +346,12 @@ class ContainerServices(DetachedGuard):  # no systemd: a detached guard (with it
     # -- ports and GPUs -----------------------------------------------------
     def host_port(self, unit: str, argv: list[str]) -> int:
         return ct.server_port(self.info(unit), server_port(argv))
+
+    def server_roots(self, unit: str, st: UnitStatus, argv: list[str]) -> set[int]:
+        """The container's init on host networking; a published port is the runtime's to hold
+        (conmon, docker-proxy, a NAT rule): not judged."""
+        info = self.info(unit)
+        return {st.main_pid} if st.main_pid and (info.network_mode == "host" or not info.ports) else set()
 
     def attribute_gpus(self, inv: gpus.GpuInventory, units: list[str]) -> gpus.GpuInventory:
         """GPU processes named by their container (its main process's group)."""
@@ -546,6 +552,9 @@ class WithContainers:
 
     def host_port(self, unit: str, argv: list[str]) -> int:
         return self.backend(unit).host_port(unit, argv)
+
+    def server_roots(self, unit: str, st: UnitStatus, argv: list[str]) -> set[int]:
+        return self.backend(unit).server_roots(unit, st, argv)
 
     def attribute_gpus(self, inv: gpus.GpuInventory, units: list[str]) -> gpus.GpuInventory:
         inv = self.units_backend.attribute_gpus(inv, [u for u in units if not self._is_container(u)])

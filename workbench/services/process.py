@@ -268,6 +268,10 @@ class ProcessServices(DetachedGuard):  # no systemd: the guard is a detached pro
     def host_port(self, unit: str, argv: list[str]) -> int:
         return server_port(argv)
 
+    def server_roots(self, unit: str, st: UnitStatus, argv: list[str]) -> set[int]:
+        """The unit's main process (it leads the session its server runs in)."""
+        return {st.main_pid} if st.main_pid else set()
+
     def attribute_gpus(self, inv: gpus.GpuInventory, units: list[str]) -> gpus.GpuInventory:
         """GPU processes named by their unit through their process group (each unit runs in its own session)."""
         statuses = self.statuses([u for u in units if u in self.units()])

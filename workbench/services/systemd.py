@@ -296,6 +296,24 @@ class SystemdServices:
         run = containerunit.parse(argv)
         return containerunit.host_port(run, server_port(run.command)) if run is not None else server_port(argv)
 
+    def server_roots(self, unit: str, st: UnitStatus, argv: list[str]) -> set[int]:
+        """The main process, and for a unit that runs a container (``podman run``/``docker run``:
+        its processes are the runtime's, not the client's children) the container's init."""
+        roots = {st.main_pid} if st.main_pid else set()
+        run = containerunit.parse(argv)
+        if run is not None and not run.host_network and run.published():
+            return set()  # a published port is the runtime's to hold (conmon, docker-proxy, NAT)
+        if run is not None and run.name is not None:
+            res = self.host.run([run.head[0], "container", "inspect", "--format", "{{.State.Pid}}", "--", run.name],
+                                timeout=30)
+            pid = res.stdout.strip()
+            if not (res.ok and pid.isdigit() and int(pid) > 0):
+                return set()  # the container is not known yet: nothing to judge by
+            roots.add(int(pid))
+        elif run is not None:
+            return set()  # a container without a name: its init cannot be found
+        return roots
+
     def attribute_gpus(self, inv: gpus.GpuInventory, units: list[str]) -> gpus.GpuInventory:
         """GPU processes named by their unit: the inventory reads each one's cgroup; a unit that runs a
         container whose processes live in their own cgroup (``libpod-ID.scope``) is found through

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import logging
+import multiprocessing
 import os
 import signal
 import sys
@@ -130,3 +131,8 @@ def set_process_title(title: str) -> None:
 
 def kill_itself_when_parent_died() -> None:
     _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    # The parent may have died before the request was made (a stop during the ranks' spawn): then
+    # no signal comes, and a rank would wait for its peers forever.  Check, as prctl(2) advises.
+    parent = multiprocessing.parent_process()
+    if parent is not None and os.getppid() != parent.pid:
+        os.kill(os.getpid(), signal.SIGKILL)
