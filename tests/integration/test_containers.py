@@ -93,8 +93,8 @@ def test_missing_image_is_refused_before_any_container_exists(host_c, monkeypatc
 
 
 def test_port_already_taken_is_refused_and_the_variant_removed(host_c) -> None:
-    """Host networking (what gpu-c's nspawn allows: bridge networks need ip_forward): a port another
-    container listens on stops the variant before it starts; the session removes what it created."""
+    """Host networking: a port another container listens on stops the variant before it starts;
+    the session removes what it created."""
     from workbench.watch import PortInUse
 
     svc = ContainerServices(host_c)
@@ -113,6 +113,40 @@ def test_port_already_taken_is_refused_and_the_variant_removed(host_c) -> None:
         assert not svc.status(names[0]).running
     finally:
         host_c.run(["podman", "rm", "-f", "-t", "0", *names])
+
+
+def test_a_published_port_serves_a_variant_and_a_port_already_published_is_refused(host_c) -> None:
+    """Bridge networking with ``-p HOST:CONTAINER`` (gpu-c's /proc/sys/net is its own and writable):
+    a variant of a base that publishes its port is reached through the published port and ready;
+    with another container publishing that host port, the variant is refused before it is created,
+    naming that container, and the base is left stopped as found."""
+    svc = ContainerServices(host_c)
+    base, squat = "wb-test-published", "wb-test-publish-squat"
+    (c,) = json.loads(host_c.run(["podman", "container", "inspect", BASE], check=True).stdout)
+    command = c["Config"]["Cmd"]  # the baseline's own server command line (--port 30000)
+    env = [a for e in c["Config"]["Env"] if e.startswith(("PYTHONPATH=", "PYTHONUNBUFFERED=")) for a in ("-e", e)]
+    # one name a call: podman 4.3's `rm -f A B` removes nothing, silently, when B does not exist
+    gone = ["sh", "-c", 'for n in "$@"; do podman rm -f -t 0 --ignore "$n"; done', "rm", base, squat]
+    host_c.run(gone, check=True)
+    try:
+        host_c.run(["podman", "create", "--name", base, "--init", "-p", "18142:30000", "-w", "/root", *env, IMAGE,
+                    *command], check=True)
+        with HostSession(host_c, services=svc, lock_wait=300) as s:
+            trial = s.run_variant(base, {"--cuda-graph-max-bs": "32"}, timeout=180, keep=True)
+            assert trial.outcome.ok, trial.outcome.describe()
+            (v,) = svc.inspect([trial.variant]).values()
+            assert v.host_ports() == [18142] and v.network_mode != "host"
+        assert svc.variant_files() == {} and not svc.status(base).running
+        host_c.run(["podman", "run", "-d", "--name", squat, "-p", "18142:8000", IMAGE, "python3", "-m", "http.server",
+                    "8000"], check=True)
+        with HostSession(host_c, services=svc, lock_wait=300) as s, pytest.raises(
+                VariantError, match=rf"port of {base} is already published by another running container "
+                                    rf"\({squat} publishes \[18142\]\); not creating"):
+            s.run_variant(base, {"--cuda-graph-max-bs": "32"}, timeout=60)
+        assert svc.variant_files() == {} and not svc.status(base).running
+        assert svc.status(squat).running  # someone else's container: untouched
+    finally:
+        host_c.run(gone, check=True)
 
 
 def test_bisect_on_the_container_finds_the_seeds_culprits(host_c, testbed, tmp_path, capsys) -> None:

@@ -44,6 +44,7 @@ CONTAINER = BASE_UNIT.removesuffix(".service")
 IMAGE_DIR = "/var/lib/workbench-image"
 SETUP_UNIT = "workbench-containers.service"
 NSPAWN_ARGS = ("--capability=all", "--system-call-filter=add_key keyctl request_key")
+NSPAWN_ENV = {"SYSTEMD_NSPAWN_API_VFS_WRITABLE": "network"}  # systemd's docs/ENVIRONMENT.md
 PORT = "30000"
 # The same baseline as a systemd unit whose ExecStart is `podman run` (a common deployment): on its
 # own port, not enabled (the baseline container holds the GPUs); the container has its own name.
@@ -211,6 +212,11 @@ class ContainersProvisioner:
 
     def nspawn_args(self, host: str) -> list[str]:
         return list(NSPAWN_ARGS) if host in self.hosts else []
+
+    def nspawn_env(self, host: str) -> dict[str, str]:
+        """``/proc/sys/net`` writable (the host's own network namespace only): podman's bridge
+        network needs ``ip_forward`` and its port mapping ``route_localnet``, so ``-p`` publishes."""
+        return dict(NSPAWN_ENV) if host in self.hosts else {}
 
     def backends(self, host: str) -> list[str]:
         return ["container"] if host in self.hosts else []

@@ -64,13 +64,14 @@ def nspawn_argv(name: str, root: Path, netns: str, binds: list[tuple[str, str]],
     return argv + list(extra)
 
 
-def boot(argv: list[str], log: Path, *, timeout: float = 120.0) -> int:
-    """Start nspawn in its own session; return its PID once the host reports READY=1."""
+def boot(argv: list[str], log: Path, *, timeout: float = 120.0, env: dict[str, str] | None = None) -> int:
+    """Start nspawn in its own session (``env``: nspawn's own settings, added to ours); return its
+    PID once the host reports READY=1."""
     sockdir = Path(tempfile.mkdtemp(prefix="wb-notify-"))
     sockpath = sockdir / "notify"
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     sock.bind(str(sockpath))
-    env = dict(os.environ, NOTIFY_SOCKET=str(sockpath))
+    env = dict(os.environ, **(env or {}), NOTIFY_SOCKET=str(sockpath))
     try:
         with open(log, "ab") as fh:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT,

@@ -369,8 +369,9 @@ def _boot_host(h: HostState, state: State, provisioners: list[Provisioner], subn
         p.install(root, h.name)
         binds.extend(p.binds())
     extra = [a for p in provisioners for a in getattr(p, "nspawn_args", lambda _n: [])(h.name)]
+    env = {k: v for p in provisioners for k, v in getattr(p, "nspawn_env", lambda _n: {})(h.name).items()}
     argv = nspawn.nspawn_argv(h.name, root, h.netns, binds, extra)
-    return nspawn.boot(argv, Path(h.log))
+    return nspawn.boot(argv, Path(h.log), env=env)
 
 
 def _wait_ssh(alias: str, config: Path, timeout: float = 60.0) -> None:
