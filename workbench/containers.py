@@ -319,6 +319,18 @@ def _from_host_config(info: ContainerInfo) -> list[str]:
     """``run`` options rebuilt from inspect (docker keeps no command line): the ones servers use."""
     hc = info.host_config
     opts: list[str] = []
+    if hc.get("Init"):  # docker's --init: without it a server that kills its own tree is PID 1, and hangs
+        opts += ["--init"]
+    if hc.get("Privileged"):
+        opts += ["--privileged"]
+    if hc.get("Runtime") and hc["Runtime"] not in ("runc", "io.containerd.runc.v2", "crun"):
+        opts += ["--runtime", str(hc["Runtime"])]  # e.g. nvidia
+    for cap in hc.get("CapAdd") or []:
+        opts += ["--cap-add", str(cap)]
+    for opt in hc.get("SecurityOpt") or []:
+        opts += ["--security-opt", str(opt)]
+    for lim in hc.get("Ulimits") or []:
+        opts += ["--ulimit", f"{lim.get('Name')}={lim.get('Soft')}:{lim.get('Hard')}"]
     if info.network_mode and info.network_mode not in ("default", "bridge"):
         opts += ["--network", info.network_mode]
     for cport, hports in info.ports.items():

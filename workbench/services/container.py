@@ -74,7 +74,8 @@ rt=$1; n=$2; d=$3
 mkdir -p -- "$d" && "$rt" logs --timestamps -- "$n" >"$d/$n.log" 2>&1
 [ "$rt" = podman ] && "$rt" events --stream=false --filter "container=$n" --format json >"$d/$n.events" 2>/dev/null
 "$rt" container inspect -- "$n" >"$d/$n.inspect" 2>/dev/null
-"$rt" rm -f -t 10 -- "$n" >/dev/null
+"$rt" stop -t 10 -- "$n" >/dev/null 2>&1
+"$rt" rm -f -- "$n" >/dev/null
 """
 
 # Follow one container's next start: wait until it has started at or after the cursor (a start
@@ -326,9 +327,10 @@ class ContainerServices(DetachedGuard):  # no systemd: a detached guard (with it
 
     def variant_files(self) -> dict[str, str]:
         """Variant containers on the host: name -> base (by their label)."""
-        _, out, _ = self._rt("ps", "-a", "--filter", f"label={ct.VARIANT_LABEL}", "--format",
-                             f'{{{{.Names}}}} {{{{index .Labels "{ct.VARIANT_LABEL}"}}}}', check=True)
-        return dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
+        _, out, _ = self._rt("ps", "-a", "--filter", f"label={ct.VARIANT_LABEL}", "--format", "{{.Names}}",
+                             check=True)  # (the labels from inspect: `ps` formats them differently per runtime)
+        infos = self.inspect(sorted({n.strip() for n in out.split() if n.strip()}))
+        return {n: i.variant_of for n, i in infos.items() if i.variant_of}
 
     def plan(self, variant: Variant) -> tuple[str, list[str]]:
         """(where the variant lives, the commands a run issues), from the builders that run them."""

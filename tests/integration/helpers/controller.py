@@ -10,7 +10,8 @@ moves the unit into place, reloads and creates DRILL_DIR/done); the test kills t
 install waits, then decides when (whether) the install may go on.
 KILL_SIGNAL: KILL (default), TERM (no handler here: the default action, like any Python program),
 INT.  LOCK_WAIT: seconds to wait for the host's lock.  GUARD=0 runs the session without its guard (to test the next session's recovery).
-SSH_CONFIG "local" reaches gpu-a of the local testbed (process backend); HOST picks another host
+SSH_CONFIG "local" reaches gpu-a of the local testbed (process backend), "docker" this machine's
+Docker (the container backend; DOCKER_HOST from the environment); HOST picks another host
 (gpu-c: the container backend); EDITS (JSON) and PHASE (the phase that ends ``during_watch``) fit
 the variant to the base.
 """
@@ -36,7 +37,14 @@ def die(at: str) -> None:
 
 
 host_name = os.environ.get("HOST", "gpu-a")
-if ssh_config == "local":
+services = None
+if ssh_config == "docker":
+    from workbench.hosts import LocalHost
+    from workbench.services import ContainerServices
+
+    host = LocalHost("docker")
+    services = ContainerServices(host)
+elif ssh_config == "local":
     from workbench.hosts import connect
 
     host = connect(host_name)
@@ -53,7 +61,7 @@ if step == "during_install":
         f': > {d}/paused; read go < {d}/go; '
         f'chmod 644 "$tmp" && mv -f "$tmp" "$dst" || exit 21; : > {d}/done')  # done: the variant landed
     assert f"{d}/go" in _sd._PLACE_SCRIPT
-session = HostSession(host, purpose=f"kill-at-{step}", guard=os.environ.get("GUARD", "1") != "0",
+session = HostSession(host, purpose=f"kill-at-{step}", guard=os.environ.get("GUARD", "1") != "0", services=services,
                       lock_wait=float(os.environ.get("LOCK_WAIT", "0")))  # others' sessions may hold it
 svc = session.svc
 
