@@ -27,7 +27,8 @@ LOG_TAIL_BYTES = 8 << 20
 
 
 class JobNotFound(UnitNotFound):
-    """Slurm knows no such job (never submitted, or purged after ``MinJobAge``)."""
+    """Slurm knows no such job (never submitted; or purged after ``MinJobAge`` and the cluster
+    keeps no accounting, or its accounting has no record of it)."""
 
 
 class SubmitError(ServiceError):
@@ -39,7 +40,7 @@ def job_row(j: JobInfo) -> dict[str, Any]:
     return {"job_id": j.job_id, "name": j.name, "state": j.state, "reason": j.reason, "nodes": j.node_list,
             "exit_status": j.exit_status, "exit_signal": j.exit_signal, "queue_seconds": j.queue_seconds,
             "partition": j.partition, "time_limit": j.time_limit, "submit": j.submit_time, "start": j.start_time,
-            "end": j.end_time}
+            "end": j.end_time, "source": j.source}
 
 
 @dataclass
@@ -53,6 +54,7 @@ class SlurmCluster:
     account: str | None = None
     qos: str | None = None
     env: Mapping[str, str] = field(default_factory=dict)  # environment for every scheduler command
+    _accounting: bool | None = field(default=None, init=False, repr=False)  # learnt from sacct's first answer
 
     def _run(self, argv: Sequence[str], *, input: str | None = None, env: Mapping[str, str] | None = None,
              timeout: float = 30.0) -> Any:
@@ -90,15 +92,53 @@ class SlurmCluster:
         return [j for j in jobs if j.name.startswith(JOB_PREFIX)] if ours else jobs
 
     def job(self, job_id: str) -> JobInfo:
+        """The job as the controller knows it; once the controller has purged it (``MinJobAge``
+        after its end), its record in the accounting database (``sacct``) where there is one."""
         if not job_id.isdigit():
             raise ConfigError(f"not a Slurm job id: {job_id!r}")
         res = self._run(facts.show_job(job_id))
         if not res.ok or not res.stdout.strip():
             if "Invalid job id" in res.stderr + res.stdout:
-                raise JobNotFound(f"{self.name}: no job {job_id} (never submitted, or purged)",
-                                  host=self.host.name, unit=job_id)
+                found = self.accounting_jobs([job_id])
+                if found:
+                    return found[-1]
+                why = ("its accounting has no record of it" if found is not None
+                       else "the cluster keeps no accounting (sacct: Slurm accounting storage is disabled)")
+                raise JobNotFound(f"{self.name}: no job {job_id}: never submitted, or ended and purged by the "
+                                  f"controller, and {why}", host=self.host.name, unit=job_id)
             raise ServiceError(f"{self.name}: scontrol show job {job_id} failed: {res.tail(3)}", host=self.host.name)
         return facts.parse_job(res.stdout.strip().splitlines()[0])
+
+    @property
+    def accounting(self) -> bool:
+        """Whether the cluster keeps accounting (slurmdbd): ``sacct`` answers for ended jobs."""
+        if self._accounting is None:
+            self.accounting_jobs(["1"])
+        return bool(self._accounting)
+
+    def accounting_jobs(self, job_ids: Sequence[str] = (), *, names: Sequence[str] = (),
+                        since: str = "now-7days") -> list[JobInfo] | None:
+        """Jobs from the accounting database (``sacct``): the ids given, else the user's jobs called
+        ``names`` (all where none) since ``since``.  None where the cluster keeps no accounting."""
+        if self._accounting is False:
+            return None
+        res = self._run(facts.sacct_jobs(list(job_ids), names=list(names), since=since))
+        if facts.ACCOUNTING_DISABLED in (res.stderr + res.stdout).lower():
+            self._accounting = False
+            return None
+        if not res.ok:
+            raise ServiceError(f"{self.name}: sacct failed: {res.tail(3)}", host=self.host.name)
+        self._accounting = True
+        return facts.parse_sacct(res.stdout)
+
+    def history(self, *, since: str = "now-7days") -> list[JobInfo] | None:
+        """The workbench's jobs the controller has purged and the accounting database still has
+        (since ``since``, oldest first); None where the cluster keeps no accounting."""
+        live = {j.job_id for j in self.jobs(ours=False)}
+        found = self.accounting_jobs(since=since)
+        if found is None:
+            return None
+        return [j for j in found if j.name.startswith(JOB_PREFIX) and j.job_id not in live]
 
     def status(self) -> dict[str, Any]:
         """Partitions, nodes (state, GRES, GPUs, running jobs of anyone) and the workbench's jobs:
@@ -111,6 +151,7 @@ class SlurmCluster:
                     running.setdefault(n, []).append(j)
         return {
             "cluster": self.name,
+            "accounting": self.accounting,
             "partitions": [{"name": p.get("PartitionName"), "state": p.get("State"), "nodes": p.get("Nodes"),
                             "default": p.get("Default") == "YES", "max_time": p.get("MaxTime")}
                            for p in self.partitions()],
