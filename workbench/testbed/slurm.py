@@ -138,6 +138,7 @@ class LocalSlurm:
     server_port: int = 30000
     nodes: int = 1  # 2: a second slurmd in a network namespace of its own (see the module docstring)
     accounting: bool = False  # slurmdbd over a MariaDB of its own: sacct knows every ended job
+    min_job_age: int = 600  # seconds the controller keeps an ended job (it purges once a minute)
 
     @property
     def netns(self) -> str:
@@ -214,7 +215,7 @@ class LocalSlurm:
             f"SlurmctldPort={ctld}", f"SlurmdPort={slurmd}", "JobAcctGatherType=jobacct_gather/none",
             f"SlurmdSpoolDir={r}/spool/%n", f"SlurmdPidFile={r}/slurmd-%n.pid", f"SlurmdLogFile={r}/log/slurmd-%n.log",
             *accounting, "MpiDefault=none", "ReturnToService=2",
-            "MinJobAge=600", "KillWait=5", "SchedulerParameters=sched_interval=1",
+            f"MinJobAge={self.min_job_age}", "KillWait=5", "SchedulerParameters=sched_interval=1",
             *[f"NodeName={n} NodeHostName={n} NodeAddr={a} CPUs={os.cpu_count() or 2} RealMemory=1000 Gres=gpu:8 State=UNKNOWN"
               for n, a in self.node_addrs.items()],
             f"PartitionName=gpu Nodes={','.join(self.node_addrs)} Default=YES MaxTime=INFINITE State=UP", ""]))
