@@ -9,6 +9,7 @@ cleanup can cancel exactly its own.
 
 from __future__ import annotations
 
+import hashlib
 import posixpath
 import re
 import time
@@ -54,6 +55,7 @@ class SlurmCluster:
     account: str | None = None
     qos: str | None = None
     env: Mapping[str, str] = field(default_factory=dict)  # environment for every scheduler command
+    node_hosts: Mapping[str, str] = field(default_factory=dict)  # node -> host alias to reach it by (else its name)
     _accounting: bool | None = field(default=None, init=False, repr=False)  # learnt from sacct's first answer
 
     def _run(self, argv: Sequence[str], *, input: str | None = None, env: Mapping[str, str] | None = None,
@@ -74,6 +76,14 @@ class SlurmCluster:
         res = self._run(facts.show_node(node))
         kv = facts.parse_keyvalues(res.stdout.strip()) if res.ok else {}
         return kv.get("NodeAddr") or node
+
+    def node_host(self, node: str, *, ssh_config: str | None = None) -> Host:
+        """A host on ``node``, to measure the server a job runs there: the node's alias in
+        ``node_hosts``, else its name as an ssh_config alias (a Slurm user reaches the node of a
+        running job by SSH: ``pam_slurm_adopt``)."""
+        from workbench.hosts import connect
+
+        return connect(self.node_hosts.get(node, node), ssh_config=ssh_config)
 
     def partitions(self) -> list[dict[str, str]]:
         res = self._run(facts.show_partitions())
@@ -163,6 +173,20 @@ class SlurmCluster:
                       for n in self.nodes()],
             "jobs": [job_row(j) for j in every if j.name.startswith(JOB_PREFIX)],
         }
+
+    def fingerprint(self) -> str:
+        """What a trial's verdict here depends on besides its job script (``unit_hash``): the Slurm
+        version, the partition the jobs go to and its nodes with their GRES.  Trials of earlier runs
+        are reused from the ledger while it is the same (a node added, a GRES changed, a Slurm
+        upgrade or another partition: they run again)."""
+        res = self._run(facts.version())
+        if not res.ok:
+            raise ServiceError(f"{self.name}: sinfo -V failed: {res.tail(3)}", host=self.host.name)
+        partition = self.partition or next((str(p.get("PartitionName")) for p in self.partitions()
+                                            if p.get("Default") == "YES"), "")
+        nodes = sorted(f"{n.name}:{n.gres}" for n in self.nodes() if not partition or partition in n.partitions)
+        text = "\n".join([res.stdout.strip(), f"partition {partition}", *nodes])
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def script_path(self, name: str) -> str:
         """Where a job script named ``name`` lives on the submit host."""

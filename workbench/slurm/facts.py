@@ -89,6 +89,12 @@ class JobInfo:
         return self.state == "RUNNING"
 
     @property
+    def head(self) -> str:
+        """The job's first node (``SLURM_NODEID`` 0): where task 0 of a one-task-per-node ``srun``
+        runs, so where a multi-node server serves HTTP; "" while pending."""
+        return self.nodes[0] if self.nodes else ""
+
+    @property
     def queue_seconds(self) -> float | None:
         """Submit → start: the wait in the queue (None while pending or unknown)."""
         if self.submit_time and self.start_time:
@@ -280,6 +286,10 @@ def sinfo_nodes() -> list[str]:
 
 def show_partitions() -> list[str]:
     return ["scontrol", "show", "partition", "-o"]
+
+
+def version() -> list[str]:
+    return ["sinfo", "-V"]
 
 
 def sacct_jobs(job_ids: list[str] | None = None, *, names: list[str] | None = None,

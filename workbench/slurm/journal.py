@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 
 import pandas as pd
 import pyarrow as pa
@@ -83,7 +83,7 @@ def job_frame(cluster: SlurmCluster, jobs: list[JobInfo]) -> JournalFrame:
 
 
 def follow_job(cluster: SlurmCluster, job_id: str, *, stop: threading.Event | None = None, poll: float = POLL_S,
-               on_event: Callable[[str, str], None] | None = None) -> Iterator[JournalFrame]:
+               on_event: Callable[[str, str], None] | None = None) -> Generator[JournalFrame, None, None]:
     """``journal -f``: frames of the job's output as it is written, until the job ends.
 
     The first frame is what the file held when following began (at most its last 8 MiB; the

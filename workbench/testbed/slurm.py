@@ -334,7 +334,9 @@ class LocalSlurm:
 
     def entry(self) -> dict[str, object]:
         """This cluster as :mod:`workbench.slurm.clusters` reads it."""
-        return {"submit_host": "local", "script_dir": str(self.script_dir), "partition": "gpu", "env": self.env}
+        # node1 is this machine's own network namespace: a job's server there is measured from here
+        return {"submit_host": "local", "script_dir": str(self.script_dir), "partition": "gpu", "env": self.env,
+                "node_hosts": {NODE: "local"}}
 
     def register(self, path: Path) -> None:
         """Write (or replace) this cluster's entry in the testbed's ``slurm.json``."""
