@@ -50,8 +50,8 @@ def main() -> None:
             if accounting and i == 0:
                 job = cluster.submit(cluster.read_script(BASE_SCRIPT), job_name="bench-acct", time_limit="5")
                 cluster.cancel([job])
-                asks = {"scontrol_s": _median_s(lambda: cluster._run(facts.show_job(job))),
-                        "sacct_s": _median_s(lambda: cluster.accounting_jobs([job]))}
+                asks = {"scontrol_s": _median_s(lambda c=cluster, j=job: c._run(facts.show_job(j))),
+                        "sacct_s": _median_s(lambda c=cluster, j=job: c.accounting_jobs([j]))}
             t = time.monotonic()
             bed.down()
             downs.append(round(time.monotonic() - t, 2))

@@ -39,6 +39,9 @@ def _hm(when: Any) -> str:
 
 
 def status(args: argparse.Namespace) -> int:
+    import sys
+
+    from workbench.errors import ServiceError
     from workbench.slurm.clusters import connect_cluster
 
     cluster = connect_cluster(args.host, ssh_config=args.ssh_config)
@@ -53,7 +56,11 @@ def status(args: argparse.Namespace) -> int:
             return bool(fnmatch(j["name"], args.pattern) or j["job_id"] == args.pattern
                         or j["name"] == base_job_name(args.pattern))
 
-        past = [job_row(j) for j in cluster.history() or []]
+        try:
+            past = [job_row(j) for j in cluster.history() or []]
+        except ServiceError as exc:  # the accounting database does not answer: what the controller knows
+            print(f"workbench status: {exc}", file=sys.stderr)
+            past = []
         if args.pattern.isdigit() and not any(j["job_id"] == args.pattern for j in st["jobs"] + past):
             past.append(job_row(cluster.job(args.pattern)))  # anyone's job, or JobNotFound (exit 2)
         st["jobs"] = [j for j in past + st["jobs"] if match(j)]

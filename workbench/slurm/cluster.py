@@ -121,9 +121,13 @@ class SlurmCluster:
 
     @property
     def accounting(self) -> bool:
-        """Whether the cluster keeps accounting (slurmdbd): ``sacct`` answers for ended jobs."""
+        """Whether the cluster keeps accounting (slurmdbd): ``sacct`` answers for ended jobs (False
+        while its database does not answer; asked again next time)."""
         if self._accounting is None:
-            self.accounting_jobs(["1"])
+            try:
+                self.accounting_jobs(["1"])
+            except ServiceError:
+                return False
         return bool(self._accounting)
 
     def accounting_jobs(self, job_ids: Sequence[str] = (), *, names: Sequence[str] = (),

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench.errors import ParseError
+from workbench.errors import ParseError, ServiceError
 from workbench.hosts import Result
 from workbench.slurm import JobNotFound, facts
 from workbench.slurm.cluster import SlurmCluster, job_row
@@ -96,3 +96,20 @@ def test_without_accounting_a_purged_job_is_a_clear_error_and_sacct_is_asked_onc
             cluster.job("2")
     assert cluster.accounting is False and cluster.history() is None
     assert sum(c.startswith("sacct") for c in host.commands) == 1
+
+
+def test_an_accounting_database_that_does_not_answer_is_said_and_not_remembered() -> None:
+    class Down(FakeHost):
+        def run(self, argv: list[str], **kw: object) -> Result:
+            if argv[0] == "sacct":
+                cmd = shlex.join(argv)
+                self.commands.append(cmd)
+                return Result(cmd, "", "sacct: error: Problem talking to the database: Connection refused\n", 1)
+            return super().run(argv, **kw)
+
+    host = Down("")
+    cluster = SlurmCluster(host, name="c")  # type: ignore[arg-type]
+    assert cluster.accounting is False and cluster.accounting is False
+    assert sum(c.startswith("sacct") for c in host.commands) == 2  # asked again: it may come back
+    with pytest.raises(ServiceError, match=r"sacct failed: .*Problem talking to the database"):
+        cluster.job("2")
