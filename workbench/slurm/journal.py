@@ -93,11 +93,11 @@ def follow_job(cluster: SlurmCluster, job_id: str, *, stop: threading.Event | No
     job gives its whole output as one frame.  Only the job's standard output is followed."""
     halt = stop or threading.Event()
     emit = on_event or (lambda kind, text: None)
-    job, said = cluster.job(job_id), ""
+    job, said = cluster.job(job_id), None
     while not (job.running or job.ended):
-        if job.reason != said:
-            emit("pending", f"job {job.job_id} {job.name} pending ({job.reason or '-'})")
-            said = job.reason or ""
+        if (job.reason or "-") != said:  # once, and again when the reason it waits for changes
+            said = job.reason or "-"
+            emit("pending", f"job {job.job_id} {job.name} pending ({said})")
         if halt.wait(poll):
             return
         job = cluster.job(job_id)
@@ -122,7 +122,10 @@ def follow_job(cluster: SlurmCluster, job_id: str, *, stop: threading.Event | No
 
     try:
         while not halt.is_set():
-            line = stream.readline(timeout=min(poll, 0.2))
+            try:
+                line = stream.readline(timeout=min(poll, 0.2))
+            except EOFError:  # tail ended (the submit host went away): what came is shown
+                break
             if line is not None:
                 seen += len(line.encode("utf-8", "replace")) + 1
                 if cut:  # the first line of a cut file is the end of one: dropped

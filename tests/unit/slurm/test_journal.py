@@ -84,3 +84,27 @@ def test_follow_of_an_ended_job_is_its_whole_output_once(tmp_path) -> None:
     cluster.job = lambda job_id: ended  # type: ignore[method-assign]
     frames = list(follow_job(cluster, ended.job_id, poll=0.2))
     assert len(frames) == 1 and list(frames[0]["message"]) == ["a", "b"]
+
+
+def test_follow_waits_for_a_pending_job_saying_why_once_per_reason(tmp_path) -> None:
+    import threading
+
+    from workbench.hosts import LocalHost
+    from workbench.slurm.cluster import SlurmCluster
+    from workbench.slurm.journal import follow_job
+
+    log = tmp_path / "job.log"
+    log.write_text("done\n")
+    pending = dataclasses.replace(_job(), state="PENDING", reason=None, nodes=(), node_list="")
+    states = [pending, pending, dataclasses.replace(pending, reason="Resources"), pending]
+    ended = dataclasses.replace(_job(), stdout=str(log), state="COMPLETED")
+    cluster = SlurmCluster(LocalHost("submit"), name="c")
+    cluster.job = lambda job_id: states.pop(0) if states else ended  # type: ignore[method-assign]
+    events: list[str] = []
+    frames = list(follow_job(cluster, ended.job_id, poll=0.01, on_event=lambda k, t: events.append(t)))
+    assert [e.split("(")[-1] for e in events[:-1]] == ["-)", "Resources)", "-)"] and "COMPLETED" in events[-1]
+    assert [list(f["message"]) for f in frames] == [["done"]]
+    stop = threading.Event()
+    stop.set()
+    states[:] = [pending]
+    assert list(follow_job(cluster, ended.job_id, stop=stop, poll=0.01)) == []  # Ctrl-C while it waits
