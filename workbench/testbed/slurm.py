@@ -347,9 +347,17 @@ class LocalSlurm:
     def down(self) -> None:
         """Cancel every job, stop the daemons (pid files), leave the state directory."""
         if self.conf.exists() and (self.root / "slurmctld.pid").exists():
+            env = {**os.environ, **self.env}
             try:  # a controller that is gone cannot cancel anything: go on and stop the daemons
-                subprocess.run(["scancel", "--full", "--user=root"], env={**os.environ, **self.env},
-                               capture_output=True, timeout=10, check=False)
+                subprocess.run(["scancel", "--full", "--user=root"], env=env, capture_output=True, timeout=10,
+                               check=False)
+                deadline = time.monotonic() + 10.0
+                while time.monotonic() < deadline:  # the jobs' steps end before their slurmd (else they outlive it)
+                    res = subprocess.run(["squeue", "-h", "-o", "%i"], env=env, capture_output=True, text=True,
+                                         timeout=10, check=False)
+                    if res.returncode != 0 or not res.stdout.strip():
+                        break
+                    time.sleep(0.2)  # only the controller can say the jobs are gone
             except subprocess.TimeoutExpired:
                 pass
         # the daemons at once (each takes a second or two to go), munged last: they need it to the end
