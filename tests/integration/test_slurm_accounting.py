@@ -71,6 +71,8 @@ def test_a_purged_job_keeps_its_state_and_exit_code_in_sacct(bed, env) -> None:
     st = json.loads(_cli(env, "status", "slurm:testbed", trial.job_id, "--json").stdout)
     assert st["accounting"] is True
     assert [(j["job_id"], j["state"], j["source"]) for j in st["jobs"]] == [(trial.job_id, "FAILED", "sacct")]
+    by_name = json.loads(_cli(env, "status", "slurm:testbed", "wb-acct-ep8", "--json").stdout)  # sacct --name
+    assert [j["job_id"] for j in by_name["jobs"]] == [trial.job_id]
     text = _cli(env, "status", "slurm:testbed", "wb-acct-*")
     assert text.returncode == 0 and "(accounting: sacct)" in text.stdout, text.stderr
     assert f"{trial.job_id} wb-acct-ep8" in text.stdout and "FAILED" in text.stdout and "[sacct]" in text.stdout

@@ -57,7 +57,9 @@ def status(args: argparse.Namespace) -> int:
                         or j["name"] == base_job_name(args.pattern))
 
         try:
-            past = [job_row(j) for j in cluster.history() or []]
+            plain = not any(c in args.pattern for c in "*?[") and not args.pattern.isdigit()
+            names = [base_job_name(args.pattern), args.pattern] if plain else []  # else all of ours, matched here
+            past = [job_row(j) for j in cluster.history(names=names) or []]
         except ServiceError as exc:  # the accounting database does not answer: what the controller knows
             print(f"workbench status: {exc}", file=sys.stderr)
             past = []

@@ -145,11 +145,11 @@ class SlurmCluster:
         self._accounting = True
         return facts.parse_sacct(res.stdout)
 
-    def history(self, *, since: str = "now-7days") -> list[JobInfo] | None:
-        """The workbench's jobs the controller has purged and the accounting database still has
-        (since ``since``, oldest first); None where the cluster keeps no accounting."""
+    def history(self, *, names: Sequence[str] = (), since: str = "now-7days") -> list[JobInfo] | None:
+        """The workbench's jobs (called ``names`` where given) the controller has purged and the
+        accounting database still has (since ``since``, oldest first); None where it keeps none."""
         live = {j.job_id for j in self.jobs(ours=False)}
-        found = self.accounting_jobs(since=since)
+        found = self.accounting_jobs(names=names, since=since)
         if found is None:
             return None
         return [j for j in found if j.name.startswith(JOB_PREFIX) and j.job_id not in live]

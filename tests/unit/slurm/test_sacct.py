@@ -85,7 +85,8 @@ def test_a_purged_job_comes_from_sacct_where_the_cluster_keeps_accounting() -> N
     with pytest.raises(JobNotFound, match="its accounting has no record of it"):
         cluster.job("999")
     # history: the workbench's jobs (wb-) only; none of the fixture's are
-    assert cluster.history() == []
+    assert cluster.history() == [] and cluster.history(names=["wb-x"]) == []
+    assert "--name wb-x" in host.commands[-1]
 
 
 def test_without_accounting_a_purged_job_is_a_clear_error_and_sacct_is_asked_once() -> None:
