@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 SYSSTAMP := $(VENV)/.sysdeps
 DEB_PACKAGES := systemd-container debootstrap openssh-server openssh-client iproute2 chromium chromium-driver slurm-wlm munge \
-	python3.11-venv libnuma1 libfaketime docker.io
+	slurmdbd mariadb-server python3.11-venv libnuma1 libfaketime docker.io
 PYTEST_ARGS ?=
 
 .PHONY: demo test venv sysdeps vllm-env lint hooks unit integration testbed-up testbed-down clean
@@ -59,8 +59,8 @@ hooks: venv
 # which mostly wait on the testbed, and so do the integration tests that need no testbed host (the
 # local Slurm cluster's, the process backend's guard, Docker on this machine: SIDE, about 6 min); their output follows the
 # integration tests'. PYTEST_ARGS: one run of just that (after the lint).
-SIDE := tests/integration/test_slurm.py tests/integration/test_slurm_base.py tests/integration/test_guard_process.py \
-	tests/integration/test_docker.py
+SIDE := tests/integration/test_slurm.py tests/integration/test_slurm_base.py tests/integration/test_slurm_accounting.py \
+	tests/integration/test_guard_process.py tests/integration/test_docker.py
 test: venv sysdeps vllm-env
 	@set +e; \
 	if [ -n "$(PYTEST_ARGS)" ]; then $(MAKE) --no-print-directory lint && $(VENV)/bin/pytest --durations=40 $(PYTEST_ARGS); rc=$$?; \

@@ -357,3 +357,74 @@ def test_killed_kernel_leaves_no_job_behind(cluster, cli_env, tmp_path) -> None:
     assert result["host_restored"] is True and result["restore_notes"] == ["slurm:testbed: no job of the run left"]
     ours = [j for j in cluster.jobs() if j.name.startswith(f"wb-{run_dir.name}-")]
     assert ours and all(j.state == "CANCELLED" for j in ours), ours
+
+
+def test_runs_reuse_the_ledger_s_trials_of_the_script_on_the_cluster(cluster, cli_env, tmp_path) -> None:
+    """A second factorial in the same data directory submits no job; a bisect of the same edit reuses the
+    factorial's verdict (the same keys as on a host: cluster, fingerprint, script text, edits); rerun starts."""
+    import json
+
+    data = str(tmp_path / "data")
+
+    def run(*argv: str) -> tuple[dict, str]:
+        p = _cli(cli_env, "run", *argv, "-p", "host", "slurm:testbed", "-p", "base_unit", BASE_SCRIPT,
+                 "-p", "start_timeout", "120", "--data-dir", data, "--no-progress")
+        out, err = p.communicate(timeout=600)
+        assert p.returncode == 0, out + err
+        run_dir = Path(next(x.split(": ", 1)[1] for x in out.splitlines() if x.startswith("run directory:")))
+        return json.loads((run_dir / "result.json").read_text()), run_dir.name
+
+    factors = json.dumps({"--ep-size": "8"})
+    first, _ = run("factorial", "-p", "factors", factors, "-p", "max_parallel", "2")
+    assert first["server_starts"] == 2 and not any(m["reused"] for m in first["matrix"])
+    again, run_id = run("factorial", "-p", "factors", factors, "-p", "max_parallel", "2")
+    assert again["server_starts"] == 0 and all(m["reused"] for m in again["matrix"])
+    assert [(m["outcome"], m["exception_type"], m["job_id"]) for m in again["matrix"]] == \
+        [(m["outcome"], m["exception_type"], m["job_id"]) for m in first["matrix"]]
+    assert not any(j.name.startswith(f"wb-{run_id}-") for j in cluster.jobs())  # not one job submitted
+    found, run_id = run("bisect", "-p", "edits", factors)
+    assert found["server_starts"] == 0 and [t["reused"] for t in found["trials"]] == [True]
+    assert [(c["edits"], c["exception_type"]) for c in found["culprits"]] == [([list(EP8)], "AttributeError")]
+    assert not any(j.name.startswith(f"wb-{run_id}-") for j in cluster.jobs())
+    fresh, _ = run("bisect", "-p", "edits", factors, "-p", "rerun", "true")
+    assert fresh["server_starts"] == 1 and fresh["culprits"] == found["culprits"]
+    assert _active(cluster) == []
+
+
+LOAD = ["-p", "concurrency", "[1, 2]", "-p", "repeats", "2", "-p", "num_requests", "4", "-p",
+        "requests_per_concurrency", "0", "-p", "warmup", "1", "-p", "output_len", "16", "-p", "model_spec",
+        "kimi-k2.6", "-p", "telemetry", "false", "-p", "start_timeout", "180"]
+
+
+def test_a_two_node_job_script_as_ab_arms_and_as_sweep_configurations(cluster, cli_env, tmp_path) -> None:
+    """Each arm / configuration is one job over both nodes; its server is measured at the job's first
+    node (task 0 serves HTTP; node1 is reached as ``local``: the cluster's ``node_hosts``)."""
+    import json
+
+    from workbench.testbed.slurm import MULTINODE_SCRIPT
+
+    def run(*argv: str) -> dict:
+        p = _cli(cli_env, "run", *argv, "-p", "host", "slurm:testbed", "-p", "base_unit", MULTINODE_SCRIPT, *LOAD,
+                 "--data-dir", str(tmp_path / "data"), "--no-progress")
+        out, err = p.communicate(timeout=600)
+        assert p.returncode == 0, out + err
+        run_dir = Path(next(x.split(": ", 1)[1] for x in out.splitlines() if x.startswith("run directory:")))
+        return json.loads((run_dir / "result.json").read_text())
+
+    ab = run("ab", "-p", "edits", json.dumps({"--enable-nccl-nvls": True}), "-p", "max_parallel", "2")
+    assert ab["status"] == "ok", ab["failure"]
+    a, b = ab["arms"]["A"], ab["arms"]["B"]
+    assert a["node"] == b["node"] == "node[1-2]" and a["job_id"] != b["job_id"] and b["failure"] is None
+    assert max(a["queue_seconds"], b["queue_seconds"]) > 0  # both want both nodes: one waited for the other
+    assert all(pt["output_throughput"] > 0 for pt in a["points"] + b["points"])
+    assert [r["concurrency"] for r in ab["speedup"]] == [1, 2] and ab["server_starts"] == 2
+    assert ab["jobs_left"] == [] and ab["host_restored"] is True
+
+    grid = {"--ep-size": [None, "8"]}
+    sw = run("sweep", "-p", "grid", json.dumps(grid), "-p", "max_parallel", "2")
+    got = {tuple(v for _, v in r["edits"]): (r["outcome"], r["exception_type"], r["phase"], bool(r["points"]),
+                                             r["node"]) for r in sw["configs"]}
+    assert got == {(None,): ("ready", None, "serving", True, "node[1-2]"),
+                   ("8",): ("failed", "AttributeError", "cuda_graph_capture", False, "node[1-2]")}
+    assert sw["best"] is not None and sw["jobs_left"] == [] and sw["host_restored"] is True
+    assert _active(cluster) == []

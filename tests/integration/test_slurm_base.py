@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -140,3 +141,39 @@ def test_variant_leaves_the_base_job_alone_unless_told_to_replace_it(cluster, en
     finally:
         cluster.cancel(_live(cluster))
     assert _live(cluster) == []
+
+
+def test_journal_follows_a_job_from_pending_to_its_end(cluster, env) -> None:
+    """``journal slurm:NAME JOBID -f``: started while the job waits for the node, it prints the job's
+    lines as the server writes them and returns by itself once the job has ended."""
+    base = cluster.read_script(BASE_SCRIPT)
+    blocker = cluster.submit(base, job_name="follow-blocker", time_limit="5")  # holds the one node
+    try:
+        job = cluster.submit(base.with_edits([("--ep-size", "8")]), job_name="follow-probe", time_limit="5")
+        p = subprocess.Popen([sys.executable, "-m", "workbench", "journal", "slurm:testbed", job, "-f", "-n", "1000",
+                              "--json", "--interval", "0.5"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, cwd=ROOT, env=env)
+        deadline = time.monotonic() + 60
+        while cluster.job(job).state != "PENDING" or cluster.job(blocker).state != "RUNNING":
+            assert time.monotonic() < deadline
+            time.sleep(0.2)  # only the scheduler can say the job waits
+        time.sleep(1.0)  # the follower is up and waiting on the pending job
+        assert p.poll() is None
+        cluster.cancel([blocker])
+        out, err = p.communicate(timeout=180)
+    finally:
+        cluster.cancel(_live(cluster))
+    assert p.returncode == 0, err
+    assert f"job {job} wb-follow-probe pending" in err and f"job {job} wb-follow-probe: FAILED" in err, err
+    followed = [json.loads(x) for x in out.splitlines()]
+    after = [json.loads(x) for x in _cli(env, "journal", "slurm:testbed", job, "--json").stdout.splitlines()]
+    assert [r["message"] for r in followed] == [r["message"] for r in after]  # every line, once, in order
+    assert any("Traceback" in r["message"] for r in followed) and {r["invocation"] for r in followed} == {job}
+    assert _live(cluster) == []
+
+
+def test_without_accounting_an_unknown_job_says_so(cluster, env) -> None:
+    p = _cli(env, "status", "slurm:testbed", "999999")
+    assert p.returncode == 2 and "keeps no accounting" in p.stderr, p.stderr
+    p = _cli(env, "status", "slurm:testbed")
+    assert p.returncode == 0 and "(no accounting: a job the controller purged is gone)" in p.stdout, p.stdout

@@ -33,6 +33,7 @@ examples:
   workbench journal gpu-a sglang-k26-ddtree.service --since=-1h --json | jq -r .message
   workbench journal gpu-a sglang-k26-ddtree.service --list
   workbench journal gpu-a,gpu-b sglang-k26-2node.service --rank node1/TP9   # a deployment, merged
+  workbench journal slurm:testbed 42 -f                                 # a job's output until it ends
 """
 
 
@@ -57,7 +58,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("-n", "--lines", type=int, metavar="N",
                    help=f"only the last N lines (after filtering; with -f default {FOLLOW_LINES})")
     p.add_argument("-f", "--follow", action="store_true",
-                   help="then print new lines as they arrive, until Ctrl-C or --until")
+                   help="then print new lines as they arrive, until Ctrl-C or --until (a Slurm job: until it ends)")
     p.add_argument("--interval", type=float, default=1.0, metavar="SECONDS",
                    help="with -f: how often to ask the host for new lines")
     p.add_argument("--since", help="start time: ISO, epoch seconds, or journalctl syntax (--since=-1h, \"today\")")

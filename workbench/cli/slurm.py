@@ -9,7 +9,9 @@ from typing import Any
 
 def status_lines(st: dict[str, Any]) -> list[str]:
     """The text ``workbench status slurm:NAME`` prints for :meth:`SlurmCluster.status`."""
-    lines = [f"cluster {st['cluster']}"]
+    acct = st.get("accounting")
+    lines = [f"cluster {st['cluster']}" + ("" if acct is None else " (accounting: sacct)" if acct else
+                                           " (no accounting: a job the controller purged is gone)")]
     for p in st["partitions"]:
         lines.append(f"  partition {p['name']}{'*' if p['default'] else ''}: {p['state']}, nodes {p['nodes']}, "
                      f"max time {p['max_time']}")
@@ -27,7 +29,8 @@ def status_lines(st: dict[str, Any]) -> list[str]:
         code = f", exit {j.get('exit_status', 0)}" + (f" signal {j['exit_signal']}" if j.get("exit_signal") else "") \
             if ended else ""
         times = "".join(f" {k} {_hm(j.get(k))}" for k in ("start", "end") if j.get(k) and (k == "start" or ended))
-        lines.append(f"    {j['job_id']:>8} {j['name']:40} {j['state']}{why}{where}{code}{times}")
+        past = " [sacct]" if j.get("source") == "sacct" else ""
+        lines.append(f"    {j['job_id']:>8} {j['name']:40} {j['state']}{why}{where}{code}{times}{past}")
     return lines
 
 
@@ -36,17 +39,33 @@ def _hm(when: Any) -> str:
 
 
 def status(args: argparse.Namespace) -> int:
+    import sys
+
+    from workbench.errors import ServiceError
     from workbench.slurm.clusters import connect_cluster
 
     cluster = connect_cluster(args.host, ssh_config=args.ssh_config)
     st = cluster.status()
-    if args.pattern not in ("", "*"):
+    if args.pattern not in ("", "*"):  # a script, job id or glob: its jobs, those only sacct still has too
         from fnmatch import fnmatch
 
         from workbench.slurm.base import base_job_name
+        from workbench.slurm.cluster import job_row
 
-        st["jobs"] = [j for j in st["jobs"] if fnmatch(j["name"], args.pattern) or j["job_id"] == args.pattern
-                      or j["name"] == base_job_name(args.pattern)]
+        def match(j: dict[str, Any]) -> bool:
+            return bool(fnmatch(j["name"], args.pattern) or j["job_id"] == args.pattern
+                        or j["name"] == base_job_name(args.pattern))
+
+        try:
+            plain = not any(c in args.pattern for c in "*?[") and not args.pattern.isdigit()
+            names = [base_job_name(args.pattern), args.pattern] if plain else []  # else all of ours, matched here
+            past = [job_row(j) for j in cluster.history(names=names) or []]
+        except ServiceError as exc:  # the accounting database does not answer: what the controller knows
+            print(f"workbench status: {exc}", file=sys.stderr)
+            past = []
+        if args.pattern.isdigit() and not any(j["job_id"] == args.pattern for j in st["jobs"] + past):
+            past.append(job_row(cluster.job(args.pattern)))  # anyone's job, or JobNotFound (exit 2)
+        st["jobs"] = [j for j in past + st["jobs"] if match(j)]
     if args.json:
         print(json.dumps(st, indent=2, default=str))
     else:
@@ -157,11 +176,18 @@ def journal(args: argparse.Namespace, show: Any) -> int:
     from workbench.slurm.clusters import connect_cluster
     from workbench.slurm.journal import job_frame, jobs_for
 
-    for opt in ("follow", "since", "until", "after_cursor", "invocation", "last"):
+    for opt in ("since", "until", "after_cursor", "invocation", "last"):
         if getattr(args, opt, None) not in (None, False):
             raise ConfigError(f"--{opt.replace('_', '-')}: not for a Slurm job's output (name the job id)")
     cluster = connect_cluster(args.host, ssh_config=args.ssh_config)
     jobs = jobs_for(cluster, args.unit)
+
+    def pick(frame: Any) -> Any:
+        return filter(frame, include=args.grep, exclude=args.exclude, level=args.level, rank=args.rank,
+                      phase=args.phase)
+
+    if args.follow:
+        return _follow(args, cluster, max(jobs, key=lambda j: int(j.job_id)), pick, show)
     if args.list:
         rows = [{"invocation": j.job_id, "unit": j.name, "state": j.state, "exit_status": j.exit_status,
                  "start": j.start_time, "nodes": j.node_list} for j in jobs]
@@ -172,11 +198,33 @@ def journal(args: argparse.Namespace, show: Any) -> int:
                 print(f"{r['invocation']:>8} {r['unit']:40} {r['state']:12} exit {r['exit_status'] or '-':6} "
                       f"{r['start'] or '-'} {r['nodes'] or '-'}")
         return 0
-    frame = filter(job_frame(cluster, jobs), include=args.grep, exclude=args.exclude, level=args.level,
-                   rank=args.rank, phase=args.phase)
+    frame = pick(job_frame(cluster, jobs))
     if args.lines is not None:
         frame = frame.tail(args.lines) if args.lines else frame.iloc[:0]
     show(frame)
+    return 0
+
+
+def _follow(args: argparse.Namespace, cluster: Any, job: Any, pick: Any, show: Any) -> int:
+    """``journal slurm:NAME JOBID|SCRIPT -f``: the last N lines of the job's output (a script: its
+    latest job), then its lines as they are written until the job ends (exit 0) or Ctrl-C."""
+    import contextlib
+    import sys
+
+    from workbench.cli.journal import FOLLOW_LINES
+    from workbench.slurm.journal import follow_job
+
+    def line(kind: str, text: str) -> None:
+        print(f"workbench journal: {text}", file=sys.stderr, flush=True)
+
+    n = args.lines if args.lines is not None else FOLLOW_LINES
+    with contextlib.closing(follow_job(cluster, job.job_id, poll=args.interval, on_event=line)) as frames:
+        for i, frame in enumerate(frames):
+            shown = pick(frame)
+            if i == 0:  # what the file held already: its last N lines, as tail -f
+                shown = shown.tail(n) if n else shown.iloc[:0]
+            if len(shown):
+                show(shown)
     return 0
 
 

@@ -32,7 +32,7 @@ front, so they cost no start and inform every choice.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pandas as pd
@@ -265,14 +265,23 @@ def _ledger_known(ledger: Ledger, prints: dict[str, str], uhash: str, edits: lis
                   redactor: Redactor) -> list[TrialRecord]:
     """Trials of earlier runs on these hosts (same fingerprint and unit text) of subsets of ``edits``, newest
     per subset; only those recorded with phase-carrying signatures (``signature_id``)."""
-    frame = ledger.trials()
-    if frame.empty or "signature_id" not in frame.columns or len(edits) > 12:
+    if len(edits) > 12:
         return []
-    keys = {}
-    for mask in range(1, 2 ** len(edits)):
-        subset = tuple(e for i, e in enumerate(edits) if mask >> i & 1)
-        keys[redactor.text(edits_key(subset))] = subset
-    ok = (frame["host"].map(lambda h: h in prints) & (frame["fingerprint"] == frame["host"].map(prints))
+    subsets = [tuple(e for i, e in enumerate(edits) if mask >> i & 1) for mask in range(1, 2 ** len(edits))]
+    return known_trials(ledger, prints, uhash, subsets, redactor)
+
+
+def known_trials(ledger: Ledger, prints: dict[str, str], uhash: str, subsets: Sequence[Sequence[tuple[str, EditValue]]],
+                 redactor: Redactor, *, host_of: Callable[[str], str] = str) -> list[TrialRecord]:
+    """The ledger's trials of these edit sets on these hosts (``prints``: host -> fingerprint, a row's
+    host read through ``host_of``) with this unit text, newest per set, in the order of ``subsets``;
+    only ready ones and failures recorded with phase-carrying signatures (``signature_id``)."""
+    frame = ledger.trials()
+    if frame.empty or "signature_id" not in frame.columns:
+        return []
+    keys = {redactor.text(edits_key(tuple(s))): tuple(s) for s in subsets}
+    hosts = frame["host"].map(lambda h: host_of(str(h)))
+    ok = (hosts.map(lambda h: h in prints) & (frame["fingerprint"] == hosts.map(prints))
           & (frame["unit_hash"] == uhash) & frame["edits_key"].isin(list(keys)) & ~frame["reused"].astype(bool)
           & (frame["outcome"].eq("ready") | frame["signature_id"].notna()))
     hits = frame[ok]

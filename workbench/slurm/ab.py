@@ -21,7 +21,6 @@ from typing import Any
 import pandas as pd
 
 from workbench.errors import WorkbenchError
-from workbench.hosts import connect
 from workbench.runbooks.schemas import ABResult
 from workbench.runbooks.skeleton import RunbookRun
 from workbench.runs import Run
@@ -58,10 +57,11 @@ def ab_run(params: Any, *, progress: Callable[[str], None] = print) -> tuple[Run
                 label = f"{name}: {describe_edits(arm_edits) or 'base'}"
 
                 def sweep(info: JobInfo) -> None:  # the job is ready: measure its server from its node
-                    node = connect(info.nodes[0], ssh_config=params.ssh_config or None)
+                    # a job over several nodes: its server answers on the first (task 0's)
+                    node = cluster.node_host(info.head, ssh_config=params.ssh_config or None)
                     try:
                         shape = measure.with_model(measure.server_shape(variant.argv), node, variant.argv, params)
-                        rr.tell(f"{spec}: sweeping {name} on {info.nodes[0]} (job {info.job_id}), "
+                        rr.tell(f"{spec}: sweeping {name} on {info.head} (job {info.job_id}), "
                                 f"{params.points_words()} x {params.repeats}")
                         series: list[pd.DataFrame] = []
                         out = measure.sweep_unit(node, shape.port, params, {"variant": label}, repeats=params.repeats,

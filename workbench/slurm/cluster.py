@@ -9,6 +9,7 @@ cleanup can cancel exactly its own.
 
 from __future__ import annotations
 
+import hashlib
 import posixpath
 import re
 import time
@@ -27,7 +28,8 @@ LOG_TAIL_BYTES = 8 << 20
 
 
 class JobNotFound(UnitNotFound):
-    """Slurm knows no such job (never submitted, or purged after ``MinJobAge``)."""
+    """Slurm knows no such job (never submitted; or purged after ``MinJobAge`` and the cluster
+    keeps no accounting, or its accounting has no record of it)."""
 
 
 class SubmitError(ServiceError):
@@ -39,7 +41,7 @@ def job_row(j: JobInfo) -> dict[str, Any]:
     return {"job_id": j.job_id, "name": j.name, "state": j.state, "reason": j.reason, "nodes": j.node_list,
             "exit_status": j.exit_status, "exit_signal": j.exit_signal, "queue_seconds": j.queue_seconds,
             "partition": j.partition, "time_limit": j.time_limit, "submit": j.submit_time, "start": j.start_time,
-            "end": j.end_time}
+            "end": j.end_time, "source": j.source}
 
 
 @dataclass
@@ -53,6 +55,8 @@ class SlurmCluster:
     account: str | None = None
     qos: str | None = None
     env: Mapping[str, str] = field(default_factory=dict)  # environment for every scheduler command
+    node_hosts: Mapping[str, str] = field(default_factory=dict)  # node -> host alias to reach it by (else its name)
+    _accounting: bool | None = field(default=None, init=False, repr=False)  # learnt from sacct's first answer
 
     def _run(self, argv: Sequence[str], *, input: str | None = None, env: Mapping[str, str] | None = None,
              timeout: float = 30.0) -> Any:
@@ -73,6 +77,14 @@ class SlurmCluster:
         kv = facts.parse_keyvalues(res.stdout.strip()) if res.ok else {}
         return kv.get("NodeAddr") or node
 
+    def node_host(self, node: str, *, ssh_config: str | None = None) -> Host:
+        """A host on ``node``, to measure the server a job runs there: the node's alias in
+        ``node_hosts``, else its name as an ssh_config alias (a Slurm user reaches the node of a
+        running job by SSH: ``pam_slurm_adopt``)."""
+        from workbench.hosts import connect
+
+        return connect(self.node_hosts.get(node, node), ssh_config=ssh_config)
+
     def partitions(self) -> list[dict[str, str]]:
         res = self._run(facts.show_partitions())
         if not res.ok:
@@ -90,15 +102,57 @@ class SlurmCluster:
         return [j for j in jobs if j.name.startswith(JOB_PREFIX)] if ours else jobs
 
     def job(self, job_id: str) -> JobInfo:
+        """The job as the controller knows it; once the controller has purged it (``MinJobAge``
+        after its end), its record in the accounting database (``sacct``) where there is one."""
         if not job_id.isdigit():
             raise ConfigError(f"not a Slurm job id: {job_id!r}")
         res = self._run(facts.show_job(job_id))
         if not res.ok or not res.stdout.strip():
             if "Invalid job id" in res.stderr + res.stdout:
-                raise JobNotFound(f"{self.name}: no job {job_id} (never submitted, or purged)",
-                                  host=self.host.name, unit=job_id)
+                found = self.accounting_jobs([job_id])
+                if found:
+                    return found[-1]
+                why = ("its accounting has no record of it" if found is not None
+                       else "the cluster keeps no accounting (sacct: Slurm accounting storage is disabled)")
+                raise JobNotFound(f"{self.name}: no job {job_id}: never submitted, or ended and purged by the "
+                                  f"controller, and {why}", host=self.host.name, unit=job_id)
             raise ServiceError(f"{self.name}: scontrol show job {job_id} failed: {res.tail(3)}", host=self.host.name)
         return facts.parse_job(res.stdout.strip().splitlines()[0])
+
+    @property
+    def accounting(self) -> bool:
+        """Whether the cluster keeps accounting (slurmdbd): ``sacct`` answers for ended jobs (False
+        while its database does not answer; asked again next time)."""
+        if self._accounting is None:
+            try:
+                self.accounting_jobs(["1"])
+            except ServiceError:
+                return False
+        return bool(self._accounting)
+
+    def accounting_jobs(self, job_ids: Sequence[str] = (), *, names: Sequence[str] = (),
+                        since: str = "now-7days") -> list[JobInfo] | None:
+        """Jobs from the accounting database (``sacct``): the ids given, else the user's jobs called
+        ``names`` (all where none) since ``since``.  None where the cluster keeps no accounting."""
+        if self._accounting is False:
+            return None
+        res = self._run(facts.sacct_jobs(list(job_ids), names=list(names), since=since))
+        if facts.ACCOUNTING_DISABLED in (res.stderr + res.stdout).lower():
+            self._accounting = False
+            return None
+        if not res.ok:
+            raise ServiceError(f"{self.name}: sacct failed: {res.tail(3)}", host=self.host.name)
+        self._accounting = True
+        return facts.parse_sacct(res.stdout)
+
+    def history(self, *, names: Sequence[str] = (), since: str = "now-7days") -> list[JobInfo] | None:
+        """The workbench's jobs (called ``names`` where given) the controller has purged and the
+        accounting database still has (since ``since``, oldest first); None where it keeps none."""
+        live = {j.job_id for j in self.jobs(ours=False)}
+        found = self.accounting_jobs(names=names, since=since)
+        if found is None:
+            return None
+        return [j for j in found if j.name.startswith(JOB_PREFIX) and j.job_id not in live]
 
     def status(self) -> dict[str, Any]:
         """Partitions, nodes (state, GRES, GPUs, running jobs of anyone) and the workbench's jobs:
@@ -111,6 +165,7 @@ class SlurmCluster:
                     running.setdefault(n, []).append(j)
         return {
             "cluster": self.name,
+            "accounting": self.accounting,
             "partitions": [{"name": p.get("PartitionName"), "state": p.get("State"), "nodes": p.get("Nodes"),
                             "default": p.get("Default") == "YES", "max_time": p.get("MaxTime")}
                            for p in self.partitions()],
@@ -122,6 +177,20 @@ class SlurmCluster:
                       for n in self.nodes()],
             "jobs": [job_row(j) for j in every if j.name.startswith(JOB_PREFIX)],
         }
+
+    def fingerprint(self) -> str:
+        """What a trial's verdict here depends on besides its job script (``unit_hash``): the Slurm
+        version, the partition the jobs go to and its nodes with their GRES.  Trials of earlier runs
+        are reused from the ledger while it is the same (a node added, a GRES changed, a Slurm
+        upgrade or another partition: they run again)."""
+        res = self._run(facts.version())
+        if not res.ok:
+            raise ServiceError(f"{self.name}: sinfo -V failed: {res.tail(3)}", host=self.host.name)
+        partition = self.partition or next((str(p.get("PartitionName")) for p in self.partitions()
+                                            if p.get("Default") == "YES"), "")
+        nodes = sorted(f"{n.name}:{n.gres}" for n in self.nodes() if not partition or partition in n.partitions)
+        text = "\n".join([res.stdout.strip(), f"partition {partition}", *nodes])
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def script_path(self, name: str) -> str:
         """Where a job script named ``name`` lives on the submit host."""

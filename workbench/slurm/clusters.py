@@ -11,6 +11,7 @@ names a cluster wins):
       script_dir = "/home/me/jobs"     # where bare script names are looked up
       partition = "gpu"                # optional: account, qos too
       env = { SLURM_CONF = "/etc/slurm/slurm.conf" }
+      node_hosts = { gpu17 = "gpu17.hpc" }   # optional: how a node is reached by SSH (else its name)
 
 * the running testbed's ``slurm.json`` (written by the testbed, read here; nothing here
   imports the testbed).
@@ -84,6 +85,9 @@ def connect_cluster(spec: str, *, ssh_config: str | None = None) -> SlurmCluster
     env = entry.get("env", {})
     if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
         raise ConfigError(f"{entry['source']}: clusters.{name}.env must map names to strings")
+    node_hosts = entry.get("node_hosts", {})
+    if not isinstance(node_hosts, dict) or not all(isinstance(v, str) for v in node_hosts.values()):
+        raise ConfigError(f"{entry['source']}: clusters.{name}.node_hosts must map node names to host aliases")
     return SlurmCluster(host, name=name, script_dir=str(entry.get("script_dir", "")),
                         partition=entry.get("partition"), account=entry.get("account"), qos=entry.get("qos"),
-                        env=env)
+                        env=env, node_hosts=node_hosts)

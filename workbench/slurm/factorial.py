@@ -21,10 +21,17 @@ from workbench.runbooks.schemas import FactorialResult
 from workbench.runbooks.skeleton import RunbookRun
 from workbench.runs import Run
 from workbench.slurm.cluster import SlurmCluster
-from workbench.slurm.runbook import job_tag, leave_none, open_cluster, record_of, trial_line
+from workbench.slurm.runbook import (
+    job_tag,
+    leave_none,
+    ledger_trials,
+    open_cluster,
+    record_of,
+    trial_line,
+)
 from workbench.slurm.trial import in_flight, run_job_trial
 from workbench.trials import TrialRecord
-from workbench.variants import EditValue, describe_edits, normalize_edits
+from workbench.variants import EditValue, describe_edits, edits_key, normalize_edits
 
 Subset = tuple[tuple[str, EditValue], ...]
 
@@ -46,25 +53,45 @@ def factorial_run(params: Any, *, progress: Callable[[str], None] = print) -> tu
                                   "partition": cluster.partition or "", "max_parallel": params.max_parallel})
             subsets = combinations(factors)
             name = cluster.name
+            fingerprint, known = ledger_trials(params, cluster, params.hosts[0], script.text, subsets, rr.redactor,
+                                               rr.tell)
+            rr.provenance["fingerprint"] = fingerprint
+            by_key = {rec.edits_key: rec for rec in known}
+            results: dict[Subset, TrialRecord] = {}
+            for subset in subsets:  # a combination the ledger has costs no job
+                hit = by_key.get(rr.redactor.text(edits_key(subset)))
+                if hit is not None:
+                    results[subset] = hit
+                    records.append((hit, None))
+                    rr.tell(f"  reused: {describe_edits(subset) or '(base)'}: {hit.outcome} in {hit.phase} "
+                            f"(job {hit.invocation} on {hit.host})")
+
+            def save() -> None:
+                rr.table("trials", pd.DataFrame([{**r.row(), "queue_seconds": q} for r, q in records]))
 
             def one(item: tuple[int, Subset], stop: threading.Event) -> TrialRecord:
                 n, subset = item
                 rr.tell(f"  submit: {describe_edits(subset) or '(base)'}")
                 trial = run_job_trial(cluster, script, list(subset), job_name=f"{job_tag(rr.run.id)}-factorial-{n}",
                                       stop=stop, timeout=params.start_timeout, health_path=params.health_path)
-                rec = record_of(trial, base=params.base_unit, base_text=script.text, cluster=name)
+                rec = record_of(trial, base=params.base_unit, base_text=script.text, cluster=name,
+                                fingerprint=fingerprint)
                 rr.tell(trial_line(trial))
                 with lock:
                     records.append((rec, trial.queue_seconds))
-                    rr.table("trials", pd.DataFrame([{**r.row(), "queue_seconds": q} for r, q in records]))
+                    save()
                 return rec
 
-            done = in_flight(one, list(enumerate(subsets, 1)), max_parallel=params.max_parallel)
+            if records:
+                save()
+
+            todo = [(n, s) for n, s in enumerate(subsets, 1) if s not in results]
+            done = in_flight(one, todo, max_parallel=params.max_parallel)
+            results.update({s: rec for (_, s), rec in zip(todo, done, strict=True)})
         finally:
             left = leave_none(cluster, rr.run.id, rr.tell)
-            rr.set(host_restored=not left, jobs_left=left, server_starts=len(records),
+            rr.set(host_restored=not left, jobs_left=left, server_starts=sum(not r.reused for r, _ in records),
                    queue_seconds=round(sum(q or 0.0 for _, q in records), 2))
-        results = dict(zip(subsets, done, strict=True))
         waits = {id(r): q for r, q in records}
         matrix = _matrix(factors, results)
         for row, subset in zip(matrix, subsets, strict=True):

@@ -2,8 +2,8 @@
 
 pyinfra's shape: each fact is a command (argv) and a parser of what that command prints.
 The parsers read ``scontrol show job|node|partition -o`` (one record a line, ``Key=Value``
-pairs; stable across Slurm releases, unlike ``--json``'s OpenAPI versions), ``sinfo`` and
-``squeue`` with an explicit ``|``-separated format, and ``sbatch --parsable``.  The fixtures
+pairs; stable across Slurm releases, unlike ``--json``'s OpenAPI versions), ``sinfo``,
+``squeue`` and ``sacct`` with an explicit ``|``-separated format, and ``sbatch --parsable``.  The fixtures
 in ``tests/fixtures/slurm/`` are real output (``capture.sh`` there made them).
 """
 
@@ -26,6 +26,12 @@ ENDED_STATES = frozenset({
 })
 SINFO_FORMAT = "%N|%T|%G|%P|%C|%E|%m"
 SQUEUE_FORMAT = "%i|%j|%T|%r|%N|%P|%u|%M|%l|%b"
+# ``sacct -P -o``: the fields of a job's accounting record that ``JobInfo`` holds (Slurm 22.05
+# records no output path: ``StdOut`` came in 23.02).
+SACCT_FIELDS = ("JobIDRaw", "JobName", "State", "ExitCode", "Reason", "NodeList", "Partition", "Submit", "Start",
+                "End", "Timelimit", "User", "WorkDir")
+# What sacct says where the cluster keeps no accounting (``AccountingStorageType=accounting_storage/none``).
+ACCOUNTING_DISABLED = "accounting storage is disabled"
 
 
 def parse_keyvalues(line: str) -> dict[str, str]:
@@ -72,6 +78,7 @@ class JobInfo:
     stderr: str | None
     command: str | None
     fields: dict[str, str] = field(default_factory=dict, repr=False)
+    source: str = "scontrol"  # scontrol (the controller's live record) | sacct (the accounting database's)
 
     @property
     def ended(self) -> bool:
@@ -80,6 +87,12 @@ class JobInfo:
     @property
     def running(self) -> bool:
         return self.state == "RUNNING"
+
+    @property
+    def head(self) -> str:
+        """The job's first node (``SLURM_NODEID`` 0): where task 0 of a one-task-per-node ``srun``
+        runs, so where a multi-node server serves HTTP; "" while pending."""
+        return self.nodes[0] if self.nodes else ""
 
     @property
     def queue_seconds(self) -> float | None:
@@ -112,6 +125,36 @@ def parse_job(line: str) -> JobInfo:
         stdout=_none(kv.get("StdOut")), stderr=_none(kv.get("StdErr")), command=_none(kv.get("Command")),
         fields=kv,
     )
+
+
+def parse_sacct(text: str) -> list[JobInfo]:
+    """``sacct -P -n -X -o SACCT_FIELDS``: one :class:`JobInfo` per job allocation (``source`` sacct).
+
+    sacct writes ``CANCELLED by 0`` (the state, then who), ``None assigned`` for a job that never
+    got nodes, ``Unknown`` for a time not reached.  A job name holding ``|`` is put back together:
+    every other field is read from the ends of the line."""
+    jobs = []
+    n = len(SACCT_FIELDS)
+    for i, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        parts = line.split("|")
+        if len(parts) < n or not parts[0].isdigit():
+            raise ParseError(f"sacct line with {len(parts)} fields, expected {n}: {line[:120]!r}", source="sacct",
+                             line=i)
+        extra = len(parts) - n
+        kv = dict(zip(SACCT_FIELDS, [parts[0], "|".join(parts[1:2 + extra]), *parts[2 + extra:]], strict=True))
+        code, _, sig = kv["ExitCode"].partition(":")
+        node_list = "" if kv["NodeList"] in ("None assigned", "(null)") else kv["NodeList"]
+        jobs.append(JobInfo(
+            job_id=kv["JobIDRaw"], name=kv["JobName"], state=kv["State"].split()[0] if kv["State"] else "",
+            reason=_none(kv["Reason"]), nodes=tuple(expand_hostlist(node_list)), node_list=node_list,
+            partition=_none(kv["Partition"]), exit_status=int(code or 0) if code.isdigit() else 0,
+            exit_signal=int(sig) if sig.isdigit() else 0, submit_time=_time(kv["Submit"]),
+            start_time=_time(kv["Start"]), end_time=_time(kv["End"]), time_limit=_none(kv["Timelimit"]),
+            stdout=None, stderr=None, command=None, fields=kv, source="sacct",
+        ))
+    return jobs
 
 
 def job_gpus_per_node(job: JobInfo) -> int:
@@ -243,6 +286,20 @@ def sinfo_nodes() -> list[str]:
 
 def show_partitions() -> list[str]:
     return ["scontrol", "show", "partition", "-o"]
+
+
+def version() -> list[str]:
+    return ["sinfo", "-V"]
+
+
+def sacct_jobs(job_ids: list[str] | None = None, *, names: list[str] | None = None,
+               since: str = "now-7days") -> list[str]:
+    """``sacct`` of the given jobs (any age), or of the jobs called ``names`` (else all of the
+    user's) that ran since ``since``: job allocations only (``-X``: no steps), ``|``-separated."""
+    argv = ["sacct", "-P", "-n", "-X", "-o", ",".join(SACCT_FIELDS)]
+    if job_ids:
+        return [*argv, "-j", ",".join(job_ids)]
+    return [*argv, "-S", since, *(["--name", ",".join(names)] if names else [])]
 
 
 def cancel(job_ids: list[str]) -> list[str]:

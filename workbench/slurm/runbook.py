@@ -87,18 +87,44 @@ def trial_line(trial: JobTrial) -> str:
             + (f": {trial.exception_type}" if trial.exception_type else ""))
 
 
-def record_of(trial: JobTrial, *, base: str, base_text: str, cluster: str) -> TrialRecord:
+def record_of(trial: JobTrial, *, base: str, base_text: str, cluster: str, fingerprint: str = "") -> TrialRecord:
     """The trial as a :class:`TrialRecord` (the signature in the runbooks' words, ids from it)."""
-    return _record(trial, base=base, base_text=base_text, cluster=cluster, ended_at=time.time())
+    return _record(trial, base=base, base_text=base_text, cluster=cluster, ended_at=time.time(),
+                   fingerprint=fingerprint)
 
 
-def _record(trial: JobTrial, *, base: str, base_text: str, cluster: str, ended_at: float) -> TrialRecord:
-    rec = trial.record(base=base, base_text=base_text, cluster=cluster)
+def _record(trial: JobTrial, *, base: str, base_text: str, cluster: str, ended_at: float,
+            fingerprint: str = "") -> TrialRecord:
+    rec = trial.record(base=base, base_text=base_text, cluster=cluster, fingerprint=fingerprint)
     rec.started_at = ended_at - trial.run_seconds
     if not trial.ok:
         rec.signature, rec.signature_id = signature_of(trial.exception_type, trial.message or trial.signature,
                                                        trial.phase)
     return rec
+
+
+def cluster_host(host: str) -> str:
+    """The ledger's host of a trial job: ``slurm:NAME`` of ``slurm:NAME/<node list>`` (the node the
+    scheduler picked is no part of the key: the cluster's fingerprint covers its partition's nodes)."""
+    return host.split("/", 1)[0]
+
+
+def ledger_trials(params: Any, cluster: SlurmCluster, spec: str, base_text: str, subsets: Any,
+                  redactor: Redactor, tell: Callable[[str], None]) -> tuple[str, list[TrialRecord]]:
+    """The cluster's fingerprint and the trials of earlier runs of these edit sets on it with this script
+    text (none with ``rerun``): the same keys as a host's trials (host, fingerprint, unit text, edits)."""
+    from workbench.runbooks.bisect import known_trials
+    from workbench.runs import Ledger
+    from workbench.trials import unit_hash
+
+    fingerprint = cluster.fingerprint()
+    if params.rerun:
+        return fingerprint, []
+    known = known_trials(Ledger(params.data_dir), {spec: fingerprint}, unit_hash(base_text), subsets, redactor,
+                         host_of=cluster_host)
+    if known:
+        tell(f"  reused from the ledger: {len(known)} trial(s)")
+    return fingerprint, known
 
 
 def bisect_run(params: Any, *, progress: Callable[[str], None] = print) -> tuple[Run, dict[str, Any]]:
@@ -110,6 +136,7 @@ def bisect_run(params: Any, *, progress: Callable[[str], None] = print) -> tuple
     edits = list(normalize_edits(params.edits))
     started = time.time()
     records: list[TrialRecord] = []
+    reused: list[TrialRecord] = []  # earlier runs' trials of the same script on the same cluster (the ledger)
     queued: list[float] = []  # each trial's wait in the queue (apart from its run time)
     culprits: list[dict[str, Any]] = []
     guarantee: dict[str, Any] = {"complete": False, "statement": "The search did not finish.", "sets_tested": 0,
@@ -124,15 +151,17 @@ def bisect_run(params: Any, *, progress: Callable[[str], None] = print) -> tuple
         progress(redactor.text(line))
 
     def save() -> None:
-        if records:
-            run_.table("trials", pd.DataFrame([r.row() for r in records]))
+        if records or reused:
+            run_.table("trials", pd.DataFrame([r.row() for r in reused + records]))
 
     def on_start(subset: tuple[tuple[str, EditValue], ...]) -> None:
         tell(f"  submit: {describe_edits(subset) or '(base)'}")
 
+    fingerprint = ""
+
     def on_trial(trial: JobTrial) -> None:
         rec = _record(trial, base=params.base_unit, base_text=base_text, cluster=cluster.name if cluster else "",
-                      ended_at=time.time())
+                      ended_at=time.time(), fingerprint=fingerprint)
         records.append(rec)
         queued.append(trial.queue_seconds or 0.0)
         tell(trial_line(trial))
@@ -143,7 +172,12 @@ def bisect_run(params: Any, *, progress: Callable[[str], None] = print) -> tuple
         base_text = cluster.read_script(params.base_unit).text
         provenance.update({"cluster": cluster.name, "partition": cluster.partition or "",
                            "max_parallel": params.max_parallel})
-        found = bisect_jobs(cluster, params.base_unit, edits, max_parallel=params.max_parallel,
+        subsets = [tuple(e for i, e in enumerate(edits) if m >> i & 1) for m in range(1, 2 ** len(edits))] \
+            if len(edits) <= 12 else []
+        fingerprint, known = ledger_trials(params, cluster, params.host, base_text, subsets, redactor, tell)
+        provenance["fingerprint"] = fingerprint
+        reused.extend(known)
+        found = bisect_jobs(cluster, params.base_unit, edits, max_parallel=params.max_parallel, known=known,
                             max_starts=params.max_starts or None, on_trial=on_trial, on_start=on_start,
                             tag=job_tag(run_.id), timeout=params.start_timeout, health_path=params.health_path)
         for c in found.culprits:
@@ -171,13 +205,13 @@ def bisect_run(params: Any, *, progress: Callable[[str], None] = print) -> tuple
         "guarantee": guarantee,
         "trials": [{"edits": r.edits, "outcome": r.outcome, "phase": r.phase, "exception_type": r.exception_type,
                     "signature": r.signature, "signature_id": r.signature_id, "seconds": r.seconds,
-                    "reused": False, "host": r.host} for r in records],
+                    "reused": r.reused, "host": r.host} for r in reused + records],
         "server_starts": len(records),
         "wall_seconds": round(finished - started, 2),
         "host_restored": cluster is not None and not left,
         "jobs_left": left,
         "queue_seconds": round(sum(queued), 2),
-        "conclusion": conclusion(culprits, records, guarantee) if failure is None else f"Run failed: {failure['message']}",
+        "conclusion": conclusion(culprits, reused + records, guarantee) if failure is None else f"Run failed: {failure['message']}",
         "failure": failure,
         "started": started,
         "finished": finished,

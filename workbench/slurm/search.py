@@ -19,6 +19,7 @@ from workbench.bisect import Verdict, bisect
 from workbench.errors import ConfigError
 from workbench.slurm.cluster import SlurmCluster
 from workbench.slurm.trial import JobTrial, in_flight, run_job_trial
+from workbench.trials import TrialRecord, signature_of
 from workbench.variants import EditValue, describe_edits, normalize_edits
 
 
@@ -66,10 +67,12 @@ def bisect_jobs(
     on_trial: Callable[[JobTrial], None] | None = None,
     on_start: Callable[[tuple[tuple[str, EditValue], ...]], None] | None = None,
     tag: str = "",
+    known: Sequence[TrialRecord] = (),
     **trial_kwargs: Any,
 ) -> JobSearch:
     """Every minimal culprit of ``edits`` on the job script ``base``, one job per trial, up to
     ``max_parallel`` jobs in flight (the search's independent trials of one step go out together).
+    ``known``: trials of earlier runs (the ledger's) that cost no job.
 
     Jobs are named ``wb-[TAG-]bisect-N``; an interruption cancels the jobs in flight (see
     :func:`~workbench.slurm.trial.in_flight`)."""
@@ -81,7 +84,16 @@ def bisect_jobs(
     script = cluster.read_script(base)
     started = time.monotonic()
     trials: list[JobTrial] = []
-    by_sig: dict[str, JobTrial] = {}
+    by_sig: dict[str, JobTrial | TrialRecord] = {}
+    given: list[tuple[tuple[tuple[str, EditValue], ...], Verdict]] = []
+    for rec in known:
+        subset = tuple((str(e[0]), tuple(e[1]) if isinstance(e[1], list) else e[1]) for e in rec.edits)
+        if rec.outcome == "ready":
+            given.append((subset, Verdict.passed()))
+            continue
+        key = f"{rec.signature}|{rec.phase}"
+        by_sig.setdefault(key, rec)
+        given.append((subset, Verdict.failed(key, rec.phase)))
 
     prefix = f"{tag}-bisect" if tag else "bisect"
 
@@ -102,12 +114,14 @@ def bisect_jobs(
             if trial.ok:
                 verdicts.append(Verdict.passed())
                 continue
-            key = f"{trial.signature}|{trial.phase}"  # the same exception in another phase is another failure
+            # the same exception in another phase is another failure; the words of the trial's record
+            # (runbook.record_of), so that a failure known from the ledger is the same one
+            key = f"{signature_of(trial.exception_type, trial.message or trial.signature, trial.phase)[0]}|{trial.phase}"
             by_sig.setdefault(key, trial)
             verdicts.append(Verdict.failed(key, trial.phase))
         return verdicts
 
-    search = bisect(norm, test_many=test_many, width=max_parallel, max_starts=max_starts)
+    search = bisect(norm, test_many=test_many, width=max_parallel, max_starts=max_starts, known=given)
     culprits = []
     for c in search.culprits:
         t = by_sig[c.signature]

@@ -21,7 +21,6 @@ from typing import Any
 import pandas as pd
 
 from workbench.configsweep import Slo, expand_grid, holds_culprit
-from workbench.hosts import connect
 from workbench.runbooks.schemas import SweepResult
 from workbench.runbooks.skeleton import RunbookRun
 from workbench.runs import Run
@@ -68,10 +67,11 @@ def sweep_run(params: Any, *, progress: Callable[[str], None] = print) -> tuple[
                 variant = script.with_edits(edits)
 
                 def sweep(info: JobInfo) -> None:  # the job is ready: measure its server from its node
-                    node = connect(info.nodes[0], ssh_config=params.ssh_config or None)
+                    # a job over several nodes: its server answers on the first (task 0's)
+                    node = cluster.node_host(info.head, ssh_config=params.ssh_config or None)
                     try:
                         shape = measure.server_shape(variant.argv)
-                        rr.tell(f"[{i + 1}/{n}] sweeping {describe_edits(edits)} on {info.nodes[0]} (job {info.job_id})")
+                        rr.tell(f"[{i + 1}/{n}] sweeping {describe_edits(edits)} on {info.head} (job {info.job_id})")
                         out = measure.sweep_unit(node, shape.port, params, {"variant": f"config {i}", "config": i})
                         with lock:
                             frames.append(out.results)

@@ -111,13 +111,13 @@ class JobTrial:
     def ok(self) -> bool:
         return self.outcome == "ready"
 
-    def record(self, *, base: str, base_text: str, cluster: str) -> TrialRecord:
+    def record(self, *, base: str, base_text: str, cluster: str, fingerprint: str = "") -> TrialRecord:
         return TrialRecord(
             edits=self.edits, outcome=self.outcome, phase=self.phase, exception_type=self.exception_type,
             signature=self.signature, signature_id=self.signature_id, message=self.message,
             seconds=round(self.run_seconds, 3),
             host=f"slurm:{cluster}/{self.node}" if self.node else f"slurm:{cluster}", base_unit=base,
-            unit_hash=unit_hash(base_text), edits_key=edits_key(normalize_edits([tuple(e) for e in self.edits])),
+            unit_hash=unit_hash(base_text), fingerprint=fingerprint, edits_key=edits_key(normalize_edits([tuple(e) for e in self.edits])),
             variant=self.job_id, invocation=self.job_id, reason=self.reason, timeline=self.timeline,
             log_excerpt=self.log_excerpt, ranks=list(self.ranks), where=self.where,
         )

@@ -16,8 +16,13 @@ configuration is read or changed.  What works here (found on this machine, 2026-
   node runs in a network namespace of its own (``nodes=2``: ``ip netns`` + a veth pair on
   10.214.0.0/24, the controller at .1), with its own spool, log and GPU state directories —
   and its own port 30000, as on a real second host;
-* no accounting daemon: ``sacct`` answers "Slurm accounting storage is disabled"; job
-  states come from ``scontrol show job`` (kept ``MinJobAge`` seconds after the end).
+* accounting is optional (``accounting=True``): Debian's ``slurmdbd`` over a MariaDB server of
+  its own (``mariadb-server``; a data directory, a TCP port on loopback and a password of the
+  cluster's, started as root with ``--no-defaults`` so the machine's own MariaDB configuration
+  is neither read nor used), the cluster registered with ``sacctmgr``; ``sacct`` then answers
+  for jobs ``scontrol`` has purged.  Without it ``sacct`` answers "Slurm accounting storage is
+  disabled" and job states come from ``scontrol show job`` only (kept ``MinJobAge`` seconds
+  after the end).
 
 The seeds' baseline is written as the job script ``sglang-k26-ddtree.sbatch`` in the
 cluster's script directory, running the simulated server from this repository.
@@ -103,11 +108,17 @@ def job_scripts(*, logs: str, sim_site: str, model_dir: str, draft_dir: str, por
             MULTINODE_SCRIPT: _MULTINODE.format(task_env=task_env, init_port=init_port, **common)}
 
 
-def available() -> tuple[bool, str]:
+ACCOUNTING_BINARIES = ("slurmdbd", "mariadbd", "mariadb-install-db")
+
+
+def available(*, accounting: bool = False) -> tuple[bool, str]:
     """Whether this machine can run the cluster (the Debian packages are installed)."""
     missing = [b for b in ("slurmctld", "slurmd", "sbatch", "munged") if shutil.which(b) is None]
     if missing:
         return False, f"missing {', '.join(missing)} (Debian packages slurm-wlm and munge)"
+    missing = [b for b in ACCOUNTING_BINARIES if accounting and shutil.which(b) is None]
+    if missing:
+        return False, f"missing {', '.join(missing)} (Debian packages slurmdbd and mariadb-server)"
     if os.geteuid() != 0:
         return False, "slurmd must run as root"
     return True, ""
@@ -126,6 +137,8 @@ class LocalSlurm:
     root: Path
     server_port: int = 30000
     nodes: int = 1  # 2: a second slurmd in a network namespace of its own (see the module docstring)
+    accounting: bool = False  # slurmdbd over a MariaDB of its own: sacct knows every ended job
+    min_job_age: int = 600  # seconds the controller keeps an ended job (it purges once a minute)
 
     @property
     def netns(self) -> str:
@@ -190,6 +203,7 @@ class LocalSlurm:
             if not dev.exists():
                 os.mknod(dev, 0o600 | 0o020000, os.makedev(1, 3))
         ctld, slurmd = _free_port(), _free_port()
+        accounting = self._write_accounting() if self.accounting else ["AccountingStorageType=accounting_storage/none"]
         self.conf.write_text("\n".join([
             f"ClusterName={CLUSTER}", f"SlurmctldHost={socket.gethostname()}({self.ctld_addr})",
             "AuthType=auth/munge",
@@ -200,8 +214,8 @@ class LocalSlurm:
             f"SlurmctldPidFile={r}/slurmctld.pid", f"SlurmctldLogFile={r}/log/slurmctld.log",
             f"SlurmctldPort={ctld}", f"SlurmdPort={slurmd}", "JobAcctGatherType=jobacct_gather/none",
             f"SlurmdSpoolDir={r}/spool/%n", f"SlurmdPidFile={r}/slurmd-%n.pid", f"SlurmdLogFile={r}/log/slurmd-%n.log",
-            "AccountingStorageType=accounting_storage/none", "MpiDefault=none", "ReturnToService=2",
-            "MinJobAge=600", "KillWait=5", "SchedulerParameters=sched_interval=1",
+            *accounting, "MpiDefault=none", "ReturnToService=2",
+            f"MinJobAge={self.min_job_age}", "KillWait=5", "SchedulerParameters=sched_interval=1",
             *[f"NodeName={n} NodeHostName={n} NodeAddr={a} CPUs={os.cpu_count() or 2} RealMemory=1000 Gres=gpu:8 State=UNKNOWN"
               for n, a in self.node_addrs.items()],
             f"PartitionName=gpu Nodes={','.join(self.node_addrs)} Default=YES MaxTime=INFINITE State=UP", ""]))
@@ -214,6 +228,65 @@ class LocalSlurm:
             if name == BASE_SCRIPT or self.nodes > 1:
                 (self.script_dir / name).write_text(text)
 
+    def _write_accounting(self) -> list[str]:
+        """slurmdbd.conf (beside slurm.conf, where slurmdbd looks, mode 600) and MariaDB's first
+        statements; the slurm.conf lines that send the controller's records to slurmdbd."""
+        r = self.root
+        db_port, dbd_port = _free_port(), _free_port()
+        password = os.urandom(12).hex()
+        (r / "db").mkdir(exist_ok=True)
+        (r / "db" / "init.sql").write_text(
+            f"CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY '{password}';\n"
+            f"ALTER USER 'slurm'@'127.0.0.1' IDENTIFIED BY '{password}';\n"
+            "GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';\n")
+        (r / "db" / "port").write_text(str(db_port))
+        dbd = r / "slurmdbd.conf"
+        dbd.touch(mode=0o600)
+        os.chmod(dbd, 0o600)  # slurmdbd refuses a configuration others can read (it holds the password)
+        dbd.write_text("\n".join([
+            "AuthType=auth/munge", f"AuthInfo=socket={r}/munge/munge.socket", f"DbdHost={socket.gethostname()}",
+            f"DbdAddr={self.ctld_addr}", f"DbdPort={dbd_port}", "SlurmUser=root", f"PidFile={r}/slurmdbd.pid",
+            f"LogFile={r}/log/slurmdbd.log", "StorageType=accounting_storage/mysql", "StorageHost=127.0.0.1",
+            f"StoragePort={db_port}", "StorageUser=slurm", f"StoragePass={password}", "StorageLoc=slurm_acct_db", ""]))
+        return ["AccountingStorageType=accounting_storage/slurmdbd", f"AccountingStorageHost={self.ctld_addr}",
+                f"AccountingStoragePort={dbd_port}",
+                # the munge socket of the controller's and clients' connections to slurmdbd (the
+                # machine's /run/munge one otherwise: AuthInfo is not read for them)
+                f"AccountingStoragePass=socket={r}/munge/munge.socket"]
+
+    def _database_up(self) -> None:
+        """MariaDB (a data directory of its own, loopback only), then slurmdbd; the cluster
+        registered before slurmctld first asks for it."""
+        r, db = self.root, self.root / "db"
+        port = (db / "port").read_text()
+        if not (db / "data" / "mysql").is_dir():
+            subprocess.run(["mariadb-install-db", "--no-defaults", f"--datadir={db}/data", "--user=root",
+                            "--auth-root-authentication-method=normal", "--skip-test-db",
+                            "--innodb-log-file-size=8M"], check=True, capture_output=True, timeout=120)
+        self._spawn("mariadbd", ["mariadbd", "--no-defaults", f"--datadir={db}/data", "--user=root",
+                                 "--bind-address=127.0.0.1", f"--port={port}", f"--socket={db}/mariadb.sock",
+                                 f"--pid-file={r}/mariadbd.pid", f"--log-error={r}/log/mariadbd.log",
+                                 "--innodb-log-file-size=8M", f"--init-file={db}/init.sql", "--skip-name-resolve"])
+        self._wait("MariaDB", ["mariadb-admin", "--no-defaults", f"--socket={db}/mariadb.sock", "-uroot", "ping"])
+        self._spawn("slurmdbd", ["slurmdbd", "-D"])
+        self._wait("slurmdbd", ["sacctmgr", "-n", "-P", "list", "cluster"])
+        subprocess.run(["sacctmgr", "-i", "add", "cluster", CLUSTER], env={**os.environ, **self.env},
+                       capture_output=True, timeout=30, check=False)  # already there after a restart
+
+    def _wait(self, what: str, argv: list[str]) -> None:
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            res = subprocess.run(argv, env={**os.environ, **self.env}, capture_output=True, text=True, timeout=30,
+                                 check=False)
+            if res.returncode == 0:
+                return
+            if time.monotonic() > deadline:
+                logs = "\n".join(p.read_text()[-800:] for p in sorted((self.root / "log").glob("*.log")))
+                self.down()
+                raise ConfigError(f"the Slurm testbed's {what} did not answer in {START_TIMEOUT:.0f} s: "
+                                  f"{(res.stderr or res.stdout).strip()[-400:]}\n{logs}")
+            time.sleep(0.2)  # the daemon gives no readiness signal but its answers
+
     def _spawn(self, name: str, argv: list[str]) -> None:
         # Through a shell that backgrounds the daemon and exits: the daemon is no child of
         # ours (no zombie to reap, and it outlives a test process that dies).
@@ -224,7 +297,7 @@ class LocalSlurm:
 
     def up(self) -> SlurmCluster:
         """Start munged, slurmctld and slurmd; return when the node is idle (bounded)."""
-        ok, why = available()
+        ok, why = available(accounting=self.accounting)
         if not ok:
             raise ConfigError(f"cannot start the Slurm testbed: {why}")
         self.down()
@@ -235,6 +308,8 @@ class LocalSlurm:
         self._spawn("munged", ["munged", "--force", "-F", f"--socket={r}/munge/munge.socket",
                                f"--key-file={r}/munge/munge.key", f"--pid-file={r}/munge/munged.pid",
                                f"--log-file={r}/log/munged.log", f"--seed-file={r}/munge/munged.seed"])
+        if self.accounting:
+            self._database_up()
         self._spawn("slurmctld", ["slurmctld", "-D", "-f", str(self.conf)])
         self._spawn(f"slurmd-{NODE}", ["slurmd", "-D", "-f", str(self.conf), "-N", NODE])
         if self.nodes > 1:
@@ -259,7 +334,9 @@ class LocalSlurm:
 
     def entry(self) -> dict[str, object]:
         """This cluster as :mod:`workbench.slurm.clusters` reads it."""
-        return {"submit_host": "local", "script_dir": str(self.script_dir), "partition": "gpu", "env": self.env}
+        # node1 is this machine's own network namespace: a job's server there is measured from here
+        return {"submit_host": "local", "script_dir": str(self.script_dir), "partition": "gpu", "env": self.env,
+                "node_hosts": {NODE: "local"}}
 
     def register(self, path: Path) -> None:
         """Write (or replace) this cluster's entry in the testbed's ``slurm.json``."""
@@ -270,32 +347,51 @@ class LocalSlurm:
     def down(self) -> None:
         """Cancel every job, stop the daemons (pid files), leave the state directory."""
         if self.conf.exists() and (self.root / "slurmctld.pid").exists():
+            env = {**os.environ, **self.env}
             try:  # a controller that is gone cannot cancel anything: go on and stop the daemons
-                subprocess.run(["scancel", "--full", "--user=root"], env={**os.environ, **self.env},
-                               capture_output=True, timeout=10, check=False)
+                subprocess.run(["scancel", "--full", "--user=root"], env=env, capture_output=True, timeout=10,
+                               check=False)
+                deadline = time.monotonic() + 10.0
+                while time.monotonic() < deadline:  # the jobs' steps end before their slurmd (else they outlive it)
+                    res = subprocess.run(["squeue", "-h", "-o", "%i"], env=env, capture_output=True, text=True,
+                                         timeout=10, check=False)
+                    if res.returncode != 0 or not res.stdout.strip():
+                        break
+                    time.sleep(0.2)  # only the controller can say the jobs are gone
             except subprocess.TimeoutExpired:
                 pass
-        pid_files = [p.name for p in self.root.glob("slurmd-*.pid")] + ["slurmctld.pid", "munge/munged.pid"]
-        for pid_file in pid_files:
-            path = self.root / pid_file
+        # the daemons at once (each takes a second or two to go), munged last: they need it to the end
+        daemons = [p.name for p in self.root.glob("slurmd-*.pid")] + ["slurmctld.pid", "slurmdbd.pid", "mariadbd.pid"]
+        for group in (daemons, ["munge/munged.pid"]):
+            _stop([self.root / name for name in group])
+        self._net_down()
+
+
+def _stop(pid_files: list[Path]) -> None:
+    """SIGTERM the daemons of these pid files, wait for them all (SIGKILL after 5 s), remove the files."""
+    pids = []
+    for path in pid_files:
+        try:
+            pids.append(int(path.read_text().split()[0]))
+        except (OSError, ValueError, IndexError):
+            continue
+        try:
+            os.kill(pids[-1], signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + 5.0
+    for pid in pids:
+        while True:
             try:
-                pid = int(path.read_text().split()[0])
-            except (OSError, ValueError, IndexError):
-                continue
-            try:
-                os.kill(pid, signal.SIGTERM)
+                os.kill(pid, 0)
             except ProcessLookupError:
-                pass
-            for _ in range(100):
-                try:
-                    os.kill(pid, 0)
-                except ProcessLookupError:
-                    break
-                time.sleep(0.05)  # waiting for a process we signalled to exit
-            else:
+                break
+            if time.monotonic() > deadline:
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
-            path.unlink(missing_ok=True)
-        self._net_down()
+                break
+            time.sleep(0.05)  # waiting for a process we signalled to exit
+    for path in pid_files:
+        path.unlink(missing_ok=True)

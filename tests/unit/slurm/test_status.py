@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import pytest
+
 from workbench.cli.slurm import status_lines
 from workbench.slurm import facts
 
@@ -49,3 +51,35 @@ def test_job_lines_name_state_reason_nodes_exit_code_and_times_from_real_records
     f = rows["failed"]
     assert f["state"] == "FAILED" and f"exit {f['exit_status']}" in failed and f["exit_status"] != 0
     assert f" start {f['start']:%Y-%m-%dT%H:%M:%S} end {f['end']:%Y-%m-%dT%H:%M:%S}" in failed
+
+
+def test_status_says_whether_the_cluster_keeps_accounting_and_marks_sacct_s_records() -> None:
+    from workbench.slurm.cluster import job_row
+
+    [failed] = [j for j in facts.parse_sacct((FIX / "sacct_jobs.out").read_text()) if j.state == "FAILED"]
+    st = {"cluster": "testbed", "accounting": True, "partitions": [], "nodes": [], "jobs": [job_row(failed)]}
+    text = status_lines(st)
+    assert text[0] == "cluster testbed (accounting: sacct)"
+    assert any(f" {failed.job_id} " in x and "exit 3" in x and x.endswith("[sacct]") for x in text), text
+    assert status_lines({**st, "accounting": False, "jobs": []})[0] == \
+        "cluster testbed (no accounting: a job the controller purged is gone)"
+
+
+def test_a_job_s_head_node_and_how_a_node_is_reached(tmp_path, monkeypatch) -> None:
+    import json
+
+    from workbench.errors import ConfigError
+    from workbench.hosts import LocalHost
+    from workbench.slurm.clusters import connect_cluster
+
+    job = facts.parse_job((FIX / "show_job_running.out").read_text().strip())
+    assert job.head == job.nodes[0] == "localhost"
+    assert dataclasses.replace(job, nodes=("n2", "n3")).head == "n2" and dataclasses.replace(job, nodes=()).head == ""
+    path = tmp_path / "slurm.json"
+    monkeypatch.setenv("WORKBENCH_SLURM_CLUSTERS", str(path))
+    path.write_text(json.dumps({"clusters": {"c": {"submit_host": "local", "node_hosts": {"node1": "local"}}}}))
+    cluster = connect_cluster("slurm:c")
+    assert isinstance(cluster.node_host("node1"), LocalHost) and cluster.node_hosts == {"node1": "local"}
+    path.write_text(json.dumps({"clusters": {"c": {"submit_host": "local", "node_hosts": ["node1"]}}}))
+    with pytest.raises(ConfigError, match="node_hosts must map"):
+        connect_cluster("slurm:c")
