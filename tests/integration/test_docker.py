@@ -102,6 +102,10 @@ def docker(tmp_path_factory) -> Iterator[dict[str, str]]:
             daemon.kill()
             daemon.wait()
         log.close()
+        # dockerd leaves mounts behind (its netns file: nsfs on exec/netns/default): lift them first
+        mounts = [line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()]
+        for m in sorted((m for m in mounts if m.startswith(str(d) + "/")), reverse=True):
+            subprocess.run(["umount", "-l", m], capture_output=True)
         shutil.rmtree(tempfile_dir, ignore_errors=True)
 
 

@@ -380,7 +380,8 @@ def _sim_state(ssh_config: str, host: str, script: str) -> list[str]:
 
 @pytest.mark.parametrize("backend, when, signal_name", [
     ("systemd", "variant_loaded", "KILL"), ("systemd", "after_first_trial", "KILL"), ("systemd", "variant_loaded", "TERM"),
-    ("container", "variant_loaded", "KILL"), ("container", "variant_loaded", "TERM")])
+    ("container", "variant_loaded", "KILL"), ("container", "after_first_trial", "KILL"),
+    ("container", "variant_loaded", "TERM")])
 def test_bisect_controller_killed_host_restores_itself(request, ssh_config, tmp_path, backend, when, signal_name):
     """``workbench run bisect`` SIGKILLed (its kernel dies with it) mid-trial or between trials, or
     SIGTERMed mid-trial (it restores as on Ctrl-C, or its guard does): on gpu-b's unit and on gpu-c's
