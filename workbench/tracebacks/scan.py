@@ -19,7 +19,7 @@ from collections import deque
 from workbench.logformats import LineShapes, LogLine, _needs_clean, _parse
 from workbench.phases import PhaseTracker, _is_failure
 from workbench.tracebacks.chains import build_tracebacks, native_phase
-from workbench.tracebacks.events import log_event
+from workbench.tracebacks.events import backtrace_head, log_event
 from workbench.tracebacks.model import CppException, Frame, LogEvent, Traceback
 from workbench.tracebacks.patterns import (
     _BARE_EXC_NAME,
@@ -335,10 +335,8 @@ class Extractor:
                 self._blocks.append(b)
             stream.queued.clear()
         self.tracebacks = build_tracebacks(self._blocks)
-        self.cpp_exceptions = [
-            CppException(c.line, c.end, c.type, "\n".join(c.message).strip(), c.rank, native_phase(c), c.server)
-            for c in self._cpp
-        ]
+        self.cpp_exceptions = [CppException(c.line, c.end, c.type, "\n".join(c.message).strip(), c.rank, native_phase(c),
+                                            c.server) for c in self._cpp]
 
     # -- states ------------------------------------------------------------------
     def _idle(self, stream: Stream, origin: tuple[str | None, ...], parsed: LogLine, msg: str, header: str | None) -> None:
@@ -350,7 +348,10 @@ class Extractor:
             return
         if not msg.strip():
             return
-        stream.intro = (self.line_no, msg[:200])
+        prev, stream.intro = stream.intro, (self.line_no, msg[:200])
+        if prev is not None and "0x" in msg and not (self.events and self.events[-1].line == prev[0]) and (
+                head := backtrace_head(prev, msg, self.line_no, parsed.rank, self._tracker.phase, self._server)):
+            self.events.append(head)  # the line a native backtrace ("1  0x... f(...) + 78") follows reports its error
         self._recent.append(msg)  # a record outside any traceback: the next failure line's context
         if stream.pending is not None:
             stream.pending_left -= 1

@@ -141,3 +141,30 @@ def test_failed_batch_dumps_and_rollout_lines_mean_serving() -> None:
         tracker = PhaseTracker()
         tracker.feed(line)
         assert tracker.phase == "serving", line
+
+
+def test_the_line_a_numbered_native_backtrace_follows_reports_its_error() -> None:
+    """TensorRT-LLM#1869: an application logs the executor's error (no level near its start), the C++ stack under it."""
+    log = ("Failed to predict: Encountered an error in forwardAsync function: [TensorRT-LLM][ERROR] Assertion failed: "
+           "Unable to get batch slot for reqId (/src/cpp/tensorrt_llm/batch_manager/trtGptModelInflightBatching.cpp:1)\n"
+           "1       0x7f5528ff196e tensorrt_llm::common::throwRuntimeError(char const*, int) + 78\n"
+           "2       0x7f552900ef23 /usr/lib64/libtensorrt_llm.so(+0x422f23) [0x7f552900ef23]\n")
+    a = analyze(log)
+    assert a.root_cause is not None and "Unable to get batch slot for reqId" in a.root_cause.message
+    assert a.root_cause.phase == "serving"
+    assert analyze("1 0x7f5528ff196e f(int) + 78\n").root_cause is None  # a backtrace alone names no error
+
+
+def test_an_http_5xx_only_reports_a_failure_inside_the_server() -> None:
+    """TensorRT-LLM#5451: Briton's HTTPException 500 first, the executor's own error line after it."""
+    log = ("Traceback (most recent call last):\n"
+           '  File "/v/briton/error_handling.py", line 32, in grpc_error_handling\n'
+           '    raise HTTPException(status_code=500, detail="Briton error during inference")\n'
+           "fastapi.exceptions.HTTPException: 500: Briton error during inference\n"
+           "\n"
+           "E0624 21:46:14.504165488     296 briton.cpp:205]                       Executor requestId=235 failed with "
+           "error: Encountered an error in forwardAsync function: [TensorRT-LLM][ERROR] Assertion failed: "
+           "decoderFinishedEvent must be nullopt.\n")
+    a = analyze(log)
+    assert a.root_cause is not None and "decoderFinishedEvent must be nullopt" in a.root_cause.message
+    assert a.root_cause.phase == "serving"
