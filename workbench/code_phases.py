@@ -16,6 +16,10 @@ own name, the way a traceback prints them) and one of:
   (vLLM's ``_initialize_kv_caches`` profiles memory, allocates the KV cache, then warms up and
   captures): the default when nothing says more, the log's timeline when it has reached a
   later step of the span (:func:`resolve`);
+* ``startup_other`` for the set-up of the device itself (selecting it, torch's lazy CUDA/NPU
+  initialisation, the first reading of its free memory): a start-up step of its own, so the step of
+  a function around it that goes on to do more (vLLM's ``init_device`` then sets up NCCL) does not
+  claim it;
 * ``neutral`` for dispatch code that runs in both (vLLM's ``collective_rpc`` and
   ``worker_busy_loop`` carry start-up RPCs as well as ``execute_model``): it says nothing.
 
@@ -78,6 +82,7 @@ CONTEXTS = ("serving", "startup", "neutral")
 
 _S, _U, _N = "serving", "startup", "neutral"
 _NCCL, _W, _KV, _CG, _WU = STEPS
+_DEV = "startup_other"  # the device's own set-up: a step that no other step claims
 _KV_TO_WU = "kv_cache_alloc<kv_cache_alloc..warmup"  # profile memory, allocate the cache, warm up and capture
 _CG_TO_WU = "warmup<cuda_graph_capture..warmup"  # compile warm-up, capture, sampler warm-up
 _ORDER = {step: i for i, step in enumerate(STEPS)}
@@ -153,6 +158,10 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("vllm/v1/worker/gpu/cudagraph/manager.py", "capture", _CG),
     # --- vllm-ascend's NPU worker and runner (vllm_ascend/worker/worker_v1.py, model_runner_v1.py) mirror them
     ("vllm_ascend/worker/worker_v1.py", "init_device _init_worker_distributed_environment", _NCCL),
+    # init_device selects the NPU and reads its free memory in _init_device, then sets up HCCL
+    ("vllm_ascend/worker/worker_v1.py", "_init_device", _DEV),
+    ("vllm_ascend/worker/worker.py", "_init_device", _DEV),
+    ("vllm_ascend/platform.py", "mem_get_info", _DEV),
     ("vllm_ascend/worker/worker_v1.py", "load_model", _W),
     ("vllm_ascend/worker/worker_v1.py", "determine_available_memory initialize_from_config", _KV),
     ("vllm_ascend/worker/worker_v1.py", "compile_or_warm_up_model", _CG_TO_WU),
@@ -206,6 +215,8 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("vllm/distributed/parallel_state.py", "init_distributed_environment initialize_model_parallel "
      "ensure_model_parallel_initialized init_model_parallel_group init_world_group", _NCCL),
     ("vllm/model_executor/model_loader/", "*", _W),
+    # quantized weights are repacked for their kernels once loaded (process_weights_after_loading)
+    ("vllm/_custom_ops.py", "gptq_marlin_repack awq_marlin_repack gptq_marlin_moe_repack awq_marlin_moe_repack", _W),
     # the custom all-reduce registers the buffers of the graphs captured inside its capture() context
     ("device_communicators/custom_all_reduce.py", "capture register_graph_buffers", _CG),
     ("vllm/transformers_utils/tokenizer.py", "get_tokenizer", _U),
@@ -296,9 +307,12 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("lmdeploy/pytorch/engine/engine.py", "__init__ from_pretrained", _U),
     ("lmdeploy/api.py", "pipeline serve", _U),
     ("lmdeploy/serve/async_engine.py", "__init__ _build_turbomind _build_pytorch", _U),
-    ("lmdeploy/serve/async_engine.py", "generate", _S),
+    ("lmdeploy/serve/async_engine.py", "generate __call__ batch_infer stream_infer chat safe_run", _S),
     ("lmdeploy/turbomind/turbomind.py", "__init__ _create_weight _from_workspace", _U),
     ("lmdeploy/turbomind/turbomind.py", "_from_hf _load_weights", _W),
+    # --- torch's lazy device initialisation: the first use of the device, at start-up
+    ("torch/cuda/__init__.py", "_lazy_init", _DEV),
+    ("torch_npu/npu/", "_lazy_init", _DEV),
     # --- torch.distributed's rendezvous and process-group start (called by every engine's NCCL set-up)
     ("torch/distributed/rendezvous.py", "*", _NCCL),
     ("torch/distributed/distributed_c10d.py", "init_process_group new_group _new_process_group_helper", _NCCL),
@@ -320,7 +334,7 @@ _FILE_WIDE: list[tuple[str, str]] = []
 def _build() -> None:
     table: dict[str, list[tuple[str, str]]] = {}
     for path, names, phase in _ENTRIES:
-        assert phase in STEPS or phase in CONTEXTS or _span(phase) is not None, phase
+        assert phase in STEPS or phase in CONTEXTS or phase == _DEV or _span(phase) is not None, phase
         for name in names.split():
             if name == "*":
                 _FILE_WIDE.append((path, phase))
@@ -380,8 +394,8 @@ def resolve(phase: str, timeline_phase: str = "unknown") -> str:
 
 
 def is_step(phase: str) -> bool:
-    """True for a start-up step or a span of steps."""
-    return phase in _ORDER or ("<" in phase and _span(phase) is not None)
+    """True for a start-up step (the device's own set-up included) or a span of steps."""
+    return phase in _ORDER or phase == _DEV or ("<" in phase and _span(phase) is not None)
 
 
 _build()

@@ -118,8 +118,10 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
     # a request object in a dump (SGLang's watchdog prints its current batch's Req(rid=...)) is serving too
     # vLLM's front end logs each request it hands to the engine (async_llm.py's "Added request", logger.py's
     # "Received request")
+    # vLLM v1's dump of a scheduled batch (SchedulerOutput's fields), verl's rollout line before each generation
     (r"Decode batch[.,]? |Prefill batch[.,]? |Avg prompt throughput:|\"(?:POST|GET) /v1/|\bReq\(rid=|"
-     r"\b(?:Added|Received) request \S", "serving", 6, "batch"),
+     r"\b(?:Added|Received) request \S|\b(?:total_)?num_scheduled_tokens=|scheduled_cached_reqs=|"
+     r"Dumping scheduler (?:output|stats)|[Gg]enerating sequences", "serving", 6, "batch"),
 )
 _COMPILED = tuple(re.compile(pat) for pat, *_rest in _RULES)
 # for each rule, words one of which every match of its pattern holds: plain ``in`` tests pick the
@@ -145,7 +147,8 @@ _RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("warmup error", "armup failed"),
     ("Compile and warming up", "Run warmup with"),
     ("Starting vLLM ", "fired up and ready to roll"),
-    ("Decode batch", "Prefill batch", "Avg prompt throughput:", " /v1/", "Req(rid=", "Added request", "Received request"),
+    ("Decode batch", "Prefill batch", "Avg prompt throughput:", " /v1/", "Req(rid=", "Added request", "Received request",
+     "num_scheduled_tokens=", "scheduled_cached_reqs=", "Dumping scheduler ", "enerating sequences"),
 )
 _CHECKS = tuple(zip(_RULE_NEEDLES, _COMPILED, ((phase, order, kind) for _p, phase, order, kind in _RULES), strict=True))
 # words one of which every rule needs (checked with ``in`` before any regex runs)
@@ -154,7 +157,7 @@ _ANCHORS = ("server_args=", "LLM engine", "vLLM", "non-default", "Init torch", "
             "Load weight", "Starting to load", "Loading", "Model loading", "KV Cache", "KV cache", "Memory p",
             "GPU blocks", "Maximum concurrency", "Capture", "Capturing", "max_total_num_tokens", "Graph capturing",
             "init engine", "Uvicorn", "Application startup", "fired up", "batch", "Avg prompt", "/v1/", "Req(rid=",
-            "Profiling CUDA", "ed request", "Compile and warming")
+            "Profiling CUDA", "ed request", "Compile and warming", "scheduled_", "Dumping scheduler", "enerating sequences")
 _FAILURE_RE = re.compile(
     r"hit an exception|Traceback \(most recent call last\)|failed to start|WorkerProc failed|"
     r"died unexpectedly|scheduler (?:is dead|died)|Initialization failed|Received sigquit|SIGQUIT received|"
@@ -352,7 +355,9 @@ _FRAME_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"warm_?up|_dummy_sampler_run", re.I), "warmup"),
     (re.compile(r"captur|cuda_?graph|cudagraph|device_graphs"), "cuda_graph_capture"),
     (re.compile(r"load_weight|load_model|^_load_w\d|^get_model$|weights_iterator|process_weights_after_loading|"
-                r"download_model|_prepare_weights|load_checkpoint|_get_all_weights|^_load_module$|load_state_dict"),
+                r"download_model|_prepare_weights|load_checkpoint|_get_all_weights|^_load_module$|load_state_dict|"
+                # TensorRT's engine deserialisation (a TensorRT-LLM engine file holds the weights)
+                r"^deserializePlugin$|^deserializeCudaEngine$|^deserialize_engine$"),
      "weight_loading"),
     (re.compile(r"kv_cache|kvcache|memory_pool|^_init_pools$|profile_max_num_token|determine_available_memory|"
                 r"determine_num_available_blocks|^profile_run$|cache_size|init_cache_engine|initialize_cache|"
@@ -392,7 +397,8 @@ _STARTUP = re.compile(
     r"subparser_init|_find_and_load|^exec_module$|soc_version|^Runtime$|^_run_module_as_main$|"
     # a process that starts a component (SGLang's start_router_process...), Ray Serve's replica start
     r"^start_\w+_process$|^exposed_init_model$|^check_ready$|^initialize_and_get_metadata$|^create_py_executor$|"
-    r"^build_model$")
+    # a framework's worker building its model or rollout engine (verl's init_model, actor_rollout_init_model)
+    r"^build_model$|init_model$")
 # constructors of these files are the step itself (a CudaGraphRunner() is a capture)
 _INIT_PATHS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("cuda_graph_runner.py", "cudagraph", "cuda_graph"), "cuda_graph_capture"),
@@ -406,8 +412,10 @@ _PATH_RULES: tuple[tuple[str, str], ...] = (("/warmup.py", "warmup"),)
 _HTTP_PATHS = ("/starlette/", "/fastapi/", "/sse_starlette/", "/uvicorn/protocols/")
 _CALLEE = re.compile(r"(\w+)\s*\(")
 _QUOTED_METHOD = re.compile(r"""(?:rpc|_workers|method)\(\s*['"](\w+)['"]""")
+# also the target Python's threading names when a thread's function raised ("Exception in thread Thread-3
+# (forward_thread_func):")
 _WRAPPER_METHOD = re.compile(r"ray::[^\s(]*\.(\w+)\(\)|method '(\w+)'|collective_rpc\(\s*['\"](\w+)|"
-                             r"while processing method (\w+)")
+                             r"while processing method (\w+)|Exception in thread [^()\n]*\((\w+)\):")
 _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"warm_?up", re.I), "warmup"),
     (re.compile(r"stream is capturing|during CUDA graph capture|Capture cuda graph failed|cudaErrorStreamCapture|"
@@ -425,7 +433,10 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|failed to (?:start|initial
 # vLLM v1's run_engine_core logs "EngineCore encountered a fatal error" only once the core was built and
 # its busy loop ran ("EngineCore failed to start" otherwise); TensorRT-LLM's batch manager names its
 # serving functions (code_phases.NATIVE_SERVING) in its errors
-_TEXT_SERVING = re.compile(r"input of failed execution|Dumping input data|Dumping scheduler output|"
+# a collective watchdog that timed out on its 10,000th or later operation: the process had long been serving
+# (a start issues tens to hundreds; torch's "WorkNCCL(SeqNum=158046, OpType=GATHER, ...)")
+_TEXT_SERVING = re.compile(r"input of failed execution|Dumping input data|Dumping scheduler (?:output|stats)|"
+                           r"WorkNCCL\(SeqNum=\d{5,}|"
                            r"error (?:on|for|processing) request\b|EngineCore encountered a fatal error|"
                            r"\b(?:" + "|".join(NATIVE_SERVING) + r")\b")
 # a collective library named by an error during start-up: its communicator was being set up
@@ -511,6 +522,8 @@ def _frame_evidence(file: str, function: str, callee: bool = False) -> tuple[str
     key = (file, function, callee)
     found = _EVIDENCE.get(key)
     if found is None:
+        if "." in function:  # IPython 8 names a method by its qualified name ("AsyncEngine.__call__")
+            function = function.rsplit(".", 1)[-1] or function
         found = (code_phase(file, function, callee=callee), _frame_phase(file, function),
                  _SERVING.search(function) is not None, _STARTUP.search(function) is not None)
         if len(_EVIDENCE) < 8192:  # bounded: a log with more distinct frames just stops remembering

@@ -9,10 +9,10 @@ first), serving frames never before readiness, the error's words, the timeline, 
 
 from __future__ import annotations
 
-from workbench.phases import decide_phase, stack_evidence
+from workbench.phases import decide_phase, phase_from_frames, stack_evidence
 from workbench.tracebacks.model import Traceback
 from workbench.tracebacks.patterns import _IPY_HEADER
-from workbench.tracebacks.stack import Block
+from workbench.tracebacks.stack import Block, Cpp
 
 
 def build_tracebacks(blocks: list[Block]) -> list[Traceback]:
@@ -83,3 +83,12 @@ def chain_phase(chain: list[Block]) -> str:
             return decided
     frames = [(f.file, f.function, f.code) for b in chain for f in b.frames]
     return decide_phase(frames, texts, first.phase_hint, ready=first.ready)
+
+
+def native_phase(cpp: Cpp) -> str:
+    """A C++ exception's phase: the step or serving loop its numbered frames name, else the timeline's."""
+    if cpp.frames:
+        named = phase_from_frames(("", f) for f in reversed(cpp.frames))  # outermost first
+        if named is not None:
+            return named
+    return cpp.phase

@@ -150,6 +150,9 @@ def is_pointer(t: Traceback | CppException) -> bool:
     """True when the exception only reports a failure elsewhere (a wrapper, a dead child, shutdown)."""
     etype = (t.exception_type or "").split("(", 1)[0].rsplit(".", 1)[-1]
     message = t.message or ""
+    # a web framework's HTTP 5xx only says the request failed inside the server (TensorRT-LLM behind Briton)
+    if etype == "HTTPException" and message.lstrip()[:1] == "5":
+        return True
     return etype in _POINTER_TYPES or (bool(_POINTER.search(message)) and _RELAYED.search(message) is None)
 
 

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 
 from workbench.logformats import LogLine
 from workbench.tracebacks.model import LogEvent
-from workbench.tracebacks.patterns import event_matches, level_word
+from workbench.tracebacks.patterns import _NUM_FRAME, event_matches, level_word
 
 _TORCH_RANK = re.compile(r"\[rank(\d+)\]:")
 # error words that say a failure whatever the line's level (a failed C++ CHECK, the KV-cache size
@@ -45,3 +45,19 @@ def log_event(parsed: LogLine, msg: str, line_no: int, phase: str, server: str,
             rank = "rank" + found.group(1) if found else None
         return LogEvent(kind, line_no, text, rank, phase, server, tuple(recent)[:-1])
     return None
+
+
+# the first frame of a numbered native backtrace, and the words that make the line before it an error report
+_BACKTRACE_TOP = re.compile(r"\s*1\s+0x[0-9a-fA-F]+\s")
+_ERROR_WORDS = re.compile(r"[Ee]rror|[Ff]ailed|[Ee]xception|[Aa]ssert")
+
+
+def backtrace_head(prev: tuple[int, str], msg: str, line_no: int, rank: str | None, phase: str,
+                   server: str) -> LogEvent | None:
+    """The line just before a numbered native backtrace's first frame (``1  0x7f55... f(...) + 78``), as an
+    error line, when it names an error: an application that logs an engine's error with the C++ stack
+    under it ("Failed to predict: Encountered an error in forwardAsync function: ..."), whatever its level."""
+    at, text = prev
+    if at != line_no - 1 or _BACKTRACE_TOP.match(msg) is None or _NUM_FRAME.match(msg) is None:
+        return None
+    return LogEvent("error_line", at, text.strip(), rank, phase, server) if _ERROR_WORDS.search(text) else None

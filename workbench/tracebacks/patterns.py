@@ -40,10 +40,15 @@ _IPY_LINKED_CODE = re.compile(r"\s*(-+>\s*)?\[\d+\]\([^)\s]*\)")
 _FH_FRAME = re.compile(r'\s*File "([^"]*)", line (\d+) in (.+)')
 # a level word inside a prefix the parser does not know; no leading \b, which would keep the regex
 # engine from skipping ahead to the words' first letters (ten times slower): boundaries are checked after
-_LEVEL_WORD = re.compile(r"ERROR|CRITICAL|WARNING|\[E\]")
+# glog's and c10's severity tag ("[E ProcessGroupNCCL.cpp:916]", "[E1001 16:06:04.53 ProcessGroupNCCL.cpp:607]")
+# reads as ERROR too
+_LEVEL_WORD = re.compile(r"ERROR|CRITICAL|WARNING|\[E\]|\[E(?=(?:\d{4} [\d:.]+)? ?[\w.-]+\.(?:cpp|cc|cu|h|hpp):\d+\])")
 _EXC_NAME = re.compile(r"(?:Error|Exception|Exit|Interrupt|Warning|Iteration|Fault|Failure|Timeout|Unsupported|Cancelled|Abort)$")
 _CARET = re.compile(r"\s*[~^]+\s*$")
 _QUOTE = re.compile(r"[ \t]*(?:> ?)+")
+# PEP 654's margins around an exception group's tracebacks: "  | " before each line, "  +-+---- 1 ----"
+# between its sub-exceptions (indented deeper for nested groups)
+_GROUP_MARGIN = re.compile(r"[ \t]+(?:\|(?: |$)|\+[-+]+(?: (?:\d+|\.\.\.) -+)?[ \t]*$)")
 _FILE_CUT = re.compile(r'File "[^"]+", line \d*,?\s*$')
 _FRAME_TAIL = re.compile(r"\d*, in \S|in \S")
 _FENCE = re.compile(r"\s*(?:```|~~~)")
@@ -64,6 +69,12 @@ _CPP_STOP = re.compile(r"Exception raised from |frame #\d+:|^\s*$|^(?:stack )?ba
 _NATIVE_ABORT = re.compile(r"libc\+\+abi: terminating due to uncaught exception of type (\S+?)(?:: (.*))?$|"
                            r"thread '[^']*' panicked at (?:'(.*)', )?\S+?:?$|"
                            r"(Unhandled exception caught in c10/util/AbortHandler\.h)")
+# a C++ exception printed as "ns::Type: message" (TensorRT-LLM's "[TensorRT-LLM][ERROR]
+# tensorrt_llm::common::TllmException: ..."), after any bracketed tags
+_CPP_EXC_LINE = re.compile(r"(?:\[[^\]\n]*\]\s*)*((?:[A-Za-z_]\w*::)+[A-Za-z_]\w*(?:Exception|Error)): (.*)")
+# a numbered native frame of a C++ backtrace ("4  0x7f6ce80a9b72 ns::Class::method(args) + 50"), as
+# TensorRT-LLM and glog print them: the frame's function is the symbol's last name before its arguments
+_NUM_FRAME = re.compile(r"\s*\d+\s+0x[0-9a-fA-F]+\s+(?:(\S[^(]*?)\()?")
 _PG_RANK = re.compile(r"\[PG[^\]]*? Rank (\d+)\]")
 _FLAT_SPLIT = re.compile(r'(?=\bFile ")')
 _MIDLINE_PROC = re.compile(r"\((\w+?)(?:[_ ]((?:DP|TP|PP|EP)\d+(?:[_ ](?:DP|TP|PP|EP)\d+)*))?(?: rank=(\d+))? pid=\d+\)\s*$")
@@ -164,8 +175,8 @@ def level_word(text: str, end: int | None = None) -> str | None:
     stop = len(text) if end is None else min(end, len(text))
     for m in _LEVEL_WORD.finditer(text, 0, stop):
         word = m.group(0)
-        if word == "[E]":
-            return word
+        if word.startswith("[E"):
+            return "[E]"
         s, e = m.start(), m.end()
         if (s == 0 or not _is_word(text[s - 1])) and (e >= stop or not _is_word(text[e])):
             return word
@@ -235,7 +246,7 @@ def _interesting_words(*, strong: bool) -> frozenset[str]:
 
 # words that matter to the timeline only while it does not know the phase yet (a window that
 # begins mid-run): the batch and request lines that make up most of a serving log
-_WEAK = frozenset({"batch", "/v1/", "Avg prompt", "Req(rid="})
+_WEAK = frozenset({"batch", "/v1/", "Avg prompt", "Req(rid=", "scheduled_", "enerating sequences"})
 _INTERESTING = any_of(_interesting_words(strong=False))
 _STRONG = any_of(_interesting_words(strong=True))
 

@@ -8,7 +8,7 @@ import json
 import re
 
 from workbench.logformats import LineShapes, LogLine, _parse
-from workbench.tracebacks.patterns import level_word
+from workbench.tracebacks.patterns import _GROUP_MARGIN, _QUOTE, level_word
 
 
 def json_log(line: str) -> str:
@@ -21,6 +21,17 @@ def json_log(line: str) -> str:
         text = record.get("log", record.get("message"))
         if isinstance(text, str):
             return text.rstrip("\r\n")
+    return line
+
+
+def unquote(line: str) -> str:
+    """An indented line without the Markdown quote (``> ``) or the exception group's margin (PEP 654's
+    ``  | `` before each line, ``  +-+---- 1 ----`` between sub-exceptions) that a paste put before it."""
+    stripped = line.lstrip(" \t")
+    if stripped.startswith(">"):
+        return _QUOTE.sub("", line, count=1)
+    if stripped[:1] in "|+" and (margin := _GROUP_MARGIN.match(line)) is not None:
+        return line[margin.end():]
     return line
 
 

@@ -18,8 +18,8 @@ from collections import deque
 
 from workbench.logformats import LineShapes, LogLine, _needs_clean, _parse
 from workbench.phases import PhaseTracker, _is_failure
-from workbench.tracebacks.chains import build_tracebacks
-from workbench.tracebacks.events import log_event
+from workbench.tracebacks.chains import build_tracebacks, native_phase
+from workbench.tracebacks.events import backtrace_head, log_event
 from workbench.tracebacks.model import CppException, Frame, LogEvent, Traceback
 from workbench.tracebacks.patterns import (
     _BARE_EXC_NAME,
@@ -44,7 +44,6 @@ from workbench.tracebacks.patterns import (
     _MIDLINE_RANK,
     _PLAIN,
     _PROCESS_LINE,
-    _QUOTE,
     _QUOTED_EXC,
     _STOP,
     _STRONG,
@@ -53,7 +52,7 @@ from workbench.tracebacks.patterns import (
     looks_like_exception,
     no_cr,
 )
-from workbench.tracebacks.prefixes import indented_record, json_log, reparse
+from workbench.tracebacks.prefixes import indented_record, json_log, reparse, unquote
 from workbench.tracebacks.stack import (
     CUT_DUMP,
     Block,
@@ -190,7 +189,7 @@ class Extractor:
         assert self._fast is not None
         block, tracker, _prefix, touch = self._fast
         stripped = msg.lstrip(" \t")
-        if (not stripped or (stripped[0] in ">`~[" and not stripped.startswith("[Previous line repeated"))
+        if (not stripped or (stripped[0] in ">`~[|+" and not stripped.startswith("[Previous line repeated"))
                 or "\x1b" in line or "\r" in msg or _needs_clean(line) or _HEADER in msg
                 or _CONTEXT in msg or _CAUSE in msg
                 or (stripped[0].isdigit() and indented_record(msg) and self.shapes)):
@@ -250,9 +249,7 @@ class Extractor:
         self.line_no += 1
         self._stream = None
         if line and line[0] in " \t>":
-            stripped = line.lstrip(" \t")
-            if stripped.startswith(">"):
-                line = _QUOTE.sub("", line, count=1)
+            line = unquote(line)
         if line[:2] == '{"' and ('"log":"' in line or '"message":"' in line):
             line = json_log(line)
         parsed, origin, header = _parse(line)
@@ -338,9 +335,8 @@ class Extractor:
                 self._blocks.append(b)
             stream.queued.clear()
         self.tracebacks = build_tracebacks(self._blocks)
-        self.cpp_exceptions = [
-            CppException(c.line, c.end, c.type, "\n".join(c.message).strip(), c.rank, c.phase, c.server) for c in self._cpp
-        ]
+        self.cpp_exceptions = [CppException(c.line, c.end, c.type, "\n".join(c.message).strip(), c.rank, native_phase(c),
+                                            c.server) for c in self._cpp]
 
     # -- states ------------------------------------------------------------------
     def _idle(self, stream: Stream, origin: tuple[str | None, ...], parsed: LogLine, msg: str, header: str | None) -> None:
@@ -352,7 +348,10 @@ class Extractor:
             return
         if not msg.strip():
             return
-        stream.intro = (self.line_no, msg[:200])
+        prev, stream.intro = stream.intro, (self.line_no, msg[:200])
+        if prev is not None and "0x" in msg and not (self.events and self.events[-1].line == prev[0]) and (
+                head := backtrace_head(prev, msg, self.line_no, parsed.rank, self._tracker.phase, self._server)):
+            self.events.append(head)  # the line a native backtrace ("1  0x... f(...) + 78") follows reports its error
         self._recent.append(msg)  # a record outside any traceback: the next failure line's context
         if stream.pending is not None:
             stream.pending_left -= 1
@@ -405,9 +404,10 @@ class Extractor:
             fatal = _FATAL.match(msg)
             if fatal is not None:
                 stream.fatal = (self.line_no, fatal.group(1).strip())
-        if "terminate called" in msg or "what():" in msg or "abi: terminating" in msg or "panicked at" in msg or "caught in c10" in msg:
+        if ("terminate called" in msg or "what():" in msg or "abi: terminating" in msg or "panicked at" in msg
+                or "caught in c10" in msg or "::" in msg):
             abort = native_abort(msg, what=stream.cpp is None)
-            if abort is not None:  # "terminate called ..." / "what():" / libc++'s, Rust's or c10's report
+            if abort is not None:  # "terminate called ..." / "what():" / "ns::Type: ..." / libc++'s, Rust's, c10's report
                 stream.cpp = Cpp(self.line_no, self.line_no, abort[0], parsed.rank, self._tracker.phase, self._server,
                                  abort[1], abort[2])
                 self._cpp.append(stream.cpp)
@@ -551,7 +551,8 @@ class Extractor:
                     or (msg.lstrip().startswith("File \"") and _FILE_STRICT.match(msg))):
                 close(stream, cut=False)
                 return False
-            if sum(len(x) for x in block.message) < _MAX_MESSAGE_CHARS:
+            # position markers under a line (under Ray's quoted head) are not the message
+            if sum(len(x) for x in block.message) < _MAX_MESSAGE_CHARS and not (block.message and _CARET.match(msg)):
                 block.message.append(msg.rstrip())
             block.end = self.line_no
             return True

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from workbench.tracebacks.model import Chain, Frame
 from workbench.tracebacks.patterns import (
+    _CPP_EXC_LINE,
     _CPP_STOP,
     _FILE,
     _HEADER,
@@ -19,6 +20,7 @@ from workbench.tracebacks.patterns import (
     _IPY_LINKED_CODE,
     _MAX_FOREIGN,
     _NATIVE_ABORT,
+    _NUM_FRAME,
     _PG_RANK,
     _RICH_CODE,
     _RICH_FRAME,
@@ -67,6 +69,7 @@ class Cpp:
     server: str
     message: list[str] = field(default_factory=list)
     state: int = 0  # 0 waiting for what(), 1 reading its message
+    frames: list[str] = field(default_factory=list)  # its numbered native frames' functions, innermost first
 
 
 @dataclass
@@ -91,6 +94,8 @@ def add_frame(block: Block, msg: str) -> bool:
     if m is None:
         return False
     indent, file, line, func = m.group(1), m.group(2), m.group(3), m.group(4)
+    if block.exc_type is not None and not block.frames:
+        wrapper_goes_on(block)  # a bare "RayTaskError(X): ray::..." head: the task's own frames follow
     if len(block.frames) >= MAX_FRAMES:  # a runaway recursion: keep both ends, bounded
         del block.frames[MAX_FRAMES // 2]
     block.frames.append(Frame(file, int(line) if line else None, (func or "?").strip() or "?", None))
@@ -183,6 +188,13 @@ def cpp_line(stream: Stream, msg: str, line_no: int) -> bool:
         if line_no - cpp.line > 3:
             stream.cpp = None
         return False
+    frame = _NUM_FRAME.match(msg)
+    if frame is not None:  # a numbered native frame: where it was thrown, not what it says
+        symbol = frame.group(1)
+        if symbol and "/" not in symbol and len(cpp.frames) < 64:
+            cpp.frames.append(symbol.rsplit("::", 1)[-1].strip())
+        cpp.end = line_no
+        return True
     if _CPP_STOP.match(msg) or _HEADER in msg or len(cpp.message) >= 10:
         stream.cpp = None
         return msg.startswith(("Exception raised from", "frame #"))
@@ -192,10 +204,10 @@ def cpp_line(stream: Stream, msg: str, line_no: int) -> bool:
 
 
 def native_abort(msg: str, *, what: bool) -> tuple[str, list[str], int] | None:
-    """(type, message lines so far, state for :func:`cpp_line`) of a native error nothing caught:
-    ``terminate called after throwing an instance of 'T'`` (its ``what():`` comes next), a lone
-    ``what():`` (when ``what``), libc++'s abort message, a Rust panic (its message on the next
-    line since Rust 1.73, quoted on the line before), c10's abort handler."""
+    """(type, message lines so far, state for :func:`cpp_line`) of a native error: ``terminate called
+    after throwing an instance of 'T'`` (its ``what():`` comes next), a lone ``what():`` or a line
+    ``ns::Type: message`` (when ``what``), libc++'s abort message, a Rust panic (its message on the
+    next line since Rust 1.73, quoted on the line before), c10's abort handler."""
     m = _TERMINATE.search(msg)
     if m is not None:
         return m.group(1), [], 0
@@ -207,7 +219,12 @@ def native_abort(msg: str, *, what: bool) -> tuple[str, list[str], int] | None:
             return "c10 abort", [m.group(4)], 1
         return "panic", [m.group(3)] if m.group(3) else [], 1
     w = _WHAT.match(msg) if what else None
-    return ("std::exception", [w.group(1)], 1) if w is not None else None
+    if w is not None:
+        return "std::exception", [w.group(1)], 1
+    # a C++ exception printed as a line of its own (TensorRT-LLM's "[TensorRT-LLM][ERROR]
+    # tensorrt_llm::common::TllmException: ..."): its message has begun, its numbered frames come next
+    c = _CPP_EXC_LINE.match(msg.strip()) if what and "::" in msg else None
+    return (c.group(1), [c.group(2).rstrip()], 1) if c is not None else None
 
 
 def wrapper_goes_on(block: Block) -> bool:

@@ -17,7 +17,9 @@ _LINES = sorted({
     for raw in path.read_text(errors="replace").split("\n")
     for msg in (raw, parse_line(raw).message)
 })
-_OLD_LEVEL = re.compile(r"\bERROR\b|\bCRITICAL\b|\bWARNING\b|\[E\]")  # what level_word replaced
+# what level_word replaced, with glog's and c10's severity tag ("[E ProcessGroupNCCL.cpp:916]"), which it reads as "[E]"
+_OLD_LEVEL = re.compile(r"\bERROR\b|\bCRITICAL\b|\bWARNING\b|\[E\]|"
+                        r"\[E(?=(?:\d{4} [\d:.]+)? ?[\w.-]+\.(?:cpp|cc|cu|h|hpp):\d+\])")
 
 
 def test_the_corpus_has_lines_of_every_event_kind() -> None:
@@ -47,10 +49,11 @@ def test_each_pattern_match_contains_one_of_its_needles(line: str) -> None:
 
 @pytest.mark.parametrize("end", [48, None])
 def test_level_word_equals_the_word_boundary_regex(end: int | None) -> None:
-    extra = ["xERROR", "ERROR_x", "_ERROR x", "[E] x", "WARNING.", "WARNINGS ERROR", "a CRITICAL", "ERRORERROR ERROR"]
+    extra = ["xERROR", "ERROR_x", "_ERROR x", "[E] x", "WARNING.", "WARNINGS ERROR", "a CRITICAL", "ERRORERROR ERROR",
+             "[E ProcessGroupNCCL.cpp:916] x", "[E1001 16:06:04.537131842 ProcessGroupNCCL.cpp:607] x", "[Errno 2] x"]
     for line in [*_LINES, *extra]:
         m = _OLD_LEVEL.search(line, 0, end) if end is not None else _OLD_LEVEL.search(line)
-        assert level_word(line, end) == (m.group(0) if m else None), line
+        assert level_word(line, end) == ({"[E": "[E]"}.get(m.group(0), m.group(0)) if m else None), line
 
 
 def test_needs_clean_is_the_marks_test() -> None:
