@@ -8,6 +8,13 @@ A configuration that does not start is recorded with its signature and phase and
 goes on; a configuration that holds a culprit an earlier bisect of this base found (the
 ledger of the data dir) is skipped with that culprit as the reason.
 
+With ``slo_search`` each configuration that serves is then searched for its SLO limit — the
+highest concurrency (or request rate) that still meets the SLOs, vLLM's ``serve_sla`` question:
+bisection between the highest ladder point that met them and the lowest that missed, each point
+measured with the repeats, at most ``slo_search_points`` points (:mod:`workbench.slosearch`).
+``best`` is then picked among the limits: the configuration with the highest throughput at the
+highest load it holds its SLOs at.
+
 ``result.json``::
 
     {"runbook": "sweep", "status": "ok"|"failed", "host": str, "base_unit": str, "grid": {flag: [values]},
@@ -18,11 +25,14 @@ ledger of the data dir) is skipped with that culprit as the reason.
                               "output_tok_s": float,
                               "output_tok_s_lo": float, "output_tok_s_hi": float, "ttft_p99_ms": float,
                               "tpot_p99_ms": float, "tok_s_per_user": float, "tok_s_per_gpu": float,
-                              "gpus": int, "slo_met": bool}]}],
+                              "gpus": int, "slo_met": bool, "search": bool (slo_search's points)}],
+                  "slo_limit": {"variable": "concurrency"|"rate", "value": number|null, "failing": number|null,
+                                "bound": "exact"|"within"|"at_least"|"none", "probes": [number],
+                                "output_tok_s": float|null, "words": str} (slo_search only)}],
      "pareto": [{"config": int, "concurrency": int|null, "rate": float (rate ladder), "tok_s_per_user": float,
                  "tok_s_per_gpu": float}],
      "best": {"config": int, "edits": [...], "concurrency": int, "output_tok_s": float,
-              "output_tok_s_lo": float, "output_tok_s_hi": float, ...}|null,
+              "output_tok_s_lo": float, "output_tok_s_hi": float, "slo_limit": {...} (slo_search), ...}|null,
      "server_starts": int, "host_restored": bool, "conclusion": str, "failure": {...}|null, ...}
 """
 
@@ -34,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from workbench.configsweep import (
     Slo,
@@ -55,6 +65,7 @@ from workbench.runbooks.skeleton import RunbookRun
 from workbench.runs import Run
 from workbench.services import exec_argv
 from workbench.session import HostSession
+from workbench.slosearch import SloLimit, search
 from workbench.trials import judge_failure
 from workbench.variants import describe_edits
 
@@ -66,6 +77,14 @@ class _Target(RunbookParams):
         description='flag -> values to try, e.g. {"--cuda-graph-max-bs": ["64","128"], "--enable-nccl-nvls": [false, true]}')
     slo_ttft_p99_ms: float | None = Field(None, gt=0, description="SLO: p99 time to first token (ms); null: none")
     slo_tpot_p99_ms: float | None = Field(None, gt=0, description="SLO: p99 time per output token (ms); null: none")
+    slo_search: bool = Field(False, description="per configuration, bisect between the highest point that met the SLOs "
+                                                "and the lowest that missed for the highest concurrency (or request "
+                                                "rate) that still meets them (vLLM's serve_sla); best is picked there")
+    slo_search_points: int = Field(4, ge=1, le=16, description="with slo_search: search points per configuration, at "
+                                                               "most (each measured `repeats` times)")
+    slo_search_tolerance: float = Field(0.05, gt=0, lt=1, description="with slo_search on a request_rate ladder: stop "
+                                                                      "when the gap is at most this fraction of the "
+                                                                      "rate that missed (concurrency: a gap of 1)")
     skip_known_culprits: bool = Field(True, description="skip configurations that hold a culprit an earlier bisect found")
     health_path: str = Field("/health", description="readiness endpoint of the server")
     start_timeout: float = Field(900.0, gt=0, description="seconds a configuration may take to become ready")
@@ -85,6 +104,19 @@ class _Target(RunbookParams):
 
 class SweepParams(measure.LoadParams, _Target):
     """The base, the grid and the SLOs first, then the load shape."""
+
+    @model_validator(mode="after")
+    def _search(self) -> SweepParams:
+        changed = [k for k in ("slo_search_points", "slo_search_tolerance")
+                   if getattr(self, k) != type(self).model_fields[k].default]
+        if not self.slo_search and changed:
+            raise ValueError(f"{', '.join(changed)} shape(s) the SLO search: set slo_search true, or leave them")
+        if self.slo_search and self.slo_ttft_p99_ms is None and self.slo_tpot_p99_ms is None:
+            raise ValueError("slo_search needs an SLO to search against: give slo_ttft_p99_ms and/or slo_tpot_p99_ms")
+        if self.slo_search and not self.request_rate and "slo_search_tolerance" in changed:
+            raise ValueError("slo_search_tolerance applies to a request_rate ladder; a concurrency is searched to a "
+                             "gap of 1")
+        return self
 
 
 def known_culprits(data_dir: str | Path, host: str, base_unit: str) -> list[list[tuple[str, Any]]]:
@@ -128,6 +160,48 @@ def _points(results: pd.DataFrame, gpus: int, slo: Slo, ladder: str = "concurren
             row["slo_miss"] = why
         pts.append(row)
     return pts
+
+
+def measure_config(host: Host, port: int, params: SweepParams, i: int, gpus: int, slo: Slo,
+                   keep: Callable[[pd.DataFrame], None], tell: Callable[[str], None]
+                   ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """Sweep configuration ``i``'s server on ``host:port``: the ladder's points, then (``slo_search``)
+    the search for its SLO limit; every results frame goes to ``keep``. Its points (search points
+    marked ``search``) and its ``slo_limit`` (None without the search)."""
+    labels = {"variant": f"config {i}", "config": i}
+    ladder = params.ladder
+    out = measure.sweep_unit(host, port, params, labels)
+    keep(out.results.assign(search=False) if params.slo_search else out.results)
+    pts = _points(out.results, gpus, slo, ladder)
+    if not params.slo_search:
+        return pts, None
+
+    def probe(value: float) -> bool:
+        one = params.model_copy(update={"request_rate": [float(value)]} if ladder == "rate"
+                                else {"concurrency": [int(value)]})
+        got = measure.sweep_unit(host, port, one, {**labels, "search": True})
+        keep(got.results.assign(search=True))
+        new = [{**p, "search": True} for p in _points(got.results, gpus, slo, ladder)]
+        pts.extend(new)
+        met = bool(new) and all(p["slo_met"] for p in new)
+        tell(f"    search {ladder}={value:g}: {'met' if met else 'missed'} {slo.words()}")
+        return met
+
+    limit = search({float(p[ladder]): bool(p["slo_met"]) for p in pts}, probe, variable=ladder,  # type: ignore[arg-type]
+                   max_points=params.slo_search_points,
+                   tolerance=params.slo_search_tolerance if ladder == "rate" else 0.0)
+    pts.sort(key=lambda p: float(p[ladder]))
+    return pts, limit_record(limit, pts, slo)
+
+
+def limit_record(limit: SloLimit, pts: list[dict[str, Any]], slo: Slo) -> dict[str, Any]:
+    """The result's ``slo_limit`` of one configuration: the limit, its bound, the probes, the point there."""
+    at = next((p for p in pts if limit.passing is not None and float(p[limit.variable]) == limit.passing), None)
+    as_value: Callable[[float | None], float | int | None] = (
+        (lambda v: None if v is None else int(v)) if limit.variable == "concurrency" else (lambda v: v))
+    return {"variable": limit.variable, "value": as_value(limit.passing), "failing": as_value(limit.failing),
+            "bound": limit.bound, "probes": [as_value(v) for v in limit.probes],
+            "output_tok_s": at["output_tok_s"] if at else None, "words": limit.words(slo.words())}
 
 
 def run(params: SweepParams, *, progress: Callable[[str], None] = print) -> tuple[Run, dict[str, Any]]:
@@ -184,13 +258,14 @@ def _config(rr: RunbookRun, s: HostSession, host: Host, params: SweepParams, i: 
             rr.tell(f"    did not start: {info['signature']}")
             return row
         shape = measure.server_shape(exec_argv(trial.unit_text, trial.variant))
-        sweep = measure.sweep_unit(host, shape.port, params, {"variant": f"config {i}", "config": i})
-        frames.append(sweep.results)
-        row.update(outcome="ready", phase="serving",
-                   points=_points(sweep.results, shape.tp or int(rr.provenance.get("gpu_count") or 1), slo,
-                                  params.ladder))
+        rr.tell(f"    ready in {out.seconds:.1f} s")
+        pts, limit = measure_config(host, shape.port, params, i, shape.tp or int(rr.provenance.get("gpu_count") or 1),
+                                    slo, frames.append, rr.tell)
+        row.update(outcome="ready", phase="serving", points=pts)
+        if limit is not None:
+            row["slo_limit"] = limit
         best = max((p["output_tok_s"] for p in row["points"]), default=0)
-        rr.tell(f"    ready in {out.seconds:.1f} s; best {best:.0f} tok/s")
+        rr.tell(f"    best {best:.0f} tok/s" + (f"; {limit['words']}" if limit else ""))
     return row
 
 
@@ -203,10 +278,24 @@ def _summary(rr: RunbookRun, rows: list[dict[str, Any]], frames: list[pd.DataFra
               **({"rate": flat[j]["rate"]} if "rate" in flat[j] else {}),
               "tok_s_per_user": flat[j]["tok_s_per_user"], "tok_s_per_gpu": flat[j]["tok_s_per_gpu"]}
              for j in pareto_front(flat)]
-    b = best_under_slo(flat, slo)
+    b = best_at_limits(rows, flat) if any(r.get("slo_limit") for r in rows) else best_under_slo(flat, slo)
     best = {**flat[b], "edits": rows[flat[b]["config"]]["edits"]} if b is not None else None
+    if best is not None and rows[best["config"]].get("slo_limit"):
+        best["slo_limit"] = rows[best["config"]]["slo_limit"]
     rr.set(pareto=front, best=best)
     return best
+
+
+def best_at_limits(rows: list[dict[str, Any]], flat: list[dict[str, Any]]) -> int | None:
+    """Index in ``flat`` of the highest-throughput point among the configurations' SLO limits (the
+    highest load each holds its SLOs at, below the lowest that missed); ties: the higher limit."""
+    at = []
+    for j, p in enumerate(flat):
+        lim = rows[p["config"]].get("slo_limit") or {}
+        if lim.get("value") is not None and float(p[lim["variable"]]) == float(lim["value"]):
+            at.append(j)
+    return max(at, key=lambda j: (flat[j]["output_tok_s"], float(flat[j].get("rate") or flat[j]["concurrency"] or 0)),
+               default=None)
 
 
 def conclusion(rows: list[dict[str, Any]], best: dict[str, Any] | None, slo: Slo,
@@ -218,13 +307,18 @@ def conclusion(rows: list[dict[str, Any]], best: dict[str, Any] | None, slo: Slo
     parts = []
     if best is not None:
         ci = ""
+        at = " (its SLO limit, found by the search)" if best.get("slo_limit") else ""
         if best.get("output_tok_s_lo") == best.get("output_tok_s_lo"):  # not NaN
             ci = f" (95% CI {best['output_tok_s_lo']:.0f}-{best['output_tok_s_hi']:.0f})"
         parts.append(f"Best under {slo.words()}: {describe_edits([tuple(e) for e in best['edits']])} at "
-                     f"{point_words(best)}: {best['output_tok_s']:.0f} tok/s{ci}, "
+                     f"{point_words(best)}{at}: {best['output_tok_s']:.0f} tok/s{ci}, "
                      f"{best['tok_s_per_gpu']:.0f} tok/s per GPU.")
     else:
         parts.append(f"No configuration met {slo.words()}.")
+    limits = [(r, r["slo_limit"]) for r in rows if r.get("slo_limit")]
+    if limits:
+        parts.append("SLO limits: " + "; ".join(f"{describe_edits([tuple(e) for e in r['edits']])}: {lim['words']}"
+                                                for r, lim in limits) + ".")
     if failed:
         parts.append(f"{len(failed)} of {len(rows)} configurations did not start: " + "; ".join(
             f"{describe_edits([tuple(e) for e in r['edits']])} -> {r['exception_type'] or r['outcome']} in {r['phase']}"
@@ -242,6 +336,19 @@ def configs_frame(result: dict[str, Any]) -> pd.DataFrame:
                           "outcome": r["outcome"], "phase": r["phase"], "exception_type": r["exception_type"],
                           "best_tok_s": max((p["output_tok_s"] for p in r["points"]), default=None)}
                          for i, r in enumerate(result.get("configs") or [])])
+
+
+def limits_frame(result: dict[str, Any]) -> pd.DataFrame:
+    """Per configuration that served, its SLO limit (``slo_search``): empty when the search was off."""
+    rows = []
+    for i, r in enumerate(result.get("configs") or []):
+        lim = r.get("slo_limit")
+        if lim:
+            rows.append({"config": i, "edits": describe_edits([tuple(e) for e in r["edits"]]),
+                         lim["variable"]: lim["value"], "missed at": lim["failing"], "bound": lim["bound"],
+                         "search points": len(lim["probes"]), "output_tok_s": lim["output_tok_s"],
+                         "in words": lim["words"]})
+    return pd.DataFrame(rows)
 
 
 def pareto_chart(result: dict[str, Any]) -> Any:
@@ -282,10 +389,11 @@ def notebook() -> Any:
         "Start every configuration of the grid as a variant of the working unit, benchmark the concurrency "
         "ladder with repeats, and restore the host. A configuration that crashes is recorded with its "
         "signature and the sweep goes on; one that holds a culprit an earlier bisect found is skipped. "
-        "Result: the table, the Pareto front of tok/s per user vs tok/s per GPU, and the best configuration "
-        "under the SLOs with its 95% interval.",
+        "With `slo_search`, each configuration's SLO limit (the highest concurrency or rate that still meets "
+        "the SLOs) is found by bisection. Result: the table, the Pareto front of tok/s per user vs tok/s per GPU, "
+        "and the best configuration under the SLOs with its 95% interval.",
         SweepParams,
-        ["rb.configs_frame(result)"],
+        ["rb.configs_frame(result)", "rb.limits_frame(result)"],
         [("md", "## Pareto front\n\nEvery measured point; the dashed line joins the points no other beats on both axes.", []),
          ("code", "rb.show_charts(run, result)", [])],
     )

@@ -35,7 +35,7 @@ from workbench.variants import describe_edits
 def sweep_run(params: Any, *, progress: Callable[[str], None] = print) -> tuple[Run, dict[str, Any]]:
     """The sweep runbook's ``run`` for ``params.host == "slurm:NAME"`` (``params``: its SweepParams)."""
     from workbench.runbooks import measure
-    from workbench.runbooks.sweep import _points, _summary, conclusion, known_culprits
+    from workbench.runbooks.sweep import _summary, conclusion, known_culprits, measure_config
 
     configs = [list(c) for c in expand_grid(params.grid)]
     slo = Slo(params.slo_ttft_p99_ms, params.slo_tpot_p99_ms)
@@ -72,10 +72,12 @@ def sweep_run(params: Any, *, progress: Callable[[str], None] = print) -> tuple[
                     try:
                         shape = measure.server_shape(variant.argv)
                         rr.tell(f"[{i + 1}/{n}] sweeping {describe_edits(edits)} on {info.nodes[0]} (job {info.job_id})")
-                        out = measure.sweep_unit(node, shape.port, params, {"variant": f"config {i}", "config": i})
-                        with lock:
-                            frames.append(out.results)
-                        row.update(points=_points(out.results, shape.tp or 1, slo, params.ladder))
+                        def keep(frame: pd.DataFrame) -> None:
+                            with lock:
+                                frames.append(frame)
+
+                        pts, limit = measure_config(node, shape.port, params, i, shape.tp or 1, slo, keep, rr.tell)
+                        row.update(points=pts, **({"slo_limit": limit} if limit else {}))
                     finally:
                         node.close()
 
