@@ -39,6 +39,7 @@ highest load it holds its SLOs at.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,8 @@ from typing import Any
 import pandas as pd
 from pydantic import Field, field_validator, model_validator
 
+from workbench.bench import charts
+from workbench.bench.sweep import SweepResult as LoadSweep
 from workbench.configsweep import (
     Slo,
     best_under_slo,
@@ -162,16 +165,45 @@ def _points(results: pd.DataFrame, gpus: int, slo: Slo, ladder: str = "concurren
     return pts
 
 
-def measure_config(host: Host, port: int, params: SweepParams, i: int, gpus: int, slo: Slo,
-                   keep: Callable[[pd.DataFrame], None], tell: Callable[[str], None]
-                   ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+class Tables:
+    """The sweep's run tables as they grow (safe from several threads): ``results`` (one row per
+    point and repeat, with the configuration's ``gpus`` and, with the search, ``search``),
+    ``requests`` (one row per request) and ``itl`` (one row per chunk gap), for the report's
+    charts and the panel's live ones (:func:`workbench.bench.charts.load_charts`)."""
+
+    NAMES = ("results", "requests", "itl")
+
+    def __init__(self) -> None:
+        self.frames: dict[str, list[pd.DataFrame]] = {n: [] for n in self.NAMES}
+        self._lock = threading.Lock()
+
+    def add(self, out: LoadSweep, ladder: str, **columns: Any) -> None:
+        itl = charts.itl_frame(out.records, by=("variant", ladder))
+        with self._lock:
+            for name, frame in (("results", out.results), ("requests", out.requests), ("itl", itl)):
+                if not frame.empty:
+                    self.frames[name].append(frame.assign(**columns) if name == "results" else frame)
+
+    def frame(self, name: str) -> pd.DataFrame:
+        with self._lock:
+            parts = list(self.frames[name])
+        return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+    def save(self, rr: RunbookRun) -> None:
+        """Write them into the run directory (again after each configuration: the panel reads them live)."""
+        for name in self.NAMES:
+            rr.table(name, self.frame(name))
+
+
+def measure_config(host: Host, port: int, params: SweepParams, i: int, gpus: int, slo: Slo, tables: Tables,
+                   tell: Callable[[str], None]) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
     """Sweep configuration ``i``'s server on ``host:port``: the ladder's points, then (``slo_search``)
-    the search for its SLO limit; every results frame goes to ``keep``. Its points (search points
-    marked ``search``) and its ``slo_limit`` (None without the search)."""
+    the search for its SLO limit; everything measured goes into ``tables``. Its points (search
+    points marked ``search``) and its ``slo_limit`` (None without the search)."""
     labels = {"variant": f"config {i}", "config": i}
     ladder = params.ladder
     out = measure.sweep_unit(host, port, params, labels)
-    keep(out.results.assign(search=False) if params.slo_search else out.results)
+    tables.add(out, ladder, gpus=gpus, **({"search": False} if params.slo_search else {}))
     pts = _points(out.results, gpus, slo, ladder)
     if not params.slo_search:
         return pts, None
@@ -179,8 +211,8 @@ def measure_config(host: Host, port: int, params: SweepParams, i: int, gpus: int
     def probe(value: float) -> bool:
         one = params.model_copy(update={"request_rate": [float(value)]} if ladder == "rate"
                                 else {"concurrency": [int(value)]})
-        got = measure.sweep_unit(host, port, one, {**labels, "search": True})
-        keep(got.results.assign(search=True))
+        got = measure.sweep_unit(host, port, one, labels)
+        tables.add(got, ladder, gpus=gpus, search=True)
         new = [{**p, "search": True} for p in _points(got.results, gpus, slo, ladder)]
         pts.extend(new)
         met = bool(new) and all(p["slo_met"] for p in new)
@@ -216,7 +248,7 @@ def run(params: SweepParams, *, progress: Callable[[str], None] = print) -> tupl
     with RunbookRun("sweep", params, SweepResult, kinds=kinds, progress=progress) as rr:
         culprits = known_culprits(params.data_dir, params.host, params.base_unit) if params.skip_known_culprits else []
         rows: list[dict[str, Any]] = []
-        frames: list[pd.DataFrame] = []
+        tables = Tables()
         rr.provenance = {"host": params.host}
         rr.set(host=params.host, base_unit=params.base_unit, grid=params.grid,
                slo={"ttft_p99_ms": slo.ttft_p99_ms, "tpot_p99_ms": slo.tpot_p99_ms},
@@ -227,16 +259,17 @@ def run(params: SweepParams, *, progress: Callable[[str], None] = print) -> tupl
             with rr.session(host, lock_wait=params.lock_wait) as s:
                 rr.provenance = collect_provenance(host, s.svc.unit_text(params.base_unit))
                 for i, config in enumerate(configs):
-                    rows.append(_config(rr, s, host, params, i, len(configs), list(config), culprits, slo, frames))
+                    rows.append(_config(rr, s, host, params, i, len(configs), list(config), culprits, slo, tables))
+                    tables.save(rr)
         finally:  # what was measured is kept, whatever ended the sweep
-            best = _summary(rr, rows, frames, slo)
+            best = _summary(rr, rows, tables, slo)
         rr.conclude(conclusion(rows, best, slo, None))
     return rr.run, rr.result
 
 
 def _config(rr: RunbookRun, s: HostSession, host: Host, params: SweepParams, i: int, n: int,
             edits: list[tuple[str, Any]], culprits: list[list[tuple[str, Any]]], slo: Slo,
-            frames: list[pd.DataFrame]) -> dict[str, Any]:
+            tables: Tables) -> dict[str, Any]:
     """One configuration: skipped (a known culprit), failed to start (its signature), or measured."""
     row: dict[str, Any] = {"edits": [[f, v] for f, v in edits], "outcome": "", "signature": None,
                            "signature_id": None, "exception_type": None, "phase": None, "reason": None, "points": []}
@@ -260,19 +293,18 @@ def _config(rr: RunbookRun, s: HostSession, host: Host, params: SweepParams, i: 
         shape = measure.server_shape(exec_argv(trial.unit_text, trial.variant))
         rr.tell(f"    ready in {out.seconds:.1f} s")
         pts, limit = measure_config(host, shape.port, params, i, shape.tp or int(rr.provenance.get("gpu_count") or 1),
-                                    slo, frames.append, rr.tell)
+                                    slo, tables, rr.tell)
         row.update(outcome="ready", phase="serving", points=pts)
         if limit is not None:
             row["slo_limit"] = limit
-        best = max((p["output_tok_s"] for p in row["points"]), default=0)
-        rr.tell(f"    best {best:.0f} tok/s" + (f"; {limit['words']}" if limit else ""))
+        peak = max((p["output_tok_s"] for p in row["points"]), default=0)
+        rr.tell(f"    peak {peak:.0f} tok/s" + (f"; {limit['words']}" if limit else ""))
     return row
 
 
-def _summary(rr: RunbookRun, rows: list[dict[str, Any]], frames: list[pd.DataFrame], slo: Slo) -> dict[str, Any] | None:
-    """The results table, the Pareto front and the best point under the SLOs, into the result; the best."""
-    if frames:
-        rr.table("results", pd.concat(frames, ignore_index=True))
+def _summary(rr: RunbookRun, rows: list[dict[str, Any]], tables: Tables, slo: Slo) -> dict[str, Any] | None:
+    """The run tables, the Pareto front and the best point under the SLOs, into the result; the best."""
+    tables.save(rr)
     flat = [{"config": i, **p} for i, r in enumerate(rows) for p in r["points"]]
     front = [{"config": flat[j]["config"], "concurrency": flat[j]["concurrency"],
               **({"rate": flat[j]["rate"]} if "rate" in flat[j] else {}),
@@ -352,24 +384,28 @@ def limits_frame(result: dict[str, Any]) -> pd.DataFrame:
 
 
 def pareto_chart(result: dict[str, Any]) -> Any:
-    """tok/s per user vs tok/s per GPU for every measured point, the Pareto front drawn as a line."""
-    import altair as alt
+    """tok/s per user vs tok/s per GPU for every measured point, the Pareto front drawn as a line, the
+    SLO met or not as the shape (:func:`workbench.bench.charts.pareto_chart`, as the panel draws it)."""
+    from workbench.bench import charts
 
-    rows = [{"config": i, "edits": describe_edits([tuple(e) for e in r["edits"]]), **p}
-            for i, r in enumerate(result.get("configs") or []) for p in r["points"]]
-    if not rows:
+    frame = points_table(result)
+    if frame.empty:
         return None
-    df = pd.DataFrame(rows)
-    key = "rate" if "rate" in df else "concurrency"  # the ladder's column
-    on = {(f["config"], f.get(key)) for f in result.get("pareto") or []}
-    df["pareto"] = [(c, k) in on for c, k in zip(df["config"], df[key], strict=True)]
-    base = alt.Chart(df).encode(x=alt.X("tok_s_per_user:Q", title="tok/s per user (1000 / TPOT p50)"),
-                                y=alt.Y("tok_s_per_gpu:Q", title="output tok/s per GPU"))
-    points = base.mark_point(filled=True, size=70).encode(
-        color=alt.Color("edits:N", title="configuration"), shape=alt.Shape("slo_met:N", title="SLO met"),
-        tooltip=["edits", key, "output_tok_s", "ttft_p99_ms", "tpot_p99_ms"])
-    front = base.transform_filter(alt.datum.pareto).mark_line(color="black", strokeDash=[4, 2])
-    return (front + points).properties(title="Pareto front: interactivity vs cost", width=520, height=320)
+    key = "rate" if "rate" in frame else "concurrency"  # the ladder's column
+    return charts.pareto_chart(frame, "gpus", color="edits", point=key, shape="slo_met",
+                               tooltip=["output_throughput", "ttft_p99_ms", "tpot_p99_ms"]).properties(
+        title="Pareto front: interactivity vs cost")
+
+
+def points_table(result: dict[str, Any]) -> pd.DataFrame:
+    """Every measured point of the result, one row each, in the columns of a sweep's results table."""
+    rows = [{"config": i, "edits": describe_edits([tuple(e) for e in r["edits"]]), **p,
+             "output_throughput": p["output_tok_s"]}
+            for i, r in enumerate(result.get("configs") or []) for p in r["points"]]
+    frame = pd.DataFrame(rows)
+    if not frame.empty and "tpot_p50_ms" not in frame:
+        frame["tpot_p50_ms"] = float("nan")
+    return frame
 
 
 def show_charts(run: Run, result: dict[str, Any]) -> None:
@@ -378,6 +414,21 @@ def show_charts(run: Run, result: dict[str, Any]) -> None:
     chart = pareto_chart(result)
     if chart is not None:
         display(chart)
+    for cdf in cdf_charts(measure.tables(run.dir), result).values():
+        display(cdf)
+
+
+def cdf_charts(tables: dict[str, pd.DataFrame], result: dict[str, Any]) -> dict[str, Any]:
+    """The TTFT and ITL CDFs per configuration at the ladder's points (one panel each; the search's
+    points left out), from the run's ``requests`` and ``itl`` tables."""
+    key = "rate" if result.get("request_rate") else "concurrency"
+    ladder = list(result.get("request_rate") or result.get("concurrency") or [])
+
+    def on_ladder(frame: pd.DataFrame | None) -> pd.DataFrame | None:
+        return None if frame is None or key not in frame else frame[frame[key].isin(ladder)]
+
+    return charts.load_charts(pd.DataFrame(), on_ladder(tables.get("requests")), on_ladder(tables.get("itl")),
+                              point=key, facet=key)
 
 
 def notebook() -> Any:
@@ -394,6 +445,7 @@ def notebook() -> Any:
         "and the best configuration under the SLOs with its 95% interval.",
         SweepParams,
         ["rb.configs_frame(result)", "rb.limits_frame(result)"],
-        [("md", "## Pareto front\n\nEvery measured point; the dashed line joins the points no other beats on both axes.", []),
+        [("md", "## Pareto front and latency CDFs\n\nEvery measured point; the dashed line joins the points no other "
+                "beats on both axes. Then TTFT and inter-chunk latency CDFs per configuration at the ladder's points.", []),
          ("code", "rb.show_charts(run, result)", [])],
     )

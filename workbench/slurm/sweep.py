@@ -18,8 +18,6 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-import pandas as pd
-
 from workbench.configsweep import Slo, expand_grid, holds_culprit
 from workbench.hosts import connect
 from workbench.runbooks.schemas import SweepResult
@@ -35,7 +33,13 @@ from workbench.variants import describe_edits
 def sweep_run(params: Any, *, progress: Callable[[str], None] = print) -> tuple[Run, dict[str, Any]]:
     """The sweep runbook's ``run`` for ``params.host == "slurm:NAME"`` (``params``: its SweepParams)."""
     from workbench.runbooks import measure
-    from workbench.runbooks.sweep import _summary, conclusion, known_culprits, measure_config
+    from workbench.runbooks.sweep import (
+        Tables,
+        _summary,
+        conclusion,
+        known_culprits,
+        measure_config,
+    )
 
     configs = [list(c) for c in expand_grid(params.grid)]
     slo = Slo(params.slo_ttft_p99_ms, params.slo_tpot_p99_ms)
@@ -44,7 +48,7 @@ def sweep_run(params: Any, *, progress: Callable[[str], None] = print) -> tuple[
     rows: list[dict[str, Any]] = [{"edits": [[f, v] for f, v in c], "outcome": "", "signature": None,
                                    "exception_type": None, "phase": None, "reason": None, "points": []}
                                   for c in configs]
-    frames: list[pd.DataFrame] = []
+    tables = Tables()
     with RunbookRun("sweep", params, SweepResult, progress=progress, host_restored=True) as rr:
         culprits = known_culprits(params.data_dir, params.host, params.base_unit) if params.skip_known_culprits else []
         rr.set(host=params.host, base_unit=params.base_unit, grid=params.grid,
@@ -72,11 +76,7 @@ def sweep_run(params: Any, *, progress: Callable[[str], None] = print) -> tuple[
                     try:
                         shape = measure.server_shape(variant.argv)
                         rr.tell(f"[{i + 1}/{n}] sweeping {describe_edits(edits)} on {info.nodes[0]} (job {info.job_id})")
-                        def keep(frame: pd.DataFrame) -> None:
-                            with lock:
-                                frames.append(frame)
-
-                        pts, limit = measure_config(node, shape.port, params, i, shape.tp or 1, slo, keep, rr.tell)
+                        pts, limit = measure_config(node, shape.port, params, i, shape.tp or 1, slo, tables, rr.tell)
                         row.update(points=pts, **({"slo_limit": limit} if limit else {}))
                     finally:
                         node.close()
@@ -102,6 +102,6 @@ def sweep_run(params: Any, *, progress: Callable[[str], None] = print) -> tuple[
                 rr.set(configs=rows)
             rr.set(host_restored=not left, jobs_left=left,
                    queue_seconds=round(sum(r.get("queue_seconds") or 0.0 for r in rows), 2))
-            best = _summary(rr, rows, frames, slo)
+            best = _summary(rr, rows, tables, slo)
         rr.conclude(conclusion(rows, best, slo, None))
     return rr.run, rr.result

@@ -49,15 +49,15 @@ def measure_all(monkeypatch, p: sweeprb.SweepParams, knee: dict[int, float]):
     calls: list[tuple[int, list[Any], list[Any]]] = []
     monkeypatch.setattr(measure, "sweep_unit", fake_server(knee, calls))
     slo = Slo(p.slo_ttft_p99_ms, p.slo_tpot_p99_ms)
-    frames: list[pd.DataFrame] = []
+    tables = sweeprb.Tables()
     lines: list[str] = []
     rows = []
     for i in range(len(knee)):
-        pts, limit = sweeprb.measure_config(None, 30010, p, i, 8, slo, frames.append, lines.append)  # type: ignore[arg-type]
+        pts, limit = sweeprb.measure_config(None, 30010, p, i, 8, slo, tables, lines.append)  # type: ignore[arg-type]
         rows.append({"edits": [["--cuda-graph-max-bs", ["64", "128"][i]]], "outcome": "ready", "signature": None,
                      "signature_id": None, "exception_type": None, "phase": "serving", "reason": None,
                      "points": pts, **({"slo_limit": limit} if limit else {})})
-    return rows, frames, calls, lines
+    return rows, tables, calls, lines
 
 
 class _RR:
@@ -85,7 +85,7 @@ def test_each_configuration_is_searched_to_its_limit_and_best_is_picked_there(mo
     assert [pt["concurrency"] for pt in pts] == sorted(pt["concurrency"] for pt in pts)
     assert sum(pt.get("search", False) for pt in pts) == 6 and all(pt["repeats"] == 2 for pt in pts)
     assert any("search concurrency=40: missed" in line for line in lines)
-    table = pd.concat(frames, ignore_index=True)
+    table = frames.frame("results")
     assert table[table["config"] == 0]["search"].sum() == 12  # 6 probes x 2 repeats, marked in the results table
     assert lim1["probes"] == [8, 12, 10, 11]  # config 1 from its own bracket (1 met, 16 missed)
 
@@ -118,7 +118,7 @@ def test_a_rate_ladder_is_searched_in_requests_per_second(monkeypatch) -> None:
 def test_without_the_search_nothing_changes(monkeypatch) -> None:
     p = params(slo_search=False)
     rows, frames, calls, _ = measure_all(monkeypatch, p, {0: 23.0})
-    assert "slo_limit" not in rows[0] and len(calls) == 1 and "search" not in frames[0]
+    assert "slo_limit" not in rows[0] and len(calls) == 1 and "search" not in frames.frame("results")
     rr = _RR()
     best = sweeprb._summary(rr, rows, frames, Slo(1000.0, None))  # type: ignore[arg-type]
     assert best is not None and best["concurrency"] == 16 and "slo_limit" not in best
