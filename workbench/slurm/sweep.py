@@ -33,13 +33,8 @@ from workbench.variants import describe_edits
 def sweep_run(params: Any, *, progress: Callable[[str], None] = print) -> tuple[Run, dict[str, Any]]:
     """The sweep runbook's ``run`` for ``params.host == "slurm:NAME"`` (``params``: its SweepParams)."""
     from workbench.runbooks import measure
-    from workbench.runbooks.sweep import (
-        Tables,
-        _summary,
-        conclusion,
-        known_culprits,
-        measure_config,
-    )
+    from workbench.runbooks.sweep import _summary, conclusion, known_culprits
+    from workbench.runbooks.sweeppoints import Tables, measure_config
 
     configs = [list(c) for c in expand_grid(params.grid)]
     slo = Slo(params.slo_ttft_p99_ms, params.slo_tpot_p99_ms)

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from workbench.bench.sweep import SweepResult as LoadSweep
 from workbench.configsweep import Slo
-from workbench.runbooks import measure
+from workbench.runbooks import measure, sweeppoints
 from workbench.runbooks import sweep as sweeprb
 from workbench.runbooks.schemas import SweepResult, validate_result
 
@@ -49,11 +49,11 @@ def measure_all(monkeypatch, p: sweeprb.SweepParams, knee: dict[int, float]):
     calls: list[tuple[int, list[Any], list[Any]]] = []
     monkeypatch.setattr(measure, "sweep_unit", fake_server(knee, calls))
     slo = Slo(p.slo_ttft_p99_ms, p.slo_tpot_p99_ms)
-    tables = sweeprb.Tables()
+    tables = sweeppoints.Tables()
     lines: list[str] = []
     rows = []
     for i in range(len(knee)):
-        pts, limit = sweeprb.measure_config(None, 30010, p, i, 8, slo, tables, lines.append)  # type: ignore[arg-type]
+        pts, limit = sweeppoints.measure_config(None, 30010, p, i, 8, slo, tables, lines.append)  # type: ignore[arg-type]
         rows.append({"edits": [["--cuda-graph-max-bs", ["64", "128"][i]]], "outcome": "ready", "signature": None,
                      "signature_id": None, "exception_type": None, "phase": "serving", "reason": None,
                      "points": pts, **({"slo_limit": limit} if limit else {})})
@@ -134,3 +134,26 @@ def test_without_the_search_nothing_changes(monkeypatch) -> None:
 def test_bad_search_parameters_are_refused_before_any_host(kw, says) -> None:
     with pytest.raises(ValidationError, match=says):
         params(**kw)
+
+
+def test_the_report_draws_the_sweep_with_the_panels_builders(monkeypatch) -> None:
+    p = params(slo_search_points=6)
+    rows, tables, _calls, _ = measure_all(monkeypatch, p, {0: 23.0, 1: 10.0})
+    result = {"configs": rows, "concurrency": [1, 16, 64]}
+    spec = sweeprb.pareto_chart(result).to_dict()
+    dots = next(layer for layer in spec["layer"] if layer["mark"]["type"] == "point")
+    assert dots["encoding"]["shape"]["field"] == "slo_met"  # the SLO met or not, as the shape
+    pts = spec["datasets"][dots["data"]["name"]]
+    assert len(pts) == len(rows[0]["points"]) + len(rows[1]["points"])  # the search's points too
+    assert {p["edits"] for p in pts} == {"--cuda-graph-max-bs 64", "--cuda-graph-max-bs 128"}
+    assert all(p["tok_s_per_gpu"] == pytest.approx(p["output_throughput"] / 8) for p in pts)
+    # the CDFs: only the ladder's points, one panel each (the search's points left out)
+    frame = tables.frame("results")
+    frame = frame.assign(variant="config " + frame["config"].astype(str))
+    reqs = frame[["variant", "concurrency"]].assign(ttft_s=0.01, ok=True, phase="measure")
+    itl = frame[["variant", "concurrency"]].assign(itl_s=0.02)
+    cdfs = sweeprb.cdf_charts({"requests": reqs, "itl": itl}, result)
+    assert sorted(cdfs) == ["itl", "ttft"]
+    for chart in cdfs.values():
+        d = chart.to_dict()
+        assert {v["concurrency"] for v in d["datasets"][d["data"]["name"]]} == {1, 16, 64}
