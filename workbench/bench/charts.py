@@ -105,7 +105,8 @@ def load_charts(results: pd.DataFrame, requests: pd.DataFrame | None = None, itl
 
     ``results``: the sweep's rows so far; ``requests``: ``SweepResult.requests``; ``itl``:
     :func:`itl_frame` of the records (one row per chunk gap). ``n_gpus``: a count, or the column
-    holding it. Without ``facet`` the CDFs draw one line per ``color`` and ``point`` (``c=4``)."""
+    holding it. Without ``facet`` the CDFs draw one line per ``color`` and ``point`` (``c=4 config 1``;
+just ``c=4`` when there is one ``color``)."""
     out: dict[str, Any] = {}
     if not results.empty and {"output_throughput", "tpot_p50_ms", point} <= set(results.columns) \
             and results["tpot_p50_ms"].notna().any():
@@ -115,9 +116,10 @@ def load_charts(results: pd.DataFrame, requests: pd.DataFrame | None = None, itl
         if frame is None or frame.empty or f"{metric}_s" not in frame or not frame[f"{metric}_s"].notna().any():
             continue
         lines = _with_color(frame, color)
-        if not facet and point in lines:
-            short = "c" if point == "concurrency" else point
-            lines = lines.assign(**{color: lines[color].astype(str) + f" {short}=" + lines[point].astype(str)})
+        if not facet and point in lines:  # a line per point, named by it first (legends cut long names)
+            label = ("c=" if point == "concurrency" else f"{point}=") + lines[point].astype(str)
+            many = lines[color].nunique() > 1
+            lines = lines.assign(**{color: label + " " + lines[color].astype(str) if many else label})
         out[metric] = latency_cdf(lines, metric, color=color, facet=facet)
     return out
 

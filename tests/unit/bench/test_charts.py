@@ -148,7 +148,7 @@ def test_load_charts_of_a_sweep_are_the_pareto_and_both_cdfs(sweep: SweepResult)
     assert list(got) == ["pareto", "ttft", "itl"]
     assert got["pareto"].to_dict() == charts.pareto_chart(sweep.results, 2).to_dict()  # the same builder
     ttft = got["ttft"].to_dict()
-    assert {v["variant"] for v in ttft["datasets"][ttft["data"]["name"]]} == {"fixed c=1", "fixed c=3"}
+    assert {v["variant"] for v in ttft["datasets"][ttft["data"]["name"]]} == {"c=1", "c=3"}  # one variant: named by the point alone
     faceted = charts.load_charts(sweep.results, sweep.requests, None, facet="concurrency")
     assert list(faceted) == ["pareto", "ttft"] and "facet" in faceted["ttft"].to_dict()
     # what the tables do not hold is left out, not drawn empty
