@@ -3,6 +3,7 @@
     .venv/bin/python bench/client_accuracy.py [--itl-ms 10] [--concurrency 1,16,64,128,256,384]
         [--sglang-python /tmp/sgl-venv/bin/python] [--vllm-python ~/.cache/workbench/vllm-env/bin/python]
         [--aiperf ~/.cache/workbench/aiperf-env/bin/aiperf]   (bench/client_aiperf.py --install makes it)
+        [--guidellm ~/.cache/workbench/guidellm-env/bin/guidellm]   (bench/client_guidellm.py --install makes it)
 
 A fixed-schedule server (``workbench.bench.fixedserver``, its own process) streams one token every
 ``--itl-ms`` to each of ``c`` concurrent requests. The server logs when it really sent each chunk
@@ -38,7 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench import client_aiperf  # noqa: E402
+from bench import client_aiperf, client_guidellm  # noqa: E402
 from bench.client_tokenizer import write as write_tokenizer  # noqa: E402
 from workbench.bench import client  # noqa: E402
 from workbench.bench.ingest import load_results  # noqa: E402
@@ -77,8 +78,8 @@ def ours(kind: str, url: str, c: int, n: int, out_len: int, *, fixed: bool = Tru
         records, run = [x for x in lines if x["kind"] == "request"], lines[-1]
     s = summarize(records, run)
     return {"itl_p50_ms": statistics.median(itl_values(records)) * 1000, "tok_s": s["output_throughput"],
-            "ttft_p50_ms": s["ttft_p50_ms"], "failed": s["failed"], "cpu_frac": run["cpu_frac"],
-            "client_bound": s["client_bound"]}
+            "ttft_p50_ms": s["ttft_p50_ms"], "tpot_p50_ms": s["tpot_p50_ms"], "failed": s["failed"],
+            "cpu_frac": run["cpu_frac"], "client_bound": s["client_bound"]}
 
 
 def sglang(python: str, tok: str, url: str, c: int, n: int, out_len: int) -> dict[str, float]:
@@ -113,6 +114,14 @@ def aiperf(exe: str, tok: str, url: str, c: int, n: int, out_len: int, keep: str
                           keep=Path(keep) / f"c{c}-{time.time_ns()}" if keep else None).table.iloc[0]
     # itl: AIPerf's inter_chunk_latency (per chunk, as the others); its inter_token_latency is our TPOT
     return {"itl_p50_ms": t["itl_p50_ms"], "tok_s": t["output_throughput"], "ttft_p50_ms": t["ttft_p50_ms"],
+            "failed": t["failed"], "tpot_p50_ms": t["tpot_p50_ms"]}
+
+
+def guidellm(exe: str, tok: str, url: str, c: int, n: int, out_len: int) -> dict[str, float]:
+    t = client_guidellm.run(exe, Path(tok), url, c, n, out_len).table.iloc[0]
+    # itl: GuideLLM keeps no per-chunk times; its inter_token_latency (our TPOT) is the request's mean gap,
+    # which on the fixed-schedule server (one token a chunk) is its mean chunk gap
+    return {"itl_p50_ms": t["tpot_p50_ms"], "tok_s": t["output_throughput"], "ttft_p50_ms": t["ttft_p50_ms"],
             "failed": t["failed"], "tpot_p50_ms": t["tpot_p50_ms"]}
 
 
@@ -215,6 +224,8 @@ def main() -> int:
     p.add_argument("--vllm-python", default="")
     p.add_argument("--aiperf", default=str(client_aiperf.ENV / "bin" / "aiperf"),
                    help="AIPerf's executable (bench/client_aiperf.py --install); '' leaves it out")
+    p.add_argument("--guidellm", default=str(client_guidellm.ENV / "bin" / "guidellm"),
+                   help="GuideLLM's executable (bench/client_guidellm.py --install); '' leaves it out")
     p.add_argument("--aiperf-keep", default="", help="copy each AIPerf run's artifact directory under here")
     p.add_argument("--clients", default="", help="comma-separated subset of the clients to run (default: all found)")
     p.add_argument("--json", help="also write the rows here")
@@ -233,12 +244,16 @@ def main() -> int:
         clients["vllm bench serve"] = lambda url, c, n: vllm(a.vllm_python, tok, url, c, n, a.output_len)
     if a.aiperf and Path(a.aiperf).exists():
         clients["aiperf"] = lambda url, c, n: aiperf(a.aiperf, tok, url, c, n, a.output_len, a.aiperf_keep)
+    if a.guidellm and Path(a.guidellm).exists():
+        clients["guidellm"] = lambda url, c, n: guidellm(a.guidellm, tok, url, c, n, a.output_len)
     if a.clients:
         wanted = a.clients.split(",")
         if unknown := set(wanted) - set(clients):
             raise SystemExit(f"--clients: {sorted(unknown)} not available (have {sorted(clients)})")
         clients = {k: clients[k] for k in wanted}
     if not fixed:
+        if clients.pop("guidellm", None) is not None:  # its ITL is per token: no chunk gap to set against the stamps
+            print("guidellm left out of --against sim: it keeps no chunk times (its ITL is TPOT)", flush=True)
         sim_rows = against_sim(a, clients)
         if a.json:
             Path(a.json).write_text(json.dumps({"rows": sim_rows}, indent=1))

@@ -233,6 +233,8 @@ def test_panel_in_the_browser(lab, page, host_b):
         page.locator(".wb-bench-run").click()
         expect(page.locator(".wb-bench-saved")).to_contain_text("saved to the ledger", timeout=LONG)
         expect(page.locator(".wb-bench-throughput svg")).to_be_visible()
+        for chart in ("pareto", "ttft", "itl"):  # the reports' load charts, drawn per point
+            expect(page.locator(f".wb-bench-{chart} svg")).to_be_visible()
         expect(page.locator(".wb-bench-table")).to_contain_text("output_throughput")
         _shot(page, "04-benchmark")
 

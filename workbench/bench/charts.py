@@ -1,6 +1,8 @@
 """Benchmark charts that need no runbook: Altair values built from a sweep's tables.
 
 - ``pareto_chart(results, n_gpus)``: tok/s per user against tok/s per GPU, the front drawn;
+- ``load_charts(results, requests, itl)``: that Pareto and the TTFT and ITL CDFs, those the tables
+  allow: the reports' and the panel's one builder (the panel redraws them as points arrive);
 - ``latency_cdf(requests, "ttft")`` / ``latency_cdf(itl_frame(records), "itl")``: empirical CDFs;
 - ``vs_concurrency(results, ["output_throughput", "ttft_p99_ms"])``: means over repeats with
   95 % Student-t intervals, one panel per metric;
@@ -61,24 +63,65 @@ def _with_color(df: pd.DataFrame, color: str) -> pd.DataFrame:
     return df if color in df else df.assign(**{color: "run"})
 
 
-def pareto_chart(results: pd.DataFrame, n_gpus: int, *, color: str = "variant", per_user: str = "tpot",
-                 point: str = "concurrency") -> alt.LayerChart:
+def pareto_chart(results: pd.DataFrame, n_gpus: int | str, *, color: str = "variant", per_user: str = "tpot",
+                 point: str = "concurrency", shape: str | None = None, tooltip: Sequence[str] = ()) -> alt.LayerChart:
     """Every (configuration, point) as tok/s per user against tok/s per GPU, means over repeats,
-    with the Pareto front over all of them as a line (``pareto.per_gpu_and_user`` definitions)."""
-    df = per_gpu_and_user(_with_color(results, color), n_gpus, per_user=per_user)
-    pts = df.groupby([color, point], dropna=False, as_index=False)[["tok_s_per_user", "tok_s_per_gpu"]].mean()
+    with the Pareto front over all of them as a line (``pareto.per_gpu_and_user`` definitions).
+
+    ``n_gpus``: the GPUs serving, or the name of a column that holds them per row (a sweep's
+    configurations may differ). ``shape``: a column to draw as the marks' shape (e.g. ``slo_met``)
+    instead of "on the front"; ``tooltip``: more columns to show (each row's first value per point)."""
+    df = _with_color(results, color)
+    gpus = df[n_gpus] if isinstance(n_gpus, str) else n_gpus
+    df = per_gpu_and_user(df, gpus, per_user=per_user)
+    extra = [c for c in dict.fromkeys([*([shape] if shape else []), *tooltip]) if c in df and c not in (color, point)]
+    agg: dict[str, Any] = {"tok_s_per_user": "mean", "tok_s_per_gpu": "mean", **{c: "first" for c in extra}}
+    pts = df.groupby([color, point], dropna=False, as_index=False).agg(agg)
     pts["front"] = pareto_mask(pts["tok_s_per_user"], pts["tok_s_per_gpu"])
     front = pts[pts["front"]].sort_values("tok_s_per_user")
     x = alt.X("tok_s_per_user:Q", title="tok/s per user" + (" (1000 / median TPOT)" if per_user == "tpot" else ""))
-    y = alt.Y("tok_s_per_gpu:Q", title=f"output tok/s per GPU ({n_gpus} GPUs)")
+    y = alt.Y("tok_s_per_gpu:Q", title="output tok/s per GPU" + ("" if isinstance(n_gpus, str) else f" ({n_gpus} GPUs)"))
     tip = [color, point, alt.Tooltip("tok_s_per_user:Q", format=".1f"), alt.Tooltip("tok_s_per_gpu:Q", format=".1f"),
-           "front"]
+           "front", *[c for c in extra if c != shape or shape in tooltip]]
+    mark = alt.Shape(f"{shape}:N", title=shape.replace("_", " ")) if shape and shape in pts else \
+        alt.Shape("front:N", title="on the front")
     dots = alt.Chart(pts).mark_point(filled=True, size=70).encode(
-        x=x, y=y, color=alt.Color(f"{color}:N"), shape=alt.Shape("front:N", title="on the front"), tooltip=tip)
+        x=x, y=y, color=alt.Color(f"{color}:N"), shape=mark, tooltip=tip)
     line = alt.Chart(front).mark_line(color="black", strokeDash=[5, 3]).encode(x=x, y=y, order="tok_s_per_user:Q")
     text = alt.Chart(pts).mark_text(dx=8, dy=-8, fontSize=10).encode(x=x, y=y, text=f"{point}:N",
                                                                         color=alt.Color(f"{color}:N", legend=None))
     return (line + dots + text).properties(title="Pareto: per-user speed vs per-GPU throughput", width=480, height=320)
+
+
+LOAD_CHARTS = ("pareto", "ttft", "itl")
+
+
+def load_charts(results: pd.DataFrame, requests: pd.DataFrame | None = None, itl: pd.DataFrame | None = None, *,
+                n_gpus: int | str = 1, color: str = "variant", point: str = "concurrency",
+                facet: str | None = None) -> dict[str, Any]:
+    """The Pareto and the TTFT and ITL CDFs of one run's tables (names in :data:`LOAD_CHARTS`), those
+    its tables allow: what the benchmark and sweep reports show and what the panel redraws as each
+    point arrives — one builder for both.
+
+    ``results``: the sweep's rows so far; ``requests``: ``SweepResult.requests``; ``itl``:
+    :func:`itl_frame` of the records (one row per chunk gap). ``n_gpus``: a count, or the column
+    holding it. Without ``facet`` the CDFs draw one line per ``color`` and ``point`` (``c=4 config 1``;
+just ``c=4`` when there is one ``color``)."""
+    out: dict[str, Any] = {}
+    if not results.empty and {"output_throughput", "tpot_p50_ms", point} <= set(results.columns) \
+            and results["tpot_p50_ms"].notna().any():
+        out["pareto"] = pareto_chart(results, n_gpus if not isinstance(n_gpus, str) or n_gpus in results else 1,
+                                     color=color, point=point)
+    for frame, metric in ((requests, "ttft"), (itl, "itl")):
+        if frame is None or frame.empty or f"{metric}_s" not in frame or not frame[f"{metric}_s"].notna().any():
+            continue
+        lines = _with_color(frame, color)
+        if not facet and point in lines:  # a line per point, named by it first (legends cut long names)
+            label = ("c=" if point == "concurrency" else f"{point}=") + lines[point].astype(str)
+            many = lines[color].nunique() > 1
+            lines = lines.assign(**{color: label + " " + lines[color].astype(str) if many else label})
+        out[metric] = latency_cdf(lines, metric, color=color, facet=facet)
+    return out
 
 
 def itl_frame(records: Iterable[dict[str, Any]], by: Sequence[str] = ("variant", "concurrency")) -> pd.DataFrame:

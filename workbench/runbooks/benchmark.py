@@ -8,7 +8,7 @@ every point with :mod:`workbench.bottleneck` on the GPU that ``nvidia-smi`` name
 given.  It never starts or stops anything: a unit that is not running is a failed run.
 
 Tables in the run directory: ``results.parquet`` (one row per point and repeat), ``requests.parquet``
-(one row per request), ``telemetry.parquet`` (GPU samples), ``roofline.parquet`` (``roof_*`` columns),
+(one row per request), ``itl.parquet`` (one row per gap between output chunks), ``telemetry.parquet`` (GPU samples), ``roofline.parquet`` (``roof_*`` columns),
 ``server_metrics.parquet`` (the server's ``/metrics`` polled over the sweep: :mod:`workbench.servermetrics`).
 
 ``result.json``::
@@ -45,6 +45,7 @@ import pandas as pd
 from pydantic import Field
 
 from workbench import plots, servermetrics
+from workbench.bench import charts as bench_charts
 from workbench.errors import HostError, LockHeld, ServiceError
 from workbench.provenance import collect as collect_provenance
 from workbench.runbooks import measure
@@ -107,6 +108,7 @@ def run(params: BenchmarkParams, *, progress: Callable[[str], None] = print) -> 
             rr.table("server_metrics", series[0])
             rr.set(server_series=servermetrics.summary(series[0]))
         rr.table("requests", sweep.requests)
+        rr.table("itl", bench_charts.itl_frame(sweep.records, by=("variant", params.ladder)))
         rr.table("telemetry", sweep.gpu)
         pts = measure.points(sweep.results, by=(params.ladder,))
         roof = measure.roofline(sweep.results, params, gpu_name=rr.provenance.get("gpu"),
@@ -138,14 +140,17 @@ def roofline_frame(result: dict[str, Any]) -> pd.DataFrame:
 
 
 def charts(result: dict[str, Any], t: dict[str, pd.DataFrame]) -> list[Any]:
-    """Throughput vs concurrency, latency percentiles vs throughput, GPU timeline, roofline, server /metrics."""
+    """Throughput vs concurrency, latency percentiles vs throughput, GPU timeline, roofline, server /metrics,
+    then the Pareto and the TTFT and ITL CDFs (:func:`workbench.bench.charts.load_charts`, as the panel draws them)."""
     res = t.get("results", pd.DataFrame())
     if res.empty:
         return []
     out = measure.sweep_charts(res, t.get("telemetry", pd.DataFrame()), result.get("bottleneck") or {},
                                t.get("roofline", pd.DataFrame()), load_from=result.get("load_from", "host"))
     server = plots.server_series_chart(t.get("server_metrics", pd.DataFrame()))
-    return out + ([server] if server is not None else [])
+    n_gpus = int((result.get("bottleneck") or {}).get("n_gpus") or 1)
+    load = bench_charts.load_charts(res, t.get("requests"), t.get("itl"), n_gpus=n_gpus, point=measure.ladder_of(res))
+    return out + ([server] if server is not None else []) + list(load.values())
 
 
 def show_charts(run: Run, result: dict[str, Any]) -> None:

@@ -264,6 +264,24 @@ class SweepPoint(_Open):
     tok_s_per_gpu: float | None = None
     gpus: int
     slo_met: bool
+    search: bool = Field(False, description="measured by the SLO search (slo_search), not on the ladder")
+
+
+class SloLimit(_Open):
+    """Where a configuration stops meeting the SLOs (slo_search; workbench.slosearch)."""
+
+    variable: Literal["concurrency", "rate"]
+    value: int | float | None = Field(description="the highest concurrency (or req/s) measured that met the SLOs, "
+                                                  "below the lowest that missed; null: none met them")
+    failing: int | float | None = Field(description="the lowest value measured that missed them; null: every "
+                                                    "point met them")
+    bound: Literal["exact", "within", "at_least", "none"] = Field(
+        description="exact: no value between was left to try (rate: within the tolerance); within: the search "
+                    "points ran out first; at_least: the ladder's top met the SLOs (the limit is higher); none: "
+                    "no value measured met them")
+    probes: list[int | float] = Field(default_factory=list, description="the values the search measured, in order")
+    output_tok_s: float | None = Field(None, description="mean output tok/s at the limit")
+    words: str = Field(description="the limit in a sentence")
 
 
 class SweepConfig(_Open):
@@ -275,6 +293,7 @@ class SweepConfig(_Open):
     phase: str | None = None
     reason: str | None = None
     points: list[SweepPoint] = Field(default_factory=list)
+    slo_limit: SloLimit | None = Field(None, description="with slo_search, a configuration that served")
 
 
 class SweepResult(RunResult):
@@ -287,7 +306,9 @@ class SweepResult(RunResult):
     request_rate: list[float] = Field(default_factory=list, description="the request-rate ladder (req/s), if any")
     configs: list[SweepConfig] = Field(default_factory=list)
     pareto: list[dict[str, Any]] = Field(default_factory=list)
-    best: dict[str, Any] | None = None
+    best: dict[str, Any] | None = Field(None, description="the best point under the SLOs and its edits; with "
+                                                          "slo_search, picked among the configurations' SLO limits "
+                                                          "(then it carries its slo_limit)")
 
 
 class TracebackBlock(_Open):

@@ -8,6 +8,13 @@ A configuration that does not start is recorded with its signature and phase and
 goes on; a configuration that holds a culprit an earlier bisect of this base found (the
 ledger of the data dir) is skipped with that culprit as the reason.
 
+With ``slo_search`` each configuration that serves is then searched for its SLO limit — the
+highest concurrency (or request rate) that still meets the SLOs, vLLM's ``serve_sla`` question:
+bisection between the highest ladder point that met them and the lowest that missed, each point
+measured with the repeats, at most ``slo_search_points`` points (:mod:`workbench.slosearch`).
+``best`` is then picked among the limits: the configuration with the highest throughput at the
+highest load it holds its SLOs at.
+
 ``result.json``::
 
     {"runbook": "sweep", "status": "ok"|"failed", "host": str, "base_unit": str, "grid": {flag: [values]},
@@ -18,11 +25,14 @@ ledger of the data dir) is skipped with that culprit as the reason.
                               "output_tok_s": float,
                               "output_tok_s_lo": float, "output_tok_s_hi": float, "ttft_p99_ms": float,
                               "tpot_p99_ms": float, "tok_s_per_user": float, "tok_s_per_gpu": float,
-                              "gpus": int, "slo_met": bool}]}],
+                              "gpus": int, "slo_met": bool, "search": bool (slo_search's points)}],
+                  "slo_limit": {"variable": "concurrency"|"rate", "value": number|null, "failing": number|null,
+                                "bound": "exact"|"within"|"at_least"|"none", "probes": [number],
+                                "output_tok_s": float|null, "words": str} (slo_search only)}],
      "pareto": [{"config": int, "concurrency": int|null, "rate": float (rate ladder), "tok_s_per_user": float,
                  "tok_s_per_gpu": float}],
      "best": {"config": int, "edits": [...], "concurrency": int, "output_tok_s": float,
-              "output_tok_s_lo": float, "output_tok_s_hi": float, ...}|null,
+              "output_tok_s_lo": float, "output_tok_s_hi": float, "slo_limit": {...} (slo_search), ...}|null,
      "server_starts": int, "host_restored": bool, "conclusion": str, "failure": {...}|null, ...}
 """
 
@@ -34,14 +44,14 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
+from workbench.bench import charts
 from workbench.configsweep import (
     Slo,
     best_under_slo,
     expand_grid,
     holds_culprit,
-    mean_ci,
     pareto_front,
 )
 from workbench.errors import HostError, LockHeld
@@ -52,6 +62,7 @@ from workbench.runbooks.abverdict import point_words
 from workbench.runbooks.params import RunbookParams
 from workbench.runbooks.schemas import SweepResult
 from workbench.runbooks.skeleton import RunbookRun
+from workbench.runbooks.sweeppoints import Tables, measure_config
 from workbench.runs import Run
 from workbench.services import exec_argv
 from workbench.session import HostSession
@@ -66,6 +77,14 @@ class _Target(RunbookParams):
         description='flag -> values to try, e.g. {"--cuda-graph-max-bs": ["64","128"], "--enable-nccl-nvls": [false, true]}')
     slo_ttft_p99_ms: float | None = Field(None, gt=0, description="SLO: p99 time to first token (ms); null: none")
     slo_tpot_p99_ms: float | None = Field(None, gt=0, description="SLO: p99 time per output token (ms); null: none")
+    slo_search: bool = Field(False, description="per configuration, bisect between the highest point that met the SLOs "
+                                                "and the lowest that missed for the highest concurrency (or request "
+                                                "rate) that still meets them (vLLM's serve_sla); best is picked there")
+    slo_search_points: int = Field(4, ge=1, le=16, description="with slo_search: search points per configuration, at "
+                                                               "most (each measured `repeats` times)")
+    slo_search_tolerance: float = Field(0.05, gt=0, lt=1, description="with slo_search on a request_rate ladder: stop "
+                                                                      "when the gap is at most this fraction of the "
+                                                                      "rate that missed (concurrency: a gap of 1)")
     skip_known_culprits: bool = Field(True, description="skip configurations that hold a culprit an earlier bisect found")
     health_path: str = Field("/health", description="readiness endpoint of the server")
     start_timeout: float = Field(900.0, gt=0, description="seconds a configuration may take to become ready")
@@ -86,6 +105,19 @@ class _Target(RunbookParams):
 class SweepParams(measure.LoadParams, _Target):
     """The base, the grid and the SLOs first, then the load shape."""
 
+    @model_validator(mode="after")
+    def _search(self) -> SweepParams:
+        changed = [k for k in ("slo_search_points", "slo_search_tolerance")
+                   if getattr(self, k) != type(self).model_fields[k].default]
+        if not self.slo_search and changed:
+            raise ValueError(f"{', '.join(changed)} shape(s) the SLO search: set slo_search true, or leave them")
+        if self.slo_search and self.slo_ttft_p99_ms is None and self.slo_tpot_p99_ms is None:
+            raise ValueError("slo_search needs an SLO to search against: give slo_ttft_p99_ms and/or slo_tpot_p99_ms")
+        if self.slo_search and not self.request_rate and "slo_search_tolerance" in changed:
+            raise ValueError("slo_search_tolerance applies to a request_rate ladder; a concurrency is searched to a "
+                             "gap of 1")
+        return self
+
 
 def known_culprits(data_dir: str | Path, host: str, base_unit: str) -> list[list[tuple[str, Any]]]:
     """Culprits of finished bisect runs of ``base_unit`` on ``host`` in the data dir's runs."""
@@ -104,32 +136,6 @@ def known_culprits(data_dir: str | Path, host: str, base_unit: str) -> list[list
     return out
 
 
-def _points(results: pd.DataFrame, gpus: int, slo: Slo, ladder: str = "concurrency") -> list[dict[str, Any]]:
-    """Per point of the ladder (``concurrency``, or ``rate``: then ``concurrency`` is the cap, null if none)."""
-    pts = []
-    for key, g in results.groupby(ladder, sort=True):
-        tok, lo, hi = mean_ci(g["output_throughput"].astype(float).tolist())
-        cap = g["concurrency"].iloc[0] if "concurrency" in g else None
-        point: dict[str, Any] = {"concurrency": int(str(key))} if ladder == "concurrency" else \
-            {"concurrency": None if cap is None or cap != cap else int(cap), "rate": float(str(key))}
-        row: dict[str, Any] = {**point, "repeats": len(g), "output_tok_s": round(tok, 2),
-                               "output_tok_s_lo": round(lo, 2), "output_tok_s_hi": round(hi, 2), "gpus": gpus}
-        for col in ("ttft_p99_ms", "tpot_p99_ms", "ttft_p50_ms", "tpot_p50_ms"):
-            if col in g and g[col].notna().any():
-                row[col] = round(float(g[col].astype(float).max() if col.endswith("p99_ms") else g[col].mean()), 3)
-        for col in ("input_throughput", "total_token_throughput", "goodput_rps", "good_fraction"):
-            if col in g and g[col].notna().any():
-                row[col] = round(float(g[col].astype(float).mean()), 4)
-        tpot = row.get("tpot_p50_ms")
-        row["tok_s_per_user"] = round(1000.0 / tpot, 2) if tpot else None
-        row["tok_s_per_gpu"] = round(tok / gpus, 2) if gpus else None
-        row["slo_met"], why = slo.met(row)
-        if why:
-            row["slo_miss"] = why
-        pts.append(row)
-    return pts
-
-
 def run(params: SweepParams, *, progress: Callable[[str], None] = print) -> tuple[Run, dict[str, Any]]:
     """Sweep ``params.grid`` over ``params.base_unit`` on ``params.host``; returns the run and its result."""
     if params.host.startswith("slurm:"):  # each configuration a job on a Slurm cluster
@@ -142,7 +148,7 @@ def run(params: SweepParams, *, progress: Callable[[str], None] = print) -> tupl
     with RunbookRun("sweep", params, SweepResult, kinds=kinds, progress=progress) as rr:
         culprits = known_culprits(params.data_dir, params.host, params.base_unit) if params.skip_known_culprits else []
         rows: list[dict[str, Any]] = []
-        frames: list[pd.DataFrame] = []
+        tables = Tables()
         rr.provenance = {"host": params.host}
         rr.set(host=params.host, base_unit=params.base_unit, grid=params.grid,
                slo={"ttft_p99_ms": slo.ttft_p99_ms, "tpot_p99_ms": slo.tpot_p99_ms},
@@ -153,16 +159,17 @@ def run(params: SweepParams, *, progress: Callable[[str], None] = print) -> tupl
             with rr.session(host, lock_wait=params.lock_wait) as s:
                 rr.provenance = collect_provenance(host, s.svc.unit_text(params.base_unit))
                 for i, config in enumerate(configs):
-                    rows.append(_config(rr, s, host, params, i, len(configs), list(config), culprits, slo, frames))
+                    rows.append(_config(rr, s, host, params, i, len(configs), list(config), culprits, slo, tables))
+                    tables.save(rr)
         finally:  # what was measured is kept, whatever ended the sweep
-            best = _summary(rr, rows, frames, slo)
+            best = _summary(rr, rows, tables, slo)
         rr.conclude(conclusion(rows, best, slo, None))
     return rr.run, rr.result
 
 
 def _config(rr: RunbookRun, s: HostSession, host: Host, params: SweepParams, i: int, n: int,
             edits: list[tuple[str, Any]], culprits: list[list[tuple[str, Any]]], slo: Slo,
-            frames: list[pd.DataFrame]) -> dict[str, Any]:
+            tables: Tables) -> dict[str, Any]:
     """One configuration: skipped (a known culprit), failed to start (its signature), or measured."""
     row: dict[str, Any] = {"edits": [[f, v] for f, v in edits], "outcome": "", "signature": None,
                            "signature_id": None, "exception_type": None, "phase": None, "reason": None, "points": []}
@@ -184,29 +191,43 @@ def _config(rr: RunbookRun, s: HostSession, host: Host, params: SweepParams, i: 
             rr.tell(f"    did not start: {info['signature']}")
             return row
         shape = measure.server_shape(exec_argv(trial.unit_text, trial.variant))
-        sweep = measure.sweep_unit(host, shape.port, params, {"variant": f"config {i}", "config": i})
-        frames.append(sweep.results)
-        row.update(outcome="ready", phase="serving",
-                   points=_points(sweep.results, shape.tp or int(rr.provenance.get("gpu_count") or 1), slo,
-                                  params.ladder))
-        best = max((p["output_tok_s"] for p in row["points"]), default=0)
-        rr.tell(f"    ready in {out.seconds:.1f} s; best {best:.0f} tok/s")
+        rr.tell(f"    ready in {out.seconds:.1f} s")
+        pts, limit = measure_config(host, shape.port, params, i, shape.tp or int(rr.provenance.get("gpu_count") or 1),
+                                    slo, tables, rr.tell)
+        row.update(outcome="ready", phase="serving", points=pts)
+        if limit is not None:
+            row["slo_limit"] = limit
+        peak = max((p["output_tok_s"] for p in row["points"]), default=0)
+        rr.tell(f"    peak {peak:.0f} tok/s" + (f"; {limit['words']}" if limit else ""))
     return row
 
 
-def _summary(rr: RunbookRun, rows: list[dict[str, Any]], frames: list[pd.DataFrame], slo: Slo) -> dict[str, Any] | None:
-    """The results table, the Pareto front and the best point under the SLOs, into the result; the best."""
-    if frames:
-        rr.table("results", pd.concat(frames, ignore_index=True))
+def _summary(rr: RunbookRun, rows: list[dict[str, Any]], tables: Tables, slo: Slo) -> dict[str, Any] | None:
+    """The run tables, the Pareto front and the best point under the SLOs, into the result; the best."""
+    tables.save(rr)
     flat = [{"config": i, **p} for i, r in enumerate(rows) for p in r["points"]]
     front = [{"config": flat[j]["config"], "concurrency": flat[j]["concurrency"],
               **({"rate": flat[j]["rate"]} if "rate" in flat[j] else {}),
               "tok_s_per_user": flat[j]["tok_s_per_user"], "tok_s_per_gpu": flat[j]["tok_s_per_gpu"]}
              for j in pareto_front(flat)]
-    b = best_under_slo(flat, slo)
+    b = best_at_limits(rows, flat) if any(r.get("slo_limit") for r in rows) else best_under_slo(flat, slo)
     best = {**flat[b], "edits": rows[flat[b]["config"]]["edits"]} if b is not None else None
+    if best is not None and rows[best["config"]].get("slo_limit"):
+        best["slo_limit"] = rows[best["config"]]["slo_limit"]
     rr.set(pareto=front, best=best)
     return best
+
+
+def best_at_limits(rows: list[dict[str, Any]], flat: list[dict[str, Any]]) -> int | None:
+    """Index in ``flat`` of the highest-throughput point among the configurations' SLO limits (the
+    highest load each holds its SLOs at, below the lowest that missed); ties: the higher limit."""
+    at = []
+    for j, p in enumerate(flat):
+        lim = rows[p["config"]].get("slo_limit") or {}
+        if lim.get("value") is not None and float(p[lim["variable"]]) == float(lim["value"]):
+            at.append(j)
+    return max(at, key=lambda j: (flat[j]["output_tok_s"], float(flat[j].get("rate") or flat[j]["concurrency"] or 0)),
+               default=None)
 
 
 def conclusion(rows: list[dict[str, Any]], best: dict[str, Any] | None, slo: Slo,
@@ -218,13 +239,18 @@ def conclusion(rows: list[dict[str, Any]], best: dict[str, Any] | None, slo: Slo
     parts = []
     if best is not None:
         ci = ""
+        at = " (its SLO limit, found by the search)" if best.get("slo_limit") else ""
         if best.get("output_tok_s_lo") == best.get("output_tok_s_lo"):  # not NaN
             ci = f" (95% CI {best['output_tok_s_lo']:.0f}-{best['output_tok_s_hi']:.0f})"
         parts.append(f"Best under {slo.words()}: {describe_edits([tuple(e) for e in best['edits']])} at "
-                     f"{point_words(best)}: {best['output_tok_s']:.0f} tok/s{ci}, "
+                     f"{point_words(best)}{at}: {best['output_tok_s']:.0f} tok/s{ci}, "
                      f"{best['tok_s_per_gpu']:.0f} tok/s per GPU.")
     else:
         parts.append(f"No configuration met {slo.words()}.")
+    limits = [(r, r["slo_limit"]) for r in rows if r.get("slo_limit")]
+    if limits:
+        parts.append("SLO limits: " + "; ".join(f"{describe_edits([tuple(e) for e in r['edits']])}: {lim['words']}"
+                                                for r, lim in limits) + ".")
     if failed:
         parts.append(f"{len(failed)} of {len(rows)} configurations did not start: " + "; ".join(
             f"{describe_edits([tuple(e) for e in r['edits']])} -> {r['exception_type'] or r['outcome']} in {r['phase']}"
@@ -244,25 +270,42 @@ def configs_frame(result: dict[str, Any]) -> pd.DataFrame:
                          for i, r in enumerate(result.get("configs") or [])])
 
 
-def pareto_chart(result: dict[str, Any]) -> Any:
-    """tok/s per user vs tok/s per GPU for every measured point, the Pareto front drawn as a line."""
-    import altair as alt
+def limits_frame(result: dict[str, Any]) -> pd.DataFrame:
+    """Per configuration that served, its SLO limit (``slo_search``): empty when the search was off."""
+    rows = []
+    for i, r in enumerate(result.get("configs") or []):
+        lim = r.get("slo_limit")
+        if lim:
+            rows.append({"config": i, "edits": describe_edits([tuple(e) for e in r["edits"]]),
+                         lim["variable"]: lim["value"], "missed at": lim["failing"], "bound": lim["bound"],
+                         "search points": len(lim["probes"]), "output_tok_s": lim["output_tok_s"],
+                         "in words": lim["words"]})
+    return pd.DataFrame(rows)
 
-    rows = [{"config": i, "edits": describe_edits([tuple(e) for e in r["edits"]]), **p}
-            for i, r in enumerate(result.get("configs") or []) for p in r["points"]]
-    if not rows:
+
+def pareto_chart(result: dict[str, Any]) -> Any:
+    """tok/s per user vs tok/s per GPU for every measured point, the Pareto front drawn as a line, the
+    SLO met or not as the shape (:func:`workbench.bench.charts.pareto_chart`, as the panel draws it)."""
+    from workbench.bench import charts
+
+    frame = points_table(result)
+    if frame.empty:
         return None
-    df = pd.DataFrame(rows)
-    key = "rate" if "rate" in df else "concurrency"  # the ladder's column
-    on = {(f["config"], f.get(key)) for f in result.get("pareto") or []}
-    df["pareto"] = [(c, k) in on for c, k in zip(df["config"], df[key], strict=True)]
-    base = alt.Chart(df).encode(x=alt.X("tok_s_per_user:Q", title="tok/s per user (1000 / TPOT p50)"),
-                                y=alt.Y("tok_s_per_gpu:Q", title="output tok/s per GPU"))
-    points = base.mark_point(filled=True, size=70).encode(
-        color=alt.Color("edits:N", title="configuration"), shape=alt.Shape("slo_met:N", title="SLO met"),
-        tooltip=["edits", key, "output_tok_s", "ttft_p99_ms", "tpot_p99_ms"])
-    front = base.transform_filter(alt.datum.pareto).mark_line(color="black", strokeDash=[4, 2])
-    return (front + points).properties(title="Pareto front: interactivity vs cost", width=520, height=320)
+    key = "rate" if "rate" in frame else "concurrency"  # the ladder's column
+    return charts.pareto_chart(frame, "gpus", color="edits", point=key, shape="slo_met",
+                               tooltip=["output_throughput", "ttft_p99_ms", "tpot_p99_ms"]).properties(
+        title="Pareto front: interactivity vs cost")
+
+
+def points_table(result: dict[str, Any]) -> pd.DataFrame:
+    """Every measured point of the result, one row each, in the columns of a sweep's results table."""
+    rows = [{"config": i, "edits": describe_edits([tuple(e) for e in r["edits"]]), **p,
+             "output_throughput": p["output_tok_s"]}
+            for i, r in enumerate(result.get("configs") or []) for p in r["points"]]
+    frame = pd.DataFrame(rows)
+    if not frame.empty and "tpot_p50_ms" not in frame:
+        frame["tpot_p50_ms"] = float("nan")
+    return frame
 
 
 def show_charts(run: Run, result: dict[str, Any]) -> None:
@@ -271,6 +314,21 @@ def show_charts(run: Run, result: dict[str, Any]) -> None:
     chart = pareto_chart(result)
     if chart is not None:
         display(chart)
+    for cdf in cdf_charts(measure.tables(run.dir), result).values():
+        display(cdf)
+
+
+def cdf_charts(tables: dict[str, pd.DataFrame], result: dict[str, Any]) -> dict[str, Any]:
+    """The TTFT and ITL CDFs per configuration at the ladder's points (one panel each; the search's
+    points left out), from the run's ``requests`` and ``itl`` tables."""
+    key = "rate" if result.get("request_rate") else "concurrency"
+    ladder = list(result.get("request_rate") or result.get("concurrency") or [])
+
+    def on_ladder(frame: pd.DataFrame | None) -> pd.DataFrame | None:
+        return None if frame is None or key not in frame else frame[frame[key].isin(ladder)]
+
+    return charts.load_charts(pd.DataFrame(), on_ladder(tables.get("requests")), on_ladder(tables.get("itl")),
+                              point=key, facet=key)
 
 
 def notebook() -> Any:
@@ -282,10 +340,12 @@ def notebook() -> Any:
         "Start every configuration of the grid as a variant of the working unit, benchmark the concurrency "
         "ladder with repeats, and restore the host. A configuration that crashes is recorded with its "
         "signature and the sweep goes on; one that holds a culprit an earlier bisect found is skipped. "
-        "Result: the table, the Pareto front of tok/s per user vs tok/s per GPU, and the best configuration "
-        "under the SLOs with its 95% interval.",
+        "With `slo_search`, each configuration's SLO limit (the highest concurrency or rate that still meets "
+        "the SLOs) is found by bisection. Result: the table, the Pareto front of tok/s per user vs tok/s per GPU, "
+        "and the best configuration under the SLOs with its 95% interval.",
         SweepParams,
-        ["rb.configs_frame(result)"],
-        [("md", "## Pareto front\n\nEvery measured point; the dashed line joins the points no other beats on both axes.", []),
+        ["rb.configs_frame(result)", "rb.limits_frame(result)"],
+        [("md", "## Pareto front and latency CDFs\n\nEvery measured point; the dashed line joins the points no other "
+                "beats on both axes. Then TTFT and inter-chunk latency CDFs per configuration at the ladder's points.", []),
          ("code", "rb.show_charts(run, result)", [])],
     )

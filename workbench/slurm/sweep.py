@@ -18,8 +18,6 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-import pandas as pd
-
 from workbench.configsweep import Slo, expand_grid, holds_culprit
 from workbench.runbooks.schemas import SweepResult
 from workbench.runbooks.skeleton import RunbookRun
@@ -34,7 +32,8 @@ from workbench.variants import describe_edits
 def sweep_run(params: Any, *, progress: Callable[[str], None] = print) -> tuple[Run, dict[str, Any]]:
     """The sweep runbook's ``run`` for ``params.host == "slurm:NAME"`` (``params``: its SweepParams)."""
     from workbench.runbooks import measure
-    from workbench.runbooks.sweep import _points, _summary, conclusion, known_culprits
+    from workbench.runbooks.sweep import _summary, conclusion, known_culprits
+    from workbench.runbooks.sweeppoints import Tables, measure_config
 
     configs = [list(c) for c in expand_grid(params.grid)]
     slo = Slo(params.slo_ttft_p99_ms, params.slo_tpot_p99_ms)
@@ -43,7 +42,7 @@ def sweep_run(params: Any, *, progress: Callable[[str], None] = print) -> tuple[
     rows: list[dict[str, Any]] = [{"edits": [[f, v] for f, v in c], "outcome": "", "signature": None,
                                    "exception_type": None, "phase": None, "reason": None, "points": []}
                                   for c in configs]
-    frames: list[pd.DataFrame] = []
+    tables = Tables()
     with RunbookRun("sweep", params, SweepResult, progress=progress, host_restored=True) as rr:
         culprits = known_culprits(params.data_dir, params.host, params.base_unit) if params.skip_known_culprits else []
         rr.set(host=params.host, base_unit=params.base_unit, grid=params.grid,
@@ -72,10 +71,8 @@ def sweep_run(params: Any, *, progress: Callable[[str], None] = print) -> tuple[
                     try:
                         shape = measure.server_shape(variant.argv)
                         rr.tell(f"[{i + 1}/{n}] sweeping {describe_edits(edits)} on {info.head} (job {info.job_id})")
-                        out = measure.sweep_unit(node, shape.port, params, {"variant": f"config {i}", "config": i})
-                        with lock:
-                            frames.append(out.results)
-                        row.update(points=_points(out.results, shape.tp or 1, slo, params.ladder))
+                        pts, limit = measure_config(node, shape.port, params, i, shape.tp or 1, slo, tables, rr.tell)
+                        row.update(points=pts, **({"slo_limit": limit} if limit else {}))
                     finally:
                         node.close()
 
@@ -100,6 +97,6 @@ def sweep_run(params: Any, *, progress: Callable[[str], None] = print) -> tuple[
                 rr.set(configs=rows)
             rr.set(host_restored=not left, jobs_left=left,
                    queue_seconds=round(sum(r.get("queue_seconds") or 0.0 for r in rows), 2))
-            best = _summary(rr, rows, frames, slo)
+            best = _summary(rr, rows, tables, slo)
         rr.conclude(conclusion(rows, best, slo, None))
     return rr.run, rr.result

@@ -1,4 +1,5 @@
-"""Benchmark: a concurrency sweep with repeats, live throughput and GPU charts, saved to the ledger."""
+"""Benchmark: a concurrency sweep with repeats, live throughput, Pareto, TTFT/ITL CDF and GPU charts,
+saved to the ledger."""
 
 from __future__ import annotations
 
@@ -12,13 +13,16 @@ import pandas as pd
 
 from workbench import plots
 from workbench.bench import LoadSpec, SweepResult, host_runner, run_sweep
+from workbench.bench.charts import itl_frame
 from workbench.errors import ConfigError
+from workbench.runbooks.measure import server_shape
 from workbench.runs import Run
 from workbench.services import exec_argv
 from workbench.telemetry import GpuSampler, join_telemetry, parse_nvidia_smi
 from workbench.watch import server_port
 from workbench.widgets.background import Task, TaskBar, TaskContext, guarded
 from workbench.widgets.context import PanelContext
+from workbench.widgets.livecharts import LiveCharts
 from workbench.widgets.render import chart_svg, esc, records, table
 
 SHOWN = ("concurrency", "repeat", "completed", "failed", "output_throughput", "request_throughput", "ttft_p50_ms",
@@ -48,6 +52,9 @@ class BenchTab:
         self.ctx = ctx
         self._sweep, self._runner_for, self._sampler_for = sweep, runner_for, sampler_for
         self.results = pd.DataFrame()
+        self.per_request = pd.DataFrame()  # one row per request (TTFT)
+        self.gaps = pd.DataFrame()  # one row per gap between output chunks (ITL)
+        self.n_gpus = 1
         self.samples = pd.DataFrame()
         self.run_record: Run | None = None
         self.bar = TaskBar("bench")
@@ -74,11 +81,12 @@ class BenchTab:
         self.table.add_class("wb-bench-table")
         self.saved = widgets.HTML(value="")
         self.saved.add_class("wb-bench-saved")
+        self.live = LiveCharts("bench")  # Pareto, TTFT and ITL CDFs: the reports' builder, redrawn per point
         self.run_button.on_click(guarded(self.bar.error, lambda _b: self.run()))
         self.widget = widgets.VBox([
             widgets.HBox([self.unit, self.concurrencies]),
             widgets.HBox([self.repeats, self.requests, self.output_len, self.run_button]),
-            self.bar.widget, self.saved, self.table, self.throughput, self.gpu])
+            self.bar.widget, self.saved, self.table, self.throughput, self.live.widget, self.gpu])
 
     def run(self) -> Task | None:
         """Sweep the concurrencies (each ``repeats`` times) under the host lock; charts update per point."""
@@ -86,7 +94,9 @@ class BenchTab:
         points = parse_concurrencies(self.concurrencies.value)
         repeats, n, out_len = int(self.repeats.value), int(self.requests.value), int(self.output_len.value)
         self.results, self.samples, self.run_record = pd.DataFrame(), pd.DataFrame(), None
+        self.per_request, self.gaps = pd.DataFrame(), pd.DataFrame()
         self.throughput.value = self.gpu.value = self.table.value = self.saved.value = ""
+        self.live.clear()
 
         def work(tc: TaskContext) -> Run:
             svc = self.ctx.services(host_name)
@@ -97,7 +107,9 @@ class BenchTab:
                 if not st.running:
                     raise ConfigError(f"{host_name}: {unit} is not running ({st.active_state}); start it in "
                                       "Hosts and services first")
-                port = server_port(exec_argv(svc.unit_text(unit), unit))
+                argv = exec_argv(svc.unit_text(unit), unit)
+                port = server_port(argv)
+                self.n_gpus = server_shape(argv).tp or 1
                 base = LoadSpec(url=f"http://127.0.0.1:{port}", num_requests=n, output_len=out_len, input_len=64,
                                 warmup=1)
                 sampler = self._sampler_for(host) if self._sampler_for else None
@@ -105,6 +117,8 @@ class BenchTab:
                     sampler.start()
                     sampler.wait_for_sample(10.0)
                 frames: list[pd.DataFrame] = []
+                requests: list[pd.DataFrame] = []
+                gaps: list[pd.DataFrame] = []
                 try:
                     for i, c in enumerate(points):
                         tc.check()
@@ -112,6 +126,10 @@ class BenchTab:
                         res = self._sweep(replace(base, concurrency=c), [c], repeats=repeats,
                                           runner=self._runner_for(host), labels={"variant": unit})
                         frames.append(res.results)
+                        requests.append(res.requests)
+                        gaps.append(itl_frame(res.records))
+                        self.per_request = pd.concat(requests, ignore_index=True)
+                        self.gaps = pd.concat(gaps, ignore_index=True)
                         self._update(pd.concat(frames, ignore_index=True), sampler)
                 finally:
                     samples = sampler.stop() if sampler is not None else pd.DataFrame()
@@ -123,6 +141,9 @@ class BenchTab:
             tc.progress(1.0, "saving to the ledger")
             run = Run.create("bench", data_dir=self.ctx.data_dir)
             run.table("results", results)
+            for name, frame in (("requests", self.per_request), ("itl", self.gaps)):
+                if not frame.empty:
+                    run.table(name, frame)
             if not samples.empty:
                 run.table("telemetry", samples)
             best = results.sort_values("output_throughput").iloc[-1] if "output_throughput" in results else None
@@ -146,6 +167,7 @@ class BenchTab:
         self.table.value = table(records(results[cols]), cols, css="wb-bench-results")
         if "output_throughput" in results and not results.empty:
             self.throughput.value = chart_svg(plots.throughput_vs_concurrency(results))
+        self.live.update(results, self.per_request, self.gaps, n_gpus=self.n_gpus)
         samples = self.samples
         if sampler is not None and getattr(sampler, "lines", None):
             samples = parse_nvidia_smi(list(sampler.lines), sampler.fields, utc_offset_s=sampler.utc_offset_s,

@@ -1,8 +1,10 @@
-"""Runs: the ledger's runs, a run's report, and a rerun of a runbook with the same parameters."""
+"""Runs: the ledger's runs, a run's report, and a rerun of a runbook with the same parameters —
+with the run's Pareto and TTFT/ITL CDFs (the reports' charts), redrawn while a rerun measures."""
 
 from __future__ import annotations
 
 import html
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -11,19 +13,20 @@ import ipywidgets as widgets
 import pandas as pd
 
 from workbench.errors import ConfigError
-from workbench.runs import Ledger
+from workbench.runs import Ledger, new_run_id
 from workbench.widgets.background import Task, TaskBar, TaskContext, guarded
 from workbench.widgets.context import PanelContext
+from workbench.widgets.livecharts import LiveCharts
 from workbench.widgets.render import esc, records, table
 
 COLUMNS = ("run_id", "runbook", "status", "host", "wall_seconds", "server_starts", "report")
 NOT_RERUNNABLE = {"bench"}  # made by the panel's Benchmark tab, not by a runbook
 
 
-def _default_execute(runbook: str, params: dict[str, Any], *, data_dir: str | Path) -> Any:
+def _default_execute(runbook: str, params: dict[str, Any], *, data_dir: str | Path, run_id: str = "") -> Any:
     from workbench.runbooks.execute import execute
 
-    return execute(runbook, params, data_dir=data_dir, progress=False)
+    return execute(runbook, params, data_dir=data_dir, progress=False, run_id=run_id)
 
 
 def rerun_params(result: dict[str, Any]) -> dict[str, Any]:
@@ -37,9 +40,11 @@ def rerun_params(result: dict[str, Any]) -> dict[str, Any]:
 class RunsTab:
     """List runs, show one's report inline, rerun its runbook (confirmed, in the background)."""
 
-    def __init__(self, ctx: PanelContext, *, execute: Callable[..., Any] = _default_execute) -> None:
+    def __init__(self, ctx: PanelContext, *, execute: Callable[..., Any] = _default_execute,
+                 poll_s: float = 2.0) -> None:
         self.ctx = ctx
         self._execute = execute
+        self.poll_s = poll_s  # how often a running rerun's tables are looked at
         self.runs = pd.DataFrame()
         self.last_outcome: Any = None
         self.bar = TaskBar("runs")
@@ -65,6 +70,7 @@ class RunsTab:
         self.detail.add_class("wb-runs-detail")
         self.report = widgets.HTML(value="")
         self.report.add_class("wb-runs-reportview")
+        self.live = LiveCharts("runs")
         err = self.bar.error
         self.refresh_button.on_click(guarded(err, lambda _b: self.refresh()))
         self.report_button.on_click(guarded(err, lambda _b: self.open_report(self.run_id.value)))
@@ -72,7 +78,7 @@ class RunsTab:
         self.confirm_button.on_click(guarded(err, lambda _b: self.rerun(self.run_id.value)))
         self.widget = widgets.VBox([
             widgets.HBox([self.data_dir, self.refresh_button]), self.table, widgets.HBox([self.run_id, self.report_button, self.rerun_button]),
-            self.confirm_box, self.bar.widget, self.detail, self.report])
+            self.confirm_box, self.bar.widget, self.detail, self.live.widget, self.report])
 
     def use_data_dir(self, path: str | Path) -> pd.DataFrame:
         """List the runs of another data directory (e.g. where ``workbench run`` wrote them)."""
@@ -113,6 +119,8 @@ class RunsTab:
         run_dir, result = self._result(run_id)
         self.detail.value = (f"<b>{esc(run_id)}</b>: {esc(result.get('status'))} — "
                              f"<span class='wb-runs-conclusion'>{esc(result.get('conclusion', ''))}</span>")
+        self.live.clear()
+        self.live.from_run_dir(run_dir)
         path = run_dir / "report.html"
         if not path.exists():
             self.report.value = "<i>this run has no report.html</i>"
@@ -138,9 +146,21 @@ class RunsTab:
         if not runbook or runbook in NOT_RERUNNABLE:
             raise ConfigError(f"run {run_id} was not made by a runbook; nothing to rerun")
 
+        run_id = new_run_id(runbook)
+        run_dir = self.ctx.data_dir / "runs" / run_id
+        self.live.clear()
+
         def work(tc: TaskContext) -> Any:
-            tc.progress(None, f"running {runbook}")
-            return self._execute(runbook, params, data_dir=self.ctx.data_dir)
+            tc.progress(None, f"running {runbook} ({run_id})")
+            done = threading.Event()
+            watcher = threading.Thread(target=self._watch, args=(run_dir, done, tc), daemon=True)
+            watcher.start()
+            try:
+                return self._execute(runbook, params, data_dir=self.ctx.data_dir, run_id=run_id)
+            finally:
+                done.set()
+                watcher.join(30)
+                self.live.from_run_dir(run_dir)
 
         def done(outcome: Any) -> None:
             self.last_outcome = outcome
@@ -149,6 +169,17 @@ class RunsTab:
             self.refresh()
 
         return self.bar.submit(f"rerun {runbook}", work, on_done=done)
+
+    def _watch(self, run_dir: Path, done: threading.Event, tc: TaskContext) -> None:
+        """Redraw the live charts whenever the running run rewrites its tables (a sweep: per configuration)."""
+        while not done.wait(self.poll_s):
+            try:
+                drawn = self.live.from_run_dir(run_dir)
+            except Exception as exc:  # a chart that cannot be drawn yet must not end the run
+                tc.log(f"live charts: {type(exc).__name__}: {exc}")
+                continue
+            if drawn:
+                tc.log(f"live charts: {', '.join(drawn)} redrawn")
 
     def wait(self, timeout: float | None = 600.0) -> Task | None:
         return self.bar.wait(timeout)

@@ -141,3 +141,22 @@ def test_gpu_power_chart_draws_the_limit_and_the_memory_bound_rule() -> None:
 def test_charts_render_offline(sweep: SweepResult) -> None:
     html = plots.to_offline_html(charts.pareto_chart(sweep.results, n_gpus=1))
     assert "<html" in html.lower() and "tok_s_per_gpu" in html
+
+
+def test_load_charts_of_a_sweep_are_the_pareto_and_both_cdfs(sweep: SweepResult) -> None:
+    got = charts.load_charts(sweep.results, sweep.requests, charts.itl_frame(sweep.records), n_gpus=2)
+    assert list(got) == ["pareto", "ttft", "itl"]
+    assert got["pareto"].to_dict() == charts.pareto_chart(sweep.results, 2).to_dict()  # the same builder
+    ttft = got["ttft"].to_dict()
+    assert {v["variant"] for v in ttft["datasets"][ttft["data"]["name"]]} == {"c=1", "c=3"}  # one variant: named by the point alone
+    faceted = charts.load_charts(sweep.results, sweep.requests, None, facet="concurrency")
+    assert list(faceted) == ["pareto", "ttft"] and "facet" in faceted["ttft"].to_dict()
+    # what the tables do not hold is left out, not drawn empty
+    assert charts.load_charts(sweep.results.drop(columns="tpot_p50_ms")) == {}
+    assert list(charts.load_charts(pd.DataFrame(), sweep.requests)) == ["ttft"]
+    per_row = charts.load_charts(sweep.results.assign(gpus=4), n_gpus="gpus")["pareto"].to_dict()
+    dots = per_row["layer"][1]
+    want = sweep.results.groupby("concurrency")["output_throughput"].mean() / 4
+    for p in per_row["datasets"][dots["data"]["name"]]:
+        assert p["tok_s_per_gpu"] == pytest.approx(want[p["concurrency"]])  # each row's own GPUs
+    assert dots["encoding"]["y"]["title"] == "output tok/s per GPU"

@@ -3,6 +3,7 @@ keeps no command line): every option of the base that changes how the server run
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 from workbench import containers as ct
@@ -13,10 +14,10 @@ FIXTURE = Path(__file__).parents[2] / "fixtures" / "captured" / "docker" / "insp
 def test_variant_options_keep_init_privileges_limits_ipc_mounts_and_env():
     (info,) = ct.parse_inspect(FIXTURE.read_text())
     assert info.create_command is None  # docker: rebuilt from HostConfig
-    argv = ct.create_argv("docker", info, "sglang-real-flags-wb-0123456789", info.argv + ["--ep-size", "8"], [],
+    argv = ct.create_argv("docker", info, "sglang-real-flags-wb-0123456789", [*info.argv, "--ep-size", "8"], [],
                           timeout_s=None)
     opts = argv[argv.index("create") + 1: argv.index("--entrypoint")]
-    pairs = list(zip(opts, opts[1:], strict=False))
+    pairs = list(itertools.pairwise(opts))
     assert "--init" in opts  # without it the server is PID 1 and cannot end its own process tree
     assert "--privileged" in opts
     assert ("--cap-add", "CAP_SYS_PTRACE") in pairs

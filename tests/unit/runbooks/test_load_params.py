@@ -21,7 +21,8 @@ from workbench.runbooks.ab import ABParams
 from workbench.runbooks.abverdict import conclusion, speedups
 from workbench.runbooks.benchmark import BenchmarkParams
 from workbench.runbooks.params import validate
-from workbench.runbooks.sweep import SweepParams, _points
+from workbench.runbooks.sweep import SweepParams
+from workbench.runbooks.sweeppoints import points as sweep_points
 
 DATA = Path(__file__).parents[2] / "fixtures" / "bench" / "datasets"
 TARGET = {"host": "gpu-b", "unit": "u.service"}
@@ -160,7 +161,7 @@ def test_rate_points_in_every_result() -> None:
     assert [(p["rate"], p["concurrency"]) for p in pts] == [(1.0, None), (4.0, None)]
     assert pts[1]["ttft_p95_ms"] == 50.0 and pts[1]["goodput_rps"] == pytest.approx(3.6)
     assert pts[1]["total_token_throughput"] == 600.0
-    sweep_pts = _points(res[res["arm"] == "A"], 8, Slo(None, None), "rate")
+    sweep_pts = sweep_points(res[res["arm"] == "A"], 8, Slo(None, None), "rate")
     assert [(p["rate"], p["concurrency"]) for p in sweep_pts] == [(1.0, None), (4.0, None)]
     assert sweep_pts[0]["goodput_rps"] == pytest.approx(0.9)
     rows = speedups(res)

@@ -26,6 +26,22 @@ def fake_sweep(calls):
     return sweep
 
 
+def fake_sweep_with_requests(calls, seen):
+    """As the host client answers: per-request rows (TTFT) and raw records (chunk times) too; ``seen``
+    gets the live charts' state at each call (what the panel showed before this point)."""
+    def sweep(spec, concurrencies, *, repeats, runner, labels):
+        seen.append({name: view.value for name, view in seen_tab[0].live.views.items()})
+        out = fake_sweep(calls)(spec, concurrencies, repeats=repeats, runner=runner, labels=labels)
+        c = concurrencies[0]
+        tags = {"variant": labels["variant"], "concurrency": c}
+        reqs = [{**tags, "phase": "measure", "ok": True, "ttft_s": 0.02 * c + 0.001 * i} for i in range(6)]
+        recs = [{**tags, "phase": "measure", "kind": "request", "error": None,
+                 "chunk_s": [0.02, 0.03 + 0.001 * c, 0.04 + 0.002 * c]} for _ in range(6)]
+        return SweepResult(out.results, pd.DataFrame(reqs), recs)
+    seen_tab: list = []
+    return sweep, seen_tab
+
+
 def running(ctx):
     svc = ctx.services()
     svc.units_[BASE] = dataclasses.replace(svc.units_[BASE], active_state="active", sub_state="running")
@@ -78,3 +94,28 @@ def test_cancel_between_points(tmp_path):
     tab.run()
     assert tab.wait(10).state == "cancelled"
     assert len(tab.results) == 1 and Ledger(tmp_path).runs().empty
+
+
+def test_pareto_and_latency_cdfs_are_drawn_live_per_point_and_saved(tmp_path):
+    ctx = FakeContext(tmp_path)
+    running(ctx)
+    seen: list = []
+    sweep, holder = fake_sweep_with_requests([], seen)
+    tab = BenchTab(ctx, sweep=sweep, runner_for=lambda host: "runner", sampler_for=None)
+    holder.append(tab)
+    tab.concurrencies.value = "1,4"
+    tab.run()
+    assert tab.wait(60).state == "done", tab.bar.error.value
+    # before the first point nothing was drawn; before the second, point 1's charts were already there
+    assert all(v == "" for v in seen[0].values())
+    assert all("<svg" in seen[1][name] for name in ("pareto", "ttft", "itl"))
+    views = tab.live.views
+    assert all("<svg" in views[name].value for name in ("pareto", "ttft", "itl"))
+    assert "c=4" in views["ttft"].value and "c=1" in views["itl"].value  # one line per point
+    assert "per GPU (8 GPUs)" in views["pareto"].value  # --tp-size 8 of the unit's command line
+    assert len(tab.per_request) == 12 and len(tab.gaps) == 24
+    tab.run()  # a second run reads its fields again and starts its charts afresh
+    assert tab.wait(60).state == "done", tab.bar.error.value
+    assert len(tab.per_request) == 12 and int(tab.requests.value) == 16
+    saved = tmp_path / "runs" / tab.run_record.id
+    assert len(read_table(saved / "requests.parquet")) == 12 and len(read_table(saved / "itl.parquet")) == 24

@@ -27,8 +27,9 @@ def test_list_open_report_and_rerun(tmp_path):
                                         "data_dir": "elsewhere"})
     calls = []
 
-    def execute(runbook, params, *, data_dir):
+    def execute(runbook, params, *, data_dir, run_id):
         calls.append((runbook, params, data_dir))
+        assert run_id.startswith(f"{runbook}-", 16)  # the panel named the run, to watch its directory
         new = make_run(tmp_path, runbook, params)
         return SimpleNamespace(run_id=new.id, conclusion="again")
 
@@ -102,3 +103,61 @@ def test_the_default_data_dir_is_found_upwards_like_git(tmp_path, monkeypatch):
     assert found == lone.resolve() / "data" or (found / "runs").is_dir()  # ./data, unless a parent has runs
     monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "mine"))
     assert default_data_dir(tmp_path / "notebooks") == tmp_path / "mine"
+
+
+def sweep_tables(configs):
+    """A sweep's run tables after ``configs`` configurations (the columns the sweep runbook writes)."""
+    import pandas as pd
+
+    res, req, itl = [], [], []
+    for i in range(configs):
+        for c in (1, 16):
+            tags = {"variant": f"config {i}", "concurrency": c}
+            res += [{**tags, "config": i, "gpus": 8, "repeat": r, "output_throughput": 100.0 * c * (1 + i),
+                     "tpot_p50_ms": 10.0 + c / (1 + i)} for r in range(2)]
+            req += [{**tags, "phase": "measure", "ok": True, "ttft_s": 0.01 * c + 0.001 * k} for k in range(4)]
+            itl += [{**tags, "itl_s": 0.01 + 0.001 * k} for k in range(8)]
+    return pd.DataFrame(res), pd.DataFrame(req), pd.DataFrame(itl)
+
+
+def test_a_rerun_sweep_draws_its_charts_while_it_runs(tmp_path):
+    import time
+
+    make_run(tmp_path, "sweep", {"host": "gpu-b", "grid": {"--x": ["1", "2"]}})
+    during: list = []
+
+    def execute(runbook, params, *, data_dir, run_id):
+        run = Run.create(runbook, data_dir=data_dir, run_id=run_id)
+        for n in (1, 2):  # the runbook rewrites its tables after each configuration
+            for name, frame in zip(("results", "requests", "itl"), sweep_tables(n), strict=True):
+                run.table(name, frame)
+            deadline = time.monotonic() + 10
+            want = "config 1" if n == 2 else "<svg"  # one configuration: its lines are named by the point alone
+            while want not in tab.live.views["itl"].value and time.monotonic() < deadline:
+                time.sleep(0.02)
+            during.append({name: view.value for name, view in tab.live.views.items()})
+        run.write_result({"status": "ok", "params": params, "conclusion": "swept"})
+        return SimpleNamespace(run_id=run.id, conclusion="swept")
+
+    tab = RunsTab(FakeContext(tmp_path), execute=execute, poll_s=0.05)
+    tab.refresh()
+    tab.request_rerun(tab.run_id.value)
+    tab.rerun(tab.run_id.value)
+    assert tab.wait(30).state == "done", tab.bar.error.value
+    # drawn while the run was still going, from what it had written so far
+    assert all("<svg" in during[0][name] for name in ("pareto", "ttft", "itl"))
+    assert "config 1" not in during[0]["pareto"] and "config 1" in tab.live.views["pareto"].value
+    assert any("live charts: itl, pareto, ttft redrawn" in o.get("text", "") for o in tab.bar.log.outputs)
+
+
+def test_opening_a_report_shows_the_runs_load_charts(tmp_path):
+    run = make_run(tmp_path, "benchmark", {"host": "gpu-b"})
+    for name, frame in zip(("results", "requests", "itl"), sweep_tables(1), strict=True):
+        run.table(name, frame)
+    bisect = make_run(tmp_path, "bisect", {"host": "gpu-b"})
+    tab = RunsTab(FakeContext(tmp_path))
+    tab.refresh()
+    tab.open_report(run.id)
+    assert all("<svg" in view.value for view in tab.live.views.values())
+    tab.open_report(bisect.id)  # no load tables: no charts, and none left over from the last run
+    assert all(view.value == "" for view in tab.live.views.values())
