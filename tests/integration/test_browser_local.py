@@ -113,5 +113,8 @@ def test_benchmark_draws_pareto_and_latency_cdfs_live(lab_local, page) -> None:
     expect(page.locator(".wb-bench-pareto")).to_contain_text("tok/s per user")
     expect(page.locator(".wb-bench-ttft")).to_contain_text("c=4")
     expect(page.locator(".wb-bench-itl")).to_contain_text("ITL CDF")
+    # the server's own /metrics over the run, polled through the host's tunnel (the simulator exports them)
+    expect(page.locator(".wb-bench-server svg")).to_be_visible()
+    expect(page.locator(".wb-bench-server")).to_contain_text("running requests")
     page.locator(".wb-bench-ttft").scroll_into_view_if_needed()
     tb._shot(page, "10-benchmark-live-load-charts")

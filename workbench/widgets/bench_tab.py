@@ -1,8 +1,9 @@
-"""Benchmark: a concurrency sweep with repeats, live throughput, Pareto, TTFT/ITL CDF and GPU charts,
-saved to the ledger."""
+"""Benchmark: a concurrency sweep with repeats, live throughput, Pareto, TTFT/ITL CDF, the server's own
+``/metrics`` series and GPU charts, saved to the ledger."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -11,7 +12,7 @@ from typing import Any
 import ipywidgets as widgets
 import pandas as pd
 
-from workbench import plots
+from workbench import plots, servermetrics
 from workbench.bench import LoadSpec, SweepResult, host_runner, run_sweep
 from workbench.bench.charts import itl_frame
 from workbench.errors import ConfigError
@@ -48,14 +49,17 @@ class BenchTab:
 
     def __init__(self, ctx: PanelContext, *, unit: str = "sglang-k26-ddtree.service",
                  sweep: Callable[..., SweepResult] = run_sweep, runner_for: Callable[[Any], Any] = host_runner,
-                 sampler_for: Callable[[Any], Any] | None = lambda host: GpuSampler(host, 500)) -> None:
+                 sampler_for: Callable[[Any], Any] | None = lambda host: GpuSampler(host, 500),
+                 metrics_for: Callable[[str], Any] | None = lambda url: servermetrics.MetricsSampler(url, 0.5)) -> None:
         self.ctx = ctx
         self._sweep, self._runner_for, self._sampler_for = sweep, runner_for, sampler_for
+        self._metrics_for = metrics_for  # the server's /metrics, polled through the host's tunnel
         self.results = pd.DataFrame()
         self.per_request = pd.DataFrame()  # one row per request (TTFT)
         self.gaps = pd.DataFrame()  # one row per gap between output chunks (ITL)
         self.n_gpus = 1
         self.samples = pd.DataFrame()
+        self.server_metrics = pd.DataFrame()  # the server's /metrics over the run (workbench.servermetrics)
         self.run_record: Run | None = None
         self.bar = TaskBar("bench")
         self.unit = widgets.Text(value=unit, description="server unit", layout=widgets.Layout(width="380px"))
@@ -77,6 +81,8 @@ class BenchTab:
         self.throughput.add_class("wb-bench-throughput")
         self.gpu = widgets.HTML(value="")
         self.gpu.add_class("wb-bench-gpu")
+        self.server = widgets.HTML(value="")
+        self.server.add_class("wb-bench-server")
         self.table = widgets.HTML(value="")
         self.table.add_class("wb-bench-table")
         self.saved = widgets.HTML(value="")
@@ -86,7 +92,7 @@ class BenchTab:
         self.widget = widgets.VBox([
             widgets.HBox([self.unit, self.concurrencies]),
             widgets.HBox([self.repeats, self.requests, self.output_len, self.run_button]),
-            self.bar.widget, self.saved, self.table, self.throughput, self.live.widget, self.gpu])
+            self.bar.widget, self.saved, self.table, self.throughput, self.live.widget, self.server, self.gpu])
 
     def run(self) -> Task | None:
         """Sweep the concurrencies (each ``repeats`` times) under the host lock; charts update per point."""
@@ -94,8 +100,8 @@ class BenchTab:
         points = parse_concurrencies(self.concurrencies.value)
         repeats, n, out_len = int(self.repeats.value), int(self.requests.value), int(self.output_len.value)
         self.results, self.samples, self.run_record = pd.DataFrame(), pd.DataFrame(), None
-        self.per_request, self.gaps = pd.DataFrame(), pd.DataFrame()
-        self.throughput.value = self.gpu.value = self.table.value = self.saved.value = ""
+        self.per_request, self.gaps, self.server_metrics = pd.DataFrame(), pd.DataFrame(), pd.DataFrame()
+        self.throughput.value = self.gpu.value = self.table.value = self.saved.value = self.server.value = ""
         self.live.clear()
 
         def work(tc: TaskContext) -> Run:
@@ -119,7 +125,13 @@ class BenchTab:
                 frames: list[pd.DataFrame] = []
                 requests: list[pd.DataFrame] = []
                 gaps: list[pd.DataFrame] = []
+                stack = contextlib.ExitStack()
+                metrics = None
                 try:
+                    if self._metrics_for is not None:
+                        local = stack.enter_context(host.tunnel(port))
+                        metrics = self._metrics_for(f"http://127.0.0.1:{local}").start()
+                        stack.callback(metrics.stop)
                     for i, c in enumerate(points):
                         tc.check()
                         tc.progress(i / len(points), f"concurrency {c} ({i + 1}/{len(points)})")
@@ -130,9 +142,11 @@ class BenchTab:
                         gaps.append(itl_frame(res.records))
                         self.per_request = pd.concat(requests, ignore_index=True)
                         self.gaps = pd.concat(gaps, ignore_index=True)
-                        self._update(pd.concat(frames, ignore_index=True), sampler)
+                        self._update(pd.concat(frames, ignore_index=True), sampler, metrics)
                 finally:
                     samples = sampler.stop() if sampler is not None else pd.DataFrame()
+                    stack.close()
+                    self.server_metrics = metrics.frame if metrics is not None else pd.DataFrame()
             results = pd.concat(frames, ignore_index=True)
             if not samples.empty:
                 results = join_telemetry(results, samples)
@@ -146,6 +160,8 @@ class BenchTab:
                     run.table(name, frame)
             if not samples.empty:
                 run.table("telemetry", samples)
+            if not self.server_metrics.empty:
+                run.table("server_metrics", self.server_metrics)
             best = results.sort_values("output_throughput").iloc[-1] if "output_throughput" in results else None
             run.write_result({
                 "status": "ok", "host": host_name, "unit": unit, "started": started,
@@ -161,7 +177,7 @@ class BenchTab:
 
         return self.bar.submit(f"benchmark {unit}", work, on_done=done)
 
-    def _update(self, results: pd.DataFrame, sampler: Any) -> None:
+    def _update(self, results: pd.DataFrame, sampler: Any, metrics: Any = None) -> None:
         self.results = results
         cols = [c for c in SHOWN if c in results]
         self.table.value = table(records(results[cols]), cols, css="wb-bench-results")
@@ -174,6 +190,10 @@ class BenchTab:
                                        strict=False)
         if not samples.empty and "time_unix" in samples:
             self.gpu.value = chart_svg(gpu_chart(samples))
+        series = servermetrics.series_frame(list(metrics.rows)) if metrics is not None else self.server_metrics
+        chart = plots.server_series_chart(series)
+        if chart is not None:  # the reports' chart of the server's own view (running, queued, KV cache, ...)
+            self.server.value = chart_svg(chart)
 
     def wait(self, timeout: float | None = 600.0) -> Task | None:
         return self.bar.wait(timeout)

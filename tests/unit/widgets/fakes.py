@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +53,12 @@ class FakeHost:
 
     def close(self) -> None:
         pass
+
+    @contextlib.contextmanager
+    def tunnel(self, remote_port: int) -> Iterator[int]:
+        """A local port that reaches ``remote_port`` (here: the same number, as on LocalHost)."""
+        self.commands.append(f"tunnel {remote_port}")
+        yield remote_port
 
 
 def statuses() -> dict[str, UnitStatus]:

@@ -59,7 +59,7 @@ def test_sweep_updates_per_point_and_saves_to_the_ledger(tmp_path):
     ctx = FakeContext(tmp_path)
     running(ctx)
     calls: list = []
-    tab = BenchTab(ctx, sweep=fake_sweep(calls), runner_for=lambda host: "runner", sampler_for=None)
+    tab = BenchTab(ctx, sweep=fake_sweep(calls), runner_for=lambda host: "runner", sampler_for=None, metrics_for=None)
     tab.concurrencies.value, tab.repeats.value = "1,4", 2
     tab.run_button.click()
     task = tab.wait(60)
@@ -79,7 +79,7 @@ def test_sweep_updates_per_point_and_saves_to_the_ledger(tmp_path):
 
 def test_a_stopped_server_is_a_message(tmp_path):
     ctx = FakeContext(tmp_path)
-    tab = BenchTab(ctx, sweep=fake_sweep([]), runner_for=lambda host: None, sampler_for=None)
+    tab = BenchTab(ctx, sweep=fake_sweep([]), runner_for=lambda host: None, sampler_for=None, metrics_for=None)
     tab.run()
     assert tab.wait(10).state == "failed"
     assert "not running" in tab.bar.error.value and Ledger(tmp_path).runs().empty
@@ -88,7 +88,7 @@ def test_a_stopped_server_is_a_message(tmp_path):
 def test_cancel_between_points(tmp_path):
     ctx = FakeContext(tmp_path)
     running(ctx)
-    tab = BenchTab(ctx, sampler_for=None, runner_for=lambda host: None,
+    tab = BenchTab(ctx, sampler_for=None, runner_for=lambda host: None, metrics_for=None,
                    sweep=lambda spec, cs, **kw: (tab.bar.cancel(), fake_sweep([])(spec, cs, **kw))[1])
     tab.concurrencies.value = "1,4,16"
     tab.run()
@@ -101,7 +101,7 @@ def test_pareto_and_latency_cdfs_are_drawn_live_per_point_and_saved(tmp_path):
     running(ctx)
     seen: list = []
     sweep, holder = fake_sweep_with_requests([], seen)
-    tab = BenchTab(ctx, sweep=sweep, runner_for=lambda host: "runner", sampler_for=None)
+    tab = BenchTab(ctx, sweep=sweep, runner_for=lambda host: "runner", sampler_for=None, metrics_for=None)
     holder.append(tab)
     tab.concurrencies.value = "1,4"
     tab.run()
@@ -119,3 +119,52 @@ def test_pareto_and_latency_cdfs_are_drawn_live_per_point_and_saved(tmp_path):
     assert len(tab.per_request) == 12 and int(tab.requests.value) == 16
     saved = tmp_path / "runs" / tab.run_record.id
     assert len(read_table(saved / "requests.parquet")) == 12 and len(read_table(saved / "itl.parquet")) == 24
+
+
+class FakeMetrics:
+    """The server's /metrics as the sampler keeps it: a row per poll (here: one per sweep point)."""
+
+    def __init__(self, url: str) -> None:
+        self.url, self.rows, self.frame, self.stopped = url, [], pd.DataFrame(), False
+
+    def start(self) -> FakeMetrics:
+        return self
+
+    def poll(self, running: float) -> None:
+        self.rows.append({"time_unix": 1000.0 + len(self.rows), "running": running, "queued": 0.0,
+                          "kv_cache_usage": 0.01 * running, "generation_tok_s": 50.0 * running})
+
+    def stop(self) -> pd.DataFrame:
+        from workbench.servermetrics import series_frame
+
+        self.stopped, self.frame = True, series_frame(self.rows)
+        return self.frame
+
+
+def test_the_servers_own_metrics_are_drawn_live_through_the_tunnel_and_saved(tmp_path):
+    """/metrics is polled through the host's tunnel to the unit's port while the sweep runs; the
+    reports' server chart is redrawn per point and the series saved with the run."""
+    ctx = FakeContext(tmp_path)
+    running(ctx)
+    made: list[FakeMetrics] = []
+    seen: list[str] = []
+
+    def metrics_for(url: str) -> FakeMetrics:
+        made.append(FakeMetrics(url))
+        return made[-1]
+
+    def sweep(spec, concurrencies, **kw):
+        seen.append(tab.server.value)
+        made[0].poll(float(concurrencies[0]))
+        return fake_sweep([])(spec, concurrencies, **kw)
+
+    tab = BenchTab(ctx, sweep=sweep, runner_for=lambda host: "runner", sampler_for=None, metrics_for=metrics_for)
+    tab.concurrencies.value = "1,4"
+    tab.run()
+    assert tab.wait(60).state == "done", tab.bar.error.value
+    assert [m.url for m in made] == ["http://127.0.0.1:30000"] and made[0].stopped
+    assert "tunnel 30000" in ctx.services().host.commands
+    assert seen[0] == "" and "<svg" in seen[1]  # point 1's series drawn before point 2 ran
+    assert "running requests" in tab.server.value and "KV cache used" in tab.server.value
+    saved = read_table(tmp_path / "runs" / tab.run_record.id / "server_metrics.parquet")
+    assert list(saved["running"]) == [1.0, 4.0]
