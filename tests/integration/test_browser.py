@@ -62,15 +62,15 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(10)
 
 
-@pytest.fixture
-def lab(tmp_path: Path, ssh_config: str) -> Iterator[str]:
-    """JupyterLab on 127.0.0.1 over a copy of notebooks/; yields the notebook's URL (with token)."""
+@contextlib.contextmanager
+def jupyterlab(tmp_path: Path, env: dict[str, str]) -> Iterator[str]:
+    """JupyterLab on 127.0.0.1 over a copy of notebooks/ with ``env``; yields the notebook's URL (with token)."""
     root = tmp_path / "lab"
     shutil.copytree(ROOT / "notebooks", root / "notebooks")
     (root / "data").mkdir()
     port, token = _free_port(), secrets.token_hex(16)
-    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(tmp_path / "jcfg"), "JUPYTER_RUNTIME_DIR": str(tmp_path / "jrt"),
-           "WORKBENCH_SSH_CONFIG": ssh_config, "PYTHONUNBUFFERED": "1"}
+    env = {**env, "JUPYTER_CONFIG_DIR": str(tmp_path / "jcfg"), "JUPYTER_RUNTIME_DIR": str(tmp_path / "jrt"),
+           "PYTHONUNBUFFERED": "1"}
     log = (tmp_path / "lab.log").open("wb")
     proc = subprocess.Popen(
         [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
@@ -94,6 +94,13 @@ def lab(tmp_path: Path, ssh_config: str) -> Iterator[str]:
     finally:
         _stop(proc)
         log.close()
+
+
+@pytest.fixture
+def lab(tmp_path: Path, ssh_config: str) -> Iterator[str]:
+    """JupyterLab whose kernels reach the testbed by its ssh_config."""
+    with jupyterlab(tmp_path, {**os.environ, "WORKBENCH_SSH_CONFIG": ssh_config}) as url:
+        yield url
 
 
 @pytest.fixture

@@ -6,14 +6,8 @@ as SVG the page shows; a screenshot is left in artifacts/screenshots/."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-import secrets
-import shutil
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -51,38 +45,12 @@ def local_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path
 
 @pytest.fixture
 def lab_local(tmp_path: Path, local_host: Path) -> Iterator[str]:
-    """JupyterLab on 127.0.0.1 over a copy of notebooks/, its kernels seeing the local testbed."""
-    root = tmp_path / "lab"
-    shutil.copytree(tb.ROOT / "notebooks", root / "notebooks")
-    (root / "data").mkdir()
-    port, token = tb._free_port(), secrets.token_hex(16)
+    """JupyterLab whose kernels see the local testbed."""
     # no WORKBENCH_SSH_CONFIG: a host named with an ssh_config is reached over SSH, the local one is not
     env = {**{k: v for k, v in os.environ.items() if k != "WORKBENCH_SSH_CONFIG"},
-           "JUPYTER_CONFIG_DIR": str(tmp_path / "jcfg"), "JUPYTER_RUNTIME_DIR": str(tmp_path / "jrt"),
-           "WORKBENCH_TESTBED_DIR": str(local_host), "PYTHONUNBUFFERED": "1"}
-    log = (tmp_path / "lab.log").open("wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
-         f"--LabApp.user_settings_dir={tmp_path / 'settings'}", f"--LabApp.workspaces_dir={tmp_path / 'ws'}",
-         "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-         "--LabApp.extension_manager=readonly", *(["--allow-root"] if os.geteuid() == 0 else [])],
-        stdout=log, stderr=subprocess.STDOUT, env=env, cwd=root, start_new_session=True)
-    try:
-        import httpx
-
-        deadline = time.monotonic() + 120
-        while True:
-            assert proc.poll() is None, (tmp_path / "lab.log").read_text()[-3000:]
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"http://127.0.0.1:{port}/api/status?token={token}", timeout=2).status_code == 200:
-                    break
-            assert time.monotonic() < deadline, "JupyterLab did not come up within 120 s"
-            time.sleep(0.5)
-        yield f"http://127.0.0.1:{port}/lab/tree/notebooks/workbench.ipynb?token={token}"
-    finally:
-        tb._stop(proc)
-        log.close()
+           "WORKBENCH_TESTBED_DIR": str(local_host)}
+    with tb.jupyterlab(tmp_path, env) as url:
+        yield url
 
 
 def test_benchmark_draws_pareto_and_latency_cdfs_live(lab_local, page) -> None:
