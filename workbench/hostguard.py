@@ -78,9 +78,22 @@ def sha256(path):
         return None
 
 
+def container_id(where):
+    """The id of the container ``container:RUNTIME:NAME`` names, or None when there is none."""
+    _, runtime, name = where.split(":", 2)
+    try:
+        proc = subprocess.run([runtime, "container", "inspect", "--format", "{{.Id}}", "--", name],
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    except (subprocess.TimeoutExpired, OSError):
+        return None
+    return proc.stdout.strip() if proc.returncode == 0 else None  # (stderr may hold the runtime's warnings)
+
+
 def files_changed(snap):
-    """Paths of a recorded unit whose contents differ now (the recorded paths only)."""
-    return [p for p, digest in sorted(snap.get("files", {}).items()) if sha256(p) != digest]
+    """What of a recorded unit's definition differs now: its files' contents (the recorded paths
+    only), a container's id."""
+    return [p for p, digest in sorted(snap.get("files", {}).items())
+            if (container_id(p) if p.startswith("container:") else sha256(p)) != digest]
 
 
 def run(argv, timeout=150):

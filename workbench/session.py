@@ -277,15 +277,7 @@ class HostSession:
 
     # -- snapshots ---------------------------------------------------------
     def _files(self, st: UnitStatus) -> dict[str, str]:
-        paths = [p for p in (st.fragment_path, *st.drop_in_paths) if p]
-        if not paths:
-            return {}
-        res = self.host.run(["sha256sum", "--", *paths], timeout=30, check=True)
-        out = {}
-        for line in res.stdout.splitlines():
-            digest, _, path = line.partition("  ")
-            out[path] = digest
-        return out
+        return self.svc.definition(st)
 
     def protect(self, unit: str) -> Snapshot:
         """Record ``unit``'s state before the first change that could touch it."""
@@ -434,7 +426,7 @@ class HostSession:
         for snap in self.record.snapshots.values():
             st = self.svc.status(snap.unit)
             files = self._files(st)
-            what = [f"{p} changed (sha256 {snap.files[p][:12]} -> {files[p][:12]})"
+            what = [f"{p} changed ({_digest_kind(p)} {snap.files[p][:12]} -> {files[p][:12]})"
                     for p in sorted(set(snap.files) & set(files)) if snap.files[p] != files[p]]
             what += [f"{p} removed" for p in sorted(set(snap.files) - set(files))]
             what += [f"{p} added" for p in sorted(set(files) - set(snap.files))]
@@ -547,6 +539,10 @@ class HostSession:
             if st.unit_file_state != snap.unit_file_state:
                 problems.append(f"{snap.unit}: unit-file state {st.unit_file_state}, was {snap.unit_file_state}")
         return problems
+
+
+def _digest_kind(where: str) -> str:
+    return "id" if where.startswith("container:") else "sha256"
 
 
 def leftover_record(host: Host, services: Services | None = None) -> dict[str, Any] | None:

@@ -359,6 +359,46 @@ def test_frozen_controller_and_an_edited_base_stale_record_then_restore_accept_c
     assert host_state(toy.ssh_config_path) == found_state()
 
 
+def test_frozen_controller_and_a_recreated_base_container_stale_record_then_restore_accept_current(host_c):  # noqa: F811
+    """The container backend's stale record: the controller freezes with the base container stopped;
+    meanwhile someone recreates the base container (same definition, a new container: a new id).
+    The guard removes the variant and leaves the base alone; ``workbench restore`` names what changed
+    (the container's id) and how to proceed; ``--accept-current`` starts the new container."""
+    cfg = str(host_c.ssh_config_path)
+    host_c.run(["podman", "start", C_BASE], check=True)
+    env = dict(os.environ, KILL_SIGNAL="STOP", PYTHONPATH=str(ROOT), GUARD="1", HOST="gpu-c", LOCK_WAIT="300",
+               EDITS=json.dumps({"--enable-nccl-nvls": True, "--tp-size": "8"}), PHASE="weight_loading")
+    proc = subprocess.Popen([sys.executable, str(CONTROLLER), cfg, "after_stop_base", C_BASE],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "REACHED after_stop_base"
+        frozen = time.monotonic()
+        (c,) = json.loads(host_c.run(["podman", "container", "inspect", C_BASE], check=True).stdout)
+        host_c.run(["podman", "rm", "-f", "--", C_BASE], check=True)
+        host_c.run(c["Config"]["CreateCommand"], check=True)  # the same definition, another container
+        new_id = host_c.run(["podman", "container", "inspect", "--format", "{{.Id}}", C_BASE], check=True).stdout.strip()
+        assert new_id != c["Id"]
+        # The guard takes over once the heartbeat is stale: the variant goes, the base is left stopped.
+        while (state := Bed("container", cfg, "gpu-c", C_BASE, {}, "", C_STATE_SCRIPT, []).peek())[2:3] != ["0"]:
+            assert time.monotonic() - frozen < BOUND_CUT, state
+            time.sleep(0.5)
+        assert state[0] == "false" and state[3] == "record", state
+    finally:
+        proc.kill()
+        proc.communicate()
+    first = _workbench(cfg, "restore", "gpu-c")
+    print(first.stderr)
+    assert first.returncode == 1, first.stdout + first.stderr
+    assert f"container:podman:{C_BASE} changed (id {c['Id'][:12]} -> {new_id[:12]})" in first.stderr, first.stderr
+    assert "workbench restore gpu-c --accept-current" in first.stderr
+    assert host_c.run(["podman", "container", "inspect", "--format", "{{.State.Running}}", C_BASE]).stdout.strip() == "false"
+    done = _workbench(cfg, "restore", "gpu-c", "--accept-current")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"started {C_BASE} (it was running when found)" in done.stdout, done.stdout
+    state = Bed("container", cfg, "gpu-c", C_BASE, {}, "", C_STATE_SCRIPT, []).peek()
+    assert state == ["true", "alive", "0", "no-record", "0", "left:"], state
+
+
 SIM_STATE = ("systemctl is-active sglang-k26-ddtree.service; "
              "grep -l '^X-WorkbenchVariantOf=' /run/systemd/system/*.service 2>/dev/null | wc -l; "
              "test -e /run/workbench/session.json && echo record || echo no-record")

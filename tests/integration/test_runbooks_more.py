@@ -117,8 +117,8 @@ def test_benchmark_of_the_running_base_says_hbm_bandwidth_bound(gpu_b_serving, d
     assert all(p["failed"] == 0 and p["output_throughput"] > 0 for p in result["points"])
     assert result["points"][0]["spec_accept_length"] > 1.5
     assert {p.name for p in result["_dir"].glob("*.parquet")} == {"results.parquet", "requests.parquet",
-                                                                  "telemetry.parquet", "roofline.parquet",
-                                                                  "server_metrics.parquet"}
+                                                                  "itl.parquet", "telemetry.parquet",
+                                                                  "roofline.parquet", "server_metrics.parquet"}
     series = result["server_series"]  # the server's own /metrics over the sweep
     assert series["samples"] >= 3 and series["peak_running"] >= 1 and series["peak_generation_tok_s"] > 0
     assert series["mean_spec_accept_length"] > 1

@@ -65,6 +65,19 @@ def server_engine(argv: list[str]) -> str:
     return next((engine for engine, marks in SERVER_MARKS if any(m in line for m in marks)), "")
 
 
+def file_digests(host: Host, st: UnitStatus) -> dict[str, str]:
+    """sha256 of ``st``'s unit file and drop-ins, by path."""
+    paths = [p for p in (st.fragment_path, *st.drop_in_paths) if p]
+    if not paths:
+        return {}
+    res = host.run(["sha256sum", "--", *paths], timeout=30, check=True)
+    out = {}
+    for line in res.stdout.splitlines():
+        digest, _, path = line.partition("  ")
+        out[path] = digest
+    return out
+
+
 class Services(Protocol):
     """Everything that differs per deployment kind; outside the backends nothing asks the kind
     (``kind`` is for display: the backend column of ``status``)."""
@@ -122,6 +135,11 @@ class Services(Protocol):
     def host_port(self, unit: str, argv: list[str]) -> int: ...
 
     def attribute_gpus(self, inv: gpus.GpuInventory, units: list[str]) -> gpus.GpuInventory: ...
+
+    # What the unit's definition is now, as "where -> digest" (the record keeps it; a change since is
+    # the operator's to judge, never guessed): unit files' sha256 (systemd, process), a container's
+    # id under ``container:RUNTIME:NAME`` (the host guard checks both kinds the same way).
+    def definition(self, st: UnitStatus) -> dict[str, str]: ...
 
     # The processes the running unit's server (command line ``argv``) descends from: its main
     # process; a container's own init where the unit runs one.  The watch takes a health answer

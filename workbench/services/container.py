@@ -349,6 +349,12 @@ class ContainerServices(DetachedGuard):  # no systemd: a detached guard (with it
     def host_port(self, unit: str, argv: list[str]) -> int:
         return ct.server_port(self.info(unit), server_port(argv))
 
+    def definition(self, st: UnitStatus) -> dict[str, str]:
+        """The container's id (a recreated container is another definition; its config cannot change
+        in place), keyed ``container:RUNTIME:NAME``; nothing for one that does not exist."""
+        info = self.inspect([st.unit]).get(st.unit)
+        return {f"container:{self.runtime}:{info.name}": info.id} if info is not None else {}
+
     def server_roots(self, unit: str, st: UnitStatus, argv: list[str]) -> set[int]:
         """The container's init on host networking; a published port is the runtime's to hold
         (conmon, docker-proxy, a NAT rule): not judged."""
@@ -554,6 +560,9 @@ class WithContainers:
 
     def host_port(self, unit: str, argv: list[str]) -> int:
         return self.backend(unit).host_port(unit, argv)
+
+    def definition(self, st: UnitStatus) -> dict[str, str]:
+        return self.backend(st.unit).definition(st)
 
     def server_roots(self, unit: str, st: UnitStatus, argv: list[str]) -> set[int]:
         return self.backend(unit).server_roots(unit, st, argv)

@@ -26,6 +26,7 @@ from workbench.services.base import (
     DetachedGuard,
     _check_unit,
     exec_argv,
+    file_digests,
     server_port,
 )
 from workbench.systemd import UnitStatus
@@ -267,6 +268,9 @@ class ProcessServices(DetachedGuard):  # no systemd: the guard is a detached pro
     # -- the server: its port, the GPUs it holds, what a variant run issues ----------
     def host_port(self, unit: str, argv: list[str]) -> int:
         return server_port(argv)
+
+    def definition(self, st: UnitStatus) -> dict[str, str]:
+        return file_digests(self.host, st)
 
     def server_roots(self, unit: str, st: UnitStatus, argv: list[str]) -> set[int]:
         """The unit's main process (it leads the session its server runs in)."""

@@ -20,7 +20,7 @@ from workbench.journal import (
     query_argv,
 )
 from workbench.journal.frame import JournalFrame
-from workbench.services.base import _check_unit, exec_argv, server_port
+from workbench.services.base import _check_unit, exec_argv, file_digests, server_port
 from workbench.systemd import (
     UnitStatus,
     list_unit_files_argv,
@@ -295,6 +295,9 @@ class SystemdServices:
         settings (:mod:`workbench.containerunit`)."""
         run = containerunit.parse(argv)
         return containerunit.host_port(run, server_port(run.command)) if run is not None else server_port(argv)
+
+    def definition(self, st: UnitStatus) -> dict[str, str]:
+        return file_digests(self.host, st)
 
     def server_roots(self, unit: str, st: UnitStatus, argv: list[str]) -> set[int]:
         """The main process, and for a unit that runs a container (``podman run``/``docker run``:
