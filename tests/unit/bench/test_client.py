@@ -53,13 +53,14 @@ def test_tokens_per_chunk_tracks_multi_token_chunks(spec_server: str) -> None:
     assert all(r["chunk_tokens"] == [3] * 7 for r in records)
     assert s["tokens_per_chunk"] == 3.0
     # ITL counts chunk gaps; TPOT divides each request's time after its first chunk by its tokens after
-    # the first (21 - 1), not by its chunk gaps (6): checked per request from its own times, so the
-    # machine's load (which stretches some gaps) cannot move the check
+    # the first (21 - 1), not by its chunk gaps (6): the two readings are 3.3x apart, so a 10% band
+    # around the tokens' reading (from the records' own times: the machine's load cannot move it)
+    # tells them apart
     assert s["itl_p50_ms"] == pytest.approx(ITL_MS, abs=TOL_MS)
-    tpots = sorted((r["e2e_s"] - r["ttft_s"]) / 20 * 1000 for r in records)
-    gaps = [(r["e2e_s"] - r["ttft_s"]) / 6 * 1000 for r in records]
-    assert s["tpot_p50_ms"] == pytest.approx((tpots[1] + tpots[2]) / 2, rel=0.01)
-    assert s["tpot_p50_ms"] < min(gaps) / 3
+    after_first = sorted((r["e2e_s"] - r["ttft_s"]) * 1000 for r in records)
+    median = (after_first[1] + after_first[2]) / 2
+    assert s["tpot_p50_ms"] == pytest.approx(median / 20, rel=0.1)
+    assert s["tpot_p50_ms"] != pytest.approx(median / 6, rel=0.1)
 
 
 def test_warmup_requests_are_recorded_but_excluded(server: str) -> None:
