@@ -306,16 +306,19 @@ class SystemdServices:
         run = containerunit.parse(argv)
         if run is not None and not run.host_network and run.published():
             return set()  # a published port is the runtime's to hold (conmon, docker-proxy, NAT)
-        if run is not None and run.name is not None:
-            res = self.host.run([run.head[0], "container", "inspect", "--format", "{{.State.Pid}}", "--", run.name],
-                                timeout=30)
-            pid = res.stdout.strip()
-            if not (res.ok and pid.isdigit() and int(pid) > 0):
-                return set()  # the container is not known yet: nothing to judge by
-            roots.add(int(pid))
-        elif run is not None:
-            return set()  # a container without a name: its init cannot be found
-        return roots
+        if run is None:
+            return roots
+        pid = self._container_pid(run)
+        return roots | {pid} if pid else set()  # a container not known yet, or unnamed: nothing to judge by
+
+    def _container_pid(self, run: containerunit.RunArgv) -> int | None:
+        """The host PID of the init of the container a unit's ``run`` names (None: unnamed, not running)."""
+        if run.name is None:
+            return None
+        res = self.host.run([run.head[0], "container", "inspect", "--format", "{{.State.Pid}}", "--", run.name],
+                            timeout=30)
+        pid = res.stdout.strip()
+        return int(pid) if res.ok and pid.isdigit() and int(pid) > 0 else None
 
     def attribute_gpus(self, inv: gpus.GpuInventory, units: list[str]) -> gpus.GpuInventory:
         """GPU processes named by their unit: the inventory reads each one's cgroup; a unit that runs a
@@ -329,13 +332,8 @@ class SystemdServices:
                 run = containerunit.parse(exec_argv(self.unit_text(unit), unit))
             except (ConfigError, UnitNotFound):
                 continue
-            if run is None or run.name is None:
-                continue
-            res = self.host.run([run.head[0], "container", "inspect", "--format", "{{.State.Pid}}", "--", run.name],
-                                timeout=30)
-            pid = res.stdout.strip()
-            if res.ok and pid.isdigit() and int(pid) > 0:
-                pids[int(pid)] = unit
+            if run is not None and (pid := self._container_pid(run)):
+                pids[pid] = unit
         return gpus.attribute(inv, pids)
 
     def plan(self, variant: Variant) -> tuple[str, list[str]]:
