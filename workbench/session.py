@@ -47,7 +47,6 @@ from workbench.hosts import Host
 from workbench.inputs import check_edits, check_timeout
 from workbench.lock import HostLock
 from workbench.services import Services, services_for
-from workbench.systemd import UnitStatus
 from workbench.variants import EditValue, Variant
 from workbench.watch import Outcome, watch_start
 
@@ -276,9 +275,6 @@ class HostSession:
                                 waited=waited, restored="not restored")
 
     # -- snapshots ---------------------------------------------------------
-    def _files(self, st: UnitStatus) -> dict[str, str]:
-        return self.svc.definition(st)
-
     def protect(self, unit: str) -> Snapshot:
         """Record ``unit``'s state before the first change that could touch it."""
         if unit in self.record.snapshots:
@@ -288,7 +284,7 @@ class HostSession:
             from workbench.errors import UnitNotFound
 
             raise UnitNotFound(f"{self.host.name}: unit {st.unit} is {st.load_state}", host=self.host.name, unit=st.unit)
-        snap = Snapshot(st.unit, st.running, st.active_state, st.unit_file_state, self._files(st))
+        snap = Snapshot(st.unit, st.running, st.active_state, st.unit_file_state, self.svc.definition(st))
         self.record.snapshots[st.unit] = snap
         self._save()
         return snap
@@ -425,7 +421,7 @@ class HostSession:
         changes: dict[str, list[str]] = {}
         for snap in self.record.snapshots.values():
             st = self.svc.status(snap.unit)
-            files = self._files(st)
+            files = self.svc.definition(st)
             what = [f"{p} changed ({_digest_kind(p)} {snap.files[p][:12]} -> {files[p][:12]})"
                     for p in sorted(set(snap.files) & set(files)) if snap.files[p] != files[p]]
             what += [f"{p} removed" for p in sorted(set(snap.files) - set(files))]
@@ -442,7 +438,7 @@ class HostSession:
         for unit in units:
             snap = self.record.snapshots[unit]
             st = self.svc.status(unit)
-            snap.files, snap.unit_file_state = self._files(st), st.unit_file_state
+            snap.files, snap.unit_file_state = self.svc.definition(st), st.unit_file_state
             actions.append(f"accepted the current files and unit-file state of {unit} as found")
         return actions
 
@@ -530,7 +526,7 @@ class HostSession:
             problems.append(f"variant files left: {sorted(leftovers)}")
         for snap in self.record.snapshots.values():
             st = self.svc.status(snap.unit)
-            files = self._files(st)
+            files = self.svc.definition(st)
             if files != snap.files:
                 problems.append(f"{snap.unit}: unit files changed ({snap.files} -> {files})")
             if st.running != snap.running:
