@@ -39,6 +39,19 @@ STATUS_PROPERTIES = (
 
 # ExecMainCode is a CLD_* code from waitid(2).
 CLD_EXITED, CLD_KILLED, CLD_DUMPED = 1, 2, 3
+# The exit statuses systemd's own exec step uses when it fails before the command runs
+# (systemd.exec(5) "Process Exit Codes"): "status=219/CGROUP" as ``systemctl status`` prints them.
+EXEC_EXIT_STATUS = {
+    200: "CHDIR", 201: "NICE", 202: "FDS", 203: "EXEC", 204: "MEMORY", 205: "LIMITS", 206: "OOM_ADJUST",
+    207: "SIGNAL_MASK", 208: "STDIN", 209: "STDOUT", 210: "CHROOT", 211: "IOPRIO", 212: "TIMERSLACK",
+    213: "SECUREBITS", 214: "SETSCHEDULER", 215: "CPUAFFINITY", 216: "GROUP", 217: "USER",
+    218: "CAPABILITIES", 219: "CGROUP", 220: "SETSID", 221: "CONFIRM", 222: "STDERR", 224: "PAM",
+    225: "NETWORK", 226: "NAMESPACE", 227: "NO_NEW_PRIVILEGES", 228: "SECCOMP", 229: "SELINUX_CONTEXT",
+    230: "PERSONALITY", 231: "APPARMOR_PROFILE", 232: "ADDRESS_FAMILIES", 233: "RUNTIME_DIRECTORY",
+    235: "CHOWN", 236: "SMACK_PROCESS_LABEL", 237: "KEYRING", 238: "STATE_DIRECTORY",
+    239: "CACHE_DIRECTORY", 240: "LOGS_DIRECTORY", 241: "CONFIGURATION_DIRECTORY", 242: "NUMA_POLICY",
+    243: "CREDENTIALS", 245: "BPF",
+}
 UNIT_NAME = re.compile(r"^[A-Za-z0-9:_.\\@-]+\.(service|socket|target|timer|scope|slice|mount|path)$")
 
 
@@ -95,7 +108,13 @@ class UnitStatus:
     description: str = ""
     type: str = ""
     state_change_usec: int = 0
+    exec_step: str = ""  # the service manager's own step that failed before the command ran ("CGROUP")
     raw: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def exit_label(self) -> str:
+        """The exit status as ``systemctl status`` names it: ``1``, ``219/CGROUP``."""
+        return f"{self.exit_status}/{self.exec_step}" if self.exec_step else str(self.exit_status)
 
     @property
     def missing(self) -> bool:
@@ -118,7 +137,7 @@ class UnitStatus:
         if self.exit_code == "killed":
             text += f", killed by signal {self.exit_status}"
         elif self.exit_status:
-            text += f", exit {self.exit_status}"
+            text += f", exit {self.exit_label}"
         return text
 
     @classmethod
@@ -145,6 +164,7 @@ class UnitStatus:
             description=props.get("Description", ""),
             type=props.get("Type", ""),
             state_change_usec=_int(props.get("StateChangeTimestampMonotonic")) or 0,
+            exec_step=EXEC_EXIT_STATUS.get(status or 0, "") if exit_code == "exited" else "",
             raw=props,
         )
 

@@ -164,7 +164,7 @@ def _failed(before: UnitStatus, st: UnitStatus, invocation: str | None) -> str |
     if st.sub_state == "auto-restart":
         return f"auto-restart after {st.result or 'failure'}"
     if st.active_state == "failed":
-        how = f"killed by signal {st.exit_status}" if st.exit_code == "killed" else f"exit status {st.exit_status}"
+        how = f"killed by signal {st.exit_status}" if st.exit_code == "killed" else f"exit status {st.exit_label}"
         return f"failed ({st.result}, {how})"
     if st.n_restarts > before.n_restarts:
         return f"restarted ({st.n_restarts - before.n_restarts}x)"

@@ -141,6 +141,18 @@ def _rendezvous(svc: Services, unit: str) -> str:
     return "waiting" if text.str.contains(BEGIN_LINE, regex=False).any() else "never"
 
 
+def _manager_says(svc: Services, st: UnitStatus) -> str:
+    """The service manager's own words when it failed the unit before its command ran (219/CGROUP):
+    the last "Failed ..." line its exec child wrote (named "(command)" in the journal, as systemd names
+    the forked child until it runs the command), else PID 1's, but never "Failed with result"."""
+    if not st.exec_step:
+        return ""
+    said = [e.message.split(": ", 1)[-1] for e in svc.tail_entries(st.unit, lines=50)
+            if (e.manager or (e.identifier or "").startswith("(")) and "failed" in e.message.lower()
+            and "failed with result" not in e.message.lower()]
+    return f": {said[-1]}" if said else ""
+
+
 def _joined(svc: Services, unit: str) -> bool:
     return _rendezvous(svc, unit) == "joined"
 
@@ -188,7 +200,7 @@ def start(
             st = svcs[n.label].status(names[n.label])
             if not st.running:
                 verdict = ("failed", n.label, f"{n.host}: {names[n.label]} exited ({st.result}, "
-                                              f"status={st.exit_status})")
+                                              f"status={st.exit_label}){_manager_says(svcs[n.label], st)}")
                 break
         joined_phase = any(p not in ("starting", "boot", "nccl_init") for p in phases)
         if verdict is None and not joined_phase and time.monotonic() - started > dep.join_timeout:

@@ -31,3 +31,14 @@ def test_unit_name_validation():
     assert valid_unit("sglang-k26-ddtree.service")
     assert not valid_unit("x; rm -rf /.service")
     assert not valid_unit("noext")
+
+
+def test_a_failure_of_systemds_exec_step_is_named_as_systemctl_names_it():
+    """Captured on a testbed host (systemd 252): a unit whose ExecStart does not exist fails 203/EXEC."""
+    (block,) = parse_show((FIX / "exec_203_show.txt").read_text())
+    st = UnitStatus.from_show(block)
+    assert st.exec_step == "EXEC" and st.exit_label == "203/EXEC" and "exit 203/EXEC" in st.describe()
+    plain = UnitStatus.from_show({**block, "ExecMainStatus": "1"})
+    assert plain.exec_step == "" and plain.exit_label == "1"
+    killed = UnitStatus.from_show({**block, "ExecMainCode": "2", "ExecMainStatus": "219"})
+    assert killed.exec_step == ""  # signal 219 is not systemd's CGROUP step

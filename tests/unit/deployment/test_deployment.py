@@ -158,3 +158,26 @@ def test_flag_differences_in_words():
     assert describe_differences({"--enable-nccl-nvls": {"node0": None, "node1": True},
                                  "--tp-size": {"node0": "16", "node1": "8"}}) == (
         "--enable-nccl-nvls: node0=absent node1=True; --tp-size: node0=16 node1=8")
+
+
+def test_a_node_failed_by_systemds_exec_step_quotes_systemds_own_words():
+    """The manager's lines of a real 203/EXEC failure (captured on a testbed host): the message names the
+    step and says why, not only the number."""
+    from pathlib import Path
+
+    from workbench.deployment.control import _manager_says
+    from workbench.journal.entries import parse_json_entry
+    from workbench.systemd import UnitStatus, parse_show
+
+    fix = Path(__file__).parents[2] / "fixtures" / "systemd"
+    entries = [e for line in (fix / "exec_203_journal.json").read_text().splitlines()
+               if (e := parse_json_entry(line)) is not None]
+
+    class Svc:
+        def tail_entries(self, unit: str = "", invocation: str = "", lines: int = 500):
+            return [e for e in entries if e.unit == unit]
+
+    st = UnitStatus.from_show(parse_show((fix / "exec_203_show.txt").read_text())[0])
+    assert _manager_says(Svc(), st) == (": Failed at step EXEC spawning /usr/bin/no-such-server: "
+                                       "No such file or directory")
+    assert _manager_says(Svc(), UnitStatus.from_show({**st.raw, "ExecMainStatus": "1"})) == ""

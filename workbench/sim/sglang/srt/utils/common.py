@@ -109,6 +109,7 @@ def kill_process_tree(
             continue
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
+    _wait_gone([pid for pid in seen if pid != skip_pid])
     if include_parent:
         if parent_pid == os.getpid():
             sys.stdout.flush()
@@ -116,6 +117,28 @@ def kill_process_tree(
             os.kill(parent_pid, signal.SIGKILL)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(parent_pid, signal.SIGKILL)
+
+
+def _wait_gone(pids: list[int], limit: float = 5.0) -> None:
+    """Reap our own children and wait (up to ``limit`` s) until every killed process has left: the
+    server's last process ends after its ranks, so its service manager never finds stragglers in the
+    unit's cgroup once the main process is gone (systemd inside the testbed's nspawn hosts cannot kill
+    a cgroup: it would leave them, and a quick restart of the unit then races their exit)."""
+    deadline = time.monotonic() + limit
+    left = set(pids)
+    while left and time.monotonic() < deadline:
+        for pid in list(left):
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(pid, os.WNOHANG)
+            try:
+                with open(f"/proc/{pid}/stat", "rb") as f:
+                    state = f.read().rsplit(b")", 1)[-1].split()[:1]
+            except OSError:
+                state = []
+            if state in ([], [b"Z"]):  # a zombie left after our waitpid is another's child: its parent reaps it
+                left.discard(pid)
+        if left:
+            time.sleep(0.02)
 
 
 def _prctl(option: int, arg: Any) -> None:
