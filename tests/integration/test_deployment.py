@@ -329,7 +329,7 @@ def test_one_host_with_a_skewed_clock_is_measured_and_corrected_in_the_merged_jo
     the rendezvous every rank of both nodes passes at one moment lines up across the nodes again."""
     import time
 
-    from workbench.deployment.journals import JOIN_END
+    from workbench.deployment.topology import RENDEZVOUS_JOINED
     from workbench.testbed import skew
 
     dep, hosts = two_nodes
@@ -353,14 +353,14 @@ def test_one_host_with_a_skewed_clock_is_measured_and_corrected_in_the_merged_jo
     assert {h: tree_digest(host) for h, host in hosts.items()} == before
 
     def joined(frame) -> pd.Series:
-        own = frame[frame["message"].fillna("").str.contains(JOIN_END, regex=False)]
+        own = frame[frame["message"].fillna("").str.contains(RENDEZVOUS_JOINED)]
         assert len(own) == 8, len(own)  # every rank of the node
         return own["time"]
 
     raw = (joined(frames["node1"]).median() - joined(frames["node0"]).median()).total_seconds()
     assert abs(raw - SKEW_S) < 0.5, raw  # the journal of gpu-b really ran ahead
     merged = merge(frames, {k: v.offset for k, v in offsets.items()})
-    ends = merged[merged["message"].fillna("").str.contains(JOIN_END, regex=False)]
+    ends = merged[merged["message"].fillna("").str.contains(RENDEZVOUS_JOINED)]
     by_node = ends.groupby("node")["time_corrected"].median()
     corrected = (by_node["node1"] - by_node["node0"]).total_seconds()
     assert abs(corrected) < 0.5, corrected  # one moment again

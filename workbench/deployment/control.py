@@ -17,6 +17,7 @@ from typing import Any, cast
 
 from workbench.deployment.flags import check_edits, check_topology, differences
 from workbench.deployment.model import Deployment, Node
+from workbench.deployment.topology import RENDEZVOUS_BEGIN, RENDEZVOUS_JOINED
 from workbench.errors import WorkbenchError
 from workbench.hosts import Host
 from workbench.journal.read import read as read_journal
@@ -27,8 +28,6 @@ from workbench.systemd import UnitStatus
 from workbench.variants import EditValue
 from workbench.watch import Outcome, PhaseEvent, watch_start
 
-JOINED_LINE = "Init torch distributed ends."
-BEGIN_LINE = "Init torch distributed begin."
 POLL_S = 0.5
 
 
@@ -100,8 +99,9 @@ def preflight(dep: Deployment, hosts: Mapping[str, Host | Services], units: Mapp
               ) -> dict[str, list[str]]:
     """Every node's command line (of its service, or of ``units[label]``), read through the host's
     backend (a unit's ``ExecStart``, a container's command alike); a
-    :class:`~workbench.errors.DeploymentMismatch` when ``--nnodes``, ``--node-rank`` or
-    ``--dist-init-addr`` does not fit the deployment.  Reads only: run it before any stop or start."""
+    :class:`~workbench.errors.DeploymentMismatch` when a node's own flags (``--nnodes``, ``--node-rank``,
+    the head's address, ...: :mod:`~workbench.deployment.topology`) do not fit the deployment.  Reads
+    only: run it before any stop or start."""
     return _preflight(dep, _svcs(dep, hosts), units)
 
 
@@ -136,9 +136,9 @@ def _rendezvous(svc: Services, unit: str) -> str:
     except WorkbenchError:  # no invocation at all: it never ran, so it never joined
         return "never"
     text = frame["message"].fillna("")
-    if text.str.contains(JOINED_LINE, regex=False).any():
+    if text.str.contains(RENDEZVOUS_JOINED).any():
         return "joined"
-    return "waiting" if text.str.contains(BEGIN_LINE, regex=False).any() else "never"
+    return "waiting" if text.str.contains(RENDEZVOUS_BEGIN).any() else "never"
 
 
 def _manager_says(svc: Services, st: UnitStatus) -> str:

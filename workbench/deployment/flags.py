@@ -5,80 +5,69 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from workbench.deployment.topology import ALL_NODE_FLAGS, Topology, canonical, topology_of
 from workbench.errors import ConfigError, DeploymentMismatch
 from workbench.variants import EditValue, normalize_edits
 
-# Set per node by the deployment itself; a variant never edits them.
-NODE_FLAGS = frozenset({"--node-rank", "--dist-init-addr", "--nccl-init-addr", "--nnodes"})
-
-
-# SGLang's defaults when a flag is absent (``--nnodes 1``, ``--node-rank 0``); the init address has none.
-TOPOLOGY_DEFAULTS = {"--nnodes": "1", "--node-rank": "0"}
-INIT_ADDR_FLAGS = ("--dist-init-addr", "--nccl-init-addr")  # SGLang's name and its older alias
-
-
-def _init_addr(flags: Mapping[str, Any]) -> str | None:
-    value = next((flags[f] for f in INIT_ADDR_FLAGS if f in flags), None)
-    return None if value is None else str(value)
+# Set per node by the deployment itself, in any engine's way (see topology); a variant never edits them.
+NODE_FLAGS = ALL_NODE_FLAGS
 
 
 def check_topology(deployment: str, nodes: Sequence[tuple[str, str, int]], argvs: Mapping[str, Sequence[str]],
-                   ) -> None:
-    """Refuse command lines that cannot form this deployment (pure: the caller read them first).
+                   ) -> Topology:
+    """Refuse command lines that cannot form this deployment (pure: the caller read them first); return
+    the way they form it.
 
     ``nodes`` are (label, host, rank) in rank order, the head first; ``argvs`` each node's command
-    line by label.  Every node must say ``--nnodes`` = the number of nodes and ``--node-rank`` = its
-    own rank (absent: SGLang's defaults, 1 and 0), and name the head's ``--dist-init-addr`` (or its
-    alias ``--nccl-init-addr``; the head must give one).  A :class:`DeploymentMismatch` names every
-    node, flag, expected and found value that does not fit."""
-    count = str(len(nodes))
+    line by label.  What each way needs is :mod:`workbench.deployment.topology`'s (SGLang: every node
+    says ``--nnodes`` = the number of nodes and ``--node-rank`` = its own rank, absent meaning 1 and 0,
+    and names the head's ``--dist-init-addr``).  A :class:`DeploymentMismatch` names every node, flag,
+    expected and found value that does not fit."""
     maps = {label: flag_map(argvs[label]) for label, _, _ in nodes}
-    head_addr = _init_addr(maps[nodes[0][0]])
-    problems: list[tuple[str, str, str, str, str]] = []
-    for label, host, rank in nodes:
-        flags = maps[label]
-        for flag, want in (("--nnodes", count), ("--node-rank", str(rank))):
-            got = flags.get(flag)
-            shown = str(got) if got is not None else f"absent (default {TOPOLOGY_DEFAULTS[flag]})"
-            if str(got if got is not None else TOPOLOGY_DEFAULTS[flag]) != want:
-                problems.append((label, host, flag, want, shown))
-        addr = _init_addr(flags)
-        if head_addr is None:
-            if label == nodes[0][0]:
-                problems.append((label, host, "--dist-init-addr", "HOST:PORT (the head's rendezvous address)",
-                                 "absent"))
-        elif addr != head_addr:
-            problems.append((label, host, "--dist-init-addr", f"{head_addr} (the head's)",
-                             addr if addr is not None else "absent"))
+    topo = topology_of(argvs, maps)
+    problems = topo.check(nodes, maps)
     if problems:
         said = "; ".join(f"{node} ({host}): {flag} expected {want}, found {got}"
                          for node, host, flag, want, got in problems)
         raise DeploymentMismatch(f"deployment {deployment}: its nodes' command lines do not form it: {said}. "
                                  "Nothing was stopped or started: fix the unit (or container) or the ranks in "
                                  "the deployments file", deployment=deployment, problems=problems)
+    return topo
 
 
 def check_edits(edits: Mapping[str, EditValue] | Sequence[tuple[str, EditValue]]) -> tuple[tuple[str, EditValue], ...]:
     """The edits, normalized; node-specific flags refused before anything touches a host."""
     norm = normalize_edits(edits)
-    bad = sorted({flag for flag, _ in norm if flag in NODE_FLAGS})
+    bad = sorted({flag for flag, _ in norm if canonical(flag) in NODE_FLAGS})
     if bad:
         raise ConfigError(f"{', '.join(bad)} differ by node and are set by the deployment; a variant edits "
                           "only flags that are the same on every node")
     return norm
 
 
+def _is_flag(token: str) -> bool:
+    if not token.startswith("-") or len(token) < 2:
+        return False
+    try:
+        float(token)
+    except ValueError:
+        return True
+    return False  # a negative number is a value
+
+
 def flag_map(argv: Sequence[str]) -> dict[str, Any]:
-    """``--flag value`` / ``--flag=value`` / bare ``--flag`` (True) of a server command line."""
+    """``--flag value`` / ``--flag=value`` / bare ``--flag`` (True) / vLLM's ``-dp 2`` of a server
+    command line, each flag under its one spelling (:func:`~workbench.deployment.topology.canonical`)."""
     out: dict[str, Any] = {}
     i = 0
     while i < len(argv):
         tok = argv[i]
-        if tok.startswith("--"):
+        if _is_flag(tok):
             name, eq, value = tok.partition("=")
+            name = canonical(name)
             if eq:
                 out[name] = value
-            elif i + 1 < len(argv) and not argv[i + 1].startswith("--"):
+            elif i + 1 < len(argv) and not _is_flag(argv[i + 1]):
                 out[name] = argv[i + 1]
                 i += 1
             else:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from workbench.deployment.model import Deployment
+from workbench.deployment.topology import RENDEZVOUS_BEGIN, RENDEZVOUS_JOINED
 from workbench.journal.read import read as read_journal
 from workbench.services import Services
 from workbench.tracebacks import analyze
@@ -108,21 +109,17 @@ def _is_consequence(text: str) -> bool:
     return any(c in text for c in CONSEQUENCES)
 
 
-JOIN_BEGIN = "Init torch distributed begin."
-JOIN_END = "Init torch distributed ends."
-
-
 def not_joined(frames: Mapping[str, pd.DataFrame], offsets: Mapping[str, float] | None = None) -> list[NodeFailure]:
     """Nodes that began the rendezvous and never finished it (stopped before their own error, if any)."""
     out = []
     for label, frame in frames.items():
         own = _own(frame)
         text = own["message"].fillna("")
-        began = text.str.contains(JOIN_BEGIN, regex=False)
-        if began.any() and not text.str.contains(JOIN_END, regex=False).any():
+        began = text.str.contains(RENDEZVOUS_BEGIN)
+        if began.any() and not text.str.contains(RENDEZVOUS_JOINED).any():
             shift = pd.to_timedelta(float((offsets or {}).get(label, 0.0)), unit="s")
             out.append(NodeFailure(label, label, None, "began the rendezvous and never joined it "
-                                   f"(no {JOIN_END!r})", "nccl_init", own["time"][began].iloc[0] - shift, False))
+                                   "(no line that it joined)", "nccl_init", own["time"][began].iloc[0] - shift, False))
     return out
 
 

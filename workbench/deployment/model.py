@@ -33,8 +33,10 @@ a host with podman puts its containers beside its units, and ``NAME.service`` al
 container ``NAME`` where no unit has the name); nothing here asks.  Refused here: other unit types
 (``.socket``, ``.timer``, ...: not a server), templates (``@``), and anything neither a unit nor a
 container name (spaces, a slash, a leading dot or dash).  Nodes are distinct hosts.  Each node's
-command line must fit the deployment (``--nnodes``, ``--node-rank``, ``--dist-init-addr``): checked
-by :func:`workbench.deployment.control.preflight` before any node is stopped or started.
+command line must fit the deployment in its engine's way (SGLang's ``--nnodes``/``--node-rank``/
+``--dist-init-addr``; vLLM's ``--nnodes``/``--node-rank``/``--master-addr`` with ``--headless``
+workers, or its data-parallel ``--data-parallel-*`` flags: :mod:`workbench.deployment.topology`):
+checked by :func:`workbench.deployment.control.preflight` before any node is stopped or started.
 """
 
 from __future__ import annotations
