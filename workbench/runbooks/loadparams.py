@@ -73,8 +73,9 @@ class LoadParams(RunbookParams):
     ignore_eos: bool = Field(True, description="send ignore_eos (false for servers that reject it)")
     api_key_env: str = Field("", description="controller env var holding the API key (Bearer); empty: "
                                              "WORKBENCH_API_KEY or OPENAI_API_KEY if set; never the key itself")
-    headers: list[str] = Field(default_factory=list, description="extra headers as NAME=ENVVAR, each value read "
-                                                                 "from the controller's environment")
+    headers: list[str] = Field(default_factory=list, description="extra headers, each NAME and ENVVAR joined by an "
+                                                                 "equals sign; the value is read from the controller's "
+                                                                 "environment")
     flush_cache: bool = Field(False, description="POST the server's /flush_cache before each point (SGLang)")
     percentiles: list[float] = Field(default_factory=lambda: [50.0, 90.0, 95.0, 99.0],
                                      description="latency percentiles of every point (50 and 99 always)")

@@ -17,6 +17,15 @@ def test_committed_notebooks_are_up_to_date(name):
     assert len(params) == 1 and committed.cells.index(params[0]) == 1
 
 
+@pytest.mark.parametrize("name", sorted(all_notebooks()))
+def test_every_parameter_line_is_one_papermill_reads(name):
+    """papermill's --help-notebook (and its parameter inspection) skips a line with more than one "=":
+    a description must not hold one."""
+    (cell,) = [c for c in all_notebooks()[name].cells if "parameters" in c.metadata.get("tags", [])]
+    lines = [line for line in cell.source.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    assert [line for line in lines if line.count("=") != 1] == []
+
+
 def test_parameters_cell_mirrors_the_model():
     src = parameters_source(BisectParams)
     for name in BisectParams.model_fields:
