@@ -1,0 +1,62 @@
+"""Mechanisms added after held-out 9 was measured (issue 15, eighth round), each on lines taken
+from the shapes of real logs (the corpus part and thread say which)."""
+
+from __future__ import annotations
+
+from workbench.tracebacks import analyze
+
+_DEL = ('(RayWorkerVllm pid=14289) Exception ignored in: <function NCCLCommunicator.__del__ at 0x7f4d8c3212d0>\n'
+        '(RayWorkerVllm pid=14289) Traceback (most recent call last):\n'
+        '(RayWorkerVllm pid=14289)   File "/usr/local/lib/python3.10/dist-packages/vllm/model_executor/parallel_utils/'
+        'pynccl.py", line 264, in __del__\n'
+        '(RayWorkerVllm pid=14289)     _c_ncclCommDestroy(self.comm)\n'
+        "(RayWorkerVllm pid=14289) AttributeError: 'NCCLCommunicator' object has no attribute 'comm'\n")
+
+
+def test_an_exception_python_ignored_is_not_the_root_cause() -> None:
+    """vllm#4114: a __del__'s AttributeError under "Exception ignored in:", then the worker's real
+    traceback (init_device), cut before its exception line."""
+    text = _DEL + (
+        '(RayWorkerVllm pid=14289) ERROR 04-17 09:00:33 ray_utils.py:44] Error executing method init_device. '
+        'This might cause deadlock in distributed execution.\n'
+        '(RayWorkerVllm pid=14289) ERROR 04-17 09:00:33 ray_utils.py:44] Traceback (most recent call last):\n'
+        '(RayWorkerVllm pid=14289) ERROR 04-17 09:00:33 ray_utils.py:44]   File "/usr/local/lib/python3.10/dist-packages/'
+        'vllm/engine/ray_utils.py", line 37, in execute_method\n'
+        '(RayWorkerVllm pid=14289) ERROR 04-17 09:00:33 ray_utils.py:44]     return executor(*args, **kwargs)\n'
+        '(RayWorkerVllm pid=14289) ERROR 04-17 09:00:33 ray_utils.py:44]   File "/usr/local/lib/python3.10/dist-packages/'
+        'vllm/worker/worker.py", line 100, in init_device\n')
+    a = analyze(text)
+    assert a.tracebacks[0].unraisable and not a.tracebacks[1].unraisable
+    rc = a.root_cause
+    assert rc is not None and rc.exception_type is None and rc.phase == "nccl_init"
+    assert rc.innermost_frame is not None and rc.innermost_frame.function == "init_device"
+
+
+def test_an_ignored_exception_alone_is_still_reported() -> None:
+    rc = analyze(_DEL).root_cause
+    assert rc is not None and rc.exception_type == "AttributeError"
+
+
+def test_a_cut_traceback_takes_its_message_from_the_error_record_that_introduced_it() -> None:
+    """gpustack#3969: logger.exception's record ('... - ERROR - Error provisioning model instance X:
+    <what failed>'), then the traceback, cut before its exception line; the record also says start-up."""
+    text = ('2025-12-20 04:37:58.574872+08:00 - gpustack.worker.backends.vllm - INFO - Starting vLLM model instance: Q\n'
+            '2025-12-20 04:38:00.262558+08:00 - gpustack.worker.serve_manager - ERROR - Error provisioning model '
+            'instance Qwen3-nntL6: Failed to get vLLM backend image\n'
+            'Traceback (most recent call last):\n'
+            '  File "/usr/local/lib/python3.11/dist-packages/gpustack/worker/serve_manager.py", line 422, in '
+            '_serve_model_instance\n'
+            '    server_ins.start()\n')
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.exception_type is None
+    assert "Failed to get vLLM backend image" in rc.message
+    assert rc.phase == "startup_other"
+
+
+def test_a_wrapper_that_only_announces_the_stack_gives_no_message() -> None:
+    """SGLang's "Scheduler hit an exception:" says nothing of what failed."""
+    text = ('[2025-09-08 18:19:22 TP0] Scheduler hit an exception: Traceback (most recent call last):\n'
+            '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 2586, in run_scheduler_process\n'
+            '    scheduler = Scheduler(\n')
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.exception_type is None and rc.message == ""
