@@ -414,6 +414,11 @@ class Extractor:
                 return
         if msg[:1].isalpha() and parsed.level not in ("INFO", "DEBUG") and self._bare(stream, origin, parsed, msg, header):
             return
+        if "\uff1a" in msg[:24] and parsed.level not in ("INFO", "DEBUG"):
+            # a label written with a full-width colon before a pasted exception line ("【BUG】：RuntimeError: ...")
+            rest = msg[msg.index("\uff1a") + 1:].lstrip()
+            if rest[:1].isalpha() and self._bare(stream, origin, parsed, rest, header):
+                return
         self._event(parsed, msg)
 
     def _bare(self, stream: Stream, origin: tuple[str | None, ...], parsed: LogLine, msg: str, header: str | None) -> bool:

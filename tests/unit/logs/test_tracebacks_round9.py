@@ -60,3 +60,38 @@ def test_a_wrapper_that_only_announces_the_stack_gives_no_message() -> None:
             '    scheduler = Scheduler(\n')
     rc = analyze(text).root_cause
     assert rc is not None and rc.exception_type is None and rc.message == ""
+
+
+def test_an_exception_line_after_a_full_width_colon_label_is_read() -> None:
+    """vllm-ascend#1987: '【BUG】：RuntimeError: NPU out of memory. ...' pasted under a label."""
+    rc = analyze("Tried using the glm-32b-0414 model, but failed to invoke two cards.\n"
+                 "【BUG】：RuntimeError: NPU out of memory. Tried to allocate 3.47 GiB (NPU 0; 60.97 GiB total "
+                 "capacity; 58.92 GiB already allocated)\n").root_cause
+    assert rc is not None and rc.exception_type == "RuntimeError"
+    assert rc.message.startswith("NPU out of memory. Tried to allocate 3.47 GiB")
+    # a label alone, or one before words that are not an error class, is no exception
+    assert analyze("报错：见下面的日志\n").root_cause is None
+    assert analyze("说明：Warning: something\n").root_cause is None
+
+
+def test_the_kernels_report_of_a_process_it_stopped_is_a_crash() -> None:
+    """lmdeploy#4944: dmesg's 'traps: lmdeploy[pid] general protection fault ip:...' (and a segfault line)."""
+    rc = analyze("[Tue Sep  8 10:05:32 2026] traps: lmdeploy[3838286] general protection fault ip:7f8304036898 "
+                 "sp:7f7fde7fa710 error:0 in libc.so.6[7f8304036000+195000]\n").root_cause
+    assert rc is not None and rc.kind == "log_line" and "general protection fault" in rc.message
+    rc = analyze("Sep 08 10:05:32 host kernel: python3[1234]: segfault at 8 ip 00007f3a sp 00007ffc error 4 "
+                 "in libtorch_cuda.so[7f3a+1000]\n").root_cause
+    assert rc is not None and "segfault at 8" in rc.message
+    assert analyze("kernel: traps handled: 0\n").root_cause is None
+
+
+def test_mini_sglangs_scheduler_loop_is_serving() -> None:
+    """mini-sglang#67: 'Process minisgl-TP0-scheduler:' traceback cut at launch.py's scheduler.run_forever()."""
+    text = ("Process minisgl-TP0-scheduler:\n"
+            "Traceback (most recent call last):\n"
+            '  File "/opt/conda/lib/python3.12/multiprocessing/process.py", line 108, in run\n'
+            "    self._target(*self._args, **self._kwargs)\n"
+            '  File "/workspace/mini-sglang/python/minisgl/server/launch.py", line 31, in _run_scheduler\n'
+            "    scheduler.run_forever()\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.exception_type is None and rc.phase == "serving"
