@@ -285,7 +285,8 @@ def analysis_of(ex: Extractor) -> Analysis:
     if root is not None and root.phase == "unknown" and _start_failed(ex, root.line):
         root = replace(root, phase="startup_other")  # the server said its start failed: not serving
     if root is not None and root.phase == "startup_other":
-        root = replace(root, phase=startup_step((root.message,)))  # an NCCL error while starting
+        # an NCCL/HCCL error while starting, in the root's words or in the error records just before it
+        root = replace(root, phase=startup_step((root.message, *_reports_before(tracebacks, root.line))))
     if final is not None and final.phase == "unknown" and root is not None:
         final = replace(final, phase=root.phase)
     return Analysis(tracebacks, tuple(failures), tuple(ex.events), tuple(ex.cpp_exceptions), final, root, ex.line_no)
@@ -376,6 +377,13 @@ def _reported(lead: str) -> str:
     printed just above it (logger.exception's message), or '' when that record only announces it."""
     text = lead.strip()
     return text[:400] if _REPORT.search(text) and not _ANNOUNCE_ONLY.search(text) else ""
+
+
+def _reports_before(tracebacks: Sequence[Traceback], line: int) -> tuple[str, ...]:
+    """The error reports among the records printed just before the traceback that starts at ``line``
+    (a collective library's own error lines before the stack of the start they failed)."""
+    own = next((t for t in tracebacks if t.start_line == line), None)
+    return tuple(c for c in own.context if _REPORT.search(c)) if own is not None else ()
 
 
 def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: Sequence[Failure]) -> RootCause | None:

@@ -49,6 +49,7 @@ class Traceback:
     origin: str = field(default="", compare=False)
     server: str = field(default="|", compare=False)
     lead: str = field(default="", compare=False)  # the record just above the header and the text before "Traceback"
+    context: tuple[str, ...] = field(default=(), compare=False)  # the last records printed before it
 
     @property
     def unraisable(self) -> bool:

@@ -518,7 +518,7 @@ class Extractor:
         block = Block(
             index=len(self._blocks), rank=rank if rank is not None else parsed.rank, start=self.line_no,
             header=repeat, origin="|".join(o or "" for o in origin), server=self._server, phase_hint=self._tracker.phase,
-            cut_start=cut_start, end=self.line_no, ready=self._tracker.ready,
+            cut_start=cut_start, end=self.line_no, ready=self._tracker.ready, context=tuple(self._recent)[-4:],
         )
         self._blocks.append(block)
         stream.block = block

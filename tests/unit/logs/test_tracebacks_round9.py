@@ -95,3 +95,27 @@ def test_mini_sglangs_scheduler_loop_is_serving() -> None:
             "    scheduler.run_forever()\n")
     rc = analyze(text).root_cause
     assert rc is not None and rc.exception_type is None and rc.phase == "serving"
+
+
+_MQ_ENGINE = ('ERROR 12-17 09:31:58 [engine.py:458] Traceback (most recent call last):\n'
+              'ERROR 12-17 09:31:58 [engine.py:458]   File "/vllm-workspace/vllm/vllm/engine/multiprocessing/engine.py", '
+              'line 87, in __init__\n'
+              'ERROR 12-17 09:31:58 [engine.py:458]     self.engine = LLMEngine(*args, **kwargs)\n'
+              'ERROR 12-17 09:31:58 [engine.py:458]   File "/vllm-workspace/vllm/vllm/engine/llm_engine.py", line 268, '
+              'in __init__\n'
+              'ERROR 12-17 09:31:58 [engine.py:458]     self._init\n')
+
+
+def test_collective_error_records_just_before_a_start_up_traceback_say_nccl_start() -> None:
+    """vllm-ascend#5135: CANN's '... ERR02200 DIST call hccl api failed.' records, then the engine's
+    start-up traceback, cut inside LLMEngine.__init__."""
+    text = ('ERROR 12-17 09:31:58 [engine.py:458] [ERROR] 2025-12-17-09:31:53 (PID:53769, Device:0, RankID:-1) '
+            'ERR02200 DIST call hccl api failed.\n'
+            'ERROR 12-17 09:31:58 [engine.py:458] EH9999: Inner Error!\n' + _MQ_ENGINE)
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.exception_type is None and rc.phase == "nccl_init"
+    # a record that only names the library (no error) says nothing of the failure
+    quiet = analyze("INFO 12-17 09:31:50 [utils.py:126] Found nccl from library libnccl.so.2\n"
+                    "INFO 12-17 09:31:51 [config.py:10] Using max model len 4096\n"
+                    "INFO 12-17 09:31:52 [config.py:12] Chunked prefill is enabled\n" + _MQ_ENGINE).root_cause
+    assert quiet is not None and quiet.phase == "startup_other"
