@@ -376,7 +376,8 @@ def _reported(lead: str) -> str:
     """What a traceback cut before its exception line failed with, in the words of the error record
     printed just above it (logger.exception's message), or '' when that record only announces it."""
     text = lead.strip()
-    return text[:400] if _REPORT.search(text) and not _ANNOUNCE_ONLY.search(text) else ""
+    announces = _ANNOUNCE_ONLY.search(text) or _ANNOUNCES.search(text)  # "Error executing method X." only names the call
+    return text[:400] if _REPORT.search(text) and not announces else ""
 
 
 def _reports_before(tracebacks: Sequence[Traceback], line: int) -> tuple[str, ...]:

@@ -239,7 +239,7 @@ def _interesting_words(*, strong: bool) -> frozenset[str]:
         "died", "dead", "fail", "Fail", "xited", "Exit", "OOM", "oom", "out of memory", "Out of memory",
         "above exception", "During handling", "atchdog", "timing out", "sigquit", "ChildFailed", "kill_process",
         "cannot find -l", "ray::", "Illegal", "' panicked", "Bus error", "Floating", "Main process", "Interrupt", "Timeout",
-        "Cancelled", "Thread 0x", "Stack (", "│", "┃", "║", "╭", "^[", "\ufffd[", '{"', "m(",
+        "Cancelled", "Thread 0x", "Stack (", "│", "┃", "║", "╭", "^[", "\ufffd[", '{"', "m(", "segfault", "protection fault",
         *_EVENT_ANCHORS, *_ANCHORS, *_FAILURE_ANCHORS,
     } - _WEAK
     if not strong:

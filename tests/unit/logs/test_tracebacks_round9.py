@@ -119,3 +119,14 @@ def test_collective_error_records_just_before_a_start_up_traceback_say_nccl_star
                     "INFO 12-17 09:31:51 [config.py:10] Using max model len 4096\n"
                     "INFO 12-17 09:31:52 [config.py:12] Chunked prefill is enabled\n" + _MQ_ENGINE).root_cause
     assert quiet is not None and quiet.phase == "startup_other"
+
+
+def test_a_workers_error_executing_method_record_is_no_message() -> None:
+    """vLLM's "Error executing method X. This might cause deadlock ..." names the call, not what failed."""
+    text = ("ERROR 04-17 09:00:33 worker_base.py:44] Error executing method initialize_cache. This might cause "
+            "deadlock in distributed execution.\n"
+            "ERROR 04-17 09:00:33 worker_base.py:44] Traceback (most recent call last):\n"
+            'ERROR 04-17 09:00:33 worker_base.py:44]   File "/usr/local/lib/python3.10/dist-packages/vllm/worker/'
+            'worker_base.py", line 37, in execute_method\n')
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.exception_type is None and rc.message == ""
