@@ -124,7 +124,7 @@ _EVENT_NEEDLES: dict[EventKind, tuple[str, ...]] = {
     "fatal_signal": ("Fatal Python error: ", "Segmentation fault", "Aborted (core dumped)",
                      "Illegal instruction (core dumped)", "Bus error (core dumped)", "*** SIG",
                      "received signal SIG", "Floating point exception", "Segfault encountered",
-                     "] general protection fault", "]: segfault at "),
+                     "general protection fault", "segfault at "),
     "device_assert": ("Assertion ", "device-side assertion "),
     "error_line": ("out of memory", "CUDA error", "CUDA runtime error", "cudaError", "CUDA_ERROR_", "Error Code ",
                    "Assertion failed", "ailed to start", "ailed to initiali", "NCCL error", "Connection refused",

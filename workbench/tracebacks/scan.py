@@ -412,7 +412,7 @@ class Extractor:
                                  abort[1], abort[2])
                 self._cpp.append(stream.cpp)
                 return
-        if parsed.level not in ("INFO", "DEBUG") and self._bare(stream, origin, parsed, msg, header):
+        if (msg[:1].isalpha() or "\uff1a" in msg[:24]) and parsed.level not in ("INFO", "DEBUG") and self._bare(stream, origin, parsed, msg, header):
             return
         self._event(parsed, msg)
 
