@@ -58,6 +58,9 @@ listing the functions of the start-up and serving paths with what each one does 
   ``build_managers`` / ``configure_kv_cache_capacity``, ``create_py_executor_instance``);
   TensorRT-LLM's model-engine warm-ups (``_run_autotuner_warmup``, ``_general_warmup_impl``...) as
   its pull requests' diffs show them;
+* mini-sglang ``python/minisgl/scheduler/scheduler.py`` @ 04340eedbf9f (``Scheduler.__init__`` builds
+  the engine; ``run_forever`` runs ``overlap_loop`` / ``normal_loop``, which schedule, forward and
+  process each batch);
 * vllm-ascend's NPU worker and runner (``vllm_ascend/worker/worker_v1.py``, ``model_runner_v1.py``)
   mirror vLLM's; their names are the ones their stacks print (tests/fixtures/tracebacks);
 * lmdeploy ``lmdeploy/pytorch/engine/model_agent.py`` @ 002f835fc3c3 (``_tp_build_model`` →
@@ -260,6 +263,10 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
      "openai_v1_chat_completions", _S),
     ("sglang/srt/entrypoints/openai/serving_", "*", _S),
     ("sglang/srt/entrypoints/http_server.py", "_wait_and_warmup _execute_server_warmup", _WU),
+    # --- mini-sglang's scheduler (python/minisgl/scheduler/scheduler.py): its loops run the batches
+    ("minisgl/scheduler/scheduler.py", "Scheduler __init__", _U),
+    ("minisgl/scheduler/scheduler.py", "run_forever overlap_loop normal_loop _process_last_data "
+     "_schedule_next_batch", _S),
     ("sglang/srt/entrypoints/engine.py", "_launch_subprocesses __init__", _U),
     ("sglang/srt/distributed/parallel_state.py", "init_distributed_environment initialize_model_parallel "
      "init_model_parallel_group init_world_group", _NCCL),

@@ -428,7 +428,9 @@ _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
 _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|failed to (?:start|initiali[sz]e)|creation task|"
                            r"Failed to start|aborting startup|\binit state\b|"
                            # a module that would not import, an engine being built: the program was starting
-                           r"failed to import|No module named|cannot import name|Building .{0,40}engine", re.I)
+                           r"failed to import|No module named|cannot import name|Building .{0,40}engine|"
+                           # a serving platform bringing up one model server (gpustack's "Provisioning model instance")
+                           r"\b(?:provision|start)\w* (?:\w+ )?model instance", re.I)
 # what an engine writes when a batch it was executing failed (vLLM v0 and v1 dump the batch's input)
 # vLLM v1's run_engine_core logs "EngineCore encountered a fatal error" only once the core was built and
 # its busy loop ran ("EngineCore failed to start" otherwise); TensorRT-LLM's batch manager names its

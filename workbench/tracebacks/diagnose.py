@@ -178,6 +178,10 @@ def _start_failed(ex: Extractor, line: int) -> bool:
 
 # an exception that only reports a compiler run failed (CalledProcessError of gcc, nvcc...)
 _COMPILER_RUN = re.compile(r"/(?:gcc|g\+\+|cc|c\+\+|clang(?:\+\+)?|nvcc)(?:-\d+)?'")
+# the record a logger printed just before the traceback it attaches (Python's logger.exception("...")):
+# an error report in its own words, unlike a wrapper's "hit an exception:" that only announces the stack
+_REPORT = re.compile(r"\berror\b|\bfail", re.I)
+_ANNOUNCE_ONLY = re.compile(r"(?:exception|error|traceback)\W*$", re.I)
 _ANNOUNCES = re.compile(r"because of an error raised|raised in (?:its )?creation task|failed to start|Error executing metho")
 _CALLING = re.compile(r"when calling `(\w+)")
 _CUDA_STATUS = re.compile(r"^CUDA error: (?=[A-Z][A-Z0-9_]{5,})")
@@ -281,7 +285,8 @@ def analysis_of(ex: Extractor) -> Analysis:
     if root is not None and root.phase == "unknown" and _start_failed(ex, root.line):
         root = replace(root, phase="startup_other")  # the server said its start failed: not serving
     if root is not None and root.phase == "startup_other":
-        root = replace(root, phase=startup_step((root.message,)))  # an NCCL error while starting
+        # an NCCL/HCCL error while starting, in the root's words or in the error records just before it
+        root = replace(root, phase=startup_step((root.message, *_reports_before(tracebacks, root.line))))
     if final is not None and final.phase == "unknown" and root is not None:
         final = replace(final, phase=root.phase)
     return Analysis(tracebacks, tuple(failures), tuple(ex.events), tuple(ex.cpp_exceptions), final, root, ex.line_no)
@@ -367,6 +372,21 @@ def _segment(ex: Extractor, failures: Sequence[Failure]) -> tuple[int, int, str 
     return lo, hi, server
 
 
+def _reported(lead: str) -> str:
+    """What a traceback cut before its exception line failed with, in the words of the error record
+    printed just above it (logger.exception's message), or '' when that record only announces it."""
+    text = lead.strip()
+    announces = _ANNOUNCE_ONLY.search(text) or _ANNOUNCES.search(text)  # "Error executing method X." only names the call
+    return text[:400] if _REPORT.search(text) and not announces else ""
+
+
+def _reports_before(tracebacks: Sequence[Traceback], line: int) -> tuple[str, ...]:
+    """The error reports among the records printed just before the traceback that starts at ``line``
+    (a collective library's own error lines before the stack of the start they failed)."""
+    own = next((t for t in tracebacks if t.start_line == line), None)
+    return tuple(c for c in own.context if _REPORT.search(c)) if own is not None else ()
+
+
 def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: Sequence[Failure]) -> RootCause | None:
     lo, hi, server = _segment(ex, failures)
     events = [e for e in ex.events if lo <= e.line <= hi]
@@ -397,6 +417,7 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
     # failures in the segment, earliest first
     items: list[tuple[int, bool, RootCause]] = []
     cut: list[tuple[int, RootCause]] = []
+    unraisable: list[RootCause] = []
     for chain in chains:
         if not lo <= chain[0].start_line <= hi or (server is not None and chain[0].server != server):
             continue
@@ -406,8 +427,11 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
         ranks = failure.ranks if failure else _ranks([link.rank])
         rc = RootCause("exception", link.exception_type, link.message or "", link.start_line, link.innermost,
                        link.phase, ranks, sig, describe(link.exception_type, link.message, link.frames))
+        if chain[0].unraisable:  # Python went on after it ("Exception ignored in: ..."): only if nothing else failed
+            unraisable.append(rc)
+            continue
         if link.exception_type is None:  # cut before its exception line: where it failed, not what
-            cut.append((chain[0].start_line, rc))
+            cut.append((chain[0].start_line, replace(rc, message=_reported(chain[0].lead))))
             continue
         items.append((chain[0].start_line, is_pointer(link), rc))
     for c in ex.cpp_exceptions:
@@ -469,6 +493,8 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
         return items[0][2]
     if cut:  # only tracebacks cut before their exception: the first says where it failed
         return min(cut, key=lambda x: x[0])[1]
+    if unraisable:
+        return unraisable[0]
     killed = first_event("killed")
     return event_root(killed) if killed else None
 

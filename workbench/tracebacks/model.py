@@ -48,6 +48,14 @@ class Traceback:
     phase: str = "unknown"
     origin: str = field(default="", compare=False)
     server: str = field(default="|", compare=False)
+    lead: str = field(default="", compare=False)  # the record just above the header and the text before "Traceback"
+    context: tuple[str, ...] = field(default=(), compare=False)  # the last records printed before it
+
+    @property
+    def unraisable(self) -> bool:
+        """Printed under Python's "Exception ignored in: ..." (in a ``__del__``, a callback, at exit):
+        the program went on, so this is not what failed."""
+        return "Exception ignored in" in self.lead
 
     @property
     def truncated(self) -> bool:

@@ -91,7 +91,9 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
     ("fatal_signal", re.compile(
         r"Fatal Python error: |Segmentation fault|^Aborted \(core dumped\)|Illegal instruction \(core dumped\)|"
         r"Bus error \(core dumped\)|\*\*\* SIG(?:SEGV|ABRT|BUS|ILL|FPE)|received signal SIG(?:SEGV|ABRT|BUS)|"
-        r"Floating point exception|Segfault encountered")),
+        r"Floating point exception|Segfault encountered|"
+        # the kernel's own report of a process it stopped (dmesg, the journal's kernel lines)
+        r"traps: \S+\[\d+\] general protection fault|\S+\[\d+\]: segfault at [0-9a-f]+ ip")),
     ("device_assert", re.compile(r"\.cu:\d+: .*Assertion .* failed\.|device-side assertion .* failed")),
     ("error_line", re.compile(r"out of memory|CUDA error|CUDA runtime error|cudaError\w+|CUDA_ERROR_\w+|Error Code \d+|"
                               r"Assertion failed|[Ff]ailed to (?:start|initiali[sz]e)[^:.]*: \S|NCCL error|Connection refused|"
@@ -121,7 +123,8 @@ _EVENT_NEEDLES: dict[EventKind, tuple[str, ...]] = {
     "oom_kill": ("Out of memory: Kill", "oom-kill", "cgroup out of memory", "OOM killer"),
     "fatal_signal": ("Fatal Python error: ", "Segmentation fault", "Aborted (core dumped)",
                      "Illegal instruction (core dumped)", "Bus error (core dumped)", "*** SIG",
-                     "received signal SIG", "Floating point exception", "Segfault encountered"),
+                     "received signal SIG", "Floating point exception", "Segfault encountered",
+                     "general protection fault", "segfault at "),
     "device_assert": ("Assertion ", "device-side assertion "),
     "error_line": ("out of memory", "CUDA error", "CUDA runtime error", "cudaError", "CUDA_ERROR_", "Error Code ",
                    "Assertion failed", "ailed to start", "ailed to initiali", "NCCL error", "Connection refused",
@@ -236,7 +239,7 @@ def _interesting_words(*, strong: bool) -> frozenset[str]:
         "died", "dead", "fail", "Fail", "xited", "Exit", "OOM", "oom", "out of memory", "Out of memory",
         "above exception", "During handling", "atchdog", "timing out", "sigquit", "ChildFailed", "kill_process",
         "cannot find -l", "ray::", "Illegal", "' panicked", "Bus error", "Floating", "Main process", "Interrupt", "Timeout",
-        "Cancelled", "Thread 0x", "Stack (", "│", "┃", "║", "╭", "^[", "\ufffd[", '{"', "m(",
+        "Cancelled", "Thread 0x", "Stack (", "│", "┃", "║", "╭", "^[", "\ufffd[", '{"', "m(", "segfault", "protection fault",
         *_EVENT_ANCHORS, *_ANCHORS, *_FAILURE_ANCHORS,
     } - _WEAK
     if not strong:

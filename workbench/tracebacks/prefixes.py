@@ -80,3 +80,10 @@ def learn_shapes(shapes: LineShapes, text: str, *, samples: int = 64) -> None:
         if msg and (msg[0] not in " \t" or indented_record(msg)):
             shapes.learn(msg, outermost=parsed.format == "plain" and not any(origin))
         pos = end + 1
+
+
+def after_label(msg: str) -> str:
+    """The text after a label written with a full-width colon near the start of a line ("【BUG】：",
+    "报错："), where a pasted exception line often follows; '' when there is no such label."""
+    pos = msg.find("\uff1a", 0, 24)
+    return msg[pos + 1:].lstrip() if pos >= 0 else ""

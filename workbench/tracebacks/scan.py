@@ -52,7 +52,7 @@ from workbench.tracebacks.patterns import (
     looks_like_exception,
     no_cr,
 )
-from workbench.tracebacks.prefixes import indented_record, json_log, reparse, unquote
+from workbench.tracebacks.prefixes import after_label, indented_record, json_log, reparse, unquote
 from workbench.tracebacks.stack import (
     CUT_DUMP,
     Block,
@@ -412,20 +412,20 @@ class Extractor:
                                  abort[1], abort[2])
                 self._cpp.append(stream.cpp)
                 return
-        if msg[:1].isalpha() and parsed.level not in ("INFO", "DEBUG") and self._bare(stream, origin, parsed, msg, header):
+        if (msg[:1].isalpha() or "\uff1a" in msg[:24]) and parsed.level not in ("INFO", "DEBUG") and self._bare(stream, origin, parsed, msg, header):
             return
         self._event(parsed, msg)
 
     def _bare(self, stream: Stream, origin: tuple[str | None, ...], parsed: LogLine, msg: str, header: str | None) -> bool:
         """An exception line with no frame before it (the window began after them, or the tool
         printed only the line): a block of its own, cut at the start."""
-        text = msg.rstrip()
+        text = (after_label(msg) or msg).rstrip()  # the line, or what follows its "【BUG】：" label
         m = _EXC.match(text)
         if m is not None and m.group(2) and _BARE_EXC_NAME.search(m.group(1).split("(", 1)[0]):
             exc_type, message = m.group(1), m.group(2).rstrip()
         else:
             # quoted in prose, not in a log record (a WARNING naming the error it may cause)
-            r = _EXC_REPR.match(text) or (_QUOTED_EXC.search(text) if "`" in text and parsed.level is None else None)
+            r = _EXC_REPR.match(text) or (_QUOTED_EXC.search(text) if "`" in text and parsed.level is None and text[:1].isalpha() else None)
             if r is None:
                 return False
             exc_type, message = r.group(1), r.group(3).rstrip("')\"")
@@ -513,7 +513,7 @@ class Extractor:
         block = Block(
             index=len(self._blocks), rank=rank if rank is not None else parsed.rank, start=self.line_no,
             header=repeat, origin="|".join(o or "" for o in origin), server=self._server, phase_hint=self._tracker.phase,
-            cut_start=cut_start, end=self.line_no, ready=self._tracker.ready,
+            cut_start=cut_start, end=self.line_no, ready=self._tracker.ready, context=tuple(self._recent)[-4:],
         )
         self._blocks.append(block)
         stream.block = block

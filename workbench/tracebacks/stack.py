@@ -46,6 +46,7 @@ class Block:
     end: int = 0
     lead: str = ""  # the text before "Traceback" on the header line ("Initialization failed. warmup error: ")
     ready: bool = False  # the server had declared itself ready when the block began
+    context: tuple[str, ...] = ()  # the last records printed before the block (outside any traceback)
     faulthandler: bool = False  # a faulthandler dump: frames listed most recent call first
     rich: bool = False  # rich's boxed traceback: "path.py:8 in func" frames and numbered code lines
     frames: list[Frame] = field(default_factory=list)

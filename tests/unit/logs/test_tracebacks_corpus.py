@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -72,6 +73,20 @@ def test_held_out_8_comes_from_threads_no_other_part_uses() -> None:
     others = set().union(*(sources(p) for p in earlier))
     assert len(eighth) == len(list((CORPUS / "heldout8").glob("*.json"))) >= 45
     assert not eighth & others
+
+
+def test_held_out_9_comes_from_threads_no_other_part_uses() -> None:
+    def sources(part: str) -> set[str]:
+        return {json.loads(p.read_text())["source"] for p in (CORPUS / part).glob("*.json")}
+
+    ninth = sources("heldout9")
+    earlier = ("dev", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7",
+               "heldout8")
+    others = set().union(*(sources(p) for p in earlier))
+    assert len(ninth) == len(list((CORPUS / "heldout9").glob("*.json"))) >= 50
+    assert not ninth & others
+    cited = (CORPUS.parent / "SOURCES.md").read_text()
+    assert not [s for s in ninth if re.search(re.escape(s) + r"(?![0-9])", cited)]
 
 
 def test_development_parts_meet_the_goal() -> None:
