@@ -98,6 +98,11 @@ def kill_process_tree(
     parent_pid: int, include_parent: bool = True, skip_pid: int | None = None
 ) -> None:
     """SIGKILL the process tree; with ``include_parent`` on ourselves, we die by signal 9."""
+    if parent_pid == os.getpid() and not include_parent:
+        # tearing down on our way out: a rank that fails while it is being killed (its pipes gone) sends
+        # SIGQUIT, whose handler would kill us by signal 9 instead of the exit status we are leaving with
+        with contextlib.suppress(ValueError):  # signal.signal works from the main thread only
+            signal.signal(signal.SIGQUIT, signal.SIG_IGN)
     stack, seen = [parent_pid], []
     while stack:
         pid = stack.pop()
