@@ -276,6 +276,9 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("sglang/srt/managers/router/model_rpc.py", "exposed_step forward_step forward_fill_batch "
      "forward_decode_batch", _S),
     ("sglang/srt/managers/router/model_rpc.py", "exposed_init_model __init__", _U),
+    # --- TensorRT-LLM's runtime (examples/run.py): a runner reads the engine's config and builds its session
+    ("tensorrt_llm/runtime/model_runner.py", "from_dir from_engine read_config", _U),
+    ("tensorrt_llm/runtime/model_runner_cpp.py", "from_dir", _U),
     # --- TensorRT-LLM (PyTorch flow)
     ("tensorrt_llm/_torch/pyexecutor/py_executor_creator.py", "create_py_executor create_py_executor_instance", _U),
     ("tensorrt_llm/_torch/pyexecutor/_util.py", "try_prepare_estimation build_managers configure_kv_cache_capacity "

@@ -437,8 +437,12 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|failed to (?:start|initial
 # serving functions (code_phases.NATIVE_SERVING) in its errors
 # a collective watchdog that timed out on its 10,000th or later operation: the process had long been serving
 # (a start issues tens to hundreds; torch's "WorkNCCL(SeqNum=158046, OpType=GATHER, ...)")
+# vLLM v1's core logs "Invocation of X method failed" for a client's call its busy loop took (add_lora,
+# wake_up, collective_rpc: the engine was up); lmdeploy's "Engine loop failed with error" and TensorRT-LLM's
+# older "Encountered an error in forward function" come from their loops over the batches
 _TEXT_SERVING = re.compile(r"input of failed execution|Dumping input data|Dumping scheduler (?:output|stats)|"
-                           r"WorkNCCL\(SeqNum=\d{5,}|"
+                           r"WorkNCCL\(SeqNum=\d{5,}|Invocation of \w+ method failed|Engine loop failed|"
+                           r"Encountered an error in forward\w* function|"
                            r"error (?:on|for|processing) request\b|EngineCore encountered a fatal error|"
                            r"\b(?:" + "|".join(NATIVE_SERVING) + r")\b")
 # a collective library named by an error during start-up: its communicator was being set up

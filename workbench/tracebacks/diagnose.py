@@ -182,6 +182,8 @@ _COMPILER_RUN = re.compile(r"/(?:gcc|g\+\+|cc|c\+\+|clang(?:\+\+)?|nvcc)(?:-\d+)
 # an error report in its own words, unlike a wrapper's "hit an exception:" that only announces the stack
 _REPORT = re.compile(r"\berror\b|\bfail", re.I)
 _ANNOUNCE_ONLY = re.compile(r"(?:exception|error|traceback)\W*$", re.I)
+# logger.exception(e) of a KeyError writes str(e), the missing key in quotes and nothing else
+_KEY_ONLY = re.compile(r"""(['"])[^'"\s]+\1""")
 _ANNOUNCES = re.compile(r"because of an error raised|raised in (?:its )?creation task|failed to start|Error executing metho")
 _CALLING = re.compile(r"when calling `(\w+)")
 _CUDA_STATUS = re.compile(r"^CUDA error: (?=[A-Z][A-Z0-9_]{5,})")
@@ -377,7 +379,7 @@ def _reported(lead: str) -> str:
     printed just above it (logger.exception's message), or '' when that record only announces it."""
     text = lead.strip()
     announces = _ANNOUNCE_ONLY.search(text) or _ANNOUNCES.search(text)  # "Error executing method X." only names the call
-    return text[:400] if _REPORT.search(text) and not announces else ""
+    return text[:400] if (_REPORT.search(text) or _KEY_ONLY.fullmatch(text)) and not announces else ""
 
 
 def _reports_before(tracebacks: Sequence[Traceback], line: int) -> tuple[str, ...]:

@@ -11,6 +11,8 @@ from workbench.tracebacks.model import LogEvent
 from workbench.tracebacks.patterns import _NUM_FRAME, event_matches, level_word
 
 _TORCH_RANK = re.compile(r"\[rank(\d+)\]:")
+# the rank c10d names in its own messages ("[Rank 2] Watchdog caught ...", "[PG 3 Rank 5] Process group ...")
+_C10D_RANK = re.compile(r"\[(?:PG[^\]]*? )?Rank (\d+)\]")
 # error words that say a failure whatever the line's level (a failed C++ CHECK, the KV-cache size
 # checks, whose exception type a paste often loses)
 _LEVEL_FREE = frozenset({"Check failed: ", "can be stored in KV cache", "No available memory for the cache blocks"})
@@ -42,6 +44,9 @@ def log_event(parsed: LogLine, msg: str, line_no: int, phase: str, server: str,
         rank = parsed.rank
         if rank is None and "[rank" in msg[:80]:  # torch's "[rankN]:" behind a prefix the parser does not know
             found = _TORCH_RANK.search(msg, 0, 80)
+            rank = "rank" + found.group(1) if found else None
+        if rank is None and "Rank " in msg:  # a line without a rank prefix (one wrapped off its own)
+            found = _C10D_RANK.search(msg)
             rank = "rank" + found.group(1) if found else None
         return LogEvent(kind, line_no, text, rank, phase, server, tuple(recent)[:-1])
     return None

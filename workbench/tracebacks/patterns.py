@@ -13,8 +13,10 @@ from workbench.logformats import any_of, any_part_of
 from workbench.tracebacks.model import EventKind, Frame
 
 _HEADER = "Traceback (most recent call last)"
-_FILE = re.compile(r'(\s*)File "([^"\n]*)"?(?:, line (\d+))?(?:, in (.*))?')
-_FILE_STRICT = re.compile(r'\s*File "[^"\n]+", line \d+, in \S')
+# a frame line, or one whose opening 'File "' a paste cut off (a window that starts inside the line:
+# 'tensorrt_llm/runtime/model_runner.py", line 81, in read_config')
+_FILE = re.compile(r'(\s*)(?:File "|(?=[\w.\\/-]+\.pyx?", line \d+, in \S))([^"\n]*)"?(?:, line (\d+))?(?:, in (.*))?')
+_FILE_STRICT = re.compile(r'\s*(?:File "[^"\n]+|[\w.\\/-]+\.pyx?)", line \d+, in \S')
 _EXC = re.compile(r"([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?:\([\w.]+\))?)(?::(?:[ \t]?(.*)))?$")
 # a bare exception line (no frame before it) must name an error class outright: not a warning
 # (torch's "BackendCompilerFailed: backend='inductor' raised:" heads the error it wraps)

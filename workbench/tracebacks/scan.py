@@ -363,7 +363,7 @@ class Extractor:
                 stream.pending_from = stream.last_index
                 stream.pending_left = 6
             return
-        if "File \"" in msg and _FILE_STRICT.match(msg):
+        if ("File \"" in msg or '", line ' in msg) and _FILE_STRICT.match(msg):
             orphan = self._orphan_header()
             if orphan is not None:  # "Traceback ..." lost the prefix its frames carry
                 block, old_stream = orphan
