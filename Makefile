@@ -57,11 +57,12 @@ hooks: venv
 
 # The lint and the unit tests (about 1 + 5 min, under one core) run beside the integration tests,
 # which mostly wait on the testbed, and so do the integration tests that need no testbed host (the
-# local Slurm cluster's, the process backend's guard, Docker on this machine, the local sweep and browser tests: SIDE, about 9 min); their output follows the
+# local Slurm cluster's, the process backend's guard, Docker on this machine, the local sweep and browser tests, a real vLLM
+# over two local hosts: SIDE, about 11 min); their output follows the
 # integration tests'. PYTEST_ARGS: one run of just that (after the lint).
 SIDE := tests/integration/test_slurm.py tests/integration/test_slurm_base.py tests/integration/test_slurm_accounting.py \
 	tests/integration/test_guard_process.py tests/integration/test_docker.py tests/integration/test_sweep_local.py \
-	tests/integration/test_browser_local.py
+	tests/integration/test_browser_local.py tests/integration/test_deployment_vllm_local.py
 test: venv sysdeps vllm-env
 	@set +e; \
 	if [ -n "$(PYTEST_ARGS)" ]; then $(MAKE) --no-print-directory lint && $(VENV)/bin/pytest --durations=40 $(PYTEST_ARGS); rc=$$?; \

@@ -277,24 +277,33 @@ def _plain_state(ssh_config: str, host: str) -> list[str]:
         return ["no answer"]
 
 
-def test_controller_killed_during_a_deployment_variant_both_nodes_restore_themselves(testbed, two_nodes):
-    """SIGKILL to ``workbench deployment variant`` while the variant runs on both nodes: each node's guard
-    puts its node back, with no further workbench command; measured from the kill."""
+@pytest.mark.parametrize("command", ["variant", "bisect"])
+def test_controller_killed_during_a_deployment_variant_both_nodes_restore_themselves(testbed, two_nodes, tmp_path,
+                                                                                     command):
+    """SIGKILL to ``workbench deployment variant``, or to ``workbench run bisect`` on the deployment, while a
+    variant runs on both nodes: each node's guard puts its node back, with no further workbench command;
+    measured from the kill."""
     import json
     import os
     import sys
     import time
 
     ssh = str(testbed.ssh_config)
-    cmd = [sys.executable, "-m", "workbench", "--ssh-config", ssh, "deployment", "variant", multinode.DEPLOYMENT,
-           "--set", "mem-fraction-static=0.8", "--make-room", BASELINE, "--timeout", "300", "--lock-wait", "300"]
+    if command == "variant":
+        cmd = [sys.executable, "-m", "workbench", "--ssh-config", ssh, "deployment", "variant", multinode.DEPLOYMENT,
+               "--set", "mem-fraction-static=0.8", "--make-room", BASELINE, "--timeout", "300", "--lock-wait", "300"]
+    else:
+        cmd = [sys.executable, "-m", "workbench", "--ssh-config", ssh, "run", "bisect", "--data-dir", str(tmp_path),
+               "--no-progress", "-p", "hosts", json.dumps(list(multinode.NODES)), "-p", "base_unit", multinode.UNIT,
+               "-p", "edits", json.dumps({"--enable-nccl-nvls": True, "--disable-custom-all-reduce": True}),
+               "-p", "start_timeout", "300", "-p", "lock_wait", "300", "-p", "stop_units", json.dumps([BASELINE])]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env=dict(os.environ, PYTHONPATH=str(ROOT)))
     found: dict[str, list[str]] = {}
     try:
         deadline = time.monotonic() + 600
         while True:
-            assert proc.poll() is None and time.monotonic() < deadline, "the variant ended before the kill"
+            assert proc.poll() is None and time.monotonic() < deadline, f"the {command} ended before the kill"
             states = {h: _plain_state(ssh, h) for h in multinode.NODES}
             if all(s[2:4] == ["1", "1"] for s in states.values()):  # placed and running on both nodes
                 break
@@ -317,7 +326,8 @@ def test_controller_killed_during_a_deployment_variant_both_nodes_restore_themse
             assert time.monotonic() - gone < 60, f"{h} not restored 60 s after the kill: {state} (found {found[h]})"
             time.sleep(0.2)
         waited[h] = time.monotonic() - gone
-    print("\nDEPLOYMENT-GUARD-RESTORE " + " ".join(f"{h}={s:.2f}s" for h, s in waited.items()), flush=True)
+    print(f"\nDEPLOYMENT-GUARD-RESTORE ({command}) " + " ".join(f"{h}={s:.2f}s" for h, s in waited.items()),
+          flush=True)
 
 
 SKEW_S = 3.0

@@ -15,7 +15,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from workbench.deployment.clock import measure_offset
 from workbench.deployment.flags import check_edits, check_topology, differences
+from workbench.deployment.journals import NodeFailure, node_failures, read_nodes
 from workbench.deployment.model import Deployment, Node
 from workbench.deployment.topology import RENDEZVOUS_BEGIN, RENDEZVOUS_JOINED
 from workbench.errors import WorkbenchError
@@ -142,15 +144,33 @@ def _rendezvous(svc: Services, unit: str) -> str:
 
 
 def _manager_says(svc: Services, st: UnitStatus) -> str:
-    """The service manager's own words when it failed the unit before its command ran (219/CGROUP):
+    """The service manager's own words when it failed the unit before its command ran (203/EXEC):
     the last "Failed ..." line its exec child wrote (named "(command)" in the journal, as systemd names
-    the forked child until it runs the command), else PID 1's, but never "Failed with result"."""
+    the forked child until it runs the command), else PID 1's, never "Failed with result" nor what it
+    ignored.  A child that could not join the unit's cgroup (219/CGROUP) logs outside the unit: then
+    nothing is quoted and the status names the step."""
     if not st.exec_step:
         return ""
     said = [e.message.split(": ", 1)[-1] for e in svc.tail_entries(st.unit, lines=50)
             if (e.manager or (e.identifier or "").startswith("(")) and "failed" in e.message.lower()
-            and "failed with result" not in e.message.lower()]
+            and "failed with result" not in e.message.lower() and not e.message.endswith(", ignoring")
+            and ", ignoring:" not in e.message]
     return f": {said[-1]}" if said else ""
+
+
+def _first_real_failure(dep: Deployment, svcs: Mapping[str, Services], names: Mapping[str, str]) -> NodeFailure | None:
+    """The earliest failure across the nodes' last invocations that is not a consequence of another's
+    (a watchdog, a peer gone); None when there is none or a journal cannot be read."""
+    try:
+        frames = read_nodes(dep, svcs, names)
+        # in each host's own clock: corrected by the offsets measured now, those beyond their own error
+        # (a relayed failure is ms apart; an offset inside the error of its round trip is no offset)
+        measured = {n.label: measure_offset(svcs[n.label].host, rounds=3) for n in dep.nodes}
+        offsets = {label: o.offset if abs(o.offset) > o.error else 0.0 for label, o in measured.items()}
+    except WorkbenchError:
+        return None
+    real = [f for f in node_failures(frames, offsets) if not f.consequence]
+    return real[0] if real else None
 
 
 def _joined(svc: Services, unit: str) -> bool:
@@ -194,10 +214,17 @@ def start(
     thread.start()
     verdict: tuple[str, str | None, str] | None = None
     not_joined: tuple[str, ...] = ()
+    again: list[str] = []  # workers started a second time after systemd's own 219/CGROUP
     while thread.is_alive() and verdict is None:
         thread.join(POLL_S)
         for n in dep.workers:
             st = svcs[n.label].status(names[n.label])
+            if not st.running and st.exec_step == "CGROUP" and n.label not in again:
+                # systemd failed to put the process in the unit's cgroup before the command ran, a known
+                # race of systemd in containers (systemd/systemd#20939): nothing ran, so one more start
+                again.append(n.label)
+                svcs[n.label].start(names[n.label])
+                continue
             if not st.running:
                 verdict = ("failed", n.label, f"{n.host}: {names[n.label]} exited ({st.result}, "
                                               f"status={st.exit_label}){_manager_says(svcs[n.label], st)}")
@@ -234,12 +261,21 @@ def start(
         not_joined = tuple(n.label for n in dep.workers if not _joined(svcs[n.label], names[n.label]))
         if not_joined:
             failed, reason = not_joined[0], f"{', '.join(not_joined)} did not join the rendezvous ({reason})"
+    if outcome != "ready" and failed == head.label:
+        # the head's process ended, but its engine may only have relayed another node's failure (vLLM's
+        # executor fails the head as soon as a worker on node 1 raises): the first real failure across
+        # the nodes' journals names the node
+        first = _first_real_failure(dep, svcs, names)
+        if first is not None and first.node != head.label:
+            failed, reason = first.node, f"{first.node} failed first ({first.describe()}); {reason}"
     if outcome != "ready" and diffs:
         # nodes that disagree on a flag meet in different collectives: the node to fix is one that
         # differs from the head, whatever rank happened to time out first
         odd = next((n.label for n in dep.workers
                     if any(repr(v.get(n.label)) != repr(v.get(head.label)) for v in diffs.values())), failed)
         failed, reason = odd, f"flags differ between nodes ({describe_differences(diffs)}); {reason}"
+    if again:
+        reason += f" ({', '.join(again)} started a second time: systemd failed it 219/CGROUP before it ran)"
     final = {n.label: svcs[n.label].status(names[n.label]) for n in dep.nodes}
     return DeploymentOutcome(dep.name, outcome, failed, reason, time.monotonic() - started, head_out,
                              names, final, not_joined, phase, diffs)

@@ -92,7 +92,15 @@ def _recv_ready(readers: list[Any]) -> list[dict[str, Any]]:
     return scheduler_infos
 
 
+def _stop_on_term(signum: int, frame: Any) -> None:
+    raise SystemExit(0)  # the launcher's finally kills the ranks and waits until they are gone
+
+
 def _wait_nonzero_node(readers: list[Any]) -> None:
+    # A node after the head serves nothing: asked to stop, it ends its ranks before it ends itself, so
+    # the service manager never finds them left in the unit's cgroup (dying on their own by PDEATHSIG
+    # after the main process, they raced the unit's next start on the testbed: 219/CGROUP).
+    signal.signal(signal.SIGTERM, _stop_on_term)
     _recv_ready(readers)
     procs = [proc for _, _, proc in readers]
     ended = multiprocessing.connection.wait([p.sentinel for p in procs])
