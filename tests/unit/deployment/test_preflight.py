@@ -253,3 +253,44 @@ def test_factorial_and_bisect_trials_on_a_deployment_that_does_not_fit_raise_bef
         runner.run_combinations([hosts["gpu-a"].host, hosts["gpu-b"].host], multinode.UNIT, [()],
                                 on_trial=ran.append)
     assert ran == [] and _changed(hosts) == []
+
+
+def test_a_worker_failed_219_cgroup_by_systemd_is_started_once_more(monkeypatch):
+    """systemd's own race (systemd/systemd#20939): the worker's command never ran, so one more start;
+    the head's watch waits for it (it does not see the worker), and the reason says what happened."""
+    import threading
+
+    from workbench.watch import Outcome
+
+    hosts = _hosts()
+    worker = hosts["gpu-b"]
+    starts: list[str] = []
+    again = threading.Event()
+
+    def status(unit: str) -> UnitStatus:
+        if len(starts) == 1:  # the first start: systemd failed it before it ran
+            return UnitStatus.from_show({"Id": unit, "LoadState": "loaded", "ActiveState": "failed",
+                                         "SubState": "failed", "Result": "exit-code", "ExecMainCode": "1",
+                                         "ExecMainStatus": "219"})
+        return UnitStatus.from_show({"Id": unit, "LoadState": "loaded", "ActiveState": "active",
+                                     "SubState": "running"})
+
+    def start(unit: str) -> UnitStatus:
+        starts.append(unit)
+        if len(starts) == 2:
+            again.set()
+        return status(unit)
+
+    monkeypatch.setattr(worker, "status", status)
+    monkeypatch.setattr(worker, "start", start)
+
+    def watch(svc: Any, unit: str, **_: Any) -> Outcome:
+        assert again.wait(10), "the worker was not started again"
+        return Outcome(unit, "ready", "serving", "inv", 1.0, "/health 200")
+
+    monkeypatch.setattr(control, "watch_start", watch)
+    dep = _dep([("gpu-a", None), ("gpu-b", None)])
+    out = control.start(dep, hosts, timeout=30)
+    assert out.ok, out.describe()
+    assert starts == [multinode.UNIT, multinode.UNIT]
+    assert "node1 started a second time: systemd failed it 219/CGROUP before it ran" in out.reason
