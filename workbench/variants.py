@@ -43,7 +43,8 @@ DEFAULT_RUNTIME_MAX_SEC = 3600
 MARKER_KEY = "X-WorkbenchVariantOf"
 
 
-def _is_flag(token: str) -> bool:
+def is_flag(token: str) -> bool:
+    """``--x`` or ``-x`` of a command line, not a negative number (``-1e-3``: a value)."""
     return token.startswith("-") and len(token) > 1 and not _is_number(token)
 
 
@@ -112,7 +113,7 @@ def _spans(argv: list[str], flag: str) -> list[tuple[int, int]]:
         tok = argv[i]
         if tok == flag:
             j = i + 1
-            while j < len(argv) and not _is_flag(argv[j]):
+            while j < len(argv) and not is_flag(argv[j]):
                 j += 1
             spans.append((i, j))
             i = j

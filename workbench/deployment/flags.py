@@ -7,7 +7,7 @@ from typing import Any
 
 from workbench.deployment.topology import ALL_NODE_FLAGS, Topology, canonical, topology_of
 from workbench.errors import ConfigError, DeploymentMismatch
-from workbench.variants import EditValue, normalize_edits
+from workbench.variants import EditValue, is_flag, normalize_edits
 
 # Set per node by the deployment itself, in any engine's way (see topology); a variant never edits them.
 NODE_FLAGS = ALL_NODE_FLAGS
@@ -45,16 +45,6 @@ def check_edits(edits: Mapping[str, EditValue] | Sequence[tuple[str, EditValue]]
     return norm
 
 
-def _is_flag(token: str) -> bool:
-    if not token.startswith("-") or len(token) < 2:
-        return False
-    try:
-        float(token)
-    except ValueError:
-        return True
-    return False  # a negative number is a value
-
-
 def flag_map(argv: Sequence[str]) -> dict[str, Any]:
     """``--flag value`` / ``--flag=value`` / bare ``--flag`` (True) / vLLM's ``-dp 2`` of a server
     command line, each flag under its one spelling (:func:`~workbench.deployment.topology.canonical`)."""
@@ -62,12 +52,12 @@ def flag_map(argv: Sequence[str]) -> dict[str, Any]:
     i = 0
     while i < len(argv):
         tok = argv[i]
-        if _is_flag(tok):
+        if is_flag(tok):
             name, eq, value = tok.partition("=")
             name = canonical(name)
             if eq:
                 out[name] = value
-            elif i + 1 < len(argv) and not _is_flag(argv[i + 1]):
+            elif i + 1 < len(argv) and not is_flag(argv[i + 1]):
                 out[name] = argv[i + 1]
                 i += 1
             else:

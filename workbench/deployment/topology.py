@@ -21,7 +21,7 @@ runs vLLM (``vllm serve``, ``-m vllm.entrypoints...``); any other is read as SGL
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +33,9 @@ ALIASES = {
     "-tp": "--tensor-parallel-size", "-pp": "--pipeline-parallel-size",
 }
 Problem = tuple[str, str, str, str, str]  # node, host, flag, expected, found
+Check = Callable[[Sequence[tuple[str, str, int]], Mapping[str, Mapping[str, Any]]], list[Problem]]
+# Both engines' defaults when a flag is absent (one node, rank 0).
+COUNT_DEFAULTS = {"--nnodes": "1", "--node-rank": "0"}
 
 
 def canonical(flag: str) -> str:
@@ -52,34 +55,16 @@ class Topology:
 
     name: str
     node_flags: frozenset[str]  # canonical spellings set per node by the deployment
-
-    def check(self, nodes: Sequence[tuple[str, str, int]], maps: Mapping[str, Mapping[str, Any]]) -> list[Problem]:
-        return _CHECKS[self.name](nodes, maps)
+    check: Check  # (nodes, flag maps by label) -> every node, flag, expected and found value that does not fit
 
 
 SGLANG_INIT_ADDR = ("--dist-init-addr", "--nccl-init-addr")  # SGLang's name and its older alias
-SGLANG = Topology("sglang", frozenset({"--node-rank", "--nnodes", *SGLANG_INIT_ADDR}))
-VLLM_MULTINODE = Topology("vllm-multinode",
-                          frozenset({"--node-rank", "--nnodes", "--master-addr", "--master-port", "--headless"}))
-VLLM_DP = Topology("vllm-dp", frozenset({"--data-parallel-start-rank", "--data-parallel-rank",
-                                         "--data-parallel-size-local", "--data-parallel-address",
-                                         "--data-parallel-rpc-port", "--headless"}))
-ALL_NODE_FLAGS = SGLANG.node_flags | VLLM_MULTINODE.node_flags | VLLM_DP.node_flags
 # A node began its rendezvous / passed it, in each engine's words (SGLang's scheduler; vLLM's
 # parallel_state: init_distributed_environment's line, then the ranks' assignment once the group formed).
 RENDEZVOUS_BEGIN = re.compile(r"Init torch distributed begin\.|world_size=\d+ rank=\d+ local_rank=\d+ "
                               r"distributed_init_method=")
 RENDEZVOUS_JOINED = re.compile(r"Init torch distributed ends\.|rank \d+ in world size \d+ is assigned as")
 _DP_MARKS = ("--data-parallel-address", "--data-parallel-start-rank", "--data-parallel-size-local")
-
-
-def topology_of(argvs: Mapping[str, Sequence[str]], maps: Mapping[str, Mapping[str, Any]]) -> Topology:
-    """Which way the nodes' command lines form the server (the head's line decides; see the module)."""
-    if not any(runs_vllm(a) for a in argvs.values()):
-        return SGLANG
-    if any(f in m for m in maps.values() for f in _DP_MARKS):
-        return VLLM_DP
-    return VLLM_MULTINODE
 
 
 def _shown(value: Any, default: str | None) -> str:
@@ -108,8 +93,8 @@ def _counts(problems: list[Problem], nodes: Sequence[tuple[str, str, int]], maps
     for label, host, rank in nodes:
         for flag, want in (("--nnodes", str(len(nodes))), ("--node-rank", str(rank))):
             got = maps[label].get(flag)
-            if str(got if got is not None else {"--nnodes": "1", "--node-rank": "0"}[flag]) != want:
-                problems.append((label, host, flag, want, _shown(got, {"--nnodes": "1", "--node-rank": "0"}[flag])))
+            if str(got if got is not None else COUNT_DEFAULTS[flag]) != want:
+                problems.append((label, host, flag, want, _shown(got, COUNT_DEFAULTS[flag])))
 
 
 def _headless(problems: list[Problem], nodes: Sequence[tuple[str, str, int]], maps: Mapping[str, Mapping[str, Any]],
@@ -189,4 +174,21 @@ def _check_vllm_dp(nodes: Sequence[tuple[str, str, int]], maps: Mapping[str, Map
     return problems
 
 
-_CHECKS = {"sglang": _check_sglang, "vllm-multinode": _check_vllm_multinode, "vllm-dp": _check_vllm_dp}
+SGLANG = Topology("sglang", frozenset({"--node-rank", "--nnodes", *SGLANG_INIT_ADDR}), _check_sglang)
+VLLM_MULTINODE = Topology("vllm-multinode",
+                          frozenset({"--node-rank", "--nnodes", "--master-addr", "--master-port", "--headless"}),
+                          _check_vllm_multinode)
+VLLM_DP = Topology("vllm-dp", frozenset({"--data-parallel-start-rank", "--data-parallel-rank",
+                                         "--data-parallel-size-local", "--data-parallel-address",
+                                         "--data-parallel-rpc-port", "--headless"}), _check_vllm_dp)
+ALL_NODE_FLAGS = SGLANG.node_flags | VLLM_MULTINODE.node_flags | VLLM_DP.node_flags
+
+
+def topology_of(argvs: Mapping[str, Sequence[str]], maps: Mapping[str, Mapping[str, Any]]) -> Topology:
+    """Which way the nodes' command lines form the server: vLLM's when any runs vLLM, its data
+    parallelism when any line gives a data-parallel address, start rank or local size (see the module)."""
+    if not any(runs_vllm(a) for a in argvs.values()):
+        return SGLANG
+    if any(f in m for m in maps.values() for f in _DP_MARKS):
+        return VLLM_DP
+    return VLLM_MULTINODE

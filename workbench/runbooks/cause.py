@@ -19,23 +19,12 @@ from workbench import phases as phases_mod
 from workbench.redact import clip
 from workbench.tracebacks import Analysis, Frame
 from workbench.unitfile import UnitFile
-from workbench.variants import MARKER_KEY, EditValue, describe_edits
+from workbench.variants import MARKER_KEY, EditValue, describe_edits, is_flag
 
 _VARIANT_NAME = re.compile(r"^(?P<stem>.+)-wb-[0-9a-f]{10}\.service$")
 
 
 # -- flags (pure) -------------------------------------------------------------------------------
-
-
-def _is_flag(tok: str) -> bool:
-    """``--x`` or ``-x``, but not a negative number (``-1e-3``), as :mod:`workbench.variants` reads argv."""
-    if not tok.startswith("-") or len(tok) < 2:
-        return False
-    try:
-        float(tok)
-    except ValueError:
-        return True
-    return False
 
 
 def flags_of(argv: Sequence[str]) -> dict[str, EditValue]:
@@ -44,7 +33,7 @@ def flags_of(argv: Sequence[str]) -> dict[str, EditValue]:
     i = 1  # argv[0] is the program
     while i < len(argv):
         tok = argv[i]
-        if not _is_flag(tok):
+        if not is_flag(tok):
             i += 1
             continue
         name, eq, inline = tok.partition("=")
@@ -54,7 +43,7 @@ def flags_of(argv: Sequence[str]) -> dict[str, EditValue]:
             continue
         values = []
         i += 1
-        while i < len(argv) and not _is_flag(argv[i]):
+        while i < len(argv) and not is_flag(argv[i]):
             values.append(argv[i])
             i += 1
         out[name] = True if not values else values[0] if len(values) == 1 else tuple(values)
