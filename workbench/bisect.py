@@ -48,8 +48,9 @@ set).  When ``E`` itself starts there is nothing to narrow and nothing is search
 
 Trials already known (a ledger of earlier runs) are given as ``known`` and cost no start; with
 ``width > 1`` the search asks for up to ``width`` independent sets at a time (cover picks, ddmin's
-chunks and complements, blocker halves; a host that would idle gets the cover's next set), for a
-fleet of equal hosts to run at once.
+chunks and complements, blocker halves), for a fleet of equal hosts to run at once; a host that would
+idle gets what the search would start next unless the model changes (an edit alone beside the edits
+together, then the cover's next set, an open blocker probe, a maximal set).
 """
 
 from __future__ import annotations
@@ -188,16 +189,32 @@ class Search(Generic[T]):
                 todo = todo[:max(room, 0)]
         for at in range(0, len(todo), self.width):
             batch = todo[at:at + self.width]
-            if len(batch) < self.width and self.n <= COVER_MAX and self.full in self.cache:
-                # a host would idle: give it the set the cover would test next (needed unless the model changes)
+            if len(batch) < self.width and self.n <= COVER_MAX:
                 room = self.width - len(batch)
                 if self.max_starts is not None:
                     room = min(room, self.max_starts - self.starts - len(batch))
-                batch += [p for p in self._cover_picks() if p not in batch and p not in self.cache][:max(room, 0)]
+                batch += self._fill(batch, room)
             verdicts = yield batch
             for m, v in zip(batch, verdicts, strict=True):
                 self.cache[m] = v
                 self.order.append((self.items(m), v))
+
+    def _fill(self, batch: list[int], room: int) -> list[int]:
+        """Sets for hosts that would idle beside ``batch``: what the search would start next unless the
+        model changes -- an edit alone while the edits together are out (every edit is started alone
+        anyway), then the cover's next sets, the open blocker probes, the maximal sets."""
+        if room <= 0:
+            return []
+        if self.full not in self.cache:
+            sources: list[Callable[[], list[int]]] = [lambda: [1 << i for i in range(self.n)]]
+        else:
+            sources = [self._cover_picks, self._blocker_picks, self._maximal_picks]
+        out: list[int] = []
+        for source in sources:
+            out += [p for p in source() if p not in batch and p not in self.cache and p not in out]
+            if len(out) >= room:
+                break
+        return out[:room]
 
     def _first(self, cands: Sequence[int], pred: Callable[[int], bool]) -> Generator[list[int], list[Verdict], int | None]:
         """The first candidate (in order) satisfying ``pred``; up to ``width`` asked at once.  A candidate

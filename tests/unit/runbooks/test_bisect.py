@@ -235,6 +235,25 @@ def test_width_asks_several_sets_at_once_and_finds_the_same():
     assert max(sizes) == 2 and len(sizes) < two.starts  # batches of two ran
 
 
+def test_width_keeps_every_host_busy_while_the_search_has_sets_to_start():
+    # the first batch is the edits together and an edit alone (every edit is started alone anyway); later,
+    # beside a ddmin step or a blocker probe, an idle host gets the cover's, the probes' or the maximal sets.
+    # Before: the edits together ran alone, and a batch ran one set whenever the cover had nothing open.
+    edits = list("abcdef")
+    oracle = rules_oracle([(["a", "c"], ["f"], "nccl", "nccl_init"), (["b"], [], "oom", "kv_cache_alloc"),
+                           (["d", "e"], [], "cublas", "cuda_graph_capture")])
+    batches = []
+
+    def many(subsets):
+        batches.append(subsets)
+        return [oracle(s) for s in subsets]
+
+    two = bisect(edits, test_many=many, width=2)
+    assert {(c.items, c.signature) for c in two.culprits} == truth_of(edits, oracle)
+    assert batches[0] == [tuple(edits), ("a",)]
+    assert all(len(b) == 2 for b in batches[:-1]), batches
+
+
 def test_two_culprits_of_one_phase_are_not_probed_for_blockers_set_by_set():
     # a and e fail alone in the same phase with different exceptions; wherever both are present one of
     # the two signatures shows, which proves that rule fired there: no set of a and e together is
