@@ -208,7 +208,7 @@ def _invocation(value: str | None) -> str | int:
 
 def tracebacks(dep: Deployment, hosts: dict[str, Host], *, invocation: str | None, as_json: bool) -> int:
     """Each node's analysis and the first failing node/rank across nodes; exit 1 if any failure."""
-    from workbench.deployment.clock import measure_offset
+    from workbench.deployment.clock import measure_offsets
     from workbench.deployment.journals import first_failure, read_nodes
     from workbench.journal.filter import to_text
     from workbench.services import services_for
@@ -216,8 +216,8 @@ def tracebacks(dep: Deployment, hosts: dict[str, Host], *, invocation: str | Non
 
     svcs = {n.label: services_for(hosts[n.host]) for n in dep.nodes}
     frames = read_nodes(dep, svcs, invocation=_invocation(invocation))
-    offsets = {n.label: measure_offset(hosts[n.host]) for n in dep.nodes}
-    cause = first_failure(frames, {k: v.offset for k, v in offsets.items()})
+    offsets = measure_offsets({n.label: hosts[n.host] for n in dep.nodes})
+    cause = first_failure(frames, {k: v.correction for k, v in offsets.items()})
     analyses = {label: analyze(to_text(frame)) for label, frame in frames.items()}
     found = cause is not None or any(a.root_cause is not None or a.failures for a in analyses.values())
     if as_json:
@@ -246,7 +246,7 @@ UNSUPPORTED_JOURNAL = ("follow", "list", "last", "after_cursor")
 def journal(dep: Deployment, hosts: dict[str, Host], args: argparse.Namespace) -> int:
     """One frame over every node in corrected time order; offsets on stderr (and per row with --json)."""
     from workbench.cli.journal import json_lines
-    from workbench.deployment.clock import measure_offset
+    from workbench.deployment.clock import measure_offsets
     from workbench.deployment.journals import merge
     from workbench.journal import read as journal_read
     from workbench.journal.filter import filter, to_text
@@ -271,7 +271,7 @@ def journal(dep: Deployment, hosts: dict[str, Host], args: argparse.Namespace) -
             print(f"workbench journal: {n.label}: {frame.lost.describe()}", file=sys.stderr)
         frames[n.label] = filter(frame, include=args.grep, exclude=args.exclude, level=args.level,
                                  rank=ranks or None, phase=args.phase)
-    offsets = {n.label: measure_offset(hosts[n.host]) for n in dep.nodes}
+    offsets = measure_offsets({n.label: hosts[n.host] for n in dep.nodes})
     for label, off in offsets.items():
         print(f"workbench journal: {label} {off.describe()} (taken off its times)", file=sys.stderr)
     merged = merge(frames, {k: v.offset for k, v in offsets.items()})

@@ -7,7 +7,7 @@ most half that delay, which is reported with it.  Positive: the host's clock run
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from workbench.errors import ParseError
@@ -41,6 +41,13 @@ class ClockOffset:
     def describe(self) -> str:
         return f"{self.host}: clock {self.offset:+.3f} s (+-{self.error:.3f} s, best of {self.samples})"
 
+    @property
+    def correction(self) -> float:
+        """What to take off the host's times when ordering failures across hosts: the offset where it
+        is larger than its own error, else nothing (a relayed failure is ms apart; an offset inside
+        the error of its round trip is no offset)."""
+        return self.offset if abs(self.offset) > self.error else 0.0
+
 
 def parse_probe(text: str, source: str = "date") -> float:
     """Seconds since the epoch from ``date +%s.%N`` output."""
@@ -67,3 +74,8 @@ def measure_offset(host: Host, *, rounds: int = 5, now: Callable[[], float] = ti
         received = now()
         samples.append(ClockSample(sent, parse_probe(res.stdout, f"{host.name}: date"), received))
     return estimate(host.name, samples)
+
+
+def measure_offsets(hosts: Mapping[str, Host], *, rounds: int = 5) -> dict[str, ClockOffset]:
+    """:func:`measure_offset` of each host, keyed as given (a deployment's node labels)."""
+    return {label: measure_offset(host, rounds=rounds) for label, host in hosts.items()}

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from workbench.deployment.clock import measure_offset
+from workbench.deployment.clock import measure_offsets
 from workbench.deployment.flags import check_edits, check_topology, differences
 from workbench.deployment.journals import NodeFailure, node_failures, read_nodes
 from workbench.deployment.model import Deployment, Node
@@ -163,10 +163,9 @@ def _first_real_failure(dep: Deployment, svcs: Mapping[str, Services], names: Ma
     (a watchdog, a peer gone); None when there is none or a journal cannot be read."""
     try:
         frames = read_nodes(dep, svcs, names)
-        # in each host's own clock: corrected by the offsets measured now, those beyond their own error
-        # (a relayed failure is ms apart; an offset inside the error of its round trip is no offset)
-        measured = {n.label: measure_offset(svcs[n.label].host, rounds=3) for n in dep.nodes}
-        offsets = {label: o.offset if abs(o.offset) > o.error else 0.0 for label, o in measured.items()}
+        # in each host's own clock: corrected by the offsets measured now (ClockOffset.correction)
+        measured = measure_offsets({n.label: svcs[n.label].host for n in dep.nodes}, rounds=3)
+        offsets = {label: o.correction for label, o in measured.items()}
     except WorkbenchError:
         return None
     real = [f for f in node_failures(frames, offsets) if not f.consequence]

@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from workbench.deployment.control import DeploymentSession, DeploymentTrial
 from workbench.deployment.journals import first_failure, read_nodes
@@ -37,9 +37,6 @@ from workbench.inventory import require_known
 from workbench.session import HostSession
 from workbench.trials import TrialRecord, failure_phase, host_fingerprint, signature_of, unit_hash
 from workbench.variants import EditValue, edits_key
-
-if TYPE_CHECKING:
-    from workbench.deployment.clock import ClockOffset
 
 Subset = tuple[tuple[str, EditValue], ...]
 Setup = Callable[[HostSession, HostReport, str], None]
@@ -120,7 +117,7 @@ class DeploymentRunner:
         return 1
 
     def __enter__(self) -> DeploymentRunner:
-        from workbench.deployment.clock import measure_offset
+        from workbench.deployment.clock import measure_offsets
 
         self.session.__enter__()
         try:
@@ -136,8 +133,8 @@ class DeploymentRunner:
             self.fingerprint = hashlib.sha256("\n".join(prints).encode()).hexdigest()[:16]
             for report in self.reports:
                 report.fingerprint = self.fingerprint  # reuse only while no node changed
-            offsets: dict[str, ClockOffset] = {n.label: measure_offset(self.hosts[n.host]) for n in self.dep.nodes}
-            self.offsets = {k: v.offset for k, v in offsets.items()}
+            offsets = measure_offsets({n.label: self.hosts[n.host] for n in self.dep.nodes})
+            self.offsets = {k: v.correction for k, v in offsets.items()}
         except BaseException as exc:
             self._close(type(exc), exc)
             raise

@@ -92,6 +92,9 @@ def test_clock_offset_takes_the_tightest_round_trip():
     off = estimate("gpu-b", samples)
     assert off.offset == pytest.approx(5.0) and off.error == pytest.approx(0.02)
     assert "gpu-b: clock +5.000 s" in off.describe()
+    # what ordering failures across hosts takes off: the offset where it exceeds its own error, else nothing
+    assert off.correction == pytest.approx(5.0)
+    assert estimate("gpu-a", [ClockSample(100.0, 100.031, 100.04)]).correction == 0.0  # 11 ms, +-20 ms
     assert parse_probe("1764583200.123456789\n") == pytest.approx(1764583200.123456789)
     with pytest.raises(ParseError):
         parse_probe("date: invalid option")
