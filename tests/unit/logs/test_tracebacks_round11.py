@@ -111,3 +111,31 @@ def test_open_mpis_backtrace_frames_without_their_header_are_a_crash() -> None:
     assert rc.line == 1
     # a bracketed host and a bracketed level are no frame
     assert analyze("[node1:1234] [INFO] started (pid 1234)[0x1]\n").root_cause is None
+
+
+def test_a_model_xinference_launches_is_start_up() -> None:
+    """xinference#1112: its model actor's load (xinference/core/model.py) calls the engine's own load, whose
+    frame line the window cut before the function's name."""
+    text = ("Traceback (most recent call last):\n"
+            '  File "xoscar/core.pyx", line 524, in xoscar.core._BaseActor.__on_receive__\n'
+            "    result = func(*args, **kwargs)\n"
+            '  File "/opt/conda/lib/python3.10/site-packages/xinference/core/model.py", line 239, in load\n'
+            "    self._model.load()\n"
+            '  File "/opt/conda/lib/python3.10/site-packages/xinference/model/llm/vllm/core.py", line 139, in\n')
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.exception_type is None and rc.phase == "startup_other"
+
+
+def test_tensorrt_llms_version_line_says_the_program_is_starting() -> None:
+    """TensorRT-LLM#2476: trtllm-bench's start, an MPI error, then a traceback cut before its frames."""
+    text = ("[TensorRT-LLM] TensorRT-LLM version: 0.15.0.dev2024111200\n"
+            "[11/21/2024-10:26:10] [TRT-LLM] [I] Initializing Executor.\n"
+            "[worker:15806] PRTE ERROR: Bad parameter in file base/odls_base_default_fns.c at line 962\n"
+            "Traceback (most recent call last):\n"
+            '  File "/home/lilin/anaconda3/envs/tensorrt_llm/bin/trtllm-bench",\n')
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.phase == "startup_other"
+    # it only tells a timeline that knows nothing yet: a rank importing TensorRT-LLM later moves nothing back
+    rows = timeline("INFO 05-07 02:14:20 [gpu_model_runner.py:1600] Capturing CUDA graph shapes:  10%\n"
+                    "[TensorRT-LLM] TensorRT-LLM version: 0.15.0\n")
+    assert [r["phase"] for r in rows] == ["cuda_graph_capture"]
