@@ -335,8 +335,10 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
 )
 
 # C++ functions of TensorRT-LLM's batch manager that run only while requests are served; their
-# names appear in its error lines ("Encountered an error in forwardAsync function").
-NATIVE_SERVING = ("forwardAsync", "forwardSync", "executionLoop")
+# names appear in its error lines ("Encountered an error in forwardAsync function") and native
+# backtraces (GptSession's generate over a batch, the executor's leader taking new requests).
+NATIVE_SERVING = ("forwardAsync", "forwardSync", "executionLoop", "generateBatched", "leaderRecvReqThread",
+                  "getNewReqWithIds")
 
 # names too common to trust without their file (a callee named in a code line has no file of its own)
 _GENERIC = frozenset({"__init__", "forward", "step", "generate", "run", "main", "initialize", "sample", "patch",

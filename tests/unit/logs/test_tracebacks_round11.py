@@ -139,3 +139,22 @@ def test_tensorrt_llms_version_line_says_the_program_is_starting() -> None:
     rows = timeline("INFO 05-07 02:14:20 [gpu_model_runner.py:1600] Capturing CUDA graph shapes:  10%\n"
                     "[TensorRT-LLM] TensorRT-LLM version: 0.15.0\n")
     assert [r["phase"] for r in rows] == ["cuda_graph_capture"]
+
+
+def test_the_native_frames_of_a_crash_report_say_its_phase() -> None:
+    """TensorRT-LLM#912: Open MPI's frames of a crash in GptSession::generateBatched (mangled); the frames of
+    another process in the same report do not count."""
+    text = ("[dev-aigc-20:31439] [16] /usr/local/tensorrt/lib/libnvinfer.so.9(+0x10a5320)[0x7f70c7a8e320]\n"
+            "[dev-aigc-20:31439] [17] /usr/local/lib/python3.10/dist-packages/tensorrt_llm/bindings.cpython-310-x86_64-"
+            "linux-gnu.so(_ZN12tensorrt_llm7runtime10GptSession18executeContextStepERKSt6vectorINS0_15GenerationInput"
+            "ESaIS3_EERKS2_IiSaIiEEPKNS_13batch_manager16kv_cache_manager14KVCacheManagerE+0x3b7)[0x7f70c0160747]\n"
+            "[dev-aigc-20:31439] [18] /usr/local/lib/python3.10/dist-packages/tensorrt_llm/bindings.cpython-310-x86_64-"
+            "linux-gnu.so(_ZN12tensorrt_llm7runtime10GptSession15generateBatchedERSt6vectorINS0_16GenerationOutput"
+            "ESaIS3_EERKS2_INS0_15GenerationInputESaIS7_EERKNS0_14SamplingConfigERKSt8functionIFvibEE+0xad4)"
+            "[0x7f70c0161744]\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.exception_type is None and rc.phase == "serving"
+    other = text.replace("[dev-aigc-20:31439] [1", "[dev-aigc-20:31440] [1").replace(
+        "[dev-aigc-20:31440] [16]", "[dev-aigc-20:31439] [16]")
+    rc = analyze(other).root_cause
+    assert rc is not None and rc.phase == "unknown"
