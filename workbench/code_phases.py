@@ -279,6 +279,12 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     # --- TensorRT-LLM's runtime (examples/run.py): a runner reads the engine's config and builds its session
     ("tensorrt_llm/runtime/model_runner.py", "from_dir from_engine read_config", _U),
     ("tensorrt_llm/runtime/model_runner_cpp.py", "from_dir", _U),
+    # --- xinference (runs vLLM, SGLang, lmdeploy... as one actor per model): launching a model and its
+    # actor's load build the engine
+    ("xinference/api/restful_api.py", "launch_model", _U),
+    ("xinference/core/supervisor.py", "launch_builtin_model _launch_model _launch_one_model", _U),
+    ("xinference/core/worker.py", "launch_builtin_model wait_for_load", _U),
+    ("xinference/core/model.py", "load wait_for_load", _U),
     # --- TensorRT-LLM (PyTorch flow)
     ("tensorrt_llm/_torch/pyexecutor/py_executor_creator.py", "create_py_executor create_py_executor_instance", _U),
     ("tensorrt_llm/_torch/pyexecutor/_util.py", "try_prepare_estimation build_managers configure_kv_cache_capacity "
@@ -329,8 +335,10 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
 )
 
 # C++ functions of TensorRT-LLM's batch manager that run only while requests are served; their
-# names appear in its error lines ("Encountered an error in forwardAsync function").
-NATIVE_SERVING = ("forwardAsync", "forwardSync", "executionLoop")
+# names appear in its error lines ("Encountered an error in forwardAsync function") and native
+# backtraces (GptSession's generate over a batch, the executor's leader taking new requests).
+NATIVE_SERVING = ("forwardAsync", "forwardSync", "executionLoop", "generateBatched", "leaderRecvReqThread",
+                  "getNewReqWithIds")
 
 # names too common to trust without their file (a callee named in a code line has no file of its own)
 _GENERIC = frozenset({"__init__", "forward", "step", "generate", "run", "main", "initialize", "sample", "patch",

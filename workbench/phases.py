@@ -95,6 +95,9 @@ class PhaseFailure:
 # a regex search over every line).
 _RULES: tuple[tuple[str, str, float, str], ...] = (
     (r"server_args=|Initializing an? (?:V1 )?LLM engine|vLLM API server version|non-default args:", "startup_other", 0, "start"),
+    # TensorRT-LLM prints its version when it is imported (every rank of an mpirun does): the program is starting,
+    # when nothing else is known yet
+    (r"TensorRT-LLM version: \d", "startup_other", 0, "progress"),
     (r"Init torch distributed begin", "nccl_init", 1, "start"),
     (r"is assigned as DP rank|world_size=\d+ rank=\d+ local_rank=|is using nccl==", "nccl_init", 1, "progress"),
     (r"Init torch distributed ends", "startup_other", 1.5, "end"),
@@ -103,6 +106,11 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
     (r"Load weight end", "kv_cache_alloc", 3, "end"),
     (r"Loading (?:model )?weights took|Model loading took", "startup_other", 2.5, "end"),
     (r"KV Cache is allocated|Memory pool end|Available KV cache memory|GPU KV cache size|# GPU blocks:|Maximum concurrency for|Memory profiling takes|Profiling CUDA graph memory", "kv_cache_alloc", 3, "progress"),
+    # vLLM v1 sizes the KV cache by profiling a forward pass (determine_available_memory -> profile_run), which is
+    # where torch.compile runs: the compile's total, the profiling run's time, the KV cache reserved by
+    # kv_cache_memory_bytes instead of profiling, kv_cache_utils' padding warning ("may waste ... KV cache memory")
+    (r"torch\.compile (?:takes|took) [\d.]+ s in total|Initial profiling/warmup run took|memory for KV Cache|"
+     r"KV cache memory\b", "kv_cache_alloc", 3, "progress"),
     (r"Capture (?:draft (?:extend )?)?cuda graph begin|Capture [\w ]{0,40}CUDA graph begin", "cuda_graph_capture", 4, "begin"),
     (r"Capturing CUDA graph|Capturing cudagraphs|Capturing batches|Capture cuda graph bs", "cuda_graph_capture", 4, "progress"),
     (r"Capture (?:draft (?:extend )?)?cuda graph end|Capture [\w ]{0,40}CUDA graph end", "startup_other", 4.5, "end"),
@@ -128,6 +136,7 @@ _COMPILED = tuple(re.compile(pat) for pat, *_rest in _RULES)
 # rules worth a regex search (tests/unit/logs/test_tracebacks_prefilter.py holds them to it)
 _RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("server_args=", "LLM engine", "vLLM API server version", "non-default args:"),
+    ("TensorRT-LLM version: ",),
     ("Init torch distributed begin",),
     ("is assigned as DP rank", "local_rank=", "is using nccl=="),
     ("Init torch distributed ends",),
@@ -137,6 +146,7 @@ _RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("weights took", "Model loading took"),
     ("KV Cache is allocated", "Memory pool end", "Available KV cache memory", "GPU KV cache size", "# GPU blocks:",
      "Maximum concurrency for", "Memory profiling takes", "Profiling CUDA graph memory"),
+    ("s in total", "profiling/warmup run took", "memory for KV Cache", "KV cache memory"),
     ("graph begin",),
     ("Capturing CUDA graph", "Capturing cudagraphs", "Capturing batches", "Capture cuda graph bs"),
     ("graph end",),
@@ -157,7 +167,8 @@ _ANCHORS = ("server_args=", "LLM engine", "vLLM", "non-default", "Init torch", "
             "Load weight", "Starting to load", "Loading", "Model loading", "KV Cache", "KV cache", "Memory p",
             "GPU blocks", "Maximum concurrency", "Capture", "Capturing", "max_total_num_tokens", "Graph capturing",
             "init engine", "Uvicorn", "Application startup", "fired up", "batch", "Avg prompt", "/v1/", "Req(rid=",
-            "Profiling CUDA", "ed request", "Compile and warming", "scheduled_", "Dumping scheduler", "enerating sequences")
+            "Profiling CUDA", "ed request", "torch.compile", "profiling/warmup", "Compile and warming", "scheduled_",
+            "Dumping scheduler", "enerating sequences", "TensorRT-LLM version")
 _FAILURE_RE = re.compile(
     r"hit an exception|Traceback \(most recent call last\)|failed to start|WorkerProc failed|"
     r"died unexpectedly|scheduler (?:is dead|died)|Initialization failed|Received sigquit|SIGQUIT received|"
@@ -429,6 +440,9 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|failed to (?:start|initial
                            r"Failed to start|aborting startup|\binit state\b|"
                            # a module that would not import, an engine being built: the program was starting
                            r"failed to import|No module named|cannot import name|Building .{0,40}engine|"
+                           # a model server that would not come up (xinference's "Failed to launch model"), vLLM's
+                           # check of the model's architectures while it builds its config
+                           r"failed to launch|failed to be inspected|"
                            # a serving platform bringing up one model server (gpustack's "Provisioning model instance")
                            r"\b(?:provision|start)\w* (?:\w+ )?model instance", re.I)
 # what an engine writes when a batch it was executing failed (vLLM v0 and v1 dump the batch's input)
@@ -443,7 +457,7 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|failed to (?:start|initial
 _TEXT_SERVING = re.compile(r"input of failed execution|Dumping input data|Dumping scheduler (?:output|stats)|"
                            r"WorkNCCL\(SeqNum=\d{5,}|Invocation of \w+ method failed|Engine loop failed|"
                            r"Encountered an error in forward\w* function|"
-                           r"error (?:on|for|processing) request\b|EngineCore encountered a fatal error|"
+                           r"error (?:on|for|processing) request\b|\bRequest failed\b|EngineCore encountered a fatal error|"
                            r"\b(?:" + "|".join(NATIVE_SERVING) + r")\b")
 # a collective library named by an error during start-up: its communicator was being set up
 _COLLECTIVE = re.compile(r"\b[NH]CCL\b|\bnccl|\bhccl")

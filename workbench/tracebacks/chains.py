@@ -9,7 +9,8 @@ first), serving frames never before readiness, the error's words, the timeline, 
 
 from __future__ import annotations
 
-from workbench.phases import decide_phase, phase_from_frames, stack_evidence
+from workbench.code_phases import NATIVE_SERVING
+from workbench.phases import decide_phase, stack_evidence
 from workbench.tracebacks.model import Traceback
 from workbench.tracebacks.patterns import _IPY_HEADER
 from workbench.tracebacks.stack import Block, Cpp
@@ -86,9 +87,15 @@ def chain_phase(chain: list[Block]) -> str:
 
 
 def native_phase(cpp: Cpp) -> str:
-    """A C++ exception's phase: the step or serving loop its numbered frames name, else the timeline's."""
+    """A C++ exception's phase: the step or serving loop its numbered frames name, else the timeline's;
+    ``startup_other`` when the timeline knows nothing and the frames build an object (a constructor),
+    as :func:`~workbench.phases.decide_phase` reads a Python stack."""
     if cpp.frames:
-        named = phase_from_frames(("", f) for f in reversed(cpp.frames))  # outermost first
-        if named is not None:
-            return named
+        step, serving, startup = stack_evidence(("", f, None) for f in reversed(cpp.frames))  # outermost first
+        if step is not None:
+            return step
+        if serving or any(f in NATIVE_SERVING for f in cpp.frames):
+            return "serving"
+        if startup and cpp.phase in ("unknown", ""):
+            return "startup_other"
     return cpp.phase

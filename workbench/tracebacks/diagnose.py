@@ -33,7 +33,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import BinaryIO
 
-from workbench.phases import decide_phase, phase_from_frames, startup_step
+from workbench.code_phases import NATIVE_SERVING
+from workbench.phases import decide_phase, phase_from_frames, stack_evidence, startup_step
 from workbench.tracebacks.model import (
     Analysis,
     Comparison,
@@ -181,6 +182,10 @@ _COMPILER_RUN = re.compile(r"/(?:gcc|g\+\+|cc|c\+\+|clang(?:\+\+)?|nvcc)(?:-\d+)
 # the record a logger printed just before the traceback it attaches (Python's logger.exception("...")):
 # an error report in its own words, unlike a wrapper's "hit an exception:" that only announces the stack
 _REPORT = re.compile(r"\berror\b|\bfail", re.I)
+# a frame Open MPI's signal handler prints ("[host:pid] [15] /lib/libtensorrt_llm.so(_ZN12tensorrt_llm8executor
+# 8Executor4Impl16getNewReqWithIdsEi...+0x68b)[0x7fc206bb787b]"): the process, and the frame's symbol
+_MPI_FRAME = re.compile(r"\[([\w.-]+:\d+)\] \[ ?\d+\] \S[^\s(]*\(([^)+\s]*)")
+_MANGLED_PART = re.compile(r"(\d+)")
 _ANNOUNCE_ONLY = re.compile(r"(?:exception|error|traceback)\W*$", re.I)
 # logger.exception(e) of a KeyError writes str(e), the missing key in quotes and nothing else
 _KEY_ONLY = re.compile(r"""(['"])[^'"\s]+\1""")
@@ -398,6 +403,8 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
         phase = decide_phase((), (e.text,), e.phase)  # the line's own words, then the timeline,
         if phase == "unknown" and e.context:  # then the words of the lines just before it
             phase = decide_phase((), e.context, "unknown")
+        if phase == "unknown" and e.kind == "fatal_signal":  # then the native frames a crash handler printed
+            phase = _signal_frames_phase(e, events) or phase
         return RootCause("log_line", None, e.text, e.line, None, phase, _ranks([e.rank]), None, e.text[:160])
 
     def first_event(*kinds: str, hw: bool | None = None) -> LogEvent | None:
@@ -537,3 +544,35 @@ def _compare_roots(a: Analysis, b: Analysis) -> str:
     ka = (ra.exception_type, normalize_message(ra.message), _frame_key(ra.innermost_frame) if ra.innermost_frame else None)
     kb = (rb.exception_type, normalize_message(rb.message), _frame_key(rb.innermost_frame) if rb.innermost_frame else None)
     return "same" if ka == kb else "different"
+
+
+def _signal_frames_phase(first: LogEvent, events: Sequence[LogEvent]) -> str | None:
+    """The phase the native frames of one process's crash report name (Open MPI's signal handler prints
+    them innermost first, one event each): a step, or ``serving`` for a serving loop's function."""
+    m = _MPI_FRAME.match(first.text)
+    if m is None:
+        return None
+    names = []
+    for ev in events:
+        if ev.line >= first.line and ev.kind == "fatal_signal":
+            frame = _MPI_FRAME.match(ev.text)
+            if frame is not None and frame.group(1) == m.group(1) and frame.group(2):
+                names.append(_symbol_name(frame.group(2)))
+    step, serving, _startup = stack_evidence(("", n, None) for n in reversed(names))  # outermost first
+    if step is not None:
+        return step
+    return "serving" if serving or any(n in NATIVE_SERVING for n in names) else None
+
+
+def _symbol_name(symbol: str) -> str:
+    """The function's own name in a C++ symbol as a backtrace prints it (Itanium-mangled nested names
+    read part by part: ``_ZN12tensorrt_llm7runtime10GptSession15generateBatchedE...`` is generateBatched)."""
+    if not symbol.startswith("_ZN"):
+        return symbol
+    rest, name = symbol[3:].lstrip("rVK"), symbol
+    while rest[:1].isdigit():
+        m = _MANGLED_PART.match(rest)
+        assert m is not None
+        size = int(m.group(1))
+        name, rest = rest[m.end():m.end() + size], rest[m.end() + size:]
+    return name

@@ -95,7 +95,10 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
         r"Bus error \(core dumped\)|\*\*\* SIG(?:SEGV|ABRT|BUS|ILL|FPE)|received signal SIG(?:SEGV|ABRT|BUS)|"
         r"Floating point exception|Segfault encountered|"
         # the kernel's own report of a process it stopped (dmesg, the journal's kernel lines)
-        r"traps: \S+\[\d+\] general protection fault|\S+\[\d+\]: segfault at [0-9a-f]+ ip")),
+        r"traps: \S+\[\d+\] general protection fault|\S+\[\d+\]: segfault at [0-9a-f]+ ip|"
+        # Open MPI's signal handler: its header, and the frames it prints under it ("[host:pid] [13]
+        # /lib/libmpi.so.40(MPI_Bcast+0x121)[0x7fc1ff32d881]"), which a paste often keeps without the header
+        r"^\[[\w.-]+:\d+\] (?:\*\*\* Process received signal|\[ ?\d+\] \S[^\s(]*\([^)\s]*\)\[0x[0-9a-f]+\])")),
     ("device_assert", re.compile(r"\.cu:\d+: .*Assertion .* failed\.|device-side assertion .* failed")),
     ("error_line", re.compile(r"out of memory|CUDA error|CUDA runtime error|cudaError\w+|CUDA_ERROR_\w+|Error Code \d+|"
                               r"Assertion failed|[Ff]ailed to (?:start|initiali[sz]e)[^:.]*: \S|NCCL error|Connection refused|"
@@ -104,7 +107,9 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
                               # the engine's KV-cache size checks, also when the paste lost the exception's type
                               r"can be stored in KV cache|No available memory for the cache blocks|"
                               # a worker's own report that a call it ran failed (vLLM's "Error executing method ...")
-                              r"Error executing metho")),
+                              r"Error executing metho|"
+                              # a server's own record of a request it could not serve (Ray Serve's replica.py)
+                              r"\bRequest failed\b")),
     # a C compiler or linker failing under torch.compile / triton: no level, no traceback of its own
     ("compile_error", re.compile(r"^collect2: error:|cannot find -l\w+|: fatal error: |^error: command '\S+' failed")),
     ("nccl_warn", re.compile(
@@ -115,7 +120,9 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
         r"exited unexpectedly|ChildFailedError|Failed core proc\(s\): \{'|Main process exited, code=|"
         r"(?:WorkerProc|EngineCore|Worker) failed to start|"
         # Ray's own word for a worker process that died or never came up
-        r"A worker died or was killed|Failed to register worker")),
+        r"A worker died or was killed|Failed to register worker|"
+        # mpirun's report of a rank a signal ended ("process rank 6 with PID 0 on node x exited on signal 9")
+        r"exited on signal \d+")),
     ("killed", re.compile(r"^Killed$|Received sigquit|SIGQUIT received|kill_process_tree")),
 )
 # Words one of which every match of a kind's pattern contains (one per alternative of the
@@ -126,19 +133,19 @@ _EVENT_NEEDLES: dict[EventKind, tuple[str, ...]] = {
     "fatal_signal": ("Fatal Python error: ", "Segmentation fault", "Aborted (core dumped)",
                      "Illegal instruction (core dumped)", "Bus error (core dumped)", "*** SIG",
                      "received signal SIG", "Floating point exception", "Segfault encountered",
-                     "general protection fault", "segfault at "),
+                     "general protection fault", "segfault at ", "Process received signal", ")[0x"),
     "device_assert": ("Assertion ", "device-side assertion "),
     "error_line": ("out of memory", "CUDA error", "CUDA runtime error", "cudaError", "CUDA_ERROR_", "Error Code ",
                    "Assertion failed", "ailed to start", "ailed to initiali", "NCCL error", "Connection refused",
                    "Error executing metho", "Check failed: ", "can be stored in KV cache",
-                   "No available memory for the cache blocks"),
+                   "No available memory for the cache blocks", "Request failed"),
     "compile_error": ("collect2: error:", "cannot find -l", ": fatal error: ", "error: command '"),
     "nccl_warn": ("NCCL WARN", "Watchdog caught collective operation timeout", " milliseconds before timing out",
                   "atchdog timeout"),
     "process_died": ("actor died", "died unexpectedly", "scheduler is dead", "scheduler died", "Exit code: ",
                      "exited with code ", "exited unexpectedly", "ChildFailedError", "Failed core proc(s): {'",
                      "Main process exited, code=", " failed to start", "A worker died or was killed",
-                     "Failed to register worker"),
+                     "Failed to register worker", "exited on signal "),
     "killed": ("Killed", "Received sigquit", "SIGQUIT received", "kill_process_tree"),
 }
 _NEEDLES = tuple(sorted({w for words in _EVENT_NEEDLES.values() for w in words}))
@@ -150,7 +157,8 @@ _EVENT_ANCHORS = ("Xid", "Connection refused", "failed to start", "CUDA error", 
                   "Segmentation", "Abort", "Illegal", "Bus error", "SIG", "Floating", "NCCL WARN", "Watchdog", "timing out",
                   "died", "dead", "Exit code", "exited", "ChildFailed", "Failed core", "Killed", "sigquit", "SIGQUIT",
                   "kill_process", "atchdog timeout", "cgroup out of memory", "Error executing", "register worker",
-                  "Segfault", "Check failed", "stored in KV cache", "memory for the cache blocks")
+                  "Segfault", "Check failed", "stored in KV cache", "memory for the cache blocks", "Request failed",
+                  "Process received signal", ")[0x")
 _EVENT_PART = any_part_of(_NEEDLES)  # the quick first search (see any_part_of)
 
 

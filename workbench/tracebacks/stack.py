@@ -193,7 +193,10 @@ def cpp_line(stream: Stream, msg: str, line_no: int) -> bool:
     if frame is not None:  # a numbered native frame: where it was thrown, not what it says
         symbol = frame.group(1)
         if symbol and "/" not in symbol and len(cpp.frames) < 64:
-            cpp.frames.append(symbol.rsplit("::", 1)[-1].strip())
+            parts = symbol.strip().split("::")
+            name = parts[-1].strip()
+            # a constructor ("ns::Model::Model(...)") is named as Python names one: an object being built
+            cpp.frames.append("__init__" if len(parts) > 1 and parts[-2] == name else name)
         cpp.end = line_no
         return True
     if _CPP_STOP.match(msg) or _HEADER in msg or len(cpp.message) >= 10:

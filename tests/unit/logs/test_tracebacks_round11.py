@@ -1,0 +1,160 @@
+"""Mechanisms added after held-out 11 was measured (issue 15, tenth round), each on lines taken
+from the shapes of real logs (the corpus part and thread say which)."""
+
+from __future__ import annotations
+
+from workbench.phases import timeline
+from workbench.tracebacks import analyze
+
+
+def test_vllms_kv_cache_sizing_lines_place_a_failure_after_them() -> None:
+    """intel-arc-pro-b70-inference-cookbook#4: the KV cache reserved by kv_cache_memory_bytes and
+    kv_cache_utils' padding warning, then 'EngineCore failed to start.' with its stack cut."""
+    p = "(EngineCore pid=316) "
+    text = (p + "INFO 08-21 18:37:40 [monitor.py:81] Initial profiling/warmup run took 0.00 s\n"
+            + p + "INFO 08-21 18:37:44 [gpu_worker.py:492] Initial free memory 31.16 GiB, reserved 4.25 GiB memory "
+            "for KV Cache as specified by kv_cache_memory_bytes config and skipped memory profiling.\n"
+            + p + "WARNING 08-21 18:37:44 [kv_cache_utils.py:1227] Add 3 padding layers, may waste at most 6.25% "
+            "KV cache memory\n"
+            + p + "ERROR 08-21 18:37:44 [core.py:1344] EngineCore failed to start.\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.phase == "kv_cache_alloc"
+
+
+def test_vllm_v1s_compile_total_is_inside_the_kv_cache_sizing() -> None:
+    """vllm#17979: torch.compile runs in the profiling run that sizes the KV cache; the traceback after
+    'torch.compile takes 17.00 s in total' is cut before any frame names the step."""
+    text = ("INFO 05-07 02:13:52 [gpu_model_runner.py:1347] Model loading took 0.2533 GiB and 0.907387 seconds\n"
+            "INFO 05-07 02:14:18 [monitor.py:33] torch.compile takes 17.00 s in total\n"
+            "ERROR 05-07 02:14:18 [core.py:396] EngineCore failed to start.\n"
+            "ERROR 05-07 02:14:18 [core.py:396] Traceback (most recent call last):\n"
+            'ERROR 05-07 02:14:18 [core.py:396]   File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/'
+            'core.py", line 329, in __init__\n'
+            "ERROR 05-07 02:14:18 [core.py:396]     super().__init__(vllm_config, executor_class, log_stats,\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.exception_type is None and rc.phase == "kv_cache_alloc"
+    # the lines only move the timeline forwards: capture after them is capture
+    rows = timeline("INFO 05-07 02:14:18 [monitor.py:33] torch.compile takes 17.00 s in total\n"
+                    "INFO 05-07 02:14:20 [gpu_model_runner.py:1600] Capturing CUDA graph shapes:  10%\n"
+                    "WARNING 05-07 02:14:21 [kv_cache_utils.py:1227] Add 3 padding layers, may waste at most "
+                    "6.25% KV cache memory\n")
+    assert [r["phase"] for r in rows] == ["kv_cache_alloc", "cuda_graph_capture"]
+
+
+def test_words_of_a_model_server_that_would_not_come_up_are_start_up() -> None:
+    """xinference#3135 ('Failed to launch model') and LlamaFactory#7182 (vLLM's 'Model architectures [...]
+    failed to be inspected', quoted in a sentence): no frame says where, the words say start-up."""
+    rc = analyze("    raise RuntimeError(\n"
+                 "RuntimeError: Failed to launch model, detail: [address=0.0.0.0:35197, pid=418773] "
+                 "'reasoning_content'\n").root_cause
+    assert rc is not None and rc.exception_type == "RuntimeError" and rc.phase == "startup_other"
+    rc = analyze("Error msg: `ValueError: Model architectures ['Qwen2_5_VLForConditionalGeneration'] failed to be "
+                 "inspected. Please check the logs for more details.`\n").root_cause
+    assert rc is not None and rc.exception_type == "ValueError" and rc.phase == "startup_other"
+
+
+def test_a_request_a_replica_could_not_serve_is_a_serving_failure() -> None:
+    """llm-on-ray#197: Ray Serve's replica logs 'Request failed:' and the task's head; the frames are cut."""
+    p = "(ServeReplica:llama-2-7b-chat-hf:PredictorDeployment pid=2799681) "
+    text = (p + "2024-04-19 02:06:37,419 - llm_on_ray.inference.predictor_deployment - INFO - Handling dynamic "
+            "batch (size=1) ...\n"
+            + p + "ERROR 2024-04-19 02:06:37,427 llama-2-7b-chat-hf_PredictorDeployment c5fp5i4e 3e35b1cb "
+            "/llama-2-7b-chat-hf/llama-2-7b-chat-hf replica.py:352 - Request failed:\n"
+            + p + "ray::ServeReplica:llama-2-7b-chat-hf:PredictorDeployment.handle_request_with_rejection() "
+            "(pid=2799681, ip=10.0.11.2)\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.exception_type is None and "Request failed" in rc.message
+    assert rc.phase == "serving" and rc.ranks == ()
+    # the words alone, below an error level, are no failure
+    assert analyze("INFO 04-19 02:06:37 retrying: Request failed once, trying again\n").root_cause is None
+
+
+def test_mpirun_naming_a_rank_a_signal_ended_is_a_failure() -> None:
+    """TensorRT-LLM#1700: mpirun's box around 'process rank 6 ... exited on signal 9 (Killed).'"""
+    text = ("--------------------------------------------------------------------------\n"
+            "Primary job  terminated normally, but 1 process returned\n"
+            "a non-zero exit code. Per user-direction, the job has been aborted.\n"
+            "--------------------------------------------------------------------------\n"
+            "mpirun noticed that process rank 6 with PID 0 on node xxxxxxxx exited on signal 9 (Killed).\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.kind == "log_line" and "exited on signal 9" in rc.message
+
+
+def test_a_constructor_in_a_native_backtrace_is_start_up() -> None:
+    """TensorRT-LLM#2393: 'terminate called ... TllmException' whose frames build the batch manager
+    (TrtGptModelInflightBatching's constructor), no log line before it telling the phase."""
+    text = ("terminate called after throwing an instance of 'tensorrt_llm::common::TllmException'\n"
+            "  what():  Internal Error: Failed to create an execution context. (/src/tensorrt_llm/cpp/tensorrt_llm/"
+            "runtime/tllmRuntime.cpp:178)\n"
+            "1       0x7e76489a82a2 /workspaces/llgtrt/cpp/build/tensorrt_llm/plugins/libtensorrt_llm.so(+0x7682a2) "
+            "[0x7e76489a82a2]\n"
+            "2       0x7e764aba3e91 tensorrt_llm::batch_manager::TrtGptModelInflightBatching::createRuntimeContexts() + 81\n"
+            "3       0x7e764abb0f90 tensorrt_llm::batch_manager::TrtGptModelInflightBatching::TrtGptModelInflightBatching("
+            "std::shared_ptr<nvinfer1::ILogger>, tensorrt_llm::runtime::ModelConfig const&, tensorrt_llm::bat\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.exception_type == "tensorrt_llm::common::TllmException"
+    assert rc.phase == "startup_other"
+    # a serving frame still says serving, constructor or not
+    served = text.replace("createRuntimeContexts()", "forwardAsync()")
+    rc = analyze(served).root_cause
+    assert rc is not None and rc.phase == "serving"
+
+
+def test_open_mpis_backtrace_frames_without_their_header_are_a_crash() -> None:
+    """TensorRT-LLM#2518 and #912: the frames Open MPI's signal handler prints, pasted without its
+    '*** Process received signal ***' header."""
+    text = ("[40a8c9673b05:1447852] [ 9] /lib/x86_64-linux-gnu/libmpi.so.40(ompi_request_default_wait+0x24b)"
+            "[0x7fc1ff3192db]\n"
+            "[40a8c9673b05:1447852] [13] /lib/x86_64-linux-gnu/libmpi.so.40(MPI_Bcast+0x121)[0x7fc1ff32d881]\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.kind == "log_line" and rc.exception_type is None
+    assert rc.line == 1
+    # a bracketed host and a bracketed level are no frame
+    assert analyze("[node1:1234] [INFO] started (pid 1234)[0x1]\n").root_cause is None
+
+
+def test_a_model_xinference_launches_is_start_up() -> None:
+    """xinference#1112: its model actor's load (xinference/core/model.py) calls the engine's own load, whose
+    frame line the window cut before the function's name."""
+    text = ("Traceback (most recent call last):\n"
+            '  File "xoscar/core.pyx", line 524, in xoscar.core._BaseActor.__on_receive__\n'
+            "    result = func(*args, **kwargs)\n"
+            '  File "/opt/conda/lib/python3.10/site-packages/xinference/core/model.py", line 239, in load\n'
+            "    self._model.load()\n"
+            '  File "/opt/conda/lib/python3.10/site-packages/xinference/model/llm/vllm/core.py", line 139, in\n')
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.exception_type is None and rc.phase == "startup_other"
+
+
+def test_tensorrt_llms_version_line_says_the_program_is_starting() -> None:
+    """TensorRT-LLM#2476: trtllm-bench's start, an MPI error, then a traceback cut before its frames."""
+    text = ("[TensorRT-LLM] TensorRT-LLM version: 0.15.0.dev2024111200\n"
+            "[11/21/2024-10:26:10] [TRT-LLM] [I] Initializing Executor.\n"
+            "[worker:15806] PRTE ERROR: Bad parameter in file base/odls_base_default_fns.c at line 962\n"
+            "Traceback (most recent call last):\n"
+            '  File "/home/lilin/anaconda3/envs/tensorrt_llm/bin/trtllm-bench",\n')
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.phase == "startup_other"
+    # it only tells a timeline that knows nothing yet: a rank importing TensorRT-LLM later moves nothing back
+    rows = timeline("INFO 05-07 02:14:20 [gpu_model_runner.py:1600] Capturing CUDA graph shapes:  10%\n"
+                    "[TensorRT-LLM] TensorRT-LLM version: 0.15.0\n")
+    assert [r["phase"] for r in rows] == ["cuda_graph_capture"]
+
+
+def test_the_native_frames_of_a_crash_report_say_its_phase() -> None:
+    """TensorRT-LLM#912: Open MPI's frames of a crash in GptSession::generateBatched (mangled); the frames of
+    another process in the same report do not count."""
+    text = ("[dev-aigc-20:31439] [16] /usr/local/tensorrt/lib/libnvinfer.so.9(+0x10a5320)[0x7f70c7a8e320]\n"
+            "[dev-aigc-20:31439] [17] /usr/local/lib/python3.10/dist-packages/tensorrt_llm/bindings.cpython-310-x86_64-"
+            "linux-gnu.so(_ZN12tensorrt_llm7runtime10GptSession18executeContextStepERKSt6vectorINS0_15GenerationInput"
+            "ESaIS3_EERKS2_IiSaIiEEPKNS_13batch_manager16kv_cache_manager14KVCacheManagerE+0x3b7)[0x7f70c0160747]\n"
+            "[dev-aigc-20:31439] [18] /usr/local/lib/python3.10/dist-packages/tensorrt_llm/bindings.cpython-310-x86_64-"
+            "linux-gnu.so(_ZN12tensorrt_llm7runtime10GptSession15generateBatchedERSt6vectorINS0_16GenerationOutput"
+            "ESaIS3_EERKS2_INS0_15GenerationInputESaIS7_EERKNS0_14SamplingConfigERKSt8functionIFvibEE+0xad4)"
+            "[0x7f70c0161744]\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.exception_type is None and rc.phase == "serving"
+    other = text.replace("[dev-aigc-20:31439] [1", "[dev-aigc-20:31440] [1").replace(
+        "[dev-aigc-20:31440] [16]", "[dev-aigc-20:31439] [16]")
+    rc = analyze(other).root_cause
+    assert rc is not None and rc.phase == "unknown"
