@@ -200,9 +200,10 @@ def _load_old(rev: str, name: str = "bisect_old") -> Any:
     return mod
 
 
-def _wall(order: list[tuple[Any, Verdict]], width: int) -> float:
+def _batched_wall(order: list[tuple[Any, Any]], batches: list[int]) -> float:
+    """Simulated wall: each batch of starts (one per host at once) lasts its longest start."""
     times = [SECONDS_TO["ok"] if v.ok else SECONDS_TO.get(v.phase, 4.0) for _, v in order]
-    return sum(max(times[i:i + width]) for i in range(0, len(times), width))
+    return sum(max(times[i:i + b]) for i, b in zip(_offsets(batches), batches, strict=True))
 
 
 def oracle_cover(sc: Scenario, truth_c: list[Any]) -> int:
@@ -256,15 +257,21 @@ def run_case(sc: Scenario, old: Any, base: Any = None) -> dict[str, Any]:
         row[name] = {"starts": s.starts, "exact": _answer(s.culprits) == truth,
                      "sets": {(a, b) for a, b, _ in _answer(s.culprits)} == {(a, b) for a, b, _ in truth},
                      "complete": bool(s.guarantee and s.guarantee.complete),
-                     "wall": _wall(s.order, width) if width == 1 else
-                     sum(max(SECONDS_TO["ok"] if v.ok else SECONDS_TO.get(v.phase, 4.0) for _, v in s.order[i:i + b])
-                         for i, b in zip(_offsets(batches), batches, strict=True))}
+                     "wall": _batched_wall(s.order, batches)}
     if base is not None:  # another revision's bisect on the same verdicts (phases and all): a side-by-side baseline
-        b = base.bisect(edits, lambda subset: base.Verdict(*_fields(sc.oracle(subset))))
-        got_b = {(frozenset(c.items), c.signature.split(" in ")[0], c.phase) for c in b.culprits}
-        row["base_bisect"] = {"starts": b.starts, "exact": got_b == truth,
-                              "sets": {(a, x) for a, x, _ in got_b} == {(a, x) for a, x, _ in truth},
-                              "complete": bool(b.guarantee and b.guarantee.complete)}
+        for name, width in (("base_bisect", 1), ("base_bisect_2_hosts", 2)):
+            base_batches: list[int] = []
+
+            def base_many(subsets: list[Any], batches: list[int] = base_batches) -> list[Any]:
+                batches.append(len(subsets))
+                return [base.Verdict(*_fields(sc.oracle(s))) for s in subsets]
+
+            b = base.bisect(edits, test_many=base_many, width=width)
+            got_b = {(frozenset(c.items), c.signature.split(" in ")[0], c.phase) for c in b.culprits}
+            row[name] = {"starts": b.starts, "exact": got_b == truth,
+                         "sets": {(a, x) for a, x, _ in got_b} == {(a, x) for a, x, _ in truth},
+                         "complete": bool(b.guarantee and b.guarantee.complete),
+                         "wall": _batched_wall(b.order, base_batches)}
     if old is not None:  # what the old runbook saw: signatures without the phase, warmup named serving
         def blind(subset: Any) -> Any:
             v = sc.oracle(subset)
@@ -308,8 +315,11 @@ def summary(rows: list[dict[str, Any]], names: list[str]) -> dict[str, Any]:
                            "median_starts": statistics.median(starts), "max_starts": max(starts),
                            "median_pct_of_factorial": round(100 * statistics.median(starts) / (2 ** n - 1), 1)}
         out[name] = per
-    walls = [(r["bisect"]["wall"], r["bisect_2_hosts"]["wall"]) for r in rows]
-    out["wall_2_hosts_over_1"] = round(sum(b for _, b in walls) / sum(a for a, _ in walls), 3)
+    for prefix in ("bisect", "base_bisect"):
+        if all(f"{prefix}_2_hosts" in r for r in rows):
+            walls = [(r[prefix]["wall"], r[f"{prefix}_2_hosts"]["wall"]) for r in rows]
+            key = "wall_2_hosts_over_1" if prefix == "bisect" else "base_wall_2_hosts_over_1"
+            out[key] = round(sum(b for _, b in walls) / sum(a for a, _ in walls), 3)
     out["bisect_complete_pct"] = round(100 * sum(r["bisect"]["complete"] for r in rows) / len(rows), 1)
     if all("base_bisect" in r for r in rows):
         out["base_bisect_complete_pct"] = round(100 * sum(r["base_bisect"]["complete"] for r in rows) / len(rows), 1)
@@ -345,7 +355,7 @@ def main() -> None:
             misses.append({"case": case, "complete": row["bisect"]["complete"], "shapes": sc.shapes, "edits": sc.edits,
                            "faults": sc.fault_data})
     names = ["bisect", "bisect_2_hosts", "one_at_a_time", "oracle_cover"] + (["old_bisect"] if old else []) + (
-        ["base_bisect"] if base else [])
+        ["base_bisect", "base_bisect_2_hosts"] if base else [])
     report = {"cases": len(rows), "seed": args.seed, "summary": summary(rows, names), "bisect_misses": misses}
     text = json.dumps(report, indent=1, default=str)
     print(text)
