@@ -190,6 +190,8 @@ _ANNOUNCE_ONLY = re.compile(r"(?:exception|error|traceback)\W*$", re.I)
 # logger.exception(e) of a KeyError writes str(e), the missing key in quotes and nothing else
 _KEY_ONLY = re.compile(r"""(['"])[^'"\s]+\1""")
 _ANNOUNCES = re.compile(r"because of an error raised|raised in (?:its )?creation task|failed to start|Error executing metho")
+# the lines of a stack's head a log may end in after the record that announces it (a task's head, a frame)
+_STACK_HEAD_LINES = 4
 _CALLING = re.compile(r"when calling `(\w+)")
 _CUDA_STATUS = re.compile(r"^CUDA error: (?=[A-Z][A-Z0-9_]{5,})")
 
@@ -296,7 +298,18 @@ def analysis_of(ex: Extractor) -> Analysis:
         root = replace(root, phase=startup_step((root.message, *_reports_before(tracebacks, root.line))))
     if final is not None and final.phase == "unknown" and root is not None:
         final = replace(final, phase=root.phase)
+    if final is None and root is not None and _cut_in_announced_stack(ex, root):
+        final = Final(None, None, None, root.phase, root.ranks, True, None, root.line)
     return Analysis(tracebacks, tuple(failures), tuple(ex.events), tuple(ex.cpp_exceptions), final, root, ex.line_no)
+
+
+def _cut_in_announced_stack(ex: Extractor, root: RootCause) -> bool:
+    """The log ends in the stack a record announces, the record the only failure: logger.exception's
+    line ("EngineCore failed to start.", "Request failed:") and at most the stack's first lines after it."""
+    if root.kind != "log_line" or ex.tracebacks or ex.cpp_exceptions or ex.line_no - root.line > _STACK_HEAD_LINES:
+        return False
+    text = root.message.rstrip()
+    return text.endswith(":") or bool(_ANNOUNCE_ONLY.search(text) or _ANNOUNCES.search(text))
 
 
 def _phase_from_neighbour(root: RootCause, tracebacks: Sequence[Traceback]) -> RootCause:

@@ -158,3 +158,25 @@ def test_the_native_frames_of_a_crash_report_say_its_phase() -> None:
         "[dev-aigc-20:31440] [16]", "[dev-aigc-20:31439] [16]")
     rc = analyze(other).root_cause
     assert rc is not None and rc.phase == "unknown"
+
+
+def test_a_log_cut_right_after_a_record_announcing_a_stack_ends_inside_it() -> None:
+    """intel-arc-pro-b70-inference-cookbook#4 and llm-on-ray#197: the only failure is the record that
+    logger.exception prints above a stack ('EngineCore failed to start.', 'Request failed:'), and the log
+    ends in the stack's first line: the final error is the cut stack."""
+    p = "(EngineCore pid=316) "
+    a = analyze(p + "WARNING 08-21 18:37:44 [kv_cache_utils.py:1227] Add 3 padding layers, may waste at most 6.25% "
+                "KV cache memory\n" + p + "ERROR 08-21 18:37:44 [core.py:1344] EngineCore failed to start.\n(Eng")
+    assert a.root_cause is not None and a.final is not None
+    assert a.final.truncated and a.final.exception_type is None and a.final.phase == a.root_cause.phase
+    r = "(ServeReplica:llama-2-7b-chat-hf:PredictorDeployment pid=2799681) "
+    a = analyze(r + "ERROR 2024-04-19 02:06:37,427 llama-2-7b-chat-hf_PredictorDeployment c5fp5i4e 3e35b1cb "
+                "/llama-2-7b-chat-hf/llama-2-7b-chat-hf replica.py:352 - Request failed:\n"
+                + r + "ray::ServeReplica:llama-2-7b-chat-hf:PredictorDeployment.handle_request_with_rejection() "
+                "(pid=2799681, ip=10.0.11.2)\n"
+                + r + '  File "/home/ykp/miniconda3/envs/llmonray_master_ipex/lib/python3.9/site-packages/ray/ser')
+    assert a.final is not None and a.final.truncated and a.final.phase == "serving"
+    # a record that announces nothing, or one the log goes on well after, is no cut stack
+    assert analyze(p + "ERROR 08-21 18:37:44 [core.py:1344] CUDA out of memory\n").final is None
+    assert analyze(p + "ERROR 08-21 18:37:44 [core.py:1344] EngineCore failed to start.\n"
+                   + "".join(p + f"INFO 08-21 18:37:4{i} [api_server.py:1] shutting down\n" for i in range(6))).final is None
