@@ -46,6 +46,7 @@ from workbench.tracebacks.model import (
     RootCause,
     Traceback,
 )
+from workbench.tracebacks.patterns import _PROCESS_CUT
 from workbench.tracebacks.reader import extract, extract_stream
 from workbench.tracebacks.scan import Extractor
 from workbench.tracebacks.stack import CUT_DUMP
@@ -309,7 +310,8 @@ def _cut_in_announced_stack(ex: Extractor, root: RootCause) -> bool:
     if root.kind != "log_line" or ex.tracebacks or ex.cpp_exceptions or ex.line_no - root.line > _STACK_HEAD_LINES:
         return False
     text = root.message.rstrip()
-    return text.endswith(":") or bool(_ANNOUNCE_ONLY.search(text) or _ANNOUNCES.search(text))
+    return (text.endswith(":") or _PROCESS_CUT.fullmatch(text) is not None
+            or bool(_ANNOUNCE_ONLY.search(text) or _ANNOUNCES.search(text)))
 
 
 def _phase_from_neighbour(root: RootCause, tracebacks: Sequence[Traceback]) -> RootCause:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from workbench.logformats import LogLine
+from workbench.logformats import LogLine, _parse
 from workbench.tracebacks.model import LogEvent
-from workbench.tracebacks.patterns import _NUM_FRAME, event_matches, level_word
+from workbench.tracebacks.patterns import _NUM_FRAME, _PROCESS_CUT, event_matches, level_word
 
 _TORCH_RANK = re.compile(r"\[rank(\d+)\]:")
 # the rank c10d names in its own messages ("[Rank 2] Watchdog caught ...", "[PG 3 Rank 5] Process group ...")
@@ -66,3 +66,16 @@ def backtrace_head(prev: tuple[int, str], msg: str, line_no: int, rank: str | No
     if at != line_no - 1 or _BACKTRACE_TOP.match(msg) is None or _NUM_FRAME.match(msg) is None:
         return None
     return LogEvent("error_line", at, text.strip(), rank, phase, server) if _ERROR_WORDS.search(text) else None
+
+
+def process_header(last: tuple[int, str] | None, phase: str, server: str, recent: Iterable[str]) -> LogEvent | None:
+    """A log's last line that is not blank (its number, its text) as a dead process when it is
+    multiprocessing's "Process <name>:", the header printed above the traceback of a process whose
+    target raised (the log cut before the stack, maybe before the colon)."""
+    if last is None:
+        return None
+    parsed = _parse(last[1])[0]
+    text = parsed.message.strip()
+    if _PROCESS_CUT.fullmatch(text) is None:
+        return None
+    return LogEvent("process_died", last[0], text, parsed.rank, phase, server, tuple(recent))

@@ -56,6 +56,8 @@ _FRAME_TAIL = re.compile(r"\d*, in \S|in \S")
 _FENCE = re.compile(r"\s*(?:```|~~~)")
 _MIDLINE_RANK = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?((?: [A-Z][A-Z_]*\d+)*)\]")
 _PROCESS_LINE = re.compile(r"Process [\w.-]+:$")
+# the same header as the last line of a log, which may cut it before its colon
+_PROCESS_CUT = re.compile(r"Process [\w.-]+:?")
 _CONTEXT = "During handling of the above exception, another exception occurred"
 _CAUSE = "The above exception was the direct cause of the following exception"
 _STOP = re.compile(

@@ -4,7 +4,10 @@ from the shapes of real logs (the corpus part and thread say which)."""
 from __future__ import annotations
 
 from workbench.phases import timeline
-from workbench.tracebacks import analyze
+import io
+from contextlib import AbstractContextManager
+
+from workbench.tracebacks import analyze, analyze_stream
 
 
 def test_vllms_kv_cache_sizing_lines_place_a_failure_after_them() -> None:
@@ -180,3 +183,26 @@ def test_a_log_cut_right_after_a_record_announcing_a_stack_ends_inside_it() -> N
     assert analyze(p + "ERROR 08-21 18:37:44 [core.py:1344] CUDA out of memory\n").final is None
     assert analyze(p + "ERROR 08-21 18:37:44 [core.py:1344] EngineCore failed to start.\n"
                    + "".join(p + f"INFO 08-21 18:37:4{i} [api_server.py:1] shutting down\n" for i in range(6))).final is None
+
+
+def open_stream(text: str) -> AbstractContextManager[io.BytesIO]:
+    return io.BytesIO(text.encode())
+
+
+def test_a_log_that_ends_at_multiprocessings_process_header_ends_in_that_process_failing() -> None:
+    """lmdeploy#4407: Ray start-up lines, Gloo's group connected, then 'Process mp_engine_proc' (the header
+    multiprocessing prints above the traceback of a process whose target raised), cut before its colon."""
+    text = ("2026-03-13 10:15:06,604 INFO worker.py:2013 -- Connected to Ray cluster.\n"
+            "(RayWorkerWrapper pid=297851) [Gloo] Rank 0 is connected to 31 peer ranks. Expected number of "
+            "connected peer ranks is : 31\n"
+            "Process mp_engine_proc\n")
+    a = analyze(text)
+    assert a.root_cause is not None and a.root_cause.exception_type is None
+    assert a.root_cause.message == "Process mp_engine_proc" and a.root_cause.line == 3
+    assert a.root_cause.phase == "startup_other"  # the process group is up: start-up past its init
+    assert a.final is not None and a.final.truncated
+    with open_stream(text) as stream:
+        assert analyze_stream(stream).root_cause == a.root_cause
+    # the header with its colon, and blank lines after it, read the same; in the middle of a log it says nothing
+    assert analyze(text.replace("proc\n", "proc:\n\n\n")).root_cause is not None
+    assert analyze(text + "2026-03-13 10:15:07,000 INFO worker.py:1 -- shutting down\n").root_cause is None
