@@ -3,10 +3,10 @@ from the shapes of real logs (the corpus part and thread say which)."""
 
 from __future__ import annotations
 
-from workbench.phases import timeline
 import io
 from contextlib import AbstractContextManager
 
+from workbench.phases import timeline
 from workbench.tracebacks import analyze, analyze_stream
 
 
