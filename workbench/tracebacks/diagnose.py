@@ -46,7 +46,7 @@ from workbench.tracebacks.model import (
     RootCause,
     Traceback,
 )
-from workbench.tracebacks.patterns import _PROCESS_CUT
+from workbench.tracebacks.patterns import _PROCESS_CUT, level_word
 from workbench.tracebacks.reader import extract, extract_stream
 from workbench.tracebacks.scan import Extractor
 from workbench.tracebacks.stack import CUT_DUMP
@@ -402,6 +402,13 @@ def _reported(lead: str) -> str:
     return text[:400] if (_REPORT.search(text) or _KEY_ONLY.fullmatch(text)) and not announces else ""
 
 
+def _cut_message(tb: Traceback) -> str:
+    """What a traceback cut before its exception line failed with: the record just above it, else the
+    nearest error-level record printed just before it (a launcher's "PRTE ERROR: Bad parameter ...")."""
+    errors = (_reported(c) for c in reversed(tb.context) if level_word(c, 48) in ("ERROR", "[E]", "CRITICAL"))
+    return _reported(tb.lead) or next((r for r in errors if r), "")
+
+
 def _reports_before(tracebacks: Sequence[Traceback], line: int) -> tuple[str, ...]:
     """The error reports among the records printed just before the traceback that starts at ``line``
     (a collective library's own error lines before the stack of the start they failed)."""
@@ -455,7 +462,7 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
             unraisable.append(rc)
             continue
         if link.exception_type is None:  # cut before its exception line: where it failed, not what
-            cut.append((chain[0].start_line, replace(rc, message=_reported(chain[0].lead))))
+            cut.append((chain[0].start_line, replace(rc, message=_cut_message(chain[0]))))
             continue
         items.append((chain[0].start_line, is_pointer(link), rc))
     for c in ex.cpp_exceptions:

@@ -206,3 +206,20 @@ def test_a_log_that_ends_at_multiprocessings_process_header_ends_in_that_process
     # the header with its colon, and blank lines after it, read the same; in the middle of a log it says nothing
     assert analyze(text.replace("proc\n", "proc:\n\n\n")).root_cause is not None
     assert analyze(text + "2026-03-13 10:15:07,000 INFO worker.py:1 -- shutting down\n").root_cause is None
+
+
+def test_a_cut_traceback_says_what_failed_in_the_error_report_just_before_it() -> None:
+    """TensorRT-LLM#2476: mpirun's 'PRTE ERROR: Bad parameter ...', two info records, then trtllm-bench's
+    traceback cut in its first frame: the launcher's error is what is known of the failure."""
+    text = ("[11/21/2024-10:26:10] [TRT-LLM] [I] Initializing Executor.\n"
+            "--------------------------------------------------------------------------\n"
+            "[worker:15806] PRTE ERROR: Bad parameter in file base/odls_base_default_fns.c at line 962\n"
+            "[11/21/2024-10:26:11] [TRT-LLM] [I] Benchmark Shutdown called!\n"
+            "[11/21/2024-10:26:11] [TRT-LLM] [I] Executor shutdown.\n"
+            "Traceback (most recent call last):\n"
+            '  File "/home/lilin/anaconda3/envs/tensorrt_llm/bin/trtllm-bench",\n')
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.exception_type is None and "PRTE ERROR: Bad parameter" in rc.message
+    # with no error report before it, a cut traceback still says nothing of what failed
+    rc = analyze(text.replace("PRTE ERROR: Bad parameter", "PRTE INFO: parameter")).root_cause
+    assert rc is not None and rc.message == ""
