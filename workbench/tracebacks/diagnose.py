@@ -35,6 +35,7 @@ from typing import BinaryIO
 
 from workbench.code_phases import NATIVE_SERVING
 from workbench.phases import decide_phase, phase_from_frames, stack_evidence, startup_step
+from workbench.tracebacks.events import cuda_cause
 from workbench.tracebacks.model import (
     Analysis,
     Comparison,
@@ -310,8 +311,7 @@ def _cut_in_announced_stack(ex: Extractor, root: RootCause) -> bool:
     if root.kind != "log_line" or ex.tracebacks or ex.cpp_exceptions or ex.line_no - root.line > _STACK_HEAD_LINES:
         return False
     text = root.message.rstrip()
-    return (text.endswith(":") or _PROCESS_CUT.fullmatch(text) is not None
-            or bool(_ANNOUNCE_ONLY.search(text) or _ANNOUNCES.search(text)))
+    return text.endswith(":") or bool(_PROCESS_CUT.fullmatch(text) or _ANNOUNCE_ONLY.search(text) or _ANNOUNCES.search(text))
 
 
 def _phase_from_neighbour(root: RootCause, tracebacks: Sequence[Traceback]) -> RootCause:
@@ -507,10 +507,10 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
     chosen = next((rc for rc in primary if not (rc.kind == "exception" and _SECONDARY.search(rc.message))), None)
     chosen = chosen or (primary[0] if primary else None)
     if chosen is not None:
-        if "device-side assert" in chosen.message:  # the kernel's own assertion line says which check failed
-            assertion = first_event("device_assert")
-            if assertion is not None:
-                return event_root(assertion)
+        cause = cuda_cause(chosen.message, chosen.line, events)  # the CUDA error the failure came after
+        if cause is not None:  # (the kernel's assertion, an illegal memory access) says what went wrong
+            rc = event_root(cause)
+            return rc if rc.phase != "unknown" else replace(rc, phase=chosen.phase)
         if chosen.kind == "exception" and _COMPILER_RUN.search(chosen.message):
             compiler = first_event("compile_error")  # the compiler's own error line says what failed
             if compiler is not None:

@@ -4,7 +4,7 @@ device asserts, error lines, compiler errors, NCCL warnings, dead processes."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from workbench.logformats import LogLine, _parse
 from workbench.tracebacks.model import LogEvent
@@ -50,6 +50,22 @@ def log_event(parsed: LogLine, msg: str, line_no: int, phase: str, server: str,
             rank = "rank" + found.group(1) if found else None
         return LogEvent(kind, line_no, text, rank, phase, server, tuple(recent)[:-1])
     return None
+
+
+# CUDA errors that poison the context: every later call in the process fails, whatever it says
+_STICKY_CUDA = re.compile(r"illegal memory access|misaligned address|unspecified launch failure|illegal instruction")
+
+
+def cuda_cause(message: str, line: int, events: Sequence[LogEvent]) -> LogEvent | None:
+    """The line that says which CUDA error a failure (its message, its line) came after: the kernel's
+    own assertion when the failure names a device-side assert; else an error line naming a sticky
+    CUDA error (an illegal memory access...) printed in the 12 lines before a failure that does not."""
+    if "device-side assert" in message:
+        return next((e for e in events if e.kind == "device_assert"), None)
+    if _STICKY_CUDA.search(message):
+        return None
+    return next((e for e in events if e.kind == "error_line" and 0 < line - e.line <= 12 and _STICKY_CUDA.search(e.text)),
+                None)
 
 
 # the first frame of a numbered native backtrace, and the words that make the line before it an error report

@@ -223,3 +223,27 @@ def test_a_cut_traceback_says_what_failed_in_the_error_report_just_before_it() -
     # with no error report before it, a cut traceback still says nothing of what failed
     rc = analyze(text.replace("PRTE ERROR: Bad parameter", "PRTE INFO: parameter")).root_cause
     assert rc is not None and rc.message == ""
+
+
+def test_an_illegal_memory_access_reported_before_an_exception_is_its_cause() -> None:
+    """TensorRT-LLM#2393: three '[TensorRT-LLM][ERROR] ... Error Code 1: Cuda Runtime (an illegal memory
+    access was encountered)' lines, then 'terminate called' with what() 'Failed to create an execution
+    context' (the call that failed in the poisoned context) under the constructor's native frames."""
+    err = ("[TensorRT-LLM][ERROR] ICudaEngine::createExecutionContextWithoutDeviceMemory: Error Code 1: Cuda Runtime "
+           "(an illegal memory access was encountered)\n")
+    text = ("[45b53cc4f4d9:101829] PMIX ERROR: UNREACHABLE in file server/pmix_server.c at line 2198\n" + err * 3
+            + "terminate called after throwing an instance of 'tensorrt_llm::common::TllmException'\n"
+            "  what():  Internal Error: Failed to create an execution context. "
+            "(/src/tensorrt_llm/cpp/tensorrt_llm/runtime/tllmRuntime.cpp:178)\n"
+            "1       0x7e76489a82a2 /workspaces/llgtrt/cpp/build/tensorrt_llm/plugins/libtensorrt_llm.so(+0x7682a2) "
+            "[0x7e76489a82a2]\n"
+            "2       0x7e764aba3e91 tensorrt_llm::batch_manager::TrtGptModelInflightBatching::createRuntimeContexts() "
+            "+ 81\n"
+            "3       0x7e764abb0f90 tensorrt_llm::batch_manager::TrtGptModelInflightBatching::"
+            "TrtGptModelInflightBatching(std::shared_ptr<nvinfer1::ILogger>) + 2064\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.kind == "log_line" and "illegal memory access" in rc.message
+    assert rc.line == 2 and rc.phase == "startup_other"  # the exception's phase, the error line saying none
+    # an error that does not poison the context leaves the exception the root cause
+    rc = analyze(text.replace("an illegal memory access was encountered", "out of range")).root_cause
+    assert rc is not None and rc.kind == "exception" and "execution context" in rc.message
