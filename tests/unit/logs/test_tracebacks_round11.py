@@ -247,3 +247,14 @@ def test_an_illegal_memory_access_reported_before_an_exception_is_its_cause() ->
     # an error that does not poison the context leaves the exception the root cause
     rc = analyze(text.replace("an illegal memory access was encountered", "out of range")).root_cause
     assert rc is not None and rc.kind == "exception" and "execution context" in rc.message
+
+
+def test_a_container_kubernetes_saw_crash_is_a_dead_process() -> None:
+    """llm-d-benchmark#668: the stand-up script waits for the vLLM pod, then reports its container crashed."""
+    text = ('16:52:53 - "vllm-standalone-llama-3-1b-845945945-dljsw" pod running\n'
+            "16:52:53 - Waiting for pods to be Ready (timeout=900s)\n"
+            "16:53:24 - ❌ Crashed container in pod: vllm-standalone-llama-3-1b-845945945-dljsw\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.kind == "log_line" and "Crashed container in pod" in rc.message and rc.line == 3
+    rc = analyze("vllm-0   0/1   CrashLoopBackOff   5 (2m ago)   9m\n").root_cause
+    assert rc is not None and "CrashLoopBackOff" in rc.message
