@@ -258,3 +258,19 @@ def test_a_container_kubernetes_saw_crash_is_a_dead_process() -> None:
     assert rc is not None and rc.kind == "log_line" and "Crashed container in pod" in rc.message and rc.line == 3
     rc = analyze("vllm-0   0/1   CrashLoopBackOff   5 (2m ago)   9m\n").root_cause
     assert rc is not None and "CrashLoopBackOff" in rc.message
+
+
+def test_triton_loading_a_model_is_start_up() -> None:
+    """QAnything#60: Triton's FasterTransformer backend reports the instance group it builds, then a C++
+    assertion aborts the server; no frame says where."""
+    text = ("I0123 10:46:27.965026 91 libfastertransformer.cc:387] Instance group type: KIND_CPU count: 1\n"
+            "I0123 10:46:27.965873 91 libfastertransformer.cc:417] Sequence Batching: disabled\n"
+            "I0123 10:46:27.966620 91 libfastertransformer.cc:427] Dynamic Batching: enabled\n"
+            "terminate called after throwing an instance of 'std::runtime_error'\n"
+            "  what():  [FT][ERROR]  Assertion fail: /home/local/llama_inference/llm_serve/fastertransformer_backend/"
+            "build/_deps/repo-ft-src/src/fastertransformer/utils/cuda_utils.h:118\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.exception_type == "std::runtime_error" and rc.phase == "startup_other"
+    rows = timeline("I0123 10:46:27.940000 91 libfastertransformer.cc:1 TRITONBACKEND_ModelInstanceInitialize: "
+                    "fastertransformer_0 (device 0)\n")
+    assert [r["phase"] for r in rows] == ["startup_other"]
