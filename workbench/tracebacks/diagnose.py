@@ -13,14 +13,14 @@ Signature
 
 Root cause
     Looked for in the start (see :class:`workbench.phases.PhaseTracker` restarts) that
-    holds the last failure, in this order: a hardware Xid line; an OOM-killer line; the
-    earliest of the failures that do not merely point elsewhere (those that only echo a
-    peer's death, such as NCCL's "remote process exited", come after the others), the fatal-signal lines
-    (segfault, abort), the CUDA device-side assertion lines and the lines saying a process
-    died (a worker SIGKILLed, or a kernel assertion that poisons the CUDA context, before
-    any exception makes the exceptions after it consequences); an ERROR-level line naming
-    a CUDA error or an out-of-memory; an NCCL WARN / watchdog or other Xid line; the
-    earliest pointing failure; a ``Killed``/SIGQUIT line. Within a chain the last link is
+    holds the last failure, in this order: a hardware Xid line; an OOM-killer line; the earliest of the
+    failures that do not merely point elsewhere (those that only echo a peer's death, such as NCCL's
+    "remote process exited", come after the others), the fatal-signal lines (segfault, abort), the CUDA
+    device-side assertion lines and the lines saying a process died (a worker SIGKILLed, or a kernel
+    assertion that poisons the CUDA context, before any exception makes the exceptions after it
+    consequences; so does an error line naming an illegal memory access just before the failure chosen);
+    an ERROR-level line naming a CUDA error or an out-of-memory; an NCCL WARN / watchdog or other Xid
+    line; the earliest pointing failure; a ``Killed``/SIGQUIT line. Within a chain the last link is
     taken unless it only wraps or points at the link before it ("Capture cuda graph
     failed", "See root cause above"...), then the link before it is.
 """
