@@ -98,9 +98,13 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
     # TensorRT-LLM prints its version when it is imported (every rank of an mpirun does): the program is starting,
     # when nothing else is known yet
     (r"TensorRT-LLM version: \d", "startup_other", 0, "progress"),
+    # Triton loading a model: its backend's initialisation, the instance group a backend reports it builds
+    (r"TRITONBACKEND_Model(?:Instance)?Initialize|Instance group type: KIND_", "startup_other", 0, "progress"),
     (r"Init torch distributed begin", "nccl_init", 1, "start"),
     (r"is assigned as DP rank|world_size=\d+ rank=\d+ local_rank=|is using nccl==", "nccl_init", 1, "progress"),
     (r"Init torch distributed ends", "startup_other", 1.5, "end"),
+    # torch's Gloo process group reports its rendezvous done: the distributed init is over
+    (r"\[Gloo\] Rank \d+ is connected to \d+ peer ranks", "startup_other", 1.5, "end"),
     (r"Load weight begin|Starting to load model|Loading (?:drafter|draft) model", "weight_loading", 2, "begin"),
     (r"Loading (?:safetensors|pt|bin) checkpoint shards|Loading weights:", "weight_loading", 2, "progress"),
     (r"Load weight end", "kv_cache_alloc", 3, "end"),
@@ -137,9 +141,11 @@ _COMPILED = tuple(re.compile(pat) for pat, *_rest in _RULES)
 _RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("server_args=", "LLM engine", "vLLM API server version", "non-default args:"),
     ("TensorRT-LLM version: ",),
+    ("TRITONBACKEND_Model", "Instance group type: "),
     ("Init torch distributed begin",),
     ("is assigned as DP rank", "local_rank=", "is using nccl=="),
     ("Init torch distributed ends",),
+    ("peer ranks",),
     ("Load weight begin", "Starting to load model", "Loading dra"),
     (" checkpoint shards", "Loading weights:"),
     ("Load weight end",),
@@ -168,7 +174,7 @@ _ANCHORS = ("server_args=", "LLM engine", "vLLM", "non-default", "Init torch", "
             "GPU blocks", "Maximum concurrency", "Capture", "Capturing", "max_total_num_tokens", "Graph capturing",
             "init engine", "Uvicorn", "Application startup", "fired up", "batch", "Avg prompt", "/v1/", "Req(rid=",
             "Profiling CUDA", "ed request", "torch.compile", "profiling/warmup", "Compile and warming", "scheduled_",
-            "Dumping scheduler", "enerating sequences", "TensorRT-LLM version")
+            "Dumping scheduler", "enerating sequences", "TensorRT-LLM version", "peer ranks", "TRITONBACKEND_Model", "Instance group type")
 _FAILURE_RE = re.compile(
     r"hit an exception|Traceback \(most recent call last\)|failed to start|WorkerProc failed|"
     r"died unexpectedly|scheduler (?:is dead|died)|Initialization failed|Received sigquit|SIGQUIT received|"

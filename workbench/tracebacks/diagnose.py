@@ -13,14 +13,14 @@ Signature
 
 Root cause
     Looked for in the start (see :class:`workbench.phases.PhaseTracker` restarts) that
-    holds the last failure, in this order: a hardware Xid line; an OOM-killer line; the
-    earliest of the failures that do not merely point elsewhere (those that only echo a
-    peer's death, such as NCCL's "remote process exited", come after the others), the fatal-signal lines
-    (segfault, abort), the CUDA device-side assertion lines and the lines saying a process
-    died (a worker SIGKILLed, or a kernel assertion that poisons the CUDA context, before
-    any exception makes the exceptions after it consequences); an ERROR-level line naming
-    a CUDA error or an out-of-memory; an NCCL WARN / watchdog or other Xid line; the
-    earliest pointing failure; a ``Killed``/SIGQUIT line. Within a chain the last link is
+    holds the last failure, in this order: a hardware Xid line; an OOM-killer line; the earliest of the
+    failures that do not merely point elsewhere (those that only echo a peer's death, such as NCCL's
+    "remote process exited", come after the others), the fatal-signal lines (segfault, abort), the CUDA
+    device-side assertion lines and the lines saying a process died (a worker SIGKILLed, or a kernel
+    assertion that poisons the CUDA context, before any exception makes the exceptions after it
+    consequences; so does an error line naming an illegal memory access just before the failure chosen);
+    an ERROR-level line naming a CUDA error or an out-of-memory; an NCCL WARN / watchdog or other Xid
+    line; the earliest pointing failure; a ``Killed``/SIGQUIT line. Within a chain the last link is
     taken unless it only wraps or points at the link before it ("Capture cuda graph
     failed", "See root cause above"...), then the link before it is.
 """
@@ -35,6 +35,7 @@ from typing import BinaryIO
 
 from workbench.code_phases import NATIVE_SERVING
 from workbench.phases import decide_phase, phase_from_frames, stack_evidence, startup_step
+from workbench.tracebacks.events import cuda_cause
 from workbench.tracebacks.model import (
     Analysis,
     Comparison,
@@ -46,6 +47,7 @@ from workbench.tracebacks.model import (
     RootCause,
     Traceback,
 )
+from workbench.tracebacks.patterns import _PROCESS_CUT, level_word
 from workbench.tracebacks.reader import extract, extract_stream
 from workbench.tracebacks.scan import Extractor
 from workbench.tracebacks.stack import CUT_DUMP
@@ -190,6 +192,8 @@ _ANNOUNCE_ONLY = re.compile(r"(?:exception|error|traceback)\W*$", re.I)
 # logger.exception(e) of a KeyError writes str(e), the missing key in quotes and nothing else
 _KEY_ONLY = re.compile(r"""(['"])[^'"\s]+\1""")
 _ANNOUNCES = re.compile(r"because of an error raised|raised in (?:its )?creation task|failed to start|Error executing metho")
+# the lines of a stack's head a log may end in after the record that announces it (a task's head, a frame)
+_STACK_HEAD_LINES = 4
 _CALLING = re.compile(r"when calling `(\w+)")
 _CUDA_STATUS = re.compile(r"^CUDA error: (?=[A-Z][A-Z0-9_]{5,})")
 
@@ -296,7 +300,18 @@ def analysis_of(ex: Extractor) -> Analysis:
         root = replace(root, phase=startup_step((root.message, *_reports_before(tracebacks, root.line))))
     if final is not None and final.phase == "unknown" and root is not None:
         final = replace(final, phase=root.phase)
+    if final is None and root is not None and _cut_in_announced_stack(ex, root):
+        final = Final(None, None, None, root.phase, root.ranks, True, None, root.line)
     return Analysis(tracebacks, tuple(failures), tuple(ex.events), tuple(ex.cpp_exceptions), final, root, ex.line_no)
+
+
+def _cut_in_announced_stack(ex: Extractor, root: RootCause) -> bool:
+    """The log ends in the stack a record announces, the record the only failure: logger.exception's
+    line ("EngineCore failed to start.", "Request failed:") and at most the stack's first lines after it."""
+    if root.kind != "log_line" or ex.tracebacks or ex.cpp_exceptions or ex.line_no - root.line > _STACK_HEAD_LINES:
+        return False
+    text = root.message.rstrip()
+    return text.endswith(":") or bool(_PROCESS_CUT.fullmatch(text) or _ANNOUNCE_ONLY.search(text) or _ANNOUNCES.search(text))
 
 
 def _phase_from_neighbour(root: RootCause, tracebacks: Sequence[Traceback]) -> RootCause:
@@ -387,6 +402,13 @@ def _reported(lead: str) -> str:
     return text[:400] if (_REPORT.search(text) or _KEY_ONLY.fullmatch(text)) and not announces else ""
 
 
+def _cut_message(tb: Traceback) -> str:
+    """What a traceback cut before its exception line failed with: the record just above it, else the
+    nearest error-level record printed just before it (a launcher's "PRTE ERROR: Bad parameter ...")."""
+    errors = (_reported(c) for c in reversed(tb.context) if level_word(c, 48) in ("ERROR", "[E]", "CRITICAL"))
+    return _reported(tb.lead) or next((r for r in errors if r), "")
+
+
 def _reports_before(tracebacks: Sequence[Traceback], line: int) -> tuple[str, ...]:
     """The error reports among the records printed just before the traceback that starts at ``line``
     (a collective library's own error lines before the stack of the start they failed)."""
@@ -440,7 +462,7 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
             unraisable.append(rc)
             continue
         if link.exception_type is None:  # cut before its exception line: where it failed, not what
-            cut.append((chain[0].start_line, replace(rc, message=_reported(chain[0].lead))))
+            cut.append((chain[0].start_line, replace(rc, message=_cut_message(chain[0]))))
             continue
         items.append((chain[0].start_line, is_pointer(link), rc))
     for c in ex.cpp_exceptions:
@@ -485,10 +507,10 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
     chosen = next((rc for rc in primary if not (rc.kind == "exception" and _SECONDARY.search(rc.message))), None)
     chosen = chosen or (primary[0] if primary else None)
     if chosen is not None:
-        if "device-side assert" in chosen.message:  # the kernel's own assertion line says which check failed
-            assertion = first_event("device_assert")
-            if assertion is not None:
-                return event_root(assertion)
+        cause = cuda_cause(chosen.message, chosen.line, events)  # the CUDA error the failure came after
+        if cause is not None:  # (the kernel's assertion, an illegal memory access) says what went wrong
+            rc = event_root(cause)
+            return rc if rc.phase != "unknown" else replace(rc, phase=chosen.phase)
         if chosen.kind == "exception" and _COMPILER_RUN.search(chosen.message):
             compiler = first_event("compile_error")  # the compiler's own error line says what failed
             if compiler is not None:

@@ -4,11 +4,11 @@ device asserts, error lines, compiler errors, NCCL warnings, dead processes."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
-from workbench.logformats import LogLine
+from workbench.logformats import LogLine, _parse
 from workbench.tracebacks.model import LogEvent
-from workbench.tracebacks.patterns import _NUM_FRAME, event_matches, level_word
+from workbench.tracebacks.patterns import _NUM_FRAME, _PROCESS_CUT, event_matches, level_word
 
 _TORCH_RANK = re.compile(r"\[rank(\d+)\]:")
 # the rank c10d names in its own messages ("[Rank 2] Watchdog caught ...", "[PG 3 Rank 5] Process group ...")
@@ -52,6 +52,22 @@ def log_event(parsed: LogLine, msg: str, line_no: int, phase: str, server: str,
     return None
 
 
+# CUDA errors that poison the context: every later call in the process fails, whatever it says
+_STICKY_CUDA = re.compile(r"illegal memory access|misaligned address|unspecified launch failure|illegal instruction")
+
+
+def cuda_cause(message: str, line: int, events: Sequence[LogEvent]) -> LogEvent | None:
+    """The line that says which CUDA error a failure (its message, its line) came after: the kernel's
+    own assertion when the failure names a device-side assert; else an error line naming a sticky
+    CUDA error (an illegal memory access...) printed in the 12 lines before a failure that does not."""
+    if "device-side assert" in message:
+        return next((e for e in events if e.kind == "device_assert"), None)
+    if _STICKY_CUDA.search(message):
+        return None
+    return next((e for e in events if e.kind == "error_line" and 0 < line - e.line <= 12 and _STICKY_CUDA.search(e.text)),
+                None)
+
+
 # the first frame of a numbered native backtrace, and the words that make the line before it an error report
 _BACKTRACE_TOP = re.compile(r"\s*1\s+0x[0-9a-fA-F]+\s")
 _ERROR_WORDS = re.compile(r"[Ee]rror|[Ff]ailed|[Ee]xception|[Aa]ssert")
@@ -66,3 +82,16 @@ def backtrace_head(prev: tuple[int, str], msg: str, line_no: int, rank: str | No
     if at != line_no - 1 or _BACKTRACE_TOP.match(msg) is None or _NUM_FRAME.match(msg) is None:
         return None
     return LogEvent("error_line", at, text.strip(), rank, phase, server) if _ERROR_WORDS.search(text) else None
+
+
+def process_header(last: tuple[int, str] | None, phase: str, server: str, recent: Iterable[str]) -> LogEvent | None:
+    """A log's last line that is not blank (its number, its text) as a dead process when it is
+    multiprocessing's "Process <name>:", the header printed above the traceback of a process whose
+    target raised (the log cut before the stack, maybe before the colon)."""
+    if last is None:
+        return None
+    parsed = _parse(last[1])[0]
+    text = parsed.message.strip()
+    if _PROCESS_CUT.fullmatch(text) is None:
+        return None
+    return LogEvent("process_died", last[0], text, parsed.rank, phase, server, tuple(recent))

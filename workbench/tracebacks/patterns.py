@@ -56,6 +56,8 @@ _FRAME_TAIL = re.compile(r"\d*, in \S|in \S")
 _FENCE = re.compile(r"\s*(?:```|~~~)")
 _MIDLINE_RANK = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?((?: [A-Z][A-Z_]*\d+)*)\]")
 _PROCESS_LINE = re.compile(r"Process [\w.-]+:$")
+# the same header as the last line of a log, which may cut it before its colon
+_PROCESS_CUT = re.compile(r"Process [\w.-]+:?")
 _CONTEXT = "During handling of the above exception, another exception occurred"
 _CAUSE = "The above exception was the direct cause of the following exception"
 _STOP = re.compile(
@@ -122,7 +124,9 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
         # Ray's own word for a worker process that died or never came up
         r"A worker died or was killed|Failed to register worker|"
         # mpirun's report of a rank a signal ended ("process rank 6 with PID 0 on node x exited on signal 9")
-        r"exited on signal \d+")),
+        r"exited on signal \d+|"
+        # Kubernetes' word for a container whose process exited and keeps being restarted, as a deployer reports it
+        r"[Cc]rashed container|CrashLoopBackOff")),
     ("killed", re.compile(r"^Killed$|Received sigquit|SIGQUIT received|kill_process_tree")),
 )
 # Words one of which every match of a kind's pattern contains (one per alternative of the
@@ -145,7 +149,7 @@ _EVENT_NEEDLES: dict[EventKind, tuple[str, ...]] = {
     "process_died": ("actor died", "died unexpectedly", "scheduler is dead", "scheduler died", "Exit code: ",
                      "exited with code ", "exited unexpectedly", "ChildFailedError", "Failed core proc(s): {'",
                      "Main process exited, code=", " failed to start", "A worker died or was killed",
-                     "Failed to register worker", "exited on signal "),
+                     "Failed to register worker", "exited on signal ", "rashed container", "CrashLoopBackOff"),
     "killed": ("Killed", "Received sigquit", "SIGQUIT received", "kill_process_tree"),
 }
 _NEEDLES = tuple(sorted({w for words in _EVENT_NEEDLES.values() for w in words}))
@@ -158,7 +162,7 @@ _EVENT_ANCHORS = ("Xid", "Connection refused", "failed to start", "CUDA error", 
                   "died", "dead", "Exit code", "exited", "ChildFailed", "Failed core", "Killed", "sigquit", "SIGQUIT",
                   "kill_process", "atchdog timeout", "cgroup out of memory", "Error executing", "register worker",
                   "Segfault", "Check failed", "stored in KV cache", "memory for the cache blocks", "Request failed",
-                  "Process received signal", ")[0x")
+                  "Process received signal", ")[0x", "rashed container", "CrashLoopBackOff")
 _EVENT_PART = any_part_of(_NEEDLES)  # the quick first search (see any_part_of)
 
 

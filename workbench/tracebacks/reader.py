@@ -24,8 +24,17 @@ def extract(text: str | bytes, *, year: int | None = None) -> Extractor:
     last = text.rfind("\n") + 1
     feed_lines(ex, text, last)
     ex.feed(text[last:])
-    ex.finish()
+    ex.finish(last_line(ex, text))
     return ex
+
+
+def last_line(ex: Extractor, text: str) -> tuple[int, str] | None:
+    """The last line of ``text`` that is not blank, and its number, once ``ex`` has been fed all of ``text``."""
+    body = text.rstrip()
+    if not body:
+        return None
+    start = body.rfind("\n") + 1
+    return ex.line_no - text.count("\n", start), body[start:]
 
 
 def feed_lines(ex: Extractor, text: str, stop: int) -> None:
@@ -78,5 +87,5 @@ def extract_stream(stream: BinaryIO, *, year: int | None = None, head_bytes: int
         text = text[last:] + more
     ex.feed(text[last:])
     reader.detach()
-    ex.finish()
+    ex.finish(last_line(ex, text))
     return ex

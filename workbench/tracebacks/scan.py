@@ -19,7 +19,7 @@ from collections import deque
 from workbench.logformats import LineShapes, LogLine, _needs_clean, _parse
 from workbench.phases import PhaseTracker, _is_failure
 from workbench.tracebacks.chains import build_tracebacks, native_phase
-from workbench.tracebacks.events import backtrace_head, log_event
+from workbench.tracebacks.events import backtrace_head, log_event, process_header
 from workbench.tracebacks.model import CppException, Frame, LogEvent, Traceback
 from workbench.tracebacks.patterns import (
     _BARE_EXC_NAME,
@@ -316,14 +316,14 @@ class Extractor:
         block.end = self.line_no
         return True
 
-    def finish(self) -> None:
+    def finish(self, last: tuple[int, str] | None = None) -> None:
         if self._held is not None:
             held, self._held = self._held, None
             self._line(held)
-        if self._first_error is not None and not (self.events or self._blocks or self._cpp):
-            # nothing else told of a failure: the first ERROR/CRITICAL line read is the one that does
-            # (Python's "ERROR:name:message"); a dull line of a known server's log is not read at all
-            self.events.append(self._first_error)
+        if not (self.events or self._blocks or self._cpp):  # nothing else told of a failure: the first ERROR line
+            # read (Python's "ERROR:name:message"; a known server's dull lines are not), else the log's ``last`` line
+            first = self._first_error or process_header(last, self._tracker.phase, self._server, self._recent)
+            self.events.extend([first] if first is not None else [])
         for origin, stream in self._streams.items():
             if stream.block is not None:
                 close(stream, cut=not stream.in_message)
