@@ -117,6 +117,20 @@ def test_held_out_11_comes_from_threads_no_other_part_uses() -> None:
     assert not [s for s in eleventh if re.search(re.escape(s) + r"(?![0-9])", cited)]
 
 
+
+def test_held_out_12_comes_from_threads_no_other_part_uses() -> None:
+    def sources(part: str) -> set[str]:
+        return {json.loads(p.read_text())["source"] for p in (CORPUS / part).glob("*.json")}
+
+    twelfth = sources("heldout12")
+    earlier = ("dev", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7",
+               "heldout8", "heldout9", "heldout10", "heldout11")
+    others = set().union(*(sources(p) for p in earlier))
+    assert len(twelfth) == len(list((CORPUS / "heldout12").glob("*.json"))) >= 50
+    assert not twelfth & others
+    cited = (CORPUS.parent / "SOURCES.md").read_text() + (CORPUS / "README.md").read_text()
+    assert not [s for s in twelfth if re.search(re.escape(s) + r"(?![0-9])", cited)]
+
 def test_development_parts_meet_the_goal() -> None:
     # held-out 1-3 were measured, seen and tuned to in issue 15's second round: development now
     for part in ("dev", "heldout", "heldout2", "heldout3"):
