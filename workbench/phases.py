@@ -102,11 +102,17 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
     (r"TRITONBACKEND_Model(?:Instance)?Initialize|Instance group type: KIND_", "startup_other", 0, "progress"),
     (r"Init torch distributed begin", "nccl_init", 1, "start"),
     (r"is assigned as DP rank|world_size=\d+ rank=\d+ local_rank=|is using nccl==", "nccl_init", 1, "progress"),
+    # torch's TCPStore client waiting on the rendezvous store (c10d's socket.cpp) timed out: the ranks were
+    # still meeting to build their process groups
+    (r"\[c10d\] (?:waitForInput: socket [^\n]{0,300} timed out after \d+ms|The client socket has timed out)",
+     "nccl_init", 1, "progress"),
     (r"Init torch distributed ends", "startup_other", 1.5, "end"),
     # torch's Gloo process group reports its rendezvous done: the distributed init is over
     (r"\[Gloo\] Rank \d+ is connected to \d+ peer ranks", "startup_other", 1.5, "end"),
     (r"Load weight begin|Starting to load model|Loading (?:drafter|draft) model", "weight_loading", 2, "begin"),
-    (r"Loading (?:safetensors|pt|bin) checkpoint shards|Loading weights:", "weight_loading", 2, "progress"),
+    # lmdeploy's PyTorch engine names each checkpoint file it loads ("INFO - loading weights - \"model-00001...\"")
+    (r"Loading (?:safetensors|pt|bin) checkpoint shards|Loading weights:|(?:^|- )loading weights\b(?! took)",
+     "weight_loading", 2, "progress"),
     (r"Load weight end", "kv_cache_alloc", 3, "end"),
     (r"Loading (?:model )?weights took|Model loading took", "startup_other", 2.5, "end"),
     (r"KV Cache is allocated|Memory pool end|Available KV cache memory|GPU KV cache size|# GPU blocks:|Maximum concurrency for|Memory profiling takes|Profiling CUDA graph memory", "kv_cache_alloc", 3, "progress"),
@@ -144,10 +150,11 @@ _RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("TRITONBACKEND_Model", "Instance group type: "),
     ("Init torch distributed begin",),
     ("is assigned as DP rank", "local_rank=", "is using nccl=="),
+    ("[c10d] ",),
     ("Init torch distributed ends",),
     ("peer ranks",),
     ("Load weight begin", "Starting to load model", "Loading dra"),
-    (" checkpoint shards", "Loading weights:"),
+    (" checkpoint shards", "Loading weights:", "loading weights"),
     ("Load weight end",),
     ("weights took", "Model loading took"),
     ("KV Cache is allocated", "Memory pool end", "Available KV cache memory", "GPU KV cache size", "# GPU blocks:",
@@ -174,7 +181,8 @@ _ANCHORS = ("server_args=", "LLM engine", "vLLM", "non-default", "Init torch", "
             "GPU blocks", "Maximum concurrency", "Capture", "Capturing", "max_total_num_tokens", "Graph capturing",
             "init engine", "Uvicorn", "Application startup", "fired up", "batch", "Avg prompt", "/v1/", "Req(rid=",
             "Profiling CUDA", "ed request", "torch.compile", "profiling/warmup", "Compile and warming", "scheduled_",
-            "Dumping scheduler", "enerating sequences", "TensorRT-LLM version", "peer ranks", "TRITONBACKEND_Model", "Instance group type")
+            "Dumping scheduler", "enerating sequences", "TensorRT-LLM version", "peer ranks", "TRITONBACKEND_Model", "Instance group type",
+            "[c10d] ", "loading weights")
 _FAILURE_RE = re.compile(
     r"hit an exception|Traceback \(most recent call last\)|failed to start|WorkerProc failed|"
     r"died unexpectedly|scheduler (?:is dead|died)|Initialization failed|Received sigquit|SIGQUIT received|"
