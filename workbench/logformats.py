@@ -97,6 +97,11 @@ _UVICORN = re.compile(r"(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL|TRACE):(?:\s+|
 _GLOG = re.compile(r"\[?(?P<lvl>[IWEF])(?P<ts>\d{3,4} \d\d:\d\d:\d\d\.\d+) +(?:\d+ )?(?P<loc>[^\]\s]+:\d+)\] ?")
 _NCCL = re.compile(r"\S+:(?P<pid>\d+):\d+ \[\d+\] (?:\S+:\d+ )?NCCL (?P<lvl>INFO|WARN|TRACE|ERROR) ")
 
+# spdlog's default pattern after its bracketed time: "[logger] [error] " (C++ servers: tt-media-server...)
+_SPDLOG = re.compile(r"(?:\[[\w.:-]+\] )?\[(?P<lvl>trace|debug|info|warning|warn|error|critical)\] ")
+_SPDLOG_LEVEL = {"trace": "TRACE", "debug": "DEBUG", "info": "INFO", "warn": "WARNING", "warning": "WARNING",
+                 "error": "ERROR", "critical": "CRITICAL"}
+
 _NO_ORIGIN: tuple[str | None, ...] = (None, None, None, None, None, None)
 _TRT_LEVEL = {"E": "ERROR", "W": "WARNING", "I": "INFO", "V": "DEBUG", "ERROR": "ERROR", "WARNING": "WARNING",
               "INFO": "INFO", "DEBUG": "DEBUG", "VERBOSE": "DEBUG"}
@@ -303,6 +308,11 @@ def _parse(line: str) -> tuple[LogLine, tuple[str | None, ...], str | None]:
                     level = m["lvl"] or m["uvl"]
                     fmt = "uvicorn" if m["uvl"] else "sglang"
                     header = "sglang"
+                    if level is None and line.startswith("[", m.end()):
+                        sp = _SPDLOG.match(line, m.end())
+                        if sp:
+                            level = _SPDLOG_LEVEL[sp["lvl"]]
+                            m = sp
             elif nxt in "IWEF":
                 m = _GLOG.match(line, pos)
                 if m:

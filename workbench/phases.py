@@ -26,14 +26,14 @@ Rules, on the message once :func:`workbench.logformats.parse_line` removed the p
   begins mid-run), since SGLang's own warmup request logs a ``Prefill batch.`` too;
 * ``Uvicorn running on`` / ``Application startup complete`` mean ``warmup`` for SGLang
   (its warmup request follows) and ``serving`` for vLLM; a vLLM-shaped line anywhere
-  before decides which.
+  before decides which, else the first one after (a bare uvicorn line read as warmup turns serving).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -253,6 +253,7 @@ class PhaseTracker:
         if self.flavor is None:
             if parsed.format == "vllm" or parsed.process is not None:
                 self.flavor = "vllm"
+                self._http_up_was_vllm()
             elif parsed.format == "sglang" or (parsed.format == "uvicorn" and parsed.time):
                 self.flavor = "sglang"
         rule = phase_of_message(msg) if msg and not msg[0].isspace() else None
@@ -291,6 +292,15 @@ class PhaseTracker:
         tr = PhaseTransition(phase, self._time(parsed, at), parsed.raw, self.line_no, restart)
         self._transitions.append(tr)
         return tr
+
+    def _http_up_was_vllm(self) -> None:
+        """A bare ``Application startup complete`` read as SGLang's warmup before any line showed the flavor:
+        the first vLLM-shaped line after it says the server was serving from that line on."""
+        last = self._transitions[-1] if self._transitions else None
+        if (last is not None and self.phase == "warmup" and self._order == 5 and not last.restart
+                and phase_of_message(parse_line(last.line).message) == ("warmup", 5, "http_up")):
+            self.phase, self._order, self.ready = "serving", 6, True
+            self._transitions[-1] = replace(last, phase="serving")
 
     def _time(self, parsed: LogLine, at: datetime | None) -> datetime | None:
         return at if at is not None else parse_time(parsed.time, year=self.year)
@@ -333,6 +343,9 @@ def timeline(text: str, *, year: int | None = None) -> list[dict[str, Any]]:
                 rows.append(_failed_row(server, before))
             rows.append({"server": server, "phase": tr.phase, "started_at": tr.started_at, "line_no": tr.line_no,
                          "line": tr.line, "restart": tr.restart, "failed_in": None})
+    phases = {(server, tr.line_no): tr.phase for server, t in trackers.items() for tr in t.transitions}
+    for row in rows:  # a transition a later line re-read (a bare uvicorn "ready" line turned out vLLM's)
+        row["phase"] = phases.get((row["server"], row["line_no"]), row["phase"])
     for server, tracker in trackers.items():
         if tracker.failure is not None:
             rows.append(_failed_row(server, tracker.failure))
@@ -471,6 +484,8 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|failed to (?:start|initial
 _TEXT_SERVING = re.compile(r"input of failed execution|Dumping input data|Dumping scheduler (?:output|stats)|"
                            r"WorkNCCL\(SeqNum=\d{5,}|Invocation of \w+ method failed|Engine loop failed|"
                            r"Encountered an error in forward\w* function|"
+                           # SGLang's ScheduleBatch, out of KV slots for the batch it is building
+                           r"(?:Decode|Prefill) out of memory|alloc_req_slots runs out of memory|"
                            r"error (?:on|for|processing) request\b|\bRequest failed\b|EngineCore encountered a fatal error|"
                            r"\b(?:" + "|".join(NATIVE_SERVING) + r")\b")
 # a collective library named by an error during start-up: its communicator was being set up

@@ -25,6 +25,9 @@ _EXC_REPR = re.compile(r"([A-Za-z_][\w.]*(?:Error|Exception))\((['\"])(.+)")
 # an exception line quoted inside a sentence of an issue ("... 报错`RuntimeError: [TM][ERROR] ...`"),
 # its groups as _EXC_REPR's
 _QUOTED_EXC = re.compile(r"`((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))(: )([^`]+)`")
+# a line of prose that opens a quote with the exception line, the quote closing on a later line
+# ("`RuntimeError: Decode out of memory.\nTry to allocate 148 tokens.`")
+_OPEN_QUOTED_EXC = re.compile(r"`((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))(: )([^`]+)")
 _FATAL = re.compile(r"\s*Fatal Python error: (.*)")
 _FH_HEADER = re.compile(r"\s*(Current thread|Thread|Stack)\b[^(]*\(most recent call first\):")
 # rich's boxed tracebacks (typer, rich.traceback.install), once the box borders are gone
@@ -202,6 +205,16 @@ def level_word(text: str, end: int | None = None) -> str | None:
 
 def _is_word(ch: str) -> bool:
     return ch.isalnum() or ch == "_"
+
+
+def quoted_exception(text: str) -> re.Match[str] | None:
+    """An exception line quoted in a line of prose (never a log record's): ``Type: message`` in
+    backticks inside a sentence, or opening the line, its closing backtick maybe on a later line."""
+    if "`" not in text:
+        return None
+    if text[:1].isalpha():
+        return _QUOTED_EXC.search(text)
+    return _OPEN_QUOTED_EXC.match(text) if text[:1] == "`" and text[1:2].isalpha() else None
 
 
 def looks_like_exception(m: re.Match[str]) -> bool:

@@ -44,13 +44,13 @@ from workbench.tracebacks.patterns import (
     _MIDLINE_RANK,
     _PLAIN,
     _PROCESS_LINE,
-    _QUOTED_EXC,
     _STOP,
     _STRONG,
     _WEAK,
     cut_header,
     looks_like_exception,
     no_cr,
+    quoted_exception,
 )
 from workbench.tracebacks.prefixes import after_label, indented_record, json_log, reparse, unquote
 from workbench.tracebacks.stack import (
@@ -412,7 +412,7 @@ class Extractor:
                                  abort[1], abort[2])
                 self._cpp.append(stream.cpp)
                 return
-        if (msg[:1].isalpha() or "\uff1a" in msg[:24]) and parsed.level not in ("INFO", "DEBUG") and self._bare(stream, origin, parsed, msg, header):
+        if (msg[:1].isalpha() or msg[:1] == "`" or "\uff1a" in msg[:24]) and parsed.level not in ("INFO", "DEBUG") and self._bare(stream, origin, parsed, msg, header):
             return
         self._event(parsed, msg)
 
@@ -425,7 +425,7 @@ class Extractor:
             exc_type, message = m.group(1), m.group(2).rstrip()
         else:
             # quoted in prose, not in a log record (a WARNING naming the error it may cause)
-            r = _EXC_REPR.match(text) or (_QUOTED_EXC.search(text) if "`" in text and parsed.level is None and text[:1].isalpha() else None)
+            r = _EXC_REPR.match(text) or (quoted_exception(text) if parsed.level is None else None)
             if r is None:
                 return False
             exc_type, message = r.group(1), r.group(3).rstrip("')\"")

@@ -40,3 +40,62 @@ def test_lmdeploys_loading_weights_line_places_a_cut_cli_traceback_in_weight_loa
             "    tm_model = Engine.from_pretrained(model_path,\n")
     rc = analyze(text).root_cause
     assert rc is not None and rc.phase == "weight_loading"
+
+
+def test_a_vllm_line_after_a_bare_application_startup_complete_makes_it_serving() -> None:
+    """vllm#17430: uvicorn's bare 'Application startup complete.' comes before any vLLM-shaped line; the chat
+    template line and the worker's start_worker_execution_loop failure after it show a vLLM server serving."""
+    p = "(VllmWorkerProcess pid=2481307) ERROR 04-30 10:38:21 [multiproc_worker_utils.py:238] "
+    text = ("INFO:     Waiting for application startup.\n"
+            "INFO:     Application startup complete.\n"
+            "INFO 04-30 10:38:21 [chat_utils.py:397] Detected the chat template content format to be 'string'.\n"
+            + p + "Exception in worker VllmWorkerProcess while processing method start_worker_execution_loop.\n"
+            + p + "Traceback (most recent call last):\n"
+            + p + '  File "/envs/vllm/lib/python3.12/site-packages/triton/language/core.py", line 35, in wrapper\n'
+            + p + "    return fn(*args, **kwargs)\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.phase == "serving"
+    rows = timeline(text)
+    assert rows[0]["phase"] == "serving" and rows[0]["line_no"] == 2
+    # SGLang's lines keep it warmup
+    rows = timeline("INFO:     Application startup complete.\n"
+                    "[2025-06-23 15:37:01] INFO:     127.0.0.1:40000 - \"GET /get_model_info HTTP/1.1\" 200 OK\n")
+    assert rows[0]["phase"] == "warmup"
+
+
+def test_spdlogs_lower_case_bracketed_level_is_read_and_an_error_record_is_the_failure() -> None:
+    """tt-inference-server#2753: a C++ server logging with spdlog's default pattern
+    ('[time] [logger] [error] message'); no traceback, only its error records."""
+    from workbench.logformats import parse_line
+
+    line = ("[2026-04-03 15:47:21.586738] [tt-media-server] [error] [BoostIpcQueue] Failed to open existing queue: "
+            "tt_warmup_signals")
+    parsed = parse_line(line)
+    assert parsed.level == "ERROR" and parsed.message.startswith("[BoostIpcQueue] Failed to open")
+    assert parse_line("[2026-04-03 15:47:20.000001] [tt-media-server] [info] [Worker] started").level == "INFO"
+    text = (line + "\n[2026-04-03 15:47:21.586749] [tt-media-server] [error] [SingleProcessWorker] Worker 0 failed "
+            "to signal warmup: Failed to open existing queue: tt_warmup_signals\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and "Failed to open existing queue" in rc.message and rc.phase == "warmup"
+
+
+def test_a_line_of_prose_opening_a_quote_with_an_exception_line_is_a_failure() -> None:
+    """sglang#10408 and sglang#4602: the exception line opens a backtick quote that closes on a later
+    line; SGLang's scheduler raises these while building a batch, so the phase is serving."""
+    text = ("The error message when it crashes\n"
+            "`RuntimeError: alloc_req_slots runs out of memory. Please set a smaller number for "
+            "`--max-running-requests`. self.req_to_token_pool.available_size()=1, num_reqs=2,\n"
+            "`\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.exception_type == "RuntimeError"
+    assert rc.message.startswith("alloc_req_slots runs out of memory") and rc.phase == "serving"
+    text = ("However, an allocation attempt for 148 tokens fails\n"
+            "`RuntimeError: Decode out of memory. Try to lower your batch size.\n"
+            "Try to allocate 148 tokens.\n"
+            "self.tree_cache.evictable_size()=0`\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.exception_type == "RuntimeError" and rc.phase == "serving"
+    assert rc.message.startswith("Decode out of memory")
+    # a code span that is not an exception line, and a fence, stay prose
+    assert analyze("`ValueError` is raised when the `--tp` flag is wrong\n```\npip install sglang\n```\n"
+                   ).root_cause is None
