@@ -459,7 +459,10 @@ _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"stream is capturing|during CUDA graph capture|Capture cuda graph failed|cudaErrorStreamCapture|"
                 r"graph capture", re.I), "cuda_graph_capture"),
     (re.compile(r"(?:fail(?:ed)?|faild) to load (?:the )?model\b(?! config)", re.I), "weight_loading"),
-    (re.compile(r"KV cache|kv_cache|cache blocks|num_gpu_blocks"), "kv_cache_alloc"),
+    # SGLang's memory pool sizing found no room for a KV cache ("Not enough memory. Please try to increase
+    # --mem-fraction-static.")
+    (re.compile(r"KV cache|kv_cache|cache blocks|num_gpu_blocks|Not enough memory\. Please try to increase "
+                r"--mem-fraction-static"), "kv_cache_alloc"),
     (re.compile(r"ncclCommInitRank|[Nn]ccl_?[Cc]ommunicator|init_process_group|createComm|hcclCommInit|"
                 r"(?:initiali[sz]e|init)\w* [^\n]{0,60}NCCL|NCCL[^\n]{0,60}\binit", re.I), "nccl_init"),
 )
@@ -470,6 +473,9 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|failed to (?:start|initial
                            # a model server that would not come up (xinference's "Failed to launch model"), vLLM's
                            # check of the model's architectures while it builds its config
                            r"failed to launch|failed to be inspected|"
+                           # an engine placing its workers on the Ray cluster's GPUs ("Consider adjusting the Ray
+                           # placement group")
+                           r"\bRay placement group|"
                            # a serving platform bringing up one model server (gpustack's "Provisioning model instance")
                            r"\b(?:provision|start)\w* (?:\w+ )?model instance", re.I)
 # what an engine writes when a batch it was executing failed (vLLM v0 and v1 dump the batch's input)

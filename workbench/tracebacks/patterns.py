@@ -28,6 +28,9 @@ _QUOTED_EXC = re.compile(r"`((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))(: )
 # a line of prose that opens a quote with the exception line, the quote closing on a later line
 # ("`RuntimeError: Decode out of memory.\nTry to allocate 148 tokens.`")
 _OPEN_QUOTED_EXC = re.compile(r"`((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))(: )([^`]+)")
+# a sentence that ends naming the error its next line quotes ("I keep getting the following ValueError:")
+_NAMES_NEXT = re.compile(r"[a-z] ((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)):\s*$")
+_WHOLE_QUOTE = re.compile(r"`([^`]{8,})`\s*$")
 _FATAL = re.compile(r"\s*Fatal Python error: (.*)")
 _FH_HEADER = re.compile(r"\s*(Current thread|Thread|Stack)\b[^(]*\(most recent call first\):")
 # rich's boxed tracebacks (typer, rich.traceback.install), once the box borders are gone
@@ -207,14 +210,19 @@ def _is_word(ch: str) -> bool:
     return ch.isalnum() or ch == "_"
 
 
-def quoted_exception(text: str) -> re.Match[str] | None:
+def quoted_exception(text: str, before: str = "") -> re.Match[str] | None:
     """An exception line quoted in a line of prose (never a log record's): ``Type: message`` in
-    backticks inside a sentence, or opening the line, its closing backtick maybe on a later line."""
+    backticks inside a sentence, or opening the line, its closing backtick maybe on a later line;
+    or a line that is one quote whose type the sentence ``before`` it ended on. Groups as _EXC_REPR's."""
     if "`" not in text:
         return None
     if text[:1].isalpha():
         return _QUOTED_EXC.search(text)
-    return _OPEN_QUOTED_EXC.match(text) if text[:1] == "`" and text[1:2].isalpha() else None
+    if text[:1] != "`" or not text[1:2].isalpha():
+        return None
+    if (quote := _WHOLE_QUOTE.match(text)) and ":" not in quote.group(1)[:40] and (named := _NAMES_NEXT.search(before)):
+        return _QUOTED_EXC.match(f"`{named.group(1)}: {quote.group(1)}`")
+    return _OPEN_QUOTED_EXC.match(text)
 
 
 def looks_like_exception(m: re.Match[str]) -> bool:

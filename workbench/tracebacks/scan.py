@@ -425,7 +425,7 @@ class Extractor:
             exc_type, message = m.group(1), m.group(2).rstrip()
         else:
             # quoted in prose, not in a log record (a WARNING naming the error it may cause)
-            r = _EXC_REPR.match(text) or (quoted_exception(text) if parsed.level is None else None)
+            r = _EXC_REPR.match(text) or (quoted_exception(text, self._recent[-2] if len(self._recent) > 1 else "") if parsed.level is None else None)
             if r is None:
                 return False
             exc_type, message = r.group(1), r.group(3).rstrip("')\"")

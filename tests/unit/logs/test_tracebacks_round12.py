@@ -99,3 +99,28 @@ def test_a_line_of_prose_opening_a_quote_with_an_exception_line_is_a_failure() -
     # a code span that is not an exception line, and a fence, stay prose
     assert analyze("`ValueError` is raised when the `--tp` flag is wrong\n```\npip install sglang\n```\n"
                    ).root_cause is None
+
+
+def test_a_sentence_naming_the_error_its_next_line_quotes_is_a_failure_placing_workers_is_start_up() -> None:
+    """vllm#2406: 'I keep getting the following ValueError:', a blank line, then the message alone in
+    backticks; Ray's placement of the engine's workers happens at start-up (OpenRLHF#732 quotes the same
+    error as a bare line)."""
+    text = ("I am trying to run a distributed (multi-node) inference server with vLLM using ray, but I keep getting "
+            "the following ValueError:\n\n"
+            "`Ray does not allocate any GPUs on the driver node. Consider adjusting the Ray placement group or "
+            "running the driver on a GPU node.`\n"
+            "I'm not sure how exactly to resolve this.\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.exception_type == "ValueError" and rc.phase == "startup_other"
+    assert rc.message.startswith("Ray does not allocate any GPUs on the driver node")
+    # a quoted command after a sentence that names no error stays prose
+    assert analyze("I launched it with the following command:\n`python -m vllm.entrypoints.openai.api_server "
+                   "--model x`\n").root_cause is None
+
+
+def test_sglangs_no_room_for_the_kv_cache_words_place_a_bare_line_in_kv_cache_alloc() -> None:
+    """sglang#4330: the bare 'RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.'
+    in an issue's prose (raised by the memory pool sizing)."""
+    rc = analyze("With speculative decoding the server exits:\n"
+                 "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.\n").root_cause
+    assert rc is not None and rc.exception_type == "RuntimeError" and rc.phase == "kv_cache_alloc"
