@@ -487,7 +487,7 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|failed to (?:start|initial
 # vLLM v1's core logs "Invocation of X method failed" for a client's call its busy loop took (add_lora,
 # wake_up, collective_rpc: the engine was up); lmdeploy's "Engine loop failed with error" and TensorRT-LLM's
 # older "Encountered an error in forward function" come from their loops over the batches
-_TEXT_SERVING = re.compile(r"input of failed execution|Dumping input data|Dumping scheduler (?:output|stats)|"
+_TEXT_SERVING = re.compile(r"inputs? of failed execution|Dumping input data|Dumping scheduler (?:output|stats)|"
                            r"WorkNCCL\(SeqNum=\d{5,}|Invocation of \w+ method failed|Engine loop failed|"
                            r"Encountered an error in forward\w* function|"
                            # SGLang's ScheduleBatch, out of KV slots for the batch it is building

@@ -124,3 +124,17 @@ def test_sglangs_no_room_for_the_kv_cache_words_place_a_bare_line_in_kv_cache_al
     rc = analyze("With speculative decoding the server exits:\n"
                  "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.\n").root_cause
     assert rc is not None and rc.exception_type == "RuntimeError" and rc.phase == "kv_cache_alloc"
+
+
+def test_vllms_warning_that_it_could_not_pickle_a_failed_executions_input_names_the_failure() -> None:
+    """vllm#10389: v0's 'Writing input of failed execution' INFO, then a WARNING 'Failed to pickle inputs of
+    failed execution: CUDA error: an illegal memory access was encountered' and no error-level record."""
+    text = ("INFO 11-16 10:37:50 metrics.py:449] Avg prompt throughput: 5941.0 tokens/s, Running: 3 reqs\n"
+            "INFO 11-16 10:37:53 model_runner_base.py:120] Writing input of failed execution to "
+            "/tmp/err_execute_model_input_20241116-103753.pkl...\n"
+            "WARNING 11-16 10:37:53 model_runner_base.py:143] Failed to pickle inputs of failed execution: "
+            "CUDA error: an illegal memory access was encountered\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and "illegal memory access" in rc.message and rc.phase == "serving"
+    # other warnings naming a CUDA error stay warnings
+    assert analyze("WARNING 11-16 10:37:53 utils.py:1] Retrying after CUDA error: out of memory\n").root_cause is None
