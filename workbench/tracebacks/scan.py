@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import deque
 
 from workbench.logformats import LineShapes, LogLine, _needs_clean, _parse
-from workbench.phases import PhaseTracker, _is_failure
+from workbench.phases import PhaseTracker, _is_failure, server_of
 from workbench.tracebacks.chains import build_tracebacks, native_phase
 from workbench.tracebacks.events import backtrace_head, log_event, process_header
 from workbench.tracebacks.model import CppException, Frame, LogEvent, Traceback
@@ -260,7 +260,7 @@ class Extractor:
                 rest = self.shapes.strip(msg0)
             if rest is not None:
                 parsed, origin, header = reparse(parsed, origin, header, rest)
-        server = f"{parsed.host or ''}|{parsed.service or ''}" if (parsed.host or parsed.service) else "|"
+        server = server_of(parsed, self.trackers)
         tracker = self.trackers.get(server)
         if tracker is None:
             tracker = self.trackers[server] = PhaseTracker(year=self.year)

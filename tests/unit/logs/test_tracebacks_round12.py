@@ -138,3 +138,24 @@ def test_vllms_warning_that_it_could_not_pickle_a_failed_executions_input_names_
     assert rc is not None and "illegal memory access" in rc.message and rc.phase == "serving"
     # other warnings naming a CUDA error stay warnings
     assert analyze("WARNING 11-16 10:37:53 utils.py:1] Retrying after CUDA error: out of memory\n").root_cause is None
+
+
+def test_an_unprefixed_progress_bar_in_a_one_service_compose_log_is_that_services() -> None:
+    """unsloth#3366: docker compose's 'gemma-vllm-server  | ' prefix, the shard progress bars without it (their
+    carriage returns ate it), the 0% bar glued to the ERROR record whose traceback is cut in the engine's
+    constructor: the server was loading its weights."""
+    p = "gemma-vllm-server  | "
+    text = (p + "INFO 09-24 02:53:51 [weight_utils.py:349] No model.safetensors.index.json found in remote.\n"
+            "Loading safetensors checkpoint shards: 100% 1/1 [00:00<00:00,  2.29it/s]\n"
+            "Loading safetensors checkpoint shards:   0% 0/1 [00:00<?, ?it/s]ERROR 09-24 02:53:53 [engine.py:467] \n"
+            + p + "Traceback (most recent call last):\n"
+            + p + '  File "/usr/local/lib/python3.12/dist-packages/vllm/engine/multiprocessing/engine.py", line 455, '
+            "in run_mp_engine\n"
+            + p + "    engine = MQLLMEngine.from_vllm_config(\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.phase == "weight_loading"
+    assert {r["server"] for r in timeline(text)} == {"|gemma-vllm-server"}
+    # two prefixed servers: an unprefixed line is nobody's
+    rows = timeline("a  | INFO 09-24 02:53:51 [weight_utils.py:349] x\nb  | INFO 09-24 02:53:51 [weight_utils.py:349] y\n"
+                    "Loading safetensors checkpoint shards: 100% 1/1\n")
+    assert [r["server"] for r in rows] == ["|"]
