@@ -159,3 +159,19 @@ def test_an_unprefixed_progress_bar_in_a_one_service_compose_log_is_that_service
     rows = timeline("a  | INFO 09-24 02:53:51 [weight_utils.py:349] x\nb  | INFO 09-24 02:53:51 [weight_utils.py:349] y\n"
                     "Loading safetensors checkpoint shards: 100% 1/1\n")
     assert [r["server"] for r in rows] == ["|"]
+
+
+def test_sglangs_capture_failure_words_in_a_fence_beat_the_prose_after_it() -> None:
+    """sglang#35557: 'Capture cuda graph failed: Assertion error' in a Markdown fence (the paste lost the
+    exception's type), then a sentence quoting 'scheduler died during initialization'; the engine's own
+    words count as the exception line they were, and came first."""
+    text = ("It fails late, after a full weight load.\n\n"
+            "```\n"
+            "Capture cuda graph failed: Assertion error\n"
+            "(/deepgemm/csrc/apis/../jit_kernels/impls/../heuristics/../../utils/layout.hpp:57):\n"
+            "ab.scalar_type() == kPackedFP4 and arch_major == 10\n"
+            "```\n\n"
+            "`arch_major == 10` is SM100 (Blackwell). On SM90 the scheduler then dies (`Rank 0 scheduler died "
+            "during initialization`).\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.message.startswith("Capture cuda graph failed") and rc.phase == "cuda_graph_capture"
