@@ -32,7 +32,7 @@ Rules, on the message once :func:`workbench.logformats.parse_line` removed the p
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -46,9 +46,9 @@ __all__ = [
     "PhaseTracker",
     "PhaseTransition",
     "decide_phase",
+    "known_phase",
     "phase_from_frames",
     "phase_of_message",
-    "server_of",
     "stack_evidence",
     "text_evidence",
     "timeline",
@@ -307,13 +307,11 @@ class PhaseTracker:
         return at if at is not None else parse_time(parsed.time, year=self.year)
 
 
-def server_of(parsed: LogLine, seen: Collection[str]) -> str:
-    """The server (``"host|service"``) a line belongs to: ``"|"`` for a line without a journal or compose
-    prefix, unless the servers ``seen`` so far are one prefixed server (a progress bar's carriage return ate
-    its prefix: "Loading safetensors checkpoint shards:   0% ...")."""
-    if parsed.host or parsed.service:
-        return f"{parsed.host or ''}|{parsed.service or ''}"
-    return next(iter(seen)) if len(seen) == 1 and "|" not in seen else "|"
+def known_phase(tracker: PhaseTracker, trackers: dict[str, PhaseTracker]) -> str:
+    """The phase ``tracker``'s server reached; while its own lines told nothing yet, the phase of the log's
+    lines without a prefix (``"|"``: a progress bar whose carriage return ate a compose or journal prefix)."""
+    plain = trackers.get("|") if tracker.phase == "unknown" else None
+    return plain.phase if plain is not None else tracker.phase
 
 
 def track(text: str, *, year: int | None = None) -> dict[str, PhaseTracker]:
@@ -321,7 +319,7 @@ def track(text: str, *, year: int | None = None) -> dict[str, PhaseTracker]:
     trackers: dict[str, PhaseTracker] = {}
     for line_no, raw in enumerate(text.split("\n"), 1):
         parsed = parse_line(raw)
-        server = server_of(parsed, trackers)
+        server = f"{parsed.host or ''}|{parsed.service or ''}"
         tracker = trackers.get(server)
         if tracker is None:
             tracker = trackers[server] = PhaseTracker(year=year)
@@ -333,17 +331,16 @@ def timeline(text: str, *, year: int | None = None) -> list[dict[str, Any]]:
     """Phase rows of a whole log, one tracker per server, in line order.
 
     Columns: server ("host|service" from the journal or compose prefix, "|" when the
-    line has neither and the log is not one prefixed server's, see :func:`server_of`), phase,
-    started_at, ended_at (the next row of the same server), duration_s, line_no (1-based), line,
-    restart, failed_in. A start that failed gets a row with phase ``failed`` whose ``failed_in``
-    names the phase it died in.
+    line has neither), phase, started_at, ended_at (the next row of the same server),
+    duration_s, line_no (1-based), line, restart, failed_in. A start that failed gets a
+    row with phase ``failed`` whose ``failed_in`` names the phase it died in.
     ``pandas.DataFrame(rows)`` gives the table.
     """
     trackers: dict[str, PhaseTracker] = {}
     rows: list[dict[str, Any]] = []
     for line_no, raw in enumerate(text.split("\n"), 1):
         parsed = parse_line(raw)
-        server = server_of(parsed, trackers)
+        server = f"{parsed.host or ''}|{parsed.service or ''}"
         tracker = trackers.get(server)
         if tracker is None:
             tracker = trackers[server] = PhaseTracker(year=year)

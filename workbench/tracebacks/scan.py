@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import deque
 
 from workbench.logformats import LineShapes, LogLine, _needs_clean, _parse
-from workbench.phases import PhaseTracker, _is_failure, server_of
+from workbench.phases import PhaseTracker, _is_failure, known_phase
 from workbench.tracebacks.chains import build_tracebacks, native_phase
 from workbench.tracebacks.events import backtrace_head, log_event, process_header
 from workbench.tracebacks.model import CppException, Frame, LogEvent, Traceback
@@ -260,7 +260,7 @@ class Extractor:
                 rest = self.shapes.strip(msg0)
             if rest is not None:
                 parsed, origin, header = reparse(parsed, origin, header, rest)
-        server = server_of(parsed, self.trackers)
+        server = f"{parsed.host or ''}|{parsed.service or ''}" if (parsed.host or parsed.service) else "|"
         tracker = self.trackers.get(server)
         if tracker is None:
             tracker = self.trackers[server] = PhaseTracker(year=self.year)
@@ -512,7 +512,7 @@ class Extractor:
         repeat = header if parsed.location is not None and parsed.format == "vllm" else None
         block = Block(
             index=len(self._blocks), rank=rank if rank is not None else parsed.rank, start=self.line_no,
-            header=repeat, origin="|".join(o or "" for o in origin), server=self._server, phase_hint=self._tracker.phase,
+            header=repeat, origin="|".join(o or "" for o in origin), server=self._server, phase_hint=known_phase(self._tracker, self.trackers),
             cut_start=cut_start, end=self.line_no, ready=self._tracker.ready, context=tuple(self._recent)[-4:],
         )
         self._blocks.append(block)

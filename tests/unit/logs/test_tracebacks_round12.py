@@ -3,7 +3,7 @@ from the shapes of real logs (the corpus part and thread say which)."""
 
 from __future__ import annotations
 
-from workbench.phases import timeline
+from workbench.phases import known_phase, timeline, track
 from workbench.tracebacks import analyze
 
 
@@ -140,10 +140,10 @@ def test_vllms_warning_that_it_could_not_pickle_a_failed_executions_input_names_
     assert analyze("WARNING 11-16 10:37:53 utils.py:1] Retrying after CUDA error: out of memory\n").root_cause is None
 
 
-def test_an_unprefixed_progress_bar_in_a_one_service_compose_log_is_that_services() -> None:
+def test_unprefixed_progress_bars_tell_the_phase_of_a_server_whose_own_lines_told_none() -> None:
     """unsloth#3366: docker compose's 'gemma-vllm-server  | ' prefix, the shard progress bars without it (their
     carriage returns ate it), the 0% bar glued to the ERROR record whose traceback is cut in the engine's
-    constructor: the server was loading its weights."""
+    constructor: nothing of the server's own said a phase, the bars say it was loading its weights."""
     p = "gemma-vllm-server  | "
     text = (p + "INFO 09-24 02:53:51 [weight_utils.py:349] No model.safetensors.index.json found in remote.\n"
             "Loading safetensors checkpoint shards: 100% 1/1 [00:00<00:00,  2.29it/s]\n"
@@ -154,11 +154,14 @@ def test_an_unprefixed_progress_bar_in_a_one_service_compose_log_is_that_service
             + p + "    engine = MQLLMEngine.from_vllm_config(\n")
     rc = analyze(text).root_cause
     assert rc is not None and rc.phase == "weight_loading"
-    assert {r["server"] for r in timeline(text)} == {"|gemma-vllm-server"}
-    # two prefixed servers: an unprefixed line is nobody's
-    rows = timeline("a  | INFO 09-24 02:53:51 [weight_utils.py:349] x\nb  | INFO 09-24 02:53:51 [weight_utils.py:349] y\n"
-                    "Loading safetensors checkpoint shards: 100% 1/1\n")
-    assert [r["server"] for r in rows] == ["|"]
+    # the lines stay nobody's in the timeline (in a log of two services they may be the other's), and a
+    # server whose own lines told its phase keeps it
+    trackers = track(text)
+    assert set(trackers) == {"|gemma-vllm-server", "|"}
+    assert known_phase(trackers["|gemma-vllm-server"], trackers) == "weight_loading"
+    trackers = track("b  | INFO 09-24 02:53:51 [api_server.py:1] Starting vLLM API server on http://0.0.0.0:8000\n"
+                     "Loading safetensors checkpoint shards: 100% 1/1\n")
+    assert known_phase(trackers["|b"], trackers) == "serving"
 
 
 def test_sglangs_capture_failure_words_in_a_fence_beat_the_prose_after_it() -> None:
