@@ -102,6 +102,11 @@ _SPDLOG = re.compile(r"(?:\[[\w.:-]+\] )?\[(?P<lvl>trace|debug|info|warning|warn
 _SPDLOG_LEVEL = {"trace": "TRACE", "debug": "DEBUG", "info": "INFO", "warn": "WARNING", "warning": "WARNING",
                  "error": "ERROR", "critical": "CRITICAL"}
 
+# a logfmt record (Go's logrus: 'time="..." level=info msg="  File \\"/x.py\\", line 3, in f" component=vllm'), whose
+# msg holds the line of the program it wraps; the record's level is the wrapper's, not the line's
+_LOGFMT_MSG = re.compile(r'(?:\w+=(?:"(?:[^"\\]|\\.)*"|\S*) )*?msg="((?:[^"\\]|\\.)*)"')
+_LOGFMT_ESCAPE = re.compile(r'\\(["\\])')
+
 _NO_ORIGIN: tuple[str | None, ...] = (None, None, None, None, None, None)
 _TRT_LEVEL = {"E": "ERROR", "W": "WARNING", "I": "INFO", "V": "DEBUG", "ERROR": "ERROR", "WARNING": "WARNING",
               "INFO": "INFO", "DEBUG": "DEBUG", "VERBOSE": "DEBUG"}
@@ -190,6 +195,10 @@ def _parse(line: str) -> tuple[LogLine, tuple[str | None, ...], str | None]:
     raw = line
     if not line or line[0] in " \t":  # continuation lines (traceback frames) carry no prefix
         if "\x1b" not in line and "\r" not in line and not _needs_clean(line):
+            return LogLine(raw, line), _NO_ORIGIN, None
+    if line[:5] in ("time=", "level") and ' msg="' in line and (lf := _LOGFMT_MSG.match(line)):
+        line = _LOGFMT_ESCAPE.sub(r"\1", lf.group(1))
+        if not line or line[0] in " \t":
             return LogLine(raw, line), _NO_ORIGIN, None
     if "\x1b" in line:
         line = _ANSI.sub("", line)

@@ -178,3 +178,25 @@ def test_sglangs_capture_failure_words_in_a_fence_beat_the_prose_after_it() -> N
             "during initialization`).\n")
     rc = analyze(text).root_cause
     assert rc is not None and rc.message.startswith("Capture cuda graph failed") and rc.phase == "cuda_graph_capture"
+
+
+def test_a_traceback_inside_logfmt_records_is_read_from_their_msg() -> None:
+    """docker/model-runner#611: the runner logs vLLM's stderr as logrus records, each line in msg="..." with
+    its quotes escaped; the traceback is cut in the CLI's subparser_init (start-up)."""
+    from workbench.logformats import parse_line
+
+    def rec(text: str) -> str:
+        return 'time="2026-01-29T14:55:54Z" level=info msg="' + text.replace('"', '\\"') + '" component=vllm\n'
+
+    text = ('Traceback (most recent call last):" component=vllm\n'
+            + rec('  File "/opt/vllm-env/bin/vllm", line 10, in <module>') + rec("    sys.exit(main())")
+            + rec('  File "/opt/vllm-env/lib/python3.12/site-packages/vllm/entrypoints/cli/main.py", line 66, in main')
+            + rec("    cmd.subparser_init(subparsers).set_defaults(dispatch_function=cmd.cmd)")
+            + rec('  File "/opt/vllm-env/lib/python3.12/site-packages/vllm/entrypoints/cli/serve.py", line 72, in '
+                  "subparser_init")
+            + rec("    serve_parser = make_arg_parser(serve_parser)"))
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.phase == "startup_other"
+    # the wrapped line is parsed as itself: its own prefix, its own level
+    parsed = parse_line(rec("INFO 01-29 14:55:54 [api_server.py:1] hello").rstrip("\n"))
+    assert parsed.message == "hello" and parsed.level == "INFO" and parsed.format == "vllm"
