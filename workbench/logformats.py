@@ -6,6 +6,7 @@
 
 Prefixes recognised, in the order they are peeled::
 
+    logfmt     time="..." level=info msg="..." k=v               (logrus; the line inside msg is parsed, quotes unescaped)
     collector  1779264164797<TAB>2026-05-20T08:02:44.797Z<TAB>   (Loki export, kubectl --timestamps, CI logs)
     journal    May 30 15:02:13 host python[33085]:               (journalctl short; also -o short-iso / syslog)
     kernel     [Mon May 30 15:02:13 2025] / [12345.678901]       (dmesg -T / dmesg; journalctl -o short-monotonic)
@@ -14,6 +15,7 @@ Prefixes recognised, in the order they are peeled::
     torch      [rank3]:                                          (torch.distributed elastic)
     then one app header:
     sglang     [2025-05-30 15:02:13(.mmm)? DP1 TP0] (+ optional "[ERROR] " or uvicorn "INFO:     ")
+               (also spdlog's "[2026-04-03 15:47:21.586738] [logger] [error] ")
     vllm       ERROR 09-18 21:38:02 [core.py:708]  (old: "INFO 07-17 23:41:16 model_runner.py:559]")
     uvicorn    INFO:     Started server process [1]
     glog       [W309 12:56:45.480623726 ProcessGroupNCCL.cpp:1553]   (torch c10, absl)
