@@ -6,6 +6,7 @@
 
 Prefixes recognised, in the order they are peeled::
 
+    logfmt     time="..." level=info msg="..." k=v               (logrus; the line inside msg is parsed, quotes unescaped)
     collector  1779264164797<TAB>2026-05-20T08:02:44.797Z<TAB>   (Loki export, kubectl --timestamps, CI logs)
     journal    May 30 15:02:13 host python[33085]:               (journalctl short; also -o short-iso / syslog)
     kernel     [Mon May 30 15:02:13 2025] / [12345.678901]       (dmesg -T / dmesg; journalctl -o short-monotonic)
@@ -14,6 +15,7 @@ Prefixes recognised, in the order they are peeled::
     torch      [rank3]:                                          (torch.distributed elastic)
     then one app header:
     sglang     [2025-05-30 15:02:13(.mmm)? DP1 TP0] (+ optional "[ERROR] " or uvicorn "INFO:     ")
+               (also spdlog's "[2026-04-03 15:47:21.586738] [logger] [error] ")
     vllm       ERROR 09-18 21:38:02 [core.py:708]  (old: "INFO 07-17 23:41:16 model_runner.py:559]")
     uvicorn    INFO:     Started server process [1]
     glog       [W309 12:56:45.480623726 ProcessGroupNCCL.cpp:1553]   (torch c10, absl)
@@ -96,6 +98,16 @@ _VLLM = re.compile(
 _UVICORN = re.compile(r"(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL|TRACE):(?:\s+|(?=\w))")
 _GLOG = re.compile(r"\[?(?P<lvl>[IWEF])(?P<ts>\d{3,4} \d\d:\d\d:\d\d\.\d+) +(?:\d+ )?(?P<loc>[^\]\s]+:\d+)\] ?")
 _NCCL = re.compile(r"\S+:(?P<pid>\d+):\d+ \[\d+\] (?:\S+:\d+ )?NCCL (?P<lvl>INFO|WARN|TRACE|ERROR) ")
+
+# spdlog's default pattern after its bracketed time: "[logger] [error] " (C++ servers: tt-media-server...)
+_SPDLOG = re.compile(r"(?:\[[\w.:-]+\] )?\[(?P<lvl>trace|debug|info|warning|warn|error|critical)\] ")
+_SPDLOG_LEVEL = {"trace": "TRACE", "debug": "DEBUG", "info": "INFO", "warn": "WARNING", "warning": "WARNING",
+                 "error": "ERROR", "critical": "CRITICAL"}
+
+# a logfmt record (Go's logrus: 'time="..." level=info msg="  File \\"/x.py\\", line 3, in f" component=vllm'), whose
+# msg holds the line of the program it wraps; the record's level is the wrapper's, not the line's
+_LOGFMT_MSG = re.compile(r'(?:\w+=(?:"(?:[^"\\]|\\.)*"|\S*) )*?msg="((?:[^"\\]|\\.)*)"')
+_LOGFMT_ESCAPE = re.compile(r'\\(["\\])')
 
 _NO_ORIGIN: tuple[str | None, ...] = (None, None, None, None, None, None)
 _TRT_LEVEL = {"E": "ERROR", "W": "WARNING", "I": "INFO", "V": "DEBUG", "ERROR": "ERROR", "WARNING": "WARNING",
@@ -185,6 +197,10 @@ def _parse(line: str) -> tuple[LogLine, tuple[str | None, ...], str | None]:
     raw = line
     if not line or line[0] in " \t":  # continuation lines (traceback frames) carry no prefix
         if "\x1b" not in line and "\r" not in line and not _needs_clean(line):
+            return LogLine(raw, line), _NO_ORIGIN, None
+    if line[:5] in ("time=", "level") and ' msg="' in line and (lf := _LOGFMT_MSG.match(line)):
+        line = _LOGFMT_ESCAPE.sub(r"\1", lf.group(1))
+        if not line or line[0] in " \t":
             return LogLine(raw, line), _NO_ORIGIN, None
     if "\x1b" in line:
         line = _ANSI.sub("", line)
@@ -303,6 +319,11 @@ def _parse(line: str) -> tuple[LogLine, tuple[str | None, ...], str | None]:
                     level = m["lvl"] or m["uvl"]
                     fmt = "uvicorn" if m["uvl"] else "sglang"
                     header = "sglang"
+                    if level is None and line.startswith("[", m.end()):
+                        sp = _SPDLOG.match(line, m.end())
+                        if sp:
+                            level = _SPDLOG_LEVEL[sp["lvl"]]
+                            m = sp
             elif nxt in "IWEF":
                 m = _GLOG.match(line, pos)
                 if m:

@@ -26,14 +26,14 @@ Rules, on the message once :func:`workbench.logformats.parse_line` removed the p
   begins mid-run), since SGLang's own warmup request logs a ``Prefill batch.`` too;
 * ``Uvicorn running on`` / ``Application startup complete`` mean ``warmup`` for SGLang
   (its warmup request follows) and ``serving`` for vLLM; a vLLM-shaped line anywhere
-  before decides which.
+  before decides which, else the first one after (a bare uvicorn line read as warmup turns serving).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -46,6 +46,7 @@ __all__ = [
     "PhaseTracker",
     "PhaseTransition",
     "decide_phase",
+    "known_phase",
     "phase_from_frames",
     "phase_of_message",
     "stack_evidence",
@@ -102,11 +103,17 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
     (r"TRITONBACKEND_Model(?:Instance)?Initialize|Instance group type: KIND_", "startup_other", 0, "progress"),
     (r"Init torch distributed begin", "nccl_init", 1, "start"),
     (r"is assigned as DP rank|world_size=\d+ rank=\d+ local_rank=|is using nccl==", "nccl_init", 1, "progress"),
+    # torch's TCPStore client waiting on the rendezvous store (c10d's socket.cpp) timed out: the ranks were
+    # still meeting to build their process groups
+    (r"\[c10d\] (?:waitForInput: socket [^\n]{0,300} timed out after \d+ms|The client socket has timed out)",
+     "nccl_init", 1, "progress"),
     (r"Init torch distributed ends", "startup_other", 1.5, "end"),
     # torch's Gloo process group reports its rendezvous done: the distributed init is over
     (r"\[Gloo\] Rank \d+ is connected to \d+ peer ranks", "startup_other", 1.5, "end"),
     (r"Load weight begin|Starting to load model|Loading (?:drafter|draft) model", "weight_loading", 2, "begin"),
-    (r"Loading (?:safetensors|pt|bin) checkpoint shards|Loading weights:", "weight_loading", 2, "progress"),
+    # lmdeploy's PyTorch engine names each checkpoint file it loads ("INFO - loading weights - \"model-00001...\"")
+    (r"Loading (?:safetensors|pt|bin) checkpoint shards|Loading weights:|(?:^|- )loading weights\b(?! took)",
+     "weight_loading", 2, "progress"),
     (r"Load weight end", "kv_cache_alloc", 3, "end"),
     (r"Loading (?:model )?weights took|Model loading took", "startup_other", 2.5, "end"),
     (r"KV Cache is allocated|Memory pool end|Available KV cache memory|GPU KV cache size|# GPU blocks:|Maximum concurrency for|Memory profiling takes|Profiling CUDA graph memory", "kv_cache_alloc", 3, "progress"),
@@ -144,10 +151,11 @@ _RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("TRITONBACKEND_Model", "Instance group type: "),
     ("Init torch distributed begin",),
     ("is assigned as DP rank", "local_rank=", "is using nccl=="),
+    ("[c10d] ",),
     ("Init torch distributed ends",),
     ("peer ranks",),
     ("Load weight begin", "Starting to load model", "Loading dra"),
-    (" checkpoint shards", "Loading weights:"),
+    (" checkpoint shards", "Loading weights:", "loading weights"),
     ("Load weight end",),
     ("weights took", "Model loading took"),
     ("KV Cache is allocated", "Memory pool end", "Available KV cache memory", "GPU KV cache size", "# GPU blocks:",
@@ -174,7 +182,8 @@ _ANCHORS = ("server_args=", "LLM engine", "vLLM", "non-default", "Init torch", "
             "GPU blocks", "Maximum concurrency", "Capture", "Capturing", "max_total_num_tokens", "Graph capturing",
             "init engine", "Uvicorn", "Application startup", "fired up", "batch", "Avg prompt", "/v1/", "Req(rid=",
             "Profiling CUDA", "ed request", "torch.compile", "profiling/warmup", "Compile and warming", "scheduled_",
-            "Dumping scheduler", "enerating sequences", "TensorRT-LLM version", "peer ranks", "TRITONBACKEND_Model", "Instance group type")
+            "Dumping scheduler", "enerating sequences", "TensorRT-LLM version", "peer ranks", "TRITONBACKEND_Model", "Instance group type",
+            "[c10d] ", "loading weights")
 _FAILURE_RE = re.compile(
     r"hit an exception|Traceback \(most recent call last\)|failed to start|WorkerProc failed|"
     r"died unexpectedly|scheduler (?:is dead|died)|Initialization failed|Received sigquit|SIGQUIT received|"
@@ -245,6 +254,7 @@ class PhaseTracker:
         if self.flavor is None:
             if parsed.format == "vllm" or parsed.process is not None:
                 self.flavor = "vllm"
+                self._http_up_was_vllm()
             elif parsed.format == "sglang" or (parsed.format == "uvicorn" and parsed.time):
                 self.flavor = "sglang"
         rule = phase_of_message(msg) if msg and not msg[0].isspace() else None
@@ -284,8 +294,24 @@ class PhaseTracker:
         self._transitions.append(tr)
         return tr
 
+    def _http_up_was_vllm(self) -> None:
+        """A bare ``Application startup complete`` read as SGLang's warmup before any line showed the flavor:
+        the first vLLM-shaped line after it says the server was serving from that line on."""
+        last = self._transitions[-1] if self._transitions else None
+        if (last is not None and self.phase == "warmup" and self._order == 5 and not last.restart
+                and phase_of_message(parse_line(last.line).message) == ("warmup", 5, "http_up")):
+            self.phase, self._order, self.ready = "serving", 6, True
+            self._transitions[-1] = replace(last, phase="serving")
+
     def _time(self, parsed: LogLine, at: datetime | None) -> datetime | None:
         return at if at is not None else parse_time(parsed.time, year=self.year)
+
+
+def known_phase(tracker: PhaseTracker, trackers: dict[str, PhaseTracker]) -> str:
+    """The phase ``tracker``'s server reached; while its own lines told nothing yet, the phase of the log's
+    lines without a prefix (``"|"``: a progress bar whose carriage return ate a compose or journal prefix)."""
+    plain = trackers.get("|") if tracker.phase == "unknown" else None
+    return plain.phase if plain is not None else tracker.phase
 
 
 def track(text: str, *, year: int | None = None) -> dict[str, PhaseTracker]:
@@ -325,6 +351,9 @@ def timeline(text: str, *, year: int | None = None) -> list[dict[str, Any]]:
                 rows.append(_failed_row(server, before))
             rows.append({"server": server, "phase": tr.phase, "started_at": tr.started_at, "line_no": tr.line_no,
                          "line": tr.line, "restart": tr.restart, "failed_in": None})
+    phases = {(server, tr.line_no): tr.phase for server, t in trackers.items() for tr in t.transitions}
+    for row in rows:  # a transition a later line re-read (a bare uvicorn "ready" line turned out vLLM's)
+        row["phase"] = phases.get((row["server"], row["line_no"]), row["phase"])
     for server, tracker in trackers.items():
         if tracker.failure is not None:
             rows.append(_failed_row(server, tracker.failure))
@@ -438,7 +467,10 @@ _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"stream is capturing|during CUDA graph capture|Capture cuda graph failed|cudaErrorStreamCapture|"
                 r"graph capture", re.I), "cuda_graph_capture"),
     (re.compile(r"(?:fail(?:ed)?|faild) to load (?:the )?model\b(?! config)", re.I), "weight_loading"),
-    (re.compile(r"KV cache|kv_cache|cache blocks|num_gpu_blocks"), "kv_cache_alloc"),
+    # SGLang's memory pool sizing found no room for a KV cache ("Not enough memory. Please try to increase
+    # --mem-fraction-static.")
+    (re.compile(r"KV cache|kv_cache|cache blocks|num_gpu_blocks|Not enough memory\. Please try to increase "
+                r"--mem-fraction-static"), "kv_cache_alloc"),
     (re.compile(r"ncclCommInitRank|[Nn]ccl_?[Cc]ommunicator|init_process_group|createComm|hcclCommInit|"
                 r"(?:initiali[sz]e|init)\w* [^\n]{0,60}NCCL|NCCL[^\n]{0,60}\binit", re.I), "nccl_init"),
 )
@@ -449,6 +481,9 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|failed to (?:start|initial
                            # a model server that would not come up (xinference's "Failed to launch model"), vLLM's
                            # check of the model's architectures while it builds its config
                            r"failed to launch|failed to be inspected|"
+                           # an engine placing its workers on the Ray cluster's GPUs ("Consider adjusting the Ray
+                           # placement group")
+                           r"\bRay placement group|"
                            # a serving platform bringing up one model server (gpustack's "Provisioning model instance")
                            r"\b(?:provision|start)\w* (?:\w+ )?model instance", re.I)
 # what an engine writes when a batch it was executing failed (vLLM v0 and v1 dump the batch's input)
@@ -460,9 +495,11 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|failed to (?:start|initial
 # vLLM v1's core logs "Invocation of X method failed" for a client's call its busy loop took (add_lora,
 # wake_up, collective_rpc: the engine was up); lmdeploy's "Engine loop failed with error" and TensorRT-LLM's
 # older "Encountered an error in forward function" come from their loops over the batches
-_TEXT_SERVING = re.compile(r"input of failed execution|Dumping input data|Dumping scheduler (?:output|stats)|"
+_TEXT_SERVING = re.compile(r"inputs? of failed execution|Dumping input data|Dumping scheduler (?:output|stats)|"
                            r"WorkNCCL\(SeqNum=\d{5,}|Invocation of \w+ method failed|Engine loop failed|"
                            r"Encountered an error in forward\w* function|"
+                           # SGLang's ScheduleBatch, out of KV slots for the batch it is building
+                           r"(?:Decode|Prefill) out of memory|alloc_req_slots runs out of memory|"
                            r"error (?:on|for|processing) request\b|\bRequest failed\b|EngineCore encountered a fatal error|"
                            r"\b(?:" + "|".join(NATIVE_SERVING) + r")\b")
 # a collective library named by an error during start-up: its communicator was being set up

@@ -35,7 +35,7 @@ from typing import BinaryIO
 
 from workbench.code_phases import NATIVE_SERVING
 from workbench.phases import decide_phase, phase_from_frames, stack_evidence, startup_step
-from workbench.tracebacks.events import cuda_cause
+from workbench.tracebacks.events import cuda_cause, lost_type
 from workbench.tracebacks.model import (
     Analysis,
     Comparison,
@@ -492,7 +492,7 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
         return _ANNOUNCES.search(ev.text) is not None and any(0 < r - ev.line <= 12 for r in raised)
 
     for ev in events:
-        if ev.kind in ("fatal_signal", "process_died", "device_assert") and not announces(ev):
+        if (ev.kind in ("fatal_signal", "process_died", "device_assert") or lost_type(ev)) and not announces(ev):
             items.append((ev.line, False, event_root(ev)))
     items.sort(key=lambda x: x[0])
     # frames of a dump whose header was cut off (often another thread's) give way to a whole dump

@@ -15,7 +15,11 @@ _TORCH_RANK = re.compile(r"\[rank(\d+)\]:")
 _C10D_RANK = re.compile(r"\[(?:PG[^\]]*? )?Rank (\d+)\]")
 # error words that say a failure whatever the line's level (a failed C++ CHECK, the KV-cache size
 # checks, whose exception type a paste often loses)
-_LEVEL_FREE = frozenset({"Check failed: ", "can be stored in KV cache", "No available memory for the cache blocks"})
+_LEVEL_FREE = frozenset({"Check failed: ", "can be stored in KV cache", "No available memory for the cache blocks",
+                         "Capture cuda graph failed: "})
+# vLLM's record of the batch whose execution failed, naming that failure, at WARNING when pickling its
+# input failed too ("Failed to pickle inputs of failed execution: CUDA error: an illegal memory access ...")
+_FAILED_EXECUTION = "inputs of failed execution: "
 
 
 def log_event(parsed: LogLine, msg: str, line_no: int, phase: str, server: str,
@@ -26,7 +30,8 @@ def log_event(parsed: LogLine, msg: str, line_no: int, phase: str, server: str,
     ``recent``: the log's latest records, this line last (the event keeps those before it)."""
     level: str | None = ""
     for kind, m in event_matches(msg):
-        if kind == "error_line" and m.group(0) not in _LEVEL_FREE:  # error words count only on an error line
+        if kind == "error_line" and m.group(0) not in _LEVEL_FREE and _FAILED_EXECUTION not in msg:
+            # error words count only on an error line
             if level == "":
                 level = parsed.level
                 if level is None:
@@ -50,6 +55,12 @@ def log_event(parsed: LogLine, msg: str, line_no: int, phase: str, server: str,
             rank = "rank" + found.group(1) if found else None
         return LogEvent(kind, line_no, text, rank, phase, server, tuple(recent)[:-1])
     return None
+
+
+def lost_type(event: LogEvent) -> bool:
+    """An error line of an engine's own failure words (:data:`_LEVEL_FREE`): an exception whose type the
+    paste lost, so it counts as a bare exception line would, in line order with the other failures."""
+    return event.kind == "error_line" and any(w in event.text for w in _LEVEL_FREE)
 
 
 # CUDA errors that poison the context: every later call in the process fails, whatever it says

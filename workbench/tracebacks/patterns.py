@@ -25,6 +25,12 @@ _EXC_REPR = re.compile(r"([A-Za-z_][\w.]*(?:Error|Exception))\((['\"])(.+)")
 # an exception line quoted inside a sentence of an issue ("... 报错`RuntimeError: [TM][ERROR] ...`"),
 # its groups as _EXC_REPR's
 _QUOTED_EXC = re.compile(r"`((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))(: )([^`]+)`")
+# a line of prose that opens a quote with the exception line, the quote closing on a later line
+# ("`RuntimeError: Decode out of memory.\nTry to allocate 148 tokens.`")
+_OPEN_QUOTED_EXC = re.compile(r"`((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))(: )([^`]+)")
+# a sentence that ends naming the error its next line quotes ("I keep getting the following ValueError:")
+_NAMES_NEXT = re.compile(r"[a-z] ((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)):\s*$")
+_WHOLE_QUOTE = re.compile(r"`([^`]{8,})`\s*$")
 _FATAL = re.compile(r"\s*Fatal Python error: (.*)")
 _FH_HEADER = re.compile(r"\s*(Current thread|Thread|Stack)\b[^(]*\(most recent call first\):")
 # rich's boxed tracebacks (typer, rich.traceback.install), once the box borders are gone
@@ -108,6 +114,8 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
                               r"Check failed: |"
                               # the engine's KV-cache size checks, also when the paste lost the exception's type
                               r"can be stored in KV cache|No available memory for the cache blocks|"
+                              # SGLang's wrapper of an error while capturing its graphs, also when the paste lost its type
+                              r"Capture cuda graph failed: |"
                               # a worker's own report that a call it ran failed (vLLM's "Error executing method ...")
                               r"Error executing metho|"
                               # a server's own record of a request it could not serve (Ray Serve's replica.py)
@@ -142,7 +150,7 @@ _EVENT_NEEDLES: dict[EventKind, tuple[str, ...]] = {
     "error_line": ("out of memory", "CUDA error", "CUDA runtime error", "cudaError", "CUDA_ERROR_", "Error Code ",
                    "Assertion failed", "ailed to start", "ailed to initiali", "NCCL error", "Connection refused",
                    "Error executing metho", "Check failed: ", "can be stored in KV cache",
-                   "No available memory for the cache blocks", "Request failed"),
+                   "No available memory for the cache blocks", "Request failed", "Capture cuda graph failed: "),
     "compile_error": ("collect2: error:", "cannot find -l", ": fatal error: ", "error: command '"),
     "nccl_warn": ("NCCL WARN", "Watchdog caught collective operation timeout", " milliseconds before timing out",
                   "atchdog timeout"),
@@ -161,7 +169,7 @@ _EVENT_ANCHORS = ("Xid", "Connection refused", "failed to start", "CUDA error", 
                   "Segmentation", "Abort", "Illegal", "Bus error", "SIG", "Floating", "NCCL WARN", "Watchdog", "timing out",
                   "died", "dead", "Exit code", "exited", "ChildFailed", "Failed core", "Killed", "sigquit", "SIGQUIT",
                   "kill_process", "atchdog timeout", "cgroup out of memory", "Error executing", "register worker",
-                  "Segfault", "Check failed", "stored in KV cache", "memory for the cache blocks", "Request failed",
+                  "Segfault", "Check failed", "stored in KV cache", "memory for the cache blocks", "Request failed", "Capture cuda graph failed",
                   "Process received signal", ")[0x", "rashed container", "CrashLoopBackOff")
 _EVENT_PART = any_part_of(_NEEDLES)  # the quick first search (see any_part_of)
 
@@ -202,6 +210,21 @@ def level_word(text: str, end: int | None = None) -> str | None:
 
 def _is_word(ch: str) -> bool:
     return ch.isalnum() or ch == "_"
+
+
+def quoted_exception(text: str, before: str = "") -> re.Match[str] | None:
+    """An exception line quoted in a line of prose (never a log record's): ``Type: message`` in
+    backticks inside a sentence, or opening the line, its closing backtick maybe on a later line;
+    or a line that is one quote whose type the sentence ``before`` it ended on. Groups as _EXC_REPR's."""
+    if "`" not in text:
+        return None
+    if text[:1].isalpha():
+        return _QUOTED_EXC.search(text)
+    if text[:1] != "`" or not text[1:2].isalpha():
+        return None
+    if (quote := _WHOLE_QUOTE.match(text)) and ":" not in quote.group(1)[:40] and (named := _NAMES_NEXT.search(before)):
+        return _QUOTED_EXC.match(f"`{named.group(1)}: {quote.group(1)}`")
+    return _OPEN_QUOTED_EXC.match(text)
 
 
 def looks_like_exception(m: re.Match[str]) -> bool:

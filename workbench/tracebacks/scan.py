@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import deque
 
 from workbench.logformats import LineShapes, LogLine, _needs_clean, _parse
-from workbench.phases import PhaseTracker, _is_failure
+from workbench.phases import PhaseTracker, _is_failure, known_phase
 from workbench.tracebacks.chains import build_tracebacks, native_phase
 from workbench.tracebacks.events import backtrace_head, log_event, process_header
 from workbench.tracebacks.model import CppException, Frame, LogEvent, Traceback
@@ -44,13 +44,13 @@ from workbench.tracebacks.patterns import (
     _MIDLINE_RANK,
     _PLAIN,
     _PROCESS_LINE,
-    _QUOTED_EXC,
     _STOP,
     _STRONG,
     _WEAK,
     cut_header,
     looks_like_exception,
     no_cr,
+    quoted_exception,
 )
 from workbench.tracebacks.prefixes import after_label, indented_record, json_log, reparse, unquote
 from workbench.tracebacks.stack import (
@@ -412,7 +412,7 @@ class Extractor:
                                  abort[1], abort[2])
                 self._cpp.append(stream.cpp)
                 return
-        if (msg[:1].isalpha() or "\uff1a" in msg[:24]) and parsed.level not in ("INFO", "DEBUG") and self._bare(stream, origin, parsed, msg, header):
+        if (msg[:1].isalpha() or msg[:1] == "`" or "\uff1a" in msg[:24]) and parsed.level not in ("INFO", "DEBUG") and self._bare(stream, origin, parsed, msg, header):
             return
         self._event(parsed, msg)
 
@@ -425,7 +425,7 @@ class Extractor:
             exc_type, message = m.group(1), m.group(2).rstrip()
         else:
             # quoted in prose, not in a log record (a WARNING naming the error it may cause)
-            r = _EXC_REPR.match(text) or (_QUOTED_EXC.search(text) if "`" in text and parsed.level is None and text[:1].isalpha() else None)
+            r = _EXC_REPR.match(text) or (quoted_exception(text, self._recent[-2] if len(self._recent) > 1 else "") if parsed.level is None else None)
             if r is None:
                 return False
             exc_type, message = r.group(1), r.group(3).rstrip("')\"")
@@ -512,7 +512,7 @@ class Extractor:
         repeat = header if parsed.location is not None and parsed.format == "vllm" else None
         block = Block(
             index=len(self._blocks), rank=rank if rank is not None else parsed.rank, start=self.line_no,
-            header=repeat, origin="|".join(o or "" for o in origin), server=self._server, phase_hint=self._tracker.phase,
+            header=repeat, origin="|".join(o or "" for o in origin), server=self._server, phase_hint=known_phase(self._tracker, self.trackers),
             cut_start=cut_start, end=self.line_no, ready=self._tracker.ready, context=tuple(self._recent)[-4:],
         )
         self._blocks.append(block)
