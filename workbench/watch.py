@@ -26,6 +26,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 import httpx
 
@@ -162,7 +163,8 @@ def _failed(before: UnitStatus, st: UnitStatus, invocation: str | None) -> str |
     if st.missing:
         return f"unit {st.load_state}"
     if st.sub_state == "auto-restart":
-        return f"auto-restart after {st.result or 'failure'}"
+        step = f", status={st.exit_label}" if st.exec_step else ""
+        return f"auto-restart after {st.result or 'failure'}{step}"
     if st.active_state == "failed":
         how = f"killed by signal {st.exit_status}" if st.exit_code == "killed" else f"exit status {st.exit_label}"
         return f"failed ({st.result}, {how})"
@@ -186,7 +188,25 @@ def unit_port(svc: Services, unit: str, argv: list[str]) -> int:
     return svc.host_port(unit, argv)
 
 
-def watch_start(
+# systemd failed the start in its own exec step before the command ran: a known race of systemd in
+# containers, the unit's cgroup gone while the child joins it (systemd/systemd#20939).  Nothing of the
+# server ran, so the start is not the server's verdict: it is asked for once more.
+NOT_RUN_STEPS = frozenset({"CGROUP"})
+
+
+def watch_start(svc: Services, unit: str, *, start: bool = True, **kw: Any) -> Outcome:
+    """Start ``unit`` (unless ``start=False``) and follow it until it is ready, failed, or ``timeout``
+    (keywords: :func:`_watch_once`'s).  A start that systemd failed before the command ran
+    (:data:`NOT_RUN_STEPS`, status ``219/CGROUP``) is started once more, and the reason says so."""
+    out = _watch_once(svc, unit, start=start, **kw)
+    if start and out.outcome == "failed" and out.status is not None and out.status.exec_step in NOT_RUN_STEPS:
+        first = out.status.exit_label
+        out = _watch_once(svc, unit, start=True, **kw)
+        out.reason += f" (started a second time: systemd failed the first start {first} before its command ran)"
+    return out
+
+
+def _watch_once(
     svc: Services,
     unit: str,
     *,
@@ -200,7 +220,7 @@ def watch_start(
     unit_text: str | None = None,
     hang_grace: float = HANG_GRACE_S,
 ) -> Outcome:
-    """Start ``unit`` (unless ``start=False``) and follow it until it is ready, failed, or ``timeout``."""
+    """One start of ``unit`` (or, ``start=False``, one that was asked for), followed to its verdict."""
     timeout = check_timeout(timeout)
     hang_grace = check_timeout(hang_grace, "hang_grace")
     if health_path not in HEALTH_PATHS and not health_path.startswith("/"):
