@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from workbench.logformats import LogLine, _parse
+from workbench.logformats import LogLine, parse_line
 from workbench.tracebacks.model import LogEvent
 from workbench.tracebacks.patterns import _NUM_FRAME, _PROCESS_CUT, event_matches, level_word
 
@@ -101,7 +101,7 @@ def process_header(last: tuple[int, str] | None, phase: str, server: str, recent
     target raised (the log cut before the stack, maybe before the colon)."""
     if last is None:
         return None
-    parsed = _parse(last[1])[0]
+    parsed = parse_line(last[1])
     text = parsed.message.strip()
     if _PROCESS_CUT.fullmatch(text) is None:
         return None
