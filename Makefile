@@ -57,12 +57,16 @@ hooks: venv
 
 # The lint and the unit tests (about 1 + 5 min, under one core) run beside the integration tests,
 # which mostly wait on the testbed, and so do the integration tests that need no testbed host (the
-# local Slurm cluster's, the process backend's guard, Docker on this machine, the local sweep and browser tests, a real vLLM
-# over two local hosts: SIDE, about 11 min); their output follows the
-# integration tests'. PYTEST_ARGS: one run of just that (after the lint).
+# local Slurm cluster's, the process backend's tests and guard, Docker on this machine, the local sweep and browser tests,
+# the notebooks that need no host, a real vLLM on localhost and over two local hosts: SIDE, about 13 min); their
+# output follows the integration tests'. SIDE holds files and single tests (file::test): the integration lane
+# ignores the one and deselects the other. PYTEST_ARGS: one run of just that (after the lint).
 SIDE := tests/integration/test_slurm.py tests/integration/test_slurm_base.py tests/integration/test_slurm_accounting.py \
-	tests/integration/test_guard_process.py tests/integration/test_docker.py tests/integration/test_sweep_local.py \
-	tests/integration/test_browser_local.py tests/integration/test_deployment_vllm_local.py
+	tests/integration/test_guard_process.py tests/integration/test_local_backend.py tests/integration/test_docker.py \
+	tests/integration/test_sweep_local.py tests/integration/test_browser_local.py tests/integration/test_deployment_vllm_local.py \
+	tests/integration/test_notebooks.py::test_tracebacks_of_a_log tests/integration/test_notebooks.py::test_past_run \
+	tests/integration/test_notebooks.py::test_past_run_without_runs \
+	tests/integration/test_vllm.py::test_process_backend_runs_the_same_server_on_localhost
 test: venv sysdeps vllm-env
 	@set +e; \
 	if [ -n "$(PYTEST_ARGS)" ]; then $(MAKE) --no-print-directory lint && $(VENV)/bin/pytest --durations=40 $(PYTEST_ARGS); rc=$$?; \
@@ -70,7 +74,7 @@ test: venv sysdeps vllm-env
 	  log=$$(mktemp); \
 	  { $(MAKE) --no-print-directory lint; l=$$?; $(VENV)/bin/pytest -p no:cacheprovider --durations=15 tests/unit $(SIDE); u=$$?; \
 	    if [ $$l -ne 0 ]; then exit 2; fi; exit $$u; } >"$$log" 2>&1 & side=$$!; \
-	  $(VENV)/bin/pytest --durations=40 tests/integration $(foreach f,$(SIDE),--ignore=$(f)); rc=$$?; \
+	  $(VENV)/bin/pytest --durations=40 tests/integration $(foreach f,$(SIDE),$(if $(findstring ::,$(f)),--deselect=$(f),--ignore=$(f))); rc=$$?; \
 	  wait $$side; urc=$$?; \
 	  echo "=== the lint, the unit tests and $(SIDE), run beside the other integration tests (exit $$urc) ==="; cat "$$log"; rm -f "$$log"; \
 	  if [ $$rc -eq 0 ]; then rc=$$urc; fi; \
