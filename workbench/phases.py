@@ -133,6 +133,9 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
     # a warm-up run before the graphs are captured: vLLM v1's compile_or_warm_up_model ("Compile and warming up
     # model for size"), TensorRT-LLM's model engine ("Run warmup with 128 tokens")
     (r"Compile and warming up model for size|Run warmup with \d+ tokens", "warmup", 3.8, "begin"),
+    # a program's own warm-up banner ("🔥 Warming up model (TRT-LLM ...)...", vLLM's "Warming up sampler with 256
+    # dummy requests"): its first runs before it serves
+    (r"\bWarming up (?:the )?(?:model|sampler)\b", "warmup", 5, "begin"),
     (r"Starting vLLM (?:API )?server|fired up and ready to roll", "serving", 6, "ready"),
     # a request object in a dump (SGLang's watchdog prints its current batch's Req(rid=...)) is serving too
     # vLLM's front end logs each request it hands to the engine (async_llm.py's "Added request", logger.py's
@@ -170,6 +173,7 @@ _RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("Uvicorn running on", "Application startup complete"),
     ("warmup error", "armup failed"),
     ("Compile and warming up", "Run warmup with"),
+    ("Warming up ",),
     ("Starting vLLM ", "fired up and ready to roll"),
     ("Decode batch", "Prefill batch", "Avg prompt throughput:", " /v1/", "Req(rid=", "Added request", "Received request",
      "num_scheduled_tokens=", "scheduled_cached_reqs=", "Dumping scheduler ", "enerating sequences"),
@@ -183,7 +187,7 @@ _ANCHORS = ("server_args=", "LLM engine", "vLLM", "non-default", "Init torch", "
             "init engine", "Uvicorn", "Application startup", "fired up", "batch", "Avg prompt", "/v1/", "Req(rid=",
             "Profiling CUDA", "ed request", "torch.compile", "profiling/warmup", "Compile and warming", "scheduled_",
             "Dumping scheduler", "enerating sequences", "TensorRT-LLM version", "peer ranks", "TRITONBACKEND_Model", "Instance group type",
-            "[c10d] ", "loading weights")
+            "[c10d] ", "loading weights", "Warming up")
 _FAILURE_RE = re.compile(
     r"hit an exception|Traceback \(most recent call last\)|failed to start|WorkerProc failed|"
     r"died unexpectedly|scheduler (?:is dead|died)|Initialization failed|Received sigquit|SIGQUIT received|"
