@@ -143,7 +143,10 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
     # vLLM v1's dump of a scheduled batch (SchedulerOutput's fields), verl's rollout line before each generation
     (r"Decode batch[.,]? |Prefill batch[.,]? |Avg prompt throughput:|\"(?:POST|GET) /v1/|\bReq\(rid=|"
      r"\b(?:Added|Received) request \S|\b(?:total_)?num_scheduled_tokens=|scheduled_cached_reqs=|"
-     r"Dumping scheduler (?:output|stats)|[Gg]enerating sequences", "serving", 6, "batch"),
+     r"Dumping scheduler (?:output|stats)|[Gg]enerating sequences|"
+     # an OpenAI-style request id in any component's line (a KV connector's "Storing KV cache ... for request
+     # cmpl-e79e...") is a request being served
+     r"\b(?:chat)?cmpl-[0-9a-f]{8}", "serving", 6, "batch"),
 )
 _COMPILED = tuple(re.compile(pat) for pat, *_rest in _RULES)
 # for each rule, words one of which every match of its pattern holds: plain ``in`` tests pick the
@@ -176,7 +179,7 @@ _RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("Warming up ",),
     ("Starting vLLM ", "fired up and ready to roll"),
     ("Decode batch", "Prefill batch", "Avg prompt throughput:", " /v1/", "Req(rid=", "Added request", "Received request",
-     "num_scheduled_tokens=", "scheduled_cached_reqs=", "Dumping scheduler ", "enerating sequences"),
+     "num_scheduled_tokens=", "scheduled_cached_reqs=", "Dumping scheduler ", "enerating sequences", "cmpl-"),
 )
 _CHECKS = tuple(zip(_RULE_NEEDLES, _COMPILED, ((phase, order, kind) for _p, phase, order, kind in _RULES), strict=True))
 # words one of which every rule needs (checked with ``in`` before any regex runs)
@@ -187,7 +190,7 @@ _ANCHORS = ("server_args=", "LLM engine", "vLLM", "non-default", "Init torch", "
             "init engine", "Uvicorn", "Application startup", "fired up", "batch", "Avg prompt", "/v1/", "Req(rid=",
             "Profiling CUDA", "ed request", "torch.compile", "profiling/warmup", "Compile and warming", "scheduled_",
             "Dumping scheduler", "enerating sequences", "TensorRT-LLM version", "peer ranks", "TRITONBACKEND_Model", "Instance group type",
-            "[c10d] ", "loading weights", "Warming up")
+            "[c10d] ", "loading weights", "Warming up", "cmpl-")
 _FAILURE_RE = re.compile(
     r"hit an exception|Traceback \(most recent call last\)|failed to start|WorkerProc failed|"
     r"died unexpectedly|scheduler (?:is dead|died)|Initialization failed|Received sigquit|SIGQUIT received|"

@@ -23,3 +23,20 @@ def test_a_programs_warming_up_banner_places_a_native_abort_in_warmup() -> None:
     # vLLM's sampler warm-up line moves the timeline the same way
     rows = timeline("INFO 05-01 10:00:00 [gpu_model_runner.py:2100] Warming up sampler with 256 dummy requests.\n")
     assert [r["phase"] for r in rows] == ["warmup"]
+
+
+def test_an_openai_request_id_in_a_connectors_line_places_a_cut_worker_stack_in_serving() -> None:
+    """LMCache#1471: the KV connector's per-request lines ("Storing KV cache ... for request cmpl-...") in the
+    workers' output, then one worker's "WorkerProc hit an exception." and a traceback cut at worker_busy_loop
+    (which runs start-up RPCs and serving steps alike)."""
+    text = ("(VllmWorker TP5 pid=435) [2025-08-29 19:59:50,131] LMCache INFO: Storing KV cache for 389 out of 78213 "
+            "tokens (skip_leading_tokens=77824) for request cmpl-e79ea8c062494f8abb42a8084eef2bb2-0 "
+            "(vllm_v1_adapter.py:929:lmcache.integration.vllm.vllm_v1_adapter)\n"
+            "(VllmWorker TP3 pid=433) ERROR 08-29 19:59:50 [multiproc_executor.py:596] WorkerProc hit an exception.\n"
+            "(VllmWorker TP3 pid=433) ERROR 08-29 19:59:50 [multiproc_executor.py:596] Traceback (most recent call "
+            "last):\n"
+            '(VllmWorker TP3 pid=433) ERROR 08-29 19:59:50 [multiproc_executor.py:596]   File "/opt/venv/lib/'
+            'python3.12/site-packages/vllm/v1/executor/multiproc_executor.py", line 591, in worker_busy_loop\n')
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.phase == "serving"
+    assert [r["phase"] for r in timeline("INFO 01-01 00:00:00 handled chatcmpl-0a1b2c3d4e5f in 2.1 s\n")] == ["serving"]
