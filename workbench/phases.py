@@ -508,6 +508,10 @@ _TEXT_SERVING = re.compile(r"inputs? of failed execution|Dumping input data|Dump
                            # SGLang's ScheduleBatch, out of KV slots for the batch it is building
                            r"(?:Decode|Prefill) out of memory|alloc_req_slots runs out of memory|"
                            r"error (?:on|for|processing) request\b|\bRequest failed\b|EngineCore encountered a fatal error|"
+                           # the error a dead engine raises to the requests that reach it (vLLM v0's MQEngineDeadError
+                           # "Engine loop is not running", v1's EngineDeadError "EngineCore encountered an issue"): its
+                           # loop had been serving them
+                           r"Engine loop is not running|\bEngineDeadError\b|EngineCore encountered an issue|"
                            r"\b(?:" + "|".join(NATIVE_SERVING) + r")\b")
 # a collective library named by an error during start-up: its communicator was being set up
 _COLLECTIVE = re.compile(r"\b[NH]CCL\b|\bnccl|\bhccl")

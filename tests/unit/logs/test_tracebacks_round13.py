@@ -40,3 +40,17 @@ def test_an_openai_request_id_in_a_connectors_line_places_a_cut_worker_stack_in_
     rc = analyze(text).root_cause
     assert rc is not None and rc.phase == "serving"
     assert [r["phase"] for r in timeline("INFO 01-01 00:00:00 handled chatcmpl-0a1b2c3d4e5f in 2.1 s\n")] == ["serving"]
+
+
+def test_a_dead_engine_error_raised_to_a_request_is_serving() -> None:
+    """vllm#15039: vLLM v0's one-line record of MQEngineDeadError ("Engine loop is not running", the OOM's repr
+    inside), no frame; v1's EngineDeadError likewise."""
+    text = ("ERROR 03-19 10:55:18 [serving_chat.py:677] vllm.engine.multiprocessing.MQEngineDeadError: Engine loop is "
+            "not running. Inspect the stacktrace to find the original error: OutOfMemoryError('CUDA out of memory. "
+            "Tried to allocate 128.00 MiB. GPU 0 has a total capacity of 79.33 GiB of which 16.00 MiB is free.').\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.phase == "serving" and "CUDA out of memory" in rc.message
+    v1 = ("(APIServer pid=1) ERROR 01-08 17:16:15 [serving_chat.py:1278] vllm.v1.engine.exceptions.EngineDeadError: "
+          "EngineCore encountered an issue. See stack trace (above) for the root cause.\n")
+    rc = analyze(v1).root_cause
+    assert rc is not None and rc.phase == "serving"
