@@ -451,7 +451,9 @@ _STARTUP = re.compile(
     # a process that starts a component (SGLang's start_router_process...), Ray Serve's replica start
     r"^start_\w+_process$|^exposed_init_model$|^check_ready$|^initialize_and_get_metadata$|^create_py_executor$|"
     # a framework's worker building its model or rollout engine (verl's init_model, actor_rollout_init_model)
-    r"^build_model$|init_model$")
+    r"^build_model$|init_model$|"
+    # a component's own set-up method (vLLM's initialize_nixl run on every worker before serving)
+    r"^initiali[sz]e_\w+$")
 # constructors of these files are the step itself (a CudaGraphRunner() is a capture)
 _INIT_PATHS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("cuda_graph_runner.py", "cudagraph", "cuda_graph"), "cuda_graph_capture"),

@@ -54,3 +54,18 @@ def test_a_dead_engine_error_raised_to_a_request_is_serving() -> None:
           "EngineCore encountered an issue. See stack trace (above) for the root cause.\n")
     rc = analyze(v1).root_cause
     assert rc is not None and rc.phase == "serving"
+
+
+def test_a_workers_initialize_method_in_the_wrapper_line_is_start_up() -> None:
+    """dynamo#331: vLLM v0's "Exception in worker VllmWorkerProcess while processing method initialize_nixl." (a
+    record of its own before the traceback, so read last, after the stack, its words and the timeline told
+    nothing) and a NotImplementedError raised in run_method: a component's set-up method, run before serving."""
+    p = "(VllmWorkerProcess pid=765974) ERROR 03-21 05:31:41 multiproc_worker_utils.py:242] "
+    text = ("ERROR 03-21 05:31:41 multiproc_worker_utils.py:242] Exception in worker VllmWorkerProcess while processing "
+            "method initialize_nixl.\n"
+            + p + "Traceback (most recent call last):\n"
+            + p + '  File "/venv/lib/python3.12/site-packages/vllm/utils.py", line 2216, in run_method\n'
+            + p + '    raise NotImplementedError(f"Method {method!r} is not"\n'
+            + p + "NotImplementedError: Method 'initialize_nixl' is not implemented.\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.exception_type == "NotImplementedError" and rc.phase == "startup_other"
