@@ -494,7 +494,13 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|failed to (?:start|initial
                            # placement group")
                            r"\bRay placement group|"
                            # a serving platform bringing up one model server (gpustack's "Provisioning model instance")
-                           r"\b(?:provision|start)\w* (?:\w+ )?model instance", re.I)
+                           r"\b(?:provision|start)\w* (?:\w+ )?model instance|"
+                           # a library the program needs is missing ("NIXL is not available"): found when it starts
+                           r"\bis not (?:available|installed)\b|"
+                           # words saying the failure came while something was being created or started ("crashes
+                           # during NIXL agent creation", "When starting the ... workers, the process fails")
+                           r"\b(?:during|while|when) (?:[\w-]+ ){0,4}?(?:creation|initiali[sz](?:ation|ing)|"
+                           r"start-?up|starting)\b", re.I)
 # what an engine writes when a batch it was executing failed (vLLM v0 and v1 dump the batch's input)
 # vLLM v1's run_engine_core logs "EngineCore encountered a fatal error" only once the core was built and
 # its busy loop ran ("EngineCore failed to start" otherwise); TensorRT-LLM's batch manager names its

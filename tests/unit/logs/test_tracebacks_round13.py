@@ -69,3 +69,27 @@ def test_a_workers_initialize_method_in_the_wrapper_line_is_start_up() -> None:
             + p + "NotImplementedError: Method 'initialize_nixl' is not implemented.\n")
     rc = analyze(text).root_cause
     assert rc is not None and rc.exception_type == "NotImplementedError" and rc.phase == "startup_other"
+
+
+def test_a_missing_library_and_prose_about_creation_place_a_bare_exception_at_start_up() -> None:
+    """dynamo#3054: a fenced frame whose function name the paste cut ("in>") and "RuntimeError: NIXL is not
+    available"; dynamo#6671: "crashes during NIXL agent creation" in the prose, then a fenced TensorRT-LLM
+    assertion with no frame."""
+    text = ("When starting the Dynamo prefill and decode workers, the process fails with the following error:\n"
+            "```\n"
+            'File "/venv/lib/python3.11/site-packages/vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py", '
+            "line 426, in>\n"
+            '    raise RuntimeError("NIXL is not available")\n'
+            "RuntimeError: NIXL is not available\n"
+            "```\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.exception_type == "RuntimeError" and rc.phase == "startup_other"
+    text = ("## Bug Description\n\n"
+            "TRT-LLM disaggregated inference crashes during NIXL agent creation (`createNixlTransferAgent`) when using "
+            "the Dynamo v0.9.0 TRT-LLM runtime container.\n\n"
+            "```\n"
+            "RuntimeError: [TensorRT-LLM][ERROR] Assertion failed: status == NIXL_SUCCESS\n"
+            "(../tensorrt_llm/executor/cache_transmission/nixl_utils/transferAgent.cpp:416)\n"
+            "```\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.exception_type == "RuntimeError" and rc.phase == "startup_other"
