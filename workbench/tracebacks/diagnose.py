@@ -281,6 +281,10 @@ def analysis_of(ex: Extractor) -> Analysis:
                                 is_pointer(c), describe(c.exception_type, c.message, ())))
     failures.sort(key=lambda f: f.first_line)
     final = _final(tracebacks, failures, ex.cpp_exceptions)
+    if final is not None and not final.truncated and final.line in ex.chain_cut_after:
+        # the log ends after the chain marker under the last traceback: the exception it announced is cut off
+        final = Final(None, None, None, final.phase, final.ranks, True,
+                      (final.exception_type or "", final.message or ""), final.line)
     root = _root_cause(ex, chains, failures)
     if root is not None:
         root = _phase_from_neighbour(root, tracebacks)

@@ -89,6 +89,9 @@ class Extractor:
         self._cpp: list[Cpp] = []
         self.events: list[LogEvent] = []
         self.other_threads: list[tuple[int, list[str]]] = []  # faulthandler's other threads: (line, innermost first)
+        # first lines of the tracebacks a chain marker ("The above exception was the direct cause of the following
+        # exception:") followed when the log ended before the exception it announced
+        self.chain_cut_after: list[int] = []
         self._first_error: LogEvent | None = None
         self._recent: deque[str] = deque(maxlen=6)
         self.tracebacks: list[Traceback] = []
@@ -325,6 +328,8 @@ class Extractor:
             first = self._first_error or process_header(last, self._tracker.phase, self._server, self._recent)
             self.events.extend([first] if first is not None else [])
         for origin, stream in self._streams.items():
+            if stream.pending is not None and stream.pending_from is not None and stream.block is None:
+                self.chain_cut_after.append(self._blocks[stream.pending_from].start)
             if stream.block is not None:
                 close(stream, cut=not stream.in_message)
             if stream.cpp is not None:

@@ -93,3 +93,29 @@ def test_a_missing_library_and_prose_about_creation_place_a_bare_exception_at_st
             "```\n")
     rc = analyze(text).root_cause
     assert rc is not None and rc.exception_type == "RuntimeError" and rc.phase == "startup_other"
+
+
+def test_a_log_ending_after_a_chain_marker_has_its_final_exception_cut_off() -> None:
+    """vllm#21050: a CalledProcessError, then "The above exception was the direct cause of the following
+    exception:" and a record cut after its timestamp: the exception the marker announced is missing."""
+    p = "ERROR 07-16 18:40:10 [registry.py:379] "
+    text = (p + "Error in inspecting model architecture 'Qwen2_5_VLForConditionalGeneration'\n"
+            + p + "Traceback (most recent call last):\n"
+            + p + '  File "/lib/python3.12/subprocess.py", line 502, in check_returncode\n'
+            + p + "    raise CalledProcessError(self.returncode, self.args, self.stdout,\n"
+            + p + "subprocess.CalledProcessError: Command '['/bin/python', '-m', 'vllm.model_executor.models.registry']'"
+            " returned non-zero exit status 1.\n"
+            + p + "\n"
+            + p + "The above exception was the direct cause of the following exception:\n"
+            "ERROR 07-16 18:40\n")
+    a = analyze(text)
+    assert a.root_cause is not None and a.root_cause.exception_type == "subprocess.CalledProcessError"
+    assert a.final is not None and a.final.truncated
+    assert a.final.last_complete is not None and a.final.last_complete[0] == "subprocess.CalledProcessError"
+    # the exception the marker announced, printed: the final is whole
+    whole = text.replace("ERROR 07-16 18:40\n", p + "Traceback (most recent call last):\n"
+                         + p + '  File "/vllm/config.py", line 9, in inspect\n'
+                         + p + "    raise ValueError('Model architectures failed to be inspected')\n"
+                         + p + "ValueError: Model architectures failed to be inspected\n")
+    final = analyze(whole).final
+    assert final is not None and not final.truncated and final.exception_type == "ValueError"
