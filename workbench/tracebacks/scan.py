@@ -75,9 +75,8 @@ _QUIET_LINES = 200  # an open block whose writer printed nothing for this many l
 class Extractor:
     """Incremental extractor: ``feed`` lines in order, then ``finish``.
 
-    After ``finish`` the results are in ``tracebacks``, ``cpp_exceptions`` and ``events``;
-    ``trackers`` holds one phase tracker per server (``"host|service"``: journal host and
-    identifier, or compose service; ``"|"`` for lines with neither), fed the same lines.
+    After ``finish`` the results are in ``tracebacks``, ``cpp_exceptions``, ``events`` and ``chain_cut_after``;
+    ``trackers`` holds one phase tracker per server (``"host|service"``: journal host and identifier, or compose service; ``"|"`` for lines with neither), fed the same lines.
     """
 
     def __init__(self, *, year: int | None = None) -> None:
@@ -89,9 +88,6 @@ class Extractor:
         self._cpp: list[Cpp] = []
         self.events: list[LogEvent] = []
         self.other_threads: list[tuple[int, list[str]]] = []  # faulthandler's other threads: (line, innermost first)
-        # first lines of the tracebacks a chain marker ("The above exception was the direct cause of the following
-        # exception:") followed when the log ended before the exception it announced
-        self.chain_cut_after: list[int] = []
         self._first_error: LogEvent | None = None
         self._recent: deque[str] = deque(maxlen=6)
         self.tracebacks: list[Traceback] = []
@@ -327,9 +323,8 @@ class Extractor:
             # read (Python's "ERROR:name:message"; a known server's dull lines are not), else the log's ``last`` line
             first = self._first_error or process_header(last, self._tracker.phase, self._server, self._recent)
             self.events.extend([first] if first is not None else [])
+        self.chain_cut_after = [n for s in self._streams.values() if (n := s.cut_chain_start(self._blocks)) is not None]
         for origin, stream in self._streams.items():
-            if stream.pending is not None and stream.pending_from is not None and stream.block is None:
-                self.chain_cut_after.append(self._blocks[stream.pending_from].start)
             if stream.block is not None:
                 close(stream, cut=not stream.in_message)
             if stream.cpp is not None:
