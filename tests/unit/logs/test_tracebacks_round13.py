@@ -119,3 +119,17 @@ def test_a_log_ending_after_a_chain_marker_has_its_final_exception_cut_off() -> 
                          + p + "ValueError: Model architectures failed to be inspected\n")
     final = analyze(whole).final
     assert final is not None and not final.truncated and final.exception_type == "ValueError"
+
+
+def test_an_exception_a_sentence_names_after_a_verb_of_getting_it_is_a_bare_exception() -> None:
+    """GLM-V#8: the issue's prose names the error mid-sentence, unquoted ("... but i got TypeError:
+    Glm4vProcessor.__init__() got multiple values for argument 'tokenizer', vllm transformers are ...")."""
+    text = ("### System Info / 系統信息\n\n"
+            "i run vllm serve like this \"vllm serve THUDM-GLM-4.1V-9B-Thinking --limit-mm-per-prompt '{\"image\":32}' "
+            "--allowed-local-media-path /\" but i got TypeError: Glm4vProcessor.__init__() got multiple values for "
+            "argument 'tokenizer', vllm transformers are install like requirments.txt\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.exception_type == "TypeError"
+    assert "got multiple values for argument 'tokenizer'" in rc.message
+    # a log record's words are not prose: an INFO line that mentions an error class is no failure
+    assert analyze("INFO 01-01 00:00:00 [x.py:1] retry policy: got TimeoutError: will retry in 5 s\n").root_cause is None
