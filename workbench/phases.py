@@ -500,7 +500,10 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|failed to (?:start|initial
                            # words saying the failure came while something was being created or started ("crashes
                            # during NIXL agent creation", "When starting the ... workers, the process fails")
                            r"\b(?:during|while|when) (?:[\w-]+ ){0,4}?(?:creation|initiali[sz](?:ation|ing)|"
-                           r"start-?up|starting)\b", re.I)
+                           r"start-?up|starting)\b|"
+                           # a constructor called with arguments its library version does not take (TypeError
+                           # "Processor.__init__() got multiple values for argument 'tokenizer'"): components being built
+                           r"__init__\(\) (?:got (?:an unexpected keyword|multiple values)|missing \d+ required)", re.I)
 # what an engine writes when a batch it was executing failed (vLLM v0 and v1 dump the batch's input)
 # vLLM v1's run_engine_core logs "EngineCore encountered a fatal error" only once the core was built and
 # its busy loop ran ("EngineCore failed to start" otherwise); TensorRT-LLM's batch manager names its

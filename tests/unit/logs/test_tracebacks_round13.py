@@ -133,3 +133,12 @@ def test_an_exception_a_sentence_names_after_a_verb_of_getting_it_is_a_bare_exce
     assert "got multiple values for argument 'tokenizer'" in rc.message
     # a log record's words are not prose: an INFO line that mentions an error class is no failure
     assert analyze("INFO 01-01 00:00:00 [x.py:1] retry policy: got TimeoutError: will retry in 5 s\n").root_cause is None
+
+
+def test_a_constructors_argument_mismatch_with_no_frame_is_start_up() -> None:
+    """GLM-V#8 (a library version mismatch): "TypeError: Glm4vProcessor.__init__() got multiple values for argument
+    'tokenizer'" alone, no frame and no timeline: components being built, so start-up."""
+    for message in ("Glm4vProcessor.__init__() got multiple values for argument 'tokenizer'",
+                    "LlamaAttention.__init__() got an unexpected keyword argument 'rope_scaling'"):
+        rc = analyze(f"TypeError: {message}\n").root_cause
+        assert rc is not None and rc.exception_type == "TypeError" and rc.phase == "startup_other", message
