@@ -133,6 +133,9 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
     # a warm-up run before the graphs are captured: vLLM v1's compile_or_warm_up_model ("Compile and warming up
     # model for size"), TensorRT-LLM's model engine ("Run warmup with 128 tokens")
     (r"Compile and warming up model for size|Run warmup with \d+ tokens", "warmup", 3.8, "begin"),
+    # a program's own warm-up banner ("🔥 Warming up model (TRT-LLM ...)...", vLLM's "Warming up sampler with 256
+    # dummy requests"): its first runs before it serves
+    (r"\bWarming up (?:the )?(?:model|sampler)\b", "warmup", 5, "begin"),
     (r"Starting vLLM (?:API )?server|fired up and ready to roll", "serving", 6, "ready"),
     # a request object in a dump (SGLang's watchdog prints its current batch's Req(rid=...)) is serving too
     # vLLM's front end logs each request it hands to the engine (async_llm.py's "Added request", logger.py's
@@ -140,7 +143,10 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
     # vLLM v1's dump of a scheduled batch (SchedulerOutput's fields), verl's rollout line before each generation
     (r"Decode batch[.,]? |Prefill batch[.,]? |Avg prompt throughput:|\"(?:POST|GET) /v1/|\bReq\(rid=|"
      r"\b(?:Added|Received) request \S|\b(?:total_)?num_scheduled_tokens=|scheduled_cached_reqs=|"
-     r"Dumping scheduler (?:output|stats)|[Gg]enerating sequences", "serving", 6, "batch"),
+     r"Dumping scheduler (?:output|stats)|[Gg]enerating sequences|"
+     # an OpenAI-style request id in any component's line (a KV connector's "Storing KV cache ... for request
+     # cmpl-e79e...") is a request being served
+     r"\b(?:chat)?cmpl-[0-9a-f]{8}", "serving", 6, "batch"),
 )
 _COMPILED = tuple(re.compile(pat) for pat, *_rest in _RULES)
 # for each rule, words one of which every match of its pattern holds: plain ``in`` tests pick the
@@ -170,9 +176,10 @@ _RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("Uvicorn running on", "Application startup complete"),
     ("warmup error", "armup failed"),
     ("Compile and warming up", "Run warmup with"),
+    ("Warming up ",),
     ("Starting vLLM ", "fired up and ready to roll"),
     ("Decode batch", "Prefill batch", "Avg prompt throughput:", " /v1/", "Req(rid=", "Added request", "Received request",
-     "num_scheduled_tokens=", "scheduled_cached_reqs=", "Dumping scheduler ", "enerating sequences"),
+     "num_scheduled_tokens=", "scheduled_cached_reqs=", "Dumping scheduler ", "enerating sequences", "cmpl-"),
 )
 _CHECKS = tuple(zip(_RULE_NEEDLES, _COMPILED, ((phase, order, kind) for _p, phase, order, kind in _RULES), strict=True))
 # words one of which every rule needs (checked with ``in`` before any regex runs)
@@ -183,7 +190,7 @@ _ANCHORS = ("server_args=", "LLM engine", "vLLM", "non-default", "Init torch", "
             "init engine", "Uvicorn", "Application startup", "fired up", "batch", "Avg prompt", "/v1/", "Req(rid=",
             "Profiling CUDA", "ed request", "torch.compile", "profiling/warmup", "Compile and warming", "scheduled_",
             "Dumping scheduler", "enerating sequences", "TensorRT-LLM version", "peer ranks", "TRITONBACKEND_Model", "Instance group type",
-            "[c10d] ", "loading weights")
+            "[c10d] ", "loading weights", "Warming up", "cmpl-")
 _FAILURE_RE = re.compile(
     r"hit an exception|Traceback \(most recent call last\)|failed to start|WorkerProc failed|"
     r"died unexpectedly|scheduler (?:is dead|died)|Initialization failed|Received sigquit|SIGQUIT received|"
@@ -444,7 +451,9 @@ _STARTUP = re.compile(
     # a process that starts a component (SGLang's start_router_process...), Ray Serve's replica start
     r"^start_\w+_process$|^exposed_init_model$|^check_ready$|^initialize_and_get_metadata$|^create_py_executor$|"
     # a framework's worker building its model or rollout engine (verl's init_model, actor_rollout_init_model)
-    r"^build_model$|init_model$")
+    r"^build_model$|init_model$|"
+    # a component's own set-up method (vLLM's initialize_nixl run on every worker before serving)
+    r"^initiali[sz]e_\w+$")
 # constructors of these files are the step itself (a CudaGraphRunner() is a capture)
 _INIT_PATHS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("cuda_graph_runner.py", "cudagraph", "cuda_graph"), "cuda_graph_capture"),
@@ -485,7 +494,16 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|failed to (?:start|initial
                            # placement group")
                            r"\bRay placement group|"
                            # a serving platform bringing up one model server (gpustack's "Provisioning model instance")
-                           r"\b(?:provision|start)\w* (?:\w+ )?model instance", re.I)
+                           r"\b(?:provision|start)\w* (?:\w+ )?model instance|"
+                           # a library the program needs is missing ("NIXL is not available"): found when it starts
+                           r"\bis not (?:available|installed)\b|"
+                           # words saying the failure came while something was being created or started ("crashes
+                           # during NIXL agent creation", "When starting the ... workers, the process fails")
+                           r"\b(?:during|while|when) (?:[\w-]+ ){0,4}?(?:creation|initiali[sz](?:ation|ing)|"
+                           r"start-?up|starting)\b|"
+                           # a constructor called with arguments its library version does not take (TypeError
+                           # "Processor.__init__() got multiple values for argument 'tokenizer'"): components being built
+                           r"__init__\(\) (?:got (?:an unexpected keyword|multiple values)|missing \d+ required)", re.I)
 # what an engine writes when a batch it was executing failed (vLLM v0 and v1 dump the batch's input)
 # vLLM v1's run_engine_core logs "EngineCore encountered a fatal error" only once the core was built and
 # its busy loop ran ("EngineCore failed to start" otherwise); TensorRT-LLM's batch manager names its
@@ -501,6 +519,10 @@ _TEXT_SERVING = re.compile(r"inputs? of failed execution|Dumping input data|Dump
                            # SGLang's ScheduleBatch, out of KV slots for the batch it is building
                            r"(?:Decode|Prefill) out of memory|alloc_req_slots runs out of memory|"
                            r"error (?:on|for|processing) request\b|\bRequest failed\b|EngineCore encountered a fatal error|"
+                           # the error a dead engine raises to the requests that reach it (vLLM v0's MQEngineDeadError
+                           # "Engine loop is not running", v1's EngineDeadError "EngineCore encountered an issue"): its
+                           # loop had been serving them
+                           r"Engine loop is not running|\bEngineDeadError\b|EngineCore encountered an issue|"
                            r"\b(?:" + "|".join(NATIVE_SERVING) + r")\b")
 # a collective library named by an error during start-up: its communicator was being set up
 _COLLECTIVE = re.compile(r"\b[NH]CCL\b|\bnccl|\bhccl")

@@ -83,7 +83,10 @@ def chain_phase(chain: list[Block]) -> str:
         if decided not in ("unknown", "startup_other", "serving"):
             return decided
     frames = [(f.file, f.function, f.code) for b in chain for f in b.frames]
-    return decide_phase(frames, texts, first.phase_hint, ready=first.ready)
+    decided = decide_phase(frames, texts, first.phase_hint, ready=first.ready)
+    if decided == "unknown" and first.context:  # last, the words of the records just before it (prose, a banner)
+        decided = decide_phase((), first.context, "unknown")
+    return decided
 
 
 def native_phase(cpp: Cpp) -> str:

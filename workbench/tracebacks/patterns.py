@@ -31,6 +31,9 @@ _OPEN_QUOTED_EXC = re.compile(r"`((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)
 # a sentence that ends naming the error its next line quotes ("I keep getting the following ValueError:")
 _NAMES_NEXT = re.compile(r"[a-z] ((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)):\s*$")
 _WHOLE_QUOTE = re.compile(r"`([^`]{8,})`\s*$")
+# an exception line a sentence names after a verb of getting it, unquoted ("... but i got TypeError: X() got ...")
+_NAMED_IN_PROSE = re.compile(r"\b(?:[Gg]ot|[Gg]et|[Gg]etting|raised?|raises|throws?|thrown|encounter(?:ed)?|hit) (?:an? |the )?"
+                             r"((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))(: )(\S.{8,})")
 _FATAL = re.compile(r"\s*Fatal Python error: (.*)")
 _FH_HEADER = re.compile(r"\s*(Current thread|Thread|Stack)\b[^(]*\(most recent call first\):")
 # rich's boxed tracebacks (typer, rich.traceback.install), once the box borders are gone
@@ -217,7 +220,7 @@ def quoted_exception(text: str, before: str = "") -> re.Match[str] | None:
     backticks inside a sentence, or opening the line, its closing backtick maybe on a later line;
     or a line that is one quote whose type the sentence ``before`` it ended on. Groups as _EXC_REPR's."""
     if "`" not in text:
-        return None
+        return _NAMED_IN_PROSE.search(text) if text[:1].isalpha() else None
     if text[:1].isalpha():
         return _QUOTED_EXC.search(text)
     if text[:1] != "`" or not text[1:2].isalpha():

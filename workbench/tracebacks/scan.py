@@ -75,9 +75,8 @@ _QUIET_LINES = 200  # an open block whose writer printed nothing for this many l
 class Extractor:
     """Incremental extractor: ``feed`` lines in order, then ``finish``.
 
-    After ``finish`` the results are in ``tracebacks``, ``cpp_exceptions`` and ``events``;
-    ``trackers`` holds one phase tracker per server (``"host|service"``: journal host and
-    identifier, or compose service; ``"|"`` for lines with neither), fed the same lines.
+    After ``finish`` the results are in ``tracebacks``, ``cpp_exceptions``, ``events`` and ``chain_cut_after``;
+    ``trackers`` holds one phase tracker per server (``"host|service"``: journal host and identifier, or compose service; ``"|"`` for lines with neither), fed the same lines.
     """
 
     def __init__(self, *, year: int | None = None) -> None:
@@ -324,6 +323,7 @@ class Extractor:
             # read (Python's "ERROR:name:message"; a known server's dull lines are not), else the log's ``last`` line
             first = self._first_error or process_header(last, self._tracker.phase, self._server, self._recent)
             self.events.extend([first] if first is not None else [])
+        self.chain_cut_after = [n for s in self._streams.values() if (n := s.cut_chain_start(self._blocks)) is not None]
         for origin, stream in self._streams.items():
             if stream.block is not None:
                 close(stream, cut=not stream.in_message)

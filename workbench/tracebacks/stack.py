@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from workbench.tracebacks.model import Chain, Frame
+from workbench.tracebacks.model import Chain, Final, Frame
 from workbench.tracebacks.patterns import (
     _CPP_EXC_LINE,
     _CPP_STOP,
@@ -88,6 +88,22 @@ class Stream:
     fatal: tuple[int, str] | None = None  # the last "Fatal Python error: ..." line
     skip_dump: bool = False  # inside the dump of a thread that did not crash
     intro: tuple[int, str] | None = None  # the last line of text seen outside a block
+
+    def cut_chain_start(self, blocks: list[Block]) -> int | None:
+        """At the end of the log: the first line of the traceback whose chain marker ("The above exception was
+        the direct cause of the following exception:") came last, the exception it announced never printed."""
+        if self.pending is None or self.pending_from is None or self.block is not None:
+            return None
+        return blocks[self.pending_from].start
+
+
+def cut_after_chain(final: Final | None, starts: list[int]) -> Final | None:
+    """The final exception of a log that ends after the chain marker under its last traceback: the exception
+    the marker announced, cut off (truncated, the one above it as ``last_complete``)."""
+    if final is None or final.truncated or final.line not in starts:
+        return final
+    return Final(None, None, None, final.phase, final.ranks, True, (final.exception_type or "", final.message or ""),
+                 final.line)
 
 
 def add_frame(block: Block, msg: str) -> bool:
