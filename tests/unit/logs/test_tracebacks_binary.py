@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench.tracebacks import analyze, analyze_stream, scan, to_json
+from workbench.tracebacks import analyze, analyze_stream, reader, scan, to_json
 from workbench.tracebacks.scan import binary_noise
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -19,6 +19,12 @@ TRACEBACK = FIXTURES / "tracebacks" / "captured_cuda_oom_single.log"
 def _noise(seed: int, size: int) -> bytes:
     rng = random.Random(seed)
     return bytes(rng.getrandbits(8) for _ in range(size))
+
+
+def _slow_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every line through the general path: neither the reader's run of noise nor the scanner's test counts any."""
+    monkeypatch.setattr(scan, "binary_noise", lambda line: False)
+    monkeypatch.setattr(reader, "binary_noise", lambda line: False)
 
 
 def _both(data: bytes) -> tuple[object, object]:
@@ -51,11 +57,13 @@ def test_a_failure_inside_random_bytes_reads_as_without_the_fast_path(seed: int,
     parts = [_noise(seed, 300_000)]
     for path in rng.sample(logs, 4):
         parts += [b"\n", path.read_bytes(), b"\n", _noise(seed + 10, 100_000)]
+    inside = TRACEBACK.read_bytes().split(b"\n")  # a line of junk in the middle of a traceback
+    inside.insert(len(inside) // 2, b"\xff\xfe" * 100)
     parts += [b"\n", b"\xff\xfe" * 200 + b" RuntimeError: CUDA error: an illegal memory access was encountered\n",
-              _noise(seed + 20, 100_000), b"\n", TRACEBACK.read_bytes()]
+              _noise(seed + 20, 100_000), b"\n", b"\n".join(inside), b"\n", TRACEBACK.read_bytes()]
     data = b"".join(parts)
     fast = _both(data)
-    monkeypatch.setattr(scan, "binary_noise", lambda line: False)
+    _slow_path(monkeypatch)
     slow = _both(data)
     assert fast == slow
     assert fast[0] == fast[1]
@@ -69,5 +77,5 @@ def test_a_failure_on_a_line_of_junk_is_the_root_cause(monkeypatch: pytest.Monke
     data = _noise(7, 400_000) + b"\n" + b"\xff\xfe" * 200 + b" Segmentation fault (core dumped)\n" + _noise(8, 400_000)
     fast = _both(data)
     assert fast[0]["root_cause"] is not None and fast[0] == fast[1]
-    monkeypatch.setattr(scan, "binary_noise", lambda line: False)
+    _slow_path(monkeypatch)
     assert _both(data) == fast
