@@ -20,8 +20,9 @@ _FAILURE_WORDS = any_part_of(("Traceback", 'File "', "Error", "Exception", "what
 def binary_noise(line: str) -> bool:
     """A line that is not text: at least a quarter of its characters are U+FFFD, bytes that were
     not UTF-8 (no log line in any encoding a server writes comes near), and it holds none of the
-    words a failure report holds. The scanner counts it as a dull line whatever the timeline knows:
-    its prefixes and other words, had it any, are not believed, and it is no later line's context.
+    words a failure report holds. While nothing is open (or what is open went quiet), the scanner counts
+    it as a dull line whatever the timeline knows and however it is indented: its prefixes and other
+    words, had it any, are not believed, and it is no later line's context.
 
     The ``\\ufffd`` test comes first: a line without one (every line of every log we hold) costs
     one test, constant time for an ASCII line."""

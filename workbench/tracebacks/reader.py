@@ -87,7 +87,7 @@ def skip_noise(ex: Extractor, text: str, pos: int, stop: int) -> int:
     while pos < stop:
         end = find("\n", pos, stop)
         line = text[pos:end]
-        if line[:1].isspace() or not binary_noise(line):
+        if not binary_noise(line):
             break
         count += 1
         last = len(line)

@@ -139,8 +139,8 @@ class Extractor:
         self._line(line, interesting)
 
     def _line(self, line: str, interesting: bool = False) -> None:
-        if ((not self._busy or self._busy_last < self.line_no - _QUIET_LINES) and not line[:1].isspace()
-                and ((self._tracker.flavor is not None and not interesting and self._dull(line)) or binary_noise(line))):
+        if ((not self._busy or self._busy_last < self.line_no - _QUIET_LINES) and (binary_noise(line) or (
+                not line[:1].isspace() and self._tracker.flavor is not None and not interesting and self._dull(line)))):
             # nothing open (or quiet a while), and a line naming nothing we read (most of a server log) or no text: count it
             self.line_no += 1
             n = len(line)
