@@ -38,7 +38,7 @@ from datetime import datetime
 from typing import Any
 
 from workbench.code_phases import NATIVE_SERVING, code_phase, is_step, resolve
-from workbench.logformats import LogLine, any_of, parse_line, parse_time
+from workbench.logformats import LogLine, any_of, any_part_of, parse_line, parse_time
 
 __all__ = [
     "PHASES",
@@ -199,7 +199,7 @@ _FAILURE_RE = re.compile(
 )
 _FAILURE_ANCHORS = ("exception", "Traceback", "fail", "died", "dead", "sigquit", "SIGQUIT", "out of memory",
                     "OutOfMemory", "Killed", "Segmentation", "terminate called")
-_ANCHOR = any_of(_ANCHORS)
+_ANCHOR = any_part_of(_ANCHORS)  # a rare-lettered end of each (see any_part_of): the rules decide
 _FAILURE_ANCHOR = any_of(_FAILURE_ANCHORS)
 _INIT_FAILED = re.compile(r"failed to start|[Ii]nitialization failed|failed to initiali[sz]e")
 _ORDER = {"nccl_init": 1, "weight_loading": 2, "kv_cache_alloc": 3, "cuda_graph_capture": 4, "warmup": 5, "serving": 6}

@@ -10,9 +10,10 @@ from __future__ import annotations
 import io
 from typing import BinaryIO
 
+from workbench.tracebacks.binary import binary_noise
 from workbench.tracebacks.patterns import _INTERESTING, _STRONG
 from workbench.tracebacks.prefixes import learn_shapes
-from workbench.tracebacks.scan import Extractor
+from workbench.tracebacks.scan import _QUIET_LINES, Extractor
 
 
 def extract(text: str | bytes, *, year: int | None = None) -> Extractor:
@@ -46,8 +47,15 @@ def feed_lines(ex: Extractor, text: str, stop: int) -> None:
     """
     feed = ex.feed
     find = text.find
+    bad = text.find("\ufffd", 0, stop)  # the next U+FFFD (constant time in an ASCII text): only its line may be noise
     pos = 0
     while pos < stop:
+        if bad >= 0:
+            if bad < pos:
+                bad = text.find("\ufffd", pos, stop)
+            if bad >= 0 and text.rfind("\n", pos, bad) < 0 and (after := skip_noise(ex, text, pos, stop)) != pos:
+                pos = after
+                continue
         if ex.quiet():
             # once the timeline knows the phase, batch and request lines cannot move it
             m = (_STRONG if ex._tracker.phase != "unknown" else _INTERESTING).search(text, pos, stop)
@@ -65,6 +73,33 @@ def feed_lines(ex: Extractor, text: str, stop: int) -> None:
         end = find("\n", pos, stop)
         feed(text[pos:end])
         pos = end + 1
+
+
+def skip_noise(ex: Extractor, text: str, pos: int, stop: int) -> int:
+    """Count the lines of ``text[pos:stop]`` from ``pos`` on that are not text (:func:`binary_noise`), as
+    :meth:`Extractor.feed` would count them one by one, and return where the first other line begins
+    (``pos`` when that is the first line, or while something is open that the next line may continue)."""
+    if ex._fast is not None or ex._held is not None or (ex._busy and ex._busy_last >= ex.line_no - _QUIET_LINES):
+        return pos
+    find = text.find
+    count = last = 0
+    widest = ex._widest
+    while pos < stop:
+        end = find("\n", pos, stop)
+        line = text[pos:end]
+        if not binary_noise(line):
+            break
+        count += 1
+        last = len(line)
+        if last > widest:
+            widest = last
+        pos = end + 1
+    if count:  # what Extractor._line does for each line it counts
+        ex.line_no += count
+        ex._prev_len = last
+        ex._widest = widest
+        ex._touched = None
+    return pos
 
 
 def extract_stream(stream: BinaryIO, *, year: int | None = None, head_bytes: int = 2_000_000,

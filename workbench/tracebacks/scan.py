@@ -18,6 +18,7 @@ from collections import deque
 
 from workbench.logformats import LineShapes, LogLine, _needs_clean, _parse
 from workbench.phases import PhaseTracker, _is_failure, known_phase
+from workbench.tracebacks.binary import binary_noise
 from workbench.tracebacks.chains import build_tracebacks, native_phase
 from workbench.tracebacks.events import backtrace_head, log_event, process_header
 from workbench.tracebacks.model import CppException, Frame, LogEvent, Traceback
@@ -137,10 +138,9 @@ class Extractor:
         self._line(line, interesting)
 
     def _line(self, line: str, interesting: bool = False) -> None:
-        if ((not self._busy or self._busy_last < self.line_no - _QUIET_LINES) and self._tracker.flavor is not None
-                and not line[:1].isspace() and not interesting and self._dull(line)):
-            # nothing is open (or what is open has had no line for a while) and the line names
-            # nothing the scanner or the timeline reads: count it and move on (most lines of a server log)
+        if ((not self._busy or self._busy_last < self.line_no - _QUIET_LINES) and (binary_noise(line) or (
+                not line[:1].isspace() and self._tracker.flavor is not None and not interesting and self._dull(line)))):
+            # nothing open (or quiet a while), and a line naming nothing we read (most of a server log) or no text: count it
             self.line_no += 1
             n = len(line)
             self._prev_len = n
