@@ -44,7 +44,10 @@ def test_measures_the_known_schedule(server: str, name: str, schedule: tuple[flo
     assert s["tpot_p50_ms"] == pytest.approx(ITL_MS, abs=TOL_MS)
     # each chunk leaves the server at least ITL after the previous one: E2E has an exact lower bound
     assert min(r["e2e_s"] for r in records) * 1000 >= TTFT_MS + 11 * ITL_MS
-    assert s["e2e_p50_ms"] == pytest.approx(TTFT_MS + 11 * ITL_MS, abs=TTFT_TOL_MS + 2 * TOL_MS)
+    # E2E is the request's own last chunk plus the tail to [DONE] (the records' own times: load cannot
+    # move it); against the schedule its lateness adds up over 11 gaps, so its band is 11 gap tolerances
+    assert all(r["chunk_s"][-1] <= r["e2e_s"] <= r["chunk_s"][-1] + TTFT_TOL_MS / 1000 for r in records)
+    assert TTFT_MS + 11 * ITL_MS <= s["e2e_p50_ms"] <= TTFT_MS + 11 * ITL_MS + TTFT_TOL_MS + 11 * TOL_MS
 
 
 def test_tokens_per_chunk_tracks_multi_token_chunks(spec_server: str) -> None:
