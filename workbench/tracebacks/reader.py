@@ -11,9 +11,8 @@ import io
 from typing import BinaryIO
 
 from workbench.tracebacks.binary import binary_noise
-from workbench.tracebacks.patterns import _INTERESTING, _STRONG
 from workbench.tracebacks.prefixes import learn_shapes
-from workbench.tracebacks.scan import _QUIET_LINES, Extractor
+from workbench.tracebacks.scan import Extractor
 
 
 def extract(text: str | bytes, *, year: int | None = None) -> Extractor:
@@ -57,8 +56,7 @@ def feed_lines(ex: Extractor, text: str, stop: int) -> None:
                 pos = after
                 continue
         if ex.quiet():
-            # once the timeline knows the phase, batch and request lines cannot move it
-            m = (_STRONG if ex._tracker.phase != "unknown" else _INTERESTING).search(text, pos, stop)
+            m = ex.wanted().search(text, pos, stop)
             if m is None:
                 ex.skip(text.count("\n", pos, stop))
                 return
@@ -79,11 +77,10 @@ def skip_noise(ex: Extractor, text: str, pos: int, stop: int) -> int:
     """Count the lines of ``text[pos:stop]`` from ``pos`` on that are not text (:func:`binary_noise`), as
     :meth:`Extractor.feed` would count them one by one, and return where the first other line begins
     (``pos`` when that is the first line, or while something is open that the next line may continue)."""
-    if ex._fast is not None or ex._held is not None or (ex._busy and ex._busy_last >= ex.line_no - _QUIET_LINES):
+    if not ex.idle() or ex.holds_a_line():
         return pos
     find = text.find
-    count = last = 0
-    widest = ex._widest
+    count = last = widest = 0
     while pos < stop:
         end = find("\n", pos, stop)
         line = text[pos:end]
@@ -95,10 +92,7 @@ def skip_noise(ex: Extractor, text: str, pos: int, stop: int) -> int:
             widest = last
         pos = end + 1
     if count:  # what Extractor._line does for each line it counts
-        ex.line_no += count
-        ex._prev_len = last
-        ex._widest = widest
-        ex._touched = None
+        ex.count_dull(count, last, widest)
     return pos
 
 

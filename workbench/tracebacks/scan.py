@@ -8,12 +8,13 @@ block. The work per line is bounded, so the whole pass is linear in the input.
 
 The parts it leans on, one concern each: :mod:`~workbench.tracebacks.prefixes` (JSON lines and
 learned prefixes), :mod:`~workbench.tracebacks.stack` (blocks, frames, C++ exceptions, per-writer
-streams), :mod:`~workbench.tracebacks.events` (telling log lines), :mod:`~workbench.tracebacks.chains`
+streams, and a line read into an open block), :mod:`~workbench.tracebacks.events` (telling log lines), :mod:`~workbench.tracebacks.chains`
 (chains and their phase); :mod:`~workbench.tracebacks.reader` feeds it a text or a stream.
 """
 
 from __future__ import annotations
 
+import re
 from collections import deque
 
 from workbench.logformats import LineShapes, LogLine, _needs_clean, _parse
@@ -39,8 +40,6 @@ from workbench.tracebacks.patterns import (
     _HEADER,
     _INTERESTING,
     _IPY_HEADER,
-    _MAX_MESSAGE_CHARS,
-    _MAX_MESSAGE_LINES,
     _MIDLINE_PROC,
     _MIDLINE_RANK,
     _PLAIN,
@@ -63,11 +62,9 @@ from workbench.tracebacks.stack import (
     add_frame,
     close,
     cpp_line,
-    foreign,
+    in_block,
     ipython_frame,
     native_abort,
-    rich_line,
-    wrapper_goes_on,
 )
 
 _QUIET_LINES = 200  # an open block whose writer printed nothing for this many lines no longer holds the fast path
@@ -76,8 +73,10 @@ _QUIET_LINES = 200  # an open block whose writer printed nothing for this many l
 class Extractor:
     """Incremental extractor: ``feed`` lines in order, then ``finish``.
 
-    After ``finish`` the results are in ``tracebacks``, ``cpp_exceptions``, ``events`` and ``chain_cut_after``;
-    ``trackers`` holds one phase tracker per server (``"host|service"``: journal host and identifier, or compose service; ``"|"`` for lines with neither), fed the same lines.
+    After ``finish`` the results are in ``tracebacks``, ``cpp_exceptions``, ``events`` and
+    ``chain_cut_after``; ``trackers`` holds one phase tracker per server, fed the same lines: its key
+    is ``"host|service"`` (journal host and identifier, or compose service), ``"|"`` for lines with
+    neither.
     """
 
     def __init__(self, *, year: int | None = None) -> None:
@@ -138,15 +137,11 @@ class Extractor:
         self._line(line, interesting)
 
     def _line(self, line: str, interesting: bool = False) -> None:
-        if ((not self._busy or self._busy_last < self.line_no - _QUIET_LINES) and (binary_noise(line) or (
-                not line[:1].isspace() and self._tracker.flavor is not None and not interesting and self._dull(line)))):
+        if self.idle() and (binary_noise(line) or (
+                not line[:1].isspace() and self._tracker.flavor is not None and not interesting and self._dull(line))):
             # nothing open (or quiet a while), and a line naming nothing we read (most of a server log) or no text: count it
-            self.line_no += 1
             n = len(line)
-            self._prev_len = n
-            if n > self._widest:
-                self._widest = n
-            self._touched = None
+            self.count_dull(1, n, n)
             return
         self._feed(line)
         stream = self._stream
@@ -225,10 +220,31 @@ class Extractor:
         self._busy_last = self.line_no
         return True
 
+    def idle(self) -> bool:
+        """No writer has a block, a C++ exception or a chain open, or none took a line for a while."""
+        return not self._busy or self._busy_last < self.line_no - _QUIET_LINES
+
     def quiet(self) -> bool:
         """Nothing is open that the next lines could continue (or what is open went quiet)."""
-        return ((not self._busy or self._busy_last < self.line_no - _QUIET_LINES) and self._tracker.flavor is not None
-                and self._held is None)
+        return self.idle() and self._tracker.flavor is not None and self._held is None
+
+    def holds_a_line(self) -> bool:
+        """A frame line the terminal cut waits for its tail, the next line."""
+        return self._held is not None
+
+    def wanted(self) -> re.Pattern[str]:
+        """The search that finds the next line a :meth:`quiet` extractor must read (once the timeline
+        knows the phase, batch and request lines cannot move it)."""
+        return _STRONG if self._tracker.phase != "unknown" else _INTERESTING
+
+    def count_dull(self, count: int, last: int, widest: int) -> None:
+        """Count ``count`` lines read as nothing (dull, or not text): the last one ``last`` characters
+        long, the widest ``widest``; each is as a line no block took, and no later line's context."""
+        self.line_no += count
+        self._prev_len = last
+        if widest > self._widest:
+            self._widest = widest
+        self._touched = None
 
     def skip(self, lines: int) -> None:
         """Count ``lines`` dull lines without reading them (see :func:`_feed_lines`)."""
@@ -291,7 +307,7 @@ class Extractor:
             stream.skip_dump = False
         if stream.cpp is not None and cpp_line(stream, msg, self.line_no):
             return
-        if stream.block is not None and self._in_block(stream, stream.block, parsed, msg, header):
+        if stream.block is not None and in_block(stream, stream.block, parsed, msg, header, self.line_no):
             if stream.block is not None and stream.block.end == self.line_no and origin != _PLAIN:
                 self._touched = stream.block
             return
@@ -398,7 +414,7 @@ class Extractor:
             if dump is not None:
                 dump.cut_start = True
                 dump.message = [CUT_DUMP]
-                self._in_block(stream, dump, parsed, msg, header)
+                in_block(stream, dump, parsed, msg, header, self.line_no)
             return
         if "Fatal Python error" in msg:
             fatal = _FATAL.match(msg)
@@ -519,82 +535,3 @@ class Extractor:
         stream.block = block
         stream.in_message = False
         return block
-
-    def _in_block(self, stream: Stream, block: Block, parsed: LogLine, msg: str, header: str | None) -> bool:
-        """Consume the line if it belongs to the open block; False hands it to the idle state."""
-        if block.faulthandler:
-            fr = _FH_FRAME.match(msg)
-            if fr is not None:
-                block.frames.append(Frame(fr.group(1), int(fr.group(2)), fr.group(3).strip(), None))
-                block.end = self.line_no
-                return True
-            close(stream, cut=False)
-            return not msg.strip()
-        if _HEADER in msg:
-            if (not block.frames and block.exc_type is None and msg.strip() == _HEADER + ":"
-                    and header == block.header):
-                stream.queued.append((self.line_no, parsed.rank))
-                return True
-            close(stream, cut=not stream.in_message)
-            return False
-        same = header == block.header or (header is None and not stream.in_message)
-        if stream.in_message:
-            if not same or not msg.strip() or len(block.message) >= _MAX_MESSAGE_LINES:
-                close(stream, cut=False)
-                return False
-            if msg.lstrip().startswith("File \"") and _FILE_STRICT.match(msg) and wrapper_goes_on(block):
-                stream.in_message = False  # Ray's wrapper line: the task's own frames follow
-                add_frame(block, msg)
-                block.end = self.line_no
-                return True
-            if (_CONTEXT in msg or _CAUSE in msg or _PROCESS_LINE.match(msg) or _STOP.search(msg)
-                    or (msg.lstrip().startswith("File \"") and _FILE_STRICT.match(msg))):
-                close(stream, cut=False)
-                return False
-            # position markers under a line (under Ray's quoted head) are not the message
-            if sum(len(x) for x in block.message) < _MAX_MESSAGE_CHARS and not (block.message and _CARET.match(msg)):
-                block.message.append(msg.rstrip())
-            block.end = self.line_no
-            return True
-        # reading frames
-        if not same:
-            return foreign(stream, block)
-        if not msg.strip():
-            block.blanks += 1
-            if block.blanks > 2:
-                close(stream, cut=True)
-            return True
-        after_blank, block.blanks = block.blanks > 0, 0
-        if _CONTEXT in msg or _CAUSE in msg:
-            close(stream, cut=True)
-            return False
-        if block.rich and rich_line(block, msg):
-            block.end = self.line_no
-            return True
-        stripped = msg.lstrip()
-        if stripped.startswith("File \"") and add_frame(block, msg):
-            block.end = self.line_no
-            return True
-        if _CARET.match(msg) or stripped.startswith("[Previous line repeated"):
-            block.end = self.line_no
-            return True
-        indent = len(msg) - len(stripped)
-        # code sits right under its frame, deeper: not after a blank at the frames' depth ("Segfault encountered")
-        if block.expect_code and block.frames and not (after_blank and indent <= block.file_indent):
-            exc = _EXC.match(stripped) if indent <= block.file_indent else None
-            if indent > block.file_indent or exc is None or not looks_like_exception(exc):
-                last = block.frames[-1]
-                block.frames[-1] = Frame(last.file, last.line, last.function, stripped.rstrip())
-                block.expect_code = False
-                block.end = self.line_no
-                return True
-        exc = _EXC.match(stripped)
-        if exc is not None and (block.frames or looks_like_exception(exc)) and (indent == 0 or looks_like_exception(exc)):
-            if exc.group(2) is not None or looks_like_exception(exc):
-                block.exc_type = exc.group(1)
-                block.message = [exc.group(2).rstrip()] if exc.group(2) else []
-                block.end = self.line_no
-                block.expect_code = False
-                stream.in_message = True
-                return True
-        return foreign(stream, block)

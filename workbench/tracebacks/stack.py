@@ -9,23 +9,35 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from workbench.logformats import LogLine
 from workbench.tracebacks.model import Chain, Final, Frame
 from workbench.tracebacks.patterns import (
+    _CARET,
+    _CAUSE,
+    _CONTEXT,
     _CPP_EXC_LINE,
     _CPP_STOP,
+    _EXC,
+    _FH_FRAME,
     _FILE,
+    _FILE_STRICT,
     _HEADER,
     _IPY_CELL,
     _IPY_FRAME,
     _IPY_LINKED_CODE,
     _MAX_FOREIGN,
+    _MAX_MESSAGE_CHARS,
+    _MAX_MESSAGE_LINES,
     _NATIVE_ABORT,
     _NUM_FRAME,
     _PG_RANK,
+    _PROCESS_LINE,
     _RICH_CODE,
     _RICH_FRAME,
+    _STOP,
     _TERMINATE,
     _WHAT,
+    looks_like_exception,
     split_flattened,
 )
 
@@ -258,3 +270,83 @@ def wrapper_goes_on(block: Block) -> bool:
     block.lead = f"{t}: {block.message[0]}"
     block.exc_type, block.message = None, []
     return True
+
+
+def in_block(stream: Stream, block: Block, parsed: LogLine, msg: str, header: str | None, line_no: int) -> bool:
+    """Consume line ``line_no`` if it belongs to the open block; False hands it to the idle state."""
+    if block.faulthandler:
+        fr = _FH_FRAME.match(msg)
+        if fr is not None:
+            block.frames.append(Frame(fr.group(1), int(fr.group(2)), fr.group(3).strip(), None))
+            block.end = line_no
+            return True
+        close(stream, cut=False)
+        return not msg.strip()
+    if _HEADER in msg:
+        if (not block.frames and block.exc_type is None and msg.strip() == _HEADER + ":"
+                and header == block.header):
+            stream.queued.append((line_no, parsed.rank))
+            return True
+        close(stream, cut=not stream.in_message)
+        return False
+    same = header == block.header or (header is None and not stream.in_message)
+    if stream.in_message:
+        if not same or not msg.strip() or len(block.message) >= _MAX_MESSAGE_LINES:
+            close(stream, cut=False)
+            return False
+        if msg.lstrip().startswith("File \"") and _FILE_STRICT.match(msg) and wrapper_goes_on(block):
+            stream.in_message = False  # Ray's wrapper line: the task's own frames follow
+            add_frame(block, msg)
+            block.end = line_no
+            return True
+        if (_CONTEXT in msg or _CAUSE in msg or _PROCESS_LINE.match(msg) or _STOP.search(msg)
+                or (msg.lstrip().startswith("File \"") and _FILE_STRICT.match(msg))):
+            close(stream, cut=False)
+            return False
+        # position markers under a line (under Ray's quoted head) are not the message
+        if sum(len(x) for x in block.message) < _MAX_MESSAGE_CHARS and not (block.message and _CARET.match(msg)):
+            block.message.append(msg.rstrip())
+        block.end = line_no
+        return True
+    # reading frames
+    if not same:
+        return foreign(stream, block)
+    if not msg.strip():
+        block.blanks += 1
+        if block.blanks > 2:
+            close(stream, cut=True)
+        return True
+    after_blank, block.blanks = block.blanks > 0, 0
+    if _CONTEXT in msg or _CAUSE in msg:
+        close(stream, cut=True)
+        return False
+    if block.rich and rich_line(block, msg):
+        block.end = line_no
+        return True
+    stripped = msg.lstrip()
+    if stripped.startswith("File \"") and add_frame(block, msg):
+        block.end = line_no
+        return True
+    if _CARET.match(msg) or stripped.startswith("[Previous line repeated"):
+        block.end = line_no
+        return True
+    indent = len(msg) - len(stripped)
+    # code sits right under its frame, deeper: not after a blank at the frames' depth ("Segfault encountered")
+    if block.expect_code and block.frames and not (after_blank and indent <= block.file_indent):
+        exc = _EXC.match(stripped) if indent <= block.file_indent else None
+        if indent > block.file_indent or exc is None or not looks_like_exception(exc):
+            last = block.frames[-1]
+            block.frames[-1] = Frame(last.file, last.line, last.function, stripped.rstrip())
+            block.expect_code = False
+            block.end = line_no
+            return True
+    exc = _EXC.match(stripped)
+    if exc is not None and (block.frames or looks_like_exception(exc)) and (indent == 0 or looks_like_exception(exc)):
+        if exc.group(2) is not None or looks_like_exception(exc):
+            block.exc_type = exc.group(1)
+            block.message = [exc.group(2).rstrip()] if exc.group(2) else []
+            block.end = line_no
+            block.expect_code = False
+            stream.in_message = True
+            return True
+    return foreign(stream, block)
