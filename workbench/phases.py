@@ -123,7 +123,9 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
     (r"torch\.compile (?:takes|took) [\d.]+ s in total|Initial profiling/warmup run took|memory for KV Cache|"
      r"KV cache memory\b", "kv_cache_alloc", 3, "progress"),
     (r"Capture (?:draft (?:extend )?)?cuda graph begin|Capture [\w ]{0,40}CUDA graph begin", "cuda_graph_capture", 4, "begin"),
-    (r"Capturing CUDA graph|Capturing cudagraphs|Capturing batches|Capture cuda graph bs", "cuda_graph_capture", 4, "progress"),
+    # vLLM v0's banner before it captures ("Capturing the model for CUDA graphs. This may lead to ...")
+    (r"Capturing CUDA graph|Capturing cudagraphs|Capturing batches|Capture cuda graph bs|"
+     r"Capturing the model for CUDA graphs", "cuda_graph_capture", 4, "progress"),
     (r"Capture (?:draft (?:extend )?)?cuda graph end|Capture [\w ]{0,40}CUDA graph end", "startup_other", 4.5, "end"),
     (r"max_total_num_tokens=", "startup_other", 4.6, "progress"),
     (r"Graph capturing finished", "warmup", 5, "end"),
@@ -168,7 +170,8 @@ _RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
      "Maximum concurrency for", "Memory profiling takes", "Profiling CUDA graph memory"),
     ("s in total", "profiling/warmup run took", "memory for KV Cache", "KV cache memory"),
     ("graph begin",),
-    ("Capturing CUDA graph", "Capturing cudagraphs", "Capturing batches", "Capture cuda graph bs"),
+    ("Capturing CUDA graph", "Capturing cudagraphs", "Capturing batches", "Capture cuda graph bs",
+     "Capturing the model for CUDA graphs"),
     ("graph end",),
     ("max_total_num_tokens=",),
     ("Graph capturing finished",),

@@ -1,0 +1,27 @@
+"""Mechanisms added after held-out 14 was measured (issue 15, thirteenth round), each on lines taken
+from the shapes of real logs (the corpus part and thread say which)."""
+
+from __future__ import annotations
+
+from workbench.phases import timeline
+from workbench.tracebacks import analyze
+
+
+def test_vllm_v0s_capture_banner_places_a_cut_engine_traceback_in_graph_capture() -> None:
+    """vllm#3764: v0.4's "# GPU blocks" line, then its "Capturing the model for CUDA graphs. ..." banner, then a
+    traceback cut in the executor's construction (which profiles, allocates and captures)."""
+    text = ("INFO 04-01 08:19:20 gpu_executor.py:94] # GPU blocks: 33910, # CPU blocks: 7281\n"
+            "INFO 04-01 08:19:23 model_runner.py:791] Capturing the model for CUDA graphs. This may lead to unexpected "
+            "consequences if the model is not static. To run the model in eager mode, set 'enforce_eager=True' or use "
+            "'--enforce-eager' in the CLI.\n"
+            "Traceback (most recent call last):\n"
+            '  File "/home/u/vllm_test.py", line 11, in <module>\n'
+            '    llm = LLM(model="facebook/opt-125m")\n'
+            '  File "/home/u/envs/vllm/lib/python3.9/site-packages/vllm/engine/llm_engine.py", line 111, in __init__\n'
+            "    self.model_executor = executor_class(model_config, cache_config,\n"
+            '  File "/ho\n')
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.phase == "cuda_graph_capture"
+    rows = timeline("INFO 04-01 08:19:23 model_runner.py:791] Capturing the model for CUDA graphs. This may lead "
+                    "to unexpected consequences if the model is not static.\n")
+    assert [r["phase"] for r in rows] == ["cuda_graph_capture"]
