@@ -25,3 +25,18 @@ def test_vllm_v0s_capture_banner_places_a_cut_engine_traceback_in_graph_capture(
     rows = timeline("INFO 04-01 08:19:23 model_runner.py:791] Capturing the model for CUDA graphs. This may lead "
                     "to unexpected consequences if the model is not static.\n")
     assert [r["phase"] for r in rows] == ["cuda_graph_capture"]
+
+
+def test_an_exception_line_that_is_a_sentence_of_its_own_in_prose_is_a_failure() -> None:
+    """vllm#7978: a comment whose question is followed, in the same line, by the exception line."""
+    text = ("Hi same issue for me. I am trying vllm with facebook/opt-125m using openai template, can someone help ? "
+            "ValueError: As of transformers v4.44, default chat template is no longer allowed, so you must provide a "
+            "chat template if the tokenizer does not define one.\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.exception_type == "ValueError"
+    assert rc.message.startswith("As of transformers v4.44, default chat template is no longer allowed")
+    # the same after a full stop; an abbreviation's dot ("e.g.") or a lone name is no sentence of an exception
+    rc = analyze("I tried the 0.6 wheel. RuntimeError: CUDA error: no kernel image is available\n").root_cause
+    assert rc is not None and rc.exception_type == "RuntimeError"
+    assert analyze("Errors of this kind, e.g. ValueError: bad input, are rare.\n").root_cause is None
+    assert analyze("I read about it. ValueError is raised when the value is wrong.\n").root_cause is None
