@@ -82,8 +82,17 @@ def learn_shapes(shapes: LineShapes, text: str, *, samples: int = 64) -> None:
         pos = end + 1
 
 
+# a process's name in parentheses with no pid after it ("(APIServer) RuntimeError: ..."): vLLM's record tag as a
+# wrapper or the user left it; a capitalised name, so a shell prompt's "(base) user@host" is not one
+_PROC_TAG = re.compile(r"\([A-Z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)*\) +(?=[A-Za-z_])")
+
+
 def after_label(msg: str) -> str:
     """The text after a label written with a full-width colon near the start of a line ("【BUG】：",
-    "报错："), where a pasted exception line often follows; '' when there is no such label."""
+    "报错："), or after a process tag with no pid ("(APIServer) "), where a pasted exception line often
+    follows; '' when there is no such label."""
     pos = msg.find("\uff1a", 0, 24)
-    return msg[pos + 1:].lstrip() if pos >= 0 else ""
+    if pos >= 0:
+        return msg[pos + 1:].lstrip()
+    tag = _PROC_TAG.match(msg) if msg[:1] == "(" else None
+    return msg[tag.end():] if tag is not None else ""

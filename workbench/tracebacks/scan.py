@@ -428,14 +428,14 @@ class Extractor:
                                  abort[1], abort[2])
                 self._cpp.append(stream.cpp)
                 return
-        if (msg[:1].isalpha() or msg[:1] == "`" or "\uff1a" in msg[:24]) and parsed.level not in ("INFO", "DEBUG") and self._bare(stream, origin, parsed, msg, header):
+        if (msg[:1].isalpha() or msg[:1] in "`(" or "\uff1a" in msg[:24]) and parsed.level not in ("INFO", "DEBUG") and self._bare(stream, origin, parsed, msg, header):
             return
         self._event(parsed, msg)
 
     def _bare(self, stream: Stream, origin: tuple[str | None, ...], parsed: LogLine, msg: str, header: str | None) -> bool:
         """An exception line with no frame before it (the window began after them, or the tool
         printed only the line): a block of its own, cut at the start."""
-        text = (after_label(msg) or msg).rstrip()  # the line, or what follows its "【BUG】：" label
+        text = (after_label(msg) or msg).rstrip()  # the line, or what follows its "【BUG】：" label or "(APIServer) " tag
         m = _EXC.match(text)
         if m is not None and m.group(2) and _BARE_EXC_NAME.search(m.group(1).split("(", 1)[0]):
             exc_type, message = m.group(1), m.group(2).rstrip()

@@ -40,3 +40,18 @@ def test_an_exception_line_that_is_a_sentence_of_its_own_in_prose_is_a_failure()
     assert rc is not None and rc.exception_type == "RuntimeError"
     assert analyze("Errors of this kind, e.g. ValueError: bad input, are rare.\n").root_cause is None
     assert analyze("I read about it. ValueError is raised when the value is wrong.\n").root_cause is None
+
+
+def test_an_exception_line_behind_a_process_tag_with_no_pid_is_a_failure() -> None:
+    """kaggle-tpu-lab#7: a fenced "(APIServer) RuntimeError: Engine core initialization failed. ..." with no pid in
+    the tag, then the notebook's own phase line."""
+    text = ("```\n"
+            "(APIServer) RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}\n"
+            '[PHASE failed {"step": "server", "rc": 1}]\n'
+            "```\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.exception_type == "RuntimeError"
+    assert rc.message.startswith("Engine core initialization failed") and rc.phase == "startup_other"
+    # a shell prompt's environment tag is not a process's, nor is a tag before words that are no exception line
+    assert analyze("(base) user@host:~$ ValueError: not a log line at all\n").root_cause is None
+    assert analyze("(APIServer) Started the server on port 8000\n").root_cause is None
