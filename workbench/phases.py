@@ -493,6 +493,10 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|failed to (?:start|initial
                            # a model server that would not come up (xinference's "Failed to launch model"), vLLM's
                            # check of the model's architectures while it builds its config
                            r"failed to launch|failed to be inspected|"
+                           # the model's architecture not found among those the engine or transformers know
+                           # ("'X' is not a registered model", "Model architectures ['X'] are not supported for now")
+                           r"is not a registered model|Cannot find model module|"
+                           r"Model architectures? \[[^\]]{0,200}\] (?:are|is) not supported|"
                            # an engine placing its workers on the Ray cluster's GPUs ("Consider adjusting the Ray
                            # placement group")
                            r"\bRay placement group|"

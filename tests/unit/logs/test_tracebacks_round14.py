@@ -55,3 +55,19 @@ def test_an_exception_line_behind_a_process_tag_with_no_pid_is_a_failure() -> No
     # a shell prompt's environment tag is not a process's, nor is a tag before words that are no exception line
     assert analyze("(base) user@host:~$ ValueError: not a log line at all\n").root_cause is None
     assert analyze("(APIServer) Started the server on port 8000\n").root_cause is None
+
+
+def test_an_architecture_the_engine_does_not_know_is_a_start_up_failure() -> None:
+    """MiniMax-M1#21: the api_server command, then the bare "ValueError: Cannot find model module. 'X' is not a
+    registered model in the Transformers library ..." (vLLM resolves the architecture while it builds its config)."""
+    text = ("python -m vllm.entrypoints.openai.api_server \\\n--model ./MiniMax-M1-80k \\\n--trust-remote-code\n"
+            "报错：\n"
+            "ValueError: Cannot find model module. 'MiniMaxM1ForCausalLM' is not a registered model in the "
+            "Transformers library (only relevant if the model is meant to be in Transformers) and 'AutoModel' is not "
+            "present in the model config's 'auto_map' (relevant if the model is custom).\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.exception_type == "ValueError" and rc.phase == "startup_other"
+    text = ("ValueError: Model architectures ['MiniMaxM2ForCausalLM'] are not supported for now. Supported "
+            "architectures: dict_keys(['LlamaForCausalLM'])\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.phase == "startup_other"
