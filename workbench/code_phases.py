@@ -86,6 +86,10 @@ CONTEXTS = ("serving", "startup", "neutral")
 _S, _U, _N = "serving", "startup", "neutral"
 _NCCL, _W, _KV, _CG, _WU = STEPS
 _DEV = "startup_other"  # the device's own set-up: a step that no other step claims
+# a model runner's constructor (buffers, the attention backend, the sampler: no weights, no KV cache, no
+# collective), which vLLM's and vllm-ascend's init_device call after the process group is up: a start-up step of
+# its own, so init_device's NCCL does not claim a failure in it
+_BUILD = _DEV
 _KV_TO_WU = "kv_cache_alloc<kv_cache_alloc..warmup"  # profile memory, allocate the cache, warm up and capture
 _CG_TO_WU = "warmup<cuda_graph_capture..warmup"  # compile warm-up, capture, sampler warm-up
 _ORDER = {step: i for i, step in enumerate(STEPS)}
@@ -145,7 +149,8 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("vllm/v1/worker/gpu_model_runner.py", "capture_model _capture_cudagraphs _warmup_and_capture", _CG),
     ("vllm/v1/worker/gpu_model_runner.py", "_dummy_sampler_run _dummy_pooler_run", _WU),
     # a dummy forward: memory profiling, compile warm-up or capture, decided by its caller
-    ("vllm/v1/worker/gpu_model_runner.py", "_dummy_run __init__", _U),
+    ("vllm/v1/worker/gpu_model_runner.py", "_dummy_run", _U),
+    ("vllm/v1/worker/gpu_model_runner.py", "__init__", _BUILD),
     ("vllm/v1/worker/gpu_model_runner.py", "execute_model sample_tokens _update_states _prepare_inputs _preprocess "
      "_sample _bookkeeping_sync propose_draft_token_ids _update_states_after_model_execute _pool", _S),
     # --- vLLM's model runner v2 (vllm/v1/worker/gpu/model_runner.py): its _dummy_run calls execute_model
@@ -154,7 +159,8 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
      "get_kv_cache_spec _init_kv_zero_meta", _KV),
     ("vllm/v1/worker/gpu/model_runner.py", "capture_model", _CG),
     ("vllm/v1/worker/gpu/model_runner.py", "_dummy_sampler_run _dummy_pooler_run", _WU),
-    ("vllm/v1/worker/gpu/model_runner.py", "_dummy_run __init__", _U),
+    ("vllm/v1/worker/gpu/model_runner.py", "_dummy_run", _U),
+    ("vllm/v1/worker/gpu/model_runner.py", "__init__", _BUILD),
     ("vllm/v1/worker/gpu/model_runner.py", "execute_model sample_tokens add_requests update_requests "
      "finish_requests free_states gather_batch_req_state prepare_inputs postprocess_sampled", _S),
     ("vllm/v1/worker/gpu/cudagraph_utils.py", "capture capture_graph _capture_graph", _CG),
@@ -173,6 +179,7 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("vllm_ascend/worker/model_runner_v1.py", "profile_run initialize_kv_cache", _KV),
     ("vllm_ascend/worker/model_runner_v1.py", "capture_model _capture_model", _CG),
     ("vllm_ascend/worker/model_runner_v1.py", "_dummy_run", _U),
+    ("vllm_ascend/worker/model_runner_v1.py", "__init__", _BUILD),
     ("vllm_ascend/worker/model_runner_v1.py", "execute_model _update_states _process_reqs", _S),
     # --- vLLM v0 (vllm/worker, vllm/executor, vllm/engine)
     ("vllm/worker/worker.py", "init_device init_worker_distributed_environment", _NCCL),

@@ -71,3 +71,29 @@ def test_an_architecture_the_engine_does_not_know_is_a_start_up_failure() -> Non
             "architectures: dict_keys(['LlamaForCausalLM'])\n")
     rc = analyze(text).root_cause
     assert rc is not None and rc.phase == "startup_other"
+
+
+def test_a_model_runners_constructor_under_init_device_is_not_nccl_start() -> None:
+    """vllm-ascend#7276: init_device builds the NPU model runner after the process group is up; its constructor's
+    ``get_attn_backend(`` raised a TypeError. vLLM's own GPU model runner is built there the same way."""
+    text = ('(EngineCore pid=9748)   File "/opt/vllm/vllm/v1/worker/worker_base.py", line 312, in init_device\n'
+            "(EngineCore pid=9748)     self.worker.init_device()  # type: ignore\n"
+            '(EngineCore pid=9748)   File "/opt/vllm/vllm-ascend/vllm_ascend/worker/worker.py", line 322, in '
+            "init_device\n"
+            "(EngineCore pid=9748)     self.model_runner = NPUModelRunner(self.vllm_config, self.device)\n"
+            '(EngineCore pid=9748)   File "/opt/vllm/vllm-ascend/vllm_ascend/worker/model_runner_v1.py", line 292, '
+            "in __init__\n"
+            "(EngineCore pid=9748)     self.attn_backend = get_attn_backend(\n"
+            "(EngineCore pid=9748) TypeError: get_attn_backend() got multiple values for argument 'use_mla'\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.exception_type == "TypeError" and rc.phase == "startup_other"
+    gpu = text.replace("vllm-ascend/vllm_ascend/worker/worker.py", "vllm/v1/worker/gpu_worker.py").replace(
+        "vllm-ascend/vllm_ascend/worker/model_runner_v1.py", "vllm/v1/worker/gpu_model_runner.py")
+    rc = analyze(gpu).root_cause
+    assert rc is not None and rc.phase == "startup_other"
+    # the process group set up in the same init_device is still NCCL start
+    nccl = text.split("(EngineCore pid=9748)     self.model_runner")[0] + (
+        "(EngineCore pid=9748)     init_worker_distributed_environment(self.vllm_config, self.rank)\n"
+        "(EngineCore pid=9748) RuntimeError: NCCL error: unhandled system error\n")
+    rc = analyze(nccl).root_cause
+    assert rc is not None and rc.phase == "nccl_init"
