@@ -35,6 +35,16 @@ def unquote(line: str) -> str:
     return line
 
 
+def unglue(line: str) -> str:
+    """A log record a Markdown backtick or fence was glued before ("`Nov 13 01:50:23 host vllm[62501]: ...",
+    "```(EngineCore_DP0 pid=7) ERROR ..."): the record without it, when what follows reads as a prefixed
+    record; else the line as it is (a quoted exception line keeps its quote)."""
+    rest = line.lstrip("`")
+    if len(line) - len(rest) > 3 or not rest[:1].strip():
+        return line
+    return rest if _parse(rest)[0].format != "plain" else line
+
+
 def reparse(outer: LogLine, origin: tuple[str | None, ...], header: str | None,
              rest: str) -> tuple[LogLine, tuple[str | None, ...], str | None]:
     """A line whose learned prefix was stripped: read the known prefixes of what remains."""

@@ -52,7 +52,7 @@ from workbench.tracebacks.patterns import (
     no_cr,
     quoted_exception,
 )
-from workbench.tracebacks.prefixes import after_label, indented_record, json_log, reparse, unquote
+from workbench.tracebacks.prefixes import after_label, indented_record, json_log, reparse, unglue, unquote
 from workbench.tracebacks.stack import (
     CUT_DUMP,
     Block,
@@ -267,6 +267,8 @@ class Extractor:
             line = unquote(line)
         if line[:2] == '{"' and ('"log":"' in line or '"message":"' in line):
             line = json_log(line)
+        elif line[:1] == "`":
+            line = unglue(line)
         parsed, origin, header = _parse(line)
         msg0 = parsed.message
         if msg0 and (msg0[0] not in " \t" or (indented_record(msg0) and self.shapes)):

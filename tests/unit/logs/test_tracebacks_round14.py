@@ -97,3 +97,20 @@ def test_a_model_runners_constructor_under_init_device_is_not_nccl_start() -> No
         "(EngineCore pid=9748) RuntimeError: NCCL error: unhandled system error\n")
     rc = analyze(nccl).root_cause
     assert rc is not None and rc.phase == "nccl_init"
+
+
+def test_a_backtick_glued_before_a_journal_record_leaves_the_record_readable() -> None:
+    """MiniMax-M2#40: a paste opened by a backtick glued to its first journal record, whose pydantic error's dotted
+    name a space splits ("pydantic_core._pydantic_core. ValidationError: ..."), then systemd's exit line."""
+    text = ("`Nov 13 01:50:23 host vllm[62501]: (APIServer pid=62501) pydantic_core._pydantic_core. ValidationError: "
+            "1 validation error for ModelConfig\n"
+            "Nov 13 01:50:23 host vllm[62501]: (APIServer pid=62501)   Value error, Model architectures "
+            "['MiniMaxM2ForCausalLM'] are not supported for now. Supported architectures>\n"
+            "Nov 13 01:50:25 host systemd[1]: vllm-minimax.service: Main process exited, code=exited, "
+            "status=1/FAILURE`\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.exception_type == "ValidationError"
+    assert rc.message.startswith("1 validation error for ModelConfig")
+    # a quoted exception line keeps its quote (and is read as one)
+    rc = analyze("`RuntimeError: Decode out of memory. Try to allocate 148 tokens.`\n").root_cause
+    assert rc is not None and rc.exception_type == "RuntimeError"
