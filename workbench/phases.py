@@ -475,7 +475,8 @@ _QUOTED_METHOD = re.compile(r"""(?:rpc|_workers|method)\(\s*['"](\w+)['"]""")
 _WRAPPER_METHOD = re.compile(r"ray::[^\s(]*\.(\w+)\(\)|method '(\w+)'|collective_rpc\(\s*['\"](\w+)|"
                              r"while processing method (\w+)|Exception in thread [^()\n]*\((\w+)\):")
 _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"warm_?up", re.I), "warmup"),
+    # vLLM's "CUDA out of memory occurred when warming up sampler with 256 dummy requests"
+    (re.compile(r"warm_?up|\bwarming up\b", re.I), "warmup"),
     (re.compile(r"stream is capturing|during CUDA graph capture|Capture cuda graph failed|cudaErrorStreamCapture|"
                 r"graph capture", re.I), "cuda_graph_capture"),
     (re.compile(r"(?:fail(?:ed)?|faild) to load (?:the )?model\b(?! config)", re.I), "weight_loading"),

@@ -114,3 +114,14 @@ def test_a_backtick_glued_before_a_journal_record_leaves_the_record_readable() -
     # a quoted exception line keeps its quote (and is read as one)
     rc = analyze("`RuntimeError: Decode out of memory. Try to allocate 148 tokens.`\n").root_cause
     assert rc is not None and rc.exception_type == "RuntimeError"
+
+
+def test_a_message_saying_it_failed_while_warming_up_is_a_warm_up_failure() -> None:
+    """vllm#33920: the bare two-line RuntimeError vLLM raises when the sampler's warm-up runs out of memory; its
+    second line's "when initializing the engine" is start-up in general, "warming up" the step."""
+    text = ("```\n"
+            "RuntimeError: CUDA out of memory occurred when warming up sampler with 256 dummy requests. \n"
+            "Please try lowering `max_num_seqs` or `gpu_memory_utilization` when initializing the engine.\n"
+            "```\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.exception_type == "RuntimeError" and rc.phase == "warmup"
