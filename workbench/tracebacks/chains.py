@@ -72,7 +72,9 @@ def _header_type(block: Block) -> str | None:
 def chain_phase(chain: list[Block]) -> str:
     """One phase for the links of a chain: the first link whose stack names a step decides
     (the cause is where it failed), else the evidence of all links together."""
-    texts = [t for b in chain for t in (b.lead, b.message[0] if b.message else None)]
+    # the message's first lines: a multi-line message's reason may follow its first line (pydantic's
+    # "1 validation error for ModelConfig" / "  Value error, Model architectures [...] are not supported")
+    texts = [t for b in chain for t in (b.lead, "\n".join(b.message[:4]) if b.message else None)]
     first = chain[0]
     for b in chain:
         frames = [(f.file, f.function, f.code) for f in b.frames]

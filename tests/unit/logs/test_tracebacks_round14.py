@@ -125,3 +125,14 @@ def test_a_message_saying_it_failed_while_warming_up_is_a_warm_up_failure() -> N
             "```\n")
     rc = analyze(text).root_cause
     assert rc is not None and rc.exception_type == "RuntimeError" and rc.phase == "warmup"
+
+
+def test_the_later_lines_of_a_multi_line_message_tell_the_phase() -> None:
+    """MiniMax-M2#40: pydantic's ValidationError names the model it failed on in its first line and the reason
+    (an architecture vLLM does not support: start-up) in the next."""
+    text = ("pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n"
+            "  Value error, Model architectures ['MiniMaxM2ForCausalLM'] are not supported for now. Supported "
+            "architectures: dict_keys(['LlamaForCausalLM'])\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.message.startswith("1 validation error for ModelConfig")
+    assert rc.phase == "startup_other"
