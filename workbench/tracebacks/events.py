@@ -20,6 +20,26 @@ _LEVEL_FREE = frozenset({"Check failed: ", "can be stored in KV cache", "No avai
 # vLLM's record of the batch whose execution failed, naming that failure, at WARNING when pickling its
 # input failed too ("Failed to pickle inputs of failed execution: CUDA error: an illegal memory access ...")
 _FAILED_EXECUTION = "inputs of failed execution: "
+# a failure's message quoted in prose after words that say it was thrown ("... crashes and throws the panic
+# 'Assertion failed: emplaceDone'"), or quoted on a line of its own under a sentence that announces it ("an error
+# occurs during request:" / "`handling callback was invoked with status -3 (Input/output error)`")
+_PROSE_THROWN = re.compile(r"\b(?:throws?|threw|thrown|raises?|raised|hits?|gets?|got|reports?|reported|shows?) "
+                           r"(?:the |an? )(?:panic|error|exception|assertion(?: error)?)[:,]? ?"
+                           r"(?:'([^']{6,200})'|\"([^\"]{6,200})\"|`([^`]{6,200})`)")
+_ANNOUNCES = re.compile(r"\b(?:an?|the|this|following) (?:error|exception|panic|failure)\b[^:`]{0,80}:\s*$", re.I)
+_LINE_QUOTE = re.compile(r"`([^`]{8,300})`\s*")
+
+
+def prose_failure(msg: str, recent: Sequence[str]) -> str | None:
+    """The failure message a line of prose quotes as thrown, or that a whole-line quote gives under a sentence
+    announcing an error (``recent``: the records so far, this line last); None for any other line."""
+    text = msg.strip()
+    if (m := _PROSE_THROWN.search(text)) is not None:
+        return next(g for g in m.groups() if g)
+    if text[:1] == "`" and (q := _LINE_QUOTE.fullmatch(text)) is not None and len(recent) > 1 and _ANNOUNCES.search(
+            recent[-2]):
+        return q.group(1)
+    return None
 
 
 def log_event(parsed: LogLine, msg: str, line_no: int, phase: str, server: str,
@@ -28,6 +48,11 @@ def log_event(parsed: LogLine, msg: str, line_no: int, phase: str, server: str,
 
     ``phase`` is the timeline's; the words of the line are weighed only if it becomes the root cause.
     ``recent``: the log's latest records, this line last (the event keeps those before it)."""
+    if parsed.level is None and parsed.format == "plain" and ("`" in msg or "'" in msg or '"' in msg):
+        recent = tuple(recent)
+        said = prose_failure(msg, recent)
+        if said is not None:  # prose has no level: what it quotes as thrown is the error line
+            return LogEvent("error_line", line_no, said, parsed.rank, phase, server, recent[:-1])
     level: str | None = ""
     for kind, m in event_matches(msg):
         if kind == "error_line" and m.group(0) not in _LEVEL_FREE and _FAILED_EXECUTION not in msg:

@@ -136,3 +136,21 @@ def test_the_later_lines_of_a_multi_line_message_tell_the_phase() -> None:
     rc = analyze(text).root_cause
     assert rc is not None and rc.message.startswith("1 validation error for ModelConfig")
     assert rc.phase == "startup_other"
+
+
+def test_a_failure_message_prose_quotes_as_thrown_or_announced_is_an_error_line() -> None:
+    """dynamo#6734: "... the Decode worker sporadically crashes and throws the panic 'Assertion failed: emplaceDone'";
+    dynamo#843: "an error occurs during request:" over a line that is one backticked message."""
+    text = ("In a PD disaggregated deployment, the Decode worker sporadically crashes and throws the panic 'Assertion "
+            "failed: emplaceDone'.\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.kind == "log_line" and rc.message == "Assertion failed: emplaceDone"
+    text = ("When running Dynamo in disaggregation mode with 2 prefill workers and 1 or more decode workers, an error "
+            "occurs during request:\n"
+            "`handling callback was invoked with status -3 (Input/output error)`\n"
+            "The issue happens when the prefill phase finishes and the decode worker picks up the request.\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.message == "handling callback was invoked with status -3 (Input/output error)"
+    # a quote no sentence announces as an error, or prose that throws nothing quoted, is no failure
+    assert analyze("Run it with the flag below:\n`--max-model-len 8192 --enforce-eager`\n").root_cause is None
+    assert analyze("The server throws an error when the port is taken, which is expected.\n").root_cause is None
