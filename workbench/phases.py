@@ -527,6 +527,10 @@ _TEXT_SERVING = re.compile(r"inputs? of failed execution|Dumping input data|Dump
                            # SGLang's ScheduleBatch, out of KV slots for the batch it is building
                            r"(?:Decode|Prefill) out of memory|alloc_req_slots runs out of memory|"
                            r"error (?:on|for|processing) request\b|\bRequest failed\b|EngineCore encountered a fatal error|"
+                           # prose placing a failure in the handling of requests ("an error occurs during request:",
+                           # "while processing the requests", "during benchmarking")
+                           r"\b(?:during|while (?:handling|processing|serving)|when (?:handling|processing|serving)) "
+                           r"(?:an? |the |each |concurrent )?(?:requests?|benchmark(?:s|ing)?)\b|"
                            # the error a dead engine raises to the requests that reach it (vLLM v0's MQEngineDeadError
                            # "Engine loop is not running", v1's EngineDeadError "EngineCore encountered an issue"): its
                            # loop had been serving them

@@ -154,3 +154,14 @@ def test_a_failure_message_prose_quotes_as_thrown_or_announced_is_an_error_line(
     # a quote no sentence announces as an error, or prose that throws nothing quoted, is no failure
     assert analyze("Run it with the flag below:\n`--max-model-len 8192 --enforce-eager`\n").root_cause is None
     assert analyze("The server throws an error when the port is taken, which is expected.\n").root_cause is None
+
+
+def test_prose_placing_a_failure_in_the_handling_of_requests_is_serving() -> None:
+    """dynamo#843: "an error occurs during request:" is the sentence before the quoted message."""
+    text = ("When running Dynamo in disaggregation mode with 2 prefill workers, an error occurs during request:\n"
+            "`handling callback was invoked with status -3 (Input/output error)`\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.phase == "serving"
+    rc = analyze("The worker crashed while processing the requests. RuntimeError: CUDA error: an illegal memory "
+                 "access was encountered\n").root_cause
+    assert rc is not None and rc.phase == "serving"
