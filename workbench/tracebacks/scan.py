@@ -52,7 +52,14 @@ from workbench.tracebacks.patterns import (
     no_cr,
     quoted_exception,
 )
-from workbench.tracebacks.prefixes import after_label, indented_record, json_log, reparse, unglue, unquote
+from workbench.tracebacks.prefixes import (
+    after_label,
+    indented_record,
+    json_log,
+    reparse,
+    unglue,
+    unquote,
+)
 from workbench.tracebacks.stack import (
     CUT_DUMP,
     Block,
