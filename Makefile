@@ -57,16 +57,15 @@ hooks: venv
 
 # The lint and the unit tests (about 1 + 5 min, under one core) run beside the integration tests,
 # which mostly wait on the testbed, and so do the integration tests that need no testbed host (the
-# local Slurm cluster's, the process backend's tests and guard, Docker on this machine, the local sweep and browser tests,
-# the notebooks that need no host, a real vLLM on localhost and over two local hosts: SIDE, about 13 min); their
-# output follows the integration tests'. SIDE holds files and single tests (file::test): the integration lane
-# ignores the one and deselects the other. PYTEST_ARGS: one run of just that (after the lint).
+# local Slurm cluster's, the process backend's guard, Docker on this machine, the local sweep and browser tests, a real
+# vLLM over two local hosts: SIDE); their output follows the integration tests'. SIDE may hold files and single tests
+# (file::test): the integration lane ignores the one and deselects the other. PYTEST_ARGS: one run of just that (after
+# the lint). Moving the process backend's tests, three notebooks and the real vLLM on localhost here as well made
+# both lanes about 11-13 min longer (CI 44 -> 59 min): the side lane's CPU work slows the integration lane more
+# than what it takes off it.
 SIDE := tests/integration/test_slurm.py tests/integration/test_slurm_base.py tests/integration/test_slurm_accounting.py \
-	tests/integration/test_guard_process.py tests/integration/test_local_backend.py tests/integration/test_docker.py \
-	tests/integration/test_sweep_local.py tests/integration/test_browser_local.py tests/integration/test_deployment_vllm_local.py \
-	tests/integration/test_notebooks.py::test_tracebacks_of_a_log tests/integration/test_notebooks.py::test_past_run \
-	tests/integration/test_notebooks.py::test_past_run_without_runs \
-	tests/integration/test_vllm.py::test_process_backend_runs_the_same_server_on_localhost
+	tests/integration/test_guard_process.py tests/integration/test_docker.py tests/integration/test_sweep_local.py \
+	tests/integration/test_browser_local.py tests/integration/test_deployment_vllm_local.py
 test: venv sysdeps vllm-env
 	@set +e; \
 	if [ -n "$(PYTEST_ARGS)" ]; then $(MAKE) --no-print-directory lint && $(VENV)/bin/pytest --durations=40 $(PYTEST_ARGS); rc=$$?; \
