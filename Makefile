@@ -60,9 +60,8 @@ hooks: venv
 # local Slurm cluster's, the process backend's guard, Docker on this machine, the local sweep and browser tests, a real
 # vLLM over two local hosts: SIDE); their output follows the integration tests'. SIDE may hold files and single tests
 # (file::test): the integration lane ignores the one and deselects the other. PYTEST_ARGS: one run of just that (after
-# the lint). Moving the process backend's tests, three notebooks and the real vLLM on localhost here as well made
-# both lanes about 11-13 min longer (CI 44 -> 59 min): the side lane's CPU work slows the integration lane more
-# than what it takes off it.
+# the lint). The process backend's tests, three notebooks and the real vLLM on localhost were here for one stop:
+# both lanes then took 11-13 min longer (CI 44 -> 59 min), so they went back (cause not proven: BENCHMARKS.md).
 SIDE := tests/integration/test_slurm.py tests/integration/test_slurm_base.py tests/integration/test_slurm_accounting.py \
 	tests/integration/test_guard_process.py tests/integration/test_docker.py tests/integration/test_sweep_local.py \
 	tests/integration/test_browser_local.py tests/integration/test_deployment_vllm_local.py
