@@ -153,14 +153,17 @@ def test_journal_follows_a_job_from_pending_to_its_end(cluster, env) -> None:
         p = subprocess.Popen([sys.executable, "-m", "workbench", "journal", "slurm:testbed", job, "-f", "-n", "1000",
                               "--json", "--interval", "0.5"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True, cwd=ROOT, env=env)
+        assert p.stderr is not None
+        first = p.stderr.readline()  # the follower's own word that it waits (it has seen the job pending)
+        assert f"job {job} wb-follow-probe pending" in first, first + p.stderr.read()
         deadline = time.monotonic() + 60
-        while cluster.job(job).state != "PENDING" or cluster.job(blocker).state != "RUNNING":
-            assert time.monotonic() < deadline
-            time.sleep(0.2)  # only the scheduler can say the job waits
-        time.sleep(1.0)  # the follower is up and waiting on the pending job
+        while cluster.job(blocker).state != "RUNNING":
+            assert time.monotonic() < deadline and cluster.job(job).state == "PENDING"
+            time.sleep(0.2)  # only the scheduler can say the blocker holds the node
         assert p.poll() is None
         cluster.cancel([blocker])
-        out, err = p.communicate(timeout=180)
+        out, rest = p.communicate(timeout=180)
+        err = first + rest
     finally:
         cluster.cancel(_live(cluster))
     assert p.returncode == 0, err

@@ -20,6 +20,7 @@ TTFT_MS, ITL_MS = 40.0, 20.0  # the schedule of the conftest servers (checked be
 TOL_MS = 8.0  # stated tolerance for median gaps (ITL, TPOT) against the schedule (loaded 2-core CI box)
 # TTFT also holds the client's own per-request work (httpx: 5-15 ms on a loaded 2-core box)
 TTFT_TOL_MS = 25.0
+TAIL_S = 0.2  # last chunk to the end of the stream: the server sends both at once; the rest is the client's load
 CLIENTS = {"httpx": lambda s: client.run_local(s, progress=False), "hostclient": hostclient.run}
 
 
@@ -44,9 +45,11 @@ def test_measures_the_known_schedule(server: str, name: str, schedule: tuple[flo
     assert s["tpot_p50_ms"] == pytest.approx(ITL_MS, abs=TOL_MS)
     # each chunk leaves the server at least ITL after the previous one: E2E has an exact lower bound
     assert min(r["e2e_s"] for r in records) * 1000 >= TTFT_MS + 11 * ITL_MS
-    # E2E is the request's own last chunk plus the tail to [DONE] (the records' own times: load cannot
-    # move it); against the schedule its lateness adds up over 11 gaps, so its band is 11 gap tolerances
-    assert all(r["chunk_s"][-1] <= r["e2e_s"] <= r["chunk_s"][-1] + TTFT_TOL_MS / 1000 for r in records)
+    # E2E ends after the request's own last chunk (exact) and before a whole request more could have run
+    # (TAIL_S, under one request's 260 ms: E2E taken at another request's end or from another origin is
+    # caught). The tail itself is the server's [DONE] plus the client's scheduling, which CI's load stretched
+    # past 25 ms; against the schedule E2E's lateness adds up over 11 gaps, so its band is 11 gap tolerances
+    assert all(r["chunk_s"][-1] <= r["e2e_s"] <= r["chunk_s"][-1] + TAIL_S for r in records)
     assert TTFT_MS + 11 * ITL_MS <= s["e2e_p50_ms"] <= TTFT_MS + 11 * ITL_MS + TTFT_TOL_MS + 11 * TOL_MS
 
 
