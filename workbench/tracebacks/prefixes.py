@@ -10,6 +10,8 @@ import re
 from workbench.logformats import LineShapes, LogLine, _parse
 from workbench.tracebacks.patterns import _GROUP_MARGIN, _QUOTE, level_word
 
+Parsed = tuple[LogLine, tuple[str | None, ...], str | None]  # what ``_parse`` gives: line, origin, header
+
 
 def json_log(line: str) -> str:
     """The text of one line of a JSON log (docker's json-file driver, Ray's log monitor)."""
@@ -35,14 +37,15 @@ def unquote(line: str) -> str:
     return line
 
 
-def unglue(line: str) -> str:
+def unglue(line: str) -> tuple[str, Parsed | None]:
     """A log record a Markdown backtick or fence was glued before ("`Nov 13 01:50:23 host vllm[62501]: ...",
-    "```(EngineCore_DP0 pid=7) ERROR ..."): the record without it, when what follows reads as a prefixed
-    record; else the line as it is (a quoted exception line keeps its quote)."""
+    "```(EngineCore_DP0 pid=7) ERROR ..."): the record without it and its parse, when what follows reads
+    as a prefixed record; else the line as it is and None (a quoted exception line keeps its quote)."""
     rest = line.lstrip("`")
     if len(line) - len(rest) > 3 or not rest[:1].strip():
-        return line
-    return rest if _parse(rest)[0].format != "plain" else line
+        return line, None
+    parsed = _parse(rest)
+    return (rest, parsed) if parsed[0].format != "plain" else (line, None)
 
 
 def reparse(outer: LogLine, origin: tuple[str | None, ...], header: str | None,

@@ -272,11 +272,12 @@ class Extractor:
         self._stream = None
         if line and line[0] in " \t>":
             line = unquote(line)
+        glued = None
         if line[:2] == '{"' and ('"log":"' in line or '"message":"' in line):
             line = json_log(line)
         elif line[:1] == "`":
-            line = unglue(line)
-        parsed, origin, header = _parse(line)
+            line, glued = unglue(line)
+        parsed, origin, header = glued or _parse(line)
         msg0 = parsed.message
         if msg0 and (msg0[0] not in " \t" or (indented_record(msg0) and self.shapes)):
             rest = self.shapes.strip(msg0) if self.shapes else None
