@@ -155,7 +155,10 @@ def _launch_subprocesses(server_args: Any) -> tuple[list[Any], dict[str, Any], A
         )
     times = phase_times(model_config.spec, tp, server_args.speculative_algorithm is not None)
     times = times.scaled(server_args.sim_time_scale)
-    ctx = mp.get_context("spawn")
+    # SGLang spawns its ranks; a fork server that has imported the scheduler once makes each rank a fork
+    # of a clean process (no threads, no server state) instead of a fresh interpreter importing it again
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(["sglang.srt.managers.scheduler"])
     barrier = ctx.Barrier(world) if nodes.dist is None else None
     state_dir = server_args.sim_gpu_state_dir
     leader_conns, readers = [], []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import os
 import random
 import signal
@@ -441,7 +442,8 @@ def run_scheduler_process(
     kill_itself_when_parent_died()
     set_process_title(f"sglang::scheduler{prefix.replace(' ', '_')}")
     configure_logger(server_args, prefix=prefix)
-    parent_process = os.getppid()
+    server = multiprocessing.parent_process()  # the server (the fork server is the rank's own parent)
+    parent_process = server.pid if server is not None and server.pid is not None else os.getppid()
     sim, strike = rank_setup.build(f"sglang::scheduler{prefix.replace(' ', '_')}")
     try:
         scheduler = Scheduler(

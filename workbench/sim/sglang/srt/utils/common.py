@@ -158,9 +158,12 @@ def set_process_title(title: str) -> None:
 
 
 def kill_itself_when_parent_died() -> None:
+    """A rank dies with its parent, the fork server, which leaves when the server does."""
+    ppid = os.getppid()
     _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    # The parent may have died before the request was made (a stop during the ranks' spawn): then
-    # no signal comes, and a rank would wait for its peers forever.  Check, as prctl(2) advises.
+    # The parent may have died before the request was made (a stop during the ranks' start): then
+    # no signal comes, and a rank would wait for its peers forever.  Check, as prctl(2) advises;
+    # the server itself (the process that asked for the rank) is checked through its sentinel.
     parent = multiprocessing.parent_process()
-    if parent is not None and os.getppid() != parent.pid:
+    if os.getppid() != ppid or (parent is not None and not parent.is_alive()):
         os.kill(os.getpid(), signal.SIGKILL)
