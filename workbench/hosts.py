@@ -180,14 +180,18 @@ def _prepare(cmd: Command, input: str | bytes | None, env: Mapping[str, str] | N
     return text, data
 
 
-def _put_command(path: str, mode: int) -> list[str]:
-    """Write stdin to ``path`` atomically: temp file in the same directory, then rename."""
+def _put_command(path: str, mode: int, size: int) -> list[str]:
+    """Write stdin to ``path`` atomically: temp file in the same directory, then rename -- only when
+    all ``size`` bytes came. A writer that dies mid-way (a killed controller: its channel closes)
+    ends stdin early, and ``cat`` takes that end for the whole input: without the count, the cut
+    file would replace the good one (an empty session record left the host unrestorable)."""
     script = (
         'set -e; d=$(dirname "$1"); mkdir -p "$d"; t=$(mktemp "$d/.wb-put.XXXXXX"); '
-        'trap \'rm -f "$t"\' EXIT; cat >"$t"; chmod "$2" "$t"; sync "$t" 2>/dev/null || true; '
-        'mv -f "$t" "$1"; trap - EXIT'
+        'trap \'rm -f "$t"\' EXIT; cat >"$t"; n=$(wc -c <"$t"); '
+        'if [ "$n" -ne "$3" ]; then echo "put $1: $n of $3 bytes came: left as it was" >&2; exit 75; fi; '
+        'chmod "$2" "$t"; sync "$t" 2>/dev/null || true; mv -f "$t" "$1"; trap - EXIT'
     )
-    return ["sh", "-c", script, "put", path, format(mode, "o")]
+    return ["sh", "-c", script, "put", path, format(mode, "o"), str(size)]
 
 
 # ---------------------------------------------------------------------------
@@ -286,7 +290,7 @@ class LocalHost:
         return stream
 
     def put(self, data: bytes, path: str, mode: int = 0o644) -> None:
-        self.run(_put_command(path, mode), input=data, check=True)
+        self.run(_put_command(path, mode, len(data)), input=data, check=True)
 
     def get(self, path: str, *, timeout: float = DEFAULT_TIMEOUT) -> bytes:
         try:

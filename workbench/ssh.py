@@ -442,7 +442,7 @@ class SSHHost:
         return stream
 
     def put(self, data: bytes, path: str, mode: int = 0o644) -> None:
-        self.run(_put_command(path, mode), input=data, check=True)
+        self.run(_put_command(path, mode, len(data)), input=data, check=True)
 
     def get(self, path: str, *, timeout: float = DEFAULT_TIMEOUT) -> bytes:
         import base64
