@@ -187,7 +187,10 @@ def _proc_rank(name: str, rank: str | None) -> str | None:
     return found
 
 
-def _parse(line: str) -> tuple[LogLine, tuple[str | None, ...], str | None]:
+Parsed = tuple[LogLine, tuple[str | None, ...], str | None]  # a parsed line: the line, its origin, its header
+
+
+def _parse(line: str) -> Parsed:
     """Parse one line; also return the writer's identity and the app header text.
 
     The identity separates interleaved writers (vLLM processes, journal pids, compose

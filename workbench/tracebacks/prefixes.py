@@ -7,10 +7,8 @@ from __future__ import annotations
 import json
 import re
 
-from workbench.logformats import LineShapes, LogLine, _parse
+from workbench.logformats import LineShapes, LogLine, Parsed, _parse
 from workbench.tracebacks.patterns import _GROUP_MARGIN, _QUOTE, level_word
-
-Parsed = tuple[LogLine, tuple[str | None, ...], str | None]  # what ``_parse`` gives: line, origin, header
 
 
 def json_log(line: str) -> str:
@@ -49,7 +47,7 @@ def unglue(line: str) -> tuple[str, Parsed | None]:
 
 
 def reparse(outer: LogLine, origin: tuple[str | None, ...], header: str | None,
-             rest: str) -> tuple[LogLine, tuple[str | None, ...], str | None]:
+             rest: str) -> Parsed:
     """A line whose learned prefix was stripped: read the known prefixes of what remains."""
     inner, inner_origin, inner_header = _parse(rest)
     if any(inner_origin):
