@@ -180,18 +180,24 @@ def _prepare(cmd: Command, input: str | bytes | None, env: Mapping[str, str] | N
     return text, data
 
 
-def _put_command(path: str, mode: int, size: int) -> list[str]:
-    """Write stdin to ``path`` atomically: temp file in the same directory, then rename -- only when
-    all ``size`` bytes came. A writer that dies mid-way (a killed controller: its channel closes)
-    ends stdin early, and ``cat`` takes that end for the whole input: without the count, the cut
-    file would replace the good one (an empty session record left the host unrestorable)."""
+def _prepare_run(cmd: Command, input: str | bytes | None,
+                 env: Mapping[str, str] | None) -> tuple[str, bytes | None, str]:
+    """:func:`_prepare` for a command that reads its stdin to the end, plus the text to show for it:
+    it runs only on the whole of its stdin (:func:`shell.whole_stdin`), so a controller killed
+    mid-send never runs a cut script or writes a cut file."""
+    text, data = _prepare(cmd, input, env)
+    return (text if data is None else shell.whole_stdin(text, len(data))), data, text
+
+
+def _put_command(path: str, mode: int) -> list[str]:
+    """Write stdin to ``path`` atomically: temp file in the same directory, then rename. ``run``
+    gives it only a whole input (a cut one replaced a good session record with an empty one)."""
     script = (
         'set -e; d=$(dirname "$1"); mkdir -p "$d"; t=$(mktemp "$d/.wb-put.XXXXXX"); '
-        'trap \'rm -f "$t"\' EXIT; cat >"$t"; n=$(wc -c <"$t"); '
-        'if [ "$n" -ne "$3" ]; then echo "put $1: $n of $3 bytes came: left as it was" >&2; exit 75; fi; '
+        'trap \'rm -f "$t"\' EXIT; cat >"$t"; '
         'chmod "$2" "$t"; sync "$t" 2>/dev/null || true; mv -f "$t" "$1"; trap - EXIT'
     )
-    return ["sh", "-c", script, "put", path, format(mode, "o"), str(size)]
+    return ["sh", "-c", script, "put", path, format(mode, "o")]
 
 
 # ---------------------------------------------------------------------------
@@ -226,7 +232,7 @@ class LocalHost:
         input: str | bytes | None = None,
         env: Mapping[str, str] | None = None,
     ) -> Result:
-        text, data = _prepare(cmd, input, env)
+        text, data, shown = _prepare_run(cmd, input, env)
         if self.fence is not None:
             text = self.fence.wrap(text)
         started = time.monotonic()
@@ -245,10 +251,10 @@ class LocalHost:
                 os.killpg(proc.pid, 9)
             proc.communicate()
             raise CommandTimeout(
-                f"{self.name}: command ran past {timeout:.0f} s and was killed: {clip(text, 200)}",
+                f"{self.name}: command ran past {timeout:.0f} s and was killed: {clip(shown, 200)}",
                 host=self.name,
             ) from None
-        result = Result(text, out.decode(errors="replace"), err.decode(errors="replace"),
+        result = Result(shown, out.decode(errors="replace"), err.decode(errors="replace"),
                         proc.returncode, self.name, time.monotonic() - started)
         return _check(result, check)
 
@@ -290,7 +296,7 @@ class LocalHost:
         return stream
 
     def put(self, data: bytes, path: str, mode: int = 0o644) -> None:
-        self.run(_put_command(path, mode, len(data)), input=data, check=True)
+        self.run(_put_command(path, mode), input=data, check=True)
 
     def get(self, path: str, *, timeout: float = DEFAULT_TIMEOUT) -> bytes:
         try:

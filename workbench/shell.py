@@ -16,6 +16,18 @@ Command = str | Sequence[str]
 TIMEOUT_EXIT = 124
 # Grace between TERM and KILL for a command that ran past its deadline.
 KILL_AFTER_S = 3
+# Exit status of a command whose stdin ended before all its bytes came (:func:`whole_stdin`): not run.
+CUT_INPUT_EXIT = 74
+
+# Spool stdin (memory-backed /dev/shm where there is one), count it, and only on the whole count run
+# the command, its stdin the spooled copy, already unlinked.  $1 the byte count, $2 the command line.
+_WHOLE_STDIN = (
+    't=$(mktemp /dev/shm/.wb-in.XXXXXX 2>/dev/null || mktemp) || exit 74; '
+    "trap 'rm -f \"$t\"' EXIT; trap 'exit 74' HUP INT PIPE TERM; "
+    'cat >"$t"; n=$(wc -c <"$t"); '
+    'if [ "$n" -ne "$1" ]; then echo "input cut: $n of $1 bytes came: the command was not run" >&2; exit 74; fi; '
+    'exec <"$t"; rm -f "$t"; trap - EXIT HUP INT PIPE TERM; exec sh -c "$2"'
+)
 
 
 def join(cmd: Command) -> str:
@@ -23,6 +35,18 @@ def join(cmd: Command) -> str:
     if isinstance(cmd, str):
         return cmd
     return shlex.join([str(part) for part in cmd])
+
+
+def whole_stdin(cmd: Command, size: int) -> str:
+    """Wrap ``cmd`` so it runs only once all ``size`` bytes of its stdin came, and then on exactly those.
+
+    A sender that dies mid-way (a killed controller: its channel closes) ends the command's stdin
+    early, and every reader takes that end for the end of its input: ``cat`` would rename a cut file
+    into place, ``python3 -`` or ``sbatch`` would run a script cut at a line.  The whole input is kept
+    first (0600, unlinked before the command starts); a cut one exits :data:`CUT_INPUT_EXIT` and
+    nothing of the command runs.
+    """
+    return join(["sh", "-c", _WHOLE_STDIN, "whole-input", str(size), join(cmd)])
 
 
 def with_deadline(cmd: Command, seconds: float) -> str:

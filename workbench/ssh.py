@@ -40,6 +40,7 @@ from workbench.hosts import (
     Result,
     _check,
     _prepare,
+    _prepare_run,
     _put_command,
 )
 from workbench.inflight import Fence
@@ -314,10 +315,10 @@ class SSHHost:
         input: str | bytes | None = None,
         env: Mapping[str, str] | None = None,
     ) -> Result:
-        text, data = _prepare(cmd, input, env)
+        text, data, shown = _prepare_run(cmd, input, env)
         wrapped, data = self._become(shell.with_deadline(self.fence.wrap(text) if self.fence else text, timeout),
                                      data)
-        return self._exec(wrapped, data, timeout, check=check, text=text)
+        return self._exec(wrapped, data, timeout, check=check, text=shown)
 
     def _exec(self, wrapped: str, data: bytes | None, timeout: float, *, check: bool = False,
               text: str | None = None) -> Result:
@@ -442,7 +443,7 @@ class SSHHost:
         return stream
 
     def put(self, data: bytes, path: str, mode: int = 0o644) -> None:
-        self.run(_put_command(path, mode, len(data)), input=data, check=True)
+        self.run(_put_command(path, mode), input=data, check=True)
 
     def get(self, path: str, *, timeout: float = DEFAULT_TIMEOUT) -> bytes:
         import base64

@@ -33,22 +33,20 @@ from workbench.unitfile import effective
 from workbench.variants import RUNTIME_DIR, Variant
 
 # Verify a unit file (and in install mode place it, reloading only where systemd needs it) in one
-# round trip.  $1 unit name, $2 destination path, $3 "verify" or "install", $4 the variant's base (install),
-# $5 the text's length in bytes; the unit text on stdin.  First output line: @@unchanged | @@pending | @@invalid | @@valid | @@installed.
+# round trip.  $1 unit name, $2 destination path, $3 "verify" or "install", $4 the variant's base (install);
+# the unit text on stdin (whole: the host's ``run`` starts this only on all of it).  First output line: @@unchanged | @@pending | @@invalid | @@valid | @@installed.
 # A name systemd has not loaded is read from disk at its first use (a new file in a unit directory
 # changes the directory's mtime, which makes PID 1 look again): placing it needs no daemon-reload,
 # and without one nobody else's pending edits are applied.  A name it has loaded (a kept variant)
 # is reloaded as before, refused while another unit has edits waiting for a reload.
 _PLACE_SCRIPT = r"""
-name=$1; dst=$2; mode=$3; base=$4; size=$5
+name=$1; dst=$2; mode=$3; base=$4
 mkdir -p /run/workbench || exit 20
 tmpdir=$(mktemp -d /run/workbench/verify.XXXXXX) || exit 20
 trap 'rm -rf "$tmpdir"' EXIT
 trap 'exit 129' HUP; trap 'exit 141' PIPE; trap 'exit 143' TERM  # ended (its controller gone): still clean up
 tmp="$tmpdir/$name"
 cat >"$tmp"
-# a controller that dies while sending ends stdin early, which cat takes for the end: a cut text is never placed
-[ "$(wc -c <"$tmp")" -eq "$size" ] || { echo @@cut; exit 22; }
 pending() {
   systemctl show --no-pager --property=Id,NeedDaemonReload -- '*' \
     | awk 'BEGIN { RS = ""; FS = "\n" } /NeedDaemonReload=yes/ { for (i = 1; i <= NF; i++) if ($i ~ /^Id=/) print substr($i, 4) }' \
@@ -176,8 +174,7 @@ class SystemdServices:
     def _place(self, text: str, name: str, path: str, mode: str, base: str = "") -> bool:
         """Verify (and in ``install`` mode place it, reloading where needed) in one round trip; see
         ``_PLACE_SCRIPT``."""
-        res = self.host.run(["sh", "-c", _PLACE_SCRIPT, "place", name, path, mode, base, str(len(text.encode()))],
-                            input=text, timeout=120)
+        res = self.host.run(["sh", "-c", _PLACE_SCRIPT, "place", name, path, mode, base], input=text, timeout=120)
         lines = res.stdout.splitlines()
         tag = lines[0] if lines else ""
         detail = "\n".join(lines[1:]).strip()
