@@ -20,13 +20,14 @@ KILL_AFTER_S = 3
 CUT_INPUT_EXIT = 74
 
 # Spool stdin (memory-backed /dev/shm where there is one), count it, and only on the whole count run
-# the command, its stdin the spooled copy, already unlinked.  $1 the byte count, $2 the command line.
+# the command, its stdin the spooled copy, already unlinked.  $1 the byte count, $2 the command line,
+# run by this shell (``eval``: one process fewer than ``sh -c``; it is a whole command line of its own).
 _WHOLE_STDIN = (
     't=$(mktemp /dev/shm/.wb-in.XXXXXX 2>/dev/null || mktemp) || exit 74; '
     "trap 'rm -f \"$t\"' EXIT; trap 'exit 74' HUP INT PIPE TERM; "
     'cat >"$t"; n=$(wc -c <"$t"); '
     'if [ "$n" -ne "$1" ]; then echo "input cut: $n of $1 bytes came: the command was not run" >&2; exit 74; fi; '
-    'exec <"$t"; rm -f "$t"; trap - EXIT HUP INT PIPE TERM; exec sh -c "$2"'
+    'exec <"$t"; rm -f "$t"; trap - EXIT HUP INT PIPE TERM; eval "$2"'
 )
 
 
