@@ -48,6 +48,7 @@ from workbench.tracebacks.patterns import (
     _STRONG,
     _WEAK,
     cut_header,
+    level_word,
     looks_like_exception,
     no_cr,
     quoted_exception,
@@ -75,6 +76,15 @@ from workbench.tracebacks.stack import (
 )
 
 _QUIET_LINES = 200  # an open block whose writer printed nothing for this many lines no longer holds the fast path
+
+
+def _error_level(parsed: LogLine, msg: str) -> bool:
+    """The line is a record at ERROR or CRITICAL level: the parser's level, or, for a format it does not
+    know, the level word in the record's head (Python logging's "%(asctime)s - %(name)s - ERROR - ..." as
+    gpustack writes it), as an error line with error words is read (see events.log_event)."""
+    if parsed.level is not None:
+        return parsed.level in ("ERROR", "CRITICAL")
+    return level_word(msg, 48) in ("ERROR", "CRITICAL")
 
 
 class Extractor:
@@ -489,7 +499,7 @@ class Extractor:
         event = log_event(parsed, msg, self.line_no, self._tracker.phase, self._server, self._recent)
         if event is not None:
             self.events.append(event)
-        elif self._first_error is None and parsed.level in ("ERROR", "CRITICAL") and msg.strip():
+        elif self._first_error is None and msg.strip() and _error_level(parsed, msg):
             # the last resort (see finish): a log's first error line, whatever it says
             self._first_error = LogEvent("error_line", self.line_no, msg.strip()[:400], parsed.rank, self._tracker.phase, self._server)
 

@@ -1,0 +1,24 @@
+"""Mechanisms added after held-out 15 was measured (issue 15, fourteenth round), each on lines taken
+from the shapes of real logs (the corpus part and thread say which)."""
+
+from __future__ import annotations
+
+from workbench.tracebacks import analyze
+
+_GPUSTACK = ("```\n"
+             "2024-11-19T10:08:56+00:00 - gpustack.routes.openai - DEBUG - proxying to "
+             "http://192.168.50.242:40455/v1/chat/completions\n"
+             "2024-11-19T10:08:56+00:00 - gpustack.api.middlewares - ERROR - Error processing streaming response: "
+             "'usage'\n"
+             "```\n")
+
+
+def test_an_error_record_in_a_format_the_parser_does_not_know_is_the_last_resort_failure() -> None:
+    """gpustack#568: Python logging's "%(asctime)s - %(name)s - %(levelname)s - %(message)s" with an RFC 3339
+    time, an ERROR record that names no error words of an engine, and nothing else in the window."""
+    rc = analyze(_GPUSTACK).root_cause
+    assert rc is not None and "Error processing streaming response: 'usage'" in rc.message
+    # the level word must be the record's: one deep in a message, or a DEBUG record, is none
+    assert analyze("2024-11-19T10:08:56+00:00 - gpustack.routes.openai - DEBUG - proxying to /v1\n").root_cause is None
+    assert analyze("2024-11-19T10:08:56+00:00 - gpustack.worker - INFO - the model printed no ERROR lines "
+                   "while it was being downloaded\n").root_cause is None
