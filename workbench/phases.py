@@ -526,7 +526,10 @@ _TEXT_SERVING = re.compile(r"inputs? of failed execution|Dumping input data|Dump
                            r"Encountered an error in forward\w* function|"
                            # SGLang's ScheduleBatch, out of KV slots for the batch it is building
                            r"(?:Decode|Prefill) out of memory|alloc_req_slots runs out of memory|"
-                           r"error (?:on|for|processing) request\b|\bRequest failed\b|EngineCore encountered a fatal error|"
+                           # an error a server logs for a request, or for the response it streams back to one
+                           # (gpustack's proxy: "Error processing streaming response: 'usage'")
+                           r"[Ee]rror (?:on|for|processing) (?:streaming )?(?:request|response)\b|\bRequest failed\b|"
+                           r"EngineCore encountered a fatal error|"
                            # prose placing a failure in the handling of requests ("an error occurs during request:",
                            # "while processing the requests", "during benchmarking")
                            r"\b(?:during|while (?:handling|processing|serving)|when (?:handling|processing|serving)) "

@@ -22,3 +22,12 @@ def test_an_error_record_in_a_format_the_parser_does_not_know_is_the_last_resort
     assert analyze("2024-11-19T10:08:56+00:00 - gpustack.routes.openai - DEBUG - proxying to /v1\n").root_cause is None
     assert analyze("2024-11-19T10:08:56+00:00 - gpustack.worker - INFO - the model printed no ERROR lines "
                    "while it was being downloaded\n").root_cause is None
+
+
+def test_an_error_for_the_response_streamed_to_a_request_is_serving() -> None:
+    """gpustack#568: its proxy's "Error processing streaming response: 'usage'" (capitalised, as a record's
+    message begins) after it proxied a chat completion."""
+    rc = analyze(_GPUSTACK).root_cause
+    assert rc is not None and rc.phase == "serving"
+    rc = analyze("2024-11-19T10:08:56+00:00 - app.server - ERROR - Error processing request 12: bad input\n").root_cause
+    assert rc is not None and rc.phase == "serving"
