@@ -21,7 +21,7 @@ from workbench.logformats import LineShapes, LogLine, _needs_clean, _parse
 from workbench.phases import PhaseTracker, _is_failure, known_phase
 from workbench.tracebacks.binary import binary_noise
 from workbench.tracebacks.chains import build_tracebacks, native_phase
-from workbench.tracebacks.events import backtrace_head, log_event, process_header
+from workbench.tracebacks.events import backtrace_head, cut_record, log_event, process_header
 from workbench.tracebacks.model import CppException, Frame, LogEvent, Traceback
 from workbench.tracebacks.patterns import (
     _BARE_EXC_NAME,
@@ -357,7 +357,9 @@ class Extractor:
             self._line(held)
         if not (self.events or self._blocks or self._cpp):  # nothing else told of a failure: the first ERROR line
             # read (Python's "ERROR:name:message"; a known server's dull lines are not), else the log's ``last`` line
-            first = self._first_error or process_header(last, self._tracker.phase, self._server, self._recent)
+            # (a process's header, or an error record cut right after its own header)
+            first = (self._first_error or process_header(last, self._tracker.phase, self._server, self._recent)
+                     or cut_record(last, self._tracker.phase, self._server, self._recent))
             self.events.extend([first] if first is not None else [])
         self.chain_cut_after = [n for s in self._streams.values() if (n := s.cut_chain_start(self._blocks)) is not None]
         for origin, stream in self._streams.items():

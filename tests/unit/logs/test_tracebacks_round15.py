@@ -31,3 +31,18 @@ def test_an_error_for_the_response_streamed_to_a_request_is_serving() -> None:
     assert rc is not None and rc.phase == "serving"
     rc = analyze("2024-11-19T10:08:56+00:00 - app.server - ERROR - Error processing request 12: bad input\n").root_cause
     assert rc is not None and rc.phase == "serving"
+
+
+def test_a_log_ending_in_an_error_record_cut_after_its_header_is_a_failure() -> None:
+    """vllm#16259: a request added, Ray's compiled graph torn down, then "ERROR 04-29 00:53:54" and nothing more."""
+    text = ("`bash\n"
+            "INFO:     10.6.11.114:46260 - \"POST /v1/completions HTTP/1.1\" 200 OK\n"
+            "INFO 04-29 00:53:53 [async_llm.py:252] Added request cmpl-822524754a2e4ceaa2800429d6392d70-0.\n"
+            "INFO 04-29 00:53:54 [ray_distributed_executor.py:578] RAY_CGRAPH_get_timeout is set to 300\n"
+            "2025-04-29 00:53:54,412\tINFO compiled_dag_node.py:2109 -- Tearing down compiled DAG\n"
+            "ERROR 04-29 00:53:54\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.line == 6 and rc.phase == "serving"
+    # a record of another level cut the same way, or an error header with its message, is no such line
+    assert analyze(text.replace("ERROR 04-29 00:53:54\n", "INFO 04-29 00:53:54\n")).root_cause is None
+    assert analyze(text + "INFO 04-29 00:53:55 [loggers.py:122] Engine 000: Avg prompt throughput\n").root_cause is None
