@@ -492,8 +492,9 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|failed to (?:start|initial
                            # a module that would not import, an engine being built: the program was starting
                            r"failed to import|No module named|cannot import name|Building .{0,40}engine|"
                            # a model server that would not come up (xinference's "Failed to launch model"), vLLM's
-                           # check of the model's architectures while it builds its config
-                           r"failed to launch|failed to be inspected|"
+                           # check of the model's architectures while it builds its config (its registry's "Model
+                           # architecture X failed to be inspected", "Error in inspecting model architecture 'X'")
+                           r"failed to launch|failed to be inspected|Error in inspecting model|"
                            # the model's architecture not found among those the engine or transformers know
                            # ("'X' is not a registered model", "Model architectures ['X'] are not supported for now")
                            r"is not a registered model|Cannot find model module|"

@@ -46,3 +46,27 @@ def test_a_log_ending_in_an_error_record_cut_after_its_header_is_a_failure() -> 
     # a record of another level cut the same way, or an error header with its message, is no such line
     assert analyze(text.replace("ERROR 04-29 00:53:54\n", "INFO 04-29 00:53:54\n")).root_cause is None
     assert analyze(text + "INFO 04-29 00:53:55 [loggers.py:122] Engine 000: Avg prompt throughput\n").root_cause is None
+
+
+def test_vllms_model_registry_failing_to_inspect_an_architecture_is_start_up() -> None:
+    """Qwen3-VL#723: the registry's record, then its subprocess's CalledProcessError chained by "The above exception
+    was the direct cause of the following exception", cut in the second traceback."""
+    p = "ERROR 02-20 09:04:16 registry.py:306] "
+    text = (f"{p}Error in inspecting model architecture 'Qwen2_5_VLForConditionalGeneration'\n"
+            f"{p}Traceback (most recent call last):\n"
+            f'{p}  File "/env/lib/python3.10/site-packages/vllm/model_executor/models/registry.py", line 507, '
+            "in _run_in_subprocess\n"
+            f"{p}    returned.check_returncode()\n"
+            f'{p}  File "/usr/lib/python3.10/subprocess.py", line 457, in check_returncode\n'
+            f"{p}    raise CalledProcessError(self.returncode, self.args, self.stdout,\n"
+            f"{p}subprocess.CalledProcessError: Command '['/env/bin/python3', '-m', "
+            "'vllm.model_executor.models.registry']' returned non-zero exit status 1.\n"
+            f"{p}\n"
+            f"{p}The above exception was the direct cause of the following exception:\n"
+            f"{p}\n"
+            f"{p}Traceback (most recent call last):\n"
+            f'{p}  File "/env/lib/python3.10/site-packages/vllm/model_executor/models/registry.py", line 304, '
+            "in _try_inspect_model_cls\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.exception_type == "subprocess.CalledProcessError"
+    assert rc.phase == "startup_other"
