@@ -323,6 +323,9 @@ class Extractor:
             fr = _FH_FRAME.match(msg)
             if fr is not None:
                 self.other_threads[-1][1].append(fr.group(3).strip())
+                stream.fatal_reach = self.line_no
+                return
+            if not msg.strip():  # a paste that doubled its newlines: a blank line between the thread's frames
                 return
             stream.skip_dump = False
         if stream.cpp is not None and cpp_line(stream, msg, self.line_no):
@@ -485,12 +488,15 @@ class Extractor:
         """faulthandler's "Current thread 0x... (most recent call first):": the crashed thread's stack."""
         if which == "Thread":  # another thread's stack: not where it crashed, but it says what the process did
             stream.skip_dump = True
+            stream.fatal_reach = self.line_no
             self.other_threads = [*self.other_threads[-63:], (self.line_no, [])]
             return
         block = self._new_block(stream, origin, parsed, header)
         block.faulthandler = True
         fatal = stream.fatal
-        if fatal is not None and self.line_no - fatal[0] <= 8:
+        # the fatal line heads the dump when it came just before, or just before the other threads' stacks that
+        # faulthandler prints above the crashed one (as many as the process had)
+        if fatal is not None and self.line_no - max(fatal[0], stream.fatal_reach) <= 8:
             block.start = fatal[0]
         block.exc_type = "Fatal Python error"
         block.message = [fatal[1] if fatal is not None else "crash"]

@@ -70,3 +70,39 @@ def test_vllms_model_registry_failing_to_inspect_an_architecture_is_start_up() -
     rc = analyze(text).root_cause
     assert rc is not None and rc.exception_type == "subprocess.CalledProcessError"
     assert rc.phase == "startup_other"
+
+
+def test_a_faulthandler_dump_pasted_with_doubled_newlines_keeps_its_header_and_stacks() -> None:
+    """sglang#10350: "Fatal Python error: Segmentation fault", then the threads' stacks with a blank line between
+    every line (the paste doubled the newlines); the crashed thread's stack below them, as faulthandler prints it."""
+    text = ("```bash\n"
+            "Fatal Python error: Segmentation fault\n\n"
+            "Thread 0x00007fbc4bfff640 (most recent call first):\n\n"
+            '  File "/usr/lib/python3.10/threading.py", line 324 in wait\n\n'
+            '  File "/usr/local/lib/python3.10/dist-packages/tqdm/_monitor.py", line 60 in run\n\n'
+            "Thread 0x00007fbc5ffff640 (most recent call first):\n\n"
+            '  File "/usr/lib/python3.10/threading.py", line 320 in wait\n\n'
+            '  File "/usr/local/lib/python3.10/dist-packages/sglang/srt/disaggregation/common/utils.py", line 24 in get\n')
+    rc = analyze(text).root_cause
+    assert rc is not None and "Segmentation fault" in rc.message
+    crashed = (text + "\nCurrent thread 0x00007fbc6ffff640 (most recent call first):\n\n"
+               '  File "/x/sglang/srt/managers/scheduler.py", line 24 in event_loop_normal\n\n'
+               '  File "/x/sglang/srt/managers/scheduler.py", line 30 in run_scheduler_process\n')
+    rc = analyze(crashed).root_cause
+    assert rc is not None and "Segmentation fault" in rc.message
+    assert rc.innermost_frame is not None and rc.innermost_frame.function == "event_loop_normal"
+
+
+def test_a_fatal_line_heads_the_crashed_threads_stack_under_any_number_of_other_threads() -> None:
+    """The same dump without the doubled newlines, with four threads' stacks above the crashed one: the fatal
+    line stays its header (the crash, where it happened), not a failure of its own."""
+    other = ("Thread 0x00007fbc4bfff64{n} (most recent call first):\n"
+             '  File "/usr/lib/python3.10/threading.py", line 324 in wait\n'
+             '  File "/usr/lib/python3.10/threading.py", line 973 in _bootstrap\n\n')
+    text = ("Fatal Python error: Segmentation fault\n\n" + "".join(other.format(n=n) for n in range(4))
+            + "Current thread 0x00007fbc6ffff640 (most recent call first):\n"
+            '  File "/x/sglang/srt/managers/scheduler.py", line 24 in event_loop_normal\n'
+            '  File "/x/sglang/srt/managers/scheduler.py", line 30 in run_scheduler_process\n')
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.kind == "exception" and rc.message == "Segmentation fault"
+    assert rc.innermost_frame is not None and rc.innermost_frame.function == "event_loop_normal"
