@@ -106,3 +106,20 @@ def test_a_fatal_line_heads_the_crashed_threads_stack_under_any_number_of_other_
     rc = analyze(text).root_cause
     assert rc is not None and rc.kind == "exception" and rc.message == "Segmentation fault"
     assert rc.innermost_frame is not None and rc.innermost_frame.function == "event_loop_normal"
+
+
+def test_sglangs_rank_before_a_traceback_header_is_read_when_the_paste_lost_its_bracket() -> None:
+    """sglang#3608: "2025-02-16 19:29:38 TP4] Scheduler hit an exception: Traceback ..." (the "[" lost), then the
+    scheduler's event loop frames, cut."""
+    text = ("2025-02-16 19:29:38 TP4] Scheduler hit an exception: Traceback (most recent call last):\n"
+            '  File "/opt/tiger/sglang/python/sglang/srt/managers/scheduler.py", line 1827, in run_scheduler_process\n'
+            "    scheduler.event_loop_normal()\n"
+            '  File "/opt/tiger/sglang/python/sglang/srt/managers/scheduler.py", line 479, in event_loop_normal\n'
+            "    self.process_batch_result(batch, result)\n"
+            '  File "/opt/tiger/sglang/python/sglang/srt/managers/scheduler.py", line 1120, in process_batc\n')
+    rc = analyze(text).root_cause
+    assert rc is not None and list(rc.ranks) == ["TP4"] and rc.phase == "serving"
+    # a date in the middle of prose, without its bracket, is no rank prefix
+    rc = analyze("see the log of 2025-02-16 19:29:38 TP4] Traceback (most recent call last):\n"
+                 '  File "/x/scheduler.py", line 479, in event_loop_normal\n').root_cause
+    assert rc is not None and not rc.ranks
