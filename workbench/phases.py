@@ -502,6 +502,9 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|failed to (?:start|initial
                            # an engine placing its workers on the Ray cluster's GPUs ("Consider adjusting the Ray
                            # placement group")
                            r"\bRay placement group|"
+                           # Triton's model repository bringing up a model it could not ("failed to load 'm' version
+                           # 1: Internal: unexpected error when creating modelInstanceState: ...")
+                           r"failed to load '[^']+' version \d+|creating modelInstanceState|"
                            # a serving platform bringing up one model server (gpustack's "Provisioning model instance")
                            r"\b(?:provision|start)\w* (?:\w+ )?model instance|"
                            # a library the program needs is missing ("NIXL is not available"): found when it starts

@@ -123,3 +123,18 @@ def test_sglangs_rank_before_a_traceback_header_is_read_when_the_paste_lost_its_
     rc = analyze("see the log of 2025-02-16 19:29:38 TP4] Traceback (most recent call last):\n"
                  '  File "/x/scheduler.py", line 479, in event_loop_normal\n').root_cause
     assert rc is not None and not rc.ranks
+
+
+def test_tritons_model_that_failed_to_load_is_a_start_up_failure() -> None:
+    """tensorrtllm_backend#710: a quoted "E0218 ... model_lifecycle.cc:654] "failed to load 'tensorrt_llm_2beam'
+    version 1: Internal: unexpected error when creating modelInstanceState: [TensorRT-LLM][ERROR] Assertion failed:
+    16 != 40 (...)\\n1  0x7ff3... " record, its C++ frames kept as literal "\\n"."""
+    text = ("> E0218 20:57:33.147956 130 model_lifecycle.cc:654] \"failed to load 'tensorrt_llm_2beam' version 1: "
+            "Internal: unexpected error when creating modelInstanceState: [TensorRT-LLM][ERROR] Assertion failed: "
+            "16 != 40 (/workspace/tensorrt_llm/cpp/tensorrt_llm/layers/lookaheadDecodingLayer.cpp:56)\\n1       "
+            "0x7ff34f6bdff8 tensorrt_llm::common::throwRuntimeError(char const*, int, std::__cxx11::basic_string<char, "
+            "std::char_traits<char>, std::allocator<char> > const&) + 95\\n2       0x7ff34f9d890c "
+            "tensorrt_llm::layers::LookaheadDecodingLayer<__half>::CpuAlgorithmResources::CpuAlgorithmResources("
+            "tensorrt_llm::layers::DecoderDomain const&) + 4396\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and "Assertion failed: 16 != 40" in rc.message and rc.phase == "startup_other"
