@@ -78,13 +78,19 @@ from workbench.tracebacks.stack import (
 _QUIET_LINES = 200  # an open block whose writer printed nothing for this many lines no longer holds the fast path
 
 
+# a status word a harness or test runner writes for a step that failed, before its reason ("[06] Stack 'x':
+# FAILED: ...", "nok8s_deploy (x): FAILED - Timed out waiting for ...")
+_FAILED_STATUS = re.compile(r"(?<![\w-])FAILED(?::| -) \S")
+
+
 def _error_level(parsed: LogLine, msg: str) -> bool:
     """The line is a record at ERROR or CRITICAL level: the parser's level, or, for a format it does not
     know, the level word in the record's head (Python logging's "%(asctime)s - %(name)s - ERROR - ..." as
-    gpustack writes it), as an error line with error words is read (see events.log_event)."""
+    gpustack writes it), as an error line with error words is read (see events.log_event), or a FAILED
+    status there (:data:`_FAILED_STATUS`)."""
     if parsed.level is not None:
         return parsed.level in ("ERROR", "CRITICAL")
-    return level_word(msg, 48) in ("ERROR", "CRITICAL")
+    return level_word(msg, 48) in ("ERROR", "CRITICAL") or _FAILED_STATUS.search(msg, 0, 80) is not None
 
 
 class Extractor:

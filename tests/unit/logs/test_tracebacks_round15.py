@@ -138,3 +138,18 @@ def test_tritons_model_that_failed_to_load_is_a_start_up_failure() -> None:
             "tensorrt_llm::layers::DecoderDomain const&) + 4396\n")
     rc = analyze(text).root_cause
     assert rc is not None and "Assertion failed: 16 != 40" in rc.message and rc.phase == "startup_other"
+
+
+_HARNESS = ("```\n"
+            "[06] Stack 'nok8s-single': FAILED: [06] nok8s_deploy (nok8s-single): FAILED - Timed out waiting for "
+            "http://localhost:8000/v1/models after 15s\n"
+            "```\n")
+
+
+def test_a_harness_status_line_that_says_failed_is_the_last_resort_failure() -> None:
+    """llm-d-benchmark#1701: a deploy harness's status line, no log level, "FAILED - <reason>"."""
+    rc = analyze(_HARNESS).root_cause
+    assert rc is not None and "Timed out waiting for http://localhost:8000/v1/models" in rc.message
+    # the word in prose, or without a reason after it, is no status
+    assert analyze("The test marked FAILED yesterday passes again today\n").root_cause is None
+    assert analyze("tests: 12 passed, 0 FAILED\n").root_cause is None
