@@ -502,6 +502,9 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|failed to (?:start|initial
                            # an engine placing its workers on the Ray cluster's GPUs ("Consider adjusting the Ray
                            # placement group")
                            r"\bRay placement group|"
+                           # a readiness probe that gave up: the server never answered its models or health route,
+                           # never came up ("Timed out waiting for http://localhost:8000/v1/models after 15s")
+                           r"[Tt]imed out waiting for \S+/(?:v1/models|health|ready)\b|"
                            # Triton's model repository bringing up a model it could not ("failed to load 'm' version
                            # 1: Internal: unexpected error when creating modelInstanceState: ...")
                            r"failed to load '[^']+' version \d+|creating modelInstanceState|"

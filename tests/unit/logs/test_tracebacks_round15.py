@@ -153,3 +153,9 @@ def test_a_harness_status_line_that_says_failed_is_the_last_resort_failure() -> 
     # the word in prose, or without a reason after it, is no status
     assert analyze("The test marked FAILED yesterday passes again today\n").root_cause is None
     assert analyze("tests: 12 passed, 0 FAILED\n").root_cause is None
+
+
+def test_a_readiness_probe_that_timed_out_is_start_up() -> None:
+    """llm-d-benchmark#1701: the harness waited for the server's /v1/models route, which never answered."""
+    rc = analyze(_HARNESS).root_cause
+    assert rc is not None and rc.phase == "startup_other"
