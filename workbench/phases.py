@@ -492,8 +492,9 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|failed to (?:start|initial
                            # a module that would not import, an engine being built: the program was starting
                            r"failed to import|No module named|cannot import name|Building .{0,40}engine|"
                            # a model server that would not come up (xinference's "Failed to launch model"), vLLM's
-                           # check of the model's architectures while it builds its config
-                           r"failed to launch|failed to be inspected|"
+                           # check of the model's architectures while it builds its config (its registry's "Model
+                           # architecture X failed to be inspected", "Error in inspecting model architecture 'X'")
+                           r"failed to launch|failed to be inspected|Error in inspecting model|"
                            # the model's architecture not found among those the engine or transformers know
                            # ("'X' is not a registered model", "Model architectures ['X'] are not supported for now")
                            r"is not a registered model|Cannot find model module|"
@@ -501,6 +502,12 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|failed to (?:start|initial
                            # an engine placing its workers on the Ray cluster's GPUs ("Consider adjusting the Ray
                            # placement group")
                            r"\bRay placement group|"
+                           # a readiness probe that gave up: the server never answered its models or health route,
+                           # never came up ("Timed out waiting for http://localhost:8000/v1/models after 15s")
+                           r"[Tt]imed out waiting for \S+/(?:v1/models|health|ready)\b|"
+                           # Triton's model repository bringing up a model it could not ("failed to load 'm' version
+                           # 1: Internal: unexpected error when creating modelInstanceState: ...")
+                           r"failed to load '[^']+' version \d+|creating modelInstanceState|"
                            # a serving platform bringing up one model server (gpustack's "Provisioning model instance")
                            r"\b(?:provision|start)\w* (?:\w+ )?model instance|"
                            # a library the program needs is missing ("NIXL is not available"): found when it starts
@@ -526,7 +533,10 @@ _TEXT_SERVING = re.compile(r"inputs? of failed execution|Dumping input data|Dump
                            r"Encountered an error in forward\w* function|"
                            # SGLang's ScheduleBatch, out of KV slots for the batch it is building
                            r"(?:Decode|Prefill) out of memory|alloc_req_slots runs out of memory|"
-                           r"error (?:on|for|processing) request\b|\bRequest failed\b|EngineCore encountered a fatal error|"
+                           # an error a server logs for a request, or for the response it streams back to one
+                           # (gpustack's proxy: "Error processing streaming response: 'usage'")
+                           r"[Ee]rror (?:on|for|processing) (?:streaming )?(?:request|response)\b|\bRequest failed\b|"
+                           r"EngineCore encountered a fatal error|"
                            # prose placing a failure in the handling of requests ("an error occurs during request:",
                            # "while processing the requests", "during benchmarking")
                            r"\b(?:during|while (?:handling|processing|serving)|when (?:handling|processing|serving)) "

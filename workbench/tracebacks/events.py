@@ -131,3 +131,24 @@ def process_header(last: tuple[int, str] | None, phase: str, server: str, recent
     if _PROCESS_CUT.fullmatch(text) is None:
         return None
     return LogEvent("process_died", last[0], text, parsed.rank, phase, server, tuple(recent))
+
+
+# a record that is only its header at an error level: a level word with the date, time and brackets around it
+# ("ERROR 04-29 00:53:54", "[2025-01-02 10:00:00] ERROR")
+_HEADER_ONLY = re.compile(r"[\[(]?[\d\-:./T, ]*[\])]?\s*(?:ERROR|CRITICAL)\b[\s\d\-:./T,\[\]]*")
+
+
+def cut_record(last: tuple[int, str] | None, phase: str, server: str, recent: Iterable[str]) -> LogEvent | None:
+    """A log's last line that is not blank (its number, its text) as an error line when it is a record at ERROR or
+    CRITICAL level cut right after its header: the log ends where an error record began, what it said lost."""
+    if last is None:
+        return None
+    parsed = parse_line(last[1])
+    text = parsed.message.strip()
+    if parsed.level is not None:  # a format the parser knows: its message is empty
+        cut = parsed.level in ("ERROR", "CRITICAL") and not text
+    else:  # one it does not: the line is the header alone
+        cut = _HEADER_ONLY.fullmatch(text) is not None
+    if not cut:
+        return None
+    return LogEvent("error_line", last[0], text, parsed.rank, phase, server, tuple(recent))

@@ -65,7 +65,8 @@ _GROUP_MARGIN = re.compile(r"[ \t]+(?:\|(?: |$)|\+[-+]+(?: (?:\d+|\.\.\.) -+)?[ 
 _FILE_CUT = re.compile(r'File "[^"]+", line \d*,?\s*$')
 _FRAME_TAIL = re.compile(r"\d*, in \S|in \S")
 _FENCE = re.compile(r"\s*(?:```|~~~)")
-_MIDLINE_RANK = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?((?: [A-Z][A-Z_]*\d+)*)\]")
+# SGLang's "[2025-02-16 19:29:38 TP4]" before a traceback's header on the same line, also when a paste lost its "["
+_MIDLINE_RANK = re.compile(r"(?:\[|^)\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?((?: [A-Z][A-Z_]*\d+)*)\]")
 _PROCESS_LINE = re.compile(r"Process [\w.-]+:$")
 # the same header as the last line of a log, which may cut it before its colon
 _PROCESS_CUT = re.compile(r"Process [\w.-]+:?")

@@ -21,7 +21,7 @@ from workbench.logformats import LineShapes, LogLine, _needs_clean, _parse
 from workbench.phases import PhaseTracker, _is_failure, known_phase
 from workbench.tracebacks.binary import binary_noise
 from workbench.tracebacks.chains import build_tracebacks, native_phase
-from workbench.tracebacks.events import backtrace_head, log_event, process_header
+from workbench.tracebacks.events import backtrace_head, cut_record, log_event, process_header
 from workbench.tracebacks.model import CppException, Frame, LogEvent, Traceback
 from workbench.tracebacks.patterns import (
     _BARE_EXC_NAME,
@@ -48,6 +48,7 @@ from workbench.tracebacks.patterns import (
     _STRONG,
     _WEAK,
     cut_header,
+    level_word,
     looks_like_exception,
     no_cr,
     quoted_exception,
@@ -75,6 +76,21 @@ from workbench.tracebacks.stack import (
 )
 
 _QUIET_LINES = 200  # an open block whose writer printed nothing for this many lines no longer holds the fast path
+
+
+# a status word a harness or test runner writes for a step that failed, before its reason ("[06] Stack 'x':
+# FAILED: ...", "nok8s_deploy (x): FAILED - Timed out waiting for ...")
+_FAILED_STATUS = re.compile(r"(?<![\w-])FAILED(?::| -) \S")
+
+
+def _error_level(parsed: LogLine, msg: str) -> bool:
+    """The line is a record at ERROR or CRITICAL level: the parser's level, or, for a format it does not
+    know, the level word in the record's head (Python logging's "%(asctime)s - %(name)s - ERROR - ..." as
+    gpustack writes it), as an error line with error words is read (see events.log_event), or a FAILED
+    status there (:data:`_FAILED_STATUS`)."""
+    if parsed.level is not None:
+        return parsed.level in ("ERROR", "CRITICAL")
+    return level_word(msg, 48) in ("ERROR", "CRITICAL") or _FAILED_STATUS.search(msg, 0, 80) is not None
 
 
 class Extractor:
@@ -313,6 +329,9 @@ class Extractor:
             fr = _FH_FRAME.match(msg)
             if fr is not None:
                 self.other_threads[-1][1].append(fr.group(3).strip())
+                stream.fatal_reach = self.line_no
+                return
+            if not msg.strip():  # a paste that doubled its newlines: a blank line between the thread's frames
                 return
             stream.skip_dump = False
         if stream.cpp is not None and cpp_line(stream, msg, self.line_no):
@@ -347,7 +366,9 @@ class Extractor:
             self._line(held)
         if not (self.events or self._blocks or self._cpp):  # nothing else told of a failure: the first ERROR line
             # read (Python's "ERROR:name:message"; a known server's dull lines are not), else the log's ``last`` line
-            first = self._first_error or process_header(last, self._tracker.phase, self._server, self._recent)
+            # (a process's header, or an error record cut right after its own header)
+            first = (self._first_error or process_header(last, self._tracker.phase, self._server, self._recent)
+                     or cut_record(last, self._tracker.phase, self._server, self._recent))
             self.events.extend([first] if first is not None else [])
         self.chain_cut_after = [n for s in self._streams.values() if (n := s.cut_chain_start(self._blocks)) is not None]
         for origin, stream in self._streams.items():
@@ -473,12 +494,15 @@ class Extractor:
         """faulthandler's "Current thread 0x... (most recent call first):": the crashed thread's stack."""
         if which == "Thread":  # another thread's stack: not where it crashed, but it says what the process did
             stream.skip_dump = True
+            stream.fatal_reach = self.line_no
             self.other_threads = [*self.other_threads[-63:], (self.line_no, [])]
             return
         block = self._new_block(stream, origin, parsed, header)
         block.faulthandler = True
         fatal = stream.fatal
-        if fatal is not None and self.line_no - fatal[0] <= 8:
+        # the fatal line heads the dump when it came just before, or just before the other threads' stacks that
+        # faulthandler prints above the crashed one (as many as the process had)
+        if fatal is not None and self.line_no - max(fatal[0], stream.fatal_reach) <= 8:
             block.start = fatal[0]
         block.exc_type = "Fatal Python error"
         block.message = [fatal[1] if fatal is not None else "crash"]
@@ -489,7 +513,7 @@ class Extractor:
         event = log_event(parsed, msg, self.line_no, self._tracker.phase, self._server, self._recent)
         if event is not None:
             self.events.append(event)
-        elif self._first_error is None and parsed.level in ("ERROR", "CRITICAL") and msg.strip():
+        elif self._first_error is None and msg.strip() and _error_level(parsed, msg):
             # the last resort (see finish): a log's first error line, whatever it says
             self._first_error = LogEvent("error_line", self.line_no, msg.strip()[:400], parsed.rank, self._tracker.phase, self._server)
 

@@ -98,6 +98,7 @@ class Stream:
     # "Traceback (most recent call last):" lines first and their frames afterwards
     queued: list[tuple[int, str | None]] = field(default_factory=list)
     fatal: tuple[int, str] | None = None  # the last "Fatal Python error: ..." line
+    fatal_reach: int = 0  # the last line of the other threads' stacks printed under it (the dump it heads goes on)
     skip_dump: bool = False  # inside the dump of a thread that did not crash
     intro: tuple[int, str] | None = None  # the last line of text seen outside a block
 
@@ -280,8 +281,10 @@ def in_block(stream: Stream, block: Block, parsed: LogLine, msg: str, header: st
             block.frames.append(Frame(fr.group(1), int(fr.group(2)), fr.group(3).strip(), None))
             block.end = line_no
             return True
+        if not msg.strip():  # a paste that doubled its newlines: the dump goes on after a blank line
+            return True
         close(stream, cut=False)
-        return not msg.strip()
+        return False
     if _HEADER in msg:
         if (not block.frames and block.exc_type is None and msg.strip() == _HEADER + ":"
                 and header == block.header):
