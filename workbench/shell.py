@@ -25,7 +25,8 @@ CUT_INPUT_EXIT = 74
 _WHOLE_STDIN = (
     't=$(mktemp /dev/shm/.wb-in.XXXXXX 2>/dev/null || mktemp) || exit 74; '
     "trap 'rm -f \"$t\"' EXIT; trap 'exit 74' HUP INT PIPE TERM; "
-    'cat >"$t"; n=$(wc -c <"$t"); '
+    'cat >"$t" || { echo "cannot keep the input in $t (no space?): the command was not run" >&2; exit 74; }; '
+    'n=$(wc -c <"$t"); '
     'if [ "$n" -ne "$1" ]; then echo "input cut: $n of $1 bytes came: the command was not run" >&2; exit 74; fi; '
     'exec <"$t"; rm -f "$t"; trap - EXIT HUP INT PIPE TERM; eval "$2"'
 )

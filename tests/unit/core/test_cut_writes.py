@@ -133,3 +133,17 @@ def test_a_unit_text_cut_short_is_never_verified_or_placed(tmp_path: Path) -> No
     res = cut_send(argv, data)
     assert res.returncode == shell.CUT_INPUT_EXIT and res.stdout == b"", res
     assert not dst.exists()
+
+
+def test_an_input_that_cannot_be_kept_is_not_run_and_says_why(tmp_path: Path) -> None:
+    # a spool that fails to write (a full /dev/shm in a small container) is not a cut: it says so
+    out = tmp_path / "ran"
+    text, data, _ = _prepare_run(["sh", "-c", 'cat >"$1"', "sh", str(out)], b"x" * 4096, None)
+    full = tmp_path / "full"
+    full.mkdir()
+    (full / "mktemp").write_text(f'#!/bin/sh\necho {tmp_path}/gone/spool\n')  # a spool it cannot write
+    (full / "mktemp").chmod(0o755)
+    env = {**os.environ, "PATH": f"{full}:{os.environ['PATH']}"}
+    res = subprocess.run(["sh", "-c", text], input=data, capture_output=True, env=env, timeout=30)
+    assert res.returncode == shell.CUT_INPUT_EXIT and b"cannot keep the input" in res.stderr, res
+    assert not out.exists()
