@@ -14,9 +14,12 @@ from workbench.tracebacks.model import EventKind, Frame
 
 _HEADER = "Traceback (most recent call last)"
 # a frame line, or one whose opening 'File "' a paste cut off (a window that starts inside the line:
-# 'tensorrt_llm/runtime/model_runner.py", line 81, in read_config')
-_FILE = re.compile(r'(\s*)(?:File "|(?=[\w.\\/-]+\.pyx?", line \d+, in \S))([^"\n]*)"?(?:, line (\d+))?(?:, in (.*))?')
-_FILE_STRICT = re.compile(r'\s*(?:File "[^"\n]+|[\w.\\/-]+\.pyx?)", line \d+, in \S')
+# 'tensorrt_llm/runtime/model_runner.py", line 81, in read_config'); a garbled paste may double the opening
+# quote ('File ""/usr/local/.../tokenizer_group.py", line 30'), skipped only before a path's first character
+# so that a frame of an empty file name ('File "", line 1') keeps it
+_FILE = re.compile(r'(\s*)(?:File "(?:"(?=[\w./\\<~]))?|(?=[\w.\\/-]+\.pyx?", line \d+, in \S))([^"\n]*)"?'
+                   r'(?:, line (\d+))?(?:, in (.*))?')
+_FILE_STRICT = re.compile(r'\s*(?:File "(?:"(?=[\w./\\<~]))?[^"\n]+|[\w.\\/-]+\.pyx?)", line \d+, in \S')
 _EXC = re.compile(r"([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?:\([\w.]+\))?)(?::(?:[ \t]?(.*)))?$")
 # a bare exception line (no frame before it) must name an error class outright: not a warning
 # (torch's "BackendCompilerFailed: backend='inductor' raised:" heads the error it wraps)
