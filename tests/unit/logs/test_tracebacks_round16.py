@@ -23,3 +23,12 @@ def test_a_frame_whose_opening_quote_a_paste_doubled_keeps_its_file_and_function
     rc = analyze('Traceback (most recent call last):\n  File "", line 1, in <module>\nValueError: x\n').root_cause
     assert rc is not None and rc.innermost_frame is not None and rc.innermost_frame.function == "<module>"
 
+
+def test_vllm_v0_building_its_tokenizer_group_is_start_up() -> None:
+    """xinference#2634: the same window's frames, LLMEngine._init_tokenizer → the tokenizer group's from_config,
+    and no other frame of the engine that would name its step."""
+    rc = analyze(_GARBLED).root_cause
+    assert rc is not None and rc.phase == "startup_other"
+    clean = _GARBLED.replace('File ""', 'File "')
+    rc = analyze(clean).root_cause
+    assert rc is not None and rc.phase == "startup_other"
