@@ -32,3 +32,20 @@ def test_vllm_v0_building_its_tokenizer_group_is_start_up() -> None:
     clean = _GARBLED.replace('File ""', 'File "')
     rc = analyze(clean).root_cause
     assert rc is not None and rc.phase == "startup_other"
+
+
+def test_an_http_error_for_a_request_to_a_generation_route_is_serving() -> None:
+    """slime#683: its rollout manager's retries against SGLang's router, the last one an httpx error for the
+    router's /generate route."""
+    p = "(RolloutManager pid=519445) "
+    text = (f"{p}2025-11-08 10:07:09 ERROR sglang_router_rs::response: src/middleware.rs:256: request failed with "
+            "server error\n"
+            f"{p}Error: Server error '503 Service Unavailable' for url 'http://10.78.210.151:4674/generate'\n"
+            f"{p}For more information check: https://developer.mozilla.org/en-US/docs/Web/HTTP/Status/503, "
+            "retrying... (attempt 60/60, url=http://10.78.210.151:4674/generate, response=No available workers "
+            "(all circuits open or unhealthy))\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and "503 Service Unavailable" in rc.message and rc.phase == "serving"
+    # the same error for a route that is no request's (a readiness probe's) is not
+    rc = analyze(text.replace("/generate", "/health")).root_cause
+    assert rc is not None and rc.phase != "serving"
