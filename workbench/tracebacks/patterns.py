@@ -35,10 +35,12 @@ _OPEN_QUOTED_EXC = re.compile(r"`((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)
 _NAMES_NEXT = re.compile(r"[a-z] ((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)):\s*$")
 _WHOLE_QUOTE = re.compile(r"`([^`]{8,})`\s*$")
 # an exception line a sentence names after a verb of getting it, unquoted ("... but i got TypeError: X() got ..."),
-# or that is a sentence of its own after another ("... can someone help ? ValueError: As of transformers ...")
-_NAMED_IN_PROSE = re.compile(r"(?:\b(?:[Gg]ot|[Gg]et|[Gg]etting|raised?|raises|throws?|thrown|encounter(?:ed)?|hit) "
-                             r"(?:an? |the )?|(?<=[a-z)] [?!])\s+|(?<=[a-z]{2}[.?!])\s+)"
-                             r"((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))(: )(\S.{8,})")
+# or that is a sentence of its own after another ("... can someone help ? ValueError: As of transformers ..."),
+# or that a record with no level word names as its cause, maybe with the exception's arguments (SGLang's "Decode
+# transfer failed for request ... with exception KVTransferError(bootstrap_room=1655...): Failed due to ...")
+_NAMED_IN_PROSE = re.compile(r"(?:\b(?:[Gg]ot|[Gg]et|[Gg]etting|raised?|raises|throws?|thrown|encounter(?:ed)?|hit|"
+                             r"with exception) (?:an? |the )?|(?<=[a-z)] [?!])\s+|(?<=[a-z]{2}[.?!])\s+)"
+                             r"((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))(?:\([^()\n]{0,200}\))?(: )(\S.{8,})")
 _FATAL = re.compile(r"\s*Fatal Python error: (.*)")
 _FH_HEADER = re.compile(r"\s*(Current thread|Thread|Stack)\b[^(]*\(most recent call first\):")
 # rich's boxed tracebacks (typer, rich.traceback.install), once the box borders are gone

@@ -49,3 +49,19 @@ def test_an_http_error_for_a_request_to_a_generation_route_is_serving() -> None:
     # the same error for a route that is no request's (a readiness probe's) is not
     rc = analyze(text.replace("/generate", "/health")).root_cause
     assert rc is not None and rc.phase != "serving"
+
+
+def test_a_record_with_no_level_naming_the_exception_it_failed_with_is_a_failure() -> None:
+    """sglang#10560: SGLang's decode side logs a KV transfer's failure with no level word, the exception's
+    arguments between its name and its message, then goes on answering health checks."""
+    text = ("[2025-09-17 16:23:13 TP1] Decode transfer failed for request rank=1 decode_req.req.rid='3ce84ffb8276' "
+            "decode_req.req.bootstrap_room=1655955501905217457 with exception KVTransferError(bootstrap_room="
+            "1655955501905217457): Failed due to an unknown reason from another rank\n"
+            "[2025-09-17 16:23:13] INFO:     10.10.11.1:41698 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK\n"
+            "[2025-09-17 16:23:16] INFO:     10.10.11.1:41712 - \"GET /health HTTP/1.1\" 200 OK\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.exception_type == "KVTransferError"
+    assert "Failed due to an unknown reason from another rank" in rc.message and rc.phase == "serving"
+    # words about an exception that name no exception class are no failure
+    assert analyze("[2025-09-17 16:23:13 TP1] Retrying the request with exception handling enabled: "
+                   "attempt 2 of 3\n").root_cause is None
