@@ -81,16 +81,22 @@ _QUIET_LINES = 200  # an open block whose writer printed nothing for this many l
 # a status word a harness or test runner writes for a step that failed, before its reason ("[06] Stack 'x':
 # FAILED: ...", "nok8s_deploy (x): FAILED - Timed out waiting for ...")
 _FAILED_STATUS = re.compile(r"(?<![\w-])FAILED(?::| -) \S")
+# a native library's own error line, its lower-case name heading it ("rocblaslt error: Could not load
+# .../TensileLibrary_lazy_gfx942.dat"): what failed, said before the engine's record of it; a sentence's
+# "the error: ..." is not one
+_LIBRARY_ERROR = re.compile(r"(?!(?:the|this|that|an?|my|same|following|no|any|which|what|an?other)\b)"
+                            r"[a-z][a-z0-9_.+-]{1,30} error: [A-Z]")
 
 
 def _error_level(parsed: LogLine, msg: str) -> bool:
     """The line is a record at ERROR or CRITICAL level: the parser's level, or, for a format it does not
     know, the level word in the record's head (Python logging's "%(asctime)s - %(name)s - ERROR - ..." as
-    gpustack writes it), as an error line with error words is read (see events.log_event), or a FAILED
-    status there (:data:`_FAILED_STATUS`)."""
+    gpustack writes it), as an error line with error words is read (see events.log_event), a FAILED
+    status there (:data:`_FAILED_STATUS`), or a native library's own error line (:data:`_LIBRARY_ERROR`)."""
     if parsed.level is not None:
         return parsed.level in ("ERROR", "CRITICAL")
-    return level_word(msg, 48) in ("ERROR", "CRITICAL") or _FAILED_STATUS.search(msg, 0, 80) is not None
+    return (level_word(msg, 48) in ("ERROR", "CRITICAL") or _FAILED_STATUS.search(msg, 0, 80) is not None
+            or _LIBRARY_ERROR.match(msg) is not None)
 
 
 class Extractor:

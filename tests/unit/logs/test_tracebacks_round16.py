@@ -65,3 +65,14 @@ def test_a_record_with_no_level_naming_the_exception_it_failed_with_is_a_failure
     # words about an exception that name no exception class are no failure
     assert analyze("[2025-09-17 16:23:13 TP1] Retrying the request with exception handling enabled: "
                    "attempt 2 of 3\n").root_cause is None
+
+
+def test_a_native_librarys_own_error_line_is_the_failure_before_an_engine_record_cut_after_its_header() -> None:
+    """pytorch#137695: hipBLASLt's "rocblaslt error: Could not load ..." on every rank of a TP 8 vLLM, then vLLM's
+    "ERROR 10-10 14" record cut after its first characters."""
+    lib = ("rocblaslt error: Could not load /home/hotaisle/miniforge3/envs/vllm/lib/python3.11/site-packages/torch/"
+           "lib/hipblaslt/library/TensileLibrary_lazy_gfx942.dat\n")
+    rc = analyze(f"{lib}\n{lib}\n{lib}ERROR 10-10 14\n").root_cause
+    assert rc is not None and "rocblaslt error: Could not load" in rc.message and rc.line == 1
+    # a sentence's "the error: ..." is no library's line
+    assert analyze("the error: It only happens on the second node\n").root_cause is None
