@@ -84,6 +84,9 @@ _FAILED_STATUS = re.compile(r"(?<![\w-])FAILED(?::| -) \S")
 # a native library's own error line, its lower-case name heading it ("rocblaslt error: Could not load
 # .../TensileLibrary_lazy_gfx942.dat"): what failed, said before the engine's record of it; a sentence's
 # "the error: ..." is not one
+# a frame of a native backtrace as glibc's backtrace_symbols prints it ("/usr/lib/x86_64-linux-gnu/libstdc++.so.6(+0xd6df4)
+# [0x7f9572b73df4]", maybe followed by the demangled function): a process that crashed in native code
+_NATIVE_SYMBOL = re.compile(r"\S+\.so(?:\.\d+)*\([^()\s]*\) \[0x[0-9a-fA-F]+\]")
 _LIBRARY_ERROR = re.compile(r"(?!(?:the|this|that|an?|my|same|following|no|any|which|what|an?other)\b)"
                             r"[a-z][a-z0-9_.+-]{1,30} error: [A-Z]")
 
@@ -118,6 +121,7 @@ class Extractor:
         self.events: list[LogEvent] = []
         self.other_threads: list[tuple[int, list[str]]] = []  # faulthandler's other threads: (line, innermost first)
         self._first_error: LogEvent | None = None
+        self._native_frames: list[LogEvent] = []  # a native backtrace's frames, its first kept (see finish)
         self._recent: deque[str] = deque(maxlen=6)
         self.tracebacks: list[Traceback] = []
         self.cpp_exceptions: list[CppException] = []
@@ -373,8 +377,11 @@ class Extractor:
         if not (self.events or self._blocks or self._cpp):  # nothing else told of a failure: the first ERROR line
             # read (Python's "ERROR:name:message"; a known server's dull lines are not), else the log's ``last`` line
             # (a process's header, or an error record cut right after its own header)
+            # or, last, a native backtrace of three frames or more whose report was cut above the window (a
+            # process that crashed in native code, its exception line lost)
             first = (self._first_error or process_header(last, self._tracker.phase, self._server, self._recent)
-                     or cut_record(last, self._tracker.phase, self._server, self._recent))
+                     or cut_record(last, self._tracker.phase, self._server, self._recent)
+                     or (self._native_frames[0] if len(self._native_frames) >= 3 else None))
             self.events.extend([first] if first is not None else [])
         self.chain_cut_after = [n for s in self._streams.values() if (n := s.cut_chain_start(self._blocks)) is not None]
         for origin, stream in self._streams.items():
@@ -519,6 +526,9 @@ class Extractor:
         event = log_event(parsed, msg, self.line_no, self._tracker.phase, self._server, self._recent)
         if event is not None:
             self.events.append(event)
+        elif len(self._native_frames) < 3 and _NATIVE_SYMBOL.match(msg.strip()):
+            self._native_frames.append(LogEvent("error_line", self.line_no, msg.strip()[:400], parsed.rank,
+                                                self._tracker.phase, self._server))
         elif self._first_error is None and msg.strip() and _error_level(parsed, msg):
             # the last resort (see finish): a log's first error line, whatever it says
             self._first_error = LogEvent("error_line", self.line_no, msg.strip()[:400], parsed.rank, self._tracker.phase, self._server)

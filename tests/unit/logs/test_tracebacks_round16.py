@@ -76,3 +76,20 @@ def test_a_native_librarys_own_error_line_is_the_failure_before_an_engine_record
     assert rc is not None and "rocblaslt error: Could not load" in rc.message and rc.line == 1
     # a sentence's "the error: ..." is no library's line
     assert analyze("the error: It only happens on the second node\n").root_cause is None
+
+
+def test_a_native_backtrace_whose_report_was_cut_above_the_window_is_a_failure() -> None:
+    """vllm#7057: Ray workers of a two-host vLLM printing only glibc backtrace_symbols frames (libstdc++'s, torch's
+    NCCL watchdog) between blank prefixed lines; the report that headed them is above the window."""
+    p1, p2 = "(RayWorkerWrapper pid=4151, ip=192.168.200.191) ", "(RayWorkerWrapper pid=4240, ip=192.168.200.191) "
+    text = (f"{p1}/usr/lib/x86_64-linux-gnu/libstdc++.so.6(+0xd6df4) [0x7f9572b73df4]\n"
+            f"{p1}\n{p1}\n{p2}\n{p2}\n"
+            f"{p2}/usr/lib/x86_64-linux-gnu/libstdc++.so.6(+0xaa37c) [0x7f177f31437c]\n"
+            f"{p2}/usr/lib/x86_64-linux-gnu/libstdc++.so.6(+0xaa3e7) [0x7f177f3143e7]\n"
+            f"{p2}/usr/local/lib/python3.10/dist-packages/torch/lib/libtorch_cuda.so(+0xe321ca) [0x7ef097a461ca] "
+            "c10d::ProcessGroupNCCL::ncclCommWatchdog()\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.exception_type is None and rc.line == 1
+    # one or two such lines (a path quoted in a message) are no backtrace
+    assert analyze(f"{p1}loaded /usr/lib/libfoo.so.1(+0x10) [0x7f00] fine\n").root_cause is None
+    assert analyze(f"{p1}/usr/lib/libfoo.so.1(+0x10) [0x7f00]\n{p1}/usr/lib/libfoo.so.1(+0x20) [0x7f10]\n").root_cause is None
