@@ -93,3 +93,20 @@ def test_a_native_backtrace_whose_report_was_cut_above_the_window_is_a_failure()
     # one or two such lines (a path quoted in a message) are no backtrace
     assert analyze(f"{p1}loaded /usr/lib/libfoo.so.1(+0x10) [0x7f00] fine\n").root_cause is None
     assert analyze(f"{p1}/usr/lib/libfoo.so.1(+0x10) [0x7f00]\n{p1}/usr/lib/libfoo.so.1(+0x20) [0x7f10]\n").root_cause is None
+
+_ABORTED = ('{"text":"","meta_info":{"id":"c564d0c547f945aa987620f1255b838d","finish_reason":{"type":"abort","message":'
+            '"Decode transfer failed for request rank=0 decode_req.req.rid=\'c564d0c547f945aa987620f1255b838d\' '
+            "decode_req.req.bootstrap_room=2170015846053279415 with exception KVTransferError(bootstrap_room="
+            '2170015846053279415): Failed to get kvcache from prefill instance, it might be dead","status_code":500,'
+            '"err_type":null},"prompt_tokens":8,"completion_tokens":0,"cached_tokens":0,"e2e_latency":0.0797}}'
+            "root@hd19nh7b2md0c7iunpfng-77c96f889b-7hls2:/# tail -f prefiller.log \n"
+            "E0619 02:47:42.441629  1555 tcp_transport.cpp:136]\n")
+
+
+def test_a_servers_json_answer_to_a_request_it_aborted_says_the_failure() -> None:
+    """sglang#7338: SGLang's prefill answer to a request, aborted for a KV transfer, glued to a shell prompt, then a
+    glog error record cut after its header (the last resort that took it before)."""
+    rc = analyze(_ABORTED).root_cause
+    assert rc is not None and "Failed to get kvcache from prefill instance" in rc.message and rc.line == 1
+    # a request that finished for another reason says no failure
+    assert analyze('{"text":"Hello","meta_info":{"finish_reason":{"type":"length","length":16}}}\n').root_cause is None
