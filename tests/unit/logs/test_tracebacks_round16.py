@@ -110,3 +110,13 @@ def test_a_servers_json_answer_to_a_request_it_aborted_says_the_failure() -> Non
     assert rc is not None and "Failed to get kvcache from prefill instance" in rc.message and rc.line == 1
     # a request that finished for another reason says no failure
     assert analyze('{"text":"Hello","meta_info":{"finish_reason":{"type":"length","length":16}}}\n').root_cause is None
+
+
+def test_a_step_that_failed_for_one_request_is_serving() -> None:
+    """sglang#7338 (the aborted answer's "Decode transfer failed for request rank=0 ..."), vllm-ascend#4866 (vLLM's
+    "Mooncake transfer failed for request cmpl-...")."""
+    rc = analyze(_ABORTED).root_cause
+    assert rc is not None and rc.phase == "serving"
+    rc = analyze("[2025-06-19 02:47:42] Decode transfer failed for request rank=0 with exception "
+                 "KVTransferError(bootstrap_room=1): Failed to get kvcache from prefill instance\n").root_cause
+    assert rc is not None and rc.phase == "serving"
