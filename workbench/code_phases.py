@@ -206,7 +206,8 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("vllm/executor/ray_distributed_executor.py", "_run_workers", _N),
     ("vllm/executor/uniproc_executor.py", "_init_executor", _U),
     ("vllm/executor/uniproc_executor.py", "collective_rpc", _N),
-    ("vllm/engine/llm_engine.py", "__init__ from_engine_args from_vllm_config", _U),
+    # v0 LLMEngine.__init__ builds its tokenizer group in _init_tokenizer
+    ("vllm/engine/llm_engine.py", "__init__ from_engine_args from_vllm_config _init_tokenizer", _U),
     ("vllm/engine/llm_engine.py", "_initialize_kv_caches", _KV_TO_WU),
     ("vllm/engine/llm_engine.py", "step add_request _process_model_outputs", _S),
     ("vllm/engine/async_llm_engine.py", "__init__ from_engine_args from_vllm_config", _U),

@@ -536,6 +536,14 @@ _TEXT_SERVING = re.compile(r"inputs? of failed execution|Dumping input data|Dump
                            # an error a server logs for a request, or for the response it streams back to one
                            # (gpustack's proxy: "Error processing streaming response: 'usage'")
                            r"[Ee]rror (?:on|for|processing) (?:streaming )?(?:request|response)\b|\bRequest failed\b|"
+                           # a step that failed for one request (SGLang's "Decode transfer failed for request rank=0
+                           # decode_req.req.rid=...", vLLM's "Mooncake transfer failed for request cmpl-...")
+                           r"\bfailed for request\b|"
+                           # an HTTP client's error for a request to an engine's generation route (httpx's "Server
+                           # error '503 Service Unavailable' for url 'http://10.78.210.151:4674/generate'", an RL
+                           # framework's rollout calling its router): a request was being served; a probe of the
+                           # health or models route is a start-up's (_TEXT_STARTUP)
+                           r"\bfor url '?\S*?/(?:generate|v1/(?:chat/)?completions)\b|"
                            r"EngineCore encountered a fatal error|"
                            # prose placing a failure in the handling of requests ("an error occurs during request:",
                            # "while processing the requests", "during benchmarking")

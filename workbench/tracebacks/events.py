@@ -20,6 +20,10 @@ _LEVEL_FREE = frozenset({"Check failed: ", "can be stored in KV cache", "No avai
 # vLLM's record of the batch whose execution failed, naming that failure, at WARNING when pickling its
 # input failed too ("Failed to pickle inputs of failed execution: CUDA error: an illegal memory access ...")
 _FAILED_EXECUTION = "inputs of failed execution: "
+# a server's JSON answer to a request it aborted, its reason in the finish reason (SGLang's
+# "finish_reason":{"type":"abort","message":"Decode transfer failed ... it might be dead","status_code":500}):
+# the failure as the server reported it to the client, whatever its log said
+_ABORTED_RESPONSE = re.compile(r'"finish_reason":\s*\{"type":\s*"abort",\s*"message":\s*"((?:[^"\\]|\\.){8,})"')
 # a failure's message quoted in prose after words that say it was thrown ("... crashes and throws the panic
 # 'Assertion failed: emplaceDone'"), or quoted on a line of its own under a sentence that announces it ("an error
 # occurs during request:" / "`handling callback was invoked with status -3 (Input/output error)`")
@@ -48,6 +52,9 @@ def log_event(parsed: LogLine, msg: str, line_no: int, phase: str, server: str,
 
     ``phase`` is the timeline's; the words of the line are weighed only if it becomes the root cause.
     ``recent``: the log's latest records, this line last (the event keeps those before it)."""
+    if '"abort"' in msg and (aborted := _ABORTED_RESPONSE.search(msg)) is not None:
+        said = aborted.group(1).replace('\\"', '"')[:400]
+        return LogEvent("error_line", line_no, said, parsed.rank, phase, server, tuple(recent)[:-1])
     if parsed.level is None and parsed.format == "plain" and ("`" in msg or "'" in msg or '"' in msg):
         recent = tuple(recent)
         said = prose_failure(msg, recent)

@@ -14,9 +14,12 @@ from workbench.tracebacks.model import EventKind, Frame
 
 _HEADER = "Traceback (most recent call last)"
 # a frame line, or one whose opening 'File "' a paste cut off (a window that starts inside the line:
-# 'tensorrt_llm/runtime/model_runner.py", line 81, in read_config')
-_FILE = re.compile(r'(\s*)(?:File "|(?=[\w.\\/-]+\.pyx?", line \d+, in \S))([^"\n]*)"?(?:, line (\d+))?(?:, in (.*))?')
-_FILE_STRICT = re.compile(r'\s*(?:File "[^"\n]+|[\w.\\/-]+\.pyx?)", line \d+, in \S')
+# 'tensorrt_llm/runtime/model_runner.py", line 81, in read_config'); a garbled paste may double the opening
+# quote ('File ""/usr/local/.../tokenizer_group.py", line 30'), skipped only before a path's first character
+# so that a frame of an empty file name ('File "", line 1') keeps it
+_FILE = re.compile(r'(\s*)(?:File "(?:"(?=[\w./\\<~]))?|(?=[\w.\\/-]+\.pyx?", line \d+, in \S))([^"\n]*)"?'
+                   r'(?:, line (\d+))?(?:, in (.*))?')
+_FILE_STRICT = re.compile(r'\s*(?:File "(?:"(?=[\w./\\<~]))?[^"\n]+|[\w.\\/-]+\.pyx?)", line \d+, in \S')
 _EXC = re.compile(r"([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?:\([\w.]+\))?)(?::(?:[ \t]?(.*)))?$")
 # a bare exception line (no frame before it) must name an error class outright: not a warning
 # (torch's "BackendCompilerFailed: backend='inductor' raised:" heads the error it wraps)
@@ -32,10 +35,12 @@ _OPEN_QUOTED_EXC = re.compile(r"`((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)
 _NAMES_NEXT = re.compile(r"[a-z] ((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)):\s*$")
 _WHOLE_QUOTE = re.compile(r"`([^`]{8,})`\s*$")
 # an exception line a sentence names after a verb of getting it, unquoted ("... but i got TypeError: X() got ..."),
-# or that is a sentence of its own after another ("... can someone help ? ValueError: As of transformers ...")
-_NAMED_IN_PROSE = re.compile(r"(?:\b(?:[Gg]ot|[Gg]et|[Gg]etting|raised?|raises|throws?|thrown|encounter(?:ed)?|hit) "
-                             r"(?:an? |the )?|(?<=[a-z)] [?!])\s+|(?<=[a-z]{2}[.?!])\s+)"
-                             r"((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))(: )(\S.{8,})")
+# or that is a sentence of its own after another ("... can someone help ? ValueError: As of transformers ..."),
+# or that a record with no level word names as its cause, maybe with the exception's arguments (SGLang's "Decode
+# transfer failed for request ... with exception KVTransferError(bootstrap_room=1655...): Failed due to ...")
+_NAMED_IN_PROSE = re.compile(r"(?:\b(?:[Gg]ot|[Gg]et|[Gg]etting|raised?|raises|throws?|thrown|encounter(?:ed)?|hit|"
+                             r"with exception) (?:an? |the )?|(?<=[a-z)] [?!])\s+|(?<=[a-z]{2}[.?!])\s+)"
+                             r"((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))(?:\([^()\n]{0,200}\))?(: )(\S.{8,})")
 _FATAL = re.compile(r"\s*Fatal Python error: (.*)")
 _FH_HEADER = re.compile(r"\s*(Current thread|Thread|Stack)\b[^(]*\(most recent call first\):")
 # rich's boxed tracebacks (typer, rich.traceback.install), once the box borders are gone
@@ -283,6 +288,7 @@ def _interesting_words(*, strong: bool) -> frozenset[str]:
         "above exception", "During handling", "atchdog", "timing out", "sigquit", "ChildFailed", "kill_process",
         "cannot find -l", "ray::", "Illegal", "' panicked", "Bus error", "Floating", "Main process", "Interrupt", "Timeout",
         "Cancelled", "Thread 0x", "Stack (", "│", "┃", "║", "╭", "^[", "\ufffd[", '{"', "m(", "segfault", "protection fault",
+        ") [0x",  # a native backtrace's frame as glibc's backtrace_symbols prints it (scan._NATIVE_SYMBOL)
         *_EVENT_ANCHORS, *_ANCHORS, *_FAILURE_ANCHORS,
     } - _WEAK
     if not strong:

@@ -81,16 +81,25 @@ _QUIET_LINES = 200  # an open block whose writer printed nothing for this many l
 # a status word a harness or test runner writes for a step that failed, before its reason ("[06] Stack 'x':
 # FAILED: ...", "nok8s_deploy (x): FAILED - Timed out waiting for ...")
 _FAILED_STATUS = re.compile(r"(?<![\w-])FAILED(?::| -) \S")
+# a native library's own error line, its lower-case name heading it ("rocblaslt error: Could not load
+# .../TensileLibrary_lazy_gfx942.dat"): what failed, said before the engine's record of it; a sentence's
+# "the error: ..." is not one
+# a frame of a native backtrace as glibc's backtrace_symbols prints it ("/usr/lib/x86_64-linux-gnu/libstdc++.so.6(+0xd6df4)
+# [0x7f9572b73df4]", maybe followed by the demangled function): a process that crashed in native code
+_NATIVE_SYMBOL = re.compile(r"\S+\.so(?:\.\d+)*\([^()\s]*\) \[0x[0-9a-fA-F]+\]")
+_LIBRARY_ERROR = re.compile(r"(?!(?:the|this|that|an?|my|same|following|no|any|which|what|an?other)\b)"
+                            r"[a-z][a-z0-9_.+-]{1,30} error: [A-Z]")
 
 
 def _error_level(parsed: LogLine, msg: str) -> bool:
     """The line is a record at ERROR or CRITICAL level: the parser's level, or, for a format it does not
     know, the level word in the record's head (Python logging's "%(asctime)s - %(name)s - ERROR - ..." as
-    gpustack writes it), as an error line with error words is read (see events.log_event), or a FAILED
-    status there (:data:`_FAILED_STATUS`)."""
+    gpustack writes it), as an error line with error words is read (see events.log_event), a FAILED
+    status there (:data:`_FAILED_STATUS`), or a native library's own error line (:data:`_LIBRARY_ERROR`)."""
     if parsed.level is not None:
         return parsed.level in ("ERROR", "CRITICAL")
-    return level_word(msg, 48) in ("ERROR", "CRITICAL") or _FAILED_STATUS.search(msg, 0, 80) is not None
+    return (level_word(msg, 48) in ("ERROR", "CRITICAL") or _FAILED_STATUS.search(msg, 0, 80) is not None
+            or _LIBRARY_ERROR.match(msg) is not None)
 
 
 class Extractor:
@@ -112,6 +121,7 @@ class Extractor:
         self.events: list[LogEvent] = []
         self.other_threads: list[tuple[int, list[str]]] = []  # faulthandler's other threads: (line, innermost first)
         self._first_error: LogEvent | None = None
+        self._native_frames: list[LogEvent] = []  # a native backtrace's frames, its first kept (see finish)
         self._recent: deque[str] = deque(maxlen=6)
         self.tracebacks: list[Traceback] = []
         self.cpp_exceptions: list[CppException] = []
@@ -367,8 +377,11 @@ class Extractor:
         if not (self.events or self._blocks or self._cpp):  # nothing else told of a failure: the first ERROR line
             # read (Python's "ERROR:name:message"; a known server's dull lines are not), else the log's ``last`` line
             # (a process's header, or an error record cut right after its own header)
+            # or, last, a native backtrace of three frames or more whose report was cut above the window (a
+            # process that crashed in native code, its exception line lost)
             first = (self._first_error or process_header(last, self._tracker.phase, self._server, self._recent)
-                     or cut_record(last, self._tracker.phase, self._server, self._recent))
+                     or cut_record(last, self._tracker.phase, self._server, self._recent)
+                     or (self._native_frames[0] if len(self._native_frames) >= 3 else None))
             self.events.extend([first] if first is not None else [])
         self.chain_cut_after = [n for s in self._streams.values() if (n := s.cut_chain_start(self._blocks)) is not None]
         for origin, stream in self._streams.items():
@@ -513,6 +526,9 @@ class Extractor:
         event = log_event(parsed, msg, self.line_no, self._tracker.phase, self._server, self._recent)
         if event is not None:
             self.events.append(event)
+        elif len(self._native_frames) < 3 and _NATIVE_SYMBOL.match(msg.strip()):
+            self._native_frames.append(LogEvent("error_line", self.line_no, msg.strip()[:400], parsed.rank,
+                                                self._tracker.phase, self._server))
         elif self._first_error is None and msg.strip() and _error_level(parsed, msg):
             # the last resort (see finish): a log's first error line, whatever it says
             self._first_error = LogEvent("error_line", self.line_no, msg.strip()[:400], parsed.rank, self._tracker.phase, self._server)
