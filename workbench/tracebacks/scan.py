@@ -81,12 +81,12 @@ _QUIET_LINES = 200  # an open block whose writer printed nothing for this many l
 # a status word a harness or test runner writes for a step that failed, before its reason ("[06] Stack 'x':
 # FAILED: ...", "nok8s_deploy (x): FAILED - Timed out waiting for ...")
 _FAILED_STATUS = re.compile(r"(?<![\w-])FAILED(?::| -) \S")
-# a native library's own error line, its lower-case name heading it ("rocblaslt error: Could not load
-# .../TensileLibrary_lazy_gfx942.dat"): what failed, said before the engine's record of it; a sentence's
-# "the error: ..." is not one
 # a frame of a native backtrace as glibc's backtrace_symbols prints it ("/usr/lib/x86_64-linux-gnu/libstdc++.so.6(+0xd6df4)
 # [0x7f9572b73df4]", maybe followed by the demangled function): a process that crashed in native code
 _NATIVE_SYMBOL = re.compile(r"\S+\.so(?:\.\d+)*\([^()\s]*\) \[0x[0-9a-fA-F]+\]")
+# a native library's own error line, its lower-case name heading it ("rocblaslt error: Could not load
+# .../TensileLibrary_lazy_gfx942.dat"): what failed, said before the engine's record of it; a sentence's
+# "the error: ..." is not one
 _LIBRARY_ERROR = re.compile(r"(?!(?:the|this|that|an?|my|same|following|no|any|which|what|an?other)\b)"
                             r"[a-z][a-z0-9_.+-]{1,30} error: [A-Z]")
 
