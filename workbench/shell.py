@@ -93,7 +93,8 @@ def with_env_from_stdin(cmd: Command, env: dict[str, str]) -> tuple[str, bytes]:
     empty line at the end, and are decoded by the shell's builtin ``read``/
     ``printf`` feeding ``base64 -d`` through a pipe: no secret ever shows in
     ``/proc/*/cmdline`` or in ``ps``.  Whatever follows the prefix on stdin
-    reaches ``cmd`` untouched.
+    reaches ``cmd`` untouched.  A prefix cut before its empty line (a sender that died mid-way)
+    exits :data:`CUT_INPUT_EXIT` and ``cmd`` never runs with part of its environment.
     """
     import base64
 
@@ -104,8 +105,9 @@ def with_env_from_stdin(cmd: Command, env: dict[str, str]) -> tuple[str, bytes]:
         lines.append(f"{key}={base64.b64encode(value.encode()).decode()}\n")
     prefix = ("".join(lines) + "\n").encode()
     script = (
-        'while IFS= read -r kv && [ -n "$kv" ]; do '
+        'while IFS= read -r kv; do [ -n "$kv" ] || { whole=1; break; }; '
         'k=${kv%%=*}; v=$(printf %s "${kv#*=}" | base64 -d; echo .); export "$k=${v%.}"; '
-        "done; exec sh -c " + shlex.quote(join(cmd))
+        f'done; [ -n "${{whole:-}}" ] || {{ echo "workbench: the environment came cut" >&2; exit {CUT_INPUT_EXIT}; }}; '
+        "exec sh -c " + shlex.quote(join(cmd))
     )
     return join(["sh", "-c", script]), prefix

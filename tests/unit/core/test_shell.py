@@ -22,6 +22,16 @@ def test_env_travels_on_stdin_not_on_the_command_line():
     assert out == "can ary$(id)\n|rest"
 
 
+@pytest.mark.parametrize("keep", [0, 5, 9, -1])
+def test_env_cut_before_its_end_never_runs_the_command(keep):
+    # a sender killed mid-prefix: the command must not run with part of its environment (or none)
+    cmd, prefix = shell.with_env_from_stdin(["sh", "-c", 'echo ran "$A" "$B"'], {"A": "one", "B": "two"})
+    out = run_sh(cmd, prefix[:keep])
+    assert out.returncode == shell.CUT_INPUT_EXIT
+    assert b"ran" not in out.stdout
+    assert b"environment came cut" in out.stderr
+
+
 def test_env_rejects_bad_names():
     with pytest.raises(ValueError):
         shell.with_env_from_stdin("true", {"A B": "x"})
