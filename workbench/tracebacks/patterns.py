@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from workbench.logformats import any_of, any_part_of
+from workbench.logformats import any_of, any_of_bytes, any_part_of
 from workbench.tracebacks.model import EventKind, Frame
 
 _HEADER = "Traceback (most recent call last)"
@@ -301,6 +301,9 @@ def _interesting_words(*, strong: bool) -> frozenset[str]:
 _WEAK = frozenset({"batch", "/v1/", "Avg prompt", "Req(rid=", "scheduled_", "enerating sequences"})
 _INTERESTING = any_of(_interesting_words(strong=False))
 _STRONG = any_of(_interesting_words(strong=True))
+# the same two over a log's UTF-8 bytes, for the reader's search for the next line that matters
+INTERESTING_BYTES = any_of_bytes(_interesting_words(strong=False))
+STRONG_BYTES = any_of_bytes(_interesting_words(strong=True))
 
 
 def no_cr(line: str) -> str:

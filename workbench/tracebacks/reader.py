@@ -21,69 +21,77 @@ def extract(text: str | bytes, *, year: int | None = None) -> Extractor:
         text = bytes(text).decode("utf-8", "replace")
     ex = Extractor(year=year)
     learn_shapes(ex.shapes, text)
-    last = text.rfind("\n") + 1
-    feed_lines(ex, text, last)
-    ex.feed(text[last:])
-    ex.finish(last_line(ex, text))
+    data = text.encode("utf-8", "surrogatepass")
+    last = data.rfind(b"\n") + 1
+    feed_lines(ex, data, last)
+    ex.feed(_text(data[last:]))
+    ex.finish(last_line(ex, data))
     return ex
 
 
-def last_line(ex: Extractor, text: str) -> tuple[int, str] | None:
-    """The last line of ``text`` that is not blank, and its number, once ``ex`` has been fed all of ``text``."""
-    body = text.rstrip()
+def _text(line: bytes) -> str:
+    return line.decode("utf-8", "surrogatepass")
+
+
+def last_line(ex: Extractor, data: bytes) -> tuple[int, str] | None:
+    """The last line of ``data`` that is not blank, and its number, once ``ex`` has been fed all of ``data``."""
+    body = data.rstrip()
     if not body:
         return None
-    start = body.rfind("\n") + 1
-    return ex.line_no - text.count("\n", start), body[start:]
+    start = body.rfind(b"\n") + 1
+    return ex.line_no - data.count(b"\n", start), _text(body[start:])
 
 
-def feed_lines(ex: Extractor, text: str, stop: int) -> None:
-    """Feed the lines of ``text[:stop]`` (``stop`` just after a newline, or 0).
+_FFFD = "\ufffd".encode()
 
-    While nothing is open, one regex search over the text finds the next line that can matter
-    and the dull lines before it are only counted: no Python work per line for the bulk of a
-    server log.
+
+def feed_lines(ex: Extractor, data: bytes, stop: int) -> None:
+    """Feed the lines of ``data[:stop]`` (UTF-8; ``stop`` just after a newline, or 0).
+
+    While nothing is open, one search over the bytes (an RE2 automaton: :meth:`Extractor.wanted`)
+    finds the next line that can matter and the dull lines before it are only counted: no Python
+    work per line for the bulk of a server log.  Only the lines fed are decoded.
     """
     feed = ex.feed
-    find = text.find
-    bad = text.find("\ufffd", 0, stop)  # the next U+FFFD (constant time in an ASCII text): only its line may be noise
+    find = data.find
+    bad = find(_FFFD, 0, stop)  # the next U+FFFD (one memchr-like pass): only its line may be noise
     pos = 0
     while pos < stop:
         if bad >= 0:
             if bad < pos:
-                bad = text.find("\ufffd", pos, stop)
-            if bad >= 0 and text.rfind("\n", pos, bad) < 0 and (after := skip_noise(ex, text, pos, stop)) != pos:
+                bad = find(_FFFD, pos, stop)
+            if bad >= 0 and data.rfind(b"\n", pos, bad) < 0 and (after := skip_noise(ex, data, pos, stop)) != pos:
                 pos = after
                 continue
         if ex.quiet():
-            m = ex.wanted().search(text, pos, stop)
+            m = ex.wanted().search(data, pos, stop)
             if m is None:
-                ex.skip(text.count("\n", pos, stop))
+                ex.skip(data.count(b"\n", pos, stop))
                 return
-            j = text.rfind("\n", pos, m.start())
+            j = data.rfind(b"\n", pos, m.start())
             if j >= pos:
-                ex.skip(text.count("\n", pos, j + 1))
+                ex.skip(data.count(b"\n", pos, j + 1))
                 pos = j + 1
-            end = find("\n", pos, stop)
-            feed(text[pos:end], interesting=True)  # the search just found its word: not dull
+            end = find(b"\n", pos, stop)
+            feed(_text(data[pos:end]), interesting=True)  # the search just found its word: not dull
             pos = end + 1
             continue
-        end = find("\n", pos, stop)
-        feed(text[pos:end])
+        end = find(b"\n", pos, stop)
+        feed(_text(data[pos:end]))
         pos = end + 1
 
 
-def skip_noise(ex: Extractor, text: str, pos: int, stop: int) -> int:
-    """Count the lines of ``text[pos:stop]`` from ``pos`` on that are not text (:func:`binary_noise`), as
+def skip_noise(ex: Extractor, data: bytes, pos: int, stop: int) -> int:
+    """Count the lines of ``data[pos:stop]`` from ``pos`` on that are not text (:func:`binary_noise`), as
     :meth:`Extractor.feed` would count them one by one, and return where the first other line begins
     (``pos`` when that is the first line, or while something is open that the next line may continue)."""
     if not ex.idle() or ex.holds_a_line():
         return pos
-    find = text.find
+    find = data.find
     count = last = widest = 0
     while pos < stop:
-        end = find("\n", pos, stop)
-        line = text[pos:end]
+        end = find(b"\n", pos, stop)
+        line = _text(data[pos:end])
         if not binary_noise(line):
             break
         count += 1
@@ -107,14 +115,16 @@ def extract_stream(stream: BinaryIO, *, year: int | None = None, head_bytes: int
     ex = Extractor(year=year)
     text = reader.read(head_bytes)
     learn_shapes(ex.shapes, text)
+    data = text.encode("utf-8", "surrogatepass")
+    del text
     while True:
-        last = text.rfind("\n") + 1
-        feed_lines(ex, text, last)
+        last = data.rfind(b"\n") + 1
+        feed_lines(ex, data, last)
         more = reader.read(chunk_bytes)
         if not more:
             break
-        text = text[last:] + more
-    ex.feed(text[last:])
+        data = data[last:] + more.encode("utf-8", "surrogatepass")
+    ex.feed(_text(data[last:]))
     reader.detach()
-    ex.finish(last_line(ex, text))
+    ex.finish(last_line(ex, data))
     return ex

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
+from typing import Any
 
 from workbench.logformats import LineShapes, LogLine, _needs_clean, _parse
 from workbench.phases import PhaseTracker, _is_failure, known_phase
@@ -47,6 +48,8 @@ from workbench.tracebacks.patterns import (
     _STOP,
     _STRONG,
     _WEAK,
+    INTERESTING_BYTES,
+    STRONG_BYTES,
     cut_header,
     level_word,
     looks_like_exception,
@@ -265,10 +268,10 @@ class Extractor:
         """A frame line the terminal cut waits for its tail, the next line."""
         return self._held is not None
 
-    def wanted(self) -> re.Pattern[str]:
-        """The search that finds the next line a :meth:`quiet` extractor must read (once the timeline
-        knows the phase, batch and request lines cannot move it)."""
-        return _STRONG if self._tracker.phase != "unknown" else _INTERESTING
+    def wanted(self) -> Any:
+        """The search (over UTF-8 bytes) that finds the next line a :meth:`quiet` extractor must read
+        (once the timeline knows the phase, batch and request lines cannot move it)."""
+        return STRONG_BYTES if self._tracker.phase != "unknown" else INTERESTING_BYTES
 
     def count_dull(self, count: int, last: int, widest: int) -> None:
         """Count ``count`` lines read as nothing (dull, or not text): the last one ``last`` characters

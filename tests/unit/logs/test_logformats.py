@@ -46,6 +46,30 @@ def test_never_raises_and_keeps_the_message_inside_the_line(text: str) -> None:
     assert got.message in clean_line(strip_ansi(text)).replace("\r", "") or "\r" in text
 
 
+_DIGITS = st.text("0123456789", min_size=2, max_size=2)
+
+
+@given(st.sampled_from(["", "2025-", "1999-", "0000-"]), _DIGITS, _DIGITS, _DIGITS, _DIGITS, _DIGITS,
+       st.sampled_from(["", ".", ","]), st.text("0123456789", max_size=9))
+@settings(max_examples=600, deadline=None)
+def test_numeric_times_read_as_strptime_reads_them(year: str, mo: str, d: str, h: str, mi: str, s: str,
+                                                   dot: str, frac: str) -> None:
+    # the hand-read shapes (parse_time's fast path) must give exactly what strptime's formats gave
+    text = f"{year}{mo}-{d} {h}:{mi}:{s}" + (dot + frac if dot and frac else "")
+    want = None
+    clean = text.replace(",", ".")
+    if year and "." in clean:
+        head, tail = clean.rsplit(".", 1)
+        clean = head + "." + tail[:6]
+    for fmt in (["%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%d %H:%M:%S"] if year else ["%Y %m-%d %H:%M:%S"]):
+        try:
+            want = datetime.strptime(clean if year else f"2024 {clean}", fmt)
+            break
+        except ValueError:
+            continue
+    assert parse_time(text, year=2024) == want
+
+
 def test_non_text_input_does_not_raise() -> None:
     assert parse_line(b"[2025-01-01 00:00:00 TP1] hi").rank == "TP1"  # type: ignore[arg-type]
     assert parse_line(None).message == "None"  # type: ignore[arg-type]

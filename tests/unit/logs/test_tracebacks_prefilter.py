@@ -134,3 +134,14 @@ def test_phase_rules_picked_by_their_needles_equal_every_rule_in_order() -> None
         assert phase_of_message(line) == full, line
     for line in extra:
         assert phase_of_message(line) is not None, line
+
+
+def test_the_readers_byte_search_finds_what_the_line_search_finds() -> None:
+    # the reader skips to the next line that matters with an RE2 search over UTF-8 bytes
+    # (INTERESTING_BYTES/STRONG_BYTES); the scanner's own test per line is the re pattern
+    from workbench.tracebacks.patterns import _INTERESTING, _STRONG, INTERESTING_BYTES, STRONG_BYTES
+
+    lines = [*_LINES, "a \ufffd[0m line", "╭─ Traceback ─╮", "│ x │", "plain text with no word at all"]
+    for strs, raw in ((_INTERESTING, INTERESTING_BYTES), (_STRONG, STRONG_BYTES)):
+        for line in lines:
+            assert (raw.search(line.encode("utf-8", "surrogatepass")) is None) == (strs.search(line) is None), line
