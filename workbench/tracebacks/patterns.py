@@ -288,7 +288,8 @@ def _interesting_words(*, strong: bool) -> frozenset[str]:
         "above exception", "During handling", "atchdog", "timing out", "sigquit", "ChildFailed", "kill_process",
         "cannot find -l", "ray::", "Illegal", "' panicked", "Bus error", "Floating", "Main process", "Interrupt", "Timeout",
         "Cancelled", "Thread 0x", "Stack (", "│", "┃", "║", "╭", "^[", "\ufffd[", '{"', "m(", "segfault", "protection fault",
-        ") [0x",  # a native backtrace's frame as glibc's backtrace_symbols prints it (scan._NATIVE_SYMBOL)
+        # a native backtrace's frame as glibc's backtrace_symbols, c10 and UCX print it (scan._NATIVE_SYMBOL)
+        ") [0x", "frame #", "()  ",
         *_EVENT_ANCHORS, *_ANCHORS, *_FAILURE_ANCHORS,
     } - _WEAK
     if not strong:

@@ -81,9 +81,13 @@ _QUIET_LINES = 200  # an open block whose writer printed nothing for this many l
 # a status word a harness or test runner writes for a step that failed, before its reason ("[06] Stack 'x':
 # FAILED: ...", "nok8s_deploy (x): FAILED - Timed out waiting for ...")
 _FAILED_STATUS = re.compile(r"(?<![\w-])FAILED(?::| -) \S")
-# a frame of a native backtrace as glibc's backtrace_symbols prints it ("/usr/lib/x86_64-linux-gnu/libstdc++.so.6(+0xd6df4)
-# [0x7f9572b73df4]", maybe followed by the demangled function): a process that crashed in native code
-_NATIVE_SYMBOL = re.compile(r"\S+\.so(?:\.\d+)*\([^()\s]*\) \[0x[0-9a-fA-F]+\]")
+# a frame of a native backtrace: a process that crashed in native code. As glibc's backtrace_symbols prints it
+# ("/usr/lib/x86_64-linux-gnu/libstdc++.so.6(+0xd6df4) [0x7f9572b73df4]", maybe followed by the demangled function;
+# vLLM's crash handler names the process title after "--- ": "--- VLLM::EngineCore(_PyEval_EvalFrameDefault+0x8cf)
+# [0x55fb937b7a7f]"), as c10 prints it under its error ("frame #3: c10d::ProcessGroupNCCL::WorkNCCL::isCompleted()
+# + 0x58 (0x7f4d... in .../libtorch_cuda.so)"), as UCX prints it ("14 0x0000000000004493 ???()  .../libffi.so.8:0")
+_NATIVE_SYMBOL = re.compile(r"(?:\S+\.so(?:\.\d+)*|--- \S+)\([^()\s]*\) \[0x[0-9a-fA-F]+\]|frame #\d+: \S.* \(0x[0-9a-fA-F]+ in "
+                            r"|\d+ 0x[0-9a-fA-F]+ \S+\(\)  \S+:\d+$")
 # a native library's own error line, its lower-case name heading it ("rocblaslt error: Could not load
 # .../TensileLibrary_lazy_gfx942.dat"): what failed, said before the engine's record of it; a sentence's
 # "the error: ..." is not one
@@ -381,7 +385,7 @@ class Extractor:
             # process that crashed in native code, its exception line lost)
             first = (self._first_error or process_header(last, self._tracker.phase, self._server, self._recent)
                      or cut_record(last, self._tracker.phase, self._server, self._recent)
-                     or (self._native_frames[0] if len(self._native_frames) >= 3 else None))
+                     or self.native_backtrace())
             self.events.extend([first] if first is not None else [])
         self.chain_cut_after = [n for s in self._streams.values() if (n := s.cut_chain_start(self._blocks)) is not None]
         for origin, stream in self._streams.items():
@@ -397,6 +401,11 @@ class Extractor:
         self.tracebacks = build_tracebacks(self._blocks)
         self.cpp_exceptions = [CppException(c.line, c.end, c.type, "\n".join(c.message).strip(), c.rank, native_phase(c),
                                             c.server) for c in self._cpp]
+
+    def native_backtrace(self) -> LogEvent | None:
+        """The first frame of the log's native backtrace (three frames or more, :data:`_NATIVE_SYMBOL`), if any: a
+        process that crashed in native code, its report's own lines above the window or not read as a failure."""
+        return self._native_frames[0] if len(self._native_frames) >= 3 else None
 
     # -- states ------------------------------------------------------------------
     def _idle(self, stream: Stream, origin: tuple[str | None, ...], parsed: LogLine, msg: str, header: str | None) -> None:
@@ -526,9 +535,10 @@ class Extractor:
         event = log_event(parsed, msg, self.line_no, self._tracker.phase, self._server, self._recent)
         if event is not None:
             self.events.append(event)
-        elif len(self._native_frames) < 3 and _NATIVE_SYMBOL.match(msg.strip()):
-            self._native_frames.append(LogEvent("error_line", self.line_no, msg.strip()[:400], parsed.rank,
-                                                self._tracker.phase, self._server))
+        elif "0x" in msg and _NATIVE_SYMBOL.match(msg.strip()):
+            if len(self._native_frames) < 3:
+                self._native_frames.append(LogEvent("error_line", self.line_no, msg.strip()[:400], parsed.rank,
+                                                    self._tracker.phase, self._server))
         elif self._first_error is None and msg.strip() and _error_level(parsed, msg):
             # the last resort (see finish): a log's first error line, whatever it says
             self._first_error = LogEvent("error_line", self.line_no, msg.strip()[:400], parsed.rank, self._tracker.phase, self._server)

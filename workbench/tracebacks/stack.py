@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from workbench.logformats import LogLine
-from workbench.tracebacks.model import Chain, Final, Frame
+from workbench.tracebacks.model import Chain, Final, Frame, LogEvent
 from workbench.tracebacks.patterns import (
     _CARET,
     _CAUSE,
@@ -117,6 +117,14 @@ def cut_after_chain(final: Final | None, starts: list[int]) -> Final | None:
         return final
     return Final(None, None, None, final.phase, final.ranks, True, (final.exception_type or "", final.message or ""),
                  final.line)
+
+
+def native_final(frame: LogEvent | None) -> Final | None:
+    """The final error of a log whose only failure is a native backtrace (``frame``: its first frame): an error
+    whose own lines (its type, its message) came before the frames, so truncated."""
+    if frame is None:
+        return None
+    return Final(None, None, None, frame.phase, (frame.rank,) if frame.rank else (), True, None, frame.line)
 
 
 def add_frame(block: Block, msg: str) -> bool:

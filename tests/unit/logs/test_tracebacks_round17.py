@@ -1,0 +1,47 @@
+"""Mechanisms added after held-out 17 was measured (issue 15, sixteenth round), each on lines taken
+from the shapes of real logs (the corpus part and thread say which)."""
+
+from __future__ import annotations
+
+from workbench.tracebacks import analyze
+
+
+def test_a_run_of_c10_frames_under_a_ray_prefix_is_a_failure_cut_above_the_window() -> None:
+    """vllm#4108: a Ray worker's c10 frames of an NCCL watchdog's error, the error's own lines above the window."""
+    p = "(RayWorkerVllm pid=7046) "
+    lib = "/usr/local/lib/python3.10/dist-packages/torch/lib/libtorch_cuda.so"
+    text = (f"{p}frame #2: c10::cuda::c10_cuda_check_implementation(int, char const*, char const*, int, bool) + 0x118 "
+            "(0x7f5144530128 in /usr/local/lib/python3.10/dist-packages/torch/lib/libc10_cuda.so)\n"
+            f"{p}frame #3: c10d::ProcessGroupNCCL::WorkNCCL::finishedGPUExecutionInternal() const + 0x80 "
+            f"(0x7f4da9f2f250 in {lib})\n"
+            f"{p}frame #4: c10d::ProcessGroupNCCL::WorkNCCL::isCompleted() + 0x58 (0x7f4da9f33078 in {lib})\n"
+            f"{p}frame #5: c10d::ProcessGroupNCCL::workCleanupLoop() + 0x250 (0x7f4da9f49910 in {lib})\n")
+    a = analyze(text)
+    assert a.root_cause is not None and a.root_cause.exception_type is None and a.root_cause.line == 1
+    assert a.final is not None and a.final.truncated and a.final.exception_type is None
+    # two frames are no backtrace, nor is a sentence about a frame
+    assert analyze("".join(text.splitlines(keepends=True)[:2])).final is None
+    assert analyze(f"{p}frame #2: dropped (the video stream lagged)\n" * 3).root_cause is None
+
+
+def test_a_run_of_ucx_frames_under_a_ray_prefix_is_a_failure_cut_above_the_window() -> None:
+    """vllm#17242: a TP 16 Ray worker's native backtrace in UCX's "N 0x... f()  file:line" form."""
+    p = "(RayWorkerWrapper pid=376235, ip=10.10.10.61) "
+    text = (f"{p}14 0x0000000000004493 ???()  /usr/lib/x86_64-linux-gnu/libffi.so.8:0\n"
+            f"{p}15 0x000000000000a3e9 ???()  /usr/lib/python3.10/lib-dynload/_ctypes.cpython-310-x86_64-linux-gnu.so:0\n"
+            f"{p}17 0x0000000000150a7b _PyObject_MakeTpCall()  ???:0\n"
+            f"{p}18 0x0000000000149096 _PyEval_EvalFrameDefault()  ???:0\n")
+    a = analyze(text)
+    assert a.root_cause is not None and a.root_cause.exception_type is None and a.root_cause.line == 1
+    assert a.final is not None and a.final.truncated
+
+
+def test_vllms_crash_handler_frames_in_engine_core_records_are_a_failure_cut_above_the_window() -> None:
+    """tt-inference-server#4658: vLLM's EngineCore ERROR records holding only "--- VLLM::EngineCore(sym+0x..)
+    [0x...]" frames; the first frame is the failure and the window is cut."""
+    p = "(EngineCore_DP0 pid=280) ERROR 07-15 10:48:46 core.py:1033]  --- VLLM::EngineCore("
+    text = (f"{p}_PyFunction_Vectorcall+0x7c) [0x55fb937cf53c]\n{p}_PyEval_EvalFrameDefault+0x8cf) [0x55fb937b7a7f]\n"
+            f"{p}_PyFunction_Vectorcall+0x7c) [0x55fb937cf53c]\n{p}PyEval_EvalCode+0x86) [0x55fb938aa816]\n")
+    a = analyze(text)
+    assert a.root_cause is not None and a.root_cause.line == 1 and "_PyFunction_Vectorcall" in a.root_cause.message
+    assert a.final is not None and a.final.truncated
