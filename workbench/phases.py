@@ -508,6 +508,9 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|failed to (?:start|initial
                            # Triton's model repository bringing up a model it could not ("failed to load 'm' version
                            # 1: Internal: unexpected error when creating modelInstanceState: ...")
                            r"failed to load '[^']+' version \d+|creating modelInstanceState|"
+                           # and the status its model table gives a model it could not load ("UNAVAILABLE: Not found:
+                           # unable to load shared library: ...")
+                           r"(?-i:UNAVAILABLE): |"
                            # a serving platform bringing up one model server (gpustack's "Provisioning model instance")
                            r"\b(?:provision|start)\w* (?:\w+ )?model instance|"
                            # a library the program needs is missing ("NIXL is not available"): found when it starts

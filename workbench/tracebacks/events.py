@@ -14,9 +14,9 @@ _TORCH_RANK = re.compile(r"\[rank(\d+)\]:")
 # the rank c10d names in its own messages ("[Rank 2] Watchdog caught ...", "[PG 3 Rank 5] Process group ...")
 _C10D_RANK = re.compile(r"\[(?:PG[^\]]*? )?Rank (\d+)\]")
 # error words that say a failure whatever the line's level (a failed C++ CHECK, the KV-cache size
-# checks, whose exception type a paste often loses)
+# checks, whose exception type a paste often loses, the status Triton gives a model it could not load)
 _LEVEL_FREE = frozenset({"Check failed: ", "can be stored in KV cache", "No available memory for the cache blocks",
-                         "Capture cuda graph failed: "})
+                         "Capture cuda graph failed: ", "UNAVAILABLE: "})
 # vLLM's record of the batch whose execution failed, naming that failure, at WARNING when pickling its
 # input failed too ("Failed to pickle inputs of failed execution: CUDA error: an illegal memory access ...")
 _FAILED_EXECUTION = "inputs of failed execution: "

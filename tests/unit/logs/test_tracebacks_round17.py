@@ -45,3 +45,16 @@ def test_vllms_crash_handler_frames_in_engine_core_records_are_a_failure_cut_abo
     a = analyze(text)
     assert a.root_cause is not None and a.root_cause.line == 1 and "_PyFunction_Vectorcall" in a.root_cause.message
     assert a.final is not None and a.final.truncated
+
+
+def test_tritons_unavailable_model_status_is_a_start_up_failure() -> None:
+    """tensorrtllm_backend#662: Triton's status for a model whose backend library would not load, on its own
+    (as the model table's last column holds it too)."""
+    status = ("UNAVAILABLE: Not found: unable to load shared library: /opt/tritonserver/backends/tensorrtllm/"
+              "libtriton_tensorrtllm.so: undefined symbol: _ZNK12tensorrt_llm8executor8Response11getErrorMsgB5cxx11Ev")
+    for text in (status, f"| tensorrt_llm | 1       | {status} |"):
+        rc = analyze(text + "\n").root_cause
+        assert rc is not None and "undefined symbol" in rc.message and rc.phase == "startup_other"
+    # the status of a model that loaded, and prose about an unavailable service, are no failure
+    assert analyze("| tensorrt_llm | 1       | READY  |\n").root_cause is None
+    assert analyze("the endpoint was UNAVAILABLE: retrying in 5 s\n").root_cause is None
