@@ -99,6 +99,8 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
     # TensorRT-LLM prints its version when it is imported (every rank of an mpirun does): the program is starting,
     # when nothing else is known yet
     (r"TensorRT-LLM version: \d", "startup_other", 0, "progress"),
+    # lmdeploy choosing its PyTorch engine and checking what it needs (triton, its kernels) before building it
+    (r"Checking environment for PyTorch Engine|Try to run with pytorch engine", "startup_other", 0, "progress"),
     # Triton loading a model: its backend's initialisation, the instance group a backend reports it builds
     (r"TRITONBACKEND_Model(?:Instance)?Initialize|Instance group type: KIND_", "startup_other", 0, "progress"),
     (r"Init torch distributed begin", "nccl_init", 1, "start"),
@@ -156,6 +158,7 @@ _COMPILED = tuple(re.compile(pat) for pat, *_rest in _RULES)
 _RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("server_args=", "LLM engine", "vLLM API server version", "non-default args:"),
     ("TensorRT-LLM version: ",),
+    ("Checking environment for PyTorch Engine", "Try to run with pytorch engine"),
     ("TRITONBACKEND_Model", "Instance group type: "),
     ("Init torch distributed begin",),
     ("is assigned as DP rank", "local_rank=", "is using nccl=="),
@@ -192,7 +195,7 @@ _ANCHORS = ("server_args=", "LLM engine", "vLLM", "non-default", "Init torch", "
             "GPU blocks", "Maximum concurrency", "Capture", "Capturing", "max_total_num_tokens", "Graph capturing",
             "init engine", "Uvicorn", "Application startup", "fired up", "batch", "Avg prompt", "/v1/", "Req(rid=",
             "Profiling CUDA", "ed request", "torch.compile", "profiling/warmup", "Compile and warming", "scheduled_",
-            "Dumping scheduler", "enerating sequences", "TensorRT-LLM version", "peer ranks", "TRITONBACKEND_Model", "Instance group type",
+            "Dumping scheduler", "enerating sequences", "TensorRT-LLM version", "Checking environment", "Try to run with", "peer ranks", "TRITONBACKEND_Model", "Instance group type",
             "[c10d] ", "loading weights", "Warming up", "cmpl-")
 _FAILURE_RE = re.compile(
     r"hit an exception|Traceback \(most recent call last\)|failed to start|WorkerProc failed|"

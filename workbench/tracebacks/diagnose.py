@@ -368,7 +368,7 @@ def _final(tracebacks: Sequence[Traceback], failures: Sequence[Failure], cpp: Se
     last_complete = None
     if last.cut_end:
         for t in reversed(tracebacks):
-            if t.exception_type is not None:
+            if t.exception_type is not None and t is not last:
                 last_complete = (t.exception_type, t.message or "")
                 break
     return Final(last.exception_type, last.message, last.innermost, last.phase, ranks, last.cut_end, last_complete, last.start_line)

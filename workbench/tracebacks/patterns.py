@@ -81,6 +81,8 @@ _STOP = re.compile(
     r"\d+%\||^Killed$|^Aborted|terminate called|^\S+\.py:\d+: \w*Warning|^Exception ignored in|^Fatal Python error|"
     r"^Segmentation fault|^\s*warnings\.warn\(|^Error executing job|^INFO:|^WARNING:|^ERROR:"
 )
+# Python logging's default head ("2024-04-24 19:19:03,669 - lmdeploy - ERROR - "), which the parser does not strip
+_LOGGING_HEAD = re.compile(r"\d[\d\-:., ]{7,30} - [\w.-]+ - (DEBUG|INFO|WARNING|ERROR|CRITICAL) - ")
 _TERMINATE = re.compile(r"terminate called after throwing an instance of '([^']+)'")
 _WHAT = re.compile(r"\s*what\(\):\s*(.*)")
 _CPP_STOP = re.compile(r"Exception raised from |frame #\d+:|^\s*$|^(?:stack )?backtrace:|^\s*\d+: \S|^\s*--- |^note: |"

@@ -70,6 +70,7 @@ from workbench.tracebacks.stack import (
     add_frame,
     close,
     cpp_line,
+    cut_in_message,
     in_block,
     ipython_frame,
     native_abort,
@@ -398,6 +399,7 @@ class Extractor:
                            "unknown", end=start)
                 self._blocks.append(b)
             stream.queued.clear()
+        cut_in_message(self._blocks, last)
         self.tracebacks = build_tracebacks(self._blocks)
         self.cpp_exceptions = [CppException(c.line, c.end, c.type, "\n".join(c.message).strip(), c.rank, native_phase(c),
                                             c.server) for c in self._cpp]
@@ -481,7 +483,8 @@ class Extractor:
                                  abort[1], abort[2])
                 self._cpp.append(stream.cpp)
                 return
-        if (msg[:1].isalpha() or msg[:1] in "`(" or "\uff1a" in msg[:24]) and parsed.level not in ("INFO", "DEBUG") and self._bare(stream, origin, parsed, msg, header):
+        if ((msg[:1].isalpha() or msg[:1] in "`(" or "\uff1a" in msg[:24] or (msg[:1].isdigit() and " - " in msg[:50]))
+                and parsed.level not in ("INFO", "DEBUG") and self._bare(stream, origin, parsed, msg, header)):
             return
         self._event(parsed, msg)
 

@@ -25,6 +25,7 @@ from workbench.tracebacks.patterns import (
     _IPY_CELL,
     _IPY_FRAME,
     _IPY_LINKED_CODE,
+    _LOGGING_HEAD,
     _MAX_FOREIGN,
     _MAX_MESSAGE_CHARS,
     _MAX_MESSAGE_LINES,
@@ -70,6 +71,7 @@ class Block:
     blanks: int = 0
     expect_code: bool = False
     file_indent: int = 0
+    cut_message: bool = False  # the log ended inside the exception's message (see cut_in_message)
 
 
 @dataclass
@@ -197,6 +199,17 @@ def close(stream: Stream, *, cut: bool) -> None:
     stream.in_message = False
 
 
+def cut_in_message(blocks: list[Block], last: tuple[int, str] | None) -> None:
+    """Mark cut the block whose exception message the log ended in (``last``: its last line that is not blank, and
+    that line's number) when that line stops inside a bracket it opened: a record cut mid-command
+    ("CalledProcessError: Command '['/usr/bin/gcc', '/tmp/main.c', '-O3', ")."""
+    if last is None or not any(last[1].count(a) > last[1].count(b) for a, b in ("[]", "()", "{}")):
+        return
+    for block in blocks:
+        if block.end == last[0] and block.exc_type is not None and block.message:
+            block.cut_message = True
+
+
 def add_flattened(stream: Stream, block: Block, rest: str, line_no: int) -> None:
     """A traceback whose newlines were lost in a paste: read the frames and the exception from one line."""
     frames, exc_type, message = split_flattened(rest)
@@ -311,7 +324,8 @@ def in_block(stream: Stream, block: Block, parsed: LogLine, msg: str, header: st
             block.end = line_no
             return True
         if (_CONTEXT in msg or _CAUSE in msg or _PROCESS_LINE.match(msg) or _STOP.search(msg)
-                or (msg.lstrip().startswith("File \"") and _FILE_STRICT.match(msg))):
+                or (msg.lstrip().startswith("File \"") and _FILE_STRICT.match(msg))
+                or (msg[:1].isdigit() and _LOGGING_HEAD.match(msg))):  # the next record of a logged exception line
             close(stream, cut=False)
             return False
         # position markers under a line (under Ray's quoted head) are not the message

@@ -58,3 +58,47 @@ def test_tritons_unavailable_model_status_is_a_start_up_failure() -> None:
     # the status of a model that loaded, and prose about an unavailable service, are no failure
     assert analyze("| tensorrt_llm | 1       | READY  |\n").root_cause is None
     assert analyze("the endpoint was UNAVAILABLE: retrying in 5 s\n").root_cause is None
+
+
+_LMDEPLOY = ("2024-04-24 19:19:00,509 - lmdeploy - INFO - Checking environment for PyTorch Engine.\n"
+             "2024-04-24 19:19:03,669 - lmdeploy - ERROR - RuntimeError: Triton Error [CUDA]: device kernel image is "
+             "invalid\n"
+             "2024-04-24 19:19:03,669 - lmdeploy - ERROR - <Triton> test failed!\n"
+             "Please ensure it has been installed correctly.\n")
+
+
+def test_an_exception_line_logged_as_a_python_logging_record_is_a_bare_exception() -> None:
+    """lmdeploy#1083: lmdeploy logs the exception its environment check caught as one ERROR record under Python
+    logging's default head; the record after it is not its message."""
+    rc = analyze(_LMDEPLOY).root_cause
+    assert rc is not None and rc.exception_type == "RuntimeError"
+    assert rc.message == "Triton Error [CUDA]: device kernel image is invalid"
+    # the same text at INFO level, or a record whose text is no exception line, is no exception
+    rc = analyze(_LMDEPLOY.replace("ERROR - RuntimeError", "INFO - RuntimeError")).root_cause
+    assert rc is None or rc.exception_type is None
+    assert analyze("2024-04-24 19:19:03,669 - lmdeploy - ERROR - Note: retrying the check\n").root_cause.exception_type is None
+
+
+def test_lmdeploy_choosing_and_checking_its_pytorch_engine_is_start_up() -> None:
+    """lmdeploy#1083 ("Checking environment for PyTorch Engine.") and lmdeploy#2026 ("Try to run with pytorch engine
+    because ... is not explicitly supported by lmdeploy."): the engine is not built yet."""
+    rc = analyze(_LMDEPLOY).root_cause
+    assert rc is not None and rc.phase == "startup_other"
+    text = ("2024-07-15 16:44:07,336 - lmdeploy - WARNING - Try to run with pytorch engine because /data/glm4v_model "
+            "is notexplicitly supported by lmdeploy.\n/usr/bin/ld: cannot find -lcuda\n"
+            "collect2: error: ld returned 1 exit status\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and "cannot find -lcuda" in rc.message and rc.phase == "startup_other"
+
+
+def test_a_window_that_ends_inside_the_logged_exceptions_own_record_is_cut() -> None:
+    """lmdeploy#2026: the CalledProcessError record is the window's last line, cut inside the gcc command's list."""
+    line = ("2024-07-15 16:44:08,558 - lmdeploy - ERROR - CalledProcessError: Command '['/usr/bin/gcc', "
+            "'/tmp/tmpz6ods113/main.c', '-O3', '-shared', '-fPIC', '-lcuda', '-L/lib64', \n")
+    a = analyze(line)
+    assert a.final is not None and a.final.exception_type == "CalledProcessError" and a.final.truncated
+    assert a.final.last_complete is None
+    # the whole record is not cut, nor is a cut record that a later line follows
+    whole = line.replace("'-L/lib64', \n", "'-L/lib64']' returned non-zero exit status 1.\n")
+    assert not analyze(whole).final.truncated
+    assert not analyze(line + "2024-07-15 16:44:09,001 - lmdeploy - INFO - exiting\n").final.truncated
