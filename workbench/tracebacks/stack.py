@@ -232,9 +232,7 @@ def cpp_line(stream: Stream, msg: str, line_no: int) -> bool:
             cpp.message.append(m.group(1).rstrip())
             cpp.state = 1
             cpp.end = line_no
-            pg = _PG_RANK.search(msg)
-            if cpp.rank is None and pg:
-                cpp.rank = "rank" + pg.group(1)
+            cpp.rank = cpp.rank or pg_rank(msg)
             return True
         if line_no - cpp.line > 3:
             stream.cpp = None
@@ -255,6 +253,13 @@ def cpp_line(stream: Stream, msg: str, line_no: int) -> bool:
     cpp.message.append(msg.rstrip())
     cpp.end = line_no
     return True
+
+
+def pg_rank(msg: str) -> str | None:
+    """The rank c10d's tag in a native error's message names ("[PG ID 2 PG GUID 3 Rank 1] Process group watchdog
+    thread terminated ..."), for a process whose lines carry no rank prefix."""
+    pg = _PG_RANK.search(msg) if "Rank " in msg else None
+    return "rank" + pg.group(1) if pg else None
 
 
 def native_abort(msg: str, *, what: bool) -> tuple[str, list[str], int] | None:

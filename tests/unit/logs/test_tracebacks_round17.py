@@ -102,3 +102,36 @@ def test_a_window_that_ends_inside_the_logged_exceptions_own_record_is_cut() -> 
     whole = line.replace("'-L/lib64', \n", "'-L/lib64']' returned non-zero exit status 1.\n")
     assert not analyze(whole).final.truncated
     assert not analyze(line + "2024-07-15 16:44:09,001 - lmdeploy - INFO - exiting\n").final.truncated
+
+
+def test_a_lone_what_with_no_rank_prefix_takes_the_rank_of_its_process_group_tag() -> None:
+    """sglang#8296: c10d's watchdog error as a lone "what():" line (no "terminate called" before it, no "[rankN]:"
+    prefix), its rank only in the "[PG ID 2 PG GUID 3 Rank 1]" tag."""
+    text = ("  what():  [PG ID 2 PG GUID 3 Rank 1] Process group watchdog thread terminated with exception: CUDA error: "
+            "an illegal memory access was encountered\n"
+            "For debugging consider passing CUDA_LAUNCH_BLOCKING=1\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and "illegal memory access" in rc.message and rc.ranks == ("rank1",)
+    # a prefix's rank still wins over the tag
+    rc = analyze("[rank3]: " + text.replace("\nFor", "\n[rank3]: For")).root_cause
+    assert rc is not None and rc.ranks == ("rank3",)
+
+
+def test_the_coded_line_of_a_cann_error_block_is_its_failure_not_the_advice_before_it() -> None:
+    """vllm-omni#705: a Stage-0 worker's CANN error block at ERROR level, led by the advice about
+    ASCEND_LAUNCH_BLOCKING and PTA's "ERR00100 PTA call acl api failed", its fourth line the error code's."""
+    p = "[Stage-0] ERROR 01-16 10:20:16 [gpu_worker.py:226] "
+    text = (f"{p}Note: ASCEND_LAUNCH_BLOCKING=1 will force ops to run in synchronous mode, resulting in performance "
+            "degradation. Please unset ASCEND_LAUNCH_BLOCKING in time after debugging.\n"
+            f"{p}[ERROR] 2026-01-16-10:20:16 (PID:5393, Device:0, RankID:0) ERR00100 PTA call acl api failed.\n"
+            f"{p}[PID: 5393] 2026-01-16-10:20:15.729.456 Memory_Allocation_Failure(EL0004): Failed to allocate memory.\n"
+            f"{p}        Possible Cause: Available memory is insufficient.\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and "Memory_Allocation_Failure(EL0004): Failed to allocate memory" in rc.message
+    # the bare code form too; a coded line far below the first error line is another block's
+    rc = analyze(text.replace("Memory_Allocation_Failure(EL0004)", "EL0004")).root_cause
+    assert rc is not None and "EL0004: Failed to allocate memory" in rc.message
+    lines = text.splitlines(keepends=True)
+    far = lines[0] + f"{p}ok\n" * 5 + lines[2]
+    rc = analyze(far).root_cause
+    assert rc is not None and "Note: ASCEND_LAUNCH_BLOCKING" in rc.message
