@@ -113,6 +113,8 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
     # torch's Gloo process group reports its rendezvous done: the distributed init is over
     (r"\[Gloo\] Rank \d+ is connected to \d+ peer ranks", "startup_other", 1.5, "end"),
     (r"Load weight begin|Starting to load model|Loading (?:drafter|draft) model", "weight_loading", 2, "begin"),
+    # SGLang's diffusion runtime (multimodal_gen) loading a pipeline's component, its checkpoint files
+    (r"Loading \w+, default_dtype: |Loading model from \d+ safetensors files?", "weight_loading", 2, "begin"),
     # lmdeploy's PyTorch engine names each checkpoint file it loads ("INFO - loading weights - \"model-00001...\"")
     (r"Loading (?:safetensors|pt|bin) checkpoint shards|Loading weights:|(?:^|- )loading weights\b(?! took)",
      "weight_loading", 2, "progress"),
@@ -166,6 +168,7 @@ _RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("Init torch distributed ends",),
     ("peer ranks",),
     ("Load weight begin", "Starting to load model", "Loading dra"),
+    (", default_dtype: ", " safetensors file"),
     (" checkpoint shards", "Loading weights:", "loading weights"),
     ("Load weight end",),
     ("weights took", "Model loading took"),
@@ -454,6 +457,8 @@ _STARTUP = re.compile(
     r"^initialize$|_init_executor|_init_workers|^init_worker|^worker_main$|create_engine_config|get_tokenizer|"
     r"^get_config$|from_pretrained|_build_model|_start_executor_workers|^create$|^lifespan$|^serve$|"
     r"subparser_init|_find_and_load|^exec_module$|soc_version|^Runtime$|^_run_module_as_main$|"
+    # the import machinery a lazy module calls (transformers' _LazyModule.__getattr__ -> importlib.import_module)
+    r"^import_module$|"
     # a process that starts a component (SGLang's start_router_process...), Ray Serve's replica start
     r"^start_\w+_process$|^exposed_init_model$|^check_ready$|^initialize_and_get_metadata$|^create_py_executor$|"
     # a framework's worker building its model or rollout engine (verl's init_model, actor_rollout_init_model)

@@ -135,3 +135,33 @@ def test_the_coded_line_of_a_cann_error_block_is_its_failure_not_the_advice_befo
     far = lines[0] + f"{p}ok\n" * 5 + lines[2]
     rc = analyze(far).root_cause
     assert rc is not None and "Note: ASCEND_LAUNCH_BLOCKING" in rc.message
+
+
+def test_a_lazy_import_traceback_with_no_engine_frames_is_start_up() -> None:
+    """lmdeploy#4040: transformers' lazy module importing on first use, after a pynvml FutureWarning, the
+    exception line cut off."""
+    f = '  File "/home/u/.local/lib/python3.12/site-packages/transformers/utils/import_utils.py", '
+    text = ("Traceback (most recent call last):\n"
+            f"{f}line 2302, in __getattr__\n    module = self._get_module(self._class_to_module[name])\n"
+            f"{f}line 2330, in _get_module\n    return importlib.import_module(\".\" + module_name, self.__name__)\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.exception_type is None and rc.phase == "startup_other"
+    # the same import under a serving loop's frame is serving
+    serving = text.replace("Traceback (most recent call last):\n", "Traceback (most recent call last):\n"
+                           '  File "/sglang/srt/managers/scheduler.py", line 900, in event_loop_normal\n'
+                           "    self.process_input_requests(recv_reqs)\n")
+    rc = analyze(serving).root_cause
+    assert rc is not None and rc.phase == "serving"
+
+
+def test_sglang_diffusion_loading_a_pipeline_component_is_weight_loading() -> None:
+    """gpustack#3848: SGLang's multimodal_gen loading a Flux transformer, then its rank 0 scheduler dead (-9)."""
+    text = ("[12-11 17:47:40] Loading FluxTransformer2DModel, default_dtype: torch.bfloat16\n"
+            "[12-11 17:47:40] Using FlashAttention (FA3 for hopper, FA4 for blackwell) backend\n"
+            "[12-11 17:52:52] Rank 0 scheduler is dead. Please check if there are relevant logs.\n"
+            "[12-11 17:52:54] Exit code: -9\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.phase == "weight_loading"
+    rc = analyze(text.replace("Loading FluxTransformer2DModel, default_dtype: torch.bfloat16",
+                              "Loading model from 3 safetensors files")).root_cause
+    assert rc is not None and rc.phase == "weight_loading"
