@@ -99,6 +99,8 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
     # TensorRT-LLM prints its version when it is imported (every rank of an mpirun does): the program is starting,
     # when nothing else is known yet
     (r"TensorRT-LLM version: \d", "startup_other", 0, "progress"),
+    # lmdeploy choosing its PyTorch engine and checking what it needs (triton, its kernels) before building it
+    (r"Checking environment for PyTorch Engine|Try to run with pytorch engine", "startup_other", 0, "progress"),
     # Triton loading a model: its backend's initialisation, the instance group a backend reports it builds
     (r"TRITONBACKEND_Model(?:Instance)?Initialize|Instance group type: KIND_", "startup_other", 0, "progress"),
     (r"Init torch distributed begin", "nccl_init", 1, "start"),
@@ -111,6 +113,8 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
     # torch's Gloo process group reports its rendezvous done: the distributed init is over
     (r"\[Gloo\] Rank \d+ is connected to \d+ peer ranks", "startup_other", 1.5, "end"),
     (r"Load weight begin|Starting to load model|Loading (?:drafter|draft) model", "weight_loading", 2, "begin"),
+    # SGLang's diffusion runtime (multimodal_gen) loading a pipeline's component, its checkpoint files
+    (r"Loading \w+, default_dtype: |Loading model from \d+ safetensors files?", "weight_loading", 2, "begin"),
     # lmdeploy's PyTorch engine names each checkpoint file it loads ("INFO - loading weights - \"model-00001...\"")
     (r"Loading (?:safetensors|pt|bin) checkpoint shards|Loading weights:|(?:^|- )loading weights\b(?! took)",
      "weight_loading", 2, "progress"),
@@ -156,6 +160,7 @@ _COMPILED = tuple(re.compile(pat) for pat, *_rest in _RULES)
 _RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("server_args=", "LLM engine", "vLLM API server version", "non-default args:"),
     ("TensorRT-LLM version: ",),
+    ("Checking environment for PyTorch Engine", "Try to run with pytorch engine"),
     ("TRITONBACKEND_Model", "Instance group type: "),
     ("Init torch distributed begin",),
     ("is assigned as DP rank", "local_rank=", "is using nccl=="),
@@ -163,6 +168,7 @@ _RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("Init torch distributed ends",),
     ("peer ranks",),
     ("Load weight begin", "Starting to load model", "Loading dra"),
+    (", default_dtype: ", " safetensors file"),
     (" checkpoint shards", "Loading weights:", "loading weights"),
     ("Load weight end",),
     ("weights took", "Model loading took"),
@@ -192,7 +198,7 @@ _ANCHORS = ("server_args=", "LLM engine", "vLLM", "non-default", "Init torch", "
             "GPU blocks", "Maximum concurrency", "Capture", "Capturing", "max_total_num_tokens", "Graph capturing",
             "init engine", "Uvicorn", "Application startup", "fired up", "batch", "Avg prompt", "/v1/", "Req(rid=",
             "Profiling CUDA", "ed request", "torch.compile", "profiling/warmup", "Compile and warming", "scheduled_",
-            "Dumping scheduler", "enerating sequences", "TensorRT-LLM version", "peer ranks", "TRITONBACKEND_Model", "Instance group type",
+            "Dumping scheduler", "enerating sequences", "TensorRT-LLM version", "Checking environment", "Try to run with", "peer ranks", "TRITONBACKEND_Model", "Instance group type",
             "[c10d] ", "loading weights", "Warming up", "cmpl-")
 _FAILURE_RE = re.compile(
     r"hit an exception|Traceback \(most recent call last\)|failed to start|WorkerProc failed|"
@@ -451,6 +457,8 @@ _STARTUP = re.compile(
     r"^initialize$|_init_executor|_init_workers|^init_worker|^worker_main$|create_engine_config|get_tokenizer|"
     r"^get_config$|from_pretrained|_build_model|_start_executor_workers|^create$|^lifespan$|^serve$|"
     r"subparser_init|_find_and_load|^exec_module$|soc_version|^Runtime$|^_run_module_as_main$|"
+    # the import machinery a lazy module calls (transformers' _LazyModule.__getattr__ -> importlib.import_module)
+    r"^import_module$|"
     # a process that starts a component (SGLang's start_router_process...), Ray Serve's replica start
     r"^start_\w+_process$|^exposed_init_model$|^check_ready$|^initialize_and_get_metadata$|^create_py_executor$|"
     # a framework's worker building its model or rollout engine (verl's init_model, actor_rollout_init_model)
@@ -508,6 +516,9 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|failed to (?:start|initial
                            # Triton's model repository bringing up a model it could not ("failed to load 'm' version
                            # 1: Internal: unexpected error when creating modelInstanceState: ...")
                            r"failed to load '[^']+' version \d+|creating modelInstanceState|"
+                           # and the status its model table gives a model it could not load ("UNAVAILABLE: Not found:
+                           # unable to load shared library: ...")
+                           r"(?-i:UNAVAILABLE): |"
                            # a serving platform bringing up one model server (gpustack's "Provisioning model instance")
                            r"\b(?:provision|start)\w* (?:\w+ )?model instance|"
                            # a library the program needs is missing ("NIXL is not available"): found when it starts

@@ -56,7 +56,7 @@ def build_tracebacks(blocks: list[Block]) -> list[Traceback]:
             index=b.index, rank=rank[b.index], start_line=b.start, end_line=max(b.end, b.start),
             frames=tuple(b.frames), exception_type=b.exc_type if b.exc_type is not None else _header_type(b),
             message="\n".join(b.message) if b.exc_type is not None else None,
-            cut_start=b.cut_start, cut_end=b.exc_type is None, chained_from=b.chained_from, chain=b.chain,
+            cut_start=b.cut_start, cut_end=b.exc_type is None or b.cut_message, chained_from=b.chained_from, chain=b.chain,
             phase=phase[b.index], origin=b.origin, server=b.server, lead=b.lead, context=b.context,
         ))
     return out

@@ -50,7 +50,7 @@ from workbench.tracebacks.model import (
 from workbench.tracebacks.patterns import _PROCESS_CUT, level_word
 from workbench.tracebacks.reader import extract, extract_stream
 from workbench.tracebacks.scan import Extractor
-from workbench.tracebacks.stack import CUT_DUMP, cut_after_chain
+from workbench.tracebacks.stack import CUT_DUMP, cut_after_chain, native_final
 
 _WRAPPER_FRAMES = {
     ("module.py", "_call_impl"), ("module.py", "_wrapped_call_impl"), ("module.py", "__call__"),
@@ -280,7 +280,7 @@ def analysis_of(ex: Extractor) -> Analysis:
         failures.append(Failure(sig, c.exception_type, c.message, None, c.phase, _ranks(x.rank for x in cs), len(cs), (), c.line,
                                 is_pointer(c), describe(c.exception_type, c.message, ())))
     failures.sort(key=lambda f: f.first_line)
-    final = cut_after_chain(_final(tracebacks, failures, ex.cpp_exceptions), ex.chain_cut_after)
+    final = cut_after_chain(_final(tracebacks, failures, ex.cpp_exceptions) or native_final(ex.native_backtrace()), ex.chain_cut_after)
     root = _root_cause(ex, chains, failures)
     if root is not None:
         root = _phase_from_neighbour(root, tracebacks)
@@ -368,7 +368,7 @@ def _final(tracebacks: Sequence[Traceback], failures: Sequence[Failure], cpp: Se
     last_complete = None
     if last.cut_end:
         for t in reversed(tracebacks):
-            if t.exception_type is not None:
+            if t.exception_type is not None and t is not last:
                 last_complete = (t.exception_type, t.message or "")
                 break
     return Final(last.exception_type, last.message, last.innermost, last.phase, ranks, last.cut_end, last_complete, last.start_line)

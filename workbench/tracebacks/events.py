@@ -14,9 +14,9 @@ _TORCH_RANK = re.compile(r"\[rank(\d+)\]:")
 # the rank c10d names in its own messages ("[Rank 2] Watchdog caught ...", "[PG 3 Rank 5] Process group ...")
 _C10D_RANK = re.compile(r"\[(?:PG[^\]]*? )?Rank (\d+)\]")
 # error words that say a failure whatever the line's level (a failed C++ CHECK, the KV-cache size
-# checks, whose exception type a paste often loses)
+# checks, whose exception type a paste often loses, the status Triton gives a model it could not load)
 _LEVEL_FREE = frozenset({"Check failed: ", "can be stored in KV cache", "No available memory for the cache blocks",
-                         "Capture cuda graph failed: "})
+                         "Capture cuda graph failed: ", "UNAVAILABLE: "})
 # vLLM's record of the batch whose execution failed, naming that failure, at WARNING when pickling its
 # input failed too ("Failed to pickle inputs of failed execution: CUDA error: an illegal memory access ...")
 _FAILED_EXECUTION = "inputs of failed execution: "
@@ -44,6 +44,40 @@ def prose_failure(msg: str, recent: Sequence[str]) -> str | None:
             recent[-2]):
         return q.group(1)
     return None
+
+
+# a status word a harness or test runner writes for a step that failed, before its reason ("[06] Stack 'x':
+# FAILED: ...", "nok8s_deploy (x): FAILED - Timed out waiting for ...")
+_FAILED_STATUS = re.compile(r"(?<![\w-])FAILED(?::| -) \S")
+# a native library's own error line, its lower-case name heading it ("rocblaslt error: Could not load
+# .../TensileLibrary_lazy_gfx942.dat"): what failed, said before the engine's record of it; a sentence's
+# "the error: ..." is not one
+_LIBRARY_ERROR = re.compile(r"(?!(?:the|this|that|an?|my|same|following|no|any|which|what|an?other)\b)"
+                            r"[a-z][a-z0-9_.+-]{1,30} error: [A-Z]")
+
+
+def error_level(parsed: LogLine, msg: str) -> bool:
+    """The line is a record at ERROR or CRITICAL level: the parser's level, or, for a format it does not
+    know, the level word in the record's head (Python logging's "%(asctime)s - %(name)s - ERROR - ..." as
+    gpustack writes it), as an error line with error words is read (see :func:`log_event`), a FAILED
+    status there (:data:`_FAILED_STATUS`), or a native library's own error line (:data:`_LIBRARY_ERROR`)."""
+    if parsed.level is not None:
+        return parsed.level in ("ERROR", "CRITICAL")
+    return (level_word(msg, 48) in ("ERROR", "CRITICAL") or _FAILED_STATUS.search(msg, 0, 80) is not None
+            or _LIBRARY_ERROR.match(msg) is not None)
+
+
+# a CANN error code heading its line ("Memory_Allocation_Failure(EL0004): Failed to allocate memory.",
+# "EJ0001: [PID: 468348] ... Failed to initialize"): what failed on an Ascend NPU, where the error block's first lines
+# are often advice ("Note: ASCEND_LAUNCH_BLOCKING=1 will force ops ...") or PTA's "ERR00100 PTA call acl api failed"
+_CANN_CODE = re.compile(r"(?:\b[A-Z]\w*\(|(?<![\w(]))E[A-Z0-9]\d{4}\)?: \S")
+
+
+def coded_error(first: LogEvent | None, parsed: LogLine, msg: str, line_no: int) -> bool:
+    """The error line ``msg`` (line ``line_no``) holds the CANN error code of the error block whose first error line
+    is ``first`` (at most 4 lines before it), which has none: it says what failed, so it takes ``first``'s place."""
+    return (first is not None and line_no - first.line <= 4 and "E" in msg and _CANN_CODE.search(msg) is not None
+            and _CANN_CODE.search(first.text) is None and error_level(parsed, msg))
 
 
 def log_event(parsed: LogLine, msg: str, line_no: int, phase: str, server: str,

@@ -81,6 +81,8 @@ _STOP = re.compile(
     r"\d+%\||^Killed$|^Aborted|terminate called|^\S+\.py:\d+: \w*Warning|^Exception ignored in|^Fatal Python error|"
     r"^Segmentation fault|^\s*warnings\.warn\(|^Error executing job|^INFO:|^WARNING:|^ERROR:"
 )
+# Python logging's default head ("2024-04-24 19:19:03,669 - lmdeploy - ERROR - "), which the parser does not strip
+_LOGGING_HEAD = re.compile(r"\d[\d\-:., ]{7,30} - [\w.-]+ - (DEBUG|INFO|WARNING|ERROR|CRITICAL) - ")
 _TERMINATE = re.compile(r"terminate called after throwing an instance of '([^']+)'")
 _WHAT = re.compile(r"\s*what\(\):\s*(.*)")
 _CPP_STOP = re.compile(r"Exception raised from |frame #\d+:|^\s*$|^(?:stack )?backtrace:|^\s*\d+: \S|^\s*--- |^note: |"
@@ -130,7 +132,10 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
                               # a worker's own report that a call it ran failed (vLLM's "Error executing method ...")
                               r"Error executing metho|"
                               # a server's own record of a request it could not serve (Ray Serve's replica.py)
-                              r"\bRequest failed\b")),
+                              r"\bRequest failed\b|"
+                              # a model Triton could not load, as its model table gives the status ("UNAVAILABLE: Not
+                              # found: unable to load shared library: ...")
+                              r"(?<![\w.])UNAVAILABLE: (?=[A-Z])")),
     # a C compiler or linker failing under torch.compile / triton: no level, no traceback of its own
     ("compile_error", re.compile(r"^collect2: error:|cannot find -l\w+|: fatal error: |^error: command '\S+' failed")),
     ("nccl_warn", re.compile(
@@ -161,7 +166,8 @@ _EVENT_NEEDLES: dict[EventKind, tuple[str, ...]] = {
     "error_line": ("out of memory", "CUDA error", "CUDA runtime error", "cudaError", "CUDA_ERROR_", "Error Code ",
                    "Assertion failed", "ailed to start", "ailed to initiali", "NCCL error", "Connection refused",
                    "Error executing metho", "Check failed: ", "can be stored in KV cache",
-                   "No available memory for the cache blocks", "Request failed", "Capture cuda graph failed: "),
+                   "No available memory for the cache blocks", "Request failed", "Capture cuda graph failed: ",
+                   "UNAVAILABLE: "),
     "compile_error": ("collect2: error:", "cannot find -l", ": fatal error: ", "error: command '"),
     "nccl_warn": ("NCCL WARN", "Watchdog caught collective operation timeout", " milliseconds before timing out",
                   "atchdog timeout"),
@@ -181,7 +187,7 @@ _EVENT_ANCHORS = ("Xid", "Connection refused", "failed to start", "CUDA error", 
                   "died", "dead", "Exit code", "exited", "ChildFailed", "Failed core", "Killed", "sigquit", "SIGQUIT",
                   "kill_process", "atchdog timeout", "cgroup out of memory", "Error executing", "register worker",
                   "Segfault", "Check failed", "stored in KV cache", "memory for the cache blocks", "Request failed", "Capture cuda graph failed",
-                  "Process received signal", ")[0x", "rashed container", "CrashLoopBackOff")
+                  "Process received signal", ")[0x", "rashed container", "CrashLoopBackOff", "UNAVAILABLE")
 _EVENT_PART = any_part_of(_NEEDLES)  # the quick first search (see any_part_of)
 
 
@@ -288,7 +294,8 @@ def _interesting_words(*, strong: bool) -> frozenset[str]:
         "above exception", "During handling", "atchdog", "timing out", "sigquit", "ChildFailed", "kill_process",
         "cannot find -l", "ray::", "Illegal", "' panicked", "Bus error", "Floating", "Main process", "Interrupt", "Timeout",
         "Cancelled", "Thread 0x", "Stack (", "│", "┃", "║", "╭", "^[", "\ufffd[", '{"', "m(", "segfault", "protection fault",
-        ") [0x",  # a native backtrace's frame as glibc's backtrace_symbols prints it (scan._NATIVE_SYMBOL)
+        # a native backtrace's frame as glibc's backtrace_symbols, c10 and UCX print it (scan._NATIVE_SYMBOL)
+        ") [0x", "frame #", "()  ",
         *_EVENT_ANCHORS, *_ANCHORS, *_FAILURE_ANCHORS,
     } - _WEAK
     if not strong:

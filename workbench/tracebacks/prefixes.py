@@ -8,7 +8,7 @@ import json
 import re
 
 from workbench.logformats import LineShapes, LogLine, Parsed, _parse
-from workbench.tracebacks.patterns import _GROUP_MARGIN, _QUOTE, level_word
+from workbench.tracebacks.patterns import _GROUP_MARGIN, _LOGGING_HEAD, _QUOTE, level_word
 
 
 def json_log(line: str) -> str:
@@ -100,10 +100,13 @@ _PROC_TAG = re.compile(r"\([A-Z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)*\) +(?=[A-Za-z_])"
 
 def after_label(msg: str) -> str:
     """The text after a label written with a full-width colon near the start of a line ("【BUG】：",
-    "报错："), or after a process tag with no pid ("(APIServer) "), where a pasted exception line often
-    follows; '' when there is no such label."""
+    "报错："), after a process tag with no pid ("(APIServer) "), or after Python logging's head of a record at an
+    error level, where a pasted or logged exception line often follows; '' when there is no such label."""
     pos = msg.find("\uff1a", 0, 24)
     if pos >= 0:
         return msg[pos + 1:].lstrip()
+    if msg[:1].isdigit():  # lmdeploy logs an exception it caught as one record ("... - ERROR - RuntimeError: ...")
+        head = _LOGGING_HEAD.match(msg)
+        return msg[head.end():] if head is not None and head.group(1) in ("ERROR", "CRITICAL") else ""
     tag = _PROC_TAG.match(msg) if msg[:1] == "(" else None
     return msg[tag.end():] if tag is not None else ""

@@ -22,7 +22,14 @@ from workbench.logformats import LineShapes, LogLine, _needs_clean, _parse
 from workbench.phases import PhaseTracker, _is_failure, known_phase
 from workbench.tracebacks.binary import binary_noise
 from workbench.tracebacks.chains import build_tracebacks, native_phase
-from workbench.tracebacks.events import backtrace_head, cut_record, log_event, process_header
+from workbench.tracebacks.events import (
+    backtrace_head,
+    coded_error,
+    cut_record,
+    error_level,
+    log_event,
+    process_header,
+)
 from workbench.tracebacks.model import CppException, Frame, LogEvent, Traceback
 from workbench.tracebacks.patterns import (
     _BARE_EXC_NAME,
@@ -51,7 +58,6 @@ from workbench.tracebacks.patterns import (
     INTERESTING_BYTES,
     STRONG_BYTES,
     cut_header,
-    level_word,
     looks_like_exception,
     no_cr,
     quoted_exception,
@@ -73,38 +79,23 @@ from workbench.tracebacks.stack import (
     add_frame,
     close,
     cpp_line,
+    cut_in_message,
     in_block,
     ipython_frame,
     native_abort,
+    pg_rank,
 )
 
 _QUIET_LINES = 200  # an open block whose writer printed nothing for this many lines no longer holds the fast path
 
 
-# a status word a harness or test runner writes for a step that failed, before its reason ("[06] Stack 'x':
-# FAILED: ...", "nok8s_deploy (x): FAILED - Timed out waiting for ...")
-_FAILED_STATUS = re.compile(r"(?<![\w-])FAILED(?::| -) \S")
-# a frame of a native backtrace as glibc's backtrace_symbols prints it ("/usr/lib/x86_64-linux-gnu/libstdc++.so.6(+0xd6df4)
-# [0x7f9572b73df4]", maybe followed by the demangled function): a process that crashed in native code
-_NATIVE_SYMBOL = re.compile(r"\S+\.so(?:\.\d+)*\([^()\s]*\) \[0x[0-9a-fA-F]+\]")
-# a native library's own error line, its lower-case name heading it ("rocblaslt error: Could not load
-# .../TensileLibrary_lazy_gfx942.dat"): what failed, said before the engine's record of it; a sentence's
-# "the error: ..." is not one
-_LIBRARY_ERROR = re.compile(r"(?!(?:the|this|that|an?|my|same|following|no|any|which|what|an?other)\b)"
-                            r"[a-z][a-z0-9_.+-]{1,30} error: [A-Z]")
-
-
-def _error_level(parsed: LogLine, msg: str) -> bool:
-    """The line is a record at ERROR or CRITICAL level: the parser's level, or, for a format it does not
-    know, the level word in the record's head (Python logging's "%(asctime)s - %(name)s - ERROR - ..." as
-    gpustack writes it), as an error line with error words is read (see events.log_event), a FAILED
-    status there (:data:`_FAILED_STATUS`), or a native library's own error line (:data:`_LIBRARY_ERROR`)."""
-    if parsed.level is not None:
-        return parsed.level in ("ERROR", "CRITICAL")
-    return (level_word(msg, 48) in ("ERROR", "CRITICAL") or _FAILED_STATUS.search(msg, 0, 80) is not None
-            or _LIBRARY_ERROR.match(msg) is not None)
-
-
+# a frame of a native backtrace: a process that crashed in native code. As glibc's backtrace_symbols prints it
+# ("/usr/lib/x86_64-linux-gnu/libstdc++.so.6(+0xd6df4) [0x7f9572b73df4]", maybe followed by the demangled function;
+# vLLM's crash handler names the process title after "--- ": "--- VLLM::EngineCore(_PyEval_EvalFrameDefault+0x8cf)
+# [0x55fb937b7a7f]"), as c10 prints it under its error ("frame #3: c10d::ProcessGroupNCCL::WorkNCCL::isCompleted()
+# + 0x58 (0x7f4d... in .../libtorch_cuda.so)"), as UCX prints it ("14 0x0000000000004493 ???()  .../libffi.so.8:0")
+_NATIVE_SYMBOL = re.compile(r"(?:\S+\.so(?:\.\d+)*|--- \S+)\([^()\s]*\) \[0x[0-9a-fA-F]+\]|frame #\d+: \S.* \(0x[0-9a-fA-F]+ in "
+                            r"|\d+ 0x[0-9a-fA-F]+ \S+\(\)  \S+:\d+$")
 class Extractor:
     """Incremental extractor: ``feed`` lines in order, then ``finish``.
 
@@ -384,7 +375,7 @@ class Extractor:
             # process that crashed in native code, its exception line lost)
             first = (self._first_error or process_header(last, self._tracker.phase, self._server, self._recent)
                      or cut_record(last, self._tracker.phase, self._server, self._recent)
-                     or (self._native_frames[0] if len(self._native_frames) >= 3 else None))
+                     or self.native_backtrace())
             self.events.extend([first] if first is not None else [])
         self.chain_cut_after = [n for s in self._streams.values() if (n := s.cut_chain_start(self._blocks)) is not None]
         for origin, stream in self._streams.items():
@@ -397,9 +388,15 @@ class Extractor:
                            "unknown", end=start)
                 self._blocks.append(b)
             stream.queued.clear()
+        cut_in_message(self._blocks, last)
         self.tracebacks = build_tracebacks(self._blocks)
         self.cpp_exceptions = [CppException(c.line, c.end, c.type, "\n".join(c.message).strip(), c.rank, native_phase(c),
                                             c.server) for c in self._cpp]
+
+    def native_backtrace(self) -> LogEvent | None:
+        """The first frame of the log's native backtrace (three frames or more, :data:`_NATIVE_SYMBOL`), if any: a
+        process that crashed in native code, its report's own lines above the window or not read as a failure."""
+        return self._native_frames[0] if len(self._native_frames) >= 3 else None
 
     # -- states ------------------------------------------------------------------
     def _idle(self, stream: Stream, origin: tuple[str | None, ...], parsed: LogLine, msg: str, header: str | None) -> None:
@@ -471,11 +468,12 @@ class Extractor:
                 or "caught in c10" in msg or "::" in msg):
             abort = native_abort(msg, what=stream.cpp is None)
             if abort is not None:  # "terminate called ..." / "what():" / "ns::Type: ..." / libc++'s, Rust's, c10's report
-                stream.cpp = Cpp(self.line_no, self.line_no, abort[0], parsed.rank, self._tracker.phase, self._server,
-                                 abort[1], abort[2])
+                stream.cpp = Cpp(self.line_no, self.line_no, abort[0], parsed.rank or pg_rank(msg), self._tracker.phase,
+                                 self._server, abort[1], abort[2])
                 self._cpp.append(stream.cpp)
                 return
-        if (msg[:1].isalpha() or msg[:1] in "`(" or "\uff1a" in msg[:24]) and parsed.level not in ("INFO", "DEBUG") and self._bare(stream, origin, parsed, msg, header):
+        if ((msg[:1].isalpha() or msg[:1] in "`(" or "\uff1a" in msg[:24] or (msg[:1].isdigit() and " - " in msg[:50]))
+                and parsed.level not in ("INFO", "DEBUG") and self._bare(stream, origin, parsed, msg, header)):
             return
         self._event(parsed, msg)
 
@@ -529,11 +527,13 @@ class Extractor:
         event = log_event(parsed, msg, self.line_no, self._tracker.phase, self._server, self._recent)
         if event is not None:
             self.events.append(event)
-        elif len(self._native_frames) < 3 and _NATIVE_SYMBOL.match(msg.strip()):
-            self._native_frames.append(LogEvent("error_line", self.line_no, msg.strip()[:400], parsed.rank,
-                                                self._tracker.phase, self._server))
-        elif self._first_error is None and msg.strip() and _error_level(parsed, msg):
-            # the last resort (see finish): a log's first error line, whatever it says
+        elif "0x" in msg and _NATIVE_SYMBOL.match(msg.strip()):
+            if len(self._native_frames) < 3:
+                self._native_frames.append(LogEvent("error_line", self.line_no, msg.strip()[:400], parsed.rank,
+                                                    self._tracker.phase, self._server))
+        elif msg.strip() and ((self._first_error is None and error_level(parsed, msg))
+                              or coded_error(self._first_error, parsed, msg, self.line_no)):
+            # the last resort (see finish): a log's first error line, whatever it says (or its block's coded line)
             self._first_error = LogEvent("error_line", self.line_no, msg.strip()[:400], parsed.rank, self._tracker.phase, self._server)
 
     def _start(self, stream: Stream, origin: tuple[str | None, ...], parsed: LogLine, msg: str, header: str | None, pos: int) -> None:

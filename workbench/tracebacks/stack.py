@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from workbench.logformats import LogLine
-from workbench.tracebacks.model import Chain, Final, Frame
+from workbench.tracebacks.model import Chain, Final, Frame, LogEvent
 from workbench.tracebacks.patterns import (
     _CARET,
     _CAUSE,
@@ -25,6 +25,7 @@ from workbench.tracebacks.patterns import (
     _IPY_CELL,
     _IPY_FRAME,
     _IPY_LINKED_CODE,
+    _LOGGING_HEAD,
     _MAX_FOREIGN,
     _MAX_MESSAGE_CHARS,
     _MAX_MESSAGE_LINES,
@@ -70,6 +71,7 @@ class Block:
     blanks: int = 0
     expect_code: bool = False
     file_indent: int = 0
+    cut_message: bool = False  # the log ended inside the exception's message (see cut_in_message)
 
 
 @dataclass
@@ -117,6 +119,14 @@ def cut_after_chain(final: Final | None, starts: list[int]) -> Final | None:
         return final
     return Final(None, None, None, final.phase, final.ranks, True, (final.exception_type or "", final.message or ""),
                  final.line)
+
+
+def native_final(frame: LogEvent | None) -> Final | None:
+    """The final error of a log whose only failure is a native backtrace (``frame``: its first frame): an error
+    whose own lines (its type, its message) came before the frames, so truncated."""
+    if frame is None:
+        return None
+    return Final(None, None, None, frame.phase, (frame.rank,) if frame.rank else (), True, None, frame.line)
 
 
 def add_frame(block: Block, msg: str) -> bool:
@@ -189,6 +199,17 @@ def close(stream: Stream, *, cut: bool) -> None:
     stream.in_message = False
 
 
+def cut_in_message(blocks: list[Block], last: tuple[int, str] | None) -> None:
+    """Mark cut the block whose exception message the log ended in (``last``: its last line that is not blank, and
+    that line's number) when that line stops inside a bracket it opened: a record cut mid-command
+    ("CalledProcessError: Command '['/usr/bin/gcc', '/tmp/main.c', '-O3', ")."""
+    if last is None or not any(last[1].count(a) > last[1].count(b) for a, b in ("[]", "()", "{}")):
+        return
+    for block in blocks:
+        if block.end == last[0] and block.exc_type is not None and block.message:
+            block.cut_message = True
+
+
 def add_flattened(stream: Stream, block: Block, rest: str, line_no: int) -> None:
     """A traceback whose newlines were lost in a paste: read the frames and the exception from one line."""
     frames, exc_type, message = split_flattened(rest)
@@ -211,9 +232,7 @@ def cpp_line(stream: Stream, msg: str, line_no: int) -> bool:
             cpp.message.append(m.group(1).rstrip())
             cpp.state = 1
             cpp.end = line_no
-            pg = _PG_RANK.search(msg)
-            if cpp.rank is None and pg:
-                cpp.rank = "rank" + pg.group(1)
+            cpp.rank = cpp.rank or pg_rank(msg)
             return True
         if line_no - cpp.line > 3:
             stream.cpp = None
@@ -234,6 +253,13 @@ def cpp_line(stream: Stream, msg: str, line_no: int) -> bool:
     cpp.message.append(msg.rstrip())
     cpp.end = line_no
     return True
+
+
+def pg_rank(msg: str) -> str | None:
+    """The rank c10d's tag in a native error's message names ("[PG ID 2 PG GUID 3 Rank 1] Process group watchdog
+    thread terminated ..."), for a process whose lines carry no rank prefix."""
+    pg = _PG_RANK.search(msg) if "Rank " in msg else None
+    return "rank" + pg.group(1) if pg else None
 
 
 def native_abort(msg: str, *, what: bool) -> tuple[str, list[str], int] | None:
@@ -303,7 +329,8 @@ def in_block(stream: Stream, block: Block, parsed: LogLine, msg: str, header: st
             block.end = line_no
             return True
         if (_CONTEXT in msg or _CAUSE in msg or _PROCESS_LINE.match(msg) or _STOP.search(msg)
-                or (msg.lstrip().startswith("File \"") and _FILE_STRICT.match(msg))):
+                or (msg.lstrip().startswith("File \"") and _FILE_STRICT.match(msg))
+                or (msg[:1].isdigit() and _LOGGING_HEAD.match(msg))):  # the next record of a logged exception line
             close(stream, cut=False)
             return False
         # position markers under a line (under Ray's quoted head) are not the message
