@@ -535,13 +535,19 @@ def any_part_of(words: Iterable[str], *, shortest: int = 3) -> re.Pattern[str]:
     none of the words; a text it matches may hold none (the caller asks :func:`any_of`). Its
     first characters are rare ones, which is what makes the regex engine fast: it tries the
     trie only where a line holds one of them (two to three times fewer places in a log)."""
+    return any_of(rare_parts(words, shortest=shortest))
+
+
+def rare_parts(words: Iterable[str], *, shortest: int = 3) -> set[str]:
+    """The parts :func:`any_part_of` searches for: of each word, its end that begins with its
+    rarest character (at least ``shortest`` characters long)."""
     rank = {ch: i for i, ch in enumerate(_COMMON_CHARS)}
     parts = set()
     for word in words:
         last = len(word) - min(shortest, len(word))
         k = max(range(last + 1), key=lambda i: (rank.get(word[i], len(rank)), -i))
         parts.add(word[k:])
-    return any_of(parts)
+    return parts
 
 
 def any_of_bytes(words: Iterable[str]) -> Any:

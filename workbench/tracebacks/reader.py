@@ -10,7 +10,7 @@ from __future__ import annotations
 import io
 from typing import BinaryIO
 
-from workbench.tracebacks.binary import binary_noise
+from workbench.tracebacks.binary import binary_noise_bytes
 from workbench.tracebacks.prefixes import learn_shapes
 from workbench.tracebacks.scan import Extractor
 
@@ -82,25 +82,26 @@ def feed_lines(ex: Extractor, data: bytes, stop: int) -> None:
 
 
 def skip_noise(ex: Extractor, data: bytes, pos: int, stop: int) -> int:
-    """Count the lines of ``data[pos:stop]`` from ``pos`` on that are not text (:func:`binary_noise`), as
+    """Count the lines of ``data[pos:stop]`` from ``pos`` on that are not text (:func:`binary_noise_bytes`), as
     :meth:`Extractor.feed` would count them one by one, and return where the first other line begins
     (``pos`` when that is the first line, or while something is open that the next line may continue)."""
     if not ex.idle() or ex.holds_a_line():
         return pos
     find = data.find
-    count = last = widest = 0
+    count = widest = 0
+    raw = b""
     while pos < stop:
         end = find(b"\n", pos, stop)
-        line = _text(data[pos:end])
-        if not binary_noise(line):
+        line = data[pos:end]
+        if not binary_noise_bytes(line):
             break
         count += 1
-        last = len(line)
-        if last > widest:
-            widest = last
+        raw = line
+        if len(raw) > widest:  # a line of no more bytes than the widest's characters is no wider
+            widest = max(widest, len(_text(raw)))
         pos = end + 1
     if count:  # what Extractor._line does for each line it counts
-        ex.count_dull(count, last, widest)
+        ex.count_dull(count, len(_text(raw)), widest)
     return pos
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from workbench.tracebacks import analyze, analyze_stream, reader, scan, to_json
+from workbench.tracebacks.binary import binary_noise_bytes
 from workbench.tracebacks.scan import binary_noise
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -24,11 +25,24 @@ def _noise(seed: int, size: int) -> bytes:
 def _slow_path(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every line through the general path: neither the reader's run of noise nor the scanner's test counts any."""
     monkeypatch.setattr(scan, "binary_noise", lambda line: False)
-    monkeypatch.setattr(reader, "binary_noise", lambda line: False)
+    monkeypatch.setattr(reader, "binary_noise_bytes", lambda raw: False)
 
 
 def _both(data: bytes) -> tuple[object, object]:
     return to_json(analyze(data)), to_json(analyze_stream(io.BytesIO(data)))
+
+
+def test_the_readers_byte_test_answers_as_the_line_test() -> None:
+    # the reader tests a line's UTF-8 (binary_noise_bytes, decoding only near the quarter): same answer
+    lines = [line for path in sorted(FIXTURES.rglob("*.log"))[:80]
+             for line in path.read_bytes().decode("utf-8", "replace").split("\n")]
+    lines += _noise(3, 200_000).decode("utf-8", "replace").split("\n")
+    rng = random.Random(5)
+    lines += ["\ufffd" * k + rng.choice(["é", "x", "日本", ""]) * j + rng.choice(["", " Error", " Traceback"])
+              for k in range(6) for j in range(14)]
+    assert sum(binary_noise(line) for line in lines) > 100
+    for line in lines:
+        assert binary_noise_bytes(line.encode()) == binary_noise(line), line
 
 
 def test_no_real_log_line_is_binary_noise() -> None:
