@@ -566,7 +566,8 @@ _TEXT_SERVING = re.compile(r"inputs? of failed execution|Dumping input data|Dump
                            r"Engine loop is not running|\bEngineDeadError\b|EngineCore encountered an issue|"
                            r"\b(?:" + "|".join(NATIVE_SERVING) + r")\b")
 # a collective library named by an error during start-up: its communicator was being set up
-_COLLECTIVE = re.compile(r"\b[NH]CCL\b|\bnccl|\bhccl")
+# (torch's DistStoreError: the TCPStore rendezvous of the process groups, "Timed out ... waiting for clients")
+_COLLECTIVE = re.compile(r"\b[NH]CCL\b|\bnccl|\bhccl|DistStoreError")
 
 
 def _frame_phase(file: str, function: str) -> str | None:
