@@ -56,3 +56,28 @@ def test_a_bare_dist_store_error_while_starting_is_the_process_groups_rendezvous
             "Initialization failed. detoken_init_state: init ok\n")
     rc = analyze(text).root_cause
     assert rc is not None and rc.exception_type == "torch.distributed.DistStoreError" and rc.phase == "nccl_init"
+
+
+def test_sglangs_running_warmup_line_puts_the_next_batch_in_warm_up() -> None:
+    """sglang#7547: "Running warmup compile-deep-gemm", its prefill batch, then the scheduler's cut traceback."""
+    text = ("[2025-06-27 19:02:09] max_total_num_tokens=1107402, chunked_prefill_size=8192, max_prefill_tokens=16384\n"
+            "[2025-06-27 19:02:10] Running warmup compile-deep-gemm\n"
+            "[2025-06-27 19:02:10] Prefill batch. #new-seq: 1, #new-token: 4, #cached-token: 0, token usage: 0.00\n"
+            "[2025-06-27 19:02:10] Scheduler hit an exception: Traceback (most recent call last):\n"
+            '  File "/home/m/sglang/python/sglang/srt/managers/scheduler.py", line 2336, in run_scheduler_process\n'
+            "    scheduler.event_loop_overlap()\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.phase == "warmup"
+
+
+def test_an_engines_wake_up_from_sleep_mode_is_serving() -> None:
+    """vllm#13941: an RL trainer's colocated vLLM taking its memory back (LLMEngine.wake_up -> cumem's allocator)."""
+    text = ('  File "/usr/local/lib/python3.10/dist-packages/vllm/engine/llm_engine.py", line 1859, in wake_up\n'
+            "    self.model_executor.wake_up()\n"
+            '  File "/usr/local/lib/python3.10/dist-packages/vllm/device_allocator/cumem.py", line 207, in wake_up\n'
+            "    create_and_map(handle)\n"
+            '  File "/usr/local/lib/python3.10/dist-packages/vllm/device_allocator/cumem.py", line 75, in create_and_map\n'
+            "    python_create_and_map(*allocation_handle)\n"
+            "RuntimeError: CUDA Error: out of memory at /workspace/csrc/cumem_allocator.cpp:62\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.exception_type == "RuntimeError" and rc.phase == "serving"
