@@ -223,6 +223,12 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("vllm/entrypoints/openai/serving_completion.py", "*", _S),
     ("vllm/entrypoints/llm.py", "__init__", _U),
     ("vllm/entrypoints/llm.py", "generate chat encode _run_engine _validate_and_add_requests", _S),
+    # sleep mode: an RL trainer's colocated engine (verl, OpenRLHF) frees its GPU memory between rollouts and
+    # takes it back; the engine was built and serving
+    ("vllm/entrypoints/llm.py", "sleep wake_up", _S),
+    ("vllm/engine/llm_engine.py", "sleep wake_up", _S),
+    ("vllm/v1/engine/", "sleep wake_up", _S),
+    ("vllm/device_allocator/cumem.py", "sleep wake_up", _S),
     ("vllm/distributed/parallel_state.py", "init_distributed_environment initialize_model_parallel "
      "ensure_model_parallel_initialized init_model_parallel_group init_world_group", _NCCL),
     ("vllm/model_executor/model_loader/", "*", _W),

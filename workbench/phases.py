@@ -142,6 +142,9 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
     # a program's own warm-up banner ("🔥 Warming up model (TRT-LLM ...)...", vLLM's "Warming up sampler with 256
     # dummy requests"): its first runs before it serves
     (r"\bWarming up (?:the )?(?:model|sampler)\b", "warmup", 5, "begin"),
+    # SGLang's warm-ups run after its server is up (warmup.py: "Running warmup compile-deep-gemm"): the batch
+    # that follows is the warm-up request's
+    (r"\bRunning warmup \S", "warmup", 5, "begin"),
     (r"Starting vLLM (?:API )?server|fired up and ready to roll", "serving", 6, "ready"),
     # a request object in a dump (SGLang's watchdog prints its current batch's Req(rid=...)) is serving too
     # vLLM's front end logs each request it hands to the engine (async_llm.py's "Added request", logger.py's
@@ -186,6 +189,7 @@ _RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("warmup error", "armup failed"),
     ("Compile and warming up", "Run warmup with"),
     ("Warming up ",),
+    ("Running warmup ",),
     ("Starting vLLM ", "fired up and ready to roll"),
     ("Decode batch", "Prefill batch", "Avg prompt throughput:", " /v1/", "Req(rid=", "Added request", "Received request",
      "num_scheduled_tokens=", "scheduled_cached_reqs=", "Dumping scheduler ", "enerating sequences", "cmpl-"),
@@ -566,7 +570,8 @@ _TEXT_SERVING = re.compile(r"inputs? of failed execution|Dumping input data|Dump
                            r"Engine loop is not running|\bEngineDeadError\b|EngineCore encountered an issue|"
                            r"\b(?:" + "|".join(NATIVE_SERVING) + r")\b")
 # a collective library named by an error during start-up: its communicator was being set up
-_COLLECTIVE = re.compile(r"\b[NH]CCL\b|\bnccl|\bhccl")
+# (torch's DistStoreError: the TCPStore rendezvous of the process groups, "Timed out ... waiting for clients")
+_COLLECTIVE = re.compile(r"\b[NH]CCL\b|\bnccl|\bhccl|DistStoreError")
 
 
 def _frame_phase(file: str, function: str) -> str | None:

@@ -35,7 +35,7 @@ from typing import BinaryIO
 
 from workbench.code_phases import NATIVE_SERVING
 from workbench.phases import decide_phase, phase_from_frames, stack_evidence, startup_step
-from workbench.tracebacks.events import cuda_cause, lost_type
+from workbench.tracebacks.events import cuda_cause, death_cause, lost_type
 from workbench.tracebacks.model import (
     Analysis,
     Comparison,
@@ -297,7 +297,7 @@ def analysis_of(ex: Extractor) -> Analysis:
         root = replace(root, phase="startup_other")  # the server said its start failed: not serving
     if root is not None and root.phase == "startup_other":
         # an NCCL/HCCL error while starting, in the root's words or in the error records just before it
-        root = replace(root, phase=startup_step((root.message, *_reports_before(tracebacks, root.line))))
+        root = replace(root, phase=startup_step((root.exception_type, root.message, *_reports_before(tracebacks, root.line))))
     if final is not None and final.phase == "unknown" and root is not None:
         final = replace(final, phase=root.phase)
     if final is None and root is not None and _cut_in_announced_stack(ex, root):
@@ -507,8 +507,8 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
     chosen = next((rc for rc in primary if not (rc.kind == "exception" and _SECONDARY.search(rc.message))), None)
     chosen = chosen or (primary[0] if primary else None)
     if chosen is not None:
-        cause = cuda_cause(chosen.message, chosen.line, events)  # the CUDA error the failure came after
-        if cause is not None:  # (the kernel's assertion, an illegal memory access) says what went wrong
+        cause = (chosen.kind == "log_line" and death_cause(chosen.line, events)) or cuda_cause(chosen.message, chosen.line, events)  # the CUDA error the failure came after
+        if cause:  # (the kernel's assertion, an illegal memory access) says what went wrong
             rc = event_root(cause)
             return rc if rc.phase != "unknown" else replace(rc, phase=chosen.phase)
         if chosen.kind == "exception" and _COMPILER_RUN.search(chosen.message):

@@ -145,6 +145,29 @@ def cuda_cause(message: str, line: int, events: Sequence[LogEvent]) -> LogEvent 
                 None)
 
 
+# a CUDA error as the runtime or a kernel's own check prints it, with no level ("CUDA error (.../flash_fwd_combine_launch_
+# template.h:60): an illegal memory access was encountered", "Failed: Cuda error .../custom_all_reduce.cuh:164 'invalid
+# argument'", "no kernel image is available for execution on the device")
+_QUIET_CUDA = re.compile(r"[Cc][Uu][Dd][Aa] (?:runtime )?error|no kernel image is available|illegal memory access")
+_DEATHS = ("process_died", "fatal_signal")
+
+
+def quiet_cuda_error(parsed: LogLine, msg: str, line_no: int, phase: str, server: str) -> LogEvent | None:
+    """The line as an error line when it names a CUDA error without a level: kept aside by the scanner, and an
+    event only if a process's death or a fatal signal follows it (see :func:`death_cause`)."""
+    if parsed.level is not None or not ("CUDA" in msg or "Cuda" in msg or "kernel image" in msg):
+        return None
+    return LogEvent("error_line", line_no, msg.strip()[:400], parsed.rank, phase, server) if _QUIET_CUDA.search(msg) else None
+
+
+def death_cause(line: int, events: Sequence[LogEvent]) -> LogEvent | None:
+    """The error line printed in the 2 lines before a process's death or fatal signal at ``line`` (vLLM's "Worker proc
+    ... died unexpectedly", a shell's "Aborted (core dumped)"): what the process died of, the death its consequence."""
+    if not any(e.line == line and e.kind in _DEATHS for e in events):
+        return None
+    return next((e for e in reversed(events) if e.kind == "error_line" and 0 < line - e.line <= 2), None)
+
+
 # the first frame of a numbered native backtrace, and the words that make the line before it an error report
 _BACKTRACE_TOP = re.compile(r"\s*1\s+0x[0-9a-fA-F]+\s")
 _ERROR_WORDS = re.compile(r"[Ee]rror|[Ff]ailed|[Ee]xception|[Aa]ssert")

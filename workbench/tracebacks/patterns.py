@@ -120,7 +120,10 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
         # Open MPI's signal handler: its header, and the frames it prints under it ("[host:pid] [13]
         # /lib/libmpi.so.40(MPI_Bcast+0x121)[0x7fc1ff32d881]"), which a paste often keeps without the header
         r"^\[[\w.-]+:\d+\] (?:\*\*\* Process received signal|\[ ?\d+\] \S[^\s(]*\([^)\s]*\)\[0x[0-9a-f]+\])")),
-    ("device_assert", re.compile(r"\.cu:\d+: .*Assertion .* failed\.|device-side assertion .* failed")),
+    # a kernel's device-side assert, in a .cu file or in the Triton kernel torchinductor generated ("/tmp/
+    # torchinductor_root/q5/cq5….py:97: unknown: block: [4,0,0], thread: [0,0,0] Assertion `index out of bounds…` failed.")
+    ("device_assert", re.compile(r"(?:\.cu:\d+: .*|block: \[[\d,]+\], thread: \[[\d,]+\] )Assertion .* failed\.|"
+                                 r"device-side assertion .* failed")),
     ("error_line", re.compile(r"out of memory|CUDA error|CUDA runtime error|cudaError\w+|CUDA_ERROR_\w+|Error Code \d+|"
                               r"Assertion failed|[Ff]ailed to (?:start|initiali[sz]e)[^:.]*: \S|NCCL error|Connection refused|"
                               # a C++ CHECK that failed (glog, TurboMind's "[TM][FATAL] ... Check failed:")
@@ -296,6 +299,8 @@ def _interesting_words(*, strong: bool) -> frozenset[str]:
         "Cancelled", "Thread 0x", "Stack (", "│", "┃", "║", "╭", "^[", "\ufffd[", '{"', "m(", "segfault", "protection fault",
         # a native backtrace's frame as glibc's backtrace_symbols, c10 and UCX print it (scan._NATIVE_SYMBOL)
         ") [0x", "frame #", "()  ",
+        # the CUDA runtime's error for a GPU its build has no kernels for, printed with no other error word
+        "kernel image",
         *_EVENT_ANCHORS, *_ANCHORS, *_FAILURE_ANCHORS,
     } - _WEAK
     if not strong:

@@ -99,9 +99,12 @@ _PROC_TAG = re.compile(r"\([A-Z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)*\) +(?=[A-Za-z_])"
 
 
 def after_label(msg: str) -> str:
-    """The text after a label written with a full-width colon near the start of a line ("【BUG】：",
-    "报错："), after a process tag with no pid ("(APIServer) "), or after Python logging's head of a record at an
-    error level, where a pasted or logged exception line often follows; '' when there is no such label."""
+    """The text between the ``**`` of a line a Markdown paste set in bold, after a label written with a full-width
+    colon near the start of a line ("【BUG】：", "报错："), after a process tag with no pid ("(APIServer) "), or after
+    Python logging's head of a record at an error level, where a pasted or logged exception line often follows; ''
+    when there is no such label."""
+    if msg[:2] == "**" and msg.rstrip().endswith("**"):  # a line a Markdown paste set in bold
+        return msg.strip()[2:-2].strip()
     pos = msg.find("\uff1a", 0, 24)
     if pos >= 0:
         return msg[pos + 1:].lstrip()

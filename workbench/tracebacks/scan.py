@@ -23,12 +23,14 @@ from workbench.phases import PhaseTracker, _is_failure, known_phase
 from workbench.tracebacks.binary import binary_noise
 from workbench.tracebacks.chains import build_tracebacks, native_phase
 from workbench.tracebacks.events import (
+    _DEATHS,
     backtrace_head,
     coded_error,
     cut_record,
     error_level,
     log_event,
     process_header,
+    quiet_cuda_error,
 )
 from workbench.tracebacks.model import CppException, Frame, LogEvent, Traceback
 from workbench.tracebacks.patterns import (
@@ -115,6 +117,7 @@ class Extractor:
         self.events: list[LogEvent] = []
         self.other_threads: list[tuple[int, list[str]]] = []  # faulthandler's other threads: (line, innermost first)
         self._first_error: LogEvent | None = None
+        self._quiet: LogEvent | None = None  # the previous line, when it names a CUDA error without a level
         self._native_frames: list[LogEvent] = []  # a native backtrace's frames, its first kept (see finish)
         self._recent: deque[str] = deque(maxlen=6)
         self.tracebacks: list[Traceback] = []
@@ -472,7 +475,7 @@ class Extractor:
                                  self._server, abort[1], abort[2])
                 self._cpp.append(stream.cpp)
                 return
-        if ((msg[:1].isalpha() or msg[:1] in "`(" or "\uff1a" in msg[:24] or (msg[:1].isdigit() and " - " in msg[:50]))
+        if ((msg[:1].isalpha() or msg[:1] in "`(*" or "\uff1a" in msg[:24] or (msg[:1].isdigit() and " - " in msg[:50]))
                 and parsed.level not in ("INFO", "DEBUG") and self._bare(stream, origin, parsed, msg, header)):
             return
         self._event(parsed, msg)
@@ -525,9 +528,14 @@ class Extractor:
 
     def _event(self, parsed: LogLine, msg: str) -> None:
         event = log_event(parsed, msg, self.line_no, self._tracker.phase, self._server, self._recent)
+        quiet, self._quiet = self._quiet, None
         if event is not None:
+            if event.kind in _DEATHS and quiet is not None and self.line_no - quiet.line <= 2:
+                self.events.append(quiet)  # the CUDA error the process died of, printed without a level
             self.events.append(event)
-        elif "0x" in msg and _NATIVE_SYMBOL.match(msg.strip()):
+            return
+        self._quiet = quiet_cuda_error(parsed, msg, self.line_no, self._tracker.phase, self._server)
+        if "0x" in msg and _NATIVE_SYMBOL.match(msg.strip()):
             if len(self._native_frames) < 3:
                 self._native_frames.append(LogEvent("error_line", self.line_no, msg.strip()[:400], parsed.rank,
                                                     self._tracker.phase, self._server))

@@ -1,0 +1,83 @@
+"""Mechanisms added after held-out 18 was measured (issue 15, seventeenth round), each on lines taken
+from the shapes of real logs (the corpus part and thread say which)."""
+
+from __future__ import annotations
+
+from workbench.tracebacks import analyze
+
+
+def test_a_cuda_error_without_a_level_before_a_workers_death_is_its_cause() -> None:
+    """vllm#25032 and vllm#56180: the CUDA error a kernel printed, then vLLM's "Worker proc ... died unexpectedly"."""
+    died = ("(EngineCore_DP0 pid=1318386) ERROR 09-17 00:55:51 [multiproc_executor.py:156] Worker proc VllmWorker-0 "
+            "died unexpectedly, shutting down executor.\n")
+    for error, said in (
+        ("CUDA error (/workspace/.deps/vllm-flash-attn-src/hopper/flash_fwd_combine_launch_template.h:60): an illegal "
+         "memory access was encountered", "an illegal memory access was encountered"),
+        ("Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:164 'invalid argument'",
+         "custom_all_reduce.cuh:164 'invalid argument'"),
+    ):
+        rc = analyze(f"{error}\n{died}").root_cause
+        assert rc is not None and said in rc.message and rc.line == 1
+    # an unrelated line before the death, or a CUDA error long before it, is not its cause
+    assert "died unexpectedly" in (analyze(f"loading the tokenizer\n{died}").root_cause or ()).message
+    far = "CUDA error: too many resources requested for launch\n" + "waiting\n" * 4 + died
+    assert "died unexpectedly" in (analyze(far).root_cause or ()).message
+
+
+def test_a_cuda_error_before_a_shells_abort_is_its_cause() -> None:
+    """lmdeploy#3806: an RTX 5090 with no kernels for it, the shell's "Aborted (core dumped)" after."""
+    rc = analyze("no kernel image is available for execution on the device\nAborted (core dumped)\n").root_cause
+    assert rc is not None and rc.message == "no kernel image is available for execution on the device"
+    rc = analyze("Aborted (core dumped)\n").root_cause
+    assert rc is not None and rc.message == "Aborted (core dumped)"
+
+
+def test_an_exception_line_set_in_bold_is_a_bare_exception_line() -> None:
+    """GLM-V#185: a Markdown paste that set the exception line in bold, under a sentence of prose."""
+    text = ("即使安装最新版sglang，也无法运行\n\n**AttributeError: 'Glm4vMoeForConditionalGeneration' object has no "
+            "attribute 'capture_aux_hidden_states'**\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.exception_type == "AttributeError"
+    assert rc.message.endswith("has no attribute 'capture_aux_hidden_states'")
+    assert analyze("**Note: the server restarts on its own**\n").root_cause is None
+
+
+def test_a_device_assert_in_a_kernel_torchinductor_generated_is_the_cause() -> None:
+    """vllm#31709: the Triton kernel torchinductor wrote under /tmp asserting an index's bounds."""
+    text = ("/tmp/torchinductor_root/q5/cq5iuvdeguweyk7x36xgxz2jrq5ktxlkxxg3u6legsnlo62zqcrn.py:97: unknown: block: "
+            "[4,0,0], thread: [0,0,0] Assertion `index out of bounds: 0 <= tmp48 < 40960` failed.\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and "index out of bounds" in rc.message
+
+
+def test_a_bare_dist_store_error_while_starting_is_the_process_groups_rendezvous() -> None:
+    """sglang#507: torch's TCPStore timed out waiting for the other ranks, then SGLang's "Initialization failed"."""
+    text = ("torch.distributed.DistStoreError: Timed out after 601 seconds waiting for clients. 1/4 clients joined.\n"
+            "Initialization failed. detoken_init_state: init ok\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.exception_type == "torch.distributed.DistStoreError" and rc.phase == "nccl_init"
+
+
+def test_sglangs_running_warmup_line_puts_the_next_batch_in_warm_up() -> None:
+    """sglang#7547: "Running warmup compile-deep-gemm", its prefill batch, then the scheduler's cut traceback."""
+    text = ("[2025-06-27 19:02:09] max_total_num_tokens=1107402, chunked_prefill_size=8192, max_prefill_tokens=16384\n"
+            "[2025-06-27 19:02:10] Running warmup compile-deep-gemm\n"
+            "[2025-06-27 19:02:10] Prefill batch. #new-seq: 1, #new-token: 4, #cached-token: 0, token usage: 0.00\n"
+            "[2025-06-27 19:02:10] Scheduler hit an exception: Traceback (most recent call last):\n"
+            '  File "/home/m/sglang/python/sglang/srt/managers/scheduler.py", line 2336, in run_scheduler_process\n'
+            "    scheduler.event_loop_overlap()\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.phase == "warmup"
+
+
+def test_an_engines_wake_up_from_sleep_mode_is_serving() -> None:
+    """vllm#13941: an RL trainer's colocated vLLM taking its memory back (LLMEngine.wake_up -> cumem's allocator)."""
+    text = ('  File "/usr/local/lib/python3.10/dist-packages/vllm/engine/llm_engine.py", line 1859, in wake_up\n'
+            "    self.model_executor.wake_up()\n"
+            '  File "/usr/local/lib/python3.10/dist-packages/vllm/device_allocator/cumem.py", line 207, in wake_up\n'
+            "    create_and_map(handle)\n"
+            '  File "/usr/local/lib/python3.10/dist-packages/vllm/device_allocator/cumem.py", line 75, in create_and_map\n'
+            "    python_create_and_map(*allocation_handle)\n"
+            "RuntimeError: CUDA Error: out of memory at /workspace/csrc/cumem_allocator.cpp:62\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.exception_type == "RuntimeError" and rc.phase == "serving"
