@@ -117,3 +117,31 @@ def test_a_5xx_error_body_quoted_in_a_klog_record_is_the_servers_failure() -> No
     bad = ('INFO: {"error":{"message":"This model\'s maximum context length is 4096 tokens","type":"BadRequestError",'
            '"param":null,"code":400}}\n')
     assert analyze(bad).root_cause is None
+
+
+def test_a_collapsed_paste_whose_header_was_cut_is_read_as_a_flattened_traceback() -> None:
+    """vllm#25387: serving_chat's logger.exception records pasted without their newlines, the window beginning
+    inside the stack and wrapped at 1000 characters (the second line a frame whose 'File "' the wrap took)."""
+    rec = "(APIServer pid=1) ERROR 09-22 07:18:30 [serving_chat.py:1133] "
+    text = (f'at.py:1133] File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/async_llm.py", line 387, in '
+            f"generate {rec}out = q.get_nowait() or await q.get() {rec}^^^^^^^^^^^^^ {rec}File "
+            f'"/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/output_processor.py", line 59, in get {rec}raise '
+            f'output {rec}File "/usr/local/lib/python3.12/dist-packa\n'
+            f'ges/vllm/v1/engine/core_client.py", line 846, in get_output_async {rec}raise '
+            f"self._format_exception(outputs) from None {rec}vllm.v1.engine.exceptions.EngineDeadError: EngineCore en\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.exception_type == "vllm.v1.engine.exceptions.EngineDeadError"
+    assert rc.innermost_frame is not None and rc.innermost_frame.function == "get_output_async"
+    assert rc.phase == "serving"
+
+
+def test_v0s_multi_step_advance_step_is_serving() -> None:
+    """vllm#10432: a VllmWorkerProcess's stack cut above vLLM v0.6.4's advance_step_flashattn kernel call."""
+    rec = "(VllmWorkerProcess pid=3524553) ERROR 11-18 19:20:05 multiproc_worker_utils.py:229] "
+    text = (f'{rec}  File "/envs/v/lib/python3.11/site-packages/vllm/_custom_ops.py", line 230, in advance_step_flashattn\n'
+            f"{rec}    return torch.ops._C.advance_step_flashattn(num_seqs, num_queries,\n"
+            f'{rec}  File "/envs/v/lib/python3.11/site-packages/torch/_ops.py", line 1116, in __call__\n'
+            f"{rec}    return self._op(*args, **(kwargs or {{}}))\n"
+            f"{rec}RuntimeError: tensor: name = sampled_token_ids, shape = [27, 1] is_cont = 1, type = long int is not as\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.exception_type == "RuntimeError" and rc.phase == "serving"
