@@ -190,6 +190,11 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("vllm/worker/worker_base.py", "init_device", _NCCL),
     ("vllm/worker/worker_base.py", "execute_method", _N),
     ("vllm/worker/worker_base.py", "execute_model start_worker_execution_loop", _S),
+    # v0's multi-step scheduling advances its decode batch's inputs on the GPU between the steps of one
+    # execute_model (multi_step_model_runner's _advance_step -> the attention metadata's advance_step -> the
+    # _C kernels); the profile and capture runs take single steps, so only requests reach it
+    ("vllm/worker/multi_step_model_runner.py", "_advance_step", _S),
+    ("vllm/_custom_ops.py", "advance_step_flashattn advance_step_flashinfer", _S),
     ("vllm/worker/model_runner.py", "load_model", _W),
     ("vllm/worker/model_runner.py", "profile_run", _KV),
     ("vllm/worker/model_runner.py", "capture_model", _CG),

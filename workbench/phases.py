@@ -149,10 +149,12 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
     # a request object in a dump (SGLang's watchdog prints its current batch's Req(rid=...)) is serving too
     # vLLM's front end logs each request it hands to the engine (async_llm.py's "Added request", logger.py's
     # "Received request")
-    # vLLM v1's dump of a scheduled batch (SchedulerOutput's fields), verl's rollout line before each generation
+    # vLLM v1's dump of a scheduled batch (SchedulerOutput's fields; the header dump_engine_exception logs
+    # first, "Dumping input data for V1 LLM engine", comes only from the busy loop's execute_model error path,
+    # never from a start), verl's rollout line before each generation
     (r"Decode batch[.,]? |Prefill batch[.,]? |Avg prompt throughput:|\"(?:POST|GET) /v1/|\bReq\(rid=|"
      r"\b(?:Added|Received) request \S|\b(?:total_)?num_scheduled_tokens=|scheduled_cached_reqs=|"
-     r"Dumping scheduler (?:output|stats)|[Gg]enerating sequences|"
+     r"Dumping scheduler (?:output|stats)|Dumping input data for V1 LLM engine|[Gg]enerating sequences|"
      # an OpenAI-style request id in any component's line (a KV connector's "Storing KV cache ... for request
      # cmpl-e79e...") is a request being served
      r"\b(?:chat)?cmpl-[0-9a-f]{8}", "serving", 6, "batch"),
@@ -192,7 +194,8 @@ _RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("Running warmup ",),
     ("Starting vLLM ", "fired up and ready to roll"),
     ("Decode batch", "Prefill batch", "Avg prompt throughput:", " /v1/", "Req(rid=", "Added request", "Received request",
-     "num_scheduled_tokens=", "scheduled_cached_reqs=", "Dumping scheduler ", "enerating sequences", "cmpl-"),
+     "num_scheduled_tokens=", "scheduled_cached_reqs=", "Dumping scheduler ", "Dumping input data", "enerating sequences",
+     "cmpl-"),
 )
 _CHECKS = tuple(zip(_RULE_NEEDLES, _COMPILED, ((phase, order, kind) for _p, phase, order, kind in _RULES), strict=True))
 # words one of which every rule needs (checked with ``in`` before any regex runs)
@@ -541,10 +544,11 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|failed to (?:start|initial
 # a collective watchdog that timed out on its 10,000th or later operation: the process had long been serving
 # (a start issues tens to hundreds; torch's "WorkNCCL(SeqNum=158046, OpType=GATHER, ...)")
 # vLLM v1's core logs "Invocation of X method failed" for a client's call its busy loop took (add_lora,
-# wake_up, collective_rpc: the engine was up); lmdeploy's "Engine loop failed with error" and TensorRT-LLM's
-# older "Encountered an error in forward function" come from their loops over the batches
+# wake_up, collective_rpc: the engine was up), and answers the client "Call to X method failed: ...";
+# lmdeploy's "Engine loop failed with error" and TensorRT-LLM's older "Encountered an error in forward
+# function" come from their loops over the batches
 _TEXT_SERVING = re.compile(r"inputs? of failed execution|Dumping input data|Dumping scheduler (?:output|stats)|"
-                           r"WorkNCCL\(SeqNum=\d{5,}|Invocation of \w+ method failed|Engine loop failed|"
+                           r"WorkNCCL\(SeqNum=\d{5,}|(?:Invocation of|Call to) \w+ method failed|Engine loop failed|"
                            r"Encountered an error in forward\w* function|"
                            # SGLang's ScheduleBatch, out of KV slots for the batch it is building
                            r"(?:Decode|Prefill) out of memory|alloc_req_slots runs out of memory|"

@@ -441,7 +441,7 @@ class Extractor:
                 block.start = start
             else:
                 block = self._new_block(stream, origin, parsed, header, cut_start=True)
-            add_frame(block, msg)
+            add_frame(block, msg, stream, self.line_no)
             block.end = self.line_no
             return
         if "(most recent call first)" in msg:

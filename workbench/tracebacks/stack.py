@@ -21,6 +21,7 @@ from workbench.tracebacks.patterns import (
     _FH_FRAME,
     _FILE,
     _FILE_STRICT,
+    _FLAT_PREFIX,
     _HEADER,
     _IPY_CELL,
     _IPY_FRAME,
@@ -129,7 +130,7 @@ def native_final(frame: LogEvent | None) -> Final | None:
     return Final(None, None, None, frame.phase, (frame.rank,) if frame.rank else (), True, None, frame.line)
 
 
-def add_frame(block: Block, msg: str) -> bool:
+def add_frame(block: Block, msg: str, stream: Stream | None = None, line_no: int = 0) -> bool:
     m = _FILE.match(msg)
     if m is None:
         return False
@@ -138,6 +139,13 @@ def add_frame(block: Block, msg: str) -> bool:
         wrapper_goes_on(block)  # a bare "RayTaskError(X): ray::..." head: the task's own frames follow
     if len(block.frames) >= MAX_FRAMES:  # a runaway recursion: keep both ends, bounded
         del block.frames[MAX_FRAMES // 2]
+    if stream is not None and func and " pid=" in func and line and _FLAT_PREFIX.search(func):
+        # the frame's tail holds the next records of its process: a traceback pasted without its newlines
+        # whose header the window cut off ("..., in generate (APIServer pid=1) ERROR 09-22 07:18:30
+        # [serving_chat.py:1133] out = ... File ..."): read the frames and the exception as a flattened one
+        add_flattened(stream, block, f'File "{file}", line {line}, in {func}', line_no)
+        block.expect_code = False
+        return True
     block.frames.append(Frame(file, int(line) if line else None, (func or "?").strip() or "?", None))
     block.file_indent = len(indent)
     block.expect_code = True
@@ -354,7 +362,7 @@ def in_block(stream: Stream, block: Block, parsed: LogLine, msg: str, header: st
         block.end = line_no
         return True
     stripped = msg.lstrip()
-    if stripped.startswith("File \"") and add_frame(block, msg):
+    if stripped.startswith("File \"") and add_frame(block, msg, stream, line_no):
         block.end = line_no
         return True
     if _CARET.match(msg) or stripped.startswith("[Previous line repeated"):

@@ -81,3 +81,67 @@ def test_an_engines_wake_up_from_sleep_mode_is_serving() -> None:
             "RuntimeError: CUDA Error: out of memory at /workspace/csrc/cumem_allocator.cpp:62\n")
     rc = analyze(text).root_cause
     assert rc is not None and rc.exception_type == "RuntimeError" and rc.phase == "serving"
+
+
+def test_vllms_dump_of_the_failed_batch_after_a_death_says_it_was_serving() -> None:
+    """vllm#25032: a kernel's CUDA error, the worker's death, then the engine core's "Dumping input data for V1 LLM
+    engine" (dump_engine_exception, called only from the busy loop's execute_model error path)."""
+    text = ("CUDA error (/workspace/.deps/vllm-flash-attn-src/hopper/flash_fwd_combine_launch_template.h:60): an illegal "
+            "memory access was encountered\n"
+            "(EngineCore_DP0 pid=1318386) ERROR 09-17 00:55:51 [multiproc_executor.py:156] Worker proc VllmWorker-0 "
+            "died unexpectedly, shutting down executor.\n"
+            "(Worker_TP1 pid=1318535) INFO 09-17 00:55:51 [multiproc_executor.py:560] Parent process exited, "
+            "terminating worker\n")
+    dump = ("(EngineCore_DP0 pid=1318386) ERROR 09-17 00:55:55 [dump_input.py:69] Dumping input data for V1 LLM engine "
+            "(v0.10.3.dev108+ga14b5d87d.d20250917) with config: model='/opt/models/Qwen3-Next', "
+            "speculative_config=None, tokenizer='/opt/models/Qwen3-Next', skip_tokenizer_init=False\n")
+    assert (analyze(text).root_cause or ()).phase == "unknown"
+    rc = analyze(text + dump).root_cause
+    assert rc is not None and "illegal memory access" in rc.message and rc.phase == "serving"
+    # a start the timeline placed elsewhere keeps its phase: the dump fills only an unknown one
+    loading = "(EngineCore_DP0 pid=1318386) INFO 09-17 00:50:00 [gpu_model_runner.py:1] Starting to load model m...\n"
+    assert (analyze(loading + text + dump).root_cause or ()).phase == "weight_loading"
+
+
+def test_a_5xx_error_body_quoted_in_a_klog_record_is_the_servers_failure() -> None:
+    """llm-d FMA#746: a Go launcher's klog line quoting vLLM's 500 answer to its wake_up call, quotes escaped."""
+    text = ('> 2026-09-02T00:56:18.3900781Z I0902 00:55:35.305769       1 inference-server.go:2282] "HTTP call done" '
+            'worker=1 purpose="wake" method="POST" url="http://10.131.8.254:8006/wake_up" statusCode=500 err="HTTP POST '
+            '\\"http://10.131.8.254:8006/wake_up\\" returned unexpected status 500; bodyReadErr=<nil>; responseBody='
+            '{\\"error\\":{\\"message\\":\\"Call to wake_up method failed: CUDA Error: out of memory at <path>:163\\",'
+            '\\"type\\":\\"InternalServerError\\",\\"param\\":null,\\"code\\":500}}"\n')
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.message.startswith("Call to wake_up method failed: CUDA Error: out of memory")
+    assert rc.phase == "serving"
+    # a client's mistake (a 4xx answer) is not the server failing
+    bad = ('INFO: {"error":{"message":"This model\'s maximum context length is 4096 tokens","type":"BadRequestError",'
+           '"param":null,"code":400}}\n')
+    assert analyze(bad).root_cause is None
+
+
+def test_a_collapsed_paste_whose_header_was_cut_is_read_as_a_flattened_traceback() -> None:
+    """vllm#25387: serving_chat's logger.exception records pasted without their newlines, the window beginning
+    inside the stack and wrapped at 1000 characters (the second line a frame whose 'File "' the wrap took)."""
+    rec = "(APIServer pid=1) ERROR 09-22 07:18:30 [serving_chat.py:1133] "
+    text = (f'at.py:1133] File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/async_llm.py", line 387, in '
+            f"generate {rec}out = q.get_nowait() or await q.get() {rec}^^^^^^^^^^^^^ {rec}File "
+            f'"/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/output_processor.py", line 59, in get {rec}raise '
+            f'output {rec}File "/usr/local/lib/python3.12/dist-packa\n'
+            f'ges/vllm/v1/engine/core_client.py", line 846, in get_output_async {rec}raise '
+            f"self._format_exception(outputs) from None {rec}vllm.v1.engine.exceptions.EngineDeadError: EngineCore en\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.exception_type == "vllm.v1.engine.exceptions.EngineDeadError"
+    assert rc.innermost_frame is not None and rc.innermost_frame.function == "get_output_async"
+    assert rc.phase == "serving"
+
+
+def test_v0s_multi_step_advance_step_is_serving() -> None:
+    """vllm#10432: a VllmWorkerProcess's stack cut above vLLM v0.6.4's advance_step_flashattn kernel call."""
+    rec = "(VllmWorkerProcess pid=3524553) ERROR 11-18 19:20:05 multiproc_worker_utils.py:229] "
+    text = (f'{rec}  File "/envs/v/lib/python3.11/site-packages/vllm/_custom_ops.py", line 230, in advance_step_flashattn\n'
+            f"{rec}    return torch.ops._C.advance_step_flashattn(num_seqs, num_queries,\n"
+            f'{rec}  File "/envs/v/lib/python3.11/site-packages/torch/_ops.py", line 1116, in __call__\n'
+            f"{rec}    return self._op(*args, **(kwargs or {{}}))\n"
+            f"{rec}RuntimeError: tensor: name = sampled_token_ids, shape = [27, 1] is_cont = 1, type = long int is not as\n")
+    rc = analyze(text).root_cause
+    assert rc is not None and rc.exception_type == "RuntimeError" and rc.phase == "serving"
