@@ -157,7 +157,10 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
      r"Dumping scheduler (?:output|stats)|Dumping input data for V1 LLM engine|[Gg]enerating sequences|"
      # an OpenAI-style request id in any component's line (a KV connector's "Storing KV cache ... for request
      # cmpl-e79e...") is a request being served
-     r"\b(?:chat)?cmpl-[0-9a-f]{8}", "serving", 6, "batch"),
+     r"\b(?:chat)?cmpl-[0-9a-f]{8}|"
+     # the server's access log answering a request with success ('"POST /update_weights_from_distributed HTTP/1.1"
+     # 200 OK', an RL trainer pushing weights to a running engine): its HTTP server is up and taking work
+     r"\"POST /[^\s\"]* HTTP/[\d.]+\" 200\b", "serving", 6, "batch"),
 )
 _COMPILED = tuple(re.compile(pat) for pat, *_rest in _RULES)
 # for each rule, words one of which every match of its pattern holds: plain ``in`` tests pick the
@@ -195,7 +198,7 @@ _RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("Starting vLLM ", "fired up and ready to roll"),
     ("Decode batch", "Prefill batch", "Avg prompt throughput:", " /v1/", "Req(rid=", "Added request", "Received request",
      "num_scheduled_tokens=", "scheduled_cached_reqs=", "Dumping scheduler ", "Dumping input data", "enerating sequences",
-     "cmpl-"),
+     "cmpl-", " HTTP/"),
 )
 _CHECKS = tuple(zip(_RULE_NEEDLES, _COMPILED, ((phase, order, kind) for _p, phase, order, kind in _RULES), strict=True))
 # words one of which every rule needs (checked with ``in`` before any regex runs)
@@ -206,7 +209,7 @@ _ANCHORS = ("server_args=", "LLM engine", "vLLM", "non-default", "Init torch", "
             "init engine", "Uvicorn", "Application startup", "fired up", "batch", "Avg prompt", "/v1/", "Req(rid=",
             "Profiling CUDA", "ed request", "torch.compile", "profiling/warmup", "Compile and warming", "scheduled_",
             "Dumping scheduler", "enerating sequences", "TensorRT-LLM version", "Checking environment", "Try to run with", "peer ranks", "TRITONBACKEND_Model", "Instance group type",
-            "[c10d] ", "loading weights", "Warming up", "cmpl-")
+            "[c10d] ", "loading weights", "Warming up", "cmpl-", " HTTP/1.")
 _FAILURE_RE = re.compile(
     r"hit an exception|Traceback \(most recent call last\)|failed to start|WorkerProc failed|"
     r"died unexpectedly|scheduler (?:is dead|died)|Initialization failed|Received sigquit|SIGQUIT received|"
@@ -495,6 +498,9 @@ _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"stream is capturing|during CUDA graph capture|Capture cuda graph failed|cudaErrorStreamCapture|"
                 r"graph capture", re.I), "cuda_graph_capture"),
     (re.compile(r"(?:fail(?:ed)?|faild) to load (?:the )?model\b(?! config)", re.I), "weight_loading"),
+    # a weight loader refusing a checkpoint tensor for a parameter of another shape (vLLM's "Attempted to load weight
+    # (torch.Size([1, 1, 2, 1, 2])) into parameter (torch.Size([1, 1, 1, 1, 2]))"): copying weights in
+    (re.compile(r"\bload(?:ing|ed)? (?:the )?weights? \S[^\n]{0,120}\binto (?:the )?param", re.I), "weight_loading"),
     # SGLang's memory pool sizing found no room for a KV cache ("Not enough memory. Please try to increase
     # --mem-fraction-static.")
     (re.compile(r"KV cache|kv_cache|cache blocks|num_gpu_blocks|Not enough memory\. Please try to increase "

@@ -58,6 +58,7 @@ def build_tracebacks(blocks: list[Block]) -> list[Traceback]:
             message="\n".join(b.message) if b.exc_type is not None else None,
             cut_start=b.cut_start, cut_end=b.exc_type is None or b.cut_message, chained_from=b.chained_from, chain=b.chain,
             phase=phase[b.index], origin=b.origin, server=b.server, lead=b.lead, context=b.context,
+            logged=b.logged,
         ))
     return out
 

@@ -35,6 +35,7 @@ from typing import BinaryIO
 
 from workbench.code_phases import NATIVE_SERVING
 from workbench.phases import decide_phase, phase_from_frames, stack_evidence, startup_step
+from workbench.tracebacks.cut import _ANNOUNCE_ONLY, _ANNOUNCES, _REPORT, cut_report
 from workbench.tracebacks.events import cuda_cause, death_cause, lost_type
 from workbench.tracebacks.model import (
     Analysis,
@@ -47,7 +48,7 @@ from workbench.tracebacks.model import (
     RootCause,
     Traceback,
 )
-from workbench.tracebacks.patterns import _PROCESS_CUT, level_word
+from workbench.tracebacks.patterns import _PROCESS_CUT
 from workbench.tracebacks.reader import extract, extract_stream
 from workbench.tracebacks.scan import Extractor
 from workbench.tracebacks.stack import CUT_DUMP, cut_after_chain, native_final
@@ -181,17 +182,10 @@ def _start_failed(ex: Extractor, line: int) -> bool:
 
 # an exception that only reports a compiler run failed (CalledProcessError of gcc, nvcc...)
 _COMPILER_RUN = re.compile(r"/(?:gcc|g\+\+|cc|c\+\+|clang(?:\+\+)?|nvcc)(?:-\d+)?'")
-# the record a logger printed just before the traceback it attaches (Python's logger.exception("...")):
-# an error report in its own words, unlike a wrapper's "hit an exception:" that only announces the stack
-_REPORT = re.compile(r"\berror\b|\bfail", re.I)
 # a frame Open MPI's signal handler prints ("[host:pid] [15] /lib/libtensorrt_llm.so(_ZN12tensorrt_llm8executor
 # 8Executor4Impl16getNewReqWithIdsEi...+0x68b)[0x7fc206bb787b]"): the process, and the frame's symbol
 _MPI_FRAME = re.compile(r"\[([\w.-]+:\d+)\] \[ ?\d+\] \S[^\s(]*\(([^)+\s]*)")
 _MANGLED_PART = re.compile(r"(\d+)")
-_ANNOUNCE_ONLY = re.compile(r"(?:exception|error|traceback)\W*$", re.I)
-# logger.exception(e) of a KeyError writes str(e), the missing key in quotes and nothing else
-_KEY_ONLY = re.compile(r"""(['"])[^'"\s]+\1""")
-_ANNOUNCES = re.compile(r"because of an error raised|raised in (?:its )?creation task|failed to start|Error executing metho")
 # the lines of a stack's head a log may end in after the record that announces it (a task's head, a frame)
 _STACK_HEAD_LINES = 4
 _CALLING = re.compile(r"when calling `(\w+)")
@@ -394,21 +388,6 @@ def _segment(ex: Extractor, failures: Sequence[Failure]) -> tuple[int, int, str 
     return lo, hi, server
 
 
-def _reported(lead: str) -> str:
-    """What a traceback cut before its exception line failed with, in the words of the error record
-    printed just above it (logger.exception's message), or '' when that record only announces it."""
-    text = lead.strip()
-    announces = _ANNOUNCE_ONLY.search(text) or _ANNOUNCES.search(text)  # "Error executing method X." only names the call
-    return text[:400] if (_REPORT.search(text) or _KEY_ONLY.fullmatch(text)) and not announces else ""
-
-
-def _cut_message(tb: Traceback) -> str:
-    """What a traceback cut before its exception line failed with: the record just above it, else the
-    nearest error-level record printed just before it (a launcher's "PRTE ERROR: Bad parameter ...")."""
-    errors = (_reported(c) for c in reversed(tb.context) if level_word(c, 48) in ("ERROR", "[E]", "CRITICAL"))
-    return _reported(tb.lead) or next((r for r in errors if r), "")
-
-
 def _reports_before(tracebacks: Sequence[Traceback], line: int) -> tuple[str, ...]:
     """The error reports among the records printed just before the traceback that starts at ``line``
     (a collective library's own error lines before the stack of the start they failed)."""
@@ -462,7 +441,8 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
             unraisable.append(rc)
             continue
         if link.exception_type is None:  # cut before its exception line: where it failed, not what
-            cut.append((chain[0].start_line, replace(rc, message=_cut_message(chain[0]))))
+            exc_type, message = cut_report(chain[0])
+            cut.append((chain[0].start_line, replace(rc, exception_type=exc_type, message=message)))
             continue
         items.append((chain[0].start_line, is_pointer(link), rc))
     for c in ex.cpp_exceptions:

@@ -60,15 +60,21 @@ _FAILED_STATUS = re.compile(r"(?<![\w-])FAILED(?::| -) \S")
 # "the error: ..." is not one
 _LIBRARY_ERROR = re.compile(r"(?!(?:the|this|that|an?|my|same|following|no|any|which|what|an?other)\b)"
                             r"[a-z][a-z0-9_.+-]{1,30} error: [A-Z]")
+# a record whose format writes no level (SGLang's "[2026-05-21 16:07:41 DP6 TP6] Failed to update parameter online:
+# ...", its logger.error as its logger.info) stating a failure: the engine's own error record
+_UNLEVELLED_FAILURE = re.compile(r"Failed to [a-z]+ \S")
 
 
 def error_level(parsed: LogLine, msg: str) -> bool:
     """The line is a record at ERROR or CRITICAL level: the parser's level, or, for a format it does not
     know, the level word in the record's head (Python logging's "%(asctime)s - %(name)s - ERROR - ..." as
     gpustack writes it), as an error line with error words is read (see :func:`log_event`), a FAILED
-    status there (:data:`_FAILED_STATUS`), or a native library's own error line (:data:`_LIBRARY_ERROR`)."""
+    status there (:data:`_FAILED_STATUS`), a native library's own error line (:data:`_LIBRARY_ERROR`), or a failure
+    stated by a record of a format that writes no level (:data:`_UNLEVELLED_FAILURE`)."""
     if parsed.level is not None:
         return parsed.level in ("ERROR", "CRITICAL")
+    if parsed.time is not None and parsed.format != "plain" and _UNLEVELLED_FAILURE.match(msg) is not None:
+        return True
     return (level_word(msg, 48) in ("ERROR", "CRITICAL") or _FAILED_STATUS.search(msg, 0, 80) is not None
             or _LIBRARY_ERROR.match(msg) is not None)
 

@@ -143,7 +143,9 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
     ("compile_error", re.compile(r"^collect2: error:|cannot find -l\w+|: fatal error: |^error: command '\S+' failed")),
     ("nccl_warn", re.compile(
         r"NCCL WARN|Watchdog caught collective operation timeout|ran for \d+ milliseconds before timing out|"
-        r"[Ww]atchdog timeout")),
+        # c10d's heartbeat monitor, which kills the process when the watchdog thread itself hangs ("[E ProcessGroupNCCL
+        # .cpp:1316] [PG 2 Rank 1] Heartbeat monitor timed out!", then "[F ...] ProcessGroupNCCL's watchdog got stuck")
+        r"[Ww]atchdog timeout|Heartbeat monitor timed out|watchdog got stuck")),
     ("process_died", re.compile(
         r"actor died|died unexpectedly|scheduler is dead|scheduler died|^Exit code: -?\d+|exited with code -?\d+|"
         r"exited unexpectedly|ChildFailedError|Failed core proc\(s\): \{'|Main process exited, code=|"
@@ -173,7 +175,7 @@ _EVENT_NEEDLES: dict[EventKind, tuple[str, ...]] = {
                    "UNAVAILABLE: "),
     "compile_error": ("collect2: error:", "cannot find -l", ": fatal error: ", "error: command '"),
     "nccl_warn": ("NCCL WARN", "Watchdog caught collective operation timeout", " milliseconds before timing out",
-                  "atchdog timeout"),
+                  "atchdog timeout", "Heartbeat monitor timed out", "watchdog got stuck"),
     "process_died": ("actor died", "died unexpectedly", "scheduler is dead", "scheduler died", "Exit code: ",
                      "exited with code ", "exited unexpectedly", "ChildFailedError", "Failed core proc(s): {'",
                      "Main process exited, code=", " failed to start", "A worker died or was killed",
@@ -190,7 +192,8 @@ _EVENT_ANCHORS = ("Xid", "Connection refused", "failed to start", "CUDA error", 
                   "died", "dead", "Exit code", "exited", "ChildFailed", "Failed core", "Killed", "sigquit", "SIGQUIT",
                   "kill_process", "atchdog timeout", "cgroup out of memory", "Error executing", "register worker",
                   "Segfault", "Check failed", "stored in KV cache", "memory for the cache blocks", "Request failed", "Capture cuda graph failed",
-                  "Process received signal", ")[0x", "rashed container", "CrashLoopBackOff", "UNAVAILABLE")
+                  "Process received signal", ")[0x", "rashed container", "CrashLoopBackOff", "UNAVAILABLE",
+                  "Heartbeat monitor")
 _EVENT_PART = any_part_of(_NEEDLES)  # the quick first search (see any_part_of)
 
 
@@ -310,7 +313,7 @@ def _interesting_words(*, strong: bool) -> frozenset[str]:
 
 # words that matter to the timeline only while it does not know the phase yet (a window that
 # begins mid-run): the batch and request lines that make up most of a serving log
-_WEAK = frozenset({"batch", "/v1/", "Avg prompt", "Req(rid=", "scheduled_", "enerating sequences"})
+_WEAK = frozenset({"batch", "/v1/", "Avg prompt", "Req(rid=", "scheduled_", "enerating sequences", " HTTP/1."})
 _INTERESTING = any_of(_interesting_words(strong=False))
 _STRONG = any_of(_interesting_words(strong=True))
 # the same two over a log's UTF-8 bytes, for the reader's search for the next line that matters
@@ -323,3 +326,11 @@ def no_cr(line: str) -> str:
     (a ``\\r`` anywhere else is a progress bar's redraw: the short path leaves those alone)."""
     return line.rstrip("\r\n") if "\r" in line else line
 
+
+# a frame of a native backtrace: a process that crashed in native code. As glibc's backtrace_symbols prints it
+# ("/usr/lib/x86_64-linux-gnu/libstdc++.so.6(+0xd6df4) [0x7f9572b73df4]", maybe followed by the demangled function;
+# vLLM's crash handler names the process title after "--- ": "--- VLLM::EngineCore(_PyEval_EvalFrameDefault+0x8cf)
+# [0x55fb937b7a7f]"), as c10 prints it under its error ("frame #3: c10d::ProcessGroupNCCL::WorkNCCL::isCompleted()
+# + 0x58 (0x7f4d... in .../libtorch_cuda.so)"), as UCX prints it ("14 0x0000000000004493 ???()  .../libffi.so.8:0")
+_NATIVE_SYMBOL = re.compile(r"(?:\S+\.so(?:\.\d+)*|--- \S+)\([^()\s]*\) \[0x[0-9a-fA-F]+\]|frame #\d+: \S.* \(0x[0-9a-fA-F]+ in "
+                            r"|\d+ 0x[0-9a-fA-F]+ \S+\(\)  \S+:\d+$")

@@ -50,7 +50,8 @@ def feed_lines(ex: Extractor, data: bytes, stop: int) -> None:
 
     While nothing is open, one search over the bytes (an RE2 automaton: :meth:`Extractor.wanted`)
     finds the next line that can matter and the dull lines before it are only counted: no Python
-    work per line for the bulk of a server log.  Only the lines fed are decoded.
+    work per line for the bulk of a server log.  Only the lines fed are decoded, and a skipped line just
+    above a traceback's header (:meth:`Extractor.skip`).
     """
     feed = ex.feed
     find = data.find
@@ -69,10 +70,12 @@ def feed_lines(ex: Extractor, data: bytes, stop: int) -> None:
                 ex.skip(data.count(b"\n", pos, stop))
                 return
             j = data.rfind(b"\n", pos, m.start())
+            end = find(b"\n", m.end(), stop)
             if j >= pos:
-                ex.skip(data.count(b"\n", pos, j + 1))
+                # before a traceback's header, the last line skipped may be logger.exception's message
+                said = _text(data[max(data.rfind(b"\n", pos, j) + 1, pos):j]) if find(b"Traceback (", j, end) >= 0 else None
+                ex.skip(data.count(b"\n", pos, j + 1), said)
                 pos = j + 1
-            end = find(b"\n", pos, stop)
             feed(_text(data[pos:end]), interesting=True)  # the search just found its word: not dull
             pos = end + 1
             continue

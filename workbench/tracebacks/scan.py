@@ -14,7 +14,6 @@ streams, and a line read into an open block), :mod:`~workbench.tracebacks.events
 
 from __future__ import annotations
 
-import re
 from collections import deque
 from typing import Any
 
@@ -22,6 +21,7 @@ from workbench.logformats import LineShapes, LogLine, _needs_clean, _parse
 from workbench.phases import PhaseTracker, _is_failure, known_phase
 from workbench.tracebacks.binary import binary_noise
 from workbench.tracebacks.chains import build_tracebacks, native_phase
+from workbench.tracebacks.cut import logged_record
 from workbench.tracebacks.events import (
     _DEATHS,
     backtrace_head,
@@ -52,6 +52,7 @@ from workbench.tracebacks.patterns import (
     _IPY_HEADER,
     _MIDLINE_PROC,
     _MIDLINE_RANK,
+    _NATIVE_SYMBOL,
     _PLAIN,
     _PROCESS_LINE,
     _STOP,
@@ -91,13 +92,6 @@ from workbench.tracebacks.stack import (
 _QUIET_LINES = 200  # an open block whose writer printed nothing for this many lines no longer holds the fast path
 
 
-# a frame of a native backtrace: a process that crashed in native code. As glibc's backtrace_symbols prints it
-# ("/usr/lib/x86_64-linux-gnu/libstdc++.so.6(+0xd6df4) [0x7f9572b73df4]", maybe followed by the demangled function;
-# vLLM's crash handler names the process title after "--- ": "--- VLLM::EngineCore(_PyEval_EvalFrameDefault+0x8cf)
-# [0x55fb937b7a7f]"), as c10 prints it under its error ("frame #3: c10d::ProcessGroupNCCL::WorkNCCL::isCompleted()
-# + 0x58 (0x7f4d... in .../libtorch_cuda.so)"), as UCX prints it ("14 0x0000000000004493 ???()  .../libffi.so.8:0")
-_NATIVE_SYMBOL = re.compile(r"(?:\S+\.so(?:\.\d+)*|--- \S+)\([^()\s]*\) \[0x[0-9a-fA-F]+\]|frame #\d+: \S.* \(0x[0-9a-fA-F]+ in "
-                            r"|\d+ 0x[0-9a-fA-F]+ \S+\(\)  \S+:\d+$")
 class Extractor:
     """Incremental extractor: ``feed`` lines in order, then ``finish``.
 
@@ -137,6 +131,7 @@ class Extractor:
         # on every line ("" for unprefixed lines): the next lines of that shape take the short path
         self._fast: tuple[Block, PhaseTracker, str, bool] | None = None
         self._last: tuple[LogLine, str | None] | None = None  # the last line _feed parsed, and its header
+        self._skipped: tuple[int, str] = (0, "")  # the last line read as dull, and its number
 
     # -- input -------------------------------------------------------------------
     def feed(self, line: str, *, interesting: bool = False) -> None:
@@ -172,6 +167,7 @@ class Extractor:
             # nothing open (or quiet a while), and a line naming nothing we read (most of a server log) or no text: count it
             n = len(line)
             self.count_dull(1, n, n)
+            self._skipped = (self.line_no, line)
             return
         self._feed(line)
         stream = self._stream
@@ -276,10 +272,12 @@ class Extractor:
             self._widest = widest
         self._touched = None
 
-    def skip(self, lines: int) -> None:
-        """Count ``lines`` dull lines without reading them (see :func:`_feed_lines`)."""
+    def skip(self, lines: int, last: str | None = None) -> None:
+        """Count ``lines`` dull lines without reading them (see :func:`_feed_lines`); ``last``, the last one's text,
+        is kept for a traceback header that may follow it (logger.exception's message: :func:`logged_record`)."""
         if lines:
             self.line_no += lines
+            self._skipped = (self.line_no, last or "")
             self._prev_len = 0
             self._touched = None
 
@@ -412,6 +410,7 @@ class Extractor:
         if not msg.strip():
             return
         prev, stream.intro = stream.intro, (self.line_no, msg[:200])
+        stream.intro_header = header if parsed.level in ("ERROR", "CRITICAL") else None
         if prev is not None and "0x" in msg and not (self.events and self.events[-1].line == prev[0]) and (
                 head := backtrace_head(prev, msg, self.line_no, parsed.rank, self._tracker.phase, self._server)):
             self.events.append(head)  # the line a native backtrace ("1  0x... f(...) + 78") follows reports its error
@@ -525,7 +524,6 @@ class Extractor:
         block.message = [fatal[1] if fatal is not None else "crash"]
         stream.fatal = None
 
-
     def _event(self, parsed: LogLine, msg: str) -> None:
         event = log_event(parsed, msg, self.line_no, self._tracker.phase, self._server, self._recent)
         quiet, self._quiet = self._quiet, None
@@ -560,6 +558,10 @@ class Extractor:
         if stream.intro is not None and self.line_no - stream.intro[0] <= 2:
             # "Error executing method 'load_model'." / "EngineCore failed to start." just above
             block.lead = stream.intro[1] + " " + block.lead
+            block.logged = header is not None and stream.intro_header == header and stream.intro[0] == self.line_no - 1
+        elif self._skipped[0] == self.line_no - 1 and header and not block.lead and (
+                said := logged_record(self._skipped[1], header)):
+            block.lead, block.logged = said, True  # logger.exception's message, a line read as dull
         self._last_header = (block, stream)
         if stream.pending is not None and stream.pending_from is not None:
             block.chained_from, block.chain = stream.pending_from, stream.pending

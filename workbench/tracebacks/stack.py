@@ -73,6 +73,9 @@ class Block:
     expect_code: bool = False
     file_indent: int = 0
     cut_message: bool = False  # the log ended inside the exception's message (see cut_in_message)
+    # the lead is the error record just above the header under the very same record header (vLLM's "ERROR 01-27
+    # 11:03:02 engine.py:366] "): logger.exception's own message, str(e) or repr(e) of the exception the stack ends in
+    logged: bool = False
 
 
 @dataclass
@@ -104,6 +107,7 @@ class Stream:
     fatal_reach: int = 0  # the last line of the other threads' stacks printed under it (the dump it heads goes on)
     skip_dump: bool = False  # inside the dump of a thread that did not crash
     intro: tuple[int, str] | None = None  # the last line of text seen outside a block
+    intro_header: str | None = None  # the record header of ``intro``'s line
 
     def cut_chain_start(self, blocks: list[Block]) -> int | None:
         """At the end of the log: the first line of the traceback whose chain marker ("The above exception was

@@ -1,0 +1,48 @@
+"""What a traceback cut before its exception line failed with, told by the records printed just above it."""
+
+from __future__ import annotations
+
+import re
+
+from workbench.logformats import _parse
+from workbench.tracebacks.model import Traceback
+from workbench.tracebacks.patterns import level_word
+
+# the record a logger printed just before the traceback it attaches (Python's logger.exception("...")):
+# an error report in its own words, unlike a wrapper's "hit an exception:" that only announces the stack
+_REPORT = re.compile(r"\berror\b|\bfail", re.I)
+_ANNOUNCE_ONLY = re.compile(r"(?:exception|error|traceback)\W*$", re.I)
+# logger.exception(e) of a KeyError writes str(e), the missing key in quotes and nothing else
+_KEY_ONLY = re.compile(r"""(['"])[^'"\s]+\1""")
+_ANNOUNCES = re.compile(r"because of an error raised|raised in (?:its )?creation task|failed to start|Error executing metho")
+# logger.exception(repr(e)) as vLLM v0's engine loop writes it ("AssertionError()", "ValueError('...')"): the type
+_LOGGED_REPR = re.compile(r"([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt))\((.*)\)")
+
+
+def _reported(lead: str, *, logged: bool = False) -> str:
+    """What a traceback cut before its exception line failed with, in the words of the error record
+    printed just above it (logger.exception's message), or '' when that record only announces it.
+    ``logged``: the record is the very record the traceback belongs to (same header, at error level):
+    its words are the exception's, whatever they say."""
+    text = lead.strip()
+    announces = _ANNOUNCE_ONLY.search(text) or _ANNOUNCES.search(text)  # "Error executing method X." only names the call
+    quoted = text[:1] in "'\"" and text[-1:] == text[:1]  # one quoted string: a KeyError's key, or a phrase quoted
+    return text[:400] if (_REPORT.search(text) or _KEY_ONLY.fullmatch(text) or (logged and not quoted)) and not announces else ""
+
+
+def logged_record(line: str, header: str) -> str | None:
+    """The message of ``line`` when it is an error record under exactly ``header`` (the record header of the traceback
+    header that follows it): what logger.exception wrote before the stack, else None."""
+    parsed, _origin, own = _parse(line)
+    return parsed.message.strip() or None if own == header and parsed.level in ("ERROR", "CRITICAL") else None
+
+
+def cut_report(tb: Traceback) -> tuple[str | None, str]:
+    """The exception type (None when unknown) and message of a traceback cut before its exception line: the
+    record just above it, else the nearest error-level record printed just before it (a launcher's "PRTE ERROR:
+    Bad parameter ..."). A record logged under the traceback's own header (logger.exception(e) writes ``str(e)``
+    then the stack, each line under the same header) is the exception's message; ``repr(e)`` there, its type too."""
+    if tb.logged and (r := _LOGGED_REPR.fullmatch(tb.lead.strip())) is not None:
+        return r.group(1), r.group(2).strip("'\"")
+    errors = (_reported(c) for c in reversed(tb.context) if level_word(c, 48) in ("ERROR", "[E]", "CRITICAL"))
+    return None, _reported(tb.lead, logged=tb.logged) or next((r for r in errors if r), "")
