@@ -86,7 +86,8 @@ _PROC_FAST = re.compile(r"\(([A-Za-z_][\w.:-]*?)(?: rank=(\d+)| ((?:DP|TP|PP|EP|
 _PROC = re.compile(r"\((?P<name>[A-Za-z_][\w.:-]*)(?P<kv>(?:,? \w+=[^\s,)]+)+)\) ?")
 _PROC_KV = re.compile(r"(\w+)=([^\s,)]+)")
 _PROC_RANKS = re.compile(r"_(DP|TP|PP|EP|CP)(\d+)")
-_TORCH_RANK = re.compile(r"\[rank(?P<r>\d+)\]: ?")
+# (a pasted window may start one character into the prefix: "rank0]:[E811 ...] ...", its "[" lost)
+_TORCH_RANK = re.compile(r"\[?rank(?P<r>\d+)\]: ?")
 _SGLANG = re.compile(
     r"\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?)(?P<ranks>(?: [A-Z][A-Z_]*\d+)*)\] ?"
     r"(?:\[(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL)\] |(?P<uvl>DEBUG|INFO|WARNING|ERROR|CRITICAL|TRACE):\s+)?"
@@ -292,7 +293,7 @@ def _parse(line: str) -> Parsed:
         rank = _proc_rank(process, prank) or rank
         fmt = "vllm"
         pos = m.end()
-    if line.startswith("[rank", pos):
+    if line.startswith("[rank", pos) or (pos == 0 and line.startswith("rank", pos)):
         m = _TORCH_RANK.match(line, pos)
         if m:
             torch_rank = "rank" + m["r"]

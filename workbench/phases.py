@@ -160,7 +160,10 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
      r"\b(?:chat)?cmpl-[0-9a-f]{8}|"
      # the server's access log answering a request with success ('"POST /update_weights_from_distributed HTTP/1.1"
      # 200 OK', an RL trainer pushing weights to a running engine): its HTTP server is up and taking work
-     r"\"POST /[^\s\"]* HTTP/[\d.]+\" 200\b", "serving", 6, "batch"),
+     r"\"POST /[^\s\"]* HTTP/[\d.]+\" 200\b|"
+     # vLLM's progress bar over the prompts LLM.generate runs ("Processed prompts: 40%|... est. speed input: 91.2
+     # toks/s, output: 240.71 toks/s]"): an offline engine generating
+     r"\b(?:input|output): \d+(?:\.\d+)? toks/s", "serving", 6, "batch"),
 )
 _COMPILED = tuple(re.compile(pat) for pat, *_rest in _RULES)
 # for each rule, words one of which every match of its pattern holds: plain ``in`` tests pick the
@@ -198,7 +201,7 @@ _RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("Starting vLLM ", "fired up and ready to roll"),
     ("Decode batch", "Prefill batch", "Avg prompt throughput:", " /v1/", "Req(rid=", "Added request", "Received request",
      "num_scheduled_tokens=", "scheduled_cached_reqs=", "Dumping scheduler ", "Dumping input data", "enerating sequences",
-     "cmpl-", " HTTP/"),
+     "cmpl-", " HTTP/", " toks/s"),
 )
 _CHECKS = tuple(zip(_RULE_NEEDLES, _COMPILED, ((phase, order, kind) for _p, phase, order, kind in _RULES), strict=True))
 # words one of which every rule needs (checked with ``in`` before any regex runs)
@@ -209,7 +212,7 @@ _ANCHORS = ("server_args=", "LLM engine", "vLLM", "non-default", "Init torch", "
             "init engine", "Uvicorn", "Application startup", "fired up", "batch", "Avg prompt", "/v1/", "Req(rid=",
             "Profiling CUDA", "ed request", "torch.compile", "profiling/warmup", "Compile and warming", "scheduled_",
             "Dumping scheduler", "enerating sequences", "TensorRT-LLM version", "Checking environment", "Try to run with", "peer ranks", "TRITONBACKEND_Model", "Instance group type",
-            "[c10d] ", "loading weights", "Warming up", "cmpl-", " HTTP/1.")
+            "[c10d] ", "loading weights", "Warming up", "cmpl-", " HTTP/1.", " toks/s")
 _FAILURE_RE = re.compile(
     r"hit an exception|Traceback \(most recent call last\)|failed to start|WorkerProc failed|"
     r"died unexpectedly|scheduler (?:is dead|died)|Initialization failed|Received sigquit|SIGQUIT received|"
@@ -492,15 +495,20 @@ _QUOTED_METHOD = re.compile(r"""(?:rpc|_workers|method)\(\s*['"](\w+)['"]""")
 # (forward_thread_func):")
 _WRAPPER_METHOD = re.compile(r"ray::[^\s(]*\.(\w+)\(\)|method '(\w+)'|collective_rpc\(\s*['\"](\w+)|"
                              r"while processing method (\w+)|Exception in thread [^()\n]*\((\w+)\):")
+_LOAD_MODEL = re.compile(r"(?:fail(?:ed)?|faild) to load (?:the )?model\b(?! config)", re.I)
 _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     # vLLM's "CUDA out of memory occurred when warming up sampler with 256 dummy requests"
     (re.compile(r"warm_?up|\bwarming up\b", re.I), "warmup"),
     (re.compile(r"stream is capturing|during CUDA graph capture|Capture cuda graph failed|cudaErrorStreamCapture|"
                 r"graph capture", re.I), "cuda_graph_capture"),
-    (re.compile(r"(?:fail(?:ed)?|faild) to load (?:the )?model\b(?! config)", re.I), "weight_loading"),
+    (_LOAD_MODEL, "weight_loading"),
     # a weight loader refusing a checkpoint tensor for a parameter of another shape (vLLM's "Attempted to load weight
     # (torch.Size([1, 1, 2, 1, 2])) into parameter (torch.Size([1, 1, 1, 1, 2]))"): copying weights in
     (re.compile(r"\bload(?:ing|ed)? (?:the )?weights? \S[^\n]{0,120}\binto (?:the )?param", re.I), "weight_loading"),
+    # the loader's check, once the checkpoint is read, that it filled every parameter (vLLM's DefaultModelLoader: "Following
+    # weights were not initialized from checkpoint: {...}"), or a tensor the checkpoint lacks
+    (re.compile(r"\bnot initiali[sz]ed from (?:the )?(?:model )?checkpoint|\bmissing (?:from|in) (?:the )?checkpoint",
+                re.I), "weight_loading"),
     # SGLang's memory pool sizing found no room for a KV cache ("Not enough memory. Please try to increase
     # --mem-fraction-static.")
     (re.compile(r"KV cache|kv_cache|cache blocks|num_gpu_blocks|Not enough memory\. Please try to increase "
@@ -698,13 +706,20 @@ def decide_phase(frames: Iterable[tuple[str, str, str | None]], texts: Iterable[
         return text_step
     if serving or text_serving:
         return "warmup" if timeline_phase == "warmup" and not ready else "serving"
-    if text_step is not None:
+    if text_step is not None and not (startup and _only_load_model(texts)):
         return text_step
     if timeline_phase not in ("unknown", ""):
         return timeline_phase
     if startup or text_startup:
         return startup_step(texts)
     return "unknown"
+
+
+def _only_load_model(texts: Iterable[str | None]) -> bool:
+    """The words give a step only as "Failed to load model X": over a stack of start-up code (xinference's worker
+    launching a model's actor, whose load builds the whole engine) they name that start, not the weights' step."""
+    words = [t for t in texts if t]
+    return not any(p.search(t) for t in words for p, _phase in _TEXT_RULES if p is not _LOAD_MODEL)
 
 
 def startup_step(texts: Iterable[str | None]) -> str:

@@ -47,9 +47,12 @@ _FH_HEADER = re.compile(r"\s*(Current thread|Thread|Stack)\b[^(]*\(most recent c
 _RICH_FRAME = re.compile(r"\s*(?:(\S+?\.pyx?):(\d+) in (\S+)|in (\S+):(\d+))\s*$")
 _RICH_CODE = re.compile(r"\s*(❱\s*|-+>\s*)?\d+\s(?:│|\s|$)")
 # IPython's frames (Jupyter, Colab, Databricks): "[path](link) in f(args)", "path in f(args)",
-# "File path:N, in f(args)"; its header is the exception's name, then "Traceback (most recent call last)"
-_IPY_FRAME = re.compile(r"\s*(?:\[(/[^\]\s]+\.pyx?)\]\([^)\s]*\)|(/\S+\.pyx?)|File (\S+\.pyx?|<[^>\s]+>)(?::(\d+)|, line (\d+)),?) "
-                        r"in ([\w.<>]+)(?:\(|\s*$)")
+# "File path:N, in f(args)"; its header is the exception's name, then "Traceback (most recent call last)";
+# JupyterLab renders IPython 8's path as a link ("File [~/envs/x/.../llm_engine.py:292](http://host/lab/tree/...
+# #line=291), in LLMEngine.from_engine_args(cls, ...)")
+_IPY_FRAME = re.compile(r"\s*(?:\[(/[^\]\s]+\.pyx?)\]\([^)\s]*\)|(/\S+\.pyx?)|File (\S+\.pyx?|<[^>\s]+>)(?::(\d+)|, line (\d+)),?"
+                        r"|File \[(?P<lpath>[^\]\s]+\.pyx?):(?P<lline>\d+)\]\([^)\s]*\),?) "
+                        r"in (?P<func>[\w.<>]+)(?:\(|\s*$)")
 _IPY_HEADER = re.compile(r"\s*[A-Za-z_][\w.]*\s{4,}$")
 # IPython >= 8 names a notebook cell "Cell In[2], line 4"; VS Code renders the line number as a link
 # ("[line 4](vscode-notebook-cell:...)") and so the numbered code lines ("----> [4](vscode-...) code")
@@ -82,6 +85,9 @@ _STOP = re.compile(
     r"^Segmentation fault|^\s*warnings\.warn\(|^Error executing job|^INFO:|^WARNING:|^ERROR:"
 )
 # Python logging's default head ("2024-04-24 19:19:03,669 - lmdeploy - ERROR - "), which the parser does not strip
+# the message logger.exception writes before the stack it attaches ("Error in chat completion stream generator.",
+# threading's "Exception in thread Thread-1 (run):"): under a traceback's exception line it opens the next record
+_NEXT_RECORD = re.compile(r"(?:Error|Exception) (?:in|while|during) [\w ()./-]{3,80}[.:]?\s*$")
 _LOGGING_HEAD = re.compile(r"\d[\d\-:., ]{7,30} - [\w.-]+ - (DEBUG|INFO|WARNING|ERROR|CRITICAL) - ")
 _TERMINATE = re.compile(r"terminate called after throwing an instance of '([^']+)'")
 _WHAT = re.compile(r"\s*what\(\):\s*(.*)")
@@ -313,7 +319,7 @@ def _interesting_words(*, strong: bool) -> frozenset[str]:
 
 # words that matter to the timeline only while it does not know the phase yet (a window that
 # begins mid-run): the batch and request lines that make up most of a serving log
-_WEAK = frozenset({"batch", "/v1/", "Avg prompt", "Req(rid=", "scheduled_", "enerating sequences", " HTTP/1."})
+_WEAK = frozenset({"batch", "/v1/", "Avg prompt", "Req(rid=", "scheduled_", "enerating sequences", " HTTP/1.", " toks/s"})
 _INTERESTING = any_of(_interesting_words(strong=False))
 _STRONG = any_of(_interesting_words(strong=True))
 # the same two over a log's UTF-8 bytes, for the reader's search for the next line that matters

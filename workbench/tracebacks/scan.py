@@ -378,7 +378,7 @@ class Extractor:
                      or cut_record(last, self._tracker.phase, self._server, self._recent)
                      or self.native_backtrace())
             self.events.extend([first] if first is not None else [])
-        self.chain_cut_after = [n for s in self._streams.values() if (n := s.cut_chain_start(self._blocks)) is not None]
+        self.chain_cut_after = [n for s in self._streams.values() if (n := s.cut_chain_start(self._blocks, self.line_no)) is not None]
         for origin, stream in self._streams.items():
             if stream.block is not None:
                 close(stream, cut=not stream.in_message)

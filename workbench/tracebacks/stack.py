@@ -31,6 +31,7 @@ from workbench.tracebacks.patterns import (
     _MAX_MESSAGE_CHARS,
     _MAX_MESSAGE_LINES,
     _NATIVE_ABORT,
+    _NEXT_RECORD,
     _NUM_FRAME,
     _PG_RANK,
     _PROCESS_LINE,
@@ -109,12 +110,20 @@ class Stream:
     intro: tuple[int, str] | None = None  # the last line of text seen outside a block
     intro_header: str | None = None  # the record header of ``intro``'s line
 
-    def cut_chain_start(self, blocks: list[Block]) -> int | None:
-        """At the end of the log: the first line of the traceback whose chain marker ("The above exception was
-        the direct cause of the following exception:") came last, the exception it announced never printed."""
-        if self.pending is None or self.pending_from is None or self.block is not None:
+    def cut_chain_start(self, blocks: list[Block], last: int) -> int | None:
+        """At the end of the log (``last``: its last line): the first line of the traceback whose chain marker ("The
+        above exception was the direct cause of the following exception:") came last, the exception it announced never
+        printed; or of the traceback right under whose exception line the log ended on the next record's message under
+        the same record header (logger.exception's "Error in chat completion stream generator.", its stack cut)."""
+        if self.block is not None:
             return None
-        return blocks[self.pending_from].start
+        if self.pending is not None and self.pending_from is not None:
+            return blocks[self.pending_from].start
+        if self.last_index is None or self.intro is None or self.intro_header is None or self.intro[0] < last - 1:
+            return None
+        b = blocks[self.last_index]
+        return b.start if b.end == self.intro[0] - 1 and b.header == self.intro_header and \
+            _NEXT_RECORD.match(self.intro[1]) and b.exc_type else None
 
 
 def cut_after_chain(final: Final | None, starts: list[int]) -> Final | None:
@@ -189,8 +198,8 @@ def ipython_frame(msg: str) -> Frame | None:
             return None
         line = cell.group(2) or cell.group(3)
         return Frame(cell.group(1), int(line), "<cell>", None)
-    line = m.group(4) or m.group(5)
-    return Frame(m.group(1) or m.group(2) or m.group(3), int(line) if line else None, m.group(6), None)
+    line = m.group(4) or m.group(5) or m["lline"]
+    return Frame(m.group(1) or m.group(2) or m.group(3) or m["lpath"], int(line) if line else None, m["func"], None)
 
 
 def foreign(stream: Stream, block: Block) -> bool:
@@ -340,7 +349,7 @@ def in_block(stream: Stream, block: Block, parsed: LogLine, msg: str, header: st
             add_frame(block, msg)
             block.end = line_no
             return True
-        if (_CONTEXT in msg or _CAUSE in msg or _PROCESS_LINE.match(msg) or _STOP.search(msg)
+        if (_CONTEXT in msg or _CAUSE in msg or _PROCESS_LINE.match(msg) or _STOP.search(msg) or _NEXT_RECORD.match(msg)
                 or (msg.lstrip().startswith("File \"") and _FILE_STRICT.match(msg))
                 or (msg[:1].isdigit() and _LOGGING_HEAD.match(msg))):  # the next record of a logged exception line
             close(stream, cut=False)
