@@ -84,10 +84,10 @@ _STOP = re.compile(
     r"\d+%\||^Killed$|^Aborted|terminate called|^\S+\.py:\d+: \w*Warning|^Exception ignored in|^Fatal Python error|"
     r"^Segmentation fault|^\s*warnings\.warn\(|^Error executing job|^INFO:|^WARNING:|^ERROR:"
 )
-# Python logging's default head ("2024-04-24 19:19:03,669 - lmdeploy - ERROR - "), which the parser does not strip
 # the message logger.exception writes before the stack it attaches ("Error in chat completion stream generator.",
 # threading's "Exception in thread Thread-1 (run):"): under a traceback's exception line it opens the next record
 _NEXT_RECORD = re.compile(r"(?:Error|Exception) (?:in|while|during) [\w ()./-]{3,80}[.:]?\s*$")
+# Python logging's default head ("2024-04-24 19:19:03,669 - lmdeploy - ERROR - "), which the parser does not strip
 _LOGGING_HEAD = re.compile(r"\d[\d\-:., ]{7,30} - [\w.-]+ - (DEBUG|INFO|WARNING|ERROR|CRITICAL) - ")
 _TERMINATE = re.compile(r"terminate called after throwing an instance of '([^']+)'")
 _WHAT = re.compile(r"\s*what\(\):\s*(.*)")
