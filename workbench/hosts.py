@@ -194,8 +194,8 @@ def _put_command(path: str, mode: int) -> list[str]:
     gives it only a whole input (a cut one replaced a good session record with an empty one)."""
     script = (
         'set -e; d=$(dirname "$1"); mkdir -p "$d"; t=$(mktemp "$d/.wb-put.XXXXXX"); '
-        'trap \'rm -f "$t"\' EXIT; cat >"$t"; chmod "$2" "$t"; sync "$t" 2>/dev/null || true; '
-        'mv -f "$t" "$1"; trap - EXIT'
+        'trap \'rm -f "$t"\' EXIT; cat >"$t"; '
+        'chmod "$2" "$t"; sync "$t" 2>/dev/null || true; mv -f "$t" "$1"; trap - EXIT'
     )
     return ["sh", "-c", script, "put", path, format(mode, "o")]
 

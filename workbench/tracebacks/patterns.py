@@ -306,7 +306,7 @@ def _interesting_words(*, strong: bool) -> frozenset[str]:
         "above exception", "During handling", "atchdog", "timing out", "sigquit", "ChildFailed", "kill_process",
         "cannot find -l", "ray::", "Illegal", "' panicked", "Bus error", "Floating", "Main process", "Interrupt", "Timeout",
         "Cancelled", "Thread 0x", "Stack (", "│", "┃", "║", "╭", "^[", "\ufffd[", '{"', "m(", "segfault", "protection fault",
-        # a native backtrace's frame as glibc's backtrace_symbols, c10 and UCX print it (scan._NATIVE_SYMBOL)
+        # a native backtrace's frame as glibc's backtrace_symbols, c10 and UCX print it (_NATIVE_SYMBOL below)
         ") [0x", "frame #", "()  ",
         # the CUDA runtime's error for a GPU its build has no kernels for, printed with no other error word
         "kernel image",

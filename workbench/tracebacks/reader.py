@@ -10,7 +10,7 @@ from __future__ import annotations
 import io
 from typing import BinaryIO
 
-from workbench.tracebacks.binary import binary_noise_bytes
+from workbench.tracebacks.binary import _FFFD, binary_noise_bytes
 from workbench.tracebacks.prefixes import learn_shapes
 from workbench.tracebacks.scan import Extractor
 
@@ -40,9 +40,6 @@ def last_line(ex: Extractor, data: bytes) -> tuple[int, str] | None:
         return None
     start = body.rfind(b"\n") + 1
     return ex.line_no - data.count(b"\n", start), _text(body[start:])
-
-
-_FFFD = "\ufffd".encode()
 
 
 def feed_lines(ex: Extractor, data: bytes, stop: int) -> None:
