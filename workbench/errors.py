@@ -13,6 +13,7 @@ what happened and what to do::
     │   ├── CommandTimeout       a command ran past its deadline (.result, killed on the host)
     │   ├── HostUnresponsive     the host stopped answering (.waited, .restored)
     │   ├── CommandFailed        a command exited non-zero where success was required (.result)
+    │   ├── SessionFenced        the session's commands are refused: its host was taken over (.why)
     │   └── GuardError           the host's guard could not be armed (before any change)
     ├── ServiceError             unit-level problems (.host, .unit)
     │   ├── UnitNotFound         LoadState=not-found
@@ -94,6 +95,16 @@ class HostUnresponsive(HostError, TimeoutError):
 
 class CommandFailed(HostError):
     """A command exited non-zero where success was required."""
+
+
+class SessionFenced(HostError):
+    """A command of a session was refused on the host: the session was fenced off, because its host
+    was handed to a restorer (its guard, or a later session); ``why`` says what the restorer found,
+    when it said.  Nothing more of the session runs there (:mod:`workbench.inflight`)."""
+
+    def __init__(self, message: str, *, host: str | None = None, result: Any = None, why: str = "") -> None:
+        super().__init__(message, host=host, result=result)
+        self.why = why
 
 
 class GuardError(HostError):

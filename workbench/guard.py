@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from workbench.errors import GuardError
+from workbench.errors import GuardError, SessionFenced
 from workbench.hosts import Host
 from workbench.inflight import FENCE_WAIT_S, lock_path
 from workbench.services import Services
@@ -127,6 +127,8 @@ class Guard:
             try:  # -c: a touch still on its way when the session removed the file must not bring it back
                 if self.host.run(["touch", "-c", "--", self.paths.beat], timeout=self.beat_s * 3).ok:
                     self.last_beat = time.monotonic()
+            except SessionFenced:  # the guard took over: no more beats (each refused one leaves a lock file)
+                return
             except Exception:  # a stall: the guard takes over once the beat is stale
                 continue
 

@@ -199,21 +199,22 @@ def _group_alive(group):
         return False
 
 
-def mark(record_path, session_id, by):
-    """Mark the session's record as fenced (atomically); the record, or None when it is not the session's."""
+def mark(record_path, session_id, by, why=""):
+    """Mark the session's record as fenced (atomically), with who fenced it and why (its controller,
+    if alive after all, reads them); the record, or None when it is not the session's."""
     record = load(record_path)
     if record is None or record.get("id") != session_id:
         return None
-    record[MARK] = {"by": by, "at": time.time()}
+    record[MARK] = {"by": by, "at": time.time(), "why": why}
     write_json(record_path, record)
     return record
 
 
-def fence(record_path, inflight, session_id, by, wait):
+def fence(record_path, inflight, session_id, by, wait, why=""):
     """Fence a dead session off: mark its record, wait for its in-flight commands (``wait`` s, then
     end them), so none runs any more.  Returns (the lock's fd or None, what it did)."""
     started = time.monotonic()
-    if mark(record_path, session_id, by) is None:
+    if mark(record_path, session_id, by, why) is None:
         return None, {"fenced": False, "why": "no record of this session"}
     fd = take_lock(inflight, wait)
     ended = []
@@ -224,7 +225,7 @@ def fence(record_path, inflight, session_id, by, wait):
         for left in glob.glob(os.path.join(os.path.dirname(inflight), "verify.*")):
             shutil.rmtree(left, ignore_errors=True)
     # A record write in flight may have replaced the marked record: mark the final one again.
-    mark(record_path, session_id, by)
+    mark(record_path, session_id, by, why)
     try:
         os.unlink(inflight)  # we hold it: a later command opens a new file and finds the mark
     except OSError:
@@ -288,9 +289,10 @@ def main(argv=None):
     p.add_argument("--fence-wait", type=float, default=5.0)
     p.add_argument("--fence", action="store_true", help="fence the session off and exit (no restore)")
     p.add_argument("--by", default="a restore")
+    p.add_argument("--why", default="")
     args = p.parse_args(argv)
     if args.fence:
-        fd, what = fence(args.record, args.inflight, args.id, args.by, args.fence_wait)
+        fd, what = fence(args.record, args.inflight, args.id, args.by, args.fence_wait, args.why)
         print(json.dumps(what), flush=True)
         return 0 if what["fenced"] or what.get("why") else 1
     if not (args.beat and args.lock and args.owner):
@@ -332,7 +334,7 @@ def main(argv=None):
         write_json(args.owner, {"purpose": f"guard restoring session {args.id}", "pid": os.getpid(),
                                 "since": time.strftime("%Y-%m-%d %H:%M:%S %Z")})
         try:
-            _fd, what = fence(args.record, args.inflight, args.id, f"guard {os.getpid()}", args.fence_wait)
+            _fd, what = fence(args.record, args.inflight, args.id, f"guard {os.getpid()}", args.fence_wait, why)
             log(f"fenced the session's commands off: {json.dumps(what)}")
             record = load(args.record)  # as the last in-flight command left it
             if record is None or record.get("id") != args.id:

@@ -25,11 +25,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from workbench import shell
+from workbench import inflight, shell
 from workbench.errors import (
     CommandFailed,
     CommandTimeout,
     ConfigError,
+    SessionFenced,
 )
 from workbench.inflight import Fence
 from workbench.redact import clip
@@ -158,7 +159,15 @@ class Host(Protocol):
     def close(self) -> None: ...
 
 
-def _check(result: Result, check: bool) -> Result:
+def _check(result: Result, check: bool, fence: Fence | None = None) -> Result:
+    """``result``, or the error it is: the fence's refusal always (the session is over, whatever the
+    caller checks), a non-zero exit when ``check``."""
+    if fence is not None and fence.refused(result.exited, result.stderr):
+        why = inflight.refusal_why(result.stderr)
+        raise SessionFenced(f"{result.host}: this session's commands are refused: it was fenced off, its host "
+                            f"handed to a restorer (its guard, or a later session){f' ({why})' if why else ''}; "
+                            f"changing nothing more: {clip(result.command, 120)}", host=result.host, result=result,
+                            why=why)
     if check and not result.ok:
         raise CommandFailed(
             f"{result.host}: command exited {result.exited}: {clip(result.command, 200)}\n{result.tail()}",
@@ -256,7 +265,7 @@ class LocalHost:
             ) from None
         result = Result(shown, out.decode(errors="replace"), err.decode(errors="replace"),
                         proc.returncode, self.name, time.monotonic() - started)
-        return _check(result, check)
+        return _check(result, check, self.fence)
 
     def stream(self, cmd: Command, *, env: Mapping[str, str] | None = None, tether: bool = True) -> LineStream:
         """Lines of ``cmd`` as it prints them.  ``tether=False`` keeps the command's stdin open

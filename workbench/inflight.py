@@ -17,6 +17,7 @@ later is refused (exit :data:`FENCED_EXIT`) -- so the restore that follows is th
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,11 +27,15 @@ from workbench import shell
 FENCED_EXIT = 86  # a fenced command refused to run: its session's host was handed to a restorer
 MARK = "fenced_by"  # the key a restorer adds to the record before it waits for the in-flight commands
 FENCE_WAIT_S = 5.0  # how long a restorer waits for in-flight commands before ending them
+FLOCK_CANNOT_OPEN = 66  # flock(1)'s exit when it cannot open (make) its lock file: EX_NOINPUT
 ATTR = "fence"  # the Host attribute run() consults (SSHHost, LocalHost)
 
+REFUSAL = "workbench: not run: this session was fenced off (its host is being restored, or was)"
+# Refused, it says why the restorer took over when the record still says (the mark's "why").
 _CHECK = ('grep -qF -- "$1" "$2" 2>/dev/null && ! grep -qF -- "$3" "$2" 2>/dev/null || '
-          '{ echo "workbench: not run: this session was fenced off (its host is being restored, or was)" >&2; '
-          f'exit {FENCED_EXIT}; }}; exec sh -c "$4"')
+          '{ w=$(grep -o \'"why": "[^"]*"\' "$2" 2>/dev/null | head -n 1); '
+          f'echo "{REFUSAL}${{w:+ [$w]}}" >&2; exit {FENCED_EXIT}; }}; exec sh -c "$4"')
+_WHY = re.compile(r'\["why": "([^"]*)"\]')
 
 
 def lock_path(state_dir: str, session_id: str) -> str:
@@ -55,6 +60,21 @@ class Fence:
         return shell.join(["flock", "-s", "-n", "-o", "-E", str(FENCED_EXIT), self.lock, "sh", "-c", _CHECK,
                            "fenced", f'"id": "{self.session_id}"', self.record, f'"{MARK}": {{', text])
 
+    def refused(self, exited: int | None, stderr: str) -> bool:
+        """Whether a command's result is the fence's refusal (not the command's own exit 86): refused by
+        the check, or before it, when the restorer has removed the state dir with the record in it (flock
+        cannot make the lock file there: exit 66)."""
+        return (exited == FENCED_EXIT and REFUSAL in stderr) or \
+            (exited == FLOCK_CANNOT_OPEN and f"cannot open lock file {self.lock}" in stderr)
+
+
+
+
+def refusal_why(stderr: str) -> str:
+    """Why the restorer took the session over, as the refusal read it from the record ("" when gone)."""
+    m = _WHY.search(stderr)
+    return m.group(1) if m else ""
+
 
 def apply(host: Any, fence: Fence | None) -> None:
     """Fence every command ``host.run`` sends from now on (``None``: no more fencing)."""
@@ -62,11 +82,12 @@ def apply(host: Any, fence: Fence | None) -> None:
         setattr(host, ATTR, fence)
 
 
-def fence_argv(*, record: str, lock: str, session_id: str, by: str, wait: float = FENCE_WAIT_S) -> list[str]:
+def fence_argv(*, record: str, lock: str, session_id: str, by: str, why: str = "",
+               wait: float = FENCE_WAIT_S) -> list[str]:
     """The command that fences a dead session off from the controller's side (the host guard's own
     :func:`~workbench.hostguard.fence`, its script on stdin: :func:`script`); prints one JSON line."""
     return ["python3", "-", "--fence", "--id", session_id, "--record", record, "--inflight", lock, "--by", by,
-            "--fence-wait", f"{wait:g}"]
+            "--why", why, "--fence-wait", f"{wait:g}"]
 
 
 def script() -> bytes:

@@ -39,6 +39,7 @@ from workbench.errors import (
     HostError,
     HostUnresponsive,
     RestoreError,
+    SessionFenced,
     StaleRecord,
     WorkbenchError,
 )
@@ -213,6 +214,8 @@ class HostSession:
                 self.restore()
             except (HostUnresponsive, CommandTimeout, ConnectError) as err:  # the host does not answer
                 raise self._unanswered(err) from err
+            except SessionFenced as err:  # a restorer took the host over: it restores, not we
+                raise self._fenced_off(err) from err
             except RestoreError:
                 self._disarm()  # the guard would find what we found: the record stays for `workbench restore`
                 raise
@@ -240,7 +243,8 @@ class HostSession:
         if not leftover.id:
             return {}
         argv = inflight.fence_argv(record=self.record_path, lock=inflight.lock_path(self.svc.state_dir, leftover.id),
-                                   session_id=leftover.id, by=self.lock.purpose or "a later session")
+                                   session_id=leftover.id, by=self.lock.purpose or "a later session",
+                                   why="its lock was free and its record left: its controller was gone")
         res = self.host.run(argv, input=inflight.script(), timeout=60)
         try:
             self.fenced = dict(json.loads(res.stdout.strip().splitlines()[-1]))
@@ -251,6 +255,31 @@ class HostSession:
                                f"restoring (exit {res.exited}): {res.tail(3)}; nothing restored yet",
                                host=self.host.name, details=[res.tail(3)])
         return self.fenced
+
+    def _fenced_off(self, err: SessionFenced) -> SessionFenced:
+        """Our commands are refused: a restorer (our guard, which found us gone) took the host over.
+        Stop beating, read who took it and why, and take away the in-flight lock file our refused
+        commands made again; the restorer puts the host back and removes the rest."""
+        if self.guard is not None:
+            self.guard.stop_beat()
+            self.guard.armed = False  # it is the restorer now: it ends by itself when done
+        inflight.apply(self.host, None)
+        why, by = err.why, "a restorer"
+        with contextlib.suppress(HostError):
+            res = self.host.run(["cat", "--", self.record_path], timeout=30)
+            try:
+                record = json.loads(res.stdout) if res.ok else {}
+            except ValueError:
+                record = {}
+            mark = (record.get(inflight.MARK) or {}) if record.get("id") == self.record.id else {}
+            why, by = str(mark.get("why") or why), str(mark.get("by") or by)
+            self.host.run(["rm", "-f", "--", inflight.lock_path(self.svc.state_dir, self.record.id)], timeout=30)
+            if not res.ok:  # the restorer is done: no empty state dir behind us either
+                self.host.run(["rmdir", "--ignore-fail-on-non-empty", "--", self.svc.state_dir], timeout=30)
+        said = f" ({why})" if why else ""
+        return SessionFenced(f"{self.host.name}: this session was taken over on the host by {by}{said}; it restores "
+                             f"the host, and nothing more of this session ran there; `workbench status "
+                             f"{self.host.name}` shows it", host=self.host.name, result=err.result, why=why)
 
     def _disarm(self) -> None:
         """Stop the guard after our own restore; one that cannot be stopped finds no record and exits."""

@@ -227,9 +227,33 @@ class SSHHost:
         try:
             return conn.transport.open_session(timeout=timeout)
         except Exception as exc:
+            if self._answers(conn):  # a host too busy to open a session (or refusing one), not a dead link
+                raise CommandTimeout(f"{self.name}: no SSH channel opened ({exc or type(exc).__name__}), though "
+                                     "the connection answers (a busy host); kept", host=self.name) from exc
             with self._lock:
                 self._drop()
             raise self.unresponsive("no SSH channel opened", time.monotonic() - started) from exc
+
+    def _answers(self, conn: Any, timeout: float = PROBE_TIMEOUT) -> bool:
+        """Whether the SSH connection itself still answers: a global request, which sshd replies to
+        without starting a process, so a host too loaded to run a command still does, and a cut link
+        does not.  The connection is dropped only when it does not: dropping one that carries the
+        session's lock ends the lock, and the host's guard would take a live session over."""
+        transport: Any = getattr(conn, "transport", None)
+        answered: list[bool] = []
+        done = threading.Event()
+
+        def ask() -> None:
+            try:  # paramiko's wait has no timeout: it ends when a reply (even a refusal) comes or the link dies
+                transport.global_request("keepalive@openssh.com", wait=True)
+                answered.append(bool(transport.is_active()))
+            except Exception:
+                answered.append(False)
+            finally:
+                done.set()
+
+        threading.Thread(target=ask, daemon=True, name=f"ssh-probe-{self.name}").start()
+        return done.wait(timeout) and answered == [True]
 
     def unresponsive(self, what: str, waited: float) -> HostUnresponsive:
         """The one error for a stall, whatever paramiko said ("No existing session", "Timeout
@@ -368,7 +392,7 @@ class SSHHost:
         if status == shell.TIMEOUT_EXIT and time.monotonic() - started >= timeout:
             raise CommandTimeout(f"{self.name}: command ran past {timeout:.0f} s and was killed on the host: {clip(text, 200)}",
                                  host=self.name, result=result)
-        return _check(result, check)
+        return _check(result, check, self.fence)
 
     @staticmethod
     def _send_stdin(chan: Any, data: bytes) -> None:
@@ -380,6 +404,11 @@ class SSHHost:
         """The host's own deadline did not report back: tell a hung host from a slow command."""
         if self.alive():
             raise CommandTimeout(f"{self.name}: command ran past {timeout:.0f} s: {clip(text, 200)}", host=self.name)
+        conn = self._conn
+        if conn is not None and self._answers(conn):
+            raise CommandTimeout(f"{self.name}: command ran past {timeout:.0f} s, and the host ran no probe command "
+                                 f"either, though its SSH connection answers (a busy host); kept: {clip(text, 200)}",
+                                 host=self.name)
         with self._lock:
             self._drop()
         raise self.unresponsive("no reply to a command, and a liveness probe failed",

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench.errors import HostError, RestoreError, WorkbenchError
+from workbench.errors import CommandTimeout, HostError, RestoreError, SessionFenced, WorkbenchError
 from workbench.session import HostSession, leftover_record
 
 from .conftest import BASE, as_found
@@ -98,3 +98,56 @@ def test_lock_is_free_after_the_holder_is_killed(toy):
         except LockHeld:
             assert time.monotonic() < deadline, "lock still held 20 s after its holder died"
             threading.Event().wait(0.2)
+
+
+# The sshd process serving this command's connection: walk up from the shell to it (sshd, or
+# sshd-session since OpenSSH 9.8, forks the session's commands).
+_SSHD_OF_THIS = ('p=$$; while [ "$p" -gt 1 ]; do case "$(cat /proc/$p/comm)" in sshd*) echo "$p"; exit 0;; esac; '
+                 'p=$(sed "s/.*) //" /proc/$p/stat | cut -d" " -f2); done; exit 1')
+
+
+def test_a_host_too_stalled_to_open_a_channel_keeps_the_session_and_its_lock(toy, testbed):
+    """The host's sshd stalls (SIGSTOP) longer than a channel open waits, and answers again within
+    the connection probe's wait: the command fails as a timeout, but the connection -- and with it
+    the session's lock -- is kept, the guard does not take the live session over, and the session
+    restores the host itself. (Dropping the connection, as a dead link's is, ended the lock: the
+    guard then fenced a live session off, as in CI on a 2-core host starting a real vLLM.)"""
+    with HostSession(toy, purpose="stalled sshd", lock_wait=60) as s:
+        s.protect(BASE)  # the record is written and the guard armed
+        conn = toy._conn
+        sshd = toy.run(["sh", "-c", _SSHD_OF_THIS], timeout=30, check=True).stdout.strip()
+        stall = subprocess.Popen(["ssh", "-F", toy.ssh_config_path, "gpu-a",
+                                  f"kill -STOP {sshd} && echo stopped; sleep 11; kill -CONT {sshd}"],
+                                 stdout=subprocess.PIPE, text=True)
+        try:
+            assert stall.stdout is not None and stall.stdout.readline().strip() == "stopped"
+            t0 = time.monotonic()
+            with pytest.raises(CommandTimeout, match="the connection answers"):
+                toy.run(["true"], timeout=1)  # a channel open waits 6 s; the probe then up to 8 s
+            assert time.monotonic() - t0 < 20
+        finally:
+            assert stall.wait(30) == 0
+        assert toy._conn is conn and s.lock.held
+        assert toy.run(["true"], timeout=30).ok
+    assert s.restored
+    as_found(toy)
+
+
+def test_a_live_session_its_guard_took_over_says_so_and_leaves_nothing(toy):
+    """The guard takes a live session over (its heartbeat went stale: here stopped, and the beat
+    file aged by hand): the session's next command is refused as SessionFenced, its exit says the
+    host was taken over, and no in-flight lock file made by its refused commands stays behind."""
+    with pytest.raises(SessionFenced, match="taken over on the host by") as info, \
+            HostSession(toy, purpose="taken over", lock_wait=60) as s:
+        s.protect(BASE)
+        assert s.guard is not None
+        s.guard.stop_beat()
+        toy.run(["touch", "-d", "@1", "--", s.guard.paths.beat], timeout=30, check=True)
+        deadline = time.monotonic() + 60
+        while True:  # until the fence refuses: SessionFenced ends the session's body
+            assert time.monotonic() < deadline, "the guard did not take over"
+            toy.run(["true"], timeout=30)
+            threading.Event().wait(0.2)
+    assert isinstance(info.value.__cause__, SessionFenced)
+    assert toy.run(["sh", "-c", "ls /run/workbench 2>/dev/null | grep -c inflight || true"]).stdout.strip() == "0"
+    as_found(toy)

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from workbench import hostguard, inflight
+from workbench.errors import SessionFenced
 from workbench.hosts import LocalHost, Result
 
 SID = "0123456789abcdef0123456789abcdef"
@@ -51,18 +52,24 @@ def test_a_fenced_command_runs_while_the_record_is_the_sessions(fenced, tmp_path
     res = host.run(["sh", "-c", 'printf "%s" "$1"', "x", "hello 'quoted'"])
     assert res.ok and res.stdout == "hello 'quoted'"
     assert host.run("exit 3").exited == 3  # the command's own exit status comes through
+    assert host.run(f"exit {inflight.FENCED_EXIT}").exited == inflight.FENCED_EXIT  # its own 86 is no refusal
     assert host.run(["cat"], input="from stdin").stdout == "from stdin"
 
 
-@pytest.mark.parametrize("record", [None, {"id": "another"}, {"id": SID, "fenced_by": {"by": "guard", "at": 1}}])
+@pytest.mark.parametrize("record", [None, {"id": "another"}, {"id": SID, "fenced_by": {"by": "guard", "at": 1}},
+                                    {"id": SID, "fenced_by": {"by": "guard", "at": 1, "why": "no heartbeat for 23 s"}}])
 def test_a_fenced_command_is_refused_once_the_record_is_not_the_sessions(fenced, tmp_path, record):
     host, fence = fenced
     if record is None:
         Path(fence.record).unlink()
     else:
         Path(fence.record).write_text(json.dumps(record, indent=1))
-    res = host.run(["touch", str(tmp_path / "late")])
-    assert res.exited == inflight.FENCED_EXIT and "fenced off" in res.stderr
+    for check in (False, True):  # refused is an error whether or not the caller checks the exit
+        with pytest.raises(SessionFenced, match="this session's commands are refused") as info:
+            host.run(["touch", str(tmp_path / "late")], check=check)
+        assert info.value.result.exited == inflight.FENCED_EXIT and "fenced off" in info.value.result.stderr
+        why = ((record or {}).get("fenced_by") or {}).get("why", "")
+        assert info.value.why == why and (f"({why})" in str(info.value)) == bool(why)
     assert not (tmp_path / "late").exists()
 
 
@@ -83,8 +90,9 @@ def test_fence_waits_for_the_command_in_flight_then_refuses_later_ones(fenced, t
     assert fd is not None and what["fenced"] and what["ended_groups"] == []
     assert out[0].ok and (tmp_path / "installed").exists()  # finished *before* the fence returned
     assert not Path(fence.lock).exists()
-    res = host.run(["touch", str(tmp_path / "late")])  # a new lock file: refused by the record's mark
-    assert res.exited == inflight.FENCED_EXIT and not (tmp_path / "late").exists()
+    with pytest.raises(SessionFenced):  # a new lock file: refused by the record's mark
+        host.run(["touch", str(tmp_path / "late")])
+    assert not (tmp_path / "late").exists()
     os.close(fd)  # type: ignore[arg-type]
 
 
@@ -110,11 +118,13 @@ def test_fence_of_no_record_does_nothing(tmp_path):
 def test_fence_from_the_controller_side_runs_the_script_on_stdin(fenced, tmp_path):
     host, fence = fenced
     inflight.apply(host, None)  # a restorer's own commands are not fenced
-    argv = inflight.fence_argv(record=fence.record, lock=fence.lock, session_id=SID, by="next session")
+    argv = inflight.fence_argv(record=fence.record, lock=fence.lock, session_id=SID, by="next session",
+                               why="its controller was gone")
     res = host.run([sys.executable if a == "python3" else a for a in argv], input=inflight.script(), timeout=30)
     assert res.ok, res.stderr
     what = json.loads(res.stdout.splitlines()[-1])
-    assert what["fenced"] and json.loads(Path(fence.record).read_text())[inflight.MARK]["by"] == "next session"
+    mark = json.loads(Path(fence.record).read_text())[inflight.MARK]
+    assert what["fenced"] and mark["by"] == "next session" and mark["why"] == "its controller was gone"
 
 
 def test_the_guard_restores_after_the_in_flight_install_so_its_file_is_removed(fenced, tmp_path):
@@ -137,6 +147,8 @@ def test_the_guard_restores_after_the_in_flight_install_so_its_file_is_removed(f
     while inflight.MARK + '": {' not in Path(fence.record).read_text():
         assert g.poll() is None
         threading.Event().wait(0.02)
+    # Who fenced it and why, for its controller should it still be alive (it reads them).
+    assert json.loads(Path(fence.record).read_text())[inflight.MARK]["why"] == "its lock was released without a restore"
     (tmp_path / "go").write_text("now\n")
     out_text, _ = g.communicate(timeout=30)
     t.join(10)
@@ -181,3 +193,20 @@ def test_the_host_lock_leaves_no_file_and_a_waiter_takes_the_new_one(tmp_path):
     assert b.stdin is not None
     b.stdin.close()
     assert b.wait(10) == 0 and not path.exists()
+
+
+def test_a_command_after_the_restorer_removed_the_state_dir_is_refused_too(fenced, tmp_path):
+    """The restorer is done: it removed the record and the empty state dir; flock cannot make the lock
+    file (exit 66) -- a refusal as well, not a command failure."""
+    host, fence = fenced
+    state = tmp_path / "state"
+    state.mkdir()
+    moved = inflight.Fence(str(state), str(state / "session.json"), SID)
+    inflight.apply(host, moved)
+    state.rmdir()
+    with pytest.raises(SessionFenced):
+        host.run(["touch", str(tmp_path / "late")])
+    assert not (tmp_path / "late").exists()
+    inflight.apply(host, fence)
+    other = tmp_path / "nodir" / "x.lock"  # another path's open failure is that command's own
+    assert host.run(["flock", "-n", str(other), "true"]).exited == inflight.FLOCK_CANNOT_OPEN
