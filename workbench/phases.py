@@ -514,12 +514,17 @@ _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     # weights were not initialized from checkpoint: {...}"), or a tensor the checkpoint lacks
     (re.compile(r"\bnot initiali[sz]ed from (?:the )?(?:model )?checkpoint|\bmissing (?:from|in) (?:the )?checkpoint",
                 re.I), "weight_loading"),
+    # a message that is only a checkpoint parameter's name, quoted (the KeyError of a weight loader's lookup of a tensor
+    # among the model's parameters: "'layers.0.mlp.down_proj.weight'")
+    (re.compile(r"^'(?:[\w-]+\.)+(?:weight|bias|qweight|qzeros|scales|weight_scale\w*)'$"), "weight_loading"),
     # SGLang's memory pool sizing found no room for a KV cache ("Not enough memory. Please try to increase
     # --mem-fraction-static.")
     (re.compile(r"KV cache|kv_cache|cache blocks|num_gpu_blocks|Not enough memory\. Please try to increase "
                 r"--mem-fraction-static"), "kv_cache_alloc"),
     (re.compile(r"ncclCommInitRank|[Nn]ccl_?[Cc]ommunicator|init_process_group|createComm|hcclCommInit|"
-                r"(?:initiali[sz]e|init)\w* [^\n]{0,60}NCCL|NCCL[^\n]{0,60}\binit", re.I), "nccl_init"),
+                r"(?:initiali[sz]e|init)\w* [^\n]{0,60}NCCL|NCCL[^\n]{0,60}\binit|"
+                # a warning from NCCL's own init.cc (ncclCommInitRank's source: "init.cc:1582 NCCL WARN Cuda failure ...")
+                r"\binit\.cc:\d+ NCCL WARN", re.I), "nccl_init"),
 )
 _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|failed to (?:start|initiali[sz]e)|creation task|"
                            r"Failed to start|aborting startup|\binit state\b|"

@@ -175,12 +175,19 @@ def quiet_cuda_error(parsed: LogLine, msg: str, line_no: int, phase: str, server
     return LogEvent("error_line", line_no, msg.strip()[:400], parsed.rank, phase, server) if _QUIET_CUDA.search(msg) else None
 
 
+# NCCL's own warning that a CUDA call it made failed ("init.cc:1582 NCCL WARN Cuda failure 'CUDA driver version is
+# insufficient for CUDA runtime version'"): the CUDA error, in NCCL's words
+_NCCL_CUDA = re.compile(r"NCCL WARN (?:Cuda failure|CUDA error)\b")
+
+
 def death_cause(line: int, events: Sequence[LogEvent]) -> LogEvent | None:
     """The error line printed in the 2 lines before a process's death or fatal signal at ``line`` (vLLM's "Worker proc
-    ... died unexpectedly", a shell's "Aborted (core dumped)"): what the process died of, the death its consequence."""
+    ... died unexpectedly", a shell's "Aborted (core dumped)"), or NCCL's warning of a CUDA failure there: what the
+    process died of, the death its consequence."""
     if not any(e.line == line and e.kind in _DEATHS for e in events):
         return None
-    return next((e for e in reversed(events) if e.kind == "error_line" and 0 < line - e.line <= 2), None)
+    return next((e for e in reversed(events) if 0 < line - e.line <= 2 and (
+        e.kind == "error_line" or (e.kind == "nccl_warn" and _NCCL_CUDA.search(e.text) is not None))), None)
 
 
 # the first frame of a numbered native backtrace, and the words that make the line before it an error report

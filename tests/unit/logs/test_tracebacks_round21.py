@@ -65,3 +65,45 @@ def test_a_piecewise_graph_capture_assertion_is_cuda_graph_capture() -> None:
            "AssertionError: PCG capture stream is not set\n")
     rc = analyze(log).root_cause
     assert rc is not None and rc.exception_type == "AssertionError" and rc.phase == "cuda_graph_capture"
+
+
+def test_an_exception_line_glued_to_a_sentence_written_without_blanks_is_the_exception() -> None:
+    """async_cosyvoice#21, xinference#2351: a Chinese sentence runs straight into the exception line ("提示" "shows",
+    "失败" "failed"), the bare ``Exception`` included; other quotes on the line do not hide it."""
+    rc = analyze("用官方镜像运行server.py提示ValueError: No available memory for the cache blocks. Try `x`.\n").root_cause
+    assert rc is not None and rc.exception_type == "ValueError" and rc.phase == "kv_cache_alloc"
+    assert rc.message.startswith("No available memory for the cache blocks")
+    rc = analyze("部署qwen失败Exception: Capture cuda graph failed: no kernel image is available for execution\n").root_cause
+    assert rc is not None and rc.exception_type == "Exception" and rc.phase == "cuda_graph_capture"
+    assert "no kernel image" in rc.message
+    # a word of English glued to a class name is no boundary
+    rc = analyze("the serverValueError: No available memory for the cache blocks\n").root_cause
+    assert rc is None or rc.exception_type is None
+
+
+def test_a_line_opening_with_another_quote_quotes_the_exception_after_it() -> None:
+    """unsloth#1268: a list of models, each in backticks, then the error it gave in backticks (one with a blank inside
+    the opening backtick); the quote closes on its line, so the next model's line is not its message. The key a
+    weight loader did not find among the model's parameters says the weights were being loaded."""
+    log = ("`org/model-a-4bit` with error : ` KeyError: 'layers.0.mlp.up_proj.weight'`\n"
+           "`org/model-b-4bit` with error: `KeyError: 'layers.0.mlp.up_proj.weight'`\n")
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.exception_type == "KeyError"
+    assert rc.message == "'layers.0.mlp.up_proj.weight'" and rc.phase == "weight_loading"
+    assert decide_phase((), ("'lm_head.bias'",)) == "weight_loading"
+    assert decide_phase((), ("'some key'",)) == "unknown"
+
+
+def test_nccls_cuda_failure_warning_just_before_a_fatal_signal_is_what_the_process_died_of() -> None:
+    """lmdeploy#1108 (TurboMind, TP 2): NCCL warns from its init.cc that a CUDA call failed, TurboMind's check prints
+    the NCCL error it got back, and the process dies of a signal: the warning says why, while the communicator was
+    being set up."""
+    log = ("NCCL INFO cudaDriverVersion 11070\n"
+           "init.cc:1500 NCCL WARN Cuda failure 'CUDA driver version is insufficient for CUDA runtime version'\n"
+           "Failed, NCCL error /src/turbomind/utils/nccl_utils.cc:296 'unhandled cuda error'\n"
+           "Illegal instruction (core dumped)\n")
+    rc = analyze(log).root_cause
+    assert rc is not None and "CUDA driver version is insufficient" in rc.message and rc.phase == "nccl_init"
+    # another NCCL warning (a peer's socket) is no CUDA error: the signal stays the root
+    rc = analyze(log.replace("Cuda failure", "Net : Connection closed by remote peer")).root_cause
+    assert rc is not None and rc.message == "Illegal instruction (core dumped)"
