@@ -510,6 +510,10 @@ _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     # a weight loader refusing a checkpoint tensor for a parameter of another shape (vLLM's "Attempted to load weight
     # (torch.Size([1, 1, 2, 1, 2])) into parameter (torch.Size([1, 1, 1, 1, 2]))"): copying weights in
     (re.compile(r"\bload(?:ing|ed)? (?:the )?weights? \S[^\n]{0,120}\binto (?:the )?param", re.I), "weight_loading"),
+    # torch's load_state_dict refusing a checkpoint (its "Error(s) in loading state_dict for Linear:", each tensor's
+    # "size mismatch for bias: copying a param with shape torch.Size([3584]) from checkpoint, ...")
+    (re.compile(r"Error\(s\) in loading state_dict|copying a param with shape [^\n]{0,80} from checkpoint"),
+     "weight_loading"),
     # the loader's check, once the checkpoint is read, that it filled every parameter (vLLM's DefaultModelLoader: "Following
     # weights were not initialized from checkpoint: {...}"), or a tensor the checkpoint lacks
     (re.compile(r"\bnot initiali[sz]ed from (?:the )?(?:model )?checkpoint|\bmissing (?:from|in) (?:the )?checkpoint",

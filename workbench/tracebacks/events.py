@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
 from workbench.logformats import LogLine, parse_line
 from workbench.tracebacks.model import LogEvent
@@ -90,6 +91,20 @@ def coded_error(first: LogEvent | None, parsed: LogLine, msg: str, line_no: int)
     is ``first`` (at most 4 lines before it), which has none: it says what failed, so it takes ``first``'s place."""
     return (first is not None and line_no - first.line <= 4 and "E" in msg and _CANN_CODE.search(msg) is not None
             and _CANN_CODE.search(first.text) is None and error_level(parsed, msg))
+
+
+def first_error(first: LogEvent | None, parsed: LogLine, msg: str, line_no: int, phase: str,
+                server: str) -> LogEvent | None:
+    """The log's first error line (the last resort: see ``Extractor.finish``) once the line ``msg`` (number ``line_no``,
+    not blank, no other event) is read: this line when it is the first at an error level, or when it holds the CANN
+    code of the error block ``first`` heads (:func:`coded_error`); ``first`` with this line joined when ``first`` ended
+    on a colon just above it and this line is indented under it, the detail it announced (torch's "Error(s) in loading
+    state_dict for Linear:" / "<tab>size mismatch for bias: ..."); else None: ``first`` stays."""
+    if (first is None and error_level(parsed, msg)) or coded_error(first, parsed, msg, line_no):
+        return LogEvent("error_line", line_no, msg.strip()[:400], parsed.rank, phase, server)
+    if first is not None and line_no == first.line + 1 and msg[:1] in (" ", "\t") and first.text.endswith(":"):
+        return replace(first, text=f"{first.text} {msg.strip()}"[:400])
+    return None
 
 
 def log_event(parsed: LogLine, msg: str, line_no: int, phase: str, server: str,

@@ -25,9 +25,8 @@ from workbench.tracebacks.cut import logged_record
 from workbench.tracebacks.events import (
     _DEATHS,
     backtrace_head,
-    coded_error,
     cut_record,
-    error_level,
+    first_error,
     log_event,
     process_header,
     quiet_cuda_error,
@@ -537,10 +536,9 @@ class Extractor:
             if len(self._native_frames) < 3:
                 self._native_frames.append(LogEvent("error_line", self.line_no, msg.strip()[:400], parsed.rank,
                                                     self._tracker.phase, self._server))
-        elif msg.strip() and ((self._first_error is None and error_level(parsed, msg))
-                              or coded_error(self._first_error, parsed, msg, self.line_no)):
-            # the last resort (see finish): a log's first error line, whatever it says (or its block's coded line)
-            self._first_error = LogEvent("error_line", self.line_no, msg.strip()[:400], parsed.rank, self._tracker.phase, self._server)
+        elif msg.strip() and (first := first_error(self._first_error, parsed, msg, self.line_no, self._tracker.phase,
+                                                   self._server)):
+            self._first_error = first  # the last resort (see finish): a log's first error line, whatever it says
 
     def _start(self, stream: Stream, origin: tuple[str | None, ...], parsed: LogLine, msg: str, header: str | None, pos: int) -> None:
         rank = parsed.rank

@@ -107,3 +107,19 @@ def test_nccls_cuda_failure_warning_just_before_a_fatal_signal_is_what_the_proce
     # another NCCL warning (a peer's socket) is no CUDA error: the signal stays the root
     rc = analyze(log.replace("Cuda failure", "Net : Connection closed by remote peer")).root_cause
     assert rc is not None and rc.message == "Illegal instruction (core dumped)"
+
+
+def test_an_error_record_ending_on_a_colon_takes_the_indented_detail_under_it() -> None:
+    """lmdeploy#3328 (lite, AWQ): the builder's error record ends on torch's "Error(s) in loading state_dict for
+    Linear:" and the tensor that did not fit follows on a tab-indented line: the record's message, a weights' load."""
+    log = ("2025-03-24 20:04:23,841 - lmdeploy - ERROR - builder.py:72 - build vision model X failed, Error(s) in "
+           "loading state_dict for Linear:\n"
+           "\tsize mismatch for weight: copying a param with shape torch.Size([8, 4]) from checkpoint, the shape in "
+           "current model is torch.Size([4, 4]).\n")
+    rc = analyze(log).root_cause
+    assert rc is not None and "size mismatch for weight" in rc.message and rc.phase == "weight_loading"
+    # a detail not indented under it, or under a record that does not end on a colon, is not joined
+    rc = analyze(log.replace("\tsize", "size")).root_cause
+    assert rc is not None and "size mismatch" not in rc.message
+    rc = analyze(log.replace("for Linear:", "for Linear.")).root_cause
+    assert rc is not None and "size mismatch" not in rc.message
