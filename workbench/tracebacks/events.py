@@ -66,10 +66,15 @@ _LIBRARY_ERROR = re.compile(r"(?!(?:the|this|that|an?|my|same|following|no|any|w
 _UNLEVELLED_FAILURE = re.compile(r"Failed to [a-z]+ \S")
 
 
+# a native library's FATAL severity in the bracketed tags heading its line (TurboMind's "[TM][FATAL] comm\device_comm.cc
+# (28): Check failed: ...", "[FATAL] ..."): the record a process aborts after
+_FATAL_TAG = re.compile(r"(?:\[[\w.-]{1,20}\])*\[FATAL\] ")
+
+
 def error_level(parsed: LogLine, msg: str) -> bool:
     """The line is a record at ERROR or CRITICAL level: the parser's level, or, for a format it does not
     know, the level word in the record's head (Python logging's "%(asctime)s - %(name)s - ERROR - ..." as
-    gpustack writes it), as an error line with error words is read (see :func:`log_event`), a FAILED
+    gpustack writes it), as an error line with error words is read (see :func:`log_event`), a FATAL tag (:data:`_FATAL_TAG`), a FAILED
     status there (:data:`_FAILED_STATUS`), a native library's own error line (:data:`_LIBRARY_ERROR`), or a failure
     stated by a record of a format that writes no level (:data:`_UNLEVELLED_FAILURE`)."""
     if parsed.level is not None:
@@ -77,7 +82,7 @@ def error_level(parsed: LogLine, msg: str) -> bool:
     if parsed.time is not None and parsed.format != "plain" and _UNLEVELLED_FAILURE.match(msg) is not None:
         return True
     return (level_word(msg, 48) in ("ERROR", "CRITICAL") or _FAILED_STATUS.search(msg, 0, 80) is not None
-            or _LIBRARY_ERROR.match(msg) is not None)
+            or _LIBRARY_ERROR.match(msg) is not None or _FATAL_TAG.match(msg) is not None)
 
 
 # a CANN error code heading its line ("Memory_Allocation_Failure(EL0004): Failed to allocate memory.",

@@ -123,3 +123,13 @@ def test_an_error_record_ending_on_a_colon_takes_the_indented_detail_under_it() 
     assert rc is not None and "size mismatch" not in rc.message
     rc = analyze(log.replace("for Linear:", "for Linear.")).root_cause
     assert rc is not None and "size mismatch" not in rc.message
+
+
+def test_a_native_librarys_fatal_tag_is_an_error_record() -> None:
+    """lmdeploy#4032 (TurboMind on Windows, TP 2): its communicator's CHECK, cut before "failed", tagged [TM][FATAL],
+    is the only error the log has."""
+    log = ("2025-10-11 09:16:39,843 - lmdeploy - WARNING - turbomind.py:234 - get 389 model params\n"
+           "[TM][FATAL] comm\\device_comm.cc(28): Check\n")
+    rc = analyze(log).root_cause
+    assert rc is not None and "device_comm.cc(28)" in rc.message
+    assert analyze("[TM][WARNING] comm\\device_comm.cc(28): Check\n").root_cause is None
