@@ -130,12 +130,18 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("vllm/v1/executor/uniproc_executor.py", "collective_rpc", _N),
     ("vllm/v1/executor/ray_distributed_executor.py", "_init_executor _init_workers_ray", _U),
     ("vllm/v1/executor/ray_distributed_executor.py", "execute_model", _S),
+    # the future the Ray executor's non-blocking execute_model returns (pipeline parallel, the batch queue): its
+    # result() waits on the workers' forward pass
+    ("vllm/v1/executor/ray_utils.py", "result", _S),
     # --- vLLM v1 worker (vllm/v1/worker/gpu_worker.py, worker_base.py)
     ("vllm/v1/worker/gpu_worker.py", "init_device init_worker_distributed_environment", _NCCL),
     ("vllm/v1/worker/gpu_worker.py", "load_model reload_weights", _W),
     ("vllm/v1/worker/gpu_worker.py", "determine_available_memory get_kv_cache_spec initialize_from_config "
      "initialize_cache", _KV),
     ("vllm/v1/worker/gpu_worker.py", "compile_or_warm_up_model", _CG_TO_WU),
+    # a TPU has no CUDA graphs: its worker's compile_or_warm_up_model precompiles the model's and the sampler's shapes
+    # (vLLM's tpu_worker.py and tpu-inference's worker/tpu_worker.py)
+    ("/tpu_worker.py", "compile_or_warm_up_model", _WU),
     ("vllm/v1/worker/gpu_worker.py", "execute_model sample_tokens execute_dummy_batch", _S),
     ("vllm/v1/worker/gpu_worker.py", "__init__", _U),
     ("vllm/v1/worker/worker_base.py", "init_device", _NCCL),

@@ -138,7 +138,10 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
     (r"warmup error|[Ww]armup failed", "warmup", 5, "begin"),
     # a warm-up run before the graphs are captured: vLLM v1's compile_or_warm_up_model ("Compile and warming up
     # model for size"), TensorRT-LLM's model engine ("Run warmup with 128 tokens")
-    (r"Compile and warming up model for size|Run warmup with \d+ tokens", "warmup", 3.8, "begin"),
+    # vLLM's TPU model runner precompiling its shapes ("Compiling the model with different input shapes.", "Compiling
+    # sampling with different input shapes.")
+    (r"Compile and warming up model for size|Run warmup with \d+ tokens|Compiling [\w ]{1,40} with different input shapes",
+     "warmup", 3.8, "begin"),
     # a program's own warm-up banner ("🔥 Warming up model (TRT-LLM ...)...", vLLM's "Warming up sampler with 256
     # dummy requests"): its first runs before it serves
     (r"\bWarming up (?:the )?(?:model|sampler)\b", "warmup", 5, "begin"),
@@ -195,7 +198,7 @@ _RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("init engine (profile, create kv cache, warmup model) took",),
     ("Uvicorn running on", "Application startup complete"),
     ("warmup error", "armup failed"),
-    ("Compile and warming up", "Run warmup with"),
+    ("Compile and warming up", "Run warmup with", " with different input shapes"),
     ("Warming up ",),
     ("Running warmup ",),
     ("Starting vLLM ", "fired up and ready to roll"),
@@ -210,7 +213,7 @@ _ANCHORS = ("server_args=", "LLM engine", "vLLM", "non-default", "Init torch", "
             "Load weight", "Starting to load", "Loading", "Model loading", "KV Cache", "KV cache", "Memory p",
             "GPU blocks", "Maximum concurrency", "Capture", "Capturing", "max_total_num_tokens", "Graph capturing",
             "init engine", "Uvicorn", "Application startup", "fired up", "batch", "Avg prompt", "/v1/", "Req(rid=",
-            "Profiling CUDA", "ed request", "torch.compile", "profiling/warmup", "Compile and warming", "scheduled_",
+            "Profiling CUDA", "ed request", "torch.compile", "profiling/warmup", "Compile and warming", "input shapes", "scheduled_",
             "Dumping scheduler", "enerating sequences", "TensorRT-LLM version", "Checking environment", "Try to run with", "peer ranks", "TRITONBACKEND_Model", "Instance group type",
             "[c10d] ", "loading weights", "Warming up", "cmpl-", " HTTP/1.", " toks/s")
 _FAILURE_RE = re.compile(
@@ -500,21 +503,32 @@ _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     # vLLM's "CUDA out of memory occurred when warming up sampler with 256 dummy requests"
     (re.compile(r"warm_?up|\bwarming up\b", re.I), "warmup"),
     (re.compile(r"stream is capturing|during CUDA graph capture|Capture cuda graph failed|cudaErrorStreamCapture|"
-                r"graph capture", re.I), "cuda_graph_capture"),
+                r"graph capture|"
+                # SGLang's piecewise CUDA graphs (PCG) capture pass ("PCG capture stream is not set")
+                r"\bPCG capture", re.I), "cuda_graph_capture"),
     (_LOAD_MODEL, "weight_loading"),
     # a weight loader refusing a checkpoint tensor for a parameter of another shape (vLLM's "Attempted to load weight
     # (torch.Size([1, 1, 2, 1, 2])) into parameter (torch.Size([1, 1, 1, 1, 2]))"): copying weights in
     (re.compile(r"\bload(?:ing|ed)? (?:the )?weights? \S[^\n]{0,120}\binto (?:the )?param", re.I), "weight_loading"),
+    # torch's load_state_dict refusing a checkpoint (its "Error(s) in loading state_dict for Linear:", each tensor's
+    # "size mismatch for bias: copying a param with shape torch.Size([3584]) from checkpoint, ...")
+    (re.compile(r"Error\(s\) in loading state_dict|copying a param with shape [^\n]{0,80} from checkpoint"),
+     "weight_loading"),
     # the loader's check, once the checkpoint is read, that it filled every parameter (vLLM's DefaultModelLoader: "Following
     # weights were not initialized from checkpoint: {...}"), or a tensor the checkpoint lacks
     (re.compile(r"\bnot initiali[sz]ed from (?:the )?(?:model )?checkpoint|\bmissing (?:from|in) (?:the )?checkpoint",
                 re.I), "weight_loading"),
+    # a message that is only a checkpoint parameter's name, quoted (the KeyError of a weight loader's lookup of a tensor
+    # among the model's parameters: "'layers.0.mlp.down_proj.weight'")
+    (re.compile(r"^'(?:[\w-]+\.)+(?:weight|bias|qweight|qzeros|scales|weight_scale\w*)'$"), "weight_loading"),
     # SGLang's memory pool sizing found no room for a KV cache ("Not enough memory. Please try to increase
     # --mem-fraction-static.")
     (re.compile(r"KV cache|kv_cache|cache blocks|num_gpu_blocks|Not enough memory\. Please try to increase "
                 r"--mem-fraction-static"), "kv_cache_alloc"),
     (re.compile(r"ncclCommInitRank|[Nn]ccl_?[Cc]ommunicator|init_process_group|createComm|hcclCommInit|"
-                r"(?:initiali[sz]e|init)\w* [^\n]{0,60}NCCL|NCCL[^\n]{0,60}\binit", re.I), "nccl_init"),
+                r"(?:initiali[sz]e|init)\w* [^\n]{0,60}NCCL|NCCL[^\n]{0,60}\binit|"
+                # a warning from NCCL's own init.cc (ncclCommInitRank's source: "init.cc:1582 NCCL WARN Cuda failure ...")
+                r"\binit\.cc:\d+ NCCL WARN", re.I), "nccl_init"),
 )
 _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|failed to (?:start|initiali[sz]e)|creation task|"
                            r"Failed to start|aborting startup|\binit state\b|"
@@ -564,6 +578,9 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|failed to (?:start|initial
 _TEXT_SERVING = re.compile(r"inputs? of failed execution|Dumping input data|Dumping scheduler (?:output|stats)|"
                            r"WorkNCCL\(SeqNum=\d{5,}|(?:Invocation of|Call to) \w+ method failed|Engine loop failed|"
                            r"Encountered an error in forward\w* function|"
+                           # TensorRT-LLM's PyTorch executor's own record that its loop over the batches died ("Executor
+                           # loop crashed on this rank; hard-killing all 8 ranks")
+                           r"Executor loop crashed|"
                            # SGLang's ScheduleBatch, out of KV slots for the batch it is building
                            r"(?:Decode|Prefill) out of memory|alloc_req_slots runs out of memory|"
                            # an error a server logs for a request, or for the response it streams back to one

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
 from workbench.logformats import LogLine, parse_line
 from workbench.tracebacks.model import LogEvent
@@ -65,10 +66,15 @@ _LIBRARY_ERROR = re.compile(r"(?!(?:the|this|that|an?|my|same|following|no|any|w
 _UNLEVELLED_FAILURE = re.compile(r"Failed to [a-z]+ \S")
 
 
+# a native library's FATAL severity in the bracketed tags heading its line (TurboMind's "[TM][FATAL] comm\device_comm.cc
+# (28): Check failed: ...", "[FATAL] ..."): the record a process aborts after
+_FATAL_TAG = re.compile(r"(?:\[[\w.-]{1,20}\])*\[FATAL\] ")
+
+
 def error_level(parsed: LogLine, msg: str) -> bool:
     """The line is a record at ERROR or CRITICAL level: the parser's level, or, for a format it does not
     know, the level word in the record's head (Python logging's "%(asctime)s - %(name)s - ERROR - ..." as
-    gpustack writes it), as an error line with error words is read (see :func:`log_event`), a FAILED
+    gpustack writes it), as an error line with error words is read (see :func:`log_event`), a FATAL tag (:data:`_FATAL_TAG`), a FAILED
     status there (:data:`_FAILED_STATUS`), a native library's own error line (:data:`_LIBRARY_ERROR`), or a failure
     stated by a record of a format that writes no level (:data:`_UNLEVELLED_FAILURE`)."""
     if parsed.level is not None:
@@ -76,7 +82,7 @@ def error_level(parsed: LogLine, msg: str) -> bool:
     if parsed.time is not None and parsed.format != "plain" and _UNLEVELLED_FAILURE.match(msg) is not None:
         return True
     return (level_word(msg, 48) in ("ERROR", "CRITICAL") or _FAILED_STATUS.search(msg, 0, 80) is not None
-            or _LIBRARY_ERROR.match(msg) is not None)
+            or _LIBRARY_ERROR.match(msg) is not None or _FATAL_TAG.match(msg) is not None)
 
 
 # a CANN error code heading its line ("Memory_Allocation_Failure(EL0004): Failed to allocate memory.",
@@ -90,6 +96,20 @@ def coded_error(first: LogEvent | None, parsed: LogLine, msg: str, line_no: int)
     is ``first`` (at most 4 lines before it), which has none: it says what failed, so it takes ``first``'s place."""
     return (first is not None and line_no - first.line <= 4 and "E" in msg and _CANN_CODE.search(msg) is not None
             and _CANN_CODE.search(first.text) is None and error_level(parsed, msg))
+
+
+def first_error(first: LogEvent | None, parsed: LogLine, msg: str, line_no: int, phase: str,
+                server: str) -> LogEvent | None:
+    """The log's first error line (the last resort: see ``Extractor.finish``) once the line ``msg`` (number ``line_no``,
+    not blank, no other event) is read: this line when it is the first at an error level, or when it holds the CANN
+    code of the error block ``first`` heads (:func:`coded_error`); ``first`` with this line joined when ``first`` ended
+    on a colon just above it and this line is indented under it, the detail it announced (torch's "Error(s) in loading
+    state_dict for Linear:" / "<tab>size mismatch for bias: ..."); else None: ``first`` stays."""
+    if (first is None and error_level(parsed, msg)) or coded_error(first, parsed, msg, line_no):
+        return LogEvent("error_line", line_no, msg.strip()[:400], parsed.rank, phase, server)
+    if first is not None and line_no == first.line + 1 and msg[:1] in (" ", "\t") and first.text.endswith(":"):
+        return replace(first, text=f"{first.text} {msg.strip()}"[:400])
+    return None
 
 
 def log_event(parsed: LogLine, msg: str, line_no: int, phase: str, server: str,
@@ -175,12 +195,19 @@ def quiet_cuda_error(parsed: LogLine, msg: str, line_no: int, phase: str, server
     return LogEvent("error_line", line_no, msg.strip()[:400], parsed.rank, phase, server) if _QUIET_CUDA.search(msg) else None
 
 
+# NCCL's own warning that a CUDA call it made failed ("init.cc:1582 NCCL WARN Cuda failure 'CUDA driver version is
+# insufficient for CUDA runtime version'"): the CUDA error, in NCCL's words
+_NCCL_CUDA = re.compile(r"NCCL WARN (?:Cuda failure|CUDA error)\b")
+
+
 def death_cause(line: int, events: Sequence[LogEvent]) -> LogEvent | None:
     """The error line printed in the 2 lines before a process's death or fatal signal at ``line`` (vLLM's "Worker proc
-    ... died unexpectedly", a shell's "Aborted (core dumped)"): what the process died of, the death its consequence."""
+    ... died unexpectedly", a shell's "Aborted (core dumped)"), or NCCL's warning of a CUDA failure there: what the
+    process died of, the death its consequence."""
     if not any(e.line == line and e.kind in _DEATHS for e in events):
         return None
-    return next((e for e in reversed(events) if e.kind == "error_line" and 0 < line - e.line <= 2), None)
+    return next((e for e in reversed(events) if 0 < line - e.line <= 2 and (
+        e.kind == "error_line" or (e.kind == "nccl_warn" and _NCCL_CUDA.search(e.text) is not None))), None)
 
 
 # the first frame of a numbered native backtrace, and the words that make the line before it an error report

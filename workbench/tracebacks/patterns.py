@@ -27,7 +27,8 @@ _BARE_EXC_NAME = re.compile(r"(?:Error|Exception|Fault|Failure|(?<=[a-z])Failed|
 _EXC_REPR = re.compile(r"([A-Za-z_][\w.]*(?:Error|Exception))\((['\"])(.+)")
 # an exception line quoted inside a sentence of an issue ("... 报错`RuntimeError: [TM][ERROR] ...`"),
 # its groups as _EXC_REPR's
-_QUOTED_EXC = re.compile(r"`((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))(: )([^`]+)`")
+# (a blank inside the opening backtick kept: "with error : ` KeyError: 'layers.0.mlp.down_proj.weight'`")
+_QUOTED_EXC = re.compile(r"` ?((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))(: )([^`]+)`")
 # a line of prose that opens a quote with the exception line, the quote closing on a later line
 # ("`RuntimeError: Decode out of memory.\nTry to allocate 148 tokens.`")
 _OPEN_QUOTED_EXC = re.compile(r"`((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))(: )([^`]+)")
@@ -39,8 +40,11 @@ _WHOLE_QUOTE = re.compile(r"`([^`]{8,})`\s*$")
 # or that a record with no level word names as its cause, maybe with the exception's arguments (SGLang's "Decode
 # transfer failed for request ... with exception KVTransferError(bootstrap_room=1655...): Failed due to ...")
 _NAMED_IN_PROSE = re.compile(r"(?:\b(?:[Gg]ot|[Gg]et|[Gg]etting|raised?|raises|throws?|thrown|encounter(?:ed)?|hit|"
-                             r"with exception) (?:an? |the )?|(?<=[a-z)] [?!])\s+|(?<=[a-z]{2}[.?!])\s+)"
-                             r"((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))(?:\([^()\n]{0,200}\))?(: )(\S.{8,})")
+                             r"with exception) (?:an? |the )?|(?<=[a-z)] [?!])\s+|(?<=[a-z]{2}[.?!])\s+|"
+                             # or glued to a sentence in a script written without blanks between its words ("运行server.py
+                             # 提示ValueError: No available memory ...", "部署qwen2.5失败Exception: Capture cuda graph failed")
+                             r"(?<=[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]))"
+                             r"((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)|(?<=[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af])Exception)(?:\([^()\n]{0,200}\))?(: )(\S.{8,})")
 _FATAL = re.compile(r"\s*Fatal Python error: (.*)")
 _FH_HEADER = re.compile(r"\s*(Current thread|Thread|Stack)\b[^(]*\(most recent call first\):")
 # rich's boxed tracebacks (typer, rich.traceback.install), once the box borders are gone
@@ -247,13 +251,15 @@ def quoted_exception(text: str, before: str = "") -> re.Match[str] | None:
     or a line that is one quote whose type the sentence ``before`` it ended on. Groups as _EXC_REPR's."""
     if "`" not in text:
         return _NAMED_IN_PROSE.search(text) if text[:1].isalpha() else None
-    if text[:1].isalpha():
-        return _QUOTED_EXC.search(text)
+    if text[:1].isalpha():  # (a sentence with other quotes may name it unquoted)
+        return _QUOTED_EXC.search(text) or _NAMED_IN_PROSE.search(text)
     if text[:1] != "`" or not text[1:2].isalpha():
         return None
     if (quote := _WHOLE_QUOTE.match(text)) and ":" not in quote.group(1)[:40] and (named := _NAMES_NEXT.search(before)):
         return _QUOTED_EXC.match(f"`{named.group(1)}: {quote.group(1)}`")
-    return _OPEN_QUOTED_EXC.match(text)
+    # a line that opens with another quote (a model's name) and quotes the exception line after it ("`org/model-4bit`
+    # with error: `KeyError: 'x'`")
+    return _OPEN_QUOTED_EXC.match(text) or _QUOTED_EXC.search(text)
 
 
 def looks_like_exception(m: re.Match[str]) -> bool:

@@ -25,9 +25,8 @@ from workbench.tracebacks.cut import logged_record
 from workbench.tracebacks.events import (
     _DEATHS,
     backtrace_head,
-    coded_error,
     cut_record,
-    error_level,
+    first_error,
     log_event,
     process_header,
     quiet_cuda_error,
@@ -371,9 +370,8 @@ class Extractor:
             self._line(held)
         if not (self.events or self._blocks or self._cpp):  # nothing else told of a failure: the first ERROR line
             # read (Python's "ERROR:name:message"; a known server's dull lines are not), else the log's ``last`` line
-            # (a process's header, or an error record cut right after its own header)
-            # or, last, a native backtrace of three frames or more whose report was cut above the window (a
-            # process that crashed in native code, its exception line lost)
+            # (a process's header, or an error record cut right after its own header) or, last, a native backtrace of
+            # three frames or more whose report was cut above the window (a process that crashed in native code)
             first = (self._first_error or process_header(last, self._tracker.phase, self._server, self._recent)
                      or cut_record(last, self._tracker.phase, self._server, self._recent)
                      or self.native_backtrace())
@@ -485,13 +483,14 @@ class Extractor:
         text = (after_label(msg) or msg).rstrip()  # the line, or what follows its "【BUG】：" label or "(APIServer) " tag
         m = _EXC.match(text)
         if m is not None and m.group(2) and _BARE_EXC_NAME.search(m.group(1).split("(", 1)[0]):
-            exc_type, message = m.group(1), m.group(2).rstrip()
+            exc_type, message, closed = m.group(1), m.group(2).rstrip(), False
         else:
             # quoted in prose, not in a log record (a WARNING naming the error it may cause)
             r = _EXC_REPR.match(text) or (quoted_exception(text, self._recent[-2] if len(self._recent) > 1 else "") if parsed.level is None else None)
             if r is None:
                 return False
-            exc_type, message = r.group(1), r.group(3).rstrip("')\"")
+            closed = r.group(0).endswith("`")  # a quote closed on its line ("`KeyError: 'x.weight'`"): the whole message
+            exc_type, message = r.group(1), r.group(3).rstrip() if closed else r.group(3).rstrip("')\"")
         block = self._new_block(stream, origin, parsed, header, cut_start=True)
         block.exc_type = exc_type
         block.message = [message]
@@ -503,7 +502,7 @@ class Extractor:
             # their exception line, which replaces this one when it comes
             block.lead = text
             return True
-        stream.in_message = True
+        stream.in_message = not closed
         return True
 
     def _dump(self, stream: Stream, origin: tuple[str | None, ...], parsed: LogLine, header: str | None, which: str) -> None:
@@ -537,10 +536,9 @@ class Extractor:
             if len(self._native_frames) < 3:
                 self._native_frames.append(LogEvent("error_line", self.line_no, msg.strip()[:400], parsed.rank,
                                                     self._tracker.phase, self._server))
-        elif msg.strip() and ((self._first_error is None and error_level(parsed, msg))
-                              or coded_error(self._first_error, parsed, msg, self.line_no)):
-            # the last resort (see finish): a log's first error line, whatever it says (or its block's coded line)
-            self._first_error = LogEvent("error_line", self.line_no, msg.strip()[:400], parsed.rank, self._tracker.phase, self._server)
+        elif msg.strip() and (first := first_error(self._first_error, parsed, msg, self.line_no, self._tracker.phase,
+                                                   self._server)):
+            self._first_error = first  # the last resort (see finish): a log's first error line, whatever it says
 
     def _start(self, stream: Stream, origin: tuple[str | None, ...], parsed: LogLine, msg: str, header: str | None, pos: int) -> None:
         rank = parsed.rank
