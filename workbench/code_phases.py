@@ -304,6 +304,12 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     # --- TensorRT-LLM's runtime (examples/run.py): a runner reads the engine's config and builds its session
     ("tensorrt_llm/runtime/model_runner.py", "from_dir from_engine read_config", _U),
     ("tensorrt_llm/runtime/model_runner_cpp.py", "from_dir", _U),
+    # --- TensorRT-LLM's checkpoint converters (examples/<model>/convert_checkpoint.py): each rank's worker reads the
+    # Hugging Face weights, converts (and quantises) them and writes the rank's shard; the model's from_hugging_face
+    # and PretrainedModel.load fill the built model with them
+    ("/convert_checkpoint.py", "convert_and_save_hf convert_and_save_rank convert_and_save_meta convert_and_save "
+     "execute", _W),
+    ("tensorrt_llm/models/modeling_utils.py", "load from_checkpoint", _W),
     # --- xinference (runs vLLM, SGLang, lmdeploy... as one actor per model): launching a model and its
     # actor's load build the engine
     ("xinference/api/restful_api.py", "launch_model", _U),
@@ -368,7 +374,8 @@ NATIVE_SERVING = ("forwardAsync", "forwardSync", "executionLoop", "generateBatch
 # names too common to trust without their file (a callee named in a code line has no file of its own)
 _GENERIC = frozenset({"__init__", "forward", "step", "generate", "run", "main", "initialize", "sample", "patch",
                       "serve", "pipeline", "warmup", "capture", "replay", "can_run", "encode", "abort",
-                      "add_request", "get_config", "execute_model", "load_model", "collective_rpc", "get_output"})
+                      "add_request", "get_config", "execute_model", "load_model", "collective_rpc", "get_output",
+                      "load", "execute", "from_checkpoint"})
 
 TABLE: dict[str, tuple[tuple[str, str], ...]] = {}
 _FILE_WIDE: list[tuple[str, str]] = []

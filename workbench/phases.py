@@ -491,6 +491,9 @@ _INIT_PATHS: tuple[tuple[tuple[str, ...], str], ...] = (
 _PATH_RULES: tuple[tuple[str, str], ...] = (("/warmup.py", "warmup"),)
 # the web framework's request path (middleware, routing, the HTTP protocol): serving, unless the
 # stack also holds start-up frames (an app's lifespan start runs through the same middleware)
+# torch's own code (dynamo's InstructionTranslator.step, an optimizer's step) runs at start-up as at serving: its
+# names are no serving loop's
+_TORCH_OWN = re.compile(r"[/\\]torch[/\\]")
 _HTTP_PATHS = ("/starlette/", "/fastapi/", "/sse_starlette/", "/uvicorn/protocols/")
 _CALLEE = re.compile(r"(\w+)\s*\(")
 _QUOTED_METHOD = re.compile(r"""(?:rpc|_workers|method)\(\s*['"](\w+)['"]""")
@@ -691,7 +694,8 @@ def _frame_evidence(file: str, function: str, callee: bool = False) -> tuple[str
         if "." in function:  # IPython 8 names a method by its qualified name ("AsyncEngine.__call__")
             function = function.rsplit(".", 1)[-1] or function
         found = (code_phase(file, function, callee=callee), _frame_phase(file, function),
-                 _SERVING.search(function) is not None, _STARTUP.search(function) is not None)
+                 _SERVING.search(function) is not None and not _TORCH_OWN.search(file),
+                 _STARTUP.search(function) is not None)
         if len(_EVIDENCE) < 8192:  # bounded: a log with more distinct frames just stops remembering
             _EVIDENCE[key] = found
     return found

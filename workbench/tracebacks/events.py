@@ -14,6 +14,8 @@ from workbench.tracebacks.patterns import _NUM_FRAME, _PROCESS_CUT, event_matche
 _TORCH_RANK = re.compile(r"\[rank(\d+)\]:")
 # the rank c10d names in its own messages ("[Rank 2] Watchdog caught ...", "[PG 3 Rank 5] Process group ...")
 _C10D_RANK = re.compile(r"\[(?:PG[^\]]*? )?Rank (\d+)\]")
+# the rank a failure names in its own words ("Failed to initialize executor on rank 6: ...")
+_ON_RANK = re.compile(r"\b[Oo]n [Rr]ank (\d+)\b")
 # error words that say a failure whatever the line's level (a failed C++ CHECK, the KV-cache size
 # checks, whose exception type a paste often loses, the status Triton gives a model it could not load)
 _LEVEL_FREE = frozenset({"Check failed: ", "can be stored in KV cache", "No available memory for the cache blocks",
@@ -153,6 +155,9 @@ def log_event(parsed: LogLine, msg: str, line_no: int, phase: str, server: str,
             rank = "rank" + found.group(1) if found else None
         if rank is None and "Rank " in msg:  # a line without a rank prefix (one wrapped off its own)
             found = _C10D_RANK.search(msg)
+            rank = "rank" + found.group(1) if found else None
+        if rank is None and "ank " in msg:
+            found = _ON_RANK.search(msg)
             rank = "rank" + found.group(1) if found else None
         return LogEvent(kind, line_no, text, rank, phase, server, tuple(recent)[:-1])
     return None
