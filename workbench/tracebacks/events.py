@@ -263,3 +263,10 @@ def cut_record(last: tuple[int, str] | None, phase: str, server: str, recent: It
     if not cut:
         return None
     return LogEvent("error_line", last[0], text, parsed.rank, phase, server, tuple(recent))
+
+
+def native_enough(frames: list[LogEvent]) -> bool:
+    """Whether the native frames read outside any traceback (the first three kept) make a backtrace: three frames, or
+    c10's head "Exception raised from f at file:N (most recent call first):" and a frame under it (a torch error
+    whose message and exception line the window cut off above, its frame list cut below)."""
+    return len(frames) >= 3 or (len(frames) == 2 and frames[0].text.startswith("Exception raised from "))

@@ -345,4 +345,6 @@ def no_cr(line: str) -> str:
 # [0x55fb937b7a7f]"), as c10 prints it under its error ("frame #3: c10d::ProcessGroupNCCL::WorkNCCL::isCompleted()
 # + 0x58 (0x7f4d... in .../libtorch_cuda.so)"), as UCX prints it ("14 0x0000000000004493 ???()  .../libffi.so.8:0")
 _NATIVE_SYMBOL = re.compile(r"(?:\S+\.so(?:\.\d+)*|--- \S+)\([^()\s]*\) \[0x[0-9a-fA-F]+\]|frame #\d+: \S.* \(0x[0-9a-fA-F]+ in "
-                            r"|\d+ 0x[0-9a-fA-F]+ \S+\(\)  \S+:\d+$")
+                            r"|\d+ 0x[0-9a-fA-F]+ \S+\(\)  \S+:\d+$"
+                            # c10's head of the frames it lists under a torch error's message (see native_backtrace)
+                            r"|Exception raised from \S+ at \S+ \(most recent call first\):$")

@@ -28,6 +28,7 @@ from workbench.tracebacks.events import (
     cut_record,
     first_error,
     log_event,
+    native_enough,
     process_header,
     quiet_cuda_error,
 )
@@ -395,7 +396,7 @@ class Extractor:
     def native_backtrace(self) -> LogEvent | None:
         """The first frame of the log's native backtrace (three frames or more, :data:`_NATIVE_SYMBOL`), if any: a
         process that crashed in native code, its report's own lines above the window or not read as a failure."""
-        return self._native_frames[0] if len(self._native_frames) >= 3 else None
+        return self._native_frames[0] if native_enough(self._native_frames) else None
 
     # -- states ------------------------------------------------------------------
     def _idle(self, stream: Stream, origin: tuple[str | None, ...], parsed: LogLine, msg: str, header: str | None) -> None:
@@ -532,7 +533,7 @@ class Extractor:
             self.events.append(event)
             return
         self._quiet = quiet_cuda_error(parsed, msg, self.line_no, self._tracker.phase, self._server)
-        if "0x" in msg and _NATIVE_SYMBOL.match(msg.strip()):
+        if ("0x" in msg or "raised from" in msg) and _NATIVE_SYMBOL.match(msg.strip()):
             if len(self._native_frames) < 3:
                 self._native_frames.append(LogEvent("error_line", self.line_no, msg.strip()[:400], parsed.rank,
                                                     self._tracker.phase, self._server))

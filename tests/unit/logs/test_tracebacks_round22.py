@@ -3,6 +3,7 @@ from the shapes of real logs (the corpus part and thread say which)."""
 
 from __future__ import annotations
 
+from workbench.logformats import parse_line
 from workbench.phases import decide_phase
 from workbench.tracebacks import analyze
 
@@ -51,3 +52,30 @@ def test_the_rank_an_error_record_names_in_its_words_is_its_rank() -> None:
     assert rc is not None and "illegal memory access" in rc.message and rc.ranks == ("rank6",)
     rc = analyze(log.replace("on rank 6", "on every rank")).root_cause
     assert rc is not None and rc.ranks == ()
+
+
+def test_a_colour_code_that_lost_its_escape_byte_with_its_bracket_is_no_part_of_the_line() -> None:
+    """verl#1611 (Ray workers): Ray colours the process prefix; a paste that dropped the ESC byte kept "[36m" before
+    the prefix and "[0m" after it, and the prefix is still the writer's."""
+    line = parse_line("[36m(WorkerDict pid=1052, ip=node-0)[0m frame #0: c10::Error::Error() + 0x96 (0x7f in /t/libc10.so)")
+    assert line.process == "WorkerDict" and line.pid == 1052 and line.message.startswith("frame #0: c10::Error")
+    assert parse_line("[1;36m(VllmWorker rank=1 pid=7)[0m INFO hello").message == "INFO hello"
+    # a bracketed word that is no colour code stays
+    assert parse_line("[main(x)] go").message == "[main(x)] go"
+
+
+def test_c10s_frame_list_head_with_one_frame_under_it_is_a_native_backtrace() -> None:
+    """verl#1611: the window begins below a torch CUDA error's message, at c10's hints, and ends after its frame list's
+    head and the first frames: the error whose lines came above, cut."""
+    log = ("(WorkerDict pid=1) Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n"
+           "(WorkerDict pid=1)\n"
+           "(WorkerDict pid=1) Exception raised from c10_cuda_check_implementation at /pytorch/c10/cuda/CUDAException.cpp:43"
+           " (most recent call first):\n"
+           "(WorkerDict pid=1) frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x96 (0x7ff2b6f6c1b6 in "
+           "/usr/lib/torch/lib/libc10.so)\n")
+    a = analyze(log)
+    assert a.root_cause is not None and a.root_cause.exception_type is None
+    assert "c10_cuda_check_implementation" in a.root_cause.message
+    assert a.final is not None and a.final.truncated
+    # the head alone, with no frame under it, is not enough
+    assert analyze(log.rsplit("(WorkerDict pid=1) frame", 1)[0]).root_cause is None
