@@ -9,6 +9,9 @@ first), serving frames never before readiness, the error's words, the timeline, 
 
 from __future__ import annotations
 
+from bisect import bisect_right
+from collections.abc import Sequence
+
 from workbench.code_phases import NATIVE_SERVING
 from workbench.phases import decide_phase, stack_evidence
 from workbench.tracebacks.model import Traceback
@@ -105,3 +108,24 @@ def native_phase(cpp: Cpp) -> str:
         if startup and cpp.phase in ("unknown", ""):
             return "startup_other"
     return cpp.phase
+
+
+_OUTPUT_GAP = 4  # lines between a wrapper's exception line and the traceback of the output it introduces
+
+
+def wrapped_output(chains: Sequence[Sequence[Traceback]]) -> dict[int, int]:
+    """Chains whose last exception only introduces the output printed under it, its message one line that ends on a
+    colon (vLLM's registry runs a model's inspection in a subprocess and raises "RuntimeError: Error raised in
+    subprocess:" followed by that subprocess's stderr), when another chain's traceback starts within a few lines
+    below it (after the warnings that output may begin with): the wrapper's first line -> the output's first line."""
+    starts = sorted(c[0].start_line for c in chains)
+    out: dict[int, int] = {}
+    for chain in chains:
+        last = chain[-1]
+        message = (last.message or "").strip()
+        if last.exception_type is None or not message.endswith(":") or "\n" in message:
+            continue
+        i = bisect_right(starts, last.end_line)
+        if i < len(starts) and starts[i] - last.end_line <= _OUTPUT_GAP:
+            out[chain[0].start_line] = starts[i]
+    return out

@@ -35,6 +35,7 @@ from typing import BinaryIO
 
 from workbench.code_phases import NATIVE_SERVING
 from workbench.phases import decide_phase, phase_from_frames, stack_evidence, startup_step
+from workbench.tracebacks.chains import wrapped_output
 from workbench.tracebacks.cut import _ANNOUNCE_ONLY, _ANNOUNCES, _REPORT, cut_report
 from workbench.tracebacks.events import cuda_cause, death_cause, lost_type
 from workbench.tracebacks.model import (
@@ -428,8 +429,11 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
     items: list[tuple[int, bool, RootCause]] = []
     cut: list[tuple[int, RootCause]] = []
     unraisable: list[RootCause] = []
+    wrapped = wrapped_output(chains)  # a wrapper's exception and the traceback of the output it introduces
     for chain in chains:
         if not lo <= chain[0].start_line <= hi or (server is not None and chain[0].server != server):
+            continue
+        if chain[0].start_line in wrapped:  # the output printed under it says what failed
             continue
         link = _root_link(chain)
         sig = signature(chain)
@@ -442,7 +446,11 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
             continue
         if link.exception_type is None:  # cut before its exception line: where it failed, not what
             exc_type, message = cut_report(chain[0])
-            cut.append((chain[0].start_line, replace(rc, exception_type=exc_type, message=message)))
+            rc = replace(rc, exception_type=exc_type, message=message)
+            if rc.line in wrapped.values():  # the output a wrapper introduced: what failed, however cut
+                items.append((rc.line, False, rc))
+            else:
+                cut.append((rc.line, rc))
             continue
         items.append((chain[0].start_line, is_pointer(link), rc))
     for c in ex.cpp_exceptions:

@@ -79,3 +79,32 @@ def test_c10s_frame_list_head_with_one_frame_under_it_is_a_native_backtrace() ->
     assert a.final is not None and a.final.truncated
     # the head alone, with no frame under it, is not enough
     assert analyze(log.rsplit("(WorkerDict pid=1) frame", 1)[0]).root_cause is None
+
+
+def test_a_wrappers_exception_ending_on_a_colon_gives_way_to_the_traceback_it_introduces() -> None:
+    """gpustack#1210 (vLLM V0): vLLM's model registry inspects a model in a subprocess and raises "Error raised in
+    subprocess:" followed by that subprocess's stderr, a warning then its traceback (cut here): what failed is the
+    subprocess's error, not the wrapper's."""
+    r = "ERROR 02-28 16:40:26 registry.py:306] "
+    log = "".join(r + ln + "\n" for ln in (
+        "RuntimeError: Error raised in subprocess:",
+        "/usr/lib/python3.10/runpy.py:126: RuntimeWarning: 'pkg.mod' found in sys.modules after import of package",
+        "  warn(RuntimeWarning(msg))",
+        "Traceback (most recent call last):",
+        '  File "/usr/lib/python3.10/runpy.py", line 196, in _run_module_as_main',
+        "    return _run_code(code, main_globals, None,",
+        '  File "/v/vllm/model_executor/models/registry.py", line 524, in _run',
+        "    result = fn()",
+    ))
+    a = analyze(log)
+    assert a.root_cause is not None and a.root_cause.exception_type is None and a.root_cause.line == 4
+    assert a.final is not None and a.final.truncated
+    # its output complete: the output's exception is the root cause
+    rc = analyze(log + r + "ValueError: Model architectures ['X'] are not supported for now.\n").root_cause
+    assert rc is not None and rc.exception_type == "ValueError"
+    # a wrapper whose message says something after the colon, or a traceback far below, keeps the wrapper
+    rc = analyze(log.replace("subprocess:", "subprocess: exit code 1", 1)).root_cause
+    assert rc is not None and rc.exception_type == "RuntimeError"
+    far = log.replace("  warn(RuntimeWarning(msg))\n", "  warn(RuntimeWarning(msg))\n" + (r + "INFO other\n") * 4, 1)
+    rc = analyze(far).root_cause
+    assert rc is not None and rc.exception_type == "RuntimeError"
