@@ -61,7 +61,7 @@ def test_needs_clean_is_the_marks_test() -> None:
 
     extra = [f"x {m} y" for m in _CLEAN_MARKS] + ["36m(VllmWorker pid=1) x", "^ caret", "File here"]
     for line in [*_LINES, *extra]:
-        want = any(m in line for m in _CLEAN_MARKS) or (line[:1].isdigit() and "m(" in line[:12])
+        want = any(m in line for m in _CLEAN_MARKS) or ((line[:1].isdigit() or line[:1] == "[") and "m(" in line[:12])
         assert _needs_clean(line) == want, line
 
 
