@@ -46,6 +46,7 @@ from workbench.errors import (
 from workbench.guard import RECORD, Guard, bound_text
 from workbench.hosts import Host
 from workbench.inputs import check_edits, check_timeout
+from workbench.journal.read import invocation_text
 from workbench.lock import HostLock
 from workbench.services import Services, services_for
 from workbench.variants import EditValue, Variant
@@ -74,6 +75,7 @@ class Trial:
     changed: bool  # False when the identical runtime unit was already in place
     unit_text: str = ""
     stopped_base: bool = False
+    log_text: str | None = None  # a failed start's invocation text, when run_variant read it (``read_log``)
 
 
 @dataclass
@@ -271,6 +273,7 @@ class HostSession:
                 record = json.loads(res.stdout) if res.ok else {}
             except ValueError:
                 record = {}
+            record = record if isinstance(record, dict) else {}
             mark = (record.get(inflight.MARK) or {}) if record.get("id") == self.record.id else {}
             why, by = str(mark.get("why") or why), str(mark.get("by") or by)
             self.host.run(["rm", "-f", "--", inflight.lock_path(self.svc.state_dir, self.record.id)], timeout=30)
@@ -408,14 +411,29 @@ class HostSession:
         runtime_max_sec: int | None = None,
         on_event: Any = None,
         on_line: Any = None,
+        read_log: bool = False,
     ) -> Trial:
         """Start ``base`` + ``edits`` as a variant, watch it to ready/failed/timeout, stop it (and
-        remove it unless ``keep``).  A failed start keeps the exit status systemd reported."""
+        remove it unless ``keep``).  A failed start keeps the exit status systemd reported.
+        ``read_log``: a start that failed by itself has its invocation's text read
+        (:func:`~workbench.journal.read.invocation_text`) into ``trial.log_text``, on a second channel
+        while the variant is removed (the invocation has ended: removing it adds nothing to it)."""
         variant, trial = self._start_variant(base, edits, env, health_path=health_path, timeout=timeout,
                                              runtime_max_sec=runtime_max_sec, on_event=on_event, on_line=on_line)
-        if trial.outcome.ok or trial.outcome.outcome == "timeout":
+        out = trial.outcome
+        if out.ok or out.outcome == "timeout":
             final = self.svc.stop(variant.name)
             trial.exit_status, trial.exit_code = final.exit_status, final.exit_code
+        elif read_log and out.invocation_id:
+            with ThreadPoolExecutor(1, thread_name_prefix="log-read") as pool:
+                text = pool.submit(invocation_text, self.svc, variant.name, out.invocation_id)
+                try:
+                    if not keep:
+                        self._remove(variant.name)
+                finally:
+                    text.exception()  # the read ends (or fails) before either error is raised
+            trial.log_text = text.result()
+            return trial
         if not keep:
             self._remove(variant.name)
         return trial

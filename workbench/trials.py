@@ -186,7 +186,8 @@ def judge_failure(svc: Any, trial: Any) -> tuple[dict[str, Any], str]:
     """A failed start judged, for every runbook alike: (the :func:`classify` fields with the phase by
     :func:`start_failure_phase`, the readable ``signature`` and its ``signature_id``; the log text)."""
     out = trial.outcome
-    text = invocation_text(svc, trial.variant, out.invocation_id) if out.invocation_id else ""
+    text = trial.log_text if trial.log_text is not None else (
+        invocation_text(svc, trial.variant, out.invocation_id) if out.invocation_id else "")
     text = text or "\n".join(out.tail)
     info = classify(text)
     info["frames_phase"] = info["phase"]
@@ -216,7 +217,8 @@ def run_trial(
     norm = normalize_edits(edits)
     base_text = session.base_text(base)
     started = time.time()
-    trial = session.run_variant(base, list(norm), health_path=health_path, timeout=timeout, on_event=on_event)
+    trial = session.run_variant(base, list(norm), health_path=health_path, timeout=timeout, on_event=on_event,
+                                read_log=True)
     out = trial.outcome
     info: dict[str, Any] = {"signature": None, "exception_type": None, "message": None, "phase": out.phase,
                             "root_cause_kind": None}

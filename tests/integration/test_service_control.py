@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from workbench.errors import LockHeld, UnitNotFound, VariantError
+from workbench.journal.read import invocation_text
 from workbench.lock import HostLock
 from workbench.services import SystemdServices
 from workbench.session import HostSession, plan
@@ -37,6 +38,20 @@ def test_failing_variant_reports_phase_exit_code_and_restores(toy):
         assert trial.exit_status == 3 and trial.exit_code == "exited"
         assert any("RuntimeError: toy capture failure" in line for line in trial.outcome.tail)
         assert not SystemdServices(toy).status(BASE).running  # the base stays stopped during the session
+    as_found(toy)
+
+
+def test_a_failed_start_read_beside_its_removal_is_the_invocation_read_after_it(toy):
+    """``read_log``: the failed invocation's text, read on a second channel while the variant is
+    removed, is what reading it afterwards gives; a start that became ready reads nothing."""
+    with HostSession(toy, purpose="test") as s:
+        trial = s.run_variant(BASE, {"--mode": "fail", "--exit-code": "3"}, timeout=60, read_log=True)
+        assert trial.outcome.outcome == "failed" and trial.log_text is not None
+        assert "RuntimeError: toy capture failure" in trial.log_text
+        assert not SystemdServices(toy).variant_files()  # removed meanwhile
+        assert trial.log_text == invocation_text(s.svc, trial.variant, trial.outcome.invocation_id)
+        ready = s.run_variant(BASE, {"--mode": "ok", "--delay": "0"}, timeout=60, read_log=True)
+        assert ready.outcome.ok and ready.log_text is None
     as_found(toy)
 
 

@@ -37,8 +37,11 @@ def sudo_account(testbed, host_a, tmp_path: Path):
     try:
         yield str(cfg), "gpu-a-ops", password
     finally:
-        host_a.run(["sh", "-c", 'pkill -KILL -u "$1" || true; userdel -r "$1" 2>/dev/null; rm -f "$2" /tmp/wb-sudo-*',
-                    "del", USER, SUDOERS], check=True)
+        # pkill returns before its victims are gone, and userdel refuses a user that still runs a process (CI's
+        # run once kept the account that way): wait for them (10 s at most) first.
+        host_a.run(["sh", "-c", 'pkill -KILL -u "$1" || true; i=0; while pgrep -u "$1" >/dev/null && [ $i -lt 100 ]; '
+                    'do sleep 0.1; i=$((i+1)); done; userdel -r "$1" 2>/dev/null; rm -f "$2" /tmp/wb-sudo-*',
+                    "del", USER, SUDOERS], timeout=60, check=True)
         assert host_a.run(["id", USER]).exited != 0
 
 
