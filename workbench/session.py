@@ -416,14 +416,17 @@ class HostSession:
         """Start ``base`` + ``edits`` as a variant, watch it to ready/failed/timeout, stop it (and
         remove it unless ``keep``).  A failed start keeps the exit status systemd reported.
         ``read_log``: a start that failed by itself has its invocation's text read
-        (:func:`~workbench.journal.read.invocation_text`) into ``trial.log_text``, on a second channel
-        while the variant is removed (the invocation has ended: removing it adds nothing to it)."""
+        (:func:`~workbench.journal.read.invocation_text`) into ``trial.log_text``: on a second channel
+        while the variant is removed where the backend's journal outlives the removal (journald: the
+        invocation has ended, removing it adds nothing to it), else before the removal."""
         variant, trial = self._start_variant(base, edits, env, health_path=health_path, timeout=timeout,
                                              runtime_max_sec=runtime_max_sec, on_event=on_event, on_line=on_line)
         out = trial.outcome
         if out.ok or out.outcome == "timeout":
             final = self.svc.stop(variant.name)
             trial.exit_status, trial.exit_code = final.exit_status, final.exit_code
+        elif read_log and out.invocation_id and not self.svc.journal_outlives_removal(variant.name):
+            trial.log_text = invocation_text(self.svc, variant.name, out.invocation_id)  # before the removal
         elif read_log and out.invocation_id:
             with ThreadPoolExecutor(1, thread_name_prefix="log-read") as pool:
                 text = pool.submit(invocation_text, self.svc, variant.name, out.invocation_id)

@@ -299,6 +299,9 @@ class ContainerServices(DetachedGuard):  # no systemd: a detached guard (with it
                                unit=name)
         return True
 
+    def journal_outlives_removal(self, name: str) -> bool:
+        return False  # the removal copies the logs out while it deletes the container: a read between sees half
+
     def remove_variant(self, name: str) -> bool:
         name = ct.check_name(name)
         current = self.inspect([name]).get(name)
@@ -521,6 +524,9 @@ class WithContainers:
         stem = name.removesuffix(".service")
         base = stem.rsplit("-wb-", 1)[0] if "-wb-" in stem else stem
         return self.containers if self._is_container(base) or self._is_container(name) else self.units_backend
+
+    def journal_outlives_removal(self, name: str) -> bool:
+        return self._variant_backend(name).journal_outlives_removal(name)
 
     def remove_variant(self, name: str) -> bool:
         return self._variant_backend(name).remove_variant(name)

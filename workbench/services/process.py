@@ -197,6 +197,9 @@ class ProcessServices(DetachedGuard):  # no systemd: the guard is a detached pro
         self.host.put(text.encode(), path)
         return True
 
+    def journal_outlives_removal(self, name: str) -> bool:
+        return False  # the removal ends the supervisor and deletes its state file while a read may use them
+
     def remove_variant(self, name: str) -> bool:
         return self.host.run(self.remove_variant_argv(name), timeout=120).ok
 

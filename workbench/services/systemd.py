@@ -211,6 +211,9 @@ class SystemdServices:
         """
         return self._place(variant.render(), variant.name, variant.path, "install", _check_unit(variant.base))
 
+    def journal_outlives_removal(self, name: str) -> bool:
+        return True  # journald keeps a removed unit's invocations as they were
+
     def remove_variant(self, name: str) -> bool:
         res = self.host.run(self.remove_variant_argv(name), timeout=120)
         return res.ok
