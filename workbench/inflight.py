@@ -68,8 +68,6 @@ class Fence:
             (exited == FLOCK_CANNOT_OPEN and f"cannot open lock file {self.lock}" in stderr)
 
 
-
-
 def refusal_why(stderr: str) -> str:
     """Why the restorer took the session over, as the refusal read it from the record ("" when gone)."""
     m = _WHY.search(stderr)

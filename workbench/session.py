@@ -425,18 +425,19 @@ class HostSession:
         if out.ok or out.outcome == "timeout":
             final = self.svc.stop(variant.name)
             trial.exit_status, trial.exit_code = final.exit_status, final.exit_code
-        elif read_log and out.invocation_id and not self.svc.journal_outlives_removal(variant.name):
-            trial.log_text = invocation_text(self.svc, variant.name, out.invocation_id)  # before the removal
         elif read_log and out.invocation_id:
-            with ThreadPoolExecutor(1, thread_name_prefix="log-read") as pool:
-                text = pool.submit(invocation_text, self.svc, variant.name, out.invocation_id)
-                try:
-                    if not keep:
-                        self._remove(variant.name)
-                finally:
-                    text.exception()  # the read ends (or fails) before either error is raised
-            trial.log_text = text.result()
-            return trial
+            if not self.svc.journal_outlives_removal(variant.name):
+                trial.log_text = invocation_text(self.svc, variant.name, out.invocation_id)  # before the removal
+            else:
+                with ThreadPoolExecutor(1, thread_name_prefix="log-read") as pool:
+                    text = pool.submit(invocation_text, self.svc, variant.name, out.invocation_id)
+                    try:
+                        if not keep:
+                            self._remove(variant.name)
+                    finally:
+                        text.exception()  # the read ends (or fails) before either error is raised
+                trial.log_text = text.result()
+                return trial
         if not keep:
             self._remove(variant.name)
         return trial
