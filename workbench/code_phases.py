@@ -158,7 +158,9 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("vllm/v1/worker/gpu_model_runner.py", "_dummy_run", _U),
     ("vllm/v1/worker/gpu_model_runner.py", "__init__", _BUILD),
     ("vllm/v1/worker/gpu_model_runner.py", "execute_model sample_tokens _update_states _prepare_inputs _preprocess "
-     "_sample _bookkeeping_sync propose_draft_token_ids _update_states_after_model_execute _pool", _S),
+     "_sample _bookkeeping_sync propose_draft_token_ids _update_states_after_model_execute _pool "
+     # async scheduling's wait on the previous step's input copy, run from _update_states / _prepare_inputs
+     "synchronize_input_prep", _S),
     # --- vLLM's model runner v2 (vllm/v1/worker/gpu/model_runner.py): its _dummy_run calls execute_model
     ("vllm/v1/worker/gpu/model_runner.py", "load_model reload_weights", _W),
     ("vllm/v1/worker/gpu/model_runner.py", "initialize_kv_cache profile_run profile_cudagraph_memory "
@@ -363,6 +365,12 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     # --- torch.distributed's rendezvous and process-group start (called by every engine's NCCL set-up)
     ("torch/distributed/rendezvous.py", "*", _NCCL),
     ("torch/distributed/distributed_c10d.py", "init_process_group new_group _new_process_group_helper", _NCCL),
+    # --- torch.compile's Inductor compiling a graph (the engines compile at start-up: vLLM's profiling and
+    # compile warm-up, SGLang's capture with --enable-torch-compile, TensorRT-LLM's torch-compile warm-up): not
+    # serving, the step left to the engine's frames around it or to the timeline; only the compiler's entry points,
+    # since the same file also holds wrappers that run the compiled graph on every call
+    ("torch/_inductor/compile_fx.py", "compile_fx _maybe_wrap_and_compile_fx_main _compile_fx_main compile_fx_inner "
+     "_compile_fx_inner fx_codegen_and_compile codegen_and_compile fw_compiler_base bw_compiler", _U),
 )
 
 # C++ functions of TensorRT-LLM's batch manager that run only while requests are served; their

@@ -507,6 +507,9 @@ _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"warm_?up|\bwarming up\b", re.I), "warmup"),
     (re.compile(r"stream is capturing|during CUDA graph capture|Capture cuda graph failed|cudaErrorStreamCapture|"
                 r"graph capture|"
+                # a stream's capture state checked (CUDA's cudaStreamCaptureStatus, Ascend's ACL graph mode
+                # "status == aclmdlRICaptureStatus::ACL_MODEL_RI_CAPTURE_STATUS_ACTIVE INTERNAL ASSERT FAILED")
+                r"capture_?status|aclmdlRICapture|"
                 # SGLang's piecewise CUDA graphs (PCG) capture pass ("PCG capture stream is not set")
                 r"\bPCG capture", re.I), "cuda_graph_capture"),
     (_LOAD_MODEL, "weight_loading"),

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
+from workbench.code_phases import STEPS
 from workbench.logformats import _parse
-from workbench.tracebacks.model import Traceback
+from workbench.phases import phase_from_frames
+from workbench.tracebacks.model import Final, RootCause, Traceback
 from workbench.tracebacks.patterns import level_word
 
 # the record a logger printed just before the traceback it attaches (Python's logger.exception("...")):
@@ -46,3 +49,13 @@ def cut_report(tb: Traceback) -> tuple[str | None, str]:
         return r.group(1), r.group(2).strip("'\"")
     errors = (_reported(c) for c in reversed(tb.context) if level_word(c, 48) in ("ERROR", "[E]", "CRITICAL"))
     return None, _reported(tb.lead, logged=tb.logged) or next((r for r in errors if r), "")
+
+
+def start_cut_in_roots_step(final: Final, root: RootCause, tracebacks: Sequence[Traceback]) -> bool:
+    """The last block is a start's stack cut before its exception, its frames naming no step (vLLM's
+    "EngineCore failed to start." over run_engine_core), after a root cause that failed in a start-up step (a
+    worker that died while warming up): that start failed in the root's step, which the final shares."""
+    last = tracebacks[-1] if tracebacks else None
+    return (final.truncated and final.exception_type is None and final.phase == "startup_other" and root.phase in STEPS
+            and root.line < final.line and last is not None and last.start_line == final.line
+            and phase_from_frames((f.file, f.function) for f in last.frames) is None)

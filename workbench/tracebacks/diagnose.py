@@ -36,7 +36,13 @@ from typing import BinaryIO
 from workbench.code_phases import NATIVE_SERVING
 from workbench.phases import decide_phase, phase_from_frames, stack_evidence, startup_step
 from workbench.tracebacks.chains import wrapped_output
-from workbench.tracebacks.cut import _ANNOUNCE_ONLY, _ANNOUNCES, _REPORT, cut_report
+from workbench.tracebacks.cut import (
+    _ANNOUNCE_ONLY,
+    _ANNOUNCES,
+    _REPORT,
+    cut_report,
+    start_cut_in_roots_step,
+)
 from workbench.tracebacks.events import cuda_cause, death_cause, lost_type
 from workbench.tracebacks.model import (
     Analysis,
@@ -293,7 +299,7 @@ def analysis_of(ex: Extractor) -> Analysis:
     if root is not None and root.phase == "startup_other":
         # an NCCL/HCCL error while starting, in the root's words or in the error records just before it
         root = replace(root, phase=startup_step((root.exception_type, root.message, *_reports_before(tracebacks, root.line))))
-    if final is not None and final.phase == "unknown" and root is not None:
+    if final is not None and root is not None and (final.phase == "unknown" or start_cut_in_roots_step(final, root, tracebacks)):
         final = replace(final, phase=root.phase)
     if final is None and root is not None and _cut_in_announced_stack(ex, root):
         final = Final(None, None, None, root.phase, root.ranks, True, None, root.line)

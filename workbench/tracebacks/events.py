@@ -59,13 +59,17 @@ def prose_failure(msg: str, recent: Sequence[str]) -> str | None:
 # FAILED: ...", "nok8s_deploy (x): FAILED - Timed out waiting for ...")
 _FAILED_STATUS = re.compile(r"(?<![\w-])FAILED(?::| -) \S")
 # a native library's own error line, its lower-case name heading it ("rocblaslt error: Could not load
-# .../TensileLibrary_lazy_gfx942.dat"): what failed, said before the engine's record of it; a sentence's
-# "the error: ..." is not one
+# .../TensileLibrary_lazy_gfx942.dat"; a sentence's "the error: ..." is not one), or behind the bracketed source file
+# that tags its lines, the error a code ("[torch_memory_saver.cpp] cudaError error: 2 (out of memory)  file=... line=172"):
+# what failed, said before the engine's record of it
 _LIBRARY_ERROR = re.compile(r"(?!(?:the|this|that|an?|my|same|following|no|any|which|what|an?other)\b)"
-                            r"[a-z][a-z0-9_.+-]{1,30} error: [A-Z]")
+                            r"(?:[a-z][a-z0-9_.+-]{1,30} error: [A-Z]|\[[\w.-]{1,40}\.(?:cpp|cc|cu|c|h)\] [a-z]\w{1,30} error: \d)")
 # a record whose format writes no level (SGLang's "[2026-05-21 16:07:41 DP6 TP6] Failed to update parameter online:
 # ...", its logger.error as its logger.info) stating a failure: the engine's own error record
 _UNLEVELLED_FAILURE = re.compile(r"Failed to [a-z]+ \S")
+# the same record pasted without its prefix, at the head of a line of its own: read only when it gives its reason
+# after a colon (slime's "Failed to update parameter online: start (256) + length (256) exceeds dimension size")
+_PASTED_FAILURE = re.compile(r"Failed to [a-z]+ [^:\n]{0,80}: \S")
 
 
 # a native library's FATAL severity in the bracketed tags heading its line (TurboMind's "[TM][FATAL] comm\device_comm.cc
@@ -82,6 +86,8 @@ def error_level(parsed: LogLine, msg: str) -> bool:
     if parsed.level is not None:
         return parsed.level in ("ERROR", "CRITICAL")
     if parsed.time is not None and parsed.format != "plain" and _UNLEVELLED_FAILURE.match(msg) is not None:
+        return True
+    if parsed.time is None and parsed.format == "plain" and _PASTED_FAILURE.match(msg) is not None:
         return True
     return (level_word(msg, 48) in ("ERROR", "CRITICAL") or _FAILED_STATUS.search(msg, 0, 80) is not None
             or _LIBRARY_ERROR.match(msg) is not None or _FATAL_TAG.match(msg) is not None)
