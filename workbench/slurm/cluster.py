@@ -220,6 +220,13 @@ class SlurmCluster:
                 parts.append(res.stdout)
         return "".join(parts)
 
+    def output_after(self, job: JobInfo, lines: int) -> str:
+        """The job's stdout after its first ``lines`` lines (what a follower of it has not read yet)."""
+        if not job.stdout or job.stdout == "/dev/null":
+            return ""
+        res = self._run(["tail", "-n", f"+{int(lines) + 1}", "--", job.stdout])
+        return res.stdout if res.ok else ""
+
     # -- changing ------------------------------------------------------------------------------
 
     def submit(self, script: JobScript, *, job_name: str, time_limit: str | None = None,

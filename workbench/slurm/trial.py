@@ -206,15 +206,21 @@ def run_job_trial(
         tracker.labelled = len(info.nodes) > 1  # a job over several nodes: srun --label tells their lines apart
         if info.running and info.stdout:
             stream = cluster.host.stream(["tail", "-n", "+1", "-F", "--", info.stdout], tether=True)
+        fed = 0  # lines of the log the tracker has read
+
+        def feed(line: str) -> None:
+            task, tr = tracker.feed(line.rstrip("\n"))
+            if tr is not None and task == "0" and started is not None:
+                timeline.append({"phase": tr.phase, "seconds": round(time.monotonic() - started, 3)})
+                emit("phase", tr.phase)
+
         while started is not None:
             if halt.is_set():
                 pause()
             line = stream.readline(timeout=POLL_S) if stream is not None else None
             if line is not None:
-                task, tr = tracker.feed(line.rstrip("\n"))
-                if tr is not None and task == "0":
-                    timeline.append({"phase": tr.phase, "seconds": round(time.monotonic() - started, 3)})
-                    emit("phase", tr.phase)
+                fed += 1
+                feed(line)
                 if not tracker.ready:
                     continue
                 info = cluster.job(job_id)
@@ -230,6 +236,9 @@ def run_job_trial(
             info = cluster.job(job_id)
             if info.ended:
                 outcome = "failed"
+                if stream is not None:  # what the job wrote that the follower had not delivered yet (its
+                    for rest in cluster.output_after(info, fed).splitlines():  # last phases are the timeline's)
+                        feed(rest)
                 break
             if time.monotonic() - started > timeout:
                 break

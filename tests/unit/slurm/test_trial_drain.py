@@ -1,0 +1,81 @@
+"""A job that ends before its log follower delivered its last lines: the trial's timeline reads them
+from the file, so the failure's phase is the last one the job entered (as on the testbed, where a
+quiet poll after the follower's last delivery saw the job ended and judged it in weight loading)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from workbench.hosts import LineStream
+from workbench.slurm import facts
+from workbench.slurm.script import JobScript
+from workbench.slurm.trial import run_job_trial
+
+SCRIPT = JobScript("#!/bin/bash\n#SBATCH --output=/logs/t.log\n"
+                   "python3 -m sglang.launch_server --model-path /m --port 30000\n")
+LOG = [
+    "[2026-12-03 10:00:00] server_args=ServerArgs(model_path='/m')",
+    "[2026-12-03 10:00:01 TP0] Load weight begin. avail mem=80.00 GB",
+    "[2026-12-03 10:00:03 TP0] Load weight end. type=DeepseekV3ForCausalLM, avail mem=40.00 GB",
+    "[2026-12-03 10:00:04 TP0] KV Cache is allocated. #tokens: 100000",
+    "[2026-12-03 10:00:05 TP0] Capture cuda graph begin. This can take up to several minutes.",
+    "[2026-12-03 10:00:06 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+    '  File "/sgl/srt/model_executor/cuda_graph_runner.py", line 300, in capture',
+    "    self.capture_one_batch_size(bs, forward)",
+    "RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasGemmEx`",
+]
+DELIVERED = 3  # the follower delivered these before the job ended; the rest was still on its way
+
+
+def _job(state: str) -> facts.JobInfo:
+    return facts.JobInfo(job_id="7", name="wb-trial", state=state, reason=None, nodes=("node1",), node_list="node1",
+                         partition="gpu", exit_status=1 if state == "FAILED" else 0, exit_signal=0, submit_time=None,
+                         start_time=None, end_time=None, time_limit=None, stdout="/logs/t.log", stderr=None,
+                         command=None)
+
+
+class Cluster:
+    name = "c"
+
+    def __init__(self) -> None:
+        self.states = iter(["RUNNING", "RUNNING", "FAILED"])
+        self.after: list[int] = []
+        cluster = self
+
+        class Host:
+            name = "submit"
+
+            def stream(self, argv: list[str], **kw: Any) -> LineStream:
+                s = LineStream(lambda: None, "submit")
+                for line in LOG[:DELIVERED]:
+                    s._feed(line)
+                return s
+
+        self.host = Host()
+        self.cluster = cluster
+
+    def submit(self, script: JobScript, **kw: Any) -> str:
+        return "7"
+
+    def job(self, job_id: str) -> facts.JobInfo:
+        return _job(next(self.states, "FAILED"))
+
+    def output_after(self, job: facts.JobInfo, lines: int) -> str:
+        self.after.append(lines)
+        return "".join(x + "\n" for x in LOG[lines:])
+
+    def log(self, job: facts.JobInfo) -> str:
+        return "".join(x + "\n" for x in LOG)
+
+    def cancel(self, ids: list[str], **kw: Any) -> list[facts.JobInfo]:
+        return [replace(_job("CANCELLED"))]
+
+
+def test_the_lines_the_follower_had_not_delivered_give_the_failure_its_phase() -> None:
+    cluster = Cluster()
+    trial = run_job_trial(cluster, SCRIPT, [("--ep-size", "8")], timeout=60)  # type: ignore[arg-type]
+    assert cluster.after == [DELIVERED]  # read from the first line the follower had not delivered
+    assert trial.outcome == "failed" and trial.exception_type == "RuntimeError"
+    assert [t["phase"] for t in trial.timeline][-3:] == ["weight_loading", "kv_cache_alloc", "cuda_graph_capture"]
+    assert trial.phase == "cuda_graph_capture"
