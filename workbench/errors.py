@@ -81,6 +81,12 @@ class CommandTimeout(HostError, TimeoutError):
     """A command ran past its deadline; it was killed on the host."""
 
 
+class CommandRefused(HostError):
+    """The host did not start a command, though its SSH connection answers: sshd refused the channel's
+    request (a host out of processes or memory).  Nothing ran; the connection (and a session's lock
+    held over it) is kept."""
+
+
 class HostUnresponsive(HostError, TimeoutError):
     """The host stopped answering: ``waited`` seconds without a reply; ``restored`` says what
     became of the host: ``"restored"``, ``"guard"`` (its guard restores it), ``"not restored"``,

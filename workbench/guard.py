@@ -3,8 +3,10 @@
 A :class:`Guard` is armed by :class:`~workbench.session.HostSession` right after the first
 record is written and before the first change.  It ships :mod:`workbench.hostguard` to the
 host and starts it natively (the backend's ``guard_start_argv``: a transient systemd unit made
-with ``systemd-run``, or a ``setsid`` process), then touches a heartbeat file on the host every
-:data:`BEAT_S` seconds from a thread.  The guard on the host restores from the session's record
+with ``systemd-run``, or a ``setsid`` process), then refreshes a heartbeat file on the host every
+:data:`BEAT_S` seconds from a thread: through the session's lock holder where the session gives
+one (:meth:`workbench.lock.HostLock.beat`: a line over the held channel, shell builtins on the
+host, no new process or channel), else with ``touch``.  The guard on the host restores from the session's record
 (the record's own undo steps) when either
 
 * the session's lock is released without a restore: the controller was killed (SIGKILL,
@@ -26,6 +28,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -77,7 +80,8 @@ class Guard:
     """The controller's half: arm (start the host's guard), feed it heartbeats, disarm it."""
 
     def __init__(self, host: Host, svc: Services, *, session_id: str, record_path: str, lock_path: str,
-                 owner_path: str, beat_s: float = BEAT_S, stale_s: float = STALE_S) -> None:
+                 owner_path: str, beat_s: float = BEAT_S, stale_s: float = STALE_S,
+                 beats: Callable[..., bool] | None = None) -> None:
         self.host = host
         self.svc = svc
         self.paths = GuardPaths(svc.state_dir, session_id)
@@ -86,6 +90,7 @@ class Guard:
         self.owner_path = owner_path
         self.beat_s = beat_s
         self.stale_s = stale_s
+        self.beats = beats  # (path, timeout, reopen=) -> acknowledged: the lock holder's beat; None: touch
         self.armed = False
         self.last_beat = 0.0  # monotonic time of the last heartbeat the host acknowledged
         self._stop = threading.Event()
@@ -123,14 +128,22 @@ class Guard:
         self._thread.start()
 
     def _feed(self) -> None:
+        reopen = True  # the file was (re)made by arm(): the holder opens it again
         while not self._stop.wait(self.beat_s):
-            try:  # -c: a touch still on its way when the session removed the file must not bring it back
-                if self.host.run(["touch", "-c", "--", self.paths.beat], timeout=self.beat_s * 3).ok:
+            try:
+                if self._beat(reopen):
                     self.last_beat = time.monotonic()
+                    reopen = False
             except SessionFenced:  # the guard took over: no more beats (each refused one leaves a lock file)
                 return
             except Exception:  # a stall: the guard takes over once the beat is stale
                 continue
+
+    def _beat(self, reopen: bool) -> bool:
+        if self.beats is not None:
+            return self.beats(self.paths.beat, self.beat_s * 3, reopen=reopen)
+        # -c: a touch still on its way when the session removed the file must not bring it back
+        return self.host.run(["touch", "-c", "--", self.paths.beat], timeout=self.beat_s * 3).ok
 
     @property
     def silent_for(self) -> float:

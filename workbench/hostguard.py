@@ -6,9 +6,10 @@ or ``setsid`` where there is no systemd) before a session's first change.  It wa
 * the session's lock: the controller holds ``flock`` on the host over an SSH channel, and the
   kernel frees it when that channel ends (controller killed, crashed, its link closed).  The
   guard takes the lock the moment it is free;
-* the heartbeat: the controller touches ``--beat`` every few seconds.  When it is older than
-  ``--stale`` seconds (network partition, power loss, sshd stopped) the guard ends the
-  session's lock holder (``cat`` under ``flock``: the PID the lock recorded) and takes the lock.
+* the heartbeat: the controller refreshes ``--beat`` every few seconds (a byte appended by the
+  lock holder for each line the controller sends it).  When it is older than ``--stale`` seconds
+  (network partition, power loss, sshd stopped) the guard ends the session's lock holder (the
+  reader under ``flock``: the PID the lock recorded) and takes the lock.
 
 Holding the lock, it reads the session record again and runs the record's own ``undo`` steps,
 the ones the controller's restore runs (:func:`workbench.session.undo_steps`, built by the
@@ -107,8 +108,10 @@ def run(argv, timeout=150):
     return proc.returncode, (proc.stderr or proc.stdout).strip()[-300:]
 
 
-def holder_pid(owner_path, expected):
-    """The host PID holding the session's lock, if the owner file still names our session's holder."""
+def holder_pid(owner_path, expected, lock=None):
+    """The host PID holding the session's lock, if the owner file still names our session's holder:
+    the lock script's reader (a subshell whose command line names the lock file), or ``cat`` (the
+    reader of earlier versions)."""
     owner = load(owner_path) or {}
     pid = owner.get("host_pid")
     if not pid or pid != expected:
@@ -118,7 +121,8 @@ def holder_pid(owner_path, expected):
             cmd = fh.read().split(b"\0")
     except OSError:
         return None
-    return int(pid) if cmd and os.path.basename(cmd[0]) == b"cat" else None
+    ours = bool(cmd) and (os.path.basename(cmd[0]) == b"cat" or (lock is not None and os.fsencode(lock) in cmd[1:]))
+    return int(pid) if ours else None
 
 
 def _same_file(fd, path):
@@ -320,9 +324,9 @@ def main(argv=None):
             if age <= args.stale:
                 continue
             why = f"no heartbeat for {age:.0f} s" if age != float("inf") else "its heartbeat file is gone"
-            pid = holder_pid(args.owner, holder)
+            pid = holder_pid(args.owner, holder, args.lock)
             if pid:
-                os.kill(pid, signal.SIGTERM)  # the holder's cat: flock then exits and frees the lock
+                os.kill(pid, signal.SIGTERM)  # the holder's reader: flock then exits and frees the lock
             fd = take_lock(args.lock, 10.0)
             if fd is None:
                 continue  # another session holds the lock now: it restores (or it is ours again)

@@ -74,12 +74,14 @@ class LineStream:
     """Lines of a running command, delivered by a reader thread.
 
     Iterate for every line until the command ends, or call :meth:`readline` with
-    a timeout to interleave other checks; :meth:`close` stops the command.
+    a timeout to interleave other checks; :meth:`close` stops the command; :meth:`write`
+    sends to its stdin (a stream started with ``tether=False``).
     """
 
-    def __init__(self, closer: Any, name: str = "") -> None:
+    def __init__(self, closer: Any, name: str = "", writer: Any = None) -> None:
         self._q: queue.Queue[str | None] = queue.Queue()
         self._closer = closer
+        self._writer = writer
         self.name = name
         self.exit_status: int | None = None
         self.error: BaseException | None = None
@@ -122,6 +124,12 @@ class LineStream:
     @property
     def finished(self) -> bool:
         return self._eof
+
+    def write(self, data: bytes) -> None:
+        """Send ``data`` to the command's stdin (``OSError`` once the command or its channel is gone)."""
+        if self._writer is None:
+            raise OSError(f"{self.name}: this stream's stdin is not open (start it with tether=False)")
+        self._writer(data)
 
     def close(self) -> None:
         self._closer()
@@ -293,7 +301,13 @@ class LocalHost:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, 15)
 
-        stream = LineStream(close, self.name)
+        def write(data: bytes) -> None:
+            if proc.stdin is None or proc.stdin.closed:
+                raise OSError(f"{self.name}: the stream's stdin is closed")
+            proc.stdin.write(data)
+            proc.stdin.flush()
+
+        stream = LineStream(close, self.name, write if not tether else None)
 
         def pump() -> None:
             assert proc.stdout is not None

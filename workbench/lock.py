@@ -1,12 +1,16 @@
 """A per-host lock held over an open channel: released the moment its holder dies.
 
-``flock -n`` on a file in ``/run/lock`` (tmpfs: gone at reboot), then ``cat``
-reading the channel's stdin; when the holder releases the lock, is killed, or
-its SSH link drops, ``cat`` sees EOF and exits, the file is removed (still locked:
-a waiter that locked the removed file sees it is gone and tries the new one) and
-the kernel frees the lock.
+``flock -n`` on a file in ``/run/lock`` (tmpfs: gone at reboot), then a reader of the channel's
+stdin; when the holder releases the lock, is killed, or its SSH link drops, the reader sees EOF
+and exits, the file is removed (still locked: a waiter that locked the removed file sees it is
+gone and tries the new one) and the kernel frees the lock.
 Owner details for whoever is refused go to a side file, written by the holder, with the
-holder's PID on the host (``cat``), which the session's guard ends when the heartbeat stops.
+holder's PID on the host (the reader), which the session's guard ends when the heartbeat stops.
+
+The reader is also the session's heartbeat (:meth:`HostLock.beat`): each line the controller
+sends over the held channel appends a byte to the heartbeat file with shell builtins only, so a
+beat starts no process on the host -- a host too loaded to fork (or to open a new SSH channel)
+still gets its beats, as long as the channel's bytes get through.
 """
 
 from __future__ import annotations
@@ -30,7 +34,11 @@ HELD_EXIT = 75
 # the file at the path (a holder unlinks it on its way out, so a waiter may have locked a file that
 # is gone: it tries again on the new one).  Then ``cat`` holds it while stdin is open and prints
 # its PID (the one the guard ends when the heartbeat stops); once it ends, the file is removed,
-# still locked, so no lock file stays behind a session.
+# still locked, so no lock file stays behind a session.  The reader (a subshell: builtins only)
+# takes a line naming a file (``/...``) as the heartbeat file -- opened for appending if it exists,
+# never created, so a beat late after the session removed it cannot bring it back -- and any
+# other line as a beat: a byte appended to that file (its mtime is what the guard reads), then
+# ``ok`` (nothing if no heartbeat file is open).
 _HOLD = r"""
 p=$1; shift
 exec 8<&0
@@ -40,7 +48,12 @@ while :; do
   [ "$(stat -L -c %d:%i /proc/self/fd/9)" = "$(stat -c %d:%i -- "$p" 2>/dev/null)" ] && break
   exec 9>&-
 done
-cat <&8 >/dev/null &
+while IFS= read -r l; do
+  case $l in
+    /*) exec 3>&-; [ -f "$l" ] && exec 3>>"$l" ;;
+    *) printf . >&3 && echo ok ;;
+  esac
+done <&8 2>/dev/null &
 c=$!
 echo "LOCKED $c"
 wait "$c"
@@ -68,6 +81,8 @@ class HostLock:
     lock_dir: str = LOCK_DIR
     _stream: LineStream | None = None
     owner_info: dict[str, Any] | None = None
+    _unacked: int = 0  # beats sent that the holder has not answered yet
+    _beat_path: str = ""  # the heartbeat file the holder has open
 
     @property
     def path(self) -> str:
@@ -105,7 +120,7 @@ class HostLock:
             word, _, pid = line.strip().partition(" ")
             if word == "LOCKED":
                 break
-        self._stream = stream
+        self._stream, self._unacked, self._beat_path = stream, 0, ""
         owner = {"user": getpass.getuser(), "machine": socket.gethostname(), "pid": os.getpid(),
                  "since": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "purpose": self.purpose,
                  "host_pid": int(pid) if pid.isdigit() else None}  # the holder on the host (the guard ends it)
@@ -113,11 +128,37 @@ class HostLock:
         self.owner_info = owner
         return self
 
+    def beat(self, path: str, timeout: float, *, reopen: bool = False) -> bool:
+        """One heartbeat through the holder: it appends a byte to ``path`` (opened again when ``reopen``,
+        or on the first beat) with shell builtins only, and answers.  True once every beat sent so far
+        has been answered within ``timeout`` seconds (a beat answered late is counted, not mistaken for
+        this one); False if not, or if the lock is not held."""
+        stream = self._stream
+        if stream is None or stream.finished:
+            return False
+        if reopen or path != self._beat_path:
+            stream.write(f"{path}\n".encode())
+            self._beat_path = path
+        stream.write(b"b\n")
+        self._unacked += 1
+        deadline = time.monotonic() + timeout
+        while self._unacked:
+            try:
+                line = stream.readline(timeout=max(0.0, deadline - time.monotonic()))
+            except EOFError:
+                return False
+            if line is None:
+                return False
+            if line.strip() == "ok":
+                self._unacked -= 1
+        return True
+
     def release(self) -> None:
         if self._stream is not None:
             self.host.run(["rm", "-f", "--", self.owner_path], timeout=self.timeout)
             self._stream.close()
             self._stream = None
+            self._unacked, self._beat_path = 0, ""
 
     @property
     def held(self) -> bool:

@@ -167,7 +167,7 @@ class HostSession:
         self._check_still_ours()
         if self.use_guard and self.guard is None:
             self.guard = Guard(self.host, self.svc, session_id=self.record.id, record_path=self.record_path,
-                               lock_path=self.lock.path, owner_path=self.lock.owner_path)
+                               lock_path=self.lock.path, owner_path=self.lock.owner_path, beats=self.lock.beat)
             self.record.guard = self.guard.info()
         self.record.undo = undo_steps(self.record, self.svc)
         data = asdict(self.record)

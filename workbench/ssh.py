@@ -22,6 +22,7 @@ from typing import Any
 
 from workbench import shell
 from workbench.errors import (
+    CommandRefused,
     CommandTimeout,
     ConfigError,
     ConnectError,
@@ -255,6 +256,19 @@ class SSHHost:
         threading.Thread(target=ask, daemon=True, name=f"ssh-probe-{self.name}").start()
         return done.wait(timeout) and answered == [True]
 
+    def _not_started(self, exc: BaseException, waited: float) -> HostError:
+        """A channel opened but its command did not start: sshd refused the request (a host out of
+        processes: nothing ran, the connection is kept) or the link died (dropped)."""
+        conn = self._conn
+        if conn is not None and getattr(conn, "transport", None) is not None and conn.transport.is_active() \
+                and self._answers(conn):
+            return CommandRefused(f"{self.name}: the host did not start the command ({exc or type(exc).__name__}: "
+                                  "sshd refused it -- out of processes or memory?), though its SSH connection "
+                                  "answers; kept", host=self.name)
+        with self._lock:
+            self._drop()
+        return self.unresponsive("the SSH connection dropped", waited)
+
     def unresponsive(self, what: str, waited: float) -> HostUnresponsive:
         """The one error for a stall, whatever paramiko said ("No existing session", "Timeout
         opening channel.", "Channel closed."): what we waited for and how long."""
@@ -355,10 +369,8 @@ class SSHHost:
         try:
             try:
                 chan.exec_command(wrapped)
-            except Exception as exc:  # the transport died between opening the channel and using it
-                with self._lock:
-                    self._drop()
-                raise self.unresponsive("the SSH connection dropped", time.monotonic() - started) from exc
+            except Exception as exc:  # refused by sshd, or the transport died after the channel opened
+                raise self._not_started(exc, time.monotonic() - started) from exc
             if data:
                 threading.Thread(target=self._send_stdin, args=(chan, data), daemon=True).start()
             else:
@@ -424,9 +436,8 @@ class SSHHost:
             if data:
                 chan.sendall(data)
         except Exception as exc:
-            with self._lock:
-                self._drop()
-            raise self.unresponsive("the SSH connection dropped", 0.0) from exc
+            close_channel(chan)
+            raise self._not_started(exc, 0.0) from exc
 
         def close() -> None:
             with contextlib.suppress(Exception):
@@ -434,7 +445,13 @@ class SSHHost:
             with contextlib.suppress(Exception):
                 close_channel(chan)
 
-        stream = LineStream(close, self.name)
+        def write(data: bytes) -> None:
+            try:
+                chan.sendall(data)
+            except Exception as exc:  # paramiko: socket.error or EOFError on a closed channel
+                raise OSError(f"{self.name}: the stream's channel is closed") from exc
+
+        stream = LineStream(close, self.name, write if not tether else None)
 
         def pump() -> None:
             buf = b""
@@ -456,7 +473,10 @@ class SSHHost:
                     select.select([chan], [], [], 1.0)
                     if time.monotonic() - idle_since > 4 * PROBE_TIMEOUT:
                         idle_since = time.monotonic()
-                        if not self.alive():
+                        # a busy host (no probe command ran, the connection answers) keeps the stream:
+                        # ending it would end a lock held over it
+                        conn = self._conn
+                        if not self.alive() and not (conn is not None and self._answers(conn)):
                             raise self.unresponsive("a stream went silent, and a liveness probe failed",
                                                     4 * PROBE_TIMEOUT + PROBE_TIMEOUT)
                 if buf:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -11,7 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from workbench.errors import CommandTimeout, HostError, RestoreError, SessionFenced, WorkbenchError
+from workbench.errors import (
+    CommandRefused,
+    CommandTimeout,
+    HostError,
+    RestoreError,
+    SessionFenced,
+    WorkbenchError,
+)
 from workbench.session import HostSession, leftover_record
 
 from .conftest import BASE, as_found
@@ -150,4 +158,77 @@ def test_a_live_session_its_guard_took_over_says_so_and_leaves_nothing(toy):
             threading.Event().wait(0.2)
     assert isinstance(info.value.__cause__, SessionFenced)
     assert toy.run(["sh", "-c", "ls /run/workbench 2>/dev/null | grep -c inflight || true"]).stdout.strip() == "0"
+    as_found(toy)
+
+
+def _machine_pids(nspawn_pid: int) -> list[int]:
+    """Every process of a testbed host: those in the PID namespace of its nspawn's child."""
+    procs = [d for d in Path("/proc").iterdir() if d.name.isdigit()]
+    spaces = set()
+    for d in procs:  # nspawn's children (the host's init), by their parent in /proc/PID/stat
+        with contextlib.suppress(OSError):
+            if int((d / "stat").read_text().rsplit(")", 1)[1].split()[1]) == nspawn_pid:
+                spaces.add(os.readlink(d / "ns" / "pid"))
+    assert spaces, f"no child of nspawn {nspawn_pid}"
+    pids = []
+    for d in procs:
+        with contextlib.suppress(OSError):  # gone meanwhile
+            if os.readlink(d / "ns" / "pid") in spaces:
+                pids.append(int(d.name))
+    return pids
+
+
+@contextlib.contextmanager
+def _no_new_processes(pids: list[int]):
+    """The processes put in a pids cgroup whose limit is what they are now: none of them can fork (or
+    start a thread) until the block ends; then each goes back to the cgroup it was in (cgroup v1's pids
+    hierarchy, or v2's)."""
+    v1 = Path("/sys/fs/cgroup/pids")
+    root = v1 if (v1 / "cgroup.procs").exists() else Path("/sys/fs/cgroup")
+    if not (root / "cgroup.procs").exists():
+        pytest.fail(f"no pids cgroup hierarchy at {root} to hold the host's processes in")
+    field = "pids" if root == v1 else ""
+    was: dict[int, str] = {}
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+                _, controllers, path = line.split(":", 2)
+                if controllers.split(",") == [field] or (not field and controllers == ""):
+                    was[pid] = path
+    cg = root / f"workbench-nofork-{os.getpid()}"
+    cg.mkdir()
+    try:
+        for pid in was:
+            with contextlib.suppress(ProcessLookupError):
+                (cg / "cgroup.procs").write_text(str(pid))
+        (cg / "pids.max").write_text("0")  # below what they hold: no fork, no new thread
+        yield
+    finally:
+        (cg / "pids.max").write_text("max")
+        for pid in map(int, (cg / "cgroup.procs").read_text().split()):
+            with contextlib.suppress(ProcessLookupError):
+                (root / was.get(pid, "/").lstrip("/") / "cgroup.procs").write_text(str(pid))
+        cg.rmdir()
+
+
+def test_a_host_that_cannot_start_a_process_keeps_its_live_session(toy, testbed):
+    """For longer than the guard's staleness the host cannot start a single process (its processes
+    held at their pids cgroup limit): its sshd refuses every command, but the heartbeat goes through
+    the session's lock holder with shell builtins, so it stays fresh, the guard does not take the live
+    session over, the connection and lock are kept, and the session restores the host itself after.
+    (A heartbeat of `touch` over a new channel each time went stale here and the guard took over.)"""
+    nspawn = next(h.pid for h in testbed.hosts if h.name == "gpu-a")
+    with HostSession(toy, purpose="no new process", lock_wait=60) as s:
+        s.protect(BASE)  # the record is written and the guard armed
+        assert s.guard is not None and s.guard.armed
+        conn = toy._conn
+        with _no_new_processes(_machine_pids(nspawn)):
+            with pytest.raises(CommandRefused):
+                toy.run(["true"], timeout=10)  # the host starts nothing now
+            # the outage itself lasts past the guard's staleness (this wait is what is tested, not a sync)
+            threading.Event().wait(s.guard.stale_s + 4)
+            assert s.guard.silent_for < 3 * s.guard.beat_s + 1, "no heartbeat acknowledged while the host could not fork"
+        assert toy._conn is conn and s.lock.held and not s.guard.took_over
+        assert toy.run(["true"], timeout=30).ok
+    assert s.restored
     as_found(toy)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import paramiko
 import pytest
 
-from workbench.errors import CommandTimeout, HostUnresponsive
+from workbench.errors import CommandRefused, CommandTimeout, HostUnresponsive
 from workbench.ssh import SSHHost
 
 
@@ -61,3 +61,49 @@ def test_a_channel_that_does_not_open_on_a_link_that_answers_keeps_the_connectio
         host.run(["true"])
     assert not isinstance(info.value, HostUnresponsive)
     assert host._conn is conn
+
+
+class RefusingChannel:
+    """A channel that opened, whose command sshd would not start (paramiko: "Channel closed.")."""
+
+    closed = False
+
+    def __init__(self) -> None:
+        self.in_buffer = self.in_stderr_buffer = paramiko.buffered_pipe.BufferedPipe()
+
+    def exec_command(self, cmd: str) -> None:
+        raise paramiko.SSHException("Channel closed.")
+
+    def set_combine_stderr(self, on: bool) -> None:
+        pass
+
+    def close(self) -> None:
+        self.closed = True
+
+    def shutdown_write(self) -> None:
+        pass
+
+
+class OpensButRefuses(Transport):
+    def open_session(self, timeout: float) -> RefusingChannel:  # type: ignore[override]
+        return RefusingChannel()
+
+
+@pytest.mark.parametrize("how", ["run", "stream"])
+@pytest.mark.parametrize("answers", [True, False])
+def test_a_command_sshd_would_not_start_keeps_a_connection_that_answers(how, answers):
+    """A host out of processes: its sshd opens the channel but cannot fork the command. On a link
+    that answers, nothing ran and the connection (with the session's lock on it) is kept; on one
+    that does not, the connection is dropped as dead."""
+    host = SSHHost("gpu-x")
+    conn = host._conn = Conn(EOFError(), answers)
+    conn.transport = OpensButRefuses(EOFError(), answers)
+    call = (lambda: host.run(["true"])) if how == "run" else (lambda: host.stream(["true"]))
+    if answers:
+        with pytest.raises(CommandRefused, match=r"did not start the command .*connection answers; kept"):
+            call()
+        assert host._conn is conn
+    else:
+        with pytest.raises(HostUnresponsive, match="the SSH connection dropped"):
+            call()
+        assert host._conn is None
