@@ -32,13 +32,13 @@ HELD_EXIT = 75
 
 # $1 the lock file, $2 flock's -n or -w SECONDS.  The lock is taken on fd 9 and checked to still be
 # the file at the path (a holder unlinks it on its way out, so a waiter may have locked a file that
-# is gone: it tries again on the new one).  Then ``cat`` holds it while stdin is open and prints
-# its PID (the one the guard ends when the heartbeat stops); once it ends, the file is removed,
-# still locked, so no lock file stays behind a session.  The reader (a subshell: builtins only)
-# takes a line naming a file (``/...``) as the heartbeat file -- opened for appending if it exists,
-# never created, so a beat late after the session removed it cannot bring it back -- and any
-# other line as a beat: a byte appended to that file (its mtime is what the guard reads), then
-# ``ok`` (nothing if no heartbeat file is open).
+# is gone: it tries again on the new one).  Then a reader of stdin (a subshell: builtins only)
+# holds it while stdin is open, and its PID is printed (the one the guard ends when the heartbeat
+# stops); once it ends, the file is removed, still locked, so no lock file stays behind a session.
+# The reader takes a line naming a file (``/...``) as the heartbeat file -- opened for appending
+# if it exists, never created, so a beat late after the session removed it cannot bring it back --
+# and any other line as a beat: a byte appended to that file (its mtime is what the guard reads),
+# answered ``ok``, or ``no`` when no heartbeat file is open.
 _HOLD = r"""
 p=$1; shift
 exec 8<&0
@@ -50,8 +50,8 @@ while :; do
 done
 while IFS= read -r l; do
   case $l in
-    /*) exec 3>&-; [ -f "$l" ] && exec 3>>"$l" ;;
-    *) printf . >&3 && echo ok ;;
+    /*) exec 3>&-; [ -f "$l" ] && [ -w "$l" ] && exec 3>>"$l" ;;
+    *) if printf . >&3; then echo ok; else echo no; fi ;;
   esac
 done <&8 2>/dev/null &
 c=$!
@@ -131,8 +131,9 @@ class HostLock:
     def beat(self, path: str, timeout: float, *, reopen: bool = False) -> bool:
         """One heartbeat through the holder: it appends a byte to ``path`` (opened again when ``reopen``,
         or on the first beat) with shell builtins only, and answers.  True once every beat sent so far
-        has been answered within ``timeout`` seconds (a beat answered late is counted, not mistaken for
-        this one); False if not, or if the lock is not held."""
+        has been answered within ``timeout`` seconds and the last answer says the byte was written (a
+        beat answered late is counted, not mistaken for this one); False if not, or if the lock is not
+        held."""
         stream = self._stream
         if stream is None or stream.finished:
             return False
@@ -142,6 +143,7 @@ class HostLock:
         stream.write(b"b\n")
         self._unacked += 1
         deadline = time.monotonic() + timeout
+        written = False
         while self._unacked:
             try:
                 line = stream.readline(timeout=max(0.0, deadline - time.monotonic()))
@@ -149,9 +151,10 @@ class HostLock:
                 return False
             if line is None:
                 return False
-            if line.strip() == "ok":
+            if line.strip() in ("ok", "no"):
                 self._unacked -= 1
-        return True
+                written = line.strip() == "ok"
+        return written
 
     def release(self) -> None:
         if self._stream is not None:

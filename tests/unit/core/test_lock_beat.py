@@ -32,10 +32,14 @@ def test_a_beat_appends_to_the_file_and_is_answered(lock: HostLock, tmp_path: Pa
     assert beat.read_bytes() == b"..." and lock.held
 
 
-def test_a_beat_never_makes_the_file_and_is_not_answered_without_it(lock: HostLock, tmp_path: Path) -> None:
+def test_a_beat_never_makes_the_file_and_is_not_acknowledged_without_it(lock: HostLock, tmp_path: Path) -> None:
     beat = tmp_path / "gone.beat"
-    assert not lock.beat(str(beat), 1)
-    assert not beat.exists() and lock.held
+    assert not lock.beat(str(beat), 5)
+    assert not lock.beat(str(beat), 5)
+    assert not beat.exists() and lock.held and lock._unacked == 0  # answered "no": nothing left owed
+    beat.touch()
+    assert lock.beat(str(beat), 5, reopen=True)  # the file made since: the next beats land
+    assert beat.read_bytes() == b"."
 
 
 def test_a_removed_file_is_not_brought_back_and_a_new_one_is_opened_on_reopen(lock: HostLock, tmp_path: Path) -> None:
