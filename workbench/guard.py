@@ -38,7 +38,7 @@ from workbench.hosts import Host
 from workbench.inflight import FENCE_WAIT_S, lock_path
 from workbench.services import Services
 
-BEAT_S = 2.0  # how often the controller touches the heartbeat file
+BEAT_S = 2.0  # how often the controller refreshes the heartbeat file
 STALE_S = 20.0  # heartbeat age after which the guard takes over
 POLL_S = 0.5  # how often the guard looks at the lock and the heartbeat (hostguard.POLL_S)
 SCRIPT = "hostguard.py"
@@ -156,7 +156,7 @@ class Guard:
         return self.armed and self.silent_for > self.stale_s
 
     def stop_beat(self) -> None:
-        """Stop feeding the heartbeat and wait for its last touch (landed or timed out): after this no
+        """Stop feeding the heartbeat and wait for its last beat (landed or timed out): after this no
         command of the session runs from another thread (a fenced one would make its in-flight lock
         again after the restore removed it)."""
         self._stop.set()

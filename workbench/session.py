@@ -542,7 +542,7 @@ class HostSession:
             actions.insert(0, f"ended {len(ended)} command(s) the dead session still ran on the host")
         beat = [str(self.record.guard["beat"])] if self.record.guard.get("beat") else []  # a leftover's guard
         if self.guard is not None:
-            self.guard.stop_beat()  # its touch, fenced, would make the in-flight lock again after the rm
+            self.guard.stop_beat()  # no beat of ours after the rm (a fenced command would make the in-flight lock again)
         self.host.run(["rm", "-f", "--", self.record_path, inflight.lock_path(self.svc.state_dir, self.record.id),
                        *beat], timeout=30, check=True)
         inflight.apply(self.host, None)
