@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import paramiko
 import pytest
 
@@ -107,3 +109,52 @@ def test_a_command_sshd_would_not_start_keeps_a_connection_that_answers(how, ans
         with pytest.raises(HostUnresponsive, match="the SSH connection dropped"):
             call()
         assert host._conn is None
+
+
+class SilentChannel(RefusingChannel):
+    """A channel whose command runs and says nothing (a lock holder between beats, a quiet follow)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._r, self._w = os.pipe()  # select() on it: never readable
+
+    def exec_command(self, cmd: str) -> None:
+        pass
+
+    def fileno(self) -> int:
+        return self._r
+
+    def recv_ready(self) -> bool:
+        return False
+
+    def exit_status_ready(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        if not self.closed:
+            os.close(self._r)
+            os.close(self._w)
+        self.closed = True
+
+
+class OpensSilent(Transport):
+    def open_session(self, timeout: float) -> SilentChannel:  # type: ignore[override]
+        return SilentChannel()
+
+
+def test_a_silent_stream_on_a_busy_host_is_kept_and_on_a_dead_link_ended(monkeypatch):
+    """The stream's liveness check after a silence: no probe command ran, but the connection answers
+    (a busy host) -- the stream goes on (ending it would end a lock held over it); once the
+    connection does not answer either, the stream ends as host stopped answering."""
+    monkeypatch.setattr("workbench.ssh.PROBE_TIMEOUT", 0.05)
+    host = SSHHost("gpu-x")
+    host._conn = Conn(EOFError(), True)
+    host._conn.transport = OpensSilent(EOFError(), True)
+    answers = [True]
+    monkeypatch.setattr(host, "alive", lambda *a, **k: False)
+    monkeypatch.setattr(host, "_answers", lambda conn, timeout=0.0: answers[0])
+    stream = host.stream(["sleep", "infinity"], tether=False)
+    assert stream.readline(timeout=2.5) is None and not stream.finished  # probed at least once, kept
+    answers[0] = False
+    with pytest.raises(HostUnresponsive, match="a stream went silent"):
+        stream.readline(timeout=5)
