@@ -4,10 +4,10 @@ A :class:`Guard` is armed by :class:`~workbench.session.HostSession` right after
 record is written and before the first change.  It ships :mod:`workbench.hostguard` to the
 host and starts it natively (the backend's ``guard_start_argv``: a transient systemd unit made
 with ``systemd-run``, or a ``setsid`` process), then refreshes a heartbeat file on the host every
-:data:`BEAT_S` seconds from a thread: through the session's lock holder where the session gives
-one (:meth:`workbench.lock.HostLock.beat`: a line over the held channel, shell builtins on the
-host, no new process or channel), else with ``touch``.  The guard on the host restores from the session's record
-(the record's own undo steps) when either
+:data:`BEAT_S` seconds from a thread, through the session's lock holder
+(:meth:`workbench.lock.HostLock.beat`: a line over the held channel, shell builtins on the host, no
+new process or channel).  The guard on the host restores from the session's record (the record's
+own undo steps) when either
 
 * the session's lock is released without a restore: the controller was killed (SIGKILL,
   SIGTERM, a crash) or its SSH connection closed -- within :data:`POLL_S` seconds; or
@@ -28,14 +28,14 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from workbench.errors import GuardError, SessionFenced
+from workbench.errors import GuardError
 from workbench.hosts import Host
 from workbench.inflight import FENCE_WAIT_S, lock_path
+from workbench.lock import HostLock
 from workbench.services import Services
 
 BEAT_S = 2.0  # how often the controller refreshes the heartbeat file
@@ -79,18 +79,15 @@ class GuardPaths:
 class Guard:
     """The controller's half: arm (start the host's guard), feed it heartbeats, disarm it."""
 
-    def __init__(self, host: Host, svc: Services, *, session_id: str, record_path: str, lock_path: str,
-                 owner_path: str, beat_s: float = BEAT_S, stale_s: float = STALE_S,
-                 beats: Callable[..., bool] | None = None) -> None:
+    def __init__(self, host: Host, svc: Services, *, session_id: str, record_path: str, lock: HostLock,
+                 beat_s: float = BEAT_S, stale_s: float = STALE_S) -> None:
         self.host = host
         self.svc = svc
         self.paths = GuardPaths(svc.state_dir, session_id)
         self.record_path = record_path
-        self.lock_path = lock_path
-        self.owner_path = owner_path
+        self.lock = lock  # the session's: the guard watches it, and the heartbeat goes through its holder
         self.beat_s = beat_s
         self.stale_s = stale_s
-        self.beats = beats  # (path, timeout, reopen=) -> acknowledged: the lock holder's beat; None: touch
         self.armed = False
         self.last_beat = 0.0  # monotonic time of the last heartbeat the host acknowledged
         self._stop = threading.Event()
@@ -110,7 +107,7 @@ class Guard:
         self.host.put((Path(__file__).parent / SCRIPT).read_bytes(), self.paths.script, 0o755)
         self.host.run(["touch", "--", self.paths.beat], timeout=30, check=True)
         argv = ["python3", self.paths.script, "--id", self.paths.session_id, "--record", self.record_path,
-                "--beat", self.paths.beat, "--lock", self.lock_path, "--owner", self.owner_path,
+                "--beat", self.paths.beat, "--lock", self.lock.path, "--owner", self.lock.owner_path,
                 "--inflight", lock_path(self.svc.state_dir, self.paths.session_id), "--stale", f"{self.stale_s:g}",
                 "--fence-wait", f"{FENCE_WAIT_S:g}"]
         res = self.host.run(self.svc.guard_start_argv(self.paths.name, argv), timeout=30)
@@ -131,19 +128,11 @@ class Guard:
         reopen = True  # the file was (re)made by arm(): the holder opens it again
         while not self._stop.wait(self.beat_s):
             try:
-                if self._beat(reopen):
+                if self.lock.beat(self.paths.beat, self.beat_s * 3, reopen=reopen):
                     self.last_beat = time.monotonic()
                     reopen = False
-            except SessionFenced:  # the guard took over: no more beats (each refused one leaves a lock file)
-                return
             except Exception:  # a stall: the guard takes over once the beat is stale
                 continue
-
-    def _beat(self, reopen: bool) -> bool:
-        if self.beats is not None:
-            return self.beats(self.paths.beat, self.beat_s * 3, reopen=reopen)
-        # -c: a touch still on its way when the session removed the file must not bring it back
-        return self.host.run(["touch", "-c", "--", self.paths.beat], timeout=self.beat_s * 3).ok
 
     @property
     def silent_for(self) -> float:
@@ -156,9 +145,8 @@ class Guard:
         return self.armed and self.silent_for > self.stale_s
 
     def stop_beat(self) -> None:
-        """Stop feeding the heartbeat and wait for its last beat (landed or timed out): after this no
-        command of the session runs from another thread (a fenced one would make its in-flight lock
-        again after the restore removed it)."""
+        """Stop feeding the heartbeat and wait for its last beat (landed or timed out): after this the
+        session's lock stream has no other reader."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=self.beat_s * 3 + 5)

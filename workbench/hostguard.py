@@ -108,10 +108,9 @@ def run(argv, timeout=150):
     return proc.returncode, (proc.stderr or proc.stdout).strip()[-300:]
 
 
-def holder_pid(owner_path, expected, lock=None):
+def holder_pid(owner_path, expected, lock):
     """The host PID holding the session's lock, if the owner file still names our session's holder:
-    the lock script's reader (a subshell whose command line names the lock file), or ``cat`` (the
-    reader of earlier versions)."""
+    the lock script's reader (a subshell whose command line names the lock file)."""
     owner = load(owner_path) or {}
     pid = owner.get("host_pid")
     if not pid or pid != expected:
@@ -121,8 +120,7 @@ def holder_pid(owner_path, expected, lock=None):
             cmd = fh.read().split(b"\0")
     except OSError:
         return None
-    ours = bool(cmd) and (os.path.basename(cmd[0]) == b"cat" or (lock is not None and os.fsencode(lock) in cmd[1:]))
-    return int(pid) if ours else None
+    return int(pid) if os.fsencode(lock) in cmd[1:] else None
 
 
 def _same_file(fd, path):

@@ -167,7 +167,7 @@ class HostSession:
         self._check_still_ours()
         if self.use_guard and self.guard is None:
             self.guard = Guard(self.host, self.svc, session_id=self.record.id, record_path=self.record_path,
-                               lock_path=self.lock.path, owner_path=self.lock.owner_path, beats=self.lock.beat)
+                               lock=self.lock)
             self.record.guard = self.guard.info()
         self.record.undo = undo_steps(self.record, self.svc)
         data = asdict(self.record)
@@ -542,7 +542,7 @@ class HostSession:
             actions.insert(0, f"ended {len(ended)} command(s) the dead session still ran on the host")
         beat = [str(self.record.guard["beat"])] if self.record.guard.get("beat") else []  # a leftover's guard
         if self.guard is not None:
-            self.guard.stop_beat()  # no beat of ours after the rm (a fenced command would make the in-flight lock again)
+            self.guard.stop_beat()  # the heartbeat ends with the record it guards
         self.host.run(["rm", "-f", "--", self.record_path, inflight.lock_path(self.svc.state_dir, self.record.id),
                        *beat], timeout=30, check=True)
         inflight.apply(self.host, None)

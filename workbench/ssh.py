@@ -260,8 +260,7 @@ class SSHHost:
         """A channel opened but its command did not start: sshd refused the request (a host out of
         processes: nothing ran, the connection is kept) or the link died (dropped)."""
         conn = self._conn
-        if conn is not None and getattr(conn, "transport", None) is not None and conn.transport.is_active() \
-                and self._answers(conn):
+        if conn is not None and self._answers(conn):
             return CommandRefused(f"{self.name}: the host did not start the command ({exc or type(exc).__name__}: "
                                   "sshd refused it -- out of processes or memory?), though its SSH connection "
                                   "answers; kept", host=self.name)
