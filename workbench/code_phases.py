@@ -245,6 +245,11 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("vllm/distributed/parallel_state.py", "init_distributed_environment initialize_model_parallel "
      "ensure_model_parallel_initialized init_model_parallel_group init_world_group", _NCCL),
     ("vllm/model_executor/model_loader/", "*", _W),
+    # the model is built inside load_model: its constructors and the layers' weight set-up are weight loading
+    ("vllm/model_executor/models/", "__init__ make_layers load_weights", _W),
+    ("vllm/model_executor/layers/", "create_weights process_weights_after_loading", _W),
+    ("vllm_ascend/models/", "__init__ load_weights", _W),
+    ("vllm_ascend/", "create_weights process_weights_after_loading", _W),
     # quantized weights are repacked for their kernels once loaded (process_weights_after_loading)
     ("vllm/_custom_ops.py", "gptq_marlin_repack awq_marlin_repack gptq_marlin_moe_repack awq_marlin_moe_repack", _W),
     # the custom all-reduce registers the buffers of the graphs captured inside its capture() context
@@ -298,6 +303,8 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("sglang/srt/distributed/parallel_state.py", "init_distributed_environment initialize_model_parallel "
      "init_model_parallel_group init_world_group", _NCCL),
     ("sglang/srt/model_loader/", "*", _W),
+    ("sglang/srt/models/", "__init__ load_weights", _W),
+    ("sglang/srt/layers/", "create_weights process_weights_after_loading", _W),
     ("sglang/srt/hf_transformers_utils.py", "get_tokenizer get_config get_processor", _U),
     ("sglang/srt/utils/hf_transformers_utils.py", "get_tokenizer get_config get_processor", _U),
     ("sglang/srt/managers/router/model_rpc.py", "exposed_step forward_step forward_fill_batch "
