@@ -41,7 +41,7 @@ NEW_THREADS = {"heldout5": (35, ()), "heldout6": (40, ()), "heldout7": (35, ()),
                "heldout21": (50, ("SOURCES.md", "corpus/README.md")),
                "heldout22": (41, ("SOURCES.md", "corpus/README.md")),  # collected short of 50 (time limit)
                "heldout23": (50, ("SOURCES.md", "corpus/README.md")),
-               "heldout24": (20, ("SOURCES.md", "corpus/README.md"))}
+               "heldout24": (50, ("SOURCES.md", "corpus/README.md"))}
 
 
 def _sources(part: str) -> set[str]:
