@@ -225,7 +225,7 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("vllm/engine/llm_engine.py", "step add_request _process_model_outputs", _S),
     ("vllm/engine/async_llm_engine.py", "__init__ from_engine_args from_vllm_config", _U),
     ("vllm/engine/async_llm_engine.py", "engine_step run_engine_loop step_async generate add_request "
-     "_raise_exception_on_finish start_background_loop", _S),
+     "_raise_exception_on_finish start_background_loop _log_task_completion", _S),
     ("vllm/engine/multiprocessing/engine.py", "__init__ from_engine_args from_vllm_config run_mp_engine", _U),
     ("vllm/engine/multiprocessing/engine.py", "run_engine_loop engine_step", _S),
     # --- vLLM front ends and shared start-up code
@@ -245,6 +245,13 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("vllm/distributed/parallel_state.py", "init_distributed_environment initialize_model_parallel "
      "ensure_model_parallel_initialized init_model_parallel_group init_world_group", _NCCL),
     ("vllm/model_executor/model_loader/", "*", _W),
+    # a KV connector's per-step hooks (vLLM's KVConnectorBase_V1: the worker's load/save around each forward, the
+    # scheduler's matching and metadata) and LMCache's store/retrieve behind them run in requests
+    ("vllm/distributed/kv_transfer/", "start_load_kv wait_for_layer_load save_kv_layer wait_for_save get_finished "
+     "build_connector_meta get_num_new_matched_tokens update_state_after_alloc request_finished", _S),
+    ("lmcache/integration/vllm/", "start_load_kv wait_for_layer_load save_kv_layer wait_for_save get_finished "
+     "build_connector_meta get_num_new_matched_tokens update_state_after_alloc request_finished", _S),
+    ("lmcache/v1/cache_engine.py", "store retrieve lookup", _S),
     # the model is built inside load_model: its constructors and the layers' weight set-up are weight loading
     ("vllm/model_executor/models/", "__init__ make_layers load_weights", _W),
     ("vllm/model_executor/layers/", "create_weights process_weights_after_loading", _W),
@@ -351,6 +358,9 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     # the agent split into model_agent/agent.py (2025-2026): _build_model only builds and loads the model
     ("lmdeploy/pytorch/engine/model_agent/agent.py", "_build_model build_model", _W),
     ("lmdeploy/pytorch/engine/model_agent/agent.py", "build_cache_engine", _KV),
+    # the engine's warm-up forwards, asked of each worker by the executor (RayWorkerWrapper.warmup) before serving
+    ("lmdeploy/pytorch/engine/model_agent/agent.py", "warmup", _WU),
+    ("lmdeploy/pytorch/engine/executor/", "warmup", _WU),
     ("lmdeploy/pytorch/engine/model_agent/agent.py", "build_graph_runner __init__", _U),
     ("lmdeploy/pytorch/engine/model_agent/agent.py", "_async_loop_background _async_loop_inputs_preprocess "
      "_async_step _step_postprocess_with_output _step_postprocess_without_output get_output_async async_forward "
@@ -436,6 +446,17 @@ def code_phase(file: str, function: str, *, callee: bool = False) -> str | None:
             if where in path and not (phase == _S and function == "__init__"):
                 return phase
     return None
+
+
+def completion(file: str, prefix: str) -> str | None:
+    """The one function of the table that ``file`` defines whose name starts with ``prefix`` (a name cut off
+    at the end of a window: "kv_cache_config = self._initialize_kv"), or None when none or several do."""
+    path = _SEP.sub("/", file) if file else ""
+    if not path or prefix in TABLE:
+        return None
+    found = {name for name, entries in TABLE.items() if name.startswith(prefix)
+             and any(where in path for where, _phase in entries)}
+    return found.pop() if len(found) == 1 else None
 
 
 def _span(phase: str) -> tuple[str, int, int] | None:

@@ -450,6 +450,9 @@ _SHAPE_LEVEL = re.compile(r"\b(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\b
 _SHAPE_TOKEN = re.compile(r"\d+|\b(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\b")
 
 
+_C10_FRAME = re.compile(r"frame #\d+: \S.* \(0x[0-9a-fA-F]+ in ")
+
+
 class LineShapes:
     """Prefixes a log puts before every line that no known format explains, learned from the log.
 
@@ -469,11 +472,13 @@ class LineShapes:
         return bool(self._patterns)
 
     def learn(self, message: str, *, outermost: bool = True) -> bool:
-        """Learn the prefix before a frame line's ``File "``; True when a new shape was added.
+        """Learn the prefix before a frame line's ``File "`` (or c10's ``frame #N:``); True when a new shape was added.
 
         ``outermost``: no known format stood before ``message`` on its line, so a known prefix
         inside it is the writer's own (its header and rank are read, not learned)."""
         i = message.find('File "')
+        if i < 0 and (native := _C10_FRAME.search(message)) is not None:
+            i = native.start()  # c10's native frame under a torch error ("frame #4: c10d::... (0x7f... in ...)")
         if i <= 0 or len(self._patterns) >= self.limit:
             return False
         prefix = message[:i].rstrip()
@@ -496,6 +501,9 @@ class LineShapes:
         self._keys.add(key)
         self._patterns.append(re.compile(r"[ \t]*" + "".join(parts) + r"[ \t]?"))
         return True
+
+    def full(self) -> bool:
+        return len(self._patterns) >= self.limit
 
     def strip(self, message: str) -> str | None:
         """The message without a learned prefix, or None when no learned shape starts it."""

@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from workbench.code_phases import NATIVE_SERVING, code_phase, is_step, resolve
+from workbench.code_phases import NATIVE_SERVING, code_phase, completion, is_step, resolve
 from workbench.logformats import LogLine, any_of, any_part_of, parse_line, parse_time
 
 __all__ = [
@@ -128,8 +128,9 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
      r"KV cache memory\b", "kv_cache_alloc", 3, "progress"),
     (r"Capture (?:draft (?:extend )?)?cuda graph begin|Capture [\w ]{0,40}CUDA graph begin", "cuda_graph_capture", 4, "begin"),
     # vLLM v0's banner before it captures ("Capturing the model for CUDA graphs. This may lead to ...")
+    # vllm-ascend's bar for its ACL graphs ("Capturing ACL graphs (mixed prefill-decode, PIECEWISE)")
     (r"Capturing CUDA graph|Capturing cudagraphs|Capturing batches|Capture cuda graph bs|"
-     r"Capturing the model for CUDA graphs", "cuda_graph_capture", 4, "progress"),
+     r"Capturing the model for CUDA graphs|Capturing ACL graph", "cuda_graph_capture", 4, "progress"),
     (r"Capture (?:draft (?:extend )?)?cuda graph end|Capture [\w ]{0,40}CUDA graph end", "startup_other", 4.5, "end"),
     (r"max_total_num_tokens=", "startup_other", 4.6, "progress"),
     (r"Graph capturing finished", "warmup", 5, "end"),
@@ -191,7 +192,7 @@ _RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("s in total", "profiling/warmup run took", "memory for KV Cache", "KV cache memory"),
     ("graph begin",),
     ("Capturing CUDA graph", "Capturing cudagraphs", "Capturing batches", "Capture cuda graph bs",
-     "Capturing the model for CUDA graphs"),
+     "Capturing the model for CUDA graphs", "Capturing ACL graph"),
     ("graph end",),
     ("max_total_num_tokens=",),
     ("Graph capturing finished",),
@@ -496,11 +497,14 @@ _PATH_RULES: tuple[tuple[str, str], ...] = (("/warmup.py", "warmup"),)
 _TORCH_OWN = re.compile(r"[/\\]torch[/\\]")
 _HTTP_PATHS = ("/starlette/", "/fastapi/", "/sse_starlette/", "/uvicorn/protocols/")
 _CALLEE = re.compile(r"(\w+)\s*\(")
+# the innermost code line cut off inside the name of the method it calls ("... = self._initialize_kv")
+_CUT_METHOD = re.compile(r"\bself\.(_?\w{4,})$")
 _QUOTED_METHOD = re.compile(r"""(?:rpc|_workers|method)\(\s*['"](\w+)['"]""")
 # also the target Python's threading names when a thread's function raised ("Exception in thread Thread-3
-# (forward_thread_func):")
+# (forward_thread_func):") and asyncio's callback that raised ("Exception in callback _log_task_completion(...)")
 _WRAPPER_METHOD = re.compile(r"ray::[^\s(]*\.(\w+)\(\)|method '(\w+)'|collective_rpc\(\s*['\"](\w+)|"
-                             r"while processing method (\w+)|Exception in thread [^()\n]*\((\w+)\):")
+                             r"while processing method (\w+)|Exception in thread [^()\n]*\((\w+)\):|"
+                             r"Exception in callback (\w+)\(")
 _LOAD_MODEL = re.compile(r"(?:fail(?:ed)?|faild) to load (?:the )?model\b(?! config)", re.I)
 _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     # vLLM's "CUDA out of memory occurred when warming up sampler with 256 dummy requests"
@@ -639,13 +643,18 @@ def stack_evidence(frames: Iterable[tuple[str, str, str | None]],
     called; start-up: never serving), and its innermost step beats a step guessed from a name.
     """
     expanded: list[tuple[str, str, bool]] = []
+    last: tuple[str, str | None] = ("", None)
     for file, function, code in frames:
+        last = (file, code)
         expanded.append((file, function, False))
         if function == "<module>" and code and code.lstrip().startswith(("import ", "from ")):
             expanded.append((file, "<import>", True))  # an import chain: the program is still starting
         elif code:
             for name in _callees(code):
                 expanded.append((file, name, True))
+    cut = _CUT_METHOD.search(last[1]) if last[0] and last[1] and "(" not in last[1] else None
+    if cut is not None and (whole := completion(last[0], cut.group(1))) is not None:
+        expanded.append((last[0], whole, True))  # the innermost code line cut inside the method it calls
     serving = startup = http = False
     known_step = guessed_step = side = None
     for file, function, callee in reversed(expanded):  # innermost first

@@ -28,6 +28,8 @@ _EXC_REPR = re.compile(r"([A-Za-z_][\w.]*(?:Error|Exception))\((['\"])(.+)")
 # an exception line quoted inside a sentence of an issue ("... 报错`RuntimeError: [TM][ERROR] ...`"),
 # its groups as _EXC_REPR's
 # (a blank inside the opening backtick kept: "with error : ` KeyError: 'layers.0.mlp.down_proj.weight'`")
+# a Markdown list item's mark and/or a bold opening before a sentence
+_LIST_MARK = re.compile(r"(?:[-*+]|\d{1,2}[.)]) +(?:\*\*|__)?|(?:\*\*|__)(?=\w)")
 _QUOTED_EXC = re.compile(r"` ?((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))(: )([^`]+)`")
 # a line of prose that opens a quote with the exception line, the quote closing on a later line
 # ("`RuntimeError: Decode out of memory.\nTry to allocate 148 tokens.`")
@@ -248,7 +250,11 @@ def _is_word(ch: str) -> bool:
 def quoted_exception(text: str, before: str = "") -> re.Match[str] | None:
     """An exception line quoted in a line of prose (never a log record's): ``Type: message`` in
     backticks inside a sentence, or opening the line, its closing backtick maybe on a later line;
-    or a line that is one quote whose type the sentence ``before`` it ended on. Groups as _EXC_REPR's."""
+    or a line that is one quote whose type the sentence ``before`` it ended on. Groups as _EXC_REPR's.
+    A Markdown list item's mark or bold opening ("- **Kernels (B200)**: ... fails with `RuntimeError: ...`") is
+    not part of the sentence."""
+    if (mark := _LIST_MARK.match(text)) is not None:
+        text = text[mark.end():]
     if "`" not in text:
         return _NAMED_IN_PROSE.search(text) if text[:1].isalpha() else None
     if text[:1].isalpha():  # (a sentence with other quotes may name it unquoted)

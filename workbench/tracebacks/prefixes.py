@@ -75,9 +75,16 @@ _INDENTED_STAMP = re.compile(r"[ \t]{1,8}\d{4}-\d\d-\d\d[T ]\d\d:\d\d")
 def learn_shapes(shapes: LineShapes, text: str, *, samples: int = 64) -> None:
     """Learn the log's own line prefixes from its first frame lines, before the pass that reads it,
     so the lines above the first frame (the header with its rank) are read with them too."""
+    for anchor in ('File "', "frame #"):  # a Python frame line, or c10's native frame under a torch error
+        _learn_from(shapes, text, anchor, samples)
+
+
+def _learn_from(shapes: LineShapes, text: str, anchor: str, samples: int) -> None:
     pos = 0
     for _ in range(samples):
-        i = text.find('File "', pos)
+        if shapes.full():
+            return
+        i = text.find(anchor, pos)
         if i < 0:
             return
         start = text.rfind("\n", 0, i) + 1
