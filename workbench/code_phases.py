@@ -350,6 +350,9 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("tensorrt_llm/llmapi/llm.py", "__init__ _build_model", _U),
     ("tensorrt_llm/llmapi/llm.py", "generate generate_async", _S),
     ("tensorrt_llm/_torch/models/checkpoints/", "*", _W),
+    # the PyTorch backend's weight loader, run per module on a thread pool ("Error executing load_single_module ...")
+    ("tensorrt_llm/_torch/models/modeling_utils.py", "_load_weights_impl _load_weights_impl_v2 load_single_module",
+     _W),
     # --- lmdeploy (PyTorch engine and TurboMind)
     ("lmdeploy/pytorch/engine/model_agent.py", "_tp_build_model _build_model __init__ build_model_agent", _U),
     ("lmdeploy/pytorch/engine/model_agent.py", "_update_cache_config _broadcast_config", _KV),

@@ -504,7 +504,9 @@ _QUOTED_METHOD = re.compile(r"""(?:rpc|_workers|method)\(\s*['"](\w+)['"]""")
 # (forward_thread_func):") and asyncio's callback that raised ("Exception in callback _log_task_completion(...)")
 _WRAPPER_METHOD = re.compile(r"ray::[^\s(]*\.(\w+)\(\)|method '(\w+)'|collective_rpc\(\s*['\"](\w+)|"
                              r"while processing method (\w+)|Exception in thread [^()\n]*\((\w+)\):|"
-                             r"Exception in callback (\w+)\(")
+                             r"Exception in callback (\w+)\(|"
+                             # TensorRT-LLM's thread-pool wrapper ("Error executing load_single_module with args (...)")
+                             r"Error executing (\w+) with args\b")
 _LOAD_MODEL = re.compile(r"(?:fail(?:ed)?|faild) to load (?:the )?model\b(?! config)", re.I)
 _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     # vLLM's "CUDA out of memory occurred when warming up sampler with 256 dummy requests"
@@ -544,6 +546,9 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|failed to (?:start|initial
                            r"Failed to start|aborting startup|\binit state\b|"
                            # a module that would not import, an engine being built: the program was starting
                            r"failed to import|No module named|cannot import name|Building .{0,40}engine|"
+                           # the listening socket a server (or torch's TCPStore) binds as it starts ("could not bind to
+                           # address: 0.0.0.0:8000", "[Errno 98] Address already in use")
+                           r"could not bind|[Ff]ailed to bind|[Aa]ddress already in use|"
                            # a model server that would not come up (xinference's "Failed to launch model"), vLLM's
                            # check of the model's architectures while it builds its config (its registry's "Model
                            # architecture X failed to be inspected", "Error in inspecting model architecture 'X'")
@@ -616,7 +621,7 @@ _TEXT_SERVING = re.compile(r"inputs? of failed execution|Dumping input data|Dump
                            r"\b(?:" + "|".join(NATIVE_SERVING) + r")\b")
 # a collective library named by an error during start-up: its communicator was being set up
 # (torch's DistStoreError: the TCPStore rendezvous of the process groups, "Timed out ... waiting for clients")
-_COLLECTIVE = re.compile(r"\b[NH]CCL\b|\bnccl|\bhccl|DistStoreError")
+_COLLECTIVE = re.compile(r"\b[NH]CCL\b|\bnccl|\bhccl|DistStoreError|DistNetworkError")
 
 
 def _frame_phase(file: str, function: str) -> str | None:

@@ -20,6 +20,9 @@ _ON_RANK = re.compile(r"\b[Oo]n [Rr]ank (\d+)\b")
 # checks, whose exception type a paste often loses, the status Triton gives a model it could not load)
 _LEVEL_FREE = frozenset({"Check failed: ", "can be stored in KV cache", "No available memory for the cache blocks",
                          "Capture cuda graph failed: ", "UNAVAILABLE: "})
+# words that say a failure at any level but are no exception line: vLLM's negative "Available KV cache memory: -0.87
+# GiB" at INFO, before the exception that gives up (when the window holds it, that exception is the root cause)
+_SIGNAL_AT_ANY_LEVEL = frozenset({"KV cache memory: -"})
 # vLLM's record of the batch whose execution failed, naming that failure, at WARNING when pickling its
 # input failed too ("Failed to pickle inputs of failed execution: CUDA error: an illegal memory access ...")
 _FAILED_EXECUTION = "inputs of failed execution: "
@@ -139,7 +142,8 @@ def log_event(parsed: LogLine, msg: str, line_no: int, phase: str, server: str,
             return LogEvent("error_line", line_no, said, parsed.rank, phase, server, recent[:-1])
     level: str | None = ""
     for kind, m in event_matches(msg):
-        if kind == "error_line" and m.group(0) not in _LEVEL_FREE and _FAILED_EXECUTION not in msg:
+        if (kind == "error_line" and m.group(0) not in _LEVEL_FREE and m.group(0) not in _SIGNAL_AT_ANY_LEVEL
+                and _FAILED_EXECUTION not in msg):
             # error words count only on an error line
             if level == "":
                 level = parsed.level

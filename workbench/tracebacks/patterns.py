@@ -142,6 +142,9 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
                               r"Check failed: |"
                               # the engine's KV-cache size checks, also when the paste lost the exception's type
                               r"can be stored in KV cache|No available memory for the cache blocks|"
+                              # vLLM's own size of the KV cache's room, negative: the weights left none ("Available
+                              # KV cache memory: -0.87 GiB"), logged at INFO just before the engine gives up
+                              r"KV cache memory: -(?=\d)|"
                               # SGLang's wrapper of an error while capturing its graphs, also when the paste lost its type
                               r"Capture cuda graph failed: |"
                               # a worker's own report that a call it ran failed (vLLM's "Error executing method ...")
@@ -183,8 +186,8 @@ _EVENT_NEEDLES: dict[EventKind, tuple[str, ...]] = {
     "error_line": ("out of memory", "CUDA error", "CUDA runtime error", "cudaError", "CUDA_ERROR_", "Error Code ",
                    "Assertion failed", "ailed to start", "ailed to initiali", "NCCL error", "Connection refused",
                    "Error executing metho", "Check failed: ", "can be stored in KV cache",
-                   "No available memory for the cache blocks", "Request failed", "Capture cuda graph failed: ",
-                   "UNAVAILABLE: "),
+                   "No available memory for the cache blocks", "KV cache memory: -", "Request failed",
+                   "Capture cuda graph failed: ", "UNAVAILABLE: "),
     "compile_error": ("collect2: error:", "cannot find -l", ": fatal error: ", "error: command '"),
     "nccl_warn": ("NCCL WARN", "Watchdog caught collective operation timeout", " milliseconds before timing out",
                   "atchdog timeout", "Heartbeat monitor timed out", "watchdog got stuck"),
@@ -203,7 +206,7 @@ _EVENT_ANCHORS = ("Xid", "Connection refused", "failed to start", "CUDA error", 
                   "Segmentation", "Abort", "Illegal", "Bus error", "SIG", "Floating", "NCCL WARN", "Watchdog", "timing out",
                   "died", "dead", "Exit code", "exited", "ChildFailed", "Failed core", "Killed", "sigquit", "SIGQUIT",
                   "kill_process", "atchdog timeout", "cgroup out of memory", "Error executing", "register worker",
-                  "Segfault", "Check failed", "stored in KV cache", "memory for the cache blocks", "Request failed", "Capture cuda graph failed",
+                  "Segfault", "Check failed", "stored in KV cache", "memory for the cache blocks", "KV cache memory: -", "Request failed", "Capture cuda graph failed",
                   "Process received signal", ")[0x", "rashed container", "CrashLoopBackOff", "UNAVAILABLE",
                   "Heartbeat monitor")
 _EVENT_PART = any_part_of(_NEEDLES)  # the quick first search (see any_part_of)

@@ -42,8 +42,9 @@ NEW_THREADS = {"heldout5": (35, ()), "heldout6": (40, ()), "heldout7": (35, ()),
                "heldout22": (41, ("SOURCES.md", "corpus/README.md")),  # collected short of 50 (time limit)
                "heldout23": (50, ("SOURCES.md", "corpus/README.md")),
                "heldout24": (50, ("SOURCES.md", "corpus/README.md")),
-               # three threads held-out 24 took first (the two were collected at once) left out
-               "heldout25": (47, ("SOURCES.md", "corpus/README.md"))}
+               # three threads held-out 24 took first (the two were collected at once) and two SOURCES.md cites as
+               # "owner/repo#N" left out
+               "heldout25": (45, ("SOURCES.md", "corpus/README.md"))}
 
 
 def _sources(part: str) -> set[str]:
@@ -66,6 +67,12 @@ def test_held_out_part_comes_from_threads_no_earlier_part_uses(part: str) -> Non
     assert not own & earlier
     cited = "".join((CORPUS.parent / name).read_text() for name in citing)
     assert not [s for s in own if re.search(re.escape(s) + r"(?![0-9])", cited)]
+    # SOURCES.md names a thread "owner/repo#N" as well: checked from held-out 24 on (found in the sixteenth stop;
+    # held-outs 9, 11 and 12 each hold one window of a thread SOURCES.md cites so, kept as they were measured)
+    if PARTS.index(part) < PARTS.index("heldout24"):
+        return
+    short = {re.sub(r"^https://github\.com/([^/]+/[^/]+)/(?:issues|pull)/(\d+)$", r"\1#\2", s) for s in own}
+    assert not [s for s in short if "#" in s and re.search(re.escape(s) + r"(?![0-9])", cited, re.I)]
 
 
 def test_development_parts_meet_the_goal() -> None:
