@@ -289,6 +289,12 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("sglang/srt/managers/scheduler.py", "event_loop_normal event_loop_overlap event_loop_pp run_event_loop "
      "dispatch_event_loop run_batch process_input_requests recv_requests get_next_batch_to_run "
      "get_new_batch_prefill process_batch_result handle_generate_request update_running_batch", _S),
+    # the prefill adder choosing a batch's requests, and the radix/HiCache tree's per-request work (matching a prefix,
+    # loading host-cached KV back, caching finished requests): the request path; the pools' constructors are start-up
+    ("sglang/srt/managers/schedule_policy.py", "add_one_req add_chunked_req add_req_state calc_priority "
+     "_compute_prefix_matches", _S),
+    ("sglang/srt/mem_cache/", "init_load_back load_back match_prefix cache_finished_req cache_unfinished_req "
+     "evict write_backup inc_lock_ref dec_lock_ref build_hicache_transfers", _S),
     ("sglang/srt/managers/tp_worker.py", "TpModelWorker __init__", _U),
     ("sglang/srt/managers/tp_worker.py", "forward_batch_generation forward_batch_embedding", _S),
     ("sglang/srt/managers/tp_worker_overlap_thread.py", "TpModelWorkerClient __init__", _U),

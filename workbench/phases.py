@@ -130,7 +130,8 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
     # vLLM v0's banner before it captures ("Capturing the model for CUDA graphs. This may lead to ...")
     # vllm-ascend's bar for its ACL graphs ("Capturing ACL graphs (mixed prefill-decode, PIECEWISE)")
     (r"Capturing CUDA graph|Capturing cudagraphs|Capturing batches|Capture cuda graph bs|"
-     r"Capturing the model for CUDA graphs|Capturing ACL graph", "cuda_graph_capture", 4, "progress"),
+     r"Capturing the model for CUDA graphs|Capturing ACL graph|CUDA graphs can take additional",
+     "cuda_graph_capture", 4, "progress"),
     (r"Capture (?:draft (?:extend )?)?cuda graph end|Capture [\w ]{0,40}CUDA graph end", "startup_other", 4.5, "end"),
     (r"max_total_num_tokens=", "startup_other", 4.6, "progress"),
     (r"Graph capturing finished", "warmup", 5, "end"),
@@ -192,7 +193,7 @@ _RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("s in total", "profiling/warmup run took", "memory for KV Cache", "KV cache memory"),
     ("graph begin",),
     ("Capturing CUDA graph", "Capturing cudagraphs", "Capturing batches", "Capture cuda graph bs",
-     "Capturing the model for CUDA graphs", "Capturing ACL graph"),
+     "Capturing the model for CUDA graphs", "Capturing ACL graph", "CUDA graphs can take additional"),
     ("graph end",),
     ("max_total_num_tokens=",),
     ("Graph capturing finished",),
@@ -212,7 +213,7 @@ _CHECKS = tuple(zip(_RULE_NEEDLES, _COMPILED, ((phase, order, kind) for _p, phas
 _ANCHORS = ("server_args=", "LLM engine", "vLLM", "non-default", "Init torch", "assigned as DP", "world_size=", "using nccl",
             "armup",
             "Load weight", "Starting to load", "Loading", "Model loading", "KV Cache", "KV cache", "Memory p",
-            "GPU blocks", "Maximum concurrency", "Capture", "Capturing", "max_total_num_tokens", "Graph capturing",
+            "GPU blocks", "Maximum concurrency", "Capture", "Capturing", "CUDA graphs can", "max_total_num_tokens", "Graph capturing",
             "init engine", "Uvicorn", "Application startup", "fired up", "batch", "Avg prompt", "/v1/", "Req(rid=",
             "Profiling CUDA", "ed request", "torch.compile", "profiling/warmup", "Compile and warming", "input shapes", "scheduled_",
             "Dumping scheduler", "enerating sequences", "TensorRT-LLM version", "Checking environment", "Try to run with", "peer ranks", "TRITONBACKEND_Model", "Instance group type",

@@ -51,7 +51,8 @@ _FATAL = re.compile(r"\s*Fatal Python error: (.*)")
 _FH_HEADER = re.compile(r"\s*(Current thread|Thread|Stack)\b[^(]*\(most recent call first\):")
 # rich's boxed tracebacks (typer, rich.traceback.install), once the box borders are gone
 _RICH_FRAME = re.compile(r"\s*(?:(\S+?\.pyx?):(\d+) in (\S+)|in (\S+):(\d+))\s*$")
-_RICH_CODE = re.compile(r"\s*(❱\s*|-+>\s*)?\d+\s(?:│|\s|$)")
+# (IPython 8 puts one blank between the number and the code: "---> 47 self._init_executor()")
+_RICH_CODE = re.compile(r"\s*(❱\s*|-+>\s*)?\d+\s(?:│|\s|$)|\s*(-+>\s*)\d+ (?=\S)")
 # IPython's frames (Jupyter, Colab, Databricks): "[path](link) in f(args)", "path in f(args)",
 # "File path:N, in f(args)"; its header is the exception's name, then "Traceback (most recent call last)";
 # JupyterLab renders IPython 8's path as a link ("File [~/envs/x/.../llm_engine.py:292](http://host/lab/tree/...
@@ -160,7 +161,9 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
         r"NCCL WARN|Watchdog caught collective operation timeout|ran for \d+ milliseconds before timing out|"
         # c10d's heartbeat monitor, which kills the process when the watchdog thread itself hangs ("[E ProcessGroupNCCL
         # .cpp:1316] [PG 2 Rank 1] Heartbeat monitor timed out!", then "[F ...] ProcessGroupNCCL's watchdog got stuck")
-        r"[Ww]atchdog timeout|Heartbeat monitor timed out|watchdog got stuck")),
+        r"[Ww]atchdog timeout|Heartbeat monitor timed out|watchdog got stuck|"
+        # c10d's watchdog dying on the error it caught ("Process group watchdog thread terminated with exception: ...")
+        r"watchdog thread terminated with exception")),
     ("process_died", re.compile(
         r"actor died|died unexpectedly|scheduler is dead|scheduler died|^Exit code: -?\d+|exited with code -?\d+|"
         r"exited unexpectedly|ChildFailedError|Failed core proc\(s\): \{'|Main process exited, code=|"
@@ -190,7 +193,8 @@ _EVENT_NEEDLES: dict[EventKind, tuple[str, ...]] = {
                    "Capture cuda graph failed: ", "UNAVAILABLE: "),
     "compile_error": ("collect2: error:", "cannot find -l", ": fatal error: ", "error: command '"),
     "nccl_warn": ("NCCL WARN", "Watchdog caught collective operation timeout", " milliseconds before timing out",
-                  "atchdog timeout", "Heartbeat monitor timed out", "watchdog got stuck"),
+                  "atchdog timeout", "Heartbeat monitor timed out", "watchdog got stuck",
+                  "watchdog thread terminated with exception"),
     "process_died": ("actor died", "died unexpectedly", "scheduler is dead", "scheduler died", "Exit code: ",
                      "exited with code ", "exited unexpectedly", "ChildFailedError", "Failed core proc(s): {'",
                      "Main process exited, code=", " failed to start", "A worker died or was killed",
@@ -208,7 +212,7 @@ _EVENT_ANCHORS = ("Xid", "Connection refused", "failed to start", "CUDA error", 
                   "kill_process", "atchdog timeout", "cgroup out of memory", "Error executing", "register worker",
                   "Segfault", "Check failed", "stored in KV cache", "memory for the cache blocks", "KV cache memory: -", "Request failed", "Capture cuda graph failed",
                   "Process received signal", ")[0x", "rashed container", "CrashLoopBackOff", "UNAVAILABLE",
-                  "Heartbeat monitor")
+                  "Heartbeat monitor", "watchdog thread terminated")
 _EVENT_PART = any_part_of(_NEEDLES)  # the quick first search (see any_part_of)
 
 

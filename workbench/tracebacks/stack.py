@@ -181,7 +181,7 @@ def rich_line(block: Block, msg: str) -> bool:
         return True
     code = _RICH_CODE.match(msg) or _IPY_LINKED_CODE.match(msg)
     if code is not None:
-        if code.group(1) and block.frames:
+        if (code.group(1) or (code.re is _RICH_CODE and code.group(2))) and block.frames:
             last = block.frames[-1]
             text = msg[code.end():].replace("│", " ").strip()
             block.frames[-1] = Frame(last.file, last.line, last.function, text or None)
@@ -339,6 +339,9 @@ def in_block(stream: Stream, block: Block, parsed: LogLine, msg: str, header: st
             return True
         close(stream, cut=not stream.in_message)
         return False
+    if (block.header is None and header is not None and not block.frames and not stream.in_message
+            and msg.lstrip().startswith('File "')):
+        block.header = header  # its first frame carries a prefix: the writer (a wrapper logging each line) repeats it
     same = header == block.header or (header is None and not stream.in_message)
     if stream.in_message:
         if not same or not msg.strip() or len(block.message) >= _MAX_MESSAGE_LINES:
