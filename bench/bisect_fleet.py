@@ -6,8 +6,9 @@
 Scenarios: bench/bisect_offline.py's generator (blockers, mutual fixes, two-phase bugs, masking,
 valued flags, aliases, removals) written as /etc/sglang-sim/faults.toml on every host while the
 bench holds its lock (removed before it lets go).  Each scenario is bisected with a :class:`workbench.fleet.Fleet` of the first host alone,
-then of all hosts (one trial per host at a time), and both answers are checked against the offline
-factorial of the same fault file.  Per-trial overhead = trial wall (fleet dispatch to record) minus
+then of all hosts (one trial per host at a time; a host that would idle while the batch's slowest
+start runs takes a spare, ``Search.spare``), and both answers are checked against the offline
+factorial of the same fault file (``--batch-sync``: also all hosts without spares).  Per-trial overhead = trial wall (fleet dispatch to record) minus
 the watch's seconds.
 """
 
@@ -44,9 +45,11 @@ def toml_of(faults: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def bisect_on(hosts: list[Any], sc: Scenario) -> dict[str, Any]:
+def bisect_on(hosts: list[Any], sc: Scenario, spares: bool = True) -> dict[str, Any]:
     """The fault file is on a host only while this fleet holds its lock (setup writes it, teardown removes it)."""
     overhead: list[float] = []
+    seconds: list[float] = []  # every trial's watch seconds (batches and spares): host time spent starting
+    spared: list[Any] = []
     text = toml_of(sc.fault_data).encode()
     t0 = time.monotonic()
     with Fleet(hosts, BASE, purpose="bench bisect fleet", timeout=180, lock_wait=600,
@@ -55,12 +58,32 @@ def bisect_on(hosts: list[Any], sc: Scenario) -> dict[str, Any]:
         def many(batch: list[Any]) -> list[Verdict]:
             b0 = time.monotonic()
             recs = fleet.run(batch)
+            seconds.extend(r.seconds for r in recs)
             if len(batch) == 1:
                 overhead.append(time.monotonic() - b0 - recs[0].seconds)
-            return [Verdict.passed() if r.outcome == "ready" else Verdict.failed(r.signature_id or "", r.phase)
-                    for r in recs]
-        search = bisect(sc.edits, test_many=many, width=fleet.width)
-    return {"hosts": len(hosts), "starts": search.starts, "wall_s": round(time.monotonic() - t0, 1),
+            return [verdict(r) for r in recs]
+
+        def verdict(r: Any) -> Verdict:
+            return Verdict.passed() if r.outcome == "ready" else Verdict.failed(r.signature_id or "", r.phase)
+
+        def take(wait: bool) -> list[Any]:
+            got = fleet.take_spares(wait=wait)
+            seconds.extend(r.seconds for _, r in got)
+            spared.extend(got)
+            return got
+
+        def started(search: Any) -> None:
+            if spares and fleet.width > 1:
+                fleet.set_spares(search.spare)
+
+        try:
+            search = bisect(sc.edits, test_many=many, width=fleet.width, started=started,
+                            extras=lambda wait: [(s, verdict(r)) for s, r in take(wait)])
+        finally:
+            fleet.set_spares(None)
+    return {"hosts": len(hosts), "starts": search.starts, "spares": len(spared),
+            "trial_s_sum": round(sum(seconds), 1), "trial_s_median": round(statistics.median(seconds), 2),
+            "wall_s": round(time.monotonic() - t0, 1),
             "culprits": sorted([[list(map(list, c.items)), c.phase] for c in search.culprits], key=str),
             "complete": bool(search.guarantee and search.guarantee.complete),
             "median_overhead_outside_watch_s": round(statistics.median(overhead), 3) if overhead else None}
@@ -73,6 +96,8 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=6)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--out", default="bench/results/bisect_fleet.json")
+    ap.add_argument("--batch-sync", action="store_true", help="also bisect on all hosts without spares (a column "
+                    "beside: every batch waits for its slowest start, as before spares)")
     args = ap.parse_args()
     hosts = [connect(h) for h in args.hosts.split(",")]
     rng = random.Random(args.seed)
@@ -86,10 +111,17 @@ def main() -> None:
         row = {"case": case, "shapes": sc.shapes, "n": args.n, "one_host": one, "all_hosts": many,
                "one_host_exact": one["culprits"] == want, "all_hosts_exact": many["culprits"] == want,
                "wall_ratio": round(many["wall_s"] / one["wall_s"], 3)}
+        if args.batch_sync:  # the same hosts without spares: every batch waits for its slowest start
+            sync = bisect_on(hosts, sc, spares=False)
+            row.update(all_hosts_batch_sync=sync, all_hosts_batch_sync_exact=sync["culprits"] == want,
+                       wall_ratio_batch_sync=round(sync["wall_s"] / one["wall_s"], 3))
         rows.append(row)
         print(json.dumps(row), flush=True)
     summary = {"cases": len(rows), "wall_ratio_total": round(sum(r["all_hosts"]["wall_s"] for r in rows)
                                                             / sum(r["one_host"]["wall_s"] for r in rows), 3)}
+    if args.batch_sync:
+        summary["wall_ratio_total_batch_sync"] = round(sum(r["all_hosts_batch_sync"]["wall_s"] for r in rows)
+                                                       / sum(r["one_host"]["wall_s"] for r in rows), 3)
     print(json.dumps(summary))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps({"rows": rows, "summary": summary}, indent=1))

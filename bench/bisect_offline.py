@@ -27,7 +27,10 @@ the bisect of ``--base-rev`` on the same verdicts (a side-by-side baseline
 of an earlier search), the bisect of ``--old-rev`` (phase-blind signatures, warmup failures named ``serving`` as its
 trials did), one-at-a-time, the factorial.  "exact" = same culprit sets, signatures and phases.
 Wall time is simulated: a start takes the time to the phase it fails in (or to ready), and a
-batch of ``width`` starts on ``width`` hosts takes its longest start.
+batch of ``width`` starts on ``width`` hosts takes its longest start.  Column ``bisect_2_hosts_spares``
+(``spare_run``): the same two hosts event by event, a host with nothing of the batch to start runs
+``Search.spare`` beside it (as :class:`workbench.fleet.Fleet` does); summary ``wall_2_hosts_spares_over_1``
+beside the batches-only ``wall_2_hosts_over_1``.
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ sys.path.insert(0, str(ROOT / "workbench" / "sim"))
 from sglang.srt.server_args import flag_view, prepare_server_args  # noqa: E402
 from simcore.faults import Fault, parse_faults, select_strike  # noqa: E402
 
-from workbench.bisect import Verdict, bisect, full_factorial, one_at_a_time  # noqa: E402
+from workbench.bisect import Search, Verdict, bisect, full_factorial, one_at_a_time  # noqa: E402
 from workbench.variants import EditValue, apply_edits  # noqa: E402
 
 BASE_ARGV = ["/usr/bin/python3", "-m", "sglang.launch_server", "--model-path", "/models/Kimi-K2.6", "--served-model-name", "kimi-k2.6", "--host", "0.0.0.0", "--port", "30000", "--tp-size", "8", "--trust-remote-code", "--speculative-algorithm", "DDTREE", "--speculative-draft-model-path", "/models/Kimi-K2.6-DFlash", "--speculative-num-steps", "3", "--speculative-eagle-topk", "4", "--speculative-num-draft-tokens", "8", "--mem-fraction-static", "0.85", "--cuda-graph-max-bs", "64", "--enable-metrics"]
@@ -206,6 +209,64 @@ def _batched_wall(order: list[tuple[Any, Any]], batches: list[int]) -> float:
     return sum(max(times[i:i + b]) for i, b in zip(_offsets(batches), batches, strict=True))
 
 
+def _seconds(v: Verdict) -> float:
+    return SECONDS_TO["ok"] if v.ok else SECONDS_TO.get(v.phase, 4.0)
+
+
+def spare_run(sc: Scenario, edits: list[Any], hosts: int = 2) -> tuple[Search[Any], float]:
+    """The search on ``hosts`` equal hosts with spares, event by event (as :class:`workbench.fleet.Fleet` runs it).
+
+    Free hosts take the batch's sets; a set running or done as a spare is not started again (the batch
+    waits for / reuses it).  While the batch runs, a host with nothing of it to start takes
+    ``search.spare(busy)``; the batch's verdicts are sent when all its sets are done, the finished spares
+    learned just before (an empty batch: the search waits for all its spares before its answer).
+    Returns the search and the simulated wall."""
+    search: Search[Any] = Search(edits, width=hosts)
+    steps = search.steps()
+    now = 0.0
+    run: list[tuple[float, Any, bool] | None] = [None] * hosts  # per host: (end, subset, spare)
+    spares: dict[Any, float] = {}  # spares not claimed by a batch: subset -> end (done when end <= now)
+    try:
+        batch = next(steps)
+        while True:
+            if not batch:  # the search waits for its spares before its answer
+                now = max([now, *spares.values()])
+            ends: dict[Any, float] = {}
+            queue = []
+            for sub in batch:
+                if sub in spares:
+                    ends[sub] = spares.pop(sub)
+                else:
+                    queue.append(sub)
+            while True:
+                for h in range(hosts):
+                    slot = run[h]
+                    if slot is not None and slot[0] <= now:
+                        run[h] = slot = None
+                    if slot is not None:
+                        continue
+                    if queue:
+                        sub = queue.pop(0)
+                        ends[sub] = now + _seconds(sc.oracle(sub))
+                        run[h] = (ends[sub], sub, False)
+                    elif any(e > now for e in ends.values()):  # the batch runs on: an idle host takes a spare
+                        sub = search.spare(list(ends) + list(spares))
+                        if sub is not None:
+                            spares[sub] = now + _seconds(sc.oracle(sub))
+                            run[h] = (spares[sub], sub, True)
+                if not queue and all(e <= now for e in ends.values()):
+                    break
+                now = min(r[0] for r in run if r is not None and r[0] > now)
+            for sub in [x for x, e in spares.items() if e <= now]:
+                search.learn(sub, sc.oracle(sub))
+                del spares[sub]
+            batch = steps.send([sc.oracle(x) for x in batch])
+    except StopIteration:
+        pass
+    assert not spares  # learned before the answer
+    return search, now
+
+
 def oracle_cover(sc: Scenario, truth_c: list[Any]) -> int:
     """A bound no search can beat by much: starts a search that already knew every verdict would need.
 
@@ -258,6 +319,10 @@ def run_case(sc: Scenario, old: Any, base: Any = None) -> dict[str, Any]:
                      "sets": {(a, b) for a, b, _ in _answer(s.culprits)} == {(a, b) for a, b, _ in truth},
                      "complete": bool(s.guarantee and s.guarantee.complete),
                      "wall": _batched_wall(s.order, batches)}
+    sp, wall = spare_run(sc, edits)
+    row["bisect_2_hosts_spares"] = {"starts": sp.starts, "exact": _answer(sp.culprits) == truth,
+                                    "sets": {(a, b) for a, b, _ in _answer(sp.culprits)} == {(a, b) for a, b, _ in truth},
+                                    "complete": bool(sp.guarantee and sp.guarantee.complete), "wall": wall}
     if base is not None:  # another revision's bisect on the same verdicts (phases and all): a side-by-side baseline
         for name, width in (("base_bisect", 1), ("base_bisect_2_hosts", 2)):
             base_batches: list[int] = []
@@ -320,6 +385,11 @@ def summary(rows: list[dict[str, Any]], names: list[str]) -> dict[str, Any]:
             walls = [(r[prefix]["wall"], r[f"{prefix}_2_hosts"]["wall"]) for r in rows]
             key = "wall_2_hosts_over_1" if prefix == "bisect" else "base_wall_2_hosts_over_1"
             out[key] = round(sum(b for _, b in walls) / sum(a for a, _ in walls), 3)
+    if all("bisect_2_hosts_spares" in r for r in rows):
+        out["wall_2_hosts_spares_over_1"] = round(sum(r["bisect_2_hosts_spares"]["wall"] for r in rows)
+                                                  / sum(r["bisect"]["wall"] for r in rows), 3)
+        out["bisect_2_hosts_spares_complete_pct"] = round(
+            100 * sum(r["bisect_2_hosts_spares"]["complete"] for r in rows) / len(rows), 1)
     out["bisect_complete_pct"] = round(100 * sum(r["bisect"]["complete"] for r in rows) / len(rows), 1)
     if all("base_bisect" in r for r in rows):
         out["base_bisect_complete_pct"] = round(100 * sum(r["base_bisect"]["complete"] for r in rows) / len(rows), 1)
@@ -354,7 +424,7 @@ def main() -> None:
         if not row["bisect"]["exact"] and len(misses) < 5:
             misses.append({"case": case, "complete": row["bisect"]["complete"], "shapes": sc.shapes, "edits": sc.edits,
                            "faults": sc.fault_data})
-    names = ["bisect", "bisect_2_hosts", "one_at_a_time", "oracle_cover"] + (["old_bisect"] if old else []) + (
+    names = ["bisect", "bisect_2_hosts", "bisect_2_hosts_spares", "one_at_a_time", "oracle_cover"] + (["old_bisect"] if old else []) + (
         ["base_bisect", "base_bisect_2_hosts"] if base else [])
     report = {"cases": len(rows), "seed": args.seed, "summary": summary(rows, names), "bisect_misses": misses}
     text = json.dumps(report, indent=1, default=str)

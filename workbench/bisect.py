@@ -51,11 +51,21 @@ Trials already known (a ledger of earlier runs) are given as ``known`` and cost 
 chunks and complements, blocker halves), for a fleet of equal hosts to run at once; a host that would
 idle gets what the search would start next unless the model changes (an edit alone beside the edits
 together, then the cover's next set, an open blocker probe, a maximal set).
+
+**Spares**: a batch still waits for its slowest start.  A host that ends its trial while the batch runs
+asks ``Search.spare(running)`` for a set from the same sources (the sets running or not yet learned
+excluded, and taken by the cover as started) and runs it beside the batch; ``Search.learn`` (the
+``extras`` hook of :func:`bisect`) gives its verdict to the search between batches, into the memo and
+the trial order as if the search had asked, so that set is never started again.  A spare's verdict is a
+real trial of a real set, used as the memo and known trials are: the answer and the guarantee do not
+depend on which spares ran, only the number of starts does.  Before its answer the search waits for the
+spares still running (an empty batch) and learns them.  ``spare`` may be called from another thread
+only while the search is suspended on a batch, never once it is finished (``finished``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterable, Sequence
+from collections.abc import Callable, Collection, Generator, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -155,6 +165,9 @@ class Search(Generic[T]):
         self.culprits: list[Culprit[T]] = []
         self.guarantee: Guarantee[T] | None = None
         self.cut = False
+        self.finished = False  # set when the search has its answer: no spare is asked for after that
+        self.spared = 0  # spares handed out (``spare``); the search waits for them before its answer
+        self.drained = 0
         for subset, verdict in known:
             mask = self._mask(subset)
             if mask is not None and mask:
@@ -182,13 +195,16 @@ class Search(Generic[T]):
     # -- asking the oracle ---------------------------------------------------------------------
     def _ask(self, masks: Sequence[int]) -> Ask:
         todo = list(dict.fromkeys(m for m in masks if m not in self.cache))
-        if self.max_starts is not None:
-            room = self.max_starts - self.starts
-            if room < len(todo):
-                self.cut = True
-                todo = todo[:max(room, 0)]
-        for at in range(0, len(todo), self.width):
-            batch = todo[at:at + self.width]
+        while True:
+            todo = [m for m in todo if m not in self.cache]  # a spare learned meanwhile is not started again
+            if self.max_starts is not None:
+                room = self.max_starts - self.starts
+                if room < len(todo):
+                    self.cut = True
+                    todo = todo[:max(room, 0)]
+            if not todo:
+                return
+            batch = todo[:self.width]
             if len(batch) < self.width and self.n <= COVER_MAX:
                 room = self.width - len(batch)
                 if self.max_starts is not None:
@@ -196,8 +212,47 @@ class Search(Generic[T]):
                 batch += self._fill(batch, room)
             verdicts = yield batch
             for m, v in zip(batch, verdicts, strict=True):
-                self.cache[m] = v
-                self.order.append((self.items(m), v))
+                if m not in self.cache:  # else a spare of the same set was learned first: one verdict per set
+                    self.cache[m] = v
+                    self.order.append((self.items(m), v))
+
+    def learn(self, subset: Sequence[T], verdict: Verdict) -> bool:
+        """Take the verdict of a trial run beside the batches (a spare, see :meth:`spare`) as if the search had
+        asked for it: it is in ``cache`` and ``order`` and is never started again.  False when the set is not
+        one of the edits' or already has a verdict (then nothing changes)."""
+        mask = self._mask(subset)
+        if not mask or mask in self.cache:
+            return False
+        self.cache[mask] = verdict
+        self.order.append((self.items(mask), verdict))
+        return True
+
+    def spare(self, running: Collection[Sequence[T]] = ()) -> tuple[T, ...] | None:
+        """A set worth starting on a host that would idle while the batch runs (None: nothing).
+
+        From the same sources as a batch's empty slots (``_fill``): an edit alone while the edits together
+        are out, then the cover's next set (the sets in ``running`` taken as already started), an open blocker
+        probe, a maximal set -- never a set with a verdict or one in ``running`` (the batch's sets, other
+        spares in flight or not yet learned).  Its verdict, handed back with :meth:`learn`, is a real trial
+        of a real set, used as the memo is: exactness does not depend on it.  Call it only while the search
+        is suspended on a batch (``steps()`` waits for verdicts), never once it is finished."""
+        if self.finished or self.n > COVER_MAX:
+            return None
+        busy = {m for m in (self._mask(s) for s in running) if m}
+        if self.max_starts is not None and self.starts + len(busy - self.cache.keys()) >= self.max_starts:
+            return None
+        if self.full not in self.cache:
+            sources: list[Callable[[], list[int]]] = [lambda: [1 << i for i in range(self.n)]]
+        else:
+            pending = sorted(busy - self.cache.keys())
+            sources = [lambda: self._cover_picks(1, pending), lambda: self._blocker_picks(1, pending),
+                       self._maximal_picks]
+        for source in sources:
+            for p in source():
+                if p and p not in self.cache and p not in busy:
+                    self.spared += 1
+                    return self.items(p)
+        return None
 
     def _fill(self, batch: list[int], room: int) -> list[int]:
         """Sets for hosts that would idle beside ``batch``: what the search would start next unless the
@@ -407,11 +462,16 @@ class Search(Generic[T]):
         closes = covers & open_[:, None] & ~tested[None, :] & (value[None, :] >= vis[:, None])
         return np.asarray(closes.sum(axis=0) * 1000 + score)
 
-    def _cover_picks(self) -> list[int]:
+    def _cover_picks(self, count: int | None = None, pending: Sequence[int] = ()) -> list[int]:
+        """The cover's next ``count`` sets (``width``), greedily; ``pending`` sets (on their way, no verdict
+        yet) are taken as started with the phase the model predicts, as the greedy takes its own picks."""
         sets, tested, value, covers, low, vis = self._cover_state()
         picks: list[int] = []
         low = low.copy()
-        for _ in range(self.width):
+        for p in pending:
+            if 0 < p <= self.full and not tested[p - 1]:
+                low = np.where(covers[:, p - 1], np.maximum(low, value[p - 1]), low)
+        for _ in range(self.width if count is None else count):
             open_ = low < vis
             if not open_.any():
                 break
@@ -420,7 +480,7 @@ class Search(Generic[T]):
             # first the faults a set closes outright (its predicted phase is as late as any where they show)
             closes = covers & open_[:, None] & ~tested[None, :] & (value[None, :] >= vis[:, None])
             score = closes.sum(axis=0) * 1000 + score
-            for p in picks:
+            for p in [*picks, *pending]:
                 score[p - 1] = 0
             best = int(score.argmax())
             if score[best] <= 0:
@@ -429,13 +489,13 @@ class Search(Generic[T]):
             low = np.where(covers[:, best], np.maximum(low, value[best]), low)
         return picks
 
-    def _blocker_picks(self) -> list[int]:
+    def _blocker_picks(self, count: int | None = None, pending: Sequence[int] = ()) -> list[int]:
         """Sets that test an open blocker hypothesis: "edit c stops rule R" where R is predicted to strike
         (and so masks what a blocked R would let through) and no trial showed R firing with c present."""
         if self.n > COVER_MAX:
             return []
         picks: list[int] = []
-        untested = [s for s in range(1, self.full + 1) if s not in self.cache]
+        untested = [s for s in range(1, self.full + 1) if s not in self.cache and s not in pending]
         untested.sort(key=lambda m: (bin(m).count("1"), m))
         closed = {(id(rule), c) for rule in self.rules for c in range(self.n) if self._seen_through(rule, c)}
 
@@ -463,7 +523,7 @@ class Search(Generic[T]):
                                                                and (id(rule), d) not in closed
                                                                and not rule.blockers >> d & 1),
                                                            int(sc[s - 1]), -bin(s).count("1"))))
-                if len(picks) >= self.width:
+                if len(picks) >= (self.width if count is None else count):
                     return picks
         return picks
 
@@ -559,9 +619,11 @@ class Search(Generic[T]):
     def _steps(self) -> Ask:
         yield from self._ask([self.full])
         if self.full not in self.cache:
+            yield from self._drain()
             self._finish()
             return
         if self.cache[self.full].ok:
+            yield from self._drain()
             self._finish()
             return
         if self.n <= COVER_MAX:  # every edit alone: each one-edit culprit at once, whatever blocks it elsewhere
@@ -580,11 +642,22 @@ class Search(Generic[T]):
             need = sorted({m for ms in minimal.values() for m in ms if m not in self.cache},
                           key=lambda m: bin(m).count("1"))
             if not need:
+                if self.spared > self.drained:  # spares still out may change the answer: learn them first
+                    yield from self._drain()
+                    continue
                 break
             yield from self._ask(need[:self.width])
+        yield from self._drain()
         self._finish()
 
+    def _drain(self) -> Ask:
+        """Before the answer: wait for the spares handed out (an empty batch; the driver learns them)."""
+        if self.spared > self.drained:
+            self.drained = self.spared
+            yield []
+
     def _finish(self) -> None:
+        self.finished = True
         self.exceptions = {s for s in self.exceptions if self._check(s) is not None}
         total = self.full
         tested = sum(1 for m in self.cache if m)
@@ -657,18 +730,32 @@ def _split(items: list[int], n: int) -> list[list[int]]:
 def bisect(edits: Sequence[T], test: Callable[[tuple[T, ...]], Verdict] | None = None, *,
            test_many: Callable[[list[tuple[T, ...]]], list[Verdict]] | None = None, width: int = 1,
            known: Iterable[tuple[Sequence[T], Verdict]] = (), max_starts: int | None = None,
-           maximal: bool = True) -> Search[T]:
+           maximal: bool = True, started: Callable[[Search[T]], None] | None = None,
+           extras: Callable[[bool], Iterable[tuple[Sequence[T], Verdict]]] | None = None) -> Search[T]:
     """Run the search; ``result.culprits`` holds one entry per minimal failing set, ``result.guarantee``
-    what was proven.  ``test`` tries one subset; ``test_many`` (for a fleet) tries up to ``width`` at once."""
+    what was proven.  ``test`` tries one subset; ``test_many`` (for a fleet) tries up to ``width`` at once.
+
+    Spares (a fleet's hosts that would idle while a batch runs): ``started(search)`` is called once before
+    the first batch (a fleet hands ``search.spare`` to its idle hosts, asked only while ``test_many`` waits);
+    ``extras(wait)``, called after each batch, gives the (subset, verdict) of the spares finished since,
+    learned (:meth:`Search.learn`) before the search goes on; before its answer the search asks for an
+    empty batch, and ``extras(True)`` then waits for the spares still running (their verdicts may change
+    the answer; a fleet waits for them anyway before it restores).  Without spares nothing changes."""
     if test is None and test_many is None:
         raise ValueError("bisect needs test or test_many")
     search: Search[T] = Search(edits, known=known, width=width, max_starts=max_starts, maximal=maximal)
     run_many = test_many or (lambda subsets: [test(s) for s in subsets])  # type: ignore[misc]
+    if started is not None:
+        started(search)
     steps = search.steps()
     try:
         batch = next(steps)
         while True:
-            batch = steps.send(run_many(batch))
+            verdicts = run_many(batch) if batch else []
+            if extras is not None:
+                for subset, verdict in extras(not batch):
+                    search.learn(subset, verdict)
+            batch = steps.send(verdicts)
     except StopIteration:
         pass
     return search

@@ -5,12 +5,15 @@ One worker thread per host holds that host's :class:`~workbench.session.HostSess
 run ``n`` starts at a time.  A host that fails (lost link, restore error) stops
 taking work; the others finish the queue.  Reuse from the ledger is the
 caller's business (``lookup``), so a rerun starts nothing it already knows.
+:class:`Fleet` also runs *spares*: a host with nothing of the current batch
+to start asks the search (``set_spares``) for a set worth starting anyway.
 """
 
 from __future__ import annotations
 
 import queue
 import threading
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -109,6 +112,15 @@ class Fleet:
     ``setup(session, report, base_text)`` runs on each host once its session is open, ``teardown(session)``
     before it closes.  Hosts are locked one after the other in name order (never two waits at once), so
     two fleets, or a fleet and a two-host test, that want the same hosts cannot hold one each and wait.
+
+    Spares: with a source set (``set_spares``), a host that finds no job while ``run`` waits asks it for a
+    set (called under the fleet's lock with the sets queued, running or done and not yet handed back) and
+    runs it as a normal trial (same ``run_trial``, the host restored at the end as always).  ``run`` never
+    starts again a set running or done as a spare: it waits for that trial and returns its record;
+    ``take_spares()`` hands back the other finished spares.  ``close()`` stops asking and waits for a
+    running spare like any trial.  The source is asked only while ``run`` waits for a trial not yet done,
+    so a search suspended on its batch (``Search.spare``) is never asked while it computes, and a host that
+    ends the batch's last trial takes the next batch, not a spare.
     """
 
     def __init__(self, hosts: Sequence[Host], base: str, *, purpose: str = "", health_path: str = "/health",
@@ -125,8 +137,14 @@ class Fleet:
         self.setup = setup
         self.reports = [HostReport(h.name) for h in self.hosts]
         self.errors: list[BaseException] = []
-        self._jobs: queue.Queue[tuple[int, Subset] | None] = queue.Queue()
+        self.spare_errors: list[BaseException] = []  # a source that raised (it is not asked again)
+        self._queue: deque[int] = deque()  # job ids waiting for a host
+        self._subset: dict[int, Subset] = {}  # every job not yet handed back: queued, running or done
+        self._spares: dict[Subset, int] = {}  # spares not claimed by run: running or done, not yet taken
         self._done: dict[int, TrialRecord] = {}
+        self._source: Callable[[list[Subset]], Subset | None] | None = None
+        self._waiting: list[int] = []  # the jobs run() waits for: the source is asked only while one is not done
+        self._closing = False
         self._cond = threading.Condition()
         self._ready = 0
         self._alive = 0
@@ -153,23 +171,80 @@ class Fleet:
         self.close()
 
     def close(self) -> None:
-        for _ in self._threads:
-            self._jobs.put(None)
+        """No new spare; the queued jobs and the running trials (spares too) finish, then each host is restored."""
+        with self._cond:
+            self._source = None
+            self._closing = True
+            self._cond.notify_all()
         for t in self._threads:
             t.join()
 
+    def set_spares(self, source: Callable[[list[Subset]], Subset | None] | None) -> None:
+        """Where a host that would idle gets a spare set (None: nowhere; set it so before the search ends)."""
+        with self._cond:
+            self._source = source
+            self._cond.notify_all()
+
+    def take_spares(self, *, wait: bool = False) -> list[tuple[Subset, TrialRecord]]:
+        """The spares finished and not claimed by ``run``, in start order, each handed back once; ``wait``:
+        first wait for the running ones (while a host is left)."""
+        with self._cond:
+            if wait:
+                self._cond.wait_for(lambda: all(k in self._done for k in self._spares.values()) or not self._alive)
+            out = []
+            for s, k in sorted(self._spares.items(), key=lambda item: item[1]):
+                if k in self._done:
+                    del self._spares[s]
+                    self._subset.pop(k, None)
+                    out.append((s, self._done.pop(k)))
+            return out
+
     def run(self, subsets: Sequence[Subset]) -> list[TrialRecord]:
         with self._cond:
-            start = self._next
-            ids = list(range(start, start + len(subsets)))
-            self._next = start + len(subsets)
-        for k, s in zip(ids, subsets, strict=True):
-            self._jobs.put((k, s))
-        with self._cond:
-            self._cond.wait_for(lambda: all(k in self._done for k in ids) or not self._alive)
+            ids = []
+            for s in subsets:
+                k = self._spares.pop(s, None)  # running or done as a spare: its trial is this one
+                if k is None:
+                    k = self._next
+                    self._next += 1
+                    self._subset[k] = s
+                    self._queue.append(k)
+                ids.append(k)
+            self._waiting = ids
+            self._cond.notify_all()
+            try:
+                self._cond.wait_for(lambda: all(k in self._done for k in ids) or not self._alive)
+            finally:
+                self._waiting = []
             if not all(k in self._done for k in ids):
                 raise self.errors[0]
+            for k in ids:
+                self._subset.pop(k, None)
             return [self._done.pop(k) for k in ids]
+
+    def _take(self) -> tuple[int, Subset, bool] | None:
+        """The next job for a free host (under the lock): a queued one, else a spare while run waits, else wait."""
+        while True:
+            if self._queue:
+                k = self._queue.popleft()
+                return k, self._subset[k], False
+            if self._closing:
+                return None
+            if self._source is not None and any(k not in self._done for k in self._waiting):
+                # run waits for a trial still running (a host that ends the batch's last one takes no spare)
+                try:
+                    s = self._source(list(self._subset.values()))
+                except Exception as exc:  # a broken source costs the spares, never a host
+                    self.spare_errors.append(exc)
+                    self._source = None
+                    s = None
+                if s is not None and s not in self._spares and s not in self._subset.values():
+                    k = self._next
+                    self._next += 1
+                    self._subset[k] = s
+                    self._spares[s] = k
+                    return k, s, True
+            self._cond.wait()
 
     def _worker(self, host: Host, report: HostReport) -> None:
         opened = False
@@ -193,15 +268,22 @@ class Fleet:
                     opened = True
                     self._cond.notify_all()
                 while True:
-                    job = self._jobs.get()
+                    with self._cond:
+                        job = self._take()
                     if job is None:
                         break
-                    k, subset = job
+                    k, subset, spare = job
                     try:
                         rec = run_trial(session, self.base, list(subset), health_path=self.health_path,
                                         timeout=self.timeout, fingerprint=report.fingerprint)
                     except BaseException:
-                        self._jobs.put(job)  # another host may still run it
+                        with self._cond:
+                            if spare and self._spares.get(subset) == k:  # nobody waits for it: drop it
+                                del self._spares[subset]
+                                self._subset.pop(k, None)
+                            else:
+                                self._queue.appendleft(k)  # another host may still run it
+                            self._cond.notify_all()
                         raise
                     report.trials += 1
                     with self._cond:

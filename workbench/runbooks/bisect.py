@@ -8,7 +8,10 @@ into the run directory (trials after every start, so a run that dies can be
 resumed: rerunning it reuses what was recorded).
 
 Several equal hosts (``hosts``) run independent trials of the search at the same time, one per
-host, each host locked, recorded and restored on its own (:class:`workbench.fleet.Fleet`).
+host, each host locked, recorded and restored on its own (:class:`workbench.fleet.Fleet`).  A host
+that would idle while the batch's slowest start runs takes a *spare* (``Search.spare``: what the search
+would start next unless the model changes); a spare is a normal trial, listed in ``trials`` with its
+host, and its verdict goes to the search between batches, which never starts that set again.
 When ``base_unit`` is a deployment's unit and ``hosts`` are its nodes, a trial is a start of the
 whole deployment instead (:mod:`workbench.deployment.runner` tells the two apart).
 Trials of earlier runs on the same hosts (fingerprint) and unit text are given to the search up
@@ -38,10 +41,10 @@ from typing import Any
 import pandas as pd
 from pydantic import Field, field_validator, model_validator
 
-from workbench.bisect import Verdict, bisect
+from workbench.bisect import Search, Verdict, bisect
 from workbench.deployment.runner import TrialRunner, trial_runner
 from workbench.errors import ConfigError
-from workbench.fleet import HostReport
+from workbench.fleet import Fleet, HostReport
 from workbench.provenance import collect as collect_provenance
 from workbench.redact import Redactor, clip
 from workbench.runbooks.hostlist import check_deployment, expand_param
@@ -252,9 +255,37 @@ def _search(rr: RunbookRun, params: BisectParams, fleet: TrialRunner, names: lis
         save()
         return [_verdict(r) for r in recs]
 
-    search = bisect(edits, test_many=test_many, width=fleet.width,
-                    known=[(_subset_of(r), _verdict(r)) for r in known],
-                    max_starts=params.max_starts or None)
+    spares = fleet if isinstance(fleet, Fleet) and fleet.width > 1 else None
+
+    def take(wait: bool = False) -> list[tuple[tuple[tuple[str, EditValue], ...], Verdict]]:
+        """Spares (trials an idle host ran beside a batch) finished since (``wait``: and those still running):
+        into the trials, their verdicts out to the search."""
+        out = []
+        for subset, rec in spares.take_spares(wait=wait) if spares else []:
+            rr.tell(f"  spare:  {describe_edits(subset)}: {rec.outcome} in {rec.phase} after {rec.seconds:.1f} s"
+                    f" on {rec.host}" + (f": {rec.exception_type}" if rec.exception_type else ""))
+            trials.append(rec)
+            if rec.signature_id:
+                by_sig.setdefault(rec.signature_id, rec)
+            out.append((subset, _verdict(rec)))
+        if out:
+            save()
+        return out
+
+    def started(search: Search[tuple[str, EditValue]]) -> None:
+        if spares:
+            spares.set_spares(search.spare)
+
+    try:
+        search = bisect(edits, test_many=test_many, width=fleet.width,
+                        known=[(_subset_of(r), _verdict(r)) for r in known],
+                        max_starts=params.max_starts or None, started=started, extras=take)
+    finally:
+        if spares:
+            spares.set_spares(None)  # the search is over (or failed): no spare starts after it
+    take(wait=True)  # normally none: the search waits for its spares before its answer
+    if spares and spares.spare_errors:
+        rr.tell(f"  spares stopped: {spares.spare_errors[0]!r} (the search went on with its batches alone)")
     culprits = culprit_entries(search, by_sig)
     guarantee = guarantee_entry(search)
     rr.set(culprits=culprits, guarantee=guarantee)

@@ -3,7 +3,7 @@ import random
 
 import pytest
 
-from workbench.bisect import Verdict, bisect, full_factorial, one_at_a_time
+from workbench.bisect import Search, Verdict, bisect, full_factorial, one_at_a_time
 
 EP, NVLS, FUSION = "--ep-size 8", "--enable-nccl-nvls", "--enable-flashinfer-allreduce-fusion"
 
@@ -352,3 +352,115 @@ def test_a_culprit_stopped_by_a_phase_skipper_and_a_known_blocker_is_found():
     result = bisect(edits, oracle)
     assert {(c.items, c.signature) for c in result.culprits} == truth_of(edits, oracle)
     assert ("fusion", "tp4") in {c.items for c in result.culprits}
+
+
+# -- spares: a host that would idle beside a batch runs what the search would start next ------------------
+
+SPARE_RULES = [(["a", "c"], ["f"], "nccl", "nccl_init"), (["b"], [], "oom", "kv_cache_alloc"),
+               (["d", "e"], [], "cublas", "cuda_graph_capture"), (["g"], ["b"], "nonetype", "warmup")]
+
+
+def spare_bisect(edits, oracle, *, late=False):
+    """Two hosts in miniature: beside each batch the host that would idle runs ``search.spare`` (one set);
+    its verdict is handed back after the batch (``late``: only when the search waits for its spares)."""
+    box, held, started = {}, [], []
+
+    def many(subsets):
+        claimed = [x for x in held if x[0] in subsets]  # running or done as a spare: the batch takes that trial
+        held[:] = [x for x in held if x not in claimed]
+        started.extend(frozenset(s) for s in subsets if s not in [c for c, _ in claimed])
+        spare = box["search"].spare(subsets + [s for s, _ in held])
+        if spare is not None:
+            started.append(frozenset(spare))
+            held.append((spare, oracle(spare)))
+        return [oracle(s) for s in subsets]
+
+    def extras(wait):
+        if late and not wait:
+            return []
+        out = list(held)
+        held.clear()
+        return out
+
+    result = bisect(edits, test_many=many, width=2, started=lambda s: box.update(search=s), extras=extras)
+    return result, started
+
+
+def test_a_spare_on_an_idle_host_is_learned_and_never_started_again():
+    edits = list("abcdefg")
+    oracle = rules_oracle(SPARE_RULES)
+    result, started = spare_bisect(edits, oracle)
+    assert {(c.items, c.signature) for c in result.culprits} == truth_of(edits, oracle)
+    assert result.guarantee.complete
+    assert len(started) == len(set(started))  # no set started twice, spares included
+    assert result.starts == len(started)  # every spare's verdict is in the search's trials
+    plain = bisect(edits, test_many=lambda subsets: [oracle(s) for s in subsets], width=2)
+    assert len(started) > sum(1 for _ in plain.order) // 2  # spares ran (the batches alone are fewer)
+
+
+def test_the_search_waits_for_its_spares_before_its_answer():
+    # spares handed back only at the end: the search asks for an empty batch and learns them before it answers
+    edits = list("abcdefg")
+    oracle = rules_oracle(SPARE_RULES)
+    result, started = spare_bisect(edits, oracle, late=True)
+    assert {(c.items, c.signature) for c in result.culprits} == truth_of(edits, oracle)
+    assert result.guarantee.complete and result.starts == len(started) == len(set(started))
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_spares_keep_the_answer_exact_on_random_rule_sets(seed):
+    rng = random.Random(seed)
+    while True:  # the edits together fail: the premise of a search
+        n = rng.randint(3, 7)
+        edits = [f"e{i}" for i in range(n)]
+        rules = []
+        for k in range(rng.randint(1, 3)):
+            pos = rng.sample(edits, rng.randint(1, min(2, n)))
+            neg = rng.sample([e for e in edits if e not in pos], rng.randint(0, 1))
+            rules.append((pos, neg, f"k{k}", rng.choice(PH[:5])))
+        oracle = rules_oracle(rules)
+        if not oracle(tuple(edits)).ok:
+            break
+    result, started = spare_bisect(edits, oracle, late=seed % 2 == 1)
+    assert {(c.items, c.signature) for c in result.culprits} == truth_of(edits, oracle)
+    assert len(started) == len(set(started)) == result.starts
+
+
+def test_spare_names_what_is_neither_tried_nor_running_and_nothing_once_finished():
+    edits = list("abc")
+    search = Search(edits, width=2)
+    steps = search.steps()
+    batch = next(steps)
+    assert batch == [("a", "b", "c"), ("a",)]
+    assert search.spare(batch) == ("b",)  # an edit alone while the edits together are out
+    assert search.spare([*batch, ("b",)]) == ("c",)
+    assert search.spare([*batch, ("b",), ("c",)]) is None
+    assert search.learn(("c",), Verdict.passed()) and not search.learn(("c",), Verdict.failed("x"))
+    oracle = rules_oracle([(["a"], [], "oom", "kv_cache_alloc")])
+    try:
+        batch = steps.send([oracle(s) for s in batch])
+        while True:
+            assert ("c",) not in batch  # learned: never asked again
+            batch = steps.send([oracle(s) for s in batch])
+    except StopIteration:
+        pass
+    assert search.finished and search.spare([]) is None
+    assert [c.items for c in search.culprits] == [("a",)]
+
+
+@pytest.mark.parametrize("width", [1, 2])
+def test_spare_hooks_without_spares_ask_exactly_what_the_search_asks_without_them(width):
+    edits = list("abcdefg")
+    oracle = rules_oracle(SPARE_RULES)
+    batches, hooked = [], []
+
+    def many(into):
+        def run(subsets):
+            into.append(list(subsets))
+            return [oracle(s) for s in subsets]
+        return run
+
+    plain = bisect(edits, test_many=many(batches), width=width)
+    seen = []
+    with_hooks = bisect(edits, test_many=many(hooked), width=width, started=seen.append, extras=lambda wait: [])
+    assert hooked == batches and with_hooks.order == plain.order and seen == [with_hooks]

@@ -164,3 +164,41 @@ def test_a_second_run_reuses_the_ledger_and_its_missing_values_stay_null(fakes: 
     assert ready and all(t["exception_type"] is None and t["signature"] is None for t in ready)
     assert [c["edits"] for c in result["culprits"]] == [
         c["edits"] for c in json.loads((first.dir / "result.json").read_text())["culprits"]]
+
+
+def test_spares_on_idle_hosts_are_trials_with_their_host_and_no_set_starts_twice(
+        fakes: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a start that becomes ready lasts longer than one that fails early: the host beside it would idle
+    def timed_trial(session: FakeSession, base: str, subset: list[tuple[str, object]], **kw: object) -> TrialRecord:
+        rec = fake_trial(session, base, subset, **kw)
+        time.sleep(0.06 if rec.outcome == "ready" else 0.01)
+        return rec
+
+    monkeypatch.setattr(fleet_mod, "run_trial", timed_trial)
+    given: list[tuple[tuple[str, object], ...]] = []
+    real = bisect_rb.Search.spare
+
+    def spy(self: bisect_rb.Search, running: object = ()) -> object:  # type: ignore[type-arg]
+        got = real(self, running)  # type: ignore[arg-type]
+        if got is not None:
+            given.append(got)
+        return got
+
+    monkeypatch.setattr(bisect_rb.Search, "spare", spy)
+    lines: list[str] = []
+    params = bisect_rb.BisectParams(data_dir=str(tmp_path), hosts="gpu-[a-b]", base_unit="u.service", edits={
+        "--ep-size": "8", "--enable-nccl-nvls": True, "--disable-custom-all-reduce": True,
+        "--disable-cuda-graph": True, "--enable-metrics": None})
+    run, _ = bisect_rb.run(params, progress=lines.append)
+    result = json.loads((run.dir / "result.json").read_text())
+    jsonschema.validate(result, json.loads((SCHEMA_DIR / "bisect.result.schema.json").read_text()))
+    assert given and any(line.startswith("  spare:") for line in lines)  # spares ran
+    keys = [edits_key(tuple((f, v) for f, v in t["edits"])) for t in result["trials"]]
+    assert len(keys) == len(set(keys))  # no set started twice, spares included
+    assert {edits_key(s) for s in given} <= set(keys)  # every spare is in the trial list...
+    assert all(t["host"] in ("gpu-a", "gpu-b") for t in result["trials"])  # ... with its host
+    assert len(result["trials"]) == result["server_starts"] == result["guarantee"]["sets_tested"]
+    got = {(tuple(e[0] for e in c["edits"]), c["phase"]) for c in result["culprits"]}
+    assert got == {(("--ep-size",), "cuda_graph_capture"), (("--enable-nccl-nvls",), "cuda_graph_capture"),
+                   (("--enable-nccl-nvls", "--disable-cuda-graph"), "warmup")}
+    assert result["guarantee"]["complete"] is True and result["host_restored"] is True
