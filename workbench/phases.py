@@ -116,7 +116,9 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
     # SGLang's diffusion runtime (multimodal_gen) loading a pipeline's component, its checkpoint files
     (r"Loading \w+, default_dtype: |Loading model from \d+ safetensors files?", "weight_loading", 2, "begin"),
     # lmdeploy's PyTorch engine names each checkpoint file it loads ("INFO - loading weights - \"model-00001...\"")
-    (r"Loading (?:safetensors|pt|bin) checkpoint shards|Loading weights:|(?:^|- )loading weights\b(?! took)",
+    # vLLM's bar over a checkpoint read by an alternative loader ("Loading safetensors using Fastsafetensor loader")
+    (r"Loading (?:safetensors|pt|bin) checkpoint shards|Loading weights:|(?:^|- )loading weights\b(?! took)|"
+     r"Loading safetensors using \w+ loader",
      "weight_loading", 2, "progress"),
     (r"Load weight end", "kv_cache_alloc", 3, "end"),
     (r"Loading (?:model )?weights took|Model loading took", "startup_other", 2.5, "end"),
@@ -185,7 +187,7 @@ _RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("peer ranks",),
     ("Load weight begin", "Starting to load model", "Loading dra"),
     (", default_dtype: ", " safetensors file"),
-    (" checkpoint shards", "Loading weights:", "loading weights"),
+    (" checkpoint shards", "Loading weights:", "loading weights", "Loading safetensors using"),
     ("Load weight end",),
     ("weights took", "Model loading took"),
     ("KV Cache is allocated", "Memory pool end", "Available KV cache memory", "GPU KV cache size", "# GPU blocks:",
@@ -453,6 +455,8 @@ _SERVING = re.compile(
     # a request's structured-output grammar is compiled and checked while serving it
     r"_create_grammar|_check_grammar_completion|^compile_(?:grammar|json_schema|regex|ebnf)$|"
     r"^create_(?:chat_)?completion$|"
+    # an OpenAI-style route or client call of a served model (a proxy's chat_completion, LiteLLM's router acompletion)
+    r"^a?(?:chat_|text_)?completions?$|"
     r"_executor_loop|process_batch_result|resolve_last_batch_result|^run_asgi$|execution_loop|^execute$|"
     # SGLang's overlap worker thread runs the scheduler's batches
     r"^forward_thread_func_?$|"
@@ -567,6 +571,9 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|failed to (?:start|initial
                            # Triton's model repository bringing up a model it could not ("failed to load 'm' version
                            # 1: Internal: unexpected error when creating modelInstanceState: ...")
                            r"failed to load '[^']+' version \d+|creating modelInstanceState|"
+                           # and tritonserver giving up the server it was building ("error: creating server: Internal -
+                           # failed to load all models")
+                           r"error: creating server\b|failed to load all models|"
                            # and the status its model table gives a model it could not load ("UNAVAILABLE: Not found:
                            # unable to load shared library: ...")
                            r"(?-i:UNAVAILABLE): |"

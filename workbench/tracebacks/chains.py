@@ -9,6 +9,7 @@ first), serving frames never before readiness, the error's words, the timeline, 
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from collections.abc import Sequence
 
@@ -82,17 +83,37 @@ def chain_phase(chain: list[Block]) -> str:
     first = chain[0]
     for b in chain:
         frames = [(f.file, f.function, f.code) for f in b.frames]
+        if b is first:
+            frames = _code_above(first) + frames
         step, _serving, _startup = stack_evidence(frames, first.phase_hint)  # the timeline places a span's step
         if step is not None:
             return step
         decided = decide_phase(frames, texts, "unknown", ready=first.ready)
         if decided not in ("unknown", "startup_other", "serving"):
             return decided
-    frames = [(f.file, f.function, f.code) for b in chain for f in b.frames]
+    frames = _code_above(first) + [(f.file, f.function, f.code) for b in chain for f in b.frames]
     decided = decide_phase(frames, texts, first.phase_hint, ready=first.ready)
     if decided == "unknown" and first.context:  # last, the words of the records just before it (prose, a banner)
         decided = decide_phase((), first.context, "unknown")
     return decided
+
+
+# an indented code line: a frame's source line as a traceback prints it
+_CODE_LINE = re.compile(r"\s{2,}(?!File \")\S.*")
+
+
+def _code_above(block: Block) -> list[tuple[str, str, str | None]]:
+    """For a traceback the window began inside (its header and first frames cut), the code line printed just above
+    its first frame line, whose own ``File`` line was cut: the call an outer frame was making (verl's
+    "output = self.rollout.generate_sequences(prompts=prompts)"), read as that frame's code."""
+    if not block.cut_start or not block.context:
+        return []
+    records = list(block.context)
+    if records[-1].lstrip().startswith("File \""):  # the block's own first frame line
+        records.pop()
+    if not records or _CODE_LINE.fullmatch(records[-1].rstrip()) is None:
+        return []
+    return [("", "<cut>", records[-1].strip())]
 
 
 def native_phase(cpp: Cpp) -> str:

@@ -22,7 +22,11 @@ _LEVEL_FREE = frozenset({"Check failed: ", "can be stored in KV cache", "No avai
                          "Capture cuda graph failed: ", "UNAVAILABLE: "})
 # words that say a failure at any level but are no exception line: vLLM's negative "Available KV cache memory: -0.87
 # GiB" at INFO, before the exception that gives up (when the window holds it, that exception is the root cause)
-_SIGNAL_AT_ANY_LEVEL = frozenset({"KV cache memory: -"})
+# and NVIDIA's cuFile (GPUDirect Storage) API refusing a call, as the loader that made it prints it with no level
+# ("gds_device_buffer.cufile_register: cuFileBufRegister returned an error = 5016")
+# and tritonserver's last line when the server it was building gave up ("error: creating server: Internal - failed to
+# load all models"), printed with no level
+_SIGNAL_AT_ANY_LEVEL = frozenset({"KV cache memory: -", "cuFile", "error: creating server: "})
 # vLLM's record of the batch whose execution failed, naming that failure, at WARNING when pickling its
 # input failed too ("Failed to pickle inputs of failed execution: CUDA error: an illegal memory access ...")
 _FAILED_EXECUTION = "inputs of failed execution: "

@@ -128,6 +128,9 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
         r"Fatal Python error: |Segmentation fault|^Aborted \(core dumped\)|Illegal instruction \(core dumped\)|"
         r"Bus error \(core dumped\)|\*\*\* SIG(?:SEGV|ABRT|BUS|ILL|FPE)|received signal SIG(?:SEGV|ABRT|BUS)|"
         r"Floating point exception|Segfault encountered|"
+        # LLVM's report_fatal_error, which aborts the process (a Triton kernel's compile: "LLVM ERROR: Failed to
+        # compute parent layout for slice layout.")
+        r"^LLVM ERROR: |"
         # the kernel's own report of a process it stopped (dmesg, the journal's kernel lines)
         r"traps: \S+\[\d+\] general protection fault|\S+\[\d+\]: segfault at [0-9a-f]+ ip|"
         # Open MPI's signal handler: its header, and the frames it prints under it ("[host:pid] [13]
@@ -154,7 +157,12 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
                               r"\bRequest failed\b|"
                               # a model Triton could not load, as its model table gives the status ("UNAVAILABLE: Not
                               # found: unable to load shared library: ...")
-                              r"(?<![\w.])UNAVAILABLE: (?=[A-Z])")),
+                              r"(?<![\w.])UNAVAILABLE: (?=[A-Z])|"
+                              # NVIDIA's cuFile (GPUDirect Storage) API refusing a call ("cuFileBufRegister returned an
+                              # error = 5016", "cuFileHandleRegister failed")
+                              r"\bcuFile(?=\w* (?:returned an error|failed|error))|"
+                              # tritonserver giving up building its server ("error: creating server: Internal - ...")
+                              r"^error: creating server: ")),
     # a C compiler or linker failing under torch.compile / triton: no level, no traceback of its own
     ("compile_error", re.compile(r"^collect2: error:|cannot find -l\w+|: fatal error: |^error: command '\S+' failed")),
     ("nccl_warn", re.compile(
@@ -183,14 +191,14 @@ _EVENT_NEEDLES: dict[EventKind, tuple[str, ...]] = {
     "oom_kill": ("Out of memory: Kill", "oom-kill", "cgroup out of memory", "OOM killer"),
     "fatal_signal": ("Fatal Python error: ", "Segmentation fault", "Aborted (core dumped)",
                      "Illegal instruction (core dumped)", "Bus error (core dumped)", "*** SIG",
-                     "received signal SIG", "Floating point exception", "Segfault encountered",
+                     "received signal SIG", "Floating point exception", "Segfault encountered", "LLVM ERROR: ",
                      "general protection fault", "segfault at ", "Process received signal", ")[0x"),
     "device_assert": ("Assertion ", "device-side assertion "),
     "error_line": ("out of memory", "CUDA error", "CUDA runtime error", "cudaError", "CUDA_ERROR_", "Error Code ",
                    "Assertion failed", "ailed to start", "ailed to initiali", "NCCL error", "Connection refused",
                    "Error executing metho", "Check failed: ", "can be stored in KV cache",
                    "No available memory for the cache blocks", "KV cache memory: -", "Request failed",
-                   "Capture cuda graph failed: ", "UNAVAILABLE: "),
+                   "Capture cuda graph failed: ", "UNAVAILABLE: ", "cuFile", "error: creating server: "),
     "compile_error": ("collect2: error:", "cannot find -l", ": fatal error: ", "error: command '"),
     "nccl_warn": ("NCCL WARN", "Watchdog caught collective operation timeout", " milliseconds before timing out",
                   "atchdog timeout", "Heartbeat monitor timed out", "watchdog got stuck",
@@ -210,8 +218,8 @@ _EVENT_ANCHORS = ("Xid", "Connection refused", "failed to start", "CUDA error", 
                   "Segmentation", "Abort", "Illegal", "Bus error", "SIG", "Floating", "NCCL WARN", "Watchdog", "timing out",
                   "died", "dead", "Exit code", "exited", "ChildFailed", "Failed core", "Killed", "sigquit", "SIGQUIT",
                   "kill_process", "atchdog timeout", "cgroup out of memory", "Error executing", "register worker",
-                  "Segfault", "Check failed", "stored in KV cache", "memory for the cache blocks", "KV cache memory: -", "Request failed", "Capture cuda graph failed",
-                  "Process received signal", ")[0x", "rashed container", "CrashLoopBackOff", "UNAVAILABLE",
+                  "Segfault", "LLVM ERROR", "Check failed", "stored in KV cache", "memory for the cache blocks", "KV cache memory: -", "Request failed", "Capture cuda graph failed",
+                  "Process received signal", ")[0x", "rashed container", "CrashLoopBackOff", "UNAVAILABLE", "cuFile", "creating server",
                   "Heartbeat monitor", "watchdog thread terminated")
 _EVENT_PART = any_part_of(_NEEDLES)  # the quick first search (see any_part_of)
 
