@@ -245,6 +245,9 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("vllm/distributed/parallel_state.py", "init_distributed_environment initialize_model_parallel "
      "ensure_model_parallel_initialized init_model_parallel_group init_world_group", _NCCL),
     ("vllm/model_executor/model_loader/", "*", _W),
+    # LoRA adapters are loaded into their GPU slots when a batch of requests asks for them (set_active_adapters from
+    # the model runner's execute path): the request path, whatever "load" says
+    ("vllm/lora/worker_manager.py", "set_active_adapters _apply_adapters add_adapter _load_adapter", _S),
     # a KV connector's per-step hooks (vLLM's KVConnectorBase_V1: the worker's load/save around each forward, the
     # scheduler's matching and metadata) and LMCache's store/retrieve behind them run in requests
     ("vllm/distributed/kv_transfer/", "start_load_kv wait_for_layer_load save_kv_layer wait_for_save get_finished "

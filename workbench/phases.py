@@ -533,8 +533,9 @@ _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
      "weight_loading"),
     # the loader's check, once the checkpoint is read, that it filled every parameter (vLLM's DefaultModelLoader: "Following
     # weights were not initialized from checkpoint: {...}"), or a tensor the checkpoint lacks
-    (re.compile(r"\bnot initiali[sz]ed from (?:the )?(?:model )?checkpoint|\bmissing (?:from|in) (?:the )?checkpoint",
-                re.I), "weight_loading"),
+    (re.compile(r"\bnot initiali[sz]ed from (?:the )?(?:model )?checkpoint|\bmissing (?:from|in) (?:the )?checkpoint|"
+                # vLLM's AutoWeightsLoader meeting a checkpoint tensor the model has no place for
+                r"\bThere is no module or parameter named\b", re.I), "weight_loading"),
     # a message that is only a checkpoint parameter's name, quoted (the KeyError of a weight loader's lookup of a tensor
     # among the model's parameters: "'layers.0.mlp.down_proj.weight'")
     (re.compile(r"^'(?:[\w-]+\.)+(?:weight|bias|qweight|qzeros|scales|weight_scale\w*)'$"), "weight_loading"),
@@ -599,6 +600,11 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|failed to (?:start|initial
 # lmdeploy's "Engine loop failed with error" and TensorRT-LLM's older "Encountered an error in forward
 # function" come from their loops over the batches
 _TEXT_SERVING = re.compile(r"inputs? of failed execution|Dumping input data|Dumping scheduler (?:output|stats)|"
+                           # a disaggregated deployment moving a request's KV cache between prefill and decode
+                           # (NIXL's "transfer failure ... 'request_id'", SGLang's "Prefill transfer failed for request",
+                           # Mooncake's transfer engine "Process failed for slice", its TCP transport's "writeBody failed")
+                           r"NIXL transfer failure|\b[Tt]ransfer failed for request|Handshake failed for request|"
+                           r"\bProcess failed for slice\b|Session::writeBody failed|\brequest_id\b|\breq\.rid=|"
                            r"WorkNCCL\(SeqNum=\d{5,}|(?:Invocation of|Call to) \w+ method failed|Engine loop failed|"
                            r"Encountered an error in forward\w* function|"
                            # TensorRT-LLM's PyTorch executor's own record that its loop over the batches died ("Executor

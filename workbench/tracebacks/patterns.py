@@ -79,7 +79,8 @@ _QUOTE = re.compile(r"[ \t]*(?:> ?)+")
 _GROUP_MARGIN = re.compile(r"[ \t]+(?:\|(?: |$)|\+[-+]+(?: (?:\d+|\.\.\.) -+)?[ \t]*$)")
 _FILE_CUT = re.compile(r'File "[^"]+", line \d*,?\s*$')
 _FRAME_TAIL = re.compile(r"\d*, in \S|in \S")
-_FENCE = re.compile(r"\s*(?:```|~~~)")
+# a Markdown fence: the line is one (with its language tag) unless text follows it ("```RuntimeError: ...```")
+_FENCE = re.compile(r"\s*(?:```|~~~)(?![`~]*\s*[^\s`~]+[^\w\s+.#-])")
 # SGLang's "[2025-02-16 19:29:38 TP4]" before a traceback's header on the same line, also when a paste lost its "["
 _MIDLINE_RANK = re.compile(r"(?:\[|^)\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?((?: [A-Z][A-Z_]*\d+)*)\]")
 _PROCESS_LINE = re.compile(r"Process [\w.-]+:$")
@@ -270,6 +271,10 @@ def quoted_exception(text: str, before: str = "") -> re.Match[str] | None:
     not part of the sentence."""
     if (mark := _LIST_MARK.match(text)) is not None:
         text = text[mark.end():]
+    if text.startswith("```"):  # a fence glued to the quote ("```RuntimeError: ...```"): one backtick opens it
+        text = text[2:]
+    elif text[:2] == "` " and text[2:3].isalpha():  # "` ValueError: ...`"
+        text = "`" + text[2:]
     if "`" not in text:
         return _NAMED_IN_PROSE.search(text) if text[:1].isalpha() else None
     if text[:1].isalpha():  # (a sentence with other quotes may name it unquoted)

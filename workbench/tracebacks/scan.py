@@ -315,7 +315,7 @@ class Extractor:
         self._tracker = tracker
         self._server = server
         msg = parsed.message
-        if msg.startswith(("```", "~~~")) or (msg[:1].isspace() and _FENCE.match(msg)):
+        if (msg.startswith(("```", "~~~")) or msg[:1].isspace()) and _FENCE.match(msg):
             msg = ""
         prev_len, self._prev_len = self._prev_len, len(line)
         widest = self._widest
