@@ -388,11 +388,16 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("lmdeploy/serve/async_engine.py", "generate __call__ batch_infer stream_infer chat safe_run", _S),
     ("lmdeploy/turbomind/turbomind.py", "__init__ _create_weight _from_workspace", _U),
     ("lmdeploy/turbomind/turbomind.py", "_from_hf _load_weights", _W),
+    # --- torch's Module.to(device): the closure that copies each parameter onto the device (an engine moving the
+    # weights it loaded, ipex-llm's XPU start-up)
+    ("torch/nn/modules/module.py", "convert", _W),
     # --- torch's lazy device initialisation: the first use of the device, at start-up
     ("torch/cuda/__init__.py", "_lazy_init", _DEV),
     ("torch_npu/npu/", "_lazy_init", _DEV),
     # --- torch.distributed's rendezvous and process-group start (called by every engine's NCCL set-up)
     ("torch/distributed/rendezvous.py", "*", _NCCL),
+    # torch-elastic's rendezvous (torchrun's agent) creating the TCPStore the workers' process groups meet on
+    ("torch/distributed/elastic/rendezvous/", "*", _NCCL),
     ("torch/distributed/distributed_c10d.py", "init_process_group new_group _new_process_group_helper", _NCCL),
     # --- torch.compile's Inductor compiling a graph (the engines compile at start-up: vLLM's profiling and
     # compile warm-up, SGLang's capture with --enable-torch-compile, TensorRT-LLM's torch-compile warm-up): not

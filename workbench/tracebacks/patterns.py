@@ -339,7 +339,7 @@ def _interesting_words(*, strong: bool) -> frozenset[str]:
         "cannot find -l", "ray::", "Illegal", "' panicked", "Bus error", "Floating", "Main process", "Interrupt", "Timeout",
         "Cancelled", "Thread 0x", "Stack (", "│", "┃", "║", "╭", "^[", "\ufffd[", '{"', "m(", "segfault", "protection fault",
         # a native backtrace's frame as glibc's backtrace_symbols, c10 and UCX print it (_NATIVE_SYMBOL below)
-        ") [0x", "frame #", "()  ",
+        ") [0x", "frame #", "()  ", ") + ",
         # the CUDA runtime's error for a GPU its build has no kernels for, printed with no other error word
         "kernel image",
         *_EVENT_ANCHORS, *_ANCHORS, *_FAILURE_ANCHORS,
@@ -368,9 +368,12 @@ def no_cr(line: str) -> str:
 # a frame of a native backtrace: a process that crashed in native code. As glibc's backtrace_symbols prints it
 # ("/usr/lib/x86_64-linux-gnu/libstdc++.so.6(+0xd6df4) [0x7f9572b73df4]", maybe followed by the demangled function;
 # vLLM's crash handler names the process title after "--- ": "--- VLLM::EngineCore(_PyEval_EvalFrameDefault+0x8cf)
-# [0x55fb937b7a7f]"), as c10 prints it under its error ("frame #3: c10d::ProcessGroupNCCL::WorkNCCL::isCompleted()
+# [0x55fb937b7a7f]"; a Ray worker's title: "ray::VisualExecutionWorker(PyEval_EvalCode+0xae) [0x5f450e]"), as c10
+# prints it under its error ("frame #3: c10d::ProcessGroupNCCL::WorkNCCL::isCompleted()
 # + 0x58 (0x7f4d... in .../libtorch_cuda.so)"), as UCX prints it ("14 0x0000000000004493 ???()  .../libffi.so.8:0")
-_NATIVE_SYMBOL = re.compile(r"(?:\S+\.so(?:\.\d+)*|--- \S+)\([^()\s]*\) \[0x[0-9a-fA-F]+\]|frame #\d+: \S.* \(0x[0-9a-fA-F]+ in "
+_NATIVE_SYMBOL = re.compile(r"(?:\S+\.so(?:\.\d+)*|--- \S+|ray::\w+)\([^()\s]*\) \[0x[0-9a-fA-F]+\]|frame #\d+: \S.* \(0x[0-9a-fA-F]+ in "
                             r"|\d+ 0x[0-9a-fA-F]+ \S+\(\)  \S+:\d+$"
+                            # a numbered frame as TensorRT-LLM and glog print it, its head cut ("5  0x7f9e... ns::C::f(...) + 443")
+                            r"|\d+\s+0x[0-9a-fA-F]+\s+\S.*\) \+ \d+$"
                             # c10's head of the frames it lists under a torch error's message (see native_backtrace)
                             r"|Exception raised from \S+ at \S+ \(most recent call first\):$")

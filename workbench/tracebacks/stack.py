@@ -7,6 +7,7 @@ Nothing here reads log prefixes or decides phases; :mod:`workbench.tracebacks.sc
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from workbench.logformats import LogLine
@@ -220,10 +221,17 @@ def close(stream: Stream, *, cut: bool) -> None:
     stream.in_message = False
 
 
+_CARETS_END = re.compile(r"[\^~]{3,}\s*$")
+
+
 def cut_in_message(blocks: list[Block], last: tuple[int, str] | None) -> None:
     """Mark cut the block whose exception message the log ended in (``last``: its last line that is not blank, and
     that line's number) when that line stops inside a bracket it opened: a record cut mid-command
-    ("CalledProcessError: Command '['/usr/bin/gcc', '/tmp/main.c', '-O3', ")."""
+    ("CalledProcessError: Command '['/usr/bin/gcc', '/tmp/main.c', '-O3', "). And read as cut the log's last block when
+    it is a bare Ray head ("RayTaskError(X): ray::Actor.method() (pid=...)") the log ends under on a frame's caret
+    line: the remote task's stack that head announces had begun, its frames and exception line cut (type unknown)."""
+    if last is not None and blocks and last[0] - blocks[-1].end <= 3 and _CARETS_END.search(last[1]):
+        wrapper_goes_on(blocks[-1])
     if last is None or not any(last[1].count(a) > last[1].count(b) for a, b in ("[]", "()", "{}")):
         return
     for block in blocks:
