@@ -49,6 +49,12 @@ def bisect_on(hosts: list[Any], sc: Scenario, spares: bool = True) -> dict[str, 
     """The fault file is on a host only while this fleet holds its lock (setup writes it, teardown removes it)."""
     overhead: list[float] = []
     seconds: list[float] = []  # every trial's watch seconds (batches and spares): host time spent starting
+    slowest: list[Any] = []  # the slowest trial's (seconds, outcome, phase, host): an outlier shows where
+
+    def note_slowest(recs: Any) -> None:
+        for r in recs:
+            if not slowest or r.seconds > slowest[0]:
+                slowest[:] = [r.seconds, r.outcome, r.phase, r.host]
     spared: list[Any] = []
     text = toml_of(sc.fault_data).encode()
     t0 = time.monotonic()
@@ -59,6 +65,7 @@ def bisect_on(hosts: list[Any], sc: Scenario, spares: bool = True) -> dict[str, 
             b0 = time.monotonic()
             recs = fleet.run(batch)
             seconds.extend(r.seconds for r in recs)
+            note_slowest(r for r in recs)
             if len(batch) == 1:
                 overhead.append(time.monotonic() - b0 - recs[0].seconds)
             return [verdict(r) for r in recs]
@@ -69,6 +76,7 @@ def bisect_on(hosts: list[Any], sc: Scenario, spares: bool = True) -> dict[str, 
         def take(wait: bool) -> list[Any]:
             got = fleet.take_spares(wait=wait)
             seconds.extend(r.seconds for _, r in got)
+            note_slowest(r for _, r in got)
             spared.extend(got)
             return got
 
@@ -83,6 +91,7 @@ def bisect_on(hosts: list[Any], sc: Scenario, spares: bool = True) -> dict[str, 
             fleet.set_spares(None)
     return {"hosts": len(hosts), "starts": search.starts, "spares": len(spared),
             "trial_s_sum": round(sum(seconds), 1), "trial_s_median": round(statistics.median(seconds), 2),
+            "slowest_trial": slowest,
             "wall_s": round(time.monotonic() - t0, 1),
             "culprits": sorted([[list(map(list, c.items)), c.phase] for c in search.culprits], key=str),
             "complete": bool(search.guarantee and search.guarantee.complete),
