@@ -93,6 +93,9 @@ _BUILD = _DEV
 _KV_TO_WU = "kv_cache_alloc<kv_cache_alloc..warmup"  # profile memory, allocate the cache, warm up and capture
 _CG_TO_WU = "warmup<cuda_graph_capture..warmup"  # compile warm-up, capture, sampler warm-up
 _ORDER = {step: i for i, step in enumerate(STEPS)}
+# vLLM's KVConnectorBase_V1 hooks, the worker's and the scheduler's, run per step (see the table)
+_KV_HOOKS = ("start_load_kv wait_for_layer_load save_kv_layer wait_for_save get_finished build_connector_meta "
+             "get_num_new_matched_tokens update_state_after_alloc request_finished")
 
 # (path inside the package, function names, phase). ``*`` as the names: every function of the file.
 _ENTRIES: tuple[tuple[str, str, str], ...] = (
@@ -250,10 +253,8 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("vllm/lora/worker_manager.py", "set_active_adapters _apply_adapters add_adapter _load_adapter", _S),
     # a KV connector's per-step hooks (vLLM's KVConnectorBase_V1: the worker's load/save around each forward, the
     # scheduler's matching and metadata) and LMCache's store/retrieve behind them run in requests
-    ("vllm/distributed/kv_transfer/", "start_load_kv wait_for_layer_load save_kv_layer wait_for_save get_finished "
-     "build_connector_meta get_num_new_matched_tokens update_state_after_alloc request_finished", _S),
-    ("lmcache/integration/vllm/", "start_load_kv wait_for_layer_load save_kv_layer wait_for_save get_finished "
-     "build_connector_meta get_num_new_matched_tokens update_state_after_alloc request_finished", _S),
+    ("vllm/distributed/kv_transfer/", _KV_HOOKS, _S),
+    ("lmcache/integration/vllm/", _KV_HOOKS, _S),
     ("lmcache/v1/cache_engine.py", "store retrieve lookup", _S),
     # the model is built inside load_model: its constructors and the layers' weight set-up are weight loading
     ("vllm/model_executor/models/", "__init__ make_layers load_weights", _W),
