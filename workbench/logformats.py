@@ -450,6 +450,8 @@ _SHAPE_LEVEL = re.compile(r"\b(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\b
 _SHAPE_TOKEN = re.compile(r"\d+|\b(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\b")
 
 
+# a c10 native frame under a torch error ("frame #4: c10d::... (0x7f... in .../libtorch_cuda.so)"); the traceback
+# reader's native backtrace pattern includes it
 _C10_FRAME = re.compile(r"frame #\d+: \S.* \(0x[0-9a-fA-F]+ in ")
 
 

@@ -81,17 +81,18 @@ def chain_phase(chain: list[Block]) -> str:
     # "1 validation error for ModelConfig" / "  Value error, Model architectures [...] are not supported")
     texts = [t for b in chain for t in (b.lead, "\n".join(b.message[:4]) if b.message else None)]
     first = chain[0]
+    above = _code_above(first)
     for b in chain:
         frames = [(f.file, f.function, f.code) for f in b.frames]
         if b is first:
-            frames = _code_above(first) + frames
+            frames = above + frames
         step, _serving, _startup = stack_evidence(frames, first.phase_hint)  # the timeline places a span's step
         if step is not None:
             return step
         decided = decide_phase(frames, texts, "unknown", ready=first.ready)
         if decided not in ("unknown", "startup_other", "serving"):
             return decided
-    frames = _code_above(first) + [(f.file, f.function, f.code) for b in chain for f in b.frames]
+    frames = above + [(f.file, f.function, f.code) for b in chain for f in b.frames]
     decided = decide_phase(frames, texts, first.phase_hint, ready=first.ready)
     if decided == "unknown" and first.context:  # last, the words of the records just before it (prose, a banner)
         decided = decide_phase((), first.context, "unknown")

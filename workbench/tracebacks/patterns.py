@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from workbench.logformats import any_of, any_of_bytes, any_part_of
+from workbench.logformats import _C10_FRAME, any_of, any_of_bytes, any_part_of
 from workbench.tracebacks.model import EventKind, Frame
 
 _HEADER = "Traceback (most recent call last)"
@@ -371,7 +371,7 @@ def no_cr(line: str) -> str:
 # [0x55fb937b7a7f]"; a Ray worker's title: "ray::VisualExecutionWorker(PyEval_EvalCode+0xae) [0x5f450e]"), as c10
 # prints it under its error ("frame #3: c10d::ProcessGroupNCCL::WorkNCCL::isCompleted()
 # + 0x58 (0x7f4d... in .../libtorch_cuda.so)"), as UCX prints it ("14 0x0000000000004493 ???()  .../libffi.so.8:0")
-_NATIVE_SYMBOL = re.compile(r"(?:\S+\.so(?:\.\d+)*|--- \S+|ray::\w+)\([^()\s]*\) \[0x[0-9a-fA-F]+\]|frame #\d+: \S.* \(0x[0-9a-fA-F]+ in "
+_NATIVE_SYMBOL = re.compile(r"(?:\S+\.so(?:\.\d+)*|--- \S+|ray::\w+)\([^()\s]*\) \[0x[0-9a-fA-F]+\]|" + _C10_FRAME.pattern +
                             r"|\d+ 0x[0-9a-fA-F]+ \S+\(\)  \S+:\d+$"
                             # a numbered frame as TensorRT-LLM and glog print it, its head cut ("5  0x7f9e... ns::C::f(...) + 443")
                             r"|\d+\s+0x[0-9a-fA-F]+\s+\S.*\) \+ \d+$"
