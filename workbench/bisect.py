@@ -241,13 +241,7 @@ class Search(Generic[T]):
         busy = {m for m in (self._mask(s) for s in running) if m}
         if self.max_starts is not None and self.starts + len(busy - self.cache.keys()) >= self.max_starts:
             return None
-        if self.full not in self.cache:
-            sources: list[Callable[[], list[int]]] = [lambda: [1 << i for i in range(self.n)]]
-        else:
-            pending = sorted(busy - self.cache.keys())
-            sources = [lambda: self._cover_picks(1, pending), lambda: self._blocker_picks(1, pending),
-                       self._maximal_picks]
-        for source in sources:
+        for source in self._idle_sources(1, sorted(busy - self.cache.keys())):
             for p in source():
                 if p and p not in self.cache and p not in busy:
                     self.spared += 1
@@ -260,16 +254,21 @@ class Search(Generic[T]):
         anyway), then the cover's next sets, the open blocker probes, the maximal sets."""
         if room <= 0:
             return []
-        if self.full not in self.cache:
-            sources: list[Callable[[], list[int]]] = [lambda: [1 << i for i in range(self.n)]]
-        else:
-            sources = [self._cover_picks, self._blocker_picks, self._maximal_picks]
         out: list[int] = []
-        for source in sources:
+        for source in self._idle_sources():
             out += [p for p in source() if p not in batch and p not in self.cache and p not in out]
             if len(out) >= room:
                 break
         return out[:room]
+
+    def _idle_sources(self, count: int | None = None, pending: Sequence[int] = ()) -> list[Callable[[], list[int]]]:
+        """Where sets for otherwise idle hosts come from, in order (``_fill`` and ``spare``): each edit alone
+        while the edits together are out (every edit is started alone anyway), else the cover's next
+        ``count`` sets, the open blocker probes, the maximal sets; ``pending`` sets count as started."""
+        if self.full not in self.cache:
+            return [lambda: [1 << i for i in range(self.n)]]
+        return [lambda: self._cover_picks(count, pending), lambda: self._blocker_picks(count, pending),
+                self._maximal_picks]
 
     def _first(self, cands: Sequence[int], pred: Callable[[int], bool]) -> Generator[list[int], list[Verdict], int | None]:
         """The first candidate (in order) satisfying ``pred``; up to ``width`` asked at once.  A candidate

@@ -44,9 +44,16 @@ Setup = Callable[[HostSession, HostReport, str], None]
 
 class TrialRunner(Protocol):
     reports: list[HostReport]
+    spare_errors: list[BaseException]
 
     @property
     def width(self) -> int: ...
+
+    def set_spares(self, source: Callable[[list[Subset]], Subset | None] | None) -> None:
+        """Where an idle host gets a set to start beside a batch (None: nowhere)."""
+
+    def take_spares(self, *, wait: bool = False) -> list[tuple[Subset, TrialRecord]]:
+        """The spares finished since the last call (``wait``: and those still running)."""
 
     def __enter__(self) -> TrialRunner: ...
 
@@ -111,10 +118,17 @@ class DeploymentRunner:
         self.fingerprint = ""
         self.base_texts: dict[str, str] = {}
         self.offsets: dict[str, float] = {}
+        self.spare_errors: list[BaseException] = []
 
     @property
     def width(self) -> int:
         return 1
+
+    def set_spares(self, source: Callable[[list[Subset]], Subset | None] | None) -> None:
+        """A deployment is one 'host' busy with every trial: it never idles beside a batch, so no spares."""
+
+    def take_spares(self, *, wait: bool = False) -> list[tuple[Subset, TrialRecord]]:
+        return []
 
     def __enter__(self) -> DeploymentRunner:
         from workbench.deployment.clock import measure_offsets

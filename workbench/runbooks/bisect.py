@@ -44,7 +44,7 @@ from pydantic import Field, field_validator, model_validator
 from workbench.bisect import Search, Verdict, bisect
 from workbench.deployment.runner import TrialRunner, trial_runner
 from workbench.errors import ConfigError
-from workbench.fleet import Fleet, HostReport
+from workbench.fleet import HostReport
 from workbench.provenance import collect as collect_provenance
 from workbench.redact import Redactor, clip
 from workbench.runbooks.hostlist import check_deployment, expand_param
@@ -255,13 +255,13 @@ def _search(rr: RunbookRun, params: BisectParams, fleet: TrialRunner, names: lis
         save()
         return [_verdict(r) for r in recs]
 
-    spares = fleet if isinstance(fleet, Fleet) and fleet.width > 1 else None
+    spares = fleet.width > 1  # with one host, none idles beside a batch
 
     def take(wait: bool = False) -> list[tuple[tuple[tuple[str, EditValue], ...], Verdict]]:
         """Spares (trials an idle host ran beside a batch) finished since (``wait``: and those still running):
         into the trials, their verdicts out to the search."""
         out = []
-        for subset, rec in spares.take_spares(wait=wait) if spares else []:
+        for subset, rec in fleet.take_spares(wait=wait) if spares else []:
             rr.tell(f"  spare:  {describe_edits(subset)}: {rec.outcome} in {rec.phase} after {rec.seconds:.1f} s"
                     f" on {rec.host}" + (f": {rec.exception_type}" if rec.exception_type else ""))
             trials.append(rec)
@@ -274,7 +274,7 @@ def _search(rr: RunbookRun, params: BisectParams, fleet: TrialRunner, names: lis
 
     def started(search: Search[tuple[str, EditValue]]) -> None:
         if spares:
-            spares.set_spares(search.spare)
+            fleet.set_spares(search.spare)
 
     try:
         search = bisect(edits, test_many=test_many, width=fleet.width,
@@ -282,10 +282,10 @@ def _search(rr: RunbookRun, params: BisectParams, fleet: TrialRunner, names: lis
                         max_starts=params.max_starts or None, started=started, extras=take)
     finally:
         if spares:
-            spares.set_spares(None)  # the search is over (or failed): no spare starts after it
+            fleet.set_spares(None)  # the search is over (or failed): no spare starts after it
     take(wait=True)  # normally none: the search waits for its spares before its answer
-    if spares and spares.spare_errors:
-        rr.tell(f"  spares stopped: {spares.spare_errors[0]!r} (the search went on with its batches alone)")
+    if fleet.spare_errors:
+        rr.tell(f"  spares stopped: {fleet.spare_errors[0]!r} (the search went on with its batches alone)")
     culprits = culprit_entries(search, by_sig)
     guarantee = guarantee_entry(search)
     rr.set(culprits=culprits, guarantee=guarantee)
