@@ -50,9 +50,11 @@ def bisect_on(hosts: list[Any], sc: Scenario, spares: bool = True) -> dict[str, 
     overhead: list[float] = []
     seconds: list[float] = []  # every trial's watch seconds (batches and spares): host time spent starting
     slowest: list[Any] = []  # the slowest trial's (seconds, outcome, phase, host): an outlier shows where
+    recs_all: list[Any] = []  # every trial record (batches and spares), for the slow ones' timelines
 
     def note_slowest(recs: Any) -> None:
         for r in recs:
+            recs_all.append(r)
             if not slowest or r.seconds > slowest[0]:
                 slowest[:] = [r.seconds, r.outcome, r.phase, r.host]
     spared: list[Any] = []
@@ -91,11 +93,22 @@ def bisect_on(hosts: list[Any], sc: Scenario, spares: bool = True) -> dict[str, 
             fleet.set_spares(None)
     return {"hosts": len(hosts), "starts": search.starts, "spares": len(spared),
             "trial_s_sum": round(sum(seconds), 1), "trial_s_median": round(statistics.median(seconds), 2),
-            "slowest_trial": slowest,
+            "slowest_trial": slowest, "slow_trials": slow_trials(recs_all),
             "wall_s": round(time.monotonic() - t0, 1),
             "culprits": sorted([[list(map(list, c.items)), c.phase] for c in search.culprits], key=str),
             "complete": bool(search.guarantee and search.guarantee.complete),
             "median_overhead_outside_watch_s": round(statistics.median(overhead), 3) if overhead else None}
+
+
+def slow_trials(recs: list[Any]) -> list[dict[str, Any]]:
+    """Trials over twice the median watch seconds, with their timelines (phase entered, seconds from the
+    start): where an outlier's time went."""
+    if not recs:
+        return []
+    median = statistics.median(r.seconds for r in recs)
+    return [{"seconds": r.seconds, "outcome": r.outcome, "phase": r.phase, "host": r.host, "edits": r.edits,
+             "reason": r.reason, "timeline": [[e.get("phase"), e.get("seconds")] for e in r.timeline]}
+            for r in recs if r.seconds > 2 * median]
 
 
 def main() -> None:
