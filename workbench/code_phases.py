@@ -63,6 +63,9 @@ listing the functions of the start-up and serving paths with what each one does 
   process each batch);
 * vllm-ascend's NPU worker and runner (``vllm_ascend/worker/worker_v1.py``, ``model_runner_v1.py``)
   mirror vLLM's; their names are the ones their stacks print (tests/fixtures/tracebacks);
+* text-generation-inference ``server/text_generation_server/server.py`` @ 00e0d2d7b4ec (the gRPC service's
+  ``Warmup``, ``Prefill``, ``Decode``; ``serve_inner`` → ``get_model``), its ``Weights`` loader and flash
+  models' ``warmup`` / ``cuda_graph_warmup`` / ``generate_token`` as their sources name them;
 * lmdeploy ``lmdeploy/pytorch/engine/model_agent.py`` @ 002f835fc3c3 (``_tp_build_model`` →
   ``build_patched_model`` / ``load_model_weights`` / ``_update_cache_config`` / ``CacheEngine``,
   ``_start_sub_process`` → ``init_process_group``, ``_tp_model_loop``, ``model_forward``) and its
@@ -363,6 +366,16 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     # the PyTorch backend's weight loader, run per module on a thread pool ("Error executing load_single_module ...")
     ("tensorrt_llm/_torch/models/modeling_utils.py", "_load_weights_impl _load_weights_impl_v2 load_single_module",
      _W),
+    # --- text-generation-inference's Python shard (server/text_generation_server/server.py @ 00e0d2d7b4ec: the gRPC
+    # service's Warmup runs the model's warm-up, Prefill/Decode run batches; serve_inner builds the model with
+    # get_model, whose Weights read the checkpoint's tensors; flash_causal_lm's warmup captures graphs per batch size)
+    ("text_generation_server/server.py", "Warmup", _WU),
+    ("text_generation_server/server.py", "Prefill Decode FilterBatch", _S),
+    ("text_generation_server/models/__init__.py", "get_model", _U),
+    ("text_generation_server/utils/weights.py", "*", _W),
+    ("text_generation_server/models/flash_causal_lm.py", "warmup", _WU),
+    ("text_generation_server/models/flash_causal_lm.py", "cuda_graph_warmup", _CG),
+    ("text_generation_server/models/flash_causal_lm.py", "generate_token", _S),
     # --- lmdeploy (PyTorch engine and TurboMind)
     ("lmdeploy/pytorch/engine/model_agent.py", "_tp_build_model _build_model __init__ build_model_agent", _U),
     ("lmdeploy/pytorch/engine/model_agent.py", "_update_cache_config _broadcast_config", _KV),

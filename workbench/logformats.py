@@ -137,7 +137,12 @@ _ANSI_LEFTOVER = re.compile(
 # Box borders: k9s / rich panels draw "│ ... │" around every line.
 _BOX = re.compile(r"^[ \t]*[│┃║][ \t]?(?=\S| {2,})|[ \t]*[│┃║][ \t]*$")
 _RAY_REPEAT = re.compile(r" \[repeated \d+x across cluster\]$")
-_CLEAN_MARKS = ("^[", "\ufffd[", ")0m", "│", "┃", "║", "^M", "cluster]", "File \u201c", 'File \\"')
+# rsyslog's escapes of control characters (#033 the ESC of a colour code, #015 a carriage return, #011 a tab) and a
+# log export's CSV rows ("1756144012376,\"...\"": CloudWatch's epoch milliseconds, the message quoted with its own
+# quotes doubled when it holds one)
+_SYSLOG_ESCAPE = re.compile(r"#033\[[0-9;]*[A-Za-z]|#015$|#015(?=\"$)")
+_CSV_STAMP = re.compile(r"\d{10}(?:\d{3})?(?:\.\d+)?,")
+_CLEAN_MARKS = ("^[", "\ufffd[", ")0m", "│", "┃", "║", "^M", "cluster]", "File \u201c", 'File \\"', "#0")
 
 
 
@@ -148,7 +153,8 @@ def _needs_clean(line: str) -> bool:
     return (("^" in line and ("^[" in line or "^M" in line)) or "\ufffd[" in line or ")0m" in line
             or "│" in line or "┃" in line or "║" in line or "cluster]" in line
             or ("File " in line and ("File \u201c" in line or 'File \\"' in line))
-            or ((line[:1].isdigit() or line[:1] == "[") and "m(" in line[:12]))
+            or ((line[:1].isdigit() or line[:1] == "[") and "m(" in line[:12])
+            or "#0" in line or (line[:1].isdigit() and (line[10:11] == "," or line[13:14] == ",")))
 
 
 def clean_line(line: str) -> str:
@@ -157,6 +163,12 @@ def clean_line(line: str) -> str:
 
     Cheap and idempotent; :func:`parse_line` applies it before reading the prefixes.
     """
+    if line[:1].isdigit() and (stamp := _CSV_STAMP.match(line)) is not None:  # an exported row: its message
+        line = line[stamp.end():]
+        if len(line) > 1 and line[0] == '"' and line[-1] == '"':
+            line = line[1:-1].replace('""', '"')
+    if "#0" in line:
+        line = _SYSLOG_ESCAPE.sub("", line).replace("#011", "\t")
     if ("^[" in line or "\ufffd[" in line or ")0m" in line
             or ((line[:1].isdigit() or line[:1] == "[") and "m(" in line[:12])):
         line = _ANSI_LEFTOVER.sub("", line)

@@ -170,7 +170,10 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
      r"\"POST /[^\s\"]* HTTP/[\d.]+\" 200\b|"
      # vLLM's progress bar over the prompts LLM.generate runs ("Processed prompts: 40%|... est. speed input: 91.2
      # toks/s, output: 240.71 toks/s]"): an offline engine generating
-     r"\b(?:input|output): \d+(?:\.\d+)? toks/s", "serving", 6, "batch"),
+     r"\b(?:input|output): \d+(?:\.\d+)? toks/s|"
+     # a component's structured record of a request it handles (a gateway's klog 'requestID="b826c66e-..."
+     # requestPath="/v1/chat/completions"'): requests are being served
+     r"\brequest(?:ID|Id|_id)=\"?[\w-]{8,}|\brequestPath=\"?/", "serving", 6, "batch"),
 )
 _COMPILED = tuple(re.compile(pat) for pat, *_rest in _RULES)
 # for each rule, words one of which every match of its pattern holds: plain ``in`` tests pick the
@@ -208,7 +211,7 @@ _RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("Starting vLLM ", "fired up and ready to roll"),
     ("Decode batch", "Prefill batch", "Avg prompt throughput:", " /v1/", "Req(rid=", "Added request", "Received request",
      "num_scheduled_tokens=", "scheduled_cached_reqs=", "Dumping scheduler ", "Dumping input data", "enerating sequences",
-     "cmpl-", " HTTP/", " toks/s"),
+     "cmpl-", " HTTP/", " toks/s", "requestID=", "requestId=", "request_id=", "requestPath="),
 )
 _CHECKS = tuple(zip(_RULE_NEEDLES, _COMPILED, ((phase, order, kind) for _p, phase, order, kind in _RULES), strict=True))
 # words one of which every rule needs (checked with ``in`` before any regex runs)
@@ -219,7 +222,7 @@ _ANCHORS = ("server_args=", "LLM engine", "vLLM", "non-default", "Init torch", "
             "init engine", "Uvicorn", "Application startup", "fired up", "batch", "Avg prompt", "/v1/", "Req(rid=",
             "Profiling CUDA", "ed request", "torch.compile", "profiling/warmup", "Compile and warming", "input shapes", "scheduled_",
             "Dumping scheduler", "enerating sequences", "TensorRT-LLM version", "Checking environment", "Try to run with", "peer ranks", "TRITONBACKEND_Model", "Instance group type",
-            "[c10d] ", "loading weights", "Warming up", "cmpl-", " HTTP/1.", " toks/s")
+            "[c10d] ", "loading weights", "Warming up", "cmpl-", " HTTP/1.", " toks/s", "requestI", "request_id=", "requestPath=")
 _FAILURE_RE = re.compile(
     r"hit an exception|Traceback \(most recent call last\)|failed to start|WorkerProc failed|"
     r"died unexpectedly|scheduler (?:is dead|died)|Initialization failed|Received sigquit|SIGQUIT received|"

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from workbench.code_phases import STEPS
 from workbench.logformats import _parse
 from workbench.phases import phase_from_frames
-from workbench.tracebacks.model import Final, RootCause, Traceback
+from workbench.tracebacks.model import Final, Frame, RootCause, Traceback
 from workbench.tracebacks.patterns import level_word
 
 # the record a logger printed just before the traceback it attaches (Python's logger.exception("...")):
@@ -59,3 +59,18 @@ def start_cut_in_roots_step(final: Final, root: RootCause, tracebacks: Sequence[
     return (final.truncated and final.exception_type is None and final.phase == "startup_other" and root.phase in STEPS
             and root.line < final.line and last is not None and last.start_line == final.line
             and phase_from_frames((f.file, f.function) for f in last.frames) is None)
+
+
+# innermost frames of a stack that only waits for work done elsewhere: Ray's driver in ``ray.get``, a
+# ``concurrent.futures`` result, a thread's join
+_WAITING_FRAMES = {
+    ("ray/_private/worker.py", "get"), ("ray/_private/worker.py", "get_objects"),
+    ("ray/_private/client_mode_hook.py", "wrapper"), ("ray/_private/auto_init_hook.py", "auto_init_wrapper"),
+    ("concurrent/futures/_base.py", "result"), ("concurrent/futures/_base.py", "__get_result"),
+    ("threading.py", "join"), ("threading.py", "wait"), ("threading.py", "_wait_for_tstate_lock"),
+}
+
+
+def waits(frame: Frame | None) -> bool:
+    return frame is not None and any(frame.function == fn and frame.file.replace("\\", "/").endswith(path)
+                                     for path, fn in _WAITING_FRAMES)

@@ -42,6 +42,7 @@ from workbench.tracebacks.cut import (
     _REPORT,
     cut_report,
     start_cut_in_roots_step,
+    waits,
 )
 from workbench.tracebacks.events import cuda_cause, death_cause, lost_type
 from workbench.tracebacks.model import (
@@ -516,8 +517,11 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
             return event_root(line)
     if items:
         return items[0][2]
-    if cut:  # only tracebacks cut before their exception: the first says where it failed
-        return min(cut, key=lambda x: x[0])[1]
+    if cut:  # only tracebacks cut before their exception: the first that did work says where it failed
+        # (a driver's stack cut inside ``ray.get`` or a future's ``result`` only waited for the work another
+        # process's stack, interleaved with it, shows failing)
+        working = [c for c in cut if not waits(c[1].innermost_frame)]
+        return min(working or cut, key=lambda x: x[0])[1]
     if unraisable:
         return unraisable[0]
     killed = first_event("killed")

@@ -39,7 +39,10 @@ _ABORTED_RESPONSE = re.compile(r'"finish_reason":\s*\{"type":\s*"abort",\s*"mess
 # any component's line, its quotes often escaped by the client that logged it (a Go klog record's
 # 'responseBody={\"error\":{\"message\":\"...\"'): the server failed to serve the request, in its own words
 _SERVER_ERROR_BODY = re.compile(r'\\?"message\\?":\s*\\?"(.{8,400}?)\\?",\s*\\?"type\\?":\s*\\?"\w+\\?"[^{}]{0,80}?'
-                                r'\\?"code\\?":\s*5\d\d\b')
+                                r'\\?"code\\?":\s*5\d\d\b|'
+                                # a gateway's body with the code first and no type ('{"error":{"code":500,"message":
+                                # "invalid character ..."}}')
+                                r'\\?"code\\?":\s*5\d\d,\s*\\?"message\\?":\s*\\?"(.{8,400}?)\\?"\s*\}')
 # a failure's message quoted in prose after words that say it was thrown ("... crashes and throws the panic
 # 'Assertion failed: emplaceDone'"), or quoted on a line of its own under a sentence that announces it ("an error
 # occurs during request:" / "`handling callback was invoked with status -3 (Input/output error)`")
@@ -137,7 +140,7 @@ def log_event(parsed: LogLine, msg: str, line_no: int, phase: str, server: str,
         said = aborted.group(1).replace('\\"', '"')[:400]
         return LogEvent("error_line", line_no, said, parsed.rank, phase, server, tuple(recent)[:-1])
     if "code" in msg and "essage" in msg and (body := _SERVER_ERROR_BODY.search(msg)) is not None:
-        said = body.group(1).replace('\\"', '"')
+        said = (body.group(1) or body.group(2)).replace('\\"', '"')
         return LogEvent("error_line", line_no, said, parsed.rank, phase, server, tuple(recent)[:-1])
     if parsed.level is None and parsed.format == "plain" and ("`" in msg or "'" in msg or '"' in msg):
         recent = tuple(recent)
