@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bisect_offline import Scenario, random_scenario
 
+import workbench.fleet as fleet_module
 from workbench.bisect import Verdict, bisect, full_factorial
 from workbench.fleet import Fleet
 from workbench.hosts import connect
@@ -45,8 +46,24 @@ def toml_of(faults: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+_TIMED: list[tuple[str, float, float]] = []  # (host, trial wall from run_trial's call to its return, watch seconds)
+
+
+def _timed_run_trial(session: Any, *args: Any, **kwargs: Any) -> Any:
+    """``fleet.run_trial`` as the fleet's workers call it, timed: a trial's overhead outside the watch, per host."""
+    t = time.monotonic()
+    rec = _run_trial(session, *args, **kwargs)
+    _TIMED.append((session.host.name, time.monotonic() - t, rec.seconds))
+    return rec
+
+
+_run_trial = fleet_module.run_trial
+fleet_module.run_trial = _timed_run_trial  # type: ignore[assignment]
+
+
 def bisect_on(hosts: list[Any], sc: Scenario, spares: bool = True) -> dict[str, Any]:
     """The fault file is on a host only while this fleet holds its lock (setup writes it, teardown removes it)."""
+    _TIMED.clear()
     overhead: list[float] = []
     seconds: list[float] = []  # every trial's watch seconds (batches and spares): host time spent starting
     slowest: list[Any] = []  # the slowest trial's (seconds, outcome, phase, host): an outlier shows where
@@ -91,10 +108,17 @@ def bisect_on(hosts: list[Any], sc: Scenario, spares: bool = True) -> dict[str, 
                             extras=lambda wait: [(s, verdict(r)) for s, r in take(wait)])
         finally:
             fleet.set_spares(None)
-    return {"hosts": len(hosts), "starts": search.starts, "spares": len(spared),
+    wall = time.monotonic() - t0
+    busy = sum(w for _h, w, _s in _TIMED)
+    out = {"hosts": len(hosts), "starts": search.starts, "spares": len(spared),
+           # run_trial's wall minus the watch's seconds, per trial (variant, start, restore, record, over ssh),
+           # and the share of the hosts' time spent inside run_trial (the rest: waiting for the search or a batch)
+           "trial_overhead_s_median": round(statistics.median(w - s for _h, w, s in _TIMED), 3) if _TIMED else None,
+           "hosts_busy_share": round(busy / (wall * len(hosts)), 3)}
+    return out | {
             "trial_s_sum": round(sum(seconds), 1), "trial_s_median": round(statistics.median(seconds), 2),
             "slowest_trial": slowest, "slow_trials": slow_trials(recs_all),
-            "wall_s": round(time.monotonic() - t0, 1),
+            "wall_s": round(wall, 1),
             "culprits": sorted([[list(map(list, c.items)), c.phase] for c in search.culprits], key=str),
             "complete": bool(search.guarantee and search.guarantee.complete),
             "median_overhead_outside_watch_s": round(statistics.median(overhead), 3) if overhead else None}
