@@ -302,6 +302,10 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
      "_compute_prefix_matches", _S),
     ("sglang/srt/mem_cache/", "init_load_back load_back match_prefix cache_finished_req cache_unfinished_req "
      "evict write_backup inc_lock_ref dec_lock_ref build_hicache_transfers", _S),
+    # EAGLE's draft tree for a batch's verify step (speculative/build_eagle_tree.py, called from eagle_utils'
+    # verify-input construction and the EAGLE workers' draft): built per batch of requests; the draft graph runners
+    # capture only the draft forward, never the tree
+    ("sglang/srt/speculative/", "build_tree_kernel build_tree_kernel_efficient", _S),
     ("sglang/srt/managers/tp_worker.py", "TpModelWorker __init__", _U),
     ("sglang/srt/managers/tp_worker.py", "forward_batch_generation forward_batch_embedding", _S),
     ("sglang/srt/managers/tp_worker_overlap_thread.py", "TpModelWorkerClient __init__", _U),

@@ -131,9 +131,11 @@ def strip_ansi(text: str) -> str:
 
 # What pastes and log collectors leave of escape codes and line ends once the ESC byte is gone:
 # a literal "^[[1;36m", a replacement character "\ufffd[1;36m", a bare "36m(" or "[36m(" before a process
-# prefix and "0m" or "[0m" after it; a literal "^M" at the end of a line.
+# prefix and "0m" or "[0m" after it, or " [36m(" and ") [0m" where a blank took the ESC's place (a Ray actor's
+# " [36m(VLLM_Qwen_Chat_Ray pid=724236) [0m   File ..."); a literal "^M" at the end of a line.
 _ANSI_LEFTOVER = re.compile(
-    r"(?:\^\[|\ufffd)\[[0-9;]*[A-Za-z]|^\[?\d{1,3}(?:;\d{1,3})*m(?=\()|(?<=\))\[?\d{1,3}(?:;\d{1,3})*m(?= |$)")
+    r"(?:\^\[|\ufffd)\[[0-9;]*[A-Za-z]|^(?: \[|\[?)\d{1,3}(?:;\d{1,3})*m(?=\()|"
+    r"(?<=\))(?: \[|\[?)\d{1,3}(?:;\d{1,3})*m(?= |$)")
 # Box borders: k9s / rich panels draw "│ ... │" around every line.
 _BOX = re.compile(r"^[ \t]*[│┃║][ \t]?(?=\S| {2,})|[ \t]*[│┃║][ \t]*$")
 _RAY_REPEAT = re.compile(r" \[repeated \d+x across cluster\]$")
@@ -153,7 +155,7 @@ def _needs_clean(line: str) -> bool:
     return (("^" in line and ("^[" in line or "^M" in line)) or "\ufffd[" in line or ")0m" in line
             or "│" in line or "┃" in line or "║" in line or "cluster]" in line
             or ("File " in line and ("File \u201c" in line or 'File \\"' in line))
-            or ((line[:1].isdigit() or line[:1] == "[") and "m(" in line[:12])
+            or ((line[:1].isdigit() or line[:1] == "[" or line[:2] == " [") and "m(" in line[:12])
             or "#0" in line or (line[:1].isdigit() and (line[10:11] == "," or line[13:14] == ",")))
 
 
@@ -170,7 +172,7 @@ def clean_line(line: str) -> str:
     if "#0" in line:
         line = _SYSLOG_ESCAPE.sub("", line).replace("#011", "\t")
     if ("^[" in line or "\ufffd[" in line or ")0m" in line
-            or ((line[:1].isdigit() or line[:1] == "[") and "m(" in line[:12])):
+            or ((line[:1].isdigit() or line[:1] == "[" or line[:2] == " [") and "m(" in line[:12])):
         line = _ANSI_LEFTOVER.sub("", line)
     if line.endswith("^M"):
         line = line[:-2]

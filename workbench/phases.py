@@ -128,6 +128,10 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
     # kv_cache_memory_bytes instead of profiling, kv_cache_utils' padding warning ("may waste ... KV cache memory")
     (r"torch\.compile (?:takes|took) [\d.]+ s in total|Initial profiling/warmup run took|memory for KV Cache|"
      r"KV cache memory\b", "kv_cache_alloc", 3, "progress"),
+    # vLLM v1's profile_run sizing the multimodal encoder's cache before its dummy encoder run ("Encoder cache will be
+    # initialized with a budget of 3027 tokens, and profiled with 1 image items of the maximum feature size."): the
+    # memory profiling that sizes the KV cache has begun
+    (r"Encoder cache will be initialized with a budget", "kv_cache_alloc", 3, "progress"),
     (r"Capture (?:draft (?:extend )?)?cuda graph begin|Capture [\w ]{0,40}CUDA graph begin", "cuda_graph_capture", 4, "begin"),
     # vLLM v0's banner before it captures ("Capturing the model for CUDA graphs. This may lead to ...")
     # vllm-ascend's bar for its ACL graphs ("Capturing ACL graphs (mixed prefill-decode, PIECEWISE)")
@@ -196,6 +200,7 @@ _RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("KV Cache is allocated", "Memory pool end", "Available KV cache memory", "GPU KV cache size", "# GPU blocks:",
      "Maximum concurrency for", "Memory profiling takes", "Profiling CUDA graph memory"),
     ("s in total", "profiling/warmup run took", "memory for KV Cache", "KV cache memory"),
+    ("Encoder cache will be initialized",),
     ("graph begin",),
     ("Capturing CUDA graph", "Capturing cudagraphs", "Capturing batches", "Capture cuda graph bs",
      "Capturing the model for CUDA graphs", "Capturing ACL graph", "CUDA graphs can take additional"),
@@ -222,7 +227,8 @@ _ANCHORS = ("server_args=", "LLM engine", "vLLM", "non-default", "Init torch", "
             "init engine", "Uvicorn", "Application startup", "fired up", "batch", "Avg prompt", "/v1/", "Req(rid=",
             "Profiling CUDA", "ed request", "torch.compile", "profiling/warmup", "Compile and warming", "input shapes", "scheduled_",
             "Dumping scheduler", "enerating sequences", "TensorRT-LLM version", "Checking environment", "Try to run with", "peer ranks", "TRITONBACKEND_Model", "Instance group type",
-            "[c10d] ", "loading weights", "Warming up", "cmpl-", " HTTP/1.", " toks/s", "requestI", "request_id=", "requestPath=")
+            "[c10d] ", "loading weights", "Warming up", "cmpl-", " HTTP/1.", " toks/s", "requestI", "request_id=", "requestPath=",
+            "Encoder cache")
 _FAILURE_RE = re.compile(
     r"hit an exception|Traceback \(most recent call last\)|failed to start|WorkerProc failed|"
     r"died unexpectedly|scheduler (?:is dead|died)|Initialization failed|Received sigquit|SIGQUIT received|"
@@ -458,6 +464,9 @@ _SERVING = re.compile(
     # a request's structured-output grammar is compiled and checked while serving it
     r"_create_grammar|_check_grammar_completion|^compile_(?:grammar|json_schema|regex|ebnf)$|"
     r"^create_(?:chat_)?completion$|"
+    # a tool-call or reasoning parser reading a model's output, whole or a streamed delta at a time (vLLM's ToolParser
+    # and ReasoningParser methods, also in a plugin's copy: "/app/hermes_tool_parser.py ... extract_tool_calls_streaming")
+    r"^extract_tool_calls(?:_streaming)?$|^extract_reasoning(?:_content)?(?:_streaming)?$|"
     # an OpenAI-style route or client call of a served model (a proxy's chat_completion, LiteLLM's router acompletion)
     r"^a?(?:chat_|text_)?completions?$|"
     r"_executor_loop|process_batch_result|resolve_last_batch_result|^run_asgi$|execution_loop|^execute$|"
@@ -505,8 +514,10 @@ _PATH_RULES: tuple[tuple[str, str], ...] = (("/warmup.py", "warmup"),)
 _TORCH_OWN = re.compile(r"[/\\]torch[/\\]")
 _HTTP_PATHS = ("/starlette/", "/fastapi/", "/sse_starlette/", "/uvicorn/protocols/")
 _CALLEE = re.compile(r"(\w+)\s*\(")
-# the innermost code line cut off inside the name of the method it calls ("... = self._initialize_kv")
-_CUT_METHOD = re.compile(r"\bself\.(_?\w{4,})$")
+# the innermost code line cut off inside the name of the method it calls ("... = self._initialize_kv"), on self or
+# on a local of one name, often an object of the frame's own module (SGLang's run_scheduler_process, cut in
+# "scheduler.run_event_"); the completion is looked up among the frame's file's functions only
+_CUT_METHOD = re.compile(r"(?<![\w.])[A-Za-z_]\w*\.(_?\w{4,})$")
 _QUOTED_METHOD = re.compile(r"""(?:rpc|_workers|method)\(\s*['"](\w+)['"]""")
 # also the target Python's threading names when a thread's function raised ("Exception in thread Thread-3
 # (forward_thread_func):") and asyncio's callback that raised ("Exception in callback _log_task_completion(...)")
@@ -555,6 +566,9 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|failed to (?:start|initial
                            r"Failed to start|aborting startup|\binit state\b|"
                            # a module that would not import, an engine being built: the program was starting
                            r"failed to import|No module named|cannot import name|Building .{0,40}engine|"
+                           # the program's argument parser refusing its command line (argparse's "vllm: error:
+                           # unrecognized arguments: --task embedding"): it stops before anything starts
+                           r": error: (?:unrecognized arguments|argument |the following arguments are required)|"
                            # the listening socket a server (or torch's TCPStore) binds as it starts ("could not bind to
                            # address: 0.0.0.0:8000", "[Errno 98] Address already in use")
                            r"could not bind|[Ff]ailed to bind|[Aa]ddress already in use|"
@@ -621,6 +635,9 @@ _TEXT_SERVING = re.compile(r"inputs? of failed execution|Dumping input data|Dump
                            # a step that failed for one request (SGLang's "Decode transfer failed for request rank=0
                            # decode_req.req.rid=...", vLLM's "Mooncake transfer failed for request cmpl-...")
                            r"\bfailed for request\b|"
+                           # a router forwarding a request to generate to an engine's worker (SGLang's router: "Generate
+                           # request to http://localhost:8001 failed (attempt 1/3)")
+                           r"\b[Gg]enerate request to\b|"
                            # an HTTP client's error for a request to an engine's generation route (httpx's "Server
                            # error '503 Service Unavailable' for url 'http://10.78.210.151:4674/generate'", an RL
                            # framework's rollout calling its router): a request was being served; a probe of the

@@ -19,6 +19,17 @@ from workbench.tracebacks.model import Traceback
 from workbench.tracebacks.patterns import _IPY_HEADER
 from workbench.tracebacks.stack import Block, Cpp
 
+# exceptions a library raises to say "nothing yet" or "no more" and catches itself: anyio's WouldBlock (a memory
+# stream's receive_nowait, which receive catches to wait: "anyio.WouldBlock", then "During handling of the above
+# exception, another exception occurred" over uvicorn's run_asgi), an iterator's StopIteration, queue.Empty
+_CONTROL_FLOW = frozenset({"WouldBlock", "StopIteration", "StopAsyncIteration", "Empty"})
+
+
+def flow_context(chain: Sequence[Traceback]) -> bool:
+    """The chain begins with a control-flow exception (:data:`_CONTROL_FLOW`) that a later link was raised while
+    handling: no failure itself; the later link is, even cut before its exception line."""
+    return len(chain) > 1 and (chain[0].exception_type or "").rsplit(".", 1)[-1] in _CONTROL_FLOW
+
 
 def build_tracebacks(blocks: list[Block]) -> list[Traceback]:
     """The tracebacks of the blocks a scan closed: numbered in input order, faulthandler stacks put

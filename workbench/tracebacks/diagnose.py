@@ -35,7 +35,7 @@ from typing import BinaryIO
 
 from workbench.code_phases import NATIVE_SERVING
 from workbench.phases import decide_phase, phase_from_frames, stack_evidence, startup_step
-from workbench.tracebacks.chains import wrapped_output
+from workbench.tracebacks.chains import flow_context, wrapped_output
 from workbench.tracebacks.cut import (
     _ANNOUNCE_ONLY,
     _ANNOUNCES,
@@ -243,7 +243,7 @@ def _root_link(chain: Sequence[Traceback]) -> Traceback:
     i = len(chain) - 1
     while i > 0 and (chain[i].exception_type is None or is_pointer(chain[i]) or _WRAPPER.search(chain[i].message or "")):
         i -= 1
-    return chain[i]
+    return chain[1 if i == 0 and flow_context(chain) else i]  # anyio's WouldBlock... raised and caught: no failure
 
 
 def analyze(text: str | bytes, *, year: int | None = None) -> Analysis:
@@ -452,7 +452,7 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
             unraisable.append(rc)
             continue
         if link.exception_type is None:  # cut before its exception line: where it failed, not what
-            exc_type, message = cut_report(chain[0])
+            exc_type, message = cut_report(link)
             rc = replace(rc, exception_type=exc_type, message=message)
             if rc.line in wrapped.values():  # the output a wrapper introduced: what failed, however cut
                 items.append((rc.line, False, rc))

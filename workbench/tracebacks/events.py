@@ -26,7 +26,8 @@ _LEVEL_FREE = frozenset({"Check failed: ", "can be stored in KV cache", "No avai
 # ("gds_device_buffer.cufile_register: cuFileBufRegister returned an error = 5016")
 # and tritonserver's last line when the server it was building gave up ("error: creating server: Internal - failed to
 # load all models"), printed with no level
-_SIGNAL_AT_ANY_LEVEL = frozenset({"KV cache memory: -", "cuFile", "error: creating server: "})
+# and a retried call's last attempt failing, whatever level its caller logs it at ("failed (attempt 3/3)")
+_SIGNAL_AT_ANY_LEVEL = frozenset({"KV cache memory: -", "cuFile", "error: creating server: ", "failed (attempt "})
 # vLLM's record of the batch whose execution failed, naming that failure, at WARNING when pickling its
 # input failed too ("Failed to pickle inputs of failed execution: CUDA error: an illegal memory access ...")
 _FAILED_EXECUTION = "inputs of failed execution: "
@@ -72,8 +73,12 @@ _FAILED_STATUS = re.compile(r"(?<![\w-])FAILED(?::| -) \S")
 # .../TensileLibrary_lazy_gfx942.dat"; a sentence's "the error: ..." is not one), or behind the bracketed source file
 # that tags its lines, the error a code ("[torch_memory_saver.cpp] cudaError error: 2 (out of memory)  file=... line=172"):
 # what failed, said before the engine's record of it
+# or a program's argument parser refusing its command line (argparse's "vllm: error: unrecognized arguments: --task
+# embedding", a subcommand's "vllm serve: error: argument --x: invalid choice", under its usage lines)
 _LIBRARY_ERROR = re.compile(r"(?!(?:the|this|that|an?|my|same|following|no|any|which|what|an?other)\b)"
-                            r"(?:[a-z][a-z0-9_.+-]{1,30} error: [A-Z]|\[[\w.-]{1,40}\.(?:cpp|cc|cu|c|h)\] [a-z]\w{1,30} error: \d)")
+                            r"(?:[a-z][a-z0-9_.+-]{1,30} error: [A-Z]|\[[\w.-]{1,40}\.(?:cpp|cc|cu|c|h)\] [a-z]\w{1,30} error: \d|"
+                            r"[\w.-]{1,40}(?: [a-z][\w-]{1,30})?: error: (?:unrecognized arguments|argument |"
+                            r"the following arguments are required))")
 # a record whose format writes no level (SGLang's "[2026-05-21 16:07:41 DP6 TP6] Failed to update parameter online:
 # ...", its logger.error as its logger.info) stating a failure: the engine's own error record
 _UNLEVELLED_FAILURE = re.compile(r"Failed to [a-z]+ \S")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from workbench.logformats import _C10_FRAME, any_of, any_of_bytes, any_part_of
+from workbench.logformats import _C10_FRAME, _RANK_TOKENS, any_of, any_of_bytes, any_part_of
 from workbench.tracebacks.model import EventKind, Frame
 
 _HEADER = "Traceback (most recent call last)"
@@ -83,6 +83,9 @@ _FRAME_TAIL = re.compile(r"\d*, in \S|in \S")
 _FENCE = re.compile(r"\s*(?:```|~~~)(?![`~]*\s*[^\s`~]+[^\w\s+.#-])")
 # SGLang's "[2025-02-16 19:29:38 TP4]" before a traceback's header on the same line, also when a paste lost its "["
 _MIDLINE_RANK = re.compile(r"(?:\[|^)\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?((?: [A-Z][A-Z_]*\d+)*)\]")
+# SGLang's rank prefix inside a logging format of the user's, in the bracket before the source location
+# ("2026-03-18 11:22:06.731 ERROR 120984 [ TP0 scheduler.py:3190] Scheduler hit an exception: Traceback ...")
+_RANK_AT_LOCATION = re.compile(r"\[ ?(" + _RANK_TOKENS + r"(?: " + _RANK_TOKENS + r")*) [\w.-]+\.py:\d+\]")
 _PROCESS_LINE = re.compile(r"Process [\w.-]+:$")
 # the same header as the last line of a log, which may cut it before its colon
 _PROCESS_CUT = re.compile(r"Process [\w.-]+:?")
@@ -163,7 +166,10 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
                               # error = 5016", "cuFileHandleRegister failed")
                               r"\bcuFile(?=\w* (?:returned an error|failed|error))|"
                               # tritonserver giving up building its server ("error: creating server: Internal - ...")
-                              r"^error: creating server: ")),
+                              r"^error: creating server: |"
+                              # a retried call whose last attempt failed too, at any level (SGLang's Rust router: "WARN -
+                              # Generate request to http://localhost:8001 failed (attempt 3/3)"): the retries gave up
+                              r"(?<= )failed \(attempt (?=(\d+)/\1\))")),
     # a C compiler or linker failing under torch.compile / triton: no level, no traceback of its own
     ("compile_error", re.compile(r"^collect2: error:|cannot find -l\w+|: fatal error: |^error: command '\S+' failed")),
     ("nccl_warn", re.compile(
@@ -199,7 +205,8 @@ _EVENT_NEEDLES: dict[EventKind, tuple[str, ...]] = {
                    "Assertion failed", "ailed to start", "ailed to initiali", "NCCL error", "Connection refused",
                    "Error executing metho", "Check failed: ", "can be stored in KV cache",
                    "No available memory for the cache blocks", "KV cache memory: -", "Request failed",
-                   "Capture cuda graph failed: ", "UNAVAILABLE: ", "cuFile", "error: creating server: "),
+                   "Capture cuda graph failed: ", "UNAVAILABLE: ", "cuFile", "error: creating server: ",
+                   " failed (attempt "),
     "compile_error": ("collect2: error:", "cannot find -l", ": fatal error: ", "error: command '"),
     "nccl_warn": ("NCCL WARN", "Watchdog caught collective operation timeout", " milliseconds before timing out",
                   "atchdog timeout", "Heartbeat monitor timed out", "watchdog got stuck",
@@ -221,7 +228,7 @@ _EVENT_ANCHORS = ("Xid", "Connection refused", "failed to start", "CUDA error", 
                   "kill_process", "atchdog timeout", "cgroup out of memory", "Error executing", "register worker",
                   "Segfault", "LLVM ERROR", "Check failed", "stored in KV cache", "memory for the cache blocks", "KV cache memory: -", "Request failed", "Capture cuda graph failed",
                   "Process received signal", ")[0x", "rashed container", "CrashLoopBackOff", "UNAVAILABLE", "cuFile", "creating server",
-                  "Heartbeat monitor", "watchdog thread terminated")
+                  "Heartbeat monitor", "watchdog thread terminated", "failed (attempt")
 _EVENT_PART = any_part_of(_NEEDLES)  # the quick first search (see any_part_of)
 
 
@@ -261,6 +268,20 @@ def level_word(text: str, end: int | None = None) -> str | None:
 
 def _is_word(ch: str) -> bool:
     return ch.isalnum() or ch == "_"
+
+
+def repr_message(r: re.Match[str]) -> str:
+    """The message of an exception's repr (an :data:`_EXC_REPR` match): without the quote and parenthesis that close
+    it, and only those, so a message's own closing parenthesis stays ("ValueError('... not enough values to unpack
+    (expected 4, got 2)')"); a repr cut before its end loses only trailing quotes and parentheses."""
+    text = r.group(3).rstrip()
+    return text[:-2] if text.endswith(r.group(2) + ")") else r.group(3).rstrip("')\"")
+
+
+def midline_ranks(msg: str, pos: int) -> list[str]:
+    """The ranks a line's own prefixes name before a traceback's header at ``pos`` (SGLang's "[2025-02-16 19:29:38
+    TP4]", else the ranks in a bracket before a source location), as found, maybe blank."""
+    return _MIDLINE_RANK.findall(msg, 0, pos) or _RANK_AT_LOCATION.findall(msg, 0, pos)
 
 
 def quoted_exception(text: str, before: str = "") -> re.Match[str] | None:

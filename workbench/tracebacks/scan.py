@@ -51,7 +51,6 @@ from workbench.tracebacks.patterns import (
     _INTERESTING,
     _IPY_HEADER,
     _MIDLINE_PROC,
-    _MIDLINE_RANK,
     _NATIVE_SYMBOL,
     _PLAIN,
     _PROCESS_LINE,
@@ -62,8 +61,10 @@ from workbench.tracebacks.patterns import (
     STRONG_BYTES,
     cut_header,
     looks_like_exception,
+    midline_ranks,
     no_cr,
     quoted_exception,
+    repr_message,
 )
 from workbench.tracebacks.prefixes import (
     after_label,
@@ -491,7 +492,7 @@ class Extractor:
             if r is None:
                 return False
             closed = r.group(0).endswith("`")  # a quote closed on its line ("`KeyError: 'x.weight'`"): the whole message
-            exc_type, message = r.group(1), r.group(3).rstrip() if closed else r.group(3).rstrip("')\"")
+            exc_type, message = r.group(1), r.group(3).rstrip() if closed else repr_message(r)
         block = self._new_block(stream, origin, parsed, header, cut_start=True)
         block.exc_type = exc_type
         block.message = [message]
@@ -544,7 +545,7 @@ class Extractor:
     def _start(self, stream: Stream, origin: tuple[str | None, ...], parsed: LogLine, msg: str, header: str | None, pos: int) -> None:
         rank = parsed.rank
         if rank is None and pos > 0:
-            found = _MIDLINE_RANK.findall(msg, 0, pos)
+            found = midline_ranks(msg, pos)
             if found and found[-1].strip():
                 rank = found[-1].strip()
             else:

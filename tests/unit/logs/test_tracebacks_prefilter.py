@@ -59,9 +59,11 @@ def test_level_word_equals_the_word_boundary_regex(end: int | None) -> None:
 def test_needs_clean_is_the_marks_test() -> None:
     from workbench.logformats import _CLEAN_MARKS, _needs_clean
 
-    extra = [f"x {m} y" for m in _CLEAN_MARKS] + ["36m(VllmWorker pid=1) x", "^ caret", "File here"]
+    extra = [f"x {m} y" for m in _CLEAN_MARKS] + ["36m(VllmWorker pid=1) x", " [36m(Actor pid=1) [0m x", "^ caret",
+                                                 "File here"]
     for line in [*_LINES, *extra]:
-        want = any(m in line for m in _CLEAN_MARKS) or ((line[:1].isdigit() or line[:1] == "[") and "m(" in line[:12])
+        want = any(m in line for m in _CLEAN_MARKS) or (
+            (line[:1].isdigit() or line[:1] == "[" or line[:2] == " [") and "m(" in line[:12])
         assert _needs_clean(line) == want, line
 
 
