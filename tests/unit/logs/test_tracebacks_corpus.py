@@ -51,7 +51,7 @@ NEW_THREADS = {"heldout5": (35, ()), "heldout6": (40, ()), "heldout7": (35, ()),
                "heldout29": (50, ("SOURCES.md", "corpus/README.md")),
                "heldout30": (51, ("SOURCES.md", "corpus/README.md")),
                "heldout31": (37, ("SOURCES.md", "corpus/README.md")),  # collected short of 50 (time limit)
-               "heldout32": (36, ("SOURCES.md", "corpus/README.md"))}  # collected short of 50 (time limit)
+               "heldout32": (34, ("SOURCES.md", "corpus/README.md"))}  # collected short of 50 (time limit)
 
 
 def _sources(part: str) -> set[str]:
