@@ -72,6 +72,11 @@ _JOURNAL = re.compile(
     r"(?P<host>\S+) (?P<ident>[^\s\[\]:]+)(?:\[(?P<pid>\d+)\])?: ?"
 )
 _COLLECTOR = re.compile(r"(?:\d{10,19}\t)?(?P<ts>" + _ISO_TS + r")[\t ]")
+# Google Cloud Logging's export: the entry's severity (stdout's INFO, stderr's ERROR: the collector's, not the app's
+# level) and its RFC 3339 time in UTC before the line ("ERROR 2025-03-30T23:51:21.303592681Z [rank0]: ...")
+_SEVERITY_TS = re.compile(r"(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY) "
+                          r"(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z) ")
+_SEVERITY_HEADS = frozenset({"DEFA", "DEBU", "INFO", "NOTI", "WARN", "ERRO", "CRIT", "ALER", "EMER"})
 _KERNEL = re.compile(r"\[(?P<ts>[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}|\s*\d+\.\d+)\] ?")
 _JOURNAL_AFTER_TS = re.compile(r"(?P<host>[\w.-]+) (?P<ident>[^\s\[\]:]+)\[(?P<pid>\d+)\]: ?")  # -o short-monotonic
 _TRTLLM = re.compile(
@@ -264,6 +269,12 @@ def _parse(line: str) -> Parsed:
             time, host, service, jpid = m["ts"], m["host"], m["ident"], m["pid"]
             fmt = "journal"
             pos = m.end()
+    elif n > 26 and line[:4] in _SEVERITY_HEADS and line.find("Z ", 20, 48) > 0 and (m := _SEVERITY_TS.match(line)):
+        time = m["ts"]
+        pos = m.end()
+    if pos and pos < n and line[pos] == "[" and "m(" in line[pos:pos + 12]:  # a colour code that lost its ESC after
+        line = line[:pos] + _ANSI_LEFTOVER.sub("", line[pos:])  # a collector's prefix ("...Z [1;36m(Worker pid=1)")
+        n = len(line)
     if pos < n and line[pos] == "[" and pos + 1 < n and (line[pos + 1] == " " or line[pos + 1] in _DIGITS or line[pos + 1] in _UPPER):
         m = _KERNEL.match(line, pos)
         if m:

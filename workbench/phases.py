@@ -552,7 +552,9 @@ _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
                 r"\bThere is no module or parameter named\b", re.I), "weight_loading"),
     # a message that is only a checkpoint parameter's name, quoted (the KeyError of a weight loader's lookup of a tensor
     # among the model's parameters: "'layers.0.mlp.down_proj.weight'")
-    (re.compile(r"^'(?:[\w-]+\.)+(?:weight|bias|qweight|qzeros|scales|weight_scale\w*)'$"), "weight_loading"),
+    # (quantised checkpoints add their scales and packing: "'layers.32.self_attn.qkv_proj.k_scale'", "...g_idx'")
+    (re.compile(r"^'(?:[\w-]+\.)+(?:weight|bias|qweight|qzeros|scales|g_idx|weight_scale\w*|[kvq]_scale|input_scale|"
+                r"weight_zero_point|weight_packed|weight_shape)'$"), "weight_loading"),
     # SGLang's memory pool sizing found no room for a KV cache ("Not enough memory. Please try to increase
     # --mem-fraction-static.")
     (re.compile(r"KV cache|kv_cache|cache blocks|num_gpu_blocks|Not enough memory\. Please try to increase "

@@ -103,7 +103,8 @@ _LOGGING_HEAD = re.compile(r"\d[\d\-:., ]{7,30} - [\w.-]+ - (DEBUG|INFO|WARNING|
 _TERMINATE = re.compile(r"terminate called after throwing an instance of '([^']+)'")
 _WHAT = re.compile(r"\s*what\(\):\s*(.*)")
 _CPP_STOP = re.compile(r"Exception raised from |frame #\d+:|^\s*$|^(?:stack )?backtrace:|^\s*\d+: \S|^\s*--- |^note: |"
-                       r"^[0-9A-F]{16}")
+                       # the abort that follows: faulthandler's report, the shell's "Aborted (core dumped)"
+                       r"^[0-9A-F]{16}|^Fatal Python error: |^Aborted\b")
 # a native runtime's own report of an error nothing caught: libc++'s abort message, a Rust panic
 # (its message on the next line since Rust 1.73, quoted on the line before), c10's abort handler
 _NATIVE_ABORT = re.compile(r"libc\+\+abi: terminating due to uncaught exception of type (\S+?)(?:: (.*))?$|"

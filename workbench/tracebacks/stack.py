@@ -299,6 +299,9 @@ def native_abort(msg: str, *, what: bool) -> tuple[str, list[str], int] | None:
     m = _TERMINATE.search(msg)
     if m is not None:
         return m.group(1), [], 0
+    if "terminate called without an active exception" in msg:  # std::terminate with nothing thrown (a joinable
+        # std::thread destroyed, a noexcept function that threw): the process aborts with no what()
+        return "std::terminate", ["terminate called without an active exception"], 1
     m = _NATIVE_ABORT.search(msg)
     if m is not None:
         if m.group(1) is not None:
