@@ -72,6 +72,25 @@ listing the functions of the start-up and serving paths with what each one does 
   successor ``lmdeploy/pytorch/engine/model_agent/agent.py`` @ 013638ed3e71 (``build_model`` →
   ``_build_model``, ``build_graph_runner``, ``build_cache_engine``, the background loops).
 
+* the sweep of vLLM's and SGLang's trees by area (the scheduler and KV-cache manager, samplers,
+  speculative proposers, structured outputs, LoRA, multimodal processing, compilation, reasoning and
+  tool parsers, the OpenAI front end, communicators, KV transfer; SGLang's batch objects, output
+  processing, pools, speculative workers, grammars, LoRA, disaggregation, front ends): the directories
+  listed as stored (vllm/v1/spec_decode, vllm/v1/sample, vllm/v1/core, vllm/v1/structured_output,
+  vllm/entrypoints/openai); ``vllm/v1/structured_output/__init__.py`` @ 00b6063f3bf6 read whole (the
+  manager's constructor vs ``grammar_init`` building the backend on the first structured request and
+  compiling each grammar on its pool); the other functions from excerpts of the stored versions around
+  their definitions and call sites: the proposers' ``load_model`` (``get_model`` of the draft), the
+  LoRA mixin's ``load_lora_model`` → ``create_lora_manager`` inside the runner's ``load_model``,
+  ``check_enough_kv_cache_memory`` and ``compute_encoder_budget`` (module functions used by the
+  engine core's and the runner's start-up), NIXL's ``_read_blocks_for_req``, SGLang's
+  ``create_grammar_backend`` (in ``Scheduler.__init__`` / ``init_grammar_backend`` and later
+  ``GrammarManager.__init__``), ``HostKVCache.init_kv_buffer``, the disaggregation queues'
+  ``_init_kv_manager`` (called by their constructors), LoRA's ``prepare_lora_batch`` and the
+  detokenizer's ``handle_batch_token_id_out``. Names common enough to be called from anywhere
+  (``alloc``, ``free``, ``draft``, ``verify``, ``compile``, ``apply``...) are in ``_GENERIC``: they
+  need their file.
+
 Functions whose phase depends on what they call (vLLM's ``run_engine_core`` and ``worker_main``,
 SGLang's ``run_scheduler_process``, lmdeploy's ``_tp_model_loop``) are left out on purpose: the
 callee named in their code line (``EngineCoreProc(...)`` or ``run_busy_loop()``) decides.
@@ -270,6 +289,146 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("device_communicators/custom_all_reduce.py", "capture register_graph_buffers", _CG),
     ("vllm/transformers_utils/tokenizer.py", "get_tokenizer", _U),
     ("vllm/transformers_utils/config.py", "get_config", _U),
+    # --- vLLM, swept area by area (the module docstring's list says what was read)
+    # the scheduler and the KV-cache manager: built by EngineCore.__init__ (their constructors, left to the name
+    # rules by the file-wide serving rule), then every call is one engine step's scheduling or its output
+    ("vllm/v1/core/sched/", "*", _S),
+    ("vllm/v1/core/kv_cache_manager.py", "*", _S),
+    ("vllm/v1/core/block_pool.py", "*", _S),
+    ("vllm/v1/core/single_type_kv_cache_manager.py", "*", _S),
+    ("vllm/v1/core/kv_cache_coordinator.py", "*", _S),
+    ("vllm/v1/core/kv_cache_coordinator.py", "get_kv_cache_coordinator", _U),
+    # kv_cache_utils: EngineCore._initialize_kv_caches sizes the cache from the profiled memory (get_kv_cache_configs,
+    # check_enough_kv_cache_memory...); the block hashes are computed per request
+    ("vllm/v1/core/kv_cache_utils.py", "get_kv_cache_config get_kv_cache_configs check_enough_kv_cache_memory "
+     "estimate_max_model_len get_kv_cache_groups get_kv_cache_config_from_groups unify_hybrid_kv_cache_specs "
+     "unify_kv_cache_spec_page_size _get_kv_cache_groups_uniform_spec _get_kv_cache_groups_uniform_type "
+     "_get_kv_cache_groups_uniform_page_size _get_kv_cache_config_uniform_type get_num_blocks "
+     "generate_scheduler_kv_cache_config get_max_concurrency_for_kv_cache_config _report_kv_cache_config "
+     "may_override_num_blocks create_kv_cache_group_specs", _KV),
+    ("vllm/v1/core/kv_cache_utils.py", "hash_block_tokens hash_request_tokens get_request_block_hasher "
+     "request_block_hasher generate_block_hash_extra_keys need_extra_keys _gen_mm_extra_hash_keys "
+     "_gen_lora_extra_hash_keys", _S),
+    # the encoder budget is computed once, by the scheduler's and the model runner's constructors; the cache's
+    # per-request bookkeeping runs in schedule()
+    ("vllm/v1/core/encoder_cache_manager.py", "compute_encoder_budget _compute_encoder_budget_multimodal", _U),
+    ("vllm/v1/core/encoder_cache_manager.py", "*", _S),
+    # the engine's per-request input processing and output detokenisation (the API server process)
+    ("vllm/v1/engine/processor.py", "*", _S),
+    ("vllm/v1/engine/input_processor.py", "*", _S),
+    ("vllm/v1/engine/detokenizer.py", "*", _S),
+    ("vllm/v1/engine/logprobs.py", "*", _S),
+    # samplers (the model runner's _sample; its warm-up _dummy_sampler_run is an outer start-up frame): per batch;
+    # the logits processors are built once by the model runner's constructor (build_logitsprocs)
+    ("vllm/v1/sample/", "*", _S),
+    ("vllm/v1/sample/logits_processor", "build_logitsprocs _load_custom_logitsprocs _load_logitsprocs_plugins "
+     "_load_logitsprocs_by_fqcns load_custom_logitsprocs", _U),
+    # speculative decoding's proposers (eagle, medusa, draft_model, ngram...): load_model loads the draft model
+    # (get_model) from the runner's load_model; propose and its input preparation run per batch; dummy_run is the
+    # runner's _dummy_run (profiling, compile warm-up or capture, decided by the frames around it)
+    ("vllm/v1/spec_decode/", "load_model", _W),
+    ("vllm/v1/spec_decode/", "propose propose_tree prepare_inputs prepare_inputs_padded prepare_next_token_ids_cpu "
+     "prepare_next_token_ids_padded", _S),
+    ("vllm/v1/spec_decode/", "dummy_run", _U),
+    ("vllm/v1/spec_decode/metrics.py", "*", _S),
+    # structured outputs (vllm/v1/structured_output/__init__.py): the manager is built with the engine core, but
+    # its backend is built lazily by grammar_init when the first structured request arrives, and every grammar is
+    # compiled per request on its thread pool (_async_create_grammar -> backend.compile_grammar); the bitmasks are
+    # filled per step
+    ("vllm/v1/structured_output/__init__.py", "grammar_init _async_create_grammar grammar_bitmask _fill_bitmasks "
+     "_async_submit_fill_bitmask should_fill_bitmask should_advance clear_backend", _S),
+    ("vllm/v1/structured_output/backend_", "*", _S),
+    ("vllm/v1/structured_output/backend_", "__init__", _S),
+    ("vllm/v1/structured_output/utils.py", "*", _S),
+    ("vllm/v1/structured_output/request.py", "*", _S),
+    # v0's guided decoding builds a logits processor per request
+    ("vllm/model_executor/guided_decoding/", "*", _S),
+    # the worker side of a step: the input batch's and block table's per-request updates, the KV-connector and
+    # LoRA mixins of the model runner (load_lora_model runs inside load_model; set_active_loras per batch)
+    ("vllm/v1/worker/gpu_input_batch.py", "*", _S),
+    ("vllm/v1/worker/block_table.py", "*", _S),
+    ("vllm/v1/worker/kv_connector_model_runner_mixin.py", "maybe_get_kv_connector_output _get_kv_connector_output "
+     "kv_connector_no_forward maybe_setup_kv_connector maybe_wait_for_kv_save get_finished_kv_transfers", _S),
+    ("vllm/v1/worker/lora_model_runner_mixin.py", "load_lora_model", _W),
+    ("vllm/v1/worker/lora_model_runner_mixin.py", "set_active_loras _set_active_loras add_lora remove_lora", _S),
+    ("vllm/v1/worker/lora_model_runner_mixin.py", "maybe_dummy_run_with_lora maybe_profile_with_lora "
+     "maybe_select_dummy_loras", _U),
+    # LoRA: the manager is created inside the model runner's load_model (its layers wrapped and their LoRA stacks
+    # allocated: create_lora_weights); adapters are read, activated and their mappings set when a batch asks for
+    # them (the existing worker_manager entry)
+    ("vllm/lora/worker_manager.py", "create_lora_manager", _W),
+    ("vllm/lora/models.py", "create_lora_manager _create_lora_modules", _W),
+    ("vllm/lora/model_manager.py", "create_lora_manager _create_lora_modules", _W),
+    ("vllm/lora/models.py", "activate_adapter _set_adapter_mapping set_adapter_mapping from_local_checkpoint "
+     "from_lora_tensors", _S),
+    ("vllm/lora/model_manager.py", "activate_adapter _set_adapter_mapping set_adapter_mapping", _S),
+    ("vllm/lora/lora_model.py", "from_local_checkpoint from_lora_tensors", _S),
+    ("vllm/lora/layers", "create_lora_weights", _W),
+    ("vllm/lora/layers", "set_lora reset_lora set_mapping", _S),
+    ("vllm/lora/punica_wrapper/", "update_metadata _update_base_metadata _update_prefill_metadata", _S),
+    # multimodal: the processors run per request in the API server (processing.py's apply, the media fetchers);
+    # the dummy inputs of the memory profile and the encoder budget come from profiling.py, at start-up
+    ("vllm/multimodal/processing.py", "apply _cached_apply_hf_processor _apply_hf_processor "
+     "_apply_hf_processor_main _call_hf_processor _apply_prompt_updates _apply_hf_processor_mm_only "
+     "_apply_hf_processor_text_mm", _S),
+    ("vllm/multimodal/profiling.py", "get_dummy_mm_data get_decoder_dummy_data get_encoder_dummy_data "
+     "get_mm_max_tokens get_mm_max_contiguous_tokens _get_dummy_mm_inputs get_dummy_processor_inputs", _U),
+    ("vllm/multimodal/utils.py", "fetch_image fetch_image_async fetch_video fetch_video_async fetch_audio "
+     "fetch_audio_async load_from_url load_from_url_async", _S),
+    # torch.compile under vLLM (vllm/compilation/backends.py: VllmBackend is called by Dynamo when a graph is
+    # compiled, during the profiling run or the compile warm-up; compiler_interface compiles or loads from the cache)
+    ("vllm/compilation/backends.py", "compile configure_post_pass split_graph", _U),
+    ("vllm/compilation/compiler_interface.py", "compile load", _U),
+    ("vllm/compilation/monitor.py", "start_monitoring_torch_compile", _U),
+    # reasoning and tool-call parsers: the managers register and look parsers up at start-up (the API server's
+    # validation, OpenAIServingChat.__init__, the structured-output manager); the parsers run per request
+    ("vllm/reasoning/", "*", _S),
+    ("vllm/reasoning/abs_reasoning_parsers.py", "get_reasoning_parser import_reasoning_parser register_module "
+     "_register_module register_lazy_module", _U),
+    ("vllm/entrypoints/openai/reasoning_parsers/", "*", _S),
+    ("vllm/entrypoints/openai/reasoning_parsers/abs_reasoning_parsers.py", "get_reasoning_parser "
+     "import_reasoning_parser register_module _register_module", _U),
+    ("vllm/entrypoints/openai/tool_parsers/", "*", _S),
+    ("vllm/tool_parsers/", "*", _S),
+    ("/tool_parsers/abstract_tool_parser.py", "get_tool_parser import_tool_parser register_module _register_module "
+     "register_lazy_module", _U),
+    # the OpenAI server's request handlers (serving_*.py, then <endpoint>/serving.py and api_router.py), protocol
+    # validation and chat-template application per request; the chat template and the static LoRAs at start-up
+    ("vllm/entrypoints/openai/serving_", "*", _S),
+    ("vllm/entrypoints/openai/serving_models.py", "init_static_loras", _U),
+    ("vllm/entrypoints/openai/models/serving.py", "init_static_loras", _U),
+    ("vllm/entrypoints/openai/models/serving.py", "*", _S),
+    ("vllm/entrypoints/openai/chat_completion/serving.py", "*", _S),
+    # OpenAIServingChat.warmup renders a chat once when the API server starts (its _preprocess_chat then
+    # render_chat_async), before any request
+    ("vllm/entrypoints/openai/chat_completion/serving.py", "warmup", _WU),
+    ("vllm/entrypoints/openai/serving_chat.py", "warmup", _WU),
+    ("vllm/entrypoints/openai/completion/serving.py", "*", _S),
+    ("vllm/entrypoints/openai/engine/serving.py", "*", _S),
+    ("vllm/entrypoints/openai/chat_completion/api_router.py", "*", _S),
+    ("vllm/entrypoints/openai/completion/api_router.py", "*", _S),
+    ("vllm/entrypoints/openai/protocol.py", "*", _S),
+    ("vllm/entrypoints/chat_utils.py", "parse_chat_messages parse_chat_messages_futures apply_hf_chat_template "
+     "apply_mistral_chat_template _parse_chat_message_content _parse_chat_message_content_parts "
+     "_parse_chat_message_content_part", _S),
+    ("vllm/entrypoints/chat_utils.py", "load_chat_template", _U),
+    # the process groups' communicators are built by init_model_parallel_group (GroupCoordinator.__init__ ->
+    # CudaCommunicator -> PyNcclCommunicator, whose constructor runs ncclCommInitRank and a first all-reduce; the
+    # custom all-reduce registers its IPC buffers); vLLM's data-parallel groups are stateless groups
+    ("vllm/distributed/parallel_state.py", "__init__", _NCCL),
+    ("device_communicators/pynccl.py", "__init__", _NCCL),
+    ("device_communicators/pynccl_wrapper.py", "__init__ ncclCommInitRank ncclGetUniqueId", _NCCL),
+    ("device_communicators/cuda_communicator.py", "__init__", _NCCL),
+    ("device_communicators/custom_all_reduce.py", "__init__", _NCCL),
+    ("vllm/distributed/utils.py", "stateless_init_torch_distributed_process_group", _NCCL),
+    # KV transfer: the connector is created with the worker's distributed set-up (ensure_kv_transfer_initialized)
+    # and registers the allocated KV cache (register_kv_caches, from initialize_kv_cache); NIXL's handshakes with
+    # a remote engine and its block reads happen per request
+    ("vllm/distributed/kv_transfer/kv_transfer_state.py", "ensure_kv_transfer_initialized", _U),
+    ("vllm/distributed/kv_transfer/", "create_connector create_connector_v1", _U),
+    ("vllm/distributed/kv_transfer/", "register_kv_caches", _KV),
+    ("vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py", "_nixl_handshake _background_nixl_handshake "
+     "add_remote_agent _read_blocks _read_blocks_for_req _pop_done_transfers _get_new_notifs", _S),
     # --- SGLang model runner (python/sglang/srt/model_executor/model_runner.py)
     ("sglang/srt/model_executor/model_runner.py", "ModelRunner __init__ initialize init_backends "
      "init_attention_backend init_cublas model_specific_adjustment", _U),
@@ -287,6 +446,8 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     # piecewise and EAGLE draft runners): built and captured at start-up, replayed while serving
     ("cuda_graph_runner.py", "CudaGraphRunner __init__ capture capture_one_batch_size _capture_graph "
      "_capture_one_stream", _CG),
+    # capture_one_batch_size's closure running the forward it captures (warm-up passes, then inside the graph)
+    ("cuda_graph_runner.py", "run_once", _CG),
     ("cuda_graph_runner.py", "replay replay_prepare can_run", _S),
     # --- SGLang scheduler, workers, front end
     ("sglang/srt/managers/scheduler.py", "Scheduler __init__ init_tokenizer init_model_worker init_model_config "
@@ -334,6 +495,75 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("sglang/srt/managers/router/model_rpc.py", "exposed_step forward_step forward_fill_batch "
      "forward_decode_batch", _S),
     ("sglang/srt/managers/router/model_rpc.py", "exposed_init_model __init__", _U),
+    # --- SGLang, swept area by area (the module docstring's list says what was read)
+    # the scheduler's per-batch helpers: the batch and request objects, the output processing, the policy
+    ("sglang/srt/managers/schedule_batch.py", "*", _S),
+    ("sglang/srt/managers/schedule_policy.py", "*", _S),
+    ("sglang/srt/managers/scheduler_output_processor_mixin.py", "*", _S),
+    ("sglang/srt/managers/io_struct.py", "*", _S),
+    ("sglang/srt/managers/scheduler_metrics_mixin.py", "init_metrics init_kv_events", _U),
+    ("sglang/srt/managers/scheduler_metrics_mixin.py", "log_prefill_stats log_decode_stats "
+     "log_prefill_stats_late", _S),
+    ("sglang/srt/managers/detokenizer_manager.py", "event_loop handle_batch_token_id_out handle_batch_embedding_out "
+     "trim_matched_stop _decode_batch_token_id_output", _S),
+    ("sglang/srt/managers/detokenizer_manager.py", "DetokenizerManager", _U),
+    ("sglang/srt/managers/data_parallel_controller.py", "DataParallelController launch_dp_schedulers "
+     "launch_tensor_parallel_group launch_dp_attention_schedulers", _U),
+    ("sglang/srt/managers/data_parallel_controller.py", "event_loop round_robin_scheduler shortest_queue_scheduler "
+     "handle_load_balance_method", _S),
+    ("sglang/srt/managers/tokenizer_manager.py", "_tokenize_texts _send_one_request _create_tokenized_object "
+     "_validate_one_request _handle_batch_request abort_request _handle_abort_req", _S),
+    ("sglang/srt/managers/tp_worker.py", "forward_batch_split_prefill", _S),
+    # the model runner's per-batch inputs (ForwardBatch.init_new from the TP worker; the graph runners' capture,
+    # an outer start-up frame, builds its own) and LoRA: its manager is built at start-up, adapters added later
+    # through the server
+    ("sglang/srt/model_executor/forward_batch_info.py", "*", _S),
+    ("sglang/srt/model_executor/model_runner.py", "forward_split_prefill load_lora_adapter unload_lora_adapter", _S),
+    ("sglang/srt/model_executor/model_runner.py", "init_lora_manager", _U),
+    ("sglang/srt/lora/lora_manager.py", "prepare_lora_batch update_lora_info fetch_new_loras", _S),
+    ("sglang/srt/lora/lora_manager.py", "init_state init_lora_shapes init_lora_weight_names init_memory_pool "
+     "init_lora_modules", _U),
+    ("sglang/srt/lora/mem_pool.py", "prepare_lora_batch load_lora_weight_to_buffer get_available_buffer_slot", _S),
+    ("sglang/srt/lora/mem_pool.py", "init_buffers", _U),
+    ("sglang/srt/lora/lora.py", "initialize_weights", _W),
+    # the KV pools (mem_cache/memory_pool.py, memory_pool_host.py): allocated by the scheduler's init_memory_pool;
+    # a slot is taken or freed per request
+    ("sglang/srt/mem_cache/memory_pool.py", "__init__ _create_buffers", _KV),
+    ("sglang/srt/mem_cache/memory_pool_host.py", "__init__ init_kv_buffer", _KV),
+    ("sglang/srt/mem_cache/", "alloc free alloc_extend alloc_decode set_kv_buffer free_group_begin free_group_end "
+     "backup_state restore_state", _S),
+    # speculative decoding: the EAGLE worker's constructor builds the draft's TP worker (whose model runner loads it)
+    # and captures the draft graphs; drafting and verifying run per batch
+    ("sglang/srt/speculative/eagle_worker.py", "EAGLEWorker __init__", _U),
+    ("sglang/srt/speculative/", "init_cuda_graphs", _CG),
+    ("sglang/srt/speculative/", "forward_batch_speculative_generation draft verify forward_draft_extend "
+     "forward_draft_extend_after_decode prepare_for_verify prepare_extend_after_decode "
+     "generate_attn_arg_prefill _draft_preprocess_decode _draft_preprocess_idle "
+     "_prepare_for_speculative_decoding", _S),
+    ("sglang/srt/speculative/eagle_utils.py", "*", _S),
+    # the draft forward is what the EAGLE draft graph runner captures (its run_once) as well as what draft() runs
+    ("sglang/srt/speculative/", "draft_forward", _N),
+    # samplers and penalties (per batch)
+    ("sglang/srt/layers/sampler.py", "*", _S),
+    ("sglang/srt/sampling/", "*", _S),
+    # grammars: the backend is created by the scheduler's constructor (create_grammar_backend); grammars are
+    # compiled per request and their masks filled per batch
+    ("sglang/srt/constrained/", "*", _S),
+    ("sglang/srt/constrained/", "create_grammar_backend", _U),
+    ("sglang/srt/managers/scheduler.py", "init_grammar_backend", _U),
+    # prefill/decode disaggregation: the bootstrap and pre-allocation queues build their KV manager with the
+    # scheduler (_init_kv_manager registers the KV buffers), then run per step
+    ("sglang/srt/disaggregation/prefill.py", "*", _S),
+    ("sglang/srt/disaggregation/decode.py", "*", _S),
+    ("sglang/srt/disaggregation/", "_init_kv_manager register_buffer_to_engine", _U),
+    # the front ends: the offline Engine's calls and the old OpenAI adapter (its chat template loaded at start-up)
+    ("sglang/srt/entrypoints/engine.py", "generate async_generate encode async_encode", _S),
+    ("sglang/srt/entrypoints/http_server.py", "openai_v1_embeddings classify_request generate_from_file_request "
+     "v1_chat_completions v1_completions", _S),
+    ("sglang/srt/openai_api/adapter.py", "*", _S),
+    ("sglang/srt/openai_api/adapter.py", "load_chat_template_for_openai_api", _U),
+    ("sglang/srt/managers/template_manager.py", "initialize load_chat_template _load_explicit_chat_template "
+     "guess_chat_template_from_model_path load_completion_template", _U),
     # --- TensorRT-LLM's runtime (examples/run.py): a runner reads the engine's config and builds its session
     ("tensorrt_llm/runtime/model_runner.py", "from_dir from_engine read_config", _U),
     ("tensorrt_llm/runtime/model_runner_cpp.py", "from_dir", _U),
@@ -435,7 +665,11 @@ NATIVE_SERVING = ("forwardAsync", "forwardSync", "executionLoop", "generateBatch
 _GENERIC = frozenset({"__init__", "forward", "step", "generate", "run", "main", "initialize", "sample", "patch",
                       "serve", "pipeline", "warmup", "capture", "replay", "can_run", "encode", "abort",
                       "add_request", "get_config", "execute_model", "load_model", "collective_rpc", "get_output",
-                      "load", "execute", "from_checkpoint"})
+                      "load", "execute", "from_checkpoint",
+                      # the sweep's common names (a pool's alloc/free, a drafter's draft/verify, a processor's apply)
+                      "alloc", "free", "draft", "verify", "compile", "apply", "event_loop", "init_state",
+                      "register_module", "_register_module", "set_mapping", "update_metadata", "init_buffers",
+                      "prepare_inputs", "initialize_weights"})
 
 TABLE: dict[str, tuple[tuple[str, str], ...]] = {}
 _FILE_WIDE: list[tuple[str, str]] = []
@@ -477,8 +711,9 @@ def code_phase(file: str, function: str, *, callee: bool = False) -> str | None:
     if path:
         for where, phase in _FILE_WIDE:
             # a serving module's constructor runs when the server builds it (vLLM's init_app_state builds
-            # OpenAIServingChat, which loads the chat template): not serving
-            if where in path and not (phase == _S and function == "__init__"):
+            # OpenAIServingChat, which loads the chat template), and its body when it is imported (the CLI's import
+            # chain, "<module>" and the "<import>" it runs): not serving
+            if where in path and not (phase == _S and (function == "__init__" or function.startswith("<"))):
                 return phase
     return None
 
