@@ -653,6 +653,12 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     # since the same file also holds wrappers that run the compiled graph on every call
     ("torch/_inductor/compile_fx.py", "compile_fx _maybe_wrap_and_compile_fx_main _compile_fx_main compile_fx_inner "
      "_compile_fx_inner fx_codegen_and_compile codegen_and_compile fw_compiler_base bw_compiler", _U),
+    # --- a program's command line being parsed (Python's argparse; transformers' HfArgumentParser, which builds the
+    # argument dataclasses, their __post_init__ checks included, as ms-swift, trl and LlamaFactory start): the first
+    # thing a program does, before any device, collective or weight; a step of its own, so an NCCL line another
+    # process printed just before does not claim it
+    ("/argparse.py", "*", _DEV),
+    ("transformers/hf_argparser.py", "*", _DEV),
 )
 
 # C++ functions of TensorRT-LLM's batch manager that run only while requests are served; their

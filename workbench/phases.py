@@ -455,7 +455,10 @@ _FRAME_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
                 r"_allocate_kv|^_init_cache$|num_gpu_blocks|^build_cache_engine$|allocate_gpu_cache"), "kv_cache_alloc"),
     (re.compile(r"init_torch_distributed|init_distributed|distributed_environment|model_parallel|process_group|"
                 r"ncclCommInitRank|ncclGetUniqueId|init_world_group|createComm|mscclpp|^init_device$|_init_nccl|"
-                r"init_communicator"), "nccl_init"),
+                r"init_communicator|"
+                # torch's ProcessGroupNCCL creating a communicator (at a group's first collective: lazily), its unique id
+                # passed through the store ("c10d::ProcessGroupNCCL::initNCCLComm", "broadcastUniqueNCCLID" in c10's frames)
+                r"^initNCCLComm$|^broadcastUniqueNCCLID$|^allgatherUniqueNCCLIDs$"), "nccl_init"),
 )
 _SERVING = re.compile(
     r"event_loop|busy_loop|^run_batch$|forward_batch_generation|execute_model|engine_step|run_engine_loop|"
@@ -483,7 +486,11 @@ _SERVING = re.compile(
     r"^get_next_batch_to_run$|^get_new_batch_prefill$|^update_running_batch$|^process_input_requests$|"
     r"^prepare_for_(?:decode|extend)$|^stream_output|^sample_tokens$|^_update_states$|^add_request$|"
     r"^_handle_client_request$|^_?async_loop\w*$|^_async_step$|^_async_model_forward$|^async_forward$|"
-    r"^main_loop$|^_main_loop_\w+$|^send_response_loop$|^preprocess_loop$")
+    r"^main_loop$|^_main_loop_\w+$|^send_response_loop$|^preprocess_loop$|"
+    # an RL trainer pushing new weights into its running rollout engine between generations (OpenRLHF's worker
+    # extension update_weight, verl's update_weights_from_ipc, SGLang's update_weights_from_distributed / _tensor /
+    # _disk, NeMo-RL's update_weights_via_ipc_zmq): the engine was built and serving
+    r"^update_weights?(?:_from_\w+|_via_\w+)?$")
 _STARTUP = re.compile(
     r"^__init__$|^<import>$|launch|startup|^run_server|build_async_engine_client|from_engine_args|"
     r"from_vllm_config|make_client|make_async_mp_client|make_arg_parser|_init_engines|^run_engine_core$|"
@@ -525,7 +532,10 @@ _WRAPPER_METHOD = re.compile(r"ray::[^\s(]*\.(\w+)\(\)|method '(\w+)'|collective
                              r"while processing method (\w+)|Exception in thread [^()\n]*\((\w+)\):|"
                              r"Exception in callback (\w+)\(|"
                              # TensorRT-LLM's thread-pool wrapper ("Error executing load_single_module with args (...)")
-                             r"Error executing (\w+) with args\b")
+                             r"Error executing (\w+) with args\b|"
+                             # text-generation-inference's gRPC interceptor over the shard's service methods
+                             # ("Method Warmup encountered an error.", "Method Prefill encountered an error.")
+                             r"\bMethod (\w+) encountered an error")
 _LOAD_MODEL = re.compile(r"(?:fail(?:ed)?|faild) to load (?:the )?model\b(?! config)", re.I)
 _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     # vLLM's "CUDA out of memory occurred when warming up sampler with 256 dummy requests"
@@ -637,6 +647,10 @@ _TEXT_SERVING = re.compile(r"inputs? of failed execution|Dumping input data|Dump
                            # a step that failed for one request (SGLang's "Decode transfer failed for request rank=0
                            # decode_req.req.rid=...", vLLM's "Mooncake transfer failed for request cmpl-...")
                            r"\bfailed for request\b|"
+                           # an OpenAI-style request id in the error's words (a KV connector's "Failed to transfer KV
+                           # cache for request chatcmpl-270f82b6-..."): that request was being served, whatever the
+                           # other words name (the timeline reads the same id as serving)
+                           r"\b(?:chat)?cmpl-[0-9a-f]{8}|"
                            # a router forwarding a request to generate to an engine's worker (SGLang's router: "Generate
                            # request to http://localhost:8001 failed (attempt 1/3)")
                            r"\b[Gg]enerate request to\b|"

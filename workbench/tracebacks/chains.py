@@ -14,7 +14,7 @@ from bisect import bisect_right
 from collections.abc import Sequence
 
 from workbench.code_phases import NATIVE_SERVING
-from workbench.phases import decide_phase, stack_evidence
+from workbench.phases import _WRAPPER_METHOD, decide_phase, stack_evidence
 from workbench.tracebacks.model import Traceback
 from workbench.tracebacks.patterns import _IPY_HEADER
 from workbench.tracebacks.stack import Block, Cpp
@@ -29,6 +29,14 @@ def flow_context(chain: Sequence[Traceback]) -> bool:
     """The chain begins with a control-flow exception (:data:`_CONTROL_FLOW`) that a later link was raised while
     handling: no failure itself; the later link is, even cut before its exception line."""
     return len(chain) > 1 and (chain[0].exception_type or "").rsplit(".", 1)[-1] in _CONTROL_FLOW
+
+
+def rewraps(link: Traceback, before: Traceback) -> bool:
+    """The link was raised while handling ``before`` with ``before``'s message word for word: a wrapper that only
+    re-raises the error under its own type (litellm's "except Exception as e: raise VLLMError(status_code=0,
+    message=str(e))" over "ModuleNotFoundError: No module named 'vllm'"); ``before`` says what failed."""
+    return (link.chain is not None and before.exception_type is not None and before.exception_type != link.exception_type
+            and bool(link.message and link.message.strip()) and (link.message or "").strip() == (before.message or "").strip())
 
 
 def build_tracebacks(blocks: list[Block]) -> list[Traceback]:
@@ -92,6 +100,10 @@ def chain_phase(chain: list[Block]) -> str:
     # "1 validation error for ModelConfig" / "  Value error, Model architectures [...] are not supported")
     texts = [t for b in chain for t in (b.lead, "\n".join(b.message[:4]) if b.message else None)]
     first = chain[0]
+    if not first.lead and first.context and _WRAPPER_METHOD.search(first.context[-1]):
+        # the wrapper's record of the call that failed, printed just above by another writer than the stack's (TGI's
+        # launcher logs its shard's "Method Warmup encountered an error." and relays the shard's stderr under it)
+        texts.append(first.context[-1])
     above = _code_above(first)
     for b in chain:
         frames = [(f.file, f.function, f.code) for f in b.frames]

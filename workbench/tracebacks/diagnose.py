@@ -35,7 +35,7 @@ from typing import BinaryIO
 
 from workbench.code_phases import NATIVE_SERVING
 from workbench.phases import decide_phase, phase_from_frames, stack_evidence, startup_step
-from workbench.tracebacks.chains import flow_context, wrapped_output
+from workbench.tracebacks.chains import flow_context, rewraps, wrapped_output
 from workbench.tracebacks.cut import (
     _ANNOUNCE_ONLY,
     _ANNOUNCES,
@@ -56,6 +56,7 @@ from workbench.tracebacks.model import (
     RootCause,
     Traceback,
 )
+from workbench.tracebacks.native import signal_frames_phase
 from workbench.tracebacks.patterns import _PROCESS_CUT
 from workbench.tracebacks.reader import extract, extract_stream
 from workbench.tracebacks.scan import Extractor
@@ -241,7 +242,8 @@ def _ranks(ranks: Iterable[str | None]) -> tuple[str, ...]:
 def _root_link(chain: Sequence[Traceback]) -> Traceback:
     """The link to report: the last one, unless it is cut or only wraps/points at the one before."""
     i = len(chain) - 1
-    while i > 0 and (chain[i].exception_type is None or is_pointer(chain[i]) or _WRAPPER.search(chain[i].message or "")):
+    while i > 0 and (chain[i].exception_type is None or is_pointer(chain[i]) or _WRAPPER.search(chain[i].message or "")
+                     or rewraps(chain[i], chain[i - 1])):
         i -= 1
     return chain[1 if i == 0 and flow_context(chain) else i]  # anyio's WouldBlock... raised and caught: no failure
 
@@ -413,7 +415,7 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
         if phase == "unknown" and e.context:  # then the words of the lines just before it
             phase = decide_phase((), e.context, "unknown")
         if phase == "unknown" and e.kind == "fatal_signal":  # then the native frames a crash handler printed
-            phase = _signal_frames_phase(e, events) or phase
+            phase = _signal_frames_phase(e, events) or signal_frames_phase(e.line, ex.native_frames) or phase
         return RootCause("log_line", None, e.text, e.line, None, phase, _ranks([e.rank]), None, e.text[:160])
 
     def first_event(*kinds: str, hw: bool | None = None) -> LogEvent | None:

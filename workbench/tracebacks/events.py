@@ -17,9 +17,10 @@ _C10D_RANK = re.compile(r"\[(?:PG[^\]]*? )?Rank (\d+)\]")
 # the rank a failure names in its own words ("Failed to initialize executor on rank 6: ...")
 _ON_RANK = re.compile(r"\b[Oo]n [Rr]ank (\d+)\b")
 # error words that say a failure whatever the line's level (a failed C++ CHECK, the KV-cache size
-# checks, whose exception type a paste often loses, the status Triton gives a model it could not load)
+# checks, whose exception type a paste often loses, the status Triton gives a model it could not load, the NCCLCHECK
+# macro's report of a failed call)
 _LEVEL_FREE = frozenset({"Check failed: ", "can be stored in KV cache", "No available memory for the cache blocks",
-                         "Capture cuda graph failed: ", "UNAVAILABLE: "})
+                         "Capture cuda graph failed: ", "UNAVAILABLE: ", "Failed, NCCL error "})
 # words that say a failure at any level but are no exception line: vLLM's negative "Available KV cache memory: -0.87
 # GiB" at INFO, before the exception that gives up (when the window holds it, that exception is the root cause)
 # and NVIDIA's cuFile (GPUDirect Storage) API refusing a call, as the loader that made it prints it with no level
@@ -197,10 +198,15 @@ _STICKY_CUDA = re.compile(r"illegal memory access|misaligned address|unspecified
 
 def cuda_cause(message: str, line: int, events: Sequence[LogEvent]) -> LogEvent | None:
     """The line that says which CUDA error a failure (its message, its line) came after: the kernel's
-    own assertion when the failure names a device-side assert; else an error line naming a sticky
+    own assertion when the failure names a device-side assert; NCCL's warning of the CUDA failure when the failure is
+    NCCL's "unhandled cuda error" ("init.cc:1582 NCCL WARN Cuda failure 'CUDA driver version is insufficient ...'"
+    before "Failed, NCCL error .../nccl_utils.cc:296 'unhandled cuda error ...'"); else an error line naming a sticky
     CUDA error (an illegal memory access...) printed in the 12 lines before a failure that does not."""
     if "device-side assert" in message:
         return next((e for e in events if e.kind == "device_assert"), None)
+    if "unhandled cuda error" in message:  # ncclUnhandledCudaError: NCCL warned of the CUDA call's own error just before
+        return next((e for e in reversed(events) if e.kind == "nccl_warn" and 0 < line - e.line <= 4
+                     and _NCCL_CUDA.search(e.text) is not None), None)
     if _STICKY_CUDA.search(message):
         return None
     return next((e for e in events if e.kind == "error_line" and 0 < line - e.line <= 12 and _STICKY_CUDA.search(e.text)),

@@ -40,9 +40,11 @@ _WHOLE_QUOTE = re.compile(r"`([^`]{8,})`\s*$")
 # an exception line a sentence names after a verb of getting it, unquoted ("... but i got TypeError: X() got ..."),
 # or that is a sentence of its own after another ("... can someone help ? ValueError: As of transformers ..."),
 # or that a record with no level word names as its cause, maybe with the exception's arguments (SGLang's "Decode
-# transfer failed for request ... with exception KVTransferError(bootstrap_room=1655...): Failed due to ...")
+# transfer failed for request ... with exception KVTransferError(bootstrap_room=1655...): Failed due to ..."), or after
+# words that say one occurred (LiteLLM's proxy: "_handle_llm_api_exception(): Exception occured - litellm.NotFoundError:
+# NotFoundError: Hosted_vllmException - Error code: 404 - ...")
 _NAMED_IN_PROSE = re.compile(r"(?:\b(?:[Gg]ot|[Gg]et|[Gg]etting|raised?|raises|throws?|thrown|encounter(?:ed)?|hit|"
-                             r"with exception) (?:an? |the )?|(?<=[a-z)] [?!])\s+|(?<=[a-z]{2}[.?!])\s+|"
+                             r"with exception|[Ee]xception occurr?ed(?: -|:)) (?:an? |the )?|(?<=[a-z)] [?!])\s+|(?<=[a-z]{2}[.?!])\s+|"
                              # or glued to a sentence in a script written without blanks between its words ("运行server.py
                              # 提示ValueError: No available memory ...", "部署qwen2.5失败Exception: Capture cuda graph failed")
                              r"(?<=[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]))"
@@ -146,7 +148,11 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
     ("device_assert", re.compile(r"(?:\.cu:\d+: .*|block: \[[\d,]+\], thread: \[[\d,]+\] )Assertion .* failed\.|"
                                  r"device-side assertion .* failed")),
     ("error_line", re.compile(r"out of memory|CUDA error|CUDA runtime error|cudaError\w+|CUDA_ERROR_\w+|Error Code \d+|"
-                              r"Assertion failed|[Ff]ailed to (?:start|initiali[sz]e)[^:.]*: \S|NCCL error|Connection refused|"
+                              r"Assertion failed|[Ff]ailed to (?:start|initiali[sz]e)[^:.]*: \S|"
+                              # the NCCLCHECK macro of NCCL's examples and tests, which TensorRT-LLM's plugins copy
+                              # ("Failed, NCCL error .../allreducePlugin.cpp:183 'unknown result code'"): a call's
+                              # failed status, printed with no level just before the process exits
+                              r"^Failed, NCCL error |NCCL error|Connection refused|"
                               # a C++ CHECK that failed (glog, TurboMind's "[TM][FATAL] ... Check failed:")
                               r"Check failed: |"
                               # the engine's KV-cache size checks, also when the paste lost the exception's type
@@ -392,9 +398,10 @@ def no_cr(line: str) -> str:
 # vLLM's crash handler names the process title after "--- ": "--- VLLM::EngineCore(_PyEval_EvalFrameDefault+0x8cf)
 # [0x55fb937b7a7f]"; a Ray worker's title: "ray::VisualExecutionWorker(PyEval_EvalCode+0xae) [0x5f450e]"), as c10
 # prints it under its error ("frame #3: c10d::ProcessGroupNCCL::WorkNCCL::isCompleted()
-# + 0x58 (0x7f4d... in .../libtorch_cuda.so)"), as UCX prints it ("14 0x0000000000004493 ???()  .../libffi.so.8:0")
+# + 0x58 (0x7f4d... in .../libtorch_cuda.so)"), as UCX prints it ("14 0x0000000000004493 ???()  .../libffi.so.8:0", or with
+# its runs of blanks collapsed by a paste: "8 0x0000000000127022 tensorrt_llm::runtime::TllmRuntime::TllmRuntime() :0")
 _NATIVE_SYMBOL = re.compile(r"(?:\S+\.so(?:\.\d+)*|--- \S+|ray::\w+)\([^()\s]*\) \[0x[0-9a-fA-F]+\]|" + _C10_FRAME.pattern +
-                            r"|\d+ 0x[0-9a-fA-F]+ \S+\(\)  \S+:\d+$"
+                            r"|\d+ 0x[0-9a-fA-F]+ \S+\(\) +\S*:\d+$"
                             # a numbered frame as TensorRT-LLM and glog print it, its head cut ("5  0x7f9e... ns::C::f(...) + 443")
                             r"|\d+\s+0x[0-9a-fA-F]+\s+\S.*\) \+ \d+$"
                             # c10's head of the frames it lists under a torch error's message (see native_backtrace)

@@ -28,11 +28,11 @@ from workbench.tracebacks.events import (
     cut_record,
     first_error,
     log_event,
-    native_enough,
     process_header,
     quiet_cuda_error,
 )
 from workbench.tracebacks.model import CppException, Frame, LogEvent, Traceback
+from workbench.tracebacks.native import KEPT, native_root
 from workbench.tracebacks.patterns import (
     _BARE_EXC_NAME,
     _CARET,
@@ -113,7 +113,7 @@ class Extractor:
         self.other_threads: list[tuple[int, list[str]]] = []  # faulthandler's other threads: (line, innermost first)
         self._first_error: LogEvent | None = None
         self._quiet: LogEvent | None = None  # the previous line, when it names a CUDA error without a level
-        self._native_frames: list[LogEvent] = []  # a native backtrace's frames, its first kept (see finish)
+        self.native_frames: list[LogEvent] = []  # native backtraces' frames, the first KEPT (see finish)
         self._recent: deque[str] = deque(maxlen=6)
         self.tracebacks: list[Traceback] = []
         self.cpp_exceptions: list[CppException] = []
@@ -397,7 +397,7 @@ class Extractor:
     def native_backtrace(self) -> LogEvent | None:
         """The first frame of the log's native backtrace (three frames or more, :data:`_NATIVE_SYMBOL`), if any: a
         process that crashed in native code, its report's own lines above the window or not read as a failure."""
-        return self._native_frames[0] if native_enough(self._native_frames) else None
+        return native_root(self.native_frames)
 
     # -- states ------------------------------------------------------------------
     def _idle(self, stream: Stream, origin: tuple[str | None, ...], parsed: LogLine, msg: str, header: str | None) -> None:
@@ -535,8 +535,8 @@ class Extractor:
             return
         self._quiet = quiet_cuda_error(parsed, msg, self.line_no, self._tracker.phase, self._server)
         if ("0x" in msg or "raised from" in msg) and _NATIVE_SYMBOL.match(msg.strip()):
-            if len(self._native_frames) < 3:
-                self._native_frames.append(LogEvent("error_line", self.line_no, msg.strip()[:400], parsed.rank,
+            if len(self.native_frames) < KEPT:
+                self.native_frames.append(LogEvent("error_line", self.line_no, msg.strip()[:400], parsed.rank,
                                                     self._tracker.phase, self._server))
         elif msg.strip() and (first := first_error(self._first_error, parsed, msg, self.line_no, self._tracker.phase,
                                                    self._server)):

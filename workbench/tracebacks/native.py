@@ -1,0 +1,87 @@
+"""Native backtraces read outside any exception: the function each frame names, and the phase those frames say.
+
+A process that crashes in native code prints its frames under a signal handler's report (UCX's "[host:pid:0:tid]
+Caught signal 11 (Segmentation fault: address not mapped to object at address (nil))", then "==== backtrace (tid:
+371172) ====" and "8 0x0000000000127022 tensorrt_llm::runtime::TllmRuntime::TllmRuntime() :0"), and c10 lists the
+frames under a torch error whose own lines a window may have cut off ("frame #9: c10d::ProcessGroupNCCL::
+broadcastUniqueNCCLID(ncclUniqueId*, bool, ...) + 0x5c4 (0x7f9794cce5e4 in .../libtorch_cuda.so)"). The scanner keeps
+the first :data:`KEPT` such lines (:data:`~workbench.tracebacks.patterns._NATIVE_SYMBOL`); their functions are read
+as a C++ exception's numbered frames are (:func:`workbench.tracebacks.chains.native_phase`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+
+from workbench.code_phases import NATIVE_SERVING
+from workbench.phases import stack_evidence
+from workbench.tracebacks.events import native_enough
+from workbench.tracebacks.model import LogEvent
+
+KEPT = 32  # native frame lines the scanner keeps (the first ones): bounded whatever the log holds
+# the qualified function of c10's "frame #N: ns::C::f(args) + 0x58 (...)" or of a numbered frame ("8 0x... ns::C::C()
+# :0", UCX's and TensorRT-LLM's); "<unknown function>" and a bare address name none
+_FUNCTION = re.compile(r"(?:frame #\d+: |\d+\s+0x[0-9a-fA-F]+\s+)([A-Za-z_~][^()]*?)\(")
+_TEMPLATE = re.compile(r"<[^<>]*>")
+# a C++ factory building an object as a constructor does (TurboMind's "LlamaTritonModel<__half>::
+# createSharedModelInstance()", TensorRT's "createInferRuntime_INTERNAL()")
+_FACTORY = re.compile(r"create[A-Z]")
+_GAP = 2  # lines between two frames of one backtrace (a blank, a wrapped line)
+_AFTER_SIGNAL = 8  # lines between a signal's report and its first frame (the backtrace's header, other processes' lines)
+
+
+def frame_function(text: str) -> str | None:
+    """The function a native frame line names, its class and namespaces dropped; a constructor ("ns::Model::Model")
+    named as Python names one, ``__init__``: an object being built."""
+    m = _FUNCTION.match(text.strip())
+    if m is None:
+        return None
+    name = m.group(1)
+    while "<" in name and (bare := _TEMPLATE.sub("", name)) != name:  # templates' arguments, innermost first
+        name = bare
+    parts = [p.strip() for p in name.split("::")]
+    return "__init__" if len(parts) > 1 and parts[-2] == parts[-1] else parts[-1] or None
+
+
+def frames_phase(frames: Sequence[LogEvent]) -> str | None:
+    """The phase the functions of one backtrace's frames (innermost first) name: a start-up step, ``serving`` for a
+    serving loop's function (before anything built inside it), ``startup_other`` for objects being built (constructors,
+    factories), else None."""
+    names = [n for f in frames if (n := frame_function(f.text)) is not None]
+    step, serving, startup = stack_evidence(("", n, None) for n in reversed(names))  # outermost first
+    if step is not None:
+        return step
+    if serving or any(n in NATIVE_SERVING for n in names):
+        return "serving"
+    return "startup_other" if startup or any(_FACTORY.match(n) for n in names) else None
+
+
+def _run(frames: Sequence[LogEvent], start: int) -> list[LogEvent]:
+    """The frames of one backtrace: ``frames[start]`` and those that follow it line after line."""
+    run = [frames[start]]
+    for f in frames[start + 1:]:
+        if f.line - run[-1].line > _GAP:
+            break
+        run.append(f)
+    return run
+
+
+def native_root(frames: Sequence[LogEvent]) -> LogEvent | None:
+    """The first frame of the log's native backtrace when the frames make one (:func:`native_enough`), its phase the
+    step or serving loop the backtrace's functions name (frames before the timeline), or its objects being built when
+    the timeline knows nothing."""
+    if not native_enough(list(frames)):
+        return None
+    first = frames[0]
+    phase = frames_phase(_run(frames, 0))
+    if phase is None or (phase == "startup_other" and first.phase not in ("unknown", "")):
+        return first
+    return replace(first, phase=phase)
+
+
+def signal_frames_phase(line: int, frames: Sequence[LogEvent]) -> str | None:
+    """The phase of the native backtrace a crash handler printed under the fatal signal reported at ``line``."""
+    start = next((i for i, f in enumerate(frames) if 0 < f.line - line <= _AFTER_SIGNAL), None)
+    return frames_phase(_run(frames, start)) if start is not None else None
