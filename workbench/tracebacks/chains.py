@@ -13,9 +13,9 @@ import re
 from bisect import bisect_right
 from collections.abc import Sequence
 
-from workbench.code_phases import NATIVE_SERVING
 from workbench.phases import _WRAPPER_METHOD, decide_phase, stack_evidence
 from workbench.tracebacks.model import Traceback
+from workbench.tracebacks.native import names_phase
 from workbench.tracebacks.patterns import _IPY_HEADER
 from workbench.tracebacks.stack import Block, Cpp
 
@@ -145,11 +145,9 @@ def native_phase(cpp: Cpp) -> str:
     ``startup_other`` when the timeline knows nothing and the frames build an object (a constructor),
     as :func:`~workbench.phases.decide_phase` reads a Python stack."""
     if cpp.frames:
-        step, serving, startup = stack_evidence(("", f, None) for f in reversed(cpp.frames))  # outermost first
-        if step is not None:
-            return step
-        if serving or any(f in NATIVE_SERVING for f in cpp.frames):
-            return "serving"
+        phase, startup = names_phase(cpp.frames)
+        if phase is not None:
+            return phase
         if startup and cpp.phase in ("unknown", ""):
             return "startup_other"
     return cpp.phase

@@ -33,8 +33,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import BinaryIO
 
-from workbench.code_phases import NATIVE_SERVING
-from workbench.phases import decide_phase, phase_from_frames, stack_evidence, startup_step
+from workbench.phases import decide_phase, phase_from_frames, startup_step
 from workbench.tracebacks.chains import flow_context, rewraps, wrapped_output
 from workbench.tracebacks.cut import (
     _ANNOUNCE_ONLY,
@@ -56,7 +55,7 @@ from workbench.tracebacks.model import (
     RootCause,
     Traceback,
 )
-from workbench.tracebacks.native import signal_frames_phase
+from workbench.tracebacks.native import names_phase, signal_frames_phase
 from workbench.tracebacks.patterns import _PROCESS_CUT
 from workbench.tracebacks.reader import extract, extract_stream
 from workbench.tracebacks.scan import Extractor
@@ -580,10 +579,7 @@ def _signal_frames_phase(first: LogEvent, events: Sequence[LogEvent]) -> str | N
             frame = _MPI_FRAME.match(ev.text)
             if frame is not None and frame.group(1) == m.group(1) and frame.group(2):
                 names.append(_symbol_name(frame.group(2)))
-    step, serving, _startup = stack_evidence(("", n, None) for n in reversed(names))  # outermost first
-    if step is not None:
-        return step
-    return "serving" if serving or any(n in NATIVE_SERVING for n in names) else None
+    return names_phase(names)[0]
 
 
 def _symbol_name(symbol: str) -> str:

@@ -6,7 +6,7 @@ Caught signal 11 (Segmentation fault: address not mapped to object at address (n
 frames under a torch error whose own lines a window may have cut off ("frame #9: c10d::ProcessGroupNCCL::
 broadcastUniqueNCCLID(ncclUniqueId*, bool, ...) + 0x5c4 (0x7f9794cce5e4 in .../libtorch_cuda.so)"). The scanner keeps
 the first :data:`KEPT` such lines (:data:`~workbench.tracebacks.patterns._NATIVE_SYMBOL`); their functions are read
-as a C++ exception's numbered frames are (:func:`workbench.tracebacks.chains.native_phase`).
+as a C++ exception's numbered frames are (:func:`names_phase`).
 """
 
 from __future__ import annotations
@@ -45,16 +45,24 @@ def frame_function(text: str) -> str | None:
     return "__init__" if len(parts) > 1 and parts[-2] == parts[-1] else parts[-1] or None
 
 
+def names_phase(names: Sequence[str]) -> tuple[str | None, bool]:
+    """(the start-up step or ``serving`` the functions of one native backtrace name, innermost first, else None;
+    whether they build an object, a constructor): how a C++ exception's numbered frames, a crash handler's and c10's
+    frames are read, as :func:`~workbench.phases.decide_phase` reads a Python stack."""
+    step, serving, startup = stack_evidence(("", n, None) for n in reversed(names))  # outermost first
+    if step is not None:
+        return step, startup
+    return ("serving" if serving or any(n in NATIVE_SERVING for n in names) else None), startup
+
+
 def frames_phase(frames: Sequence[LogEvent]) -> str | None:
     """The phase the functions of one backtrace's frames (innermost first) name: a start-up step, ``serving`` for a
     serving loop's function (before anything built inside it), ``startup_other`` for objects being built (constructors,
     factories), else None."""
     names = [n for f in frames if (n := frame_function(f.text)) is not None]
-    step, serving, startup = stack_evidence(("", n, None) for n in reversed(names))  # outermost first
-    if step is not None:
-        return step
-    if serving or any(n in NATIVE_SERVING for n in names):
-        return "serving"
+    phase, startup = names_phase(names)
+    if phase is not None:
+        return phase
     return "startup_other" if startup or any(_FACTORY.match(n) for n in names) else None
 
 
