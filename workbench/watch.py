@@ -201,6 +201,10 @@ def watch_start(svc: Services, unit: str, *, start: bool = True, **kw: Any) -> O
     out = _watch_once(svc, unit, start=start, **kw)
     if start and out.outcome == "failed" and out.status is not None and out.status.exec_step in NOT_RUN_STEPS:
         first = out.status.exit_label
+        if out.status.sub_state == "auto-restart":
+            # The unit's own Restart= retry is pending: a start now would wait for its timer and be
+            # that retry (NRestarts + 1, judged "restarted").  Cancelled, the second start is ours.
+            svc.stop(unit)
         out = _watch_once(svc, unit, start=True, **kw)
         out.reason += f" (started a second time: systemd failed the first start {first} before its command ran)"
     return out

@@ -308,6 +308,46 @@ def test_port_already_in_use_is_refused_before_starting(toy):
     as_found(toy)
 
 
+def test_a_start_systemd_failed_before_its_command_is_retried_as_our_own_start(toy, monkeypatch):
+    """A start that the service manager failed in its own exec step is started once more.  With
+    ``Restart=on-failure`` the unit then waits in ``auto-restart``: a plain start would wait for its
+    timer and be systemd's retry (NRestarts + 1, judged "restarted" though the server came up).
+    The retry cancels it first.  The transient step systemd hits in containers (219/CGROUP) cannot
+    be provoked on purpose; 200/CHDIR runs the same path, its directory made after the first try."""
+    import workbench.watch as watch
+
+    unit = "toy-notrun.service"
+    text = BASE_TEXT.replace("[Service]\n", "[Service]\nWorkingDirectory=/run/wb-notrun\n").replace(
+        "RestartSec=1", "RestartSec=30")
+    toy.run("rm -rf /run/wb-notrun", check=True)
+    toy.put(text.encode(), f"/etc/systemd/system/{unit}")
+    toy.run("systemctl daemon-reload", check=True)
+    once = watch._watch_once
+    firsts: list[str] = []
+
+    def first_then_fix(svc, name, **kw):
+        out = once(svc, name, **kw)
+        if not firsts:
+            firsts.append(out.describe())
+            toy.run("mkdir -p /run/wb-notrun", check=True)
+        return out
+
+    monkeypatch.setattr(watch, "NOT_RUN_STEPS", frozenset({"CHDIR"}))
+    monkeypatch.setattr(watch, "_watch_once", first_then_fix)
+    svc = SystemdServices(toy)
+    toy.run(["systemctl", "stop", BASE], check=True)
+    try:
+        out = watch_start(svc, unit, port=31000, timeout=20)
+        assert "200/CHDIR" in firsts[0] or "auto-restart" in firsts[0], firsts
+        assert out.ok, out.describe()  # before: waited 30 s for systemd's timer, then "restarted (1x)"
+        assert "started a second time" in out.reason and "200/CHDIR" in out.reason, out.reason
+        assert svc.status(unit).n_restarts == 0
+    finally:
+        toy.run(f"systemctl stop {unit}; rm -f /etc/systemd/system/{unit}; rm -rf /run/wb-notrun; "
+                "systemctl daemon-reload; systemctl reset-failed; systemctl start toy.service", check=True)
+    as_found(toy)
+
+
 SEEDS = [
     ({}, "ready", None, None),                                                        # TP8 + DDTree works
     ({"--enable-nccl-nvls": True}, "ready", None, None),                              # TP8 + NVLS works

@@ -28,7 +28,7 @@ from workbench.services.base import exec_argv
 from workbench.session import HostSession
 from workbench.systemd import UnitStatus
 from workbench.variants import EditValue
-from workbench.watch import Outcome, PhaseEvent, watch_start
+from workbench.watch import NOT_RUN_STEPS, Outcome, PhaseEvent, watch_start
 
 POLL_S = 0.5
 
@@ -218,7 +218,7 @@ def start(
         thread.join(POLL_S)
         for n in dep.workers:
             st = svcs[n.label].status(names[n.label])
-            if not st.running and st.exec_step == "CGROUP" and n.label not in again:
+            if not st.running and st.exec_step in NOT_RUN_STEPS and n.label not in again:
                 # systemd failed to put the process in the unit's cgroup before the command ran, a known
                 # race of systemd in containers (systemd/systemd#20939): nothing ran, so one more start
                 again.append(n.label)
