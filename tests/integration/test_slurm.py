@@ -66,12 +66,22 @@ def test_seeds_failures_as_jobs(cluster) -> None:
     assert ep8.state == "FAILED" and _active(cluster) == []
 
 
+def _why(found) -> str:
+    """The conclusion, with the job record and the log's end of each failed trial that named no
+    exception (a log read short: what was read, and from which record)."""
+    parts = [found.conclusion()]
+    for t in found.trials:
+        if t.outcome == "failed" and not t.exception_type:
+            parts.append(f"job {t.job_id} ({t.state}, {t.reason}) {t.edits}:\n{t.log_excerpt[-3000:]}")
+    return "\n".join(parts)
+
+
 def test_bisect_finds_both_culprits_with_trials_as_jobs(cluster) -> None:
     edits = [EP8, NVLS, ("--enable-flashinfer-allreduce-fusion", True)]
     found = bisect_jobs(cluster, BASE_SCRIPT, edits, timeout=120)
     got = {tuple(tuple(e) for e in c["edits"]): (c["exception_type"], c["phase"]) for c in found.culprits}
     assert got == {(EP8,): ("AttributeError", "cuda_graph_capture"),
-                   (EP8, NVLS): ("RuntimeError", "cuda_graph_capture")}, found.conclusion()
+                   (EP8, NVLS): ("RuntimeError", "cuda_graph_capture")}, _why(found)
     assert found.jobs_left == [] and _active(cluster) == []
     assert found.starts <= 7 and "queue wait" in found.conclusion()
     assert found.guarantee.get("complete") is True, found.guarantee

@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from workbench.errors import ConfigError, ServiceError
@@ -198,7 +198,7 @@ def run_job_trial(
                 emit("queued", f"job {job_id} still pending ({info.reason}) after {queue_timeout:.0f} s")
                 break
             pause()
-            info = cluster.job(job_id)
+            info = _again(cluster, info)
         if info.running or info.ended:
             started = time.monotonic()
             emit("running", f"job {job_id} on {info.node_list} after {started - submitted:.1f} s in the queue")
@@ -223,7 +223,7 @@ def run_job_trial(
                 feed(line)
                 if not tracker.ready:
                     continue
-                info = cluster.job(job_id)
+                info = _again(cluster, info)
                 if port is None or not info.nodes or _health(cluster, cluster.node_addr(info.nodes[0]), port,
                                                              health_path):
                     outcome = "ready"
@@ -233,7 +233,7 @@ def run_job_trial(
                 continue
             if stream is None:
                 pause()  # no log file to follow: the job's state is all there is
-            info = cluster.job(job_id)
+            info = _again(cluster, info)
             if info.ended:
                 outcome = "failed"
                 if stream is not None:  # what the job wrote that the follower had not delivered yet (its
@@ -266,6 +266,16 @@ def run_job_trial(
         trial.log_excerpt = "\n".join(text.splitlines()[-80:])
     emit("done", f"job {job_id}: {trial.outcome} in {trial.phase}")
     return trial
+
+
+def _again(cluster: SlurmCluster, last: JobInfo) -> JobInfo:
+    """The job's record now, its output files kept from ``last`` where the new one names none: a job
+    the controller purged (``MinJobAge`` after its end, reached when polls come late) is answered by
+    sacct, which keeps no output paths, and its log would read as empty."""
+    info = cluster.job(last.job_id)
+    if info.stdout is None and last.stdout:
+        info = replace(info, stdout=last.stdout, stderr=last.stderr)
+    return info
 
 
 def in_flight(work: Callable[[T, threading.Event], R], items: Sequence[T], *, max_parallel: int,

@@ -79,3 +79,27 @@ def test_the_lines_the_follower_had_not_delivered_give_the_failure_its_phase() -
     assert trial.outcome == "failed" and trial.exception_type == "RuntimeError"
     assert [t["phase"] for t in trial.timeline][-3:] == ["weight_loading", "kv_cache_alloc", "cuda_graph_capture"]
     assert trial.phase == "cuda_graph_capture"
+
+
+class PurgedCluster(Cluster):
+    """The controller purged the job before the poll that saw it ended (``MinJobAge`` after its end,
+    reached when polls come late on a loaded submit host): sacct answers, naming no output file,
+    and the real :meth:`SlurmCluster.log` then reads nothing."""
+
+    def job(self, job_id: str) -> facts.JobInfo:
+        state = next(self.states, "FAILED")
+        return _job(state) if state == "RUNNING" else replace(_job(state), stdout=None, source="sacct")
+
+    def output_after(self, job: facts.JobInfo, lines: int) -> str:
+        return super().output_after(job, lines) if job.stdout else ""
+
+    def log(self, job: facts.JobInfo) -> str:
+        return super().log(job) if job.stdout else ""
+
+
+def test_a_job_answered_by_sacct_keeps_the_output_file_its_running_record_named() -> None:
+    cluster = PurgedCluster()
+    trial = run_job_trial(cluster, SCRIPT, [("--ep-size", "8")], timeout=60)  # type: ignore[arg-type]
+    assert trial.outcome == "failed" and trial.state == "FAILED"
+    assert trial.exception_type == "RuntimeError" and "CUBLAS_STATUS_EXECUTION_FAILED" in trial.message
+    assert trial.phase == "cuda_graph_capture" and cluster.after == [DELIVERED]
