@@ -610,6 +610,8 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("text_generation_server/models/flash_causal_lm.py", "warmup", _WU),
     ("text_generation_server/models/flash_causal_lm.py", "cuda_graph_warmup", _CG),
     ("text_generation_server/models/flash_causal_lm.py", "generate_token", _S),
+    # every model class's warmup (models/model.py's Model.warmup runs generate_token on the warm-up batch)
+    ("text_generation_server/models/", "warmup", _WU),
     # --- lmdeploy (PyTorch engine and TurboMind)
     ("lmdeploy/pytorch/engine/model_agent.py", "_tp_build_model _build_model __init__ build_model_agent", _U),
     ("lmdeploy/pytorch/engine/model_agent.py", "_update_cache_config _broadcast_config", _KV),

@@ -121,6 +121,15 @@ _NO_ORIGIN: tuple[str | None, ...] = (None, None, None, None, None, None)
 _TRT_LEVEL = {"E": "ERROR", "W": "WARNING", "I": "INFO", "V": "DEBUG", "ERROR": "ERROR", "WARNING": "WARNING",
               "INFO": "INFO", "DEBUG": "DEBUG", "VERBOSE": "DEBUG"}
 _GLOG_LEVEL = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "CRITICAL"}
+# A record whose fields are joined by pipes: loguru's default ("2025-09-10 11:16:22.307 | ERROR    | pkg.mod:func:106 -
+# "), Python logging's "%(asctime)s | %(levelname)s | %(name)s | " (FastChat: "... | ERROR | stderr | "), a container
+# runtime's own time glued in front of it ("2025-09-10 18:16:22.307225+00:002025-09-10 11:16:22.307 | ERROR | ...")
+_PIPES = re.compile(
+    r"(?:\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)(?=\d{4}-\d\d-\d\d[ T]))?"
+    r"(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?) \| *"
+    r"(?P<lvl>TRACE|DEBUG|INFO|SUCCESS|WARNING|WARN|ERROR|CRITICAL|FATAL) *\| "
+    r"(?:[\w.<>-]+(?::[\w<>.-]+)*:\d+ - |(?P<name>[\w.<>-]+) \| )?")
+_PIPES_LEVEL = {"SUCCESS": "INFO", "WARN": "WARNING", "FATAL": "CRITICAL"}
 _LLAMACPP = re.compile(r"\d+\.\d\d\.\d\d\d\.\d\d\d (?P<lvl>[DIWE]) ")
 _LLAMACPP_LEVEL = {"D": "DEBUG", "I": "INFO", "W": "WARNING", "E": "ERROR"}
 _NCCL_LEVEL = {"INFO": "INFO", "WARN": "WARNING", "TRACE": "DEBUG", "ERROR": "ERROR"}
@@ -226,7 +235,9 @@ def _parse(line: str) -> Parsed:
     """
     raw = line
     if not line or line[0] in " \t":  # continuation lines (traceback frames) carry no prefix
-        if "\x1b" not in line and "\r" not in line and not _needs_clean(line):
+        if "[rank" in line[:16] and line.lstrip(" \t").startswith("[rank"):
+            line = line.lstrip(" \t")  # torch's "[rankN]:" indented by a paste (a list item's "  [rank1]:   File")
+        elif "\x1b" not in line and "\r" not in line and not _needs_clean(line):
             return LogLine(raw, line), _NO_ORIGIN, None
     if line[:5] in ("time=", "level") and ' msg="' in line and (lf := _LOGFMT_MSG.match(line)):
         line = _LOGFMT_ESCAPE.sub(r"\1", lf.group(1))
@@ -390,6 +401,17 @@ def _parse(line: str) -> Parsed:
             m = _LLAMACPP.match(line, pos)
             if m:  # llama.cpp's "3.02.199.202 E message" (time since start, one-letter level)
                 level, fmt = _LLAMACPP_LEVEL[m["lvl"]], "llamacpp"
+        elif c in _DIGITS and "|" in line[pos + 19:pos + 60]:
+            m = _PIPES.match(line, pos)
+            if m:  # a logger that takes over stderr writes each of its lines at ERROR: that is no level of the line's
+                level = None if m["name"] == "stderr" else _PIPES_LEVEL.get(m["lvl"], m["lvl"])
+                time = m["ts"]
+                if fmt == "plain":
+                    fmt = "pipes"
+                if line.startswith("[rank", m.end()) and (r := _TORCH_RANK.match(line, m.end())):
+                    torch_rank = "rank" + r["r"]  # what the logger took over was torch's "[rankN]: " line
+                    rank = rank or torch_rank
+                    m = r
         elif c == "T":
             m = _UVICORN.match(line, pos)
             if m:

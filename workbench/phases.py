@@ -704,7 +704,7 @@ def stack_evidence(frames: Iterable[tuple[str, str, str | None]],
         expanded.append((file, function, False))
         if function == "<module>" and code and code.lstrip().startswith(("import ", "from ")):
             expanded.append((file, "<import>", True))  # an import chain: the program is still starting
-        elif code:
+        elif code and not _stdlib(file):
             for name in _callees(code):
                 expanded.append((file, name, True))
     cut = _CUT_METHOD.search(last[1]) if last[0] and last[1] and "(" not in last[1] else None
@@ -737,6 +737,19 @@ def stack_evidence(frames: Iterable[tuple[str, str, str | None]],
 
 
 _CALLEES: dict[str, tuple[str, ...]] = {}
+# Python's own library (not its site-packages): its code lines call the library's own functions, whose names an
+# engine may reuse (asyncio's "self.run_forever()" over a TGI warm-up is not mini-sglang's scheduler loop)
+_STDLIB = re.compile(r"/lib/python3(?:\.\d+)?/(?!(?:site|dist)-packages/)")
+_STDLIB_FILES: dict[str, bool] = {}
+
+
+def _stdlib(file: str) -> bool:
+    found = _STDLIB_FILES.get(file)
+    if found is None:
+        found = _STDLIB.search(file.replace("\\", "/")) is not None
+        if len(_STDLIB_FILES) < 4096:
+            _STDLIB_FILES[file] = found
+    return found
 
 
 def _callees(code: str) -> tuple[str, ...]:

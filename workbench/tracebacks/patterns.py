@@ -190,6 +190,9 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
         r"actor died|died unexpectedly|scheduler is dead|scheduler died|^Exit code: -?\d+|exited with code -?\d+|"
         r"exited unexpectedly|ChildFailedError|Failed core proc\(s\): \{'|Main process exited, code=|"
         r"(?:WorkerProc|EngineCore|Worker) failed to start|"
+        # a launcher's word that the server it ran never came up ("vLLM failed to start.  Retry with
+        # --enable-serving-output ...": instructlab; "SGLang server failed to start")
+        r"\b(?:vLLM|SGLang|[Ss]erver|[Ee]ngine) failed to start\b|"
         # Ray's own word for a worker process that died or never came up
         r"A worker died or was killed|Failed to register worker|"
         # mpirun's report of a rank a signal ended ("process rank 6 with PID 0 on node x exited on signal 9")

@@ -1,0 +1,98 @@
+"""Mechanisms added from misses of held-outs 34 (vLLM and SGLang) and 35 (projects around them), each measured once
+untuned first, on lines written in the shapes of real logs (the thread says which)."""
+
+from __future__ import annotations
+
+from workbench.logformats import parse_line
+from workbench.tracebacks import analyze
+
+
+def test_torch_rank_prefixes_indented_by_a_paste_still_carry_frames() -> None:
+    """ms-swift#9435: a stack pasted inside a list item, each "[rank1]:" line indented by one or two blanks."""
+    log = "\n".join((
+        " [rank1]:     engine = Engine(",
+        "  [rank1]:              ^^^^^^^",
+        '  [rank1]:   File "/app/swift/infer_engine/vllm_engine.py", line 203, in __init__',
+        "  [rank1]:     self._prepare_engine()",
+        '  [rank1]:   File "/app/swift/infer_engine/vllm_engine.py", line 226, in _prepare_engine',
+    )) + "\n"
+    rc = analyze(log).root_cause
+    assert rc is not None and list(rc.ranks) == ["rank1"]
+    assert rc.innermost_frame is not None and rc.innermost_frame.function == "_prepare_engine"
+
+
+def test_a_launchers_word_that_the_server_never_came_up_is_a_failure_of_its_start() -> None:
+    """instructlab#3466: "vLLM failed to start." with no traceback (the server's output was not shown)."""
+    for line in ("vLLM failed to start.  Retry with --enable-serving-output to learn more about the failure.",
+                 "SGLang server failed to start."):
+        rc = analyze(f"INFO loading config\n{line}\nUsing unknown model family\n").root_cause
+        assert rc is not None and rc.kind == "log_line" and rc.message.startswith(line.split(".")[0])
+        assert rc.phase == "startup_other"
+
+
+def test_pipe_separated_records_give_their_level_and_message() -> None:
+    """Loguru's default format (Open WebUI, truenas/apps#3143: the container's own time glued in front) and Python
+    logging's "asctime | levelname | name | " (FastChat)."""
+    p = parse_line("2025-09-10 11:16:22.307 | ERROR    | open_webui.routers.ollama:send_get_request:106 - Connection "
+                   "error: Cannot connect to host localhost:11434 ssl:default")
+    assert (p.level, p.time) == ("ERROR", "2025-09-10 11:16:22.307") and p.message.startswith("Connection error:")
+    glued = parse_line("2025-09-10 18:16:22.307225+00:002025-09-10 11:16:22.307 | INFO     | uvicorn.protocols.http."
+                       "httptools_impl:send:476 - 10.0.0.1:56095 - \"GET /api/v1/folders/ HTTP/1.1\" 200")
+    assert glued.level == "INFO" and glued.message.startswith("10.0.0.1:56095")
+    fc = parse_line("2024-08-27 12:54:55 | INFO | model_worker | Loading the model on worker 1")
+    assert fc.level == "INFO" and fc.message == "Loading the model on worker 1"
+
+
+def test_a_logger_that_took_over_stderr_gives_its_lines_no_level() -> None:
+    """FastChat's build_logger redirects stderr into a logger at ERROR: "| ERROR | stderr |" is every line a library
+    wrote (a loading bar here), not an error; frames after it, with torch's rank prefix, are still read."""
+    bars = "2025-07-02 16:41:30 | ERROR | stderr | Loading safetensors checkpoint shards:   0% Completed | 0/2\n"
+    assert analyze("2025-07-02 16:41:29 | INFO | model_worker | Loading the model\n" + bars).root_cause is None
+    p = parse_line('2024-10-14 01:39:49 | ERROR | stderr | [rank0]:   File "/x/vllm_worker.py", line 290, in <module>')
+    assert p.level is None and p.rank == "rank0" and p.message.startswith('  File "/x/vllm_worker.py"')
+
+
+def test_an_error_record_behind_a_glued_container_time_is_the_failure() -> None:
+    """truenas/apps#3143: the container runtime's time glued to Open WebUI's loguru record, which says at ERROR that
+    the front end cannot reach its backend (aiohttp's ClientConnectorError)."""
+    log = ("2025-09-10 18:16:22.307225+00:002025-09-10 11:16:22.307 | ERROR    | open_webui.routers.ollama:send_get_request:106 - Connection error: "
+           "Cannot connect to host localhost:11434 ssl:default [Connect call failed ('127.0.0.1', 11434)]\n"
+           '2025-09-10 11:16:22.312 | INFO     | uvicorn.protocols.http.httptools_impl:send:476 - 10.0.0.1:56095 - '
+           '"GET /api/v1/folders/ HTTP/1.1" 200\n')
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.kind == "log_line" and "Cannot connect to host localhost:11434" in rc.message
+
+
+def test_a_warm_up_run_inside_the_event_loop_is_warmup_not_serving() -> None:
+    """text-generation-inference#1672: the shard's gRPC Warmup, run by asyncio's loop ("self.run_forever()" is
+    asyncio's, not an engine's scheduler loop of that name), into the model class's warmup, cut there."""
+    conda = "/opt/conda/lib/python3.10"
+    tgi = f"{conda}/site-packages/text_generation_server"
+    log = "\n".join((
+        f'  File "{conda}/asyncio/base_events.py", line 636, in run_until_complete',
+        "    self.run_forever()",
+        f'  File "{conda}/asyncio/base_events.py", line 603, in run_forever',
+        "    self._run_once()",
+        f'  File "{conda}/site-packages/grpc_interceptor/server.py", line 165, in invoke_intercept_method',
+        "    return await self.intercept(",
+        f'  File "{tgi}/server.py", line 95, in Warmup',
+        "    max_supported_total_tokens = self.model.warmup(batch)",
+        f'  File "{tgi}/models/causal_lm.py", line 74, in warmup',
+        "    self.generate_token",
+    )) + "\n"
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.phase == "warmup"
+
+
+def test_a_scheduler_loop_called_from_the_engines_own_code_is_still_serving() -> None:
+    """mini-sglang: its launcher's "scheduler.run_forever()" (a callee named outside the standard library)."""
+    log = "\n".join((
+        "Process minisgl-TP0-scheduler:",
+        "Traceback (most recent call last):",
+        '  File "/opt/conda/lib/python3.12/multiprocessing/process.py", line 314, in _bootstrap',
+        "    self.run()",
+        '  File "/workspace/mini-sglang/python/minisgl/server/launch.py", line 31, in _run_scheduler',
+        "    scheduler.run_forever()",
+    )) + "\n"
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.phase == "serving"
