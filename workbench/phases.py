@@ -533,6 +533,9 @@ _WRAPPER_METHOD = re.compile(r"ray::[^\s(]*\.(\w+)\(\)|method '(\w+)'|collective
                              r"Exception in callback (\w+)\(|"
                              # TensorRT-LLM's thread-pool wrapper ("Error executing load_single_module with args (...)")
                              r"Error executing (\w+) with args\b|"
+                             # vLLM v0's worker wrapper, the name unquoted ("Error executing method
+                             # start_worker_execution_loop. This might cause deadlock in distributed execution.")
+                             r"Error executing method (\w+)\.|"
                              # text-generation-inference's gRPC interceptor over the shard's service methods
                              # ("Method Warmup encountered an error.", "Method Prefill encountered an error.")
                              r"\bMethod (\w+) encountered an error")

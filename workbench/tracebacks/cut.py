@@ -10,6 +10,7 @@ from workbench.logformats import _parse
 from workbench.phases import phase_from_frames
 from workbench.tracebacks.model import Final, Frame, RootCause, Traceback
 from workbench.tracebacks.patterns import level_word
+from workbench.tracebacks.stack import CUT_DUMP
 
 # the record a logger printed just before the traceback it attaches (Python's logger.exception("...")):
 # an error report in its own words, unlike a wrapper's "hit an exception:" that only announces the stack
@@ -74,3 +75,21 @@ _WAITING_FRAMES = {
 def waits(frame: Frame | None) -> bool:
     return frame is not None and any(frame.function == fn and frame.file.replace("\\", "/").endswith(path)
                                      for path, fn in _WAITING_FRAMES)
+
+
+def threads_phase(line: int, threads: Sequence[tuple[int, list[str]]]) -> str:
+    """Where a crashed process was, from the other threads of its faulthandler dump (the crashed
+    thread's own stack cut off or garbled): the one phase their stacks name, else ``unknown``."""
+    named = (phase_from_frames(("", f) for f in reversed(frames)) for at, frames in threads if -20 <= at - line <= 200)
+    phases = {p for p in named if p is not None}
+    return phases.pop() if len(phases) == 1 else "unknown"
+
+
+def threads_root(threads: Sequence[tuple[int, list[str]]]) -> RootCause | None:
+    """The root cause of a log whose only failure is faulthandler's stacks of threads (no "Fatal Python error", no
+    "Current thread"): a crash or a hang watchdog's dump whose header was cut off (SGLang's scheduler watchdog dumps
+    every thread, one stuck in a collective), where the threads' frames say the process was; None without frames."""
+    if not any(frames for _at, frames in threads):
+        return None
+    at = threads[0][0]
+    return RootCause("exception", None, CUT_DUMP, at, None, threads_phase(at, threads), (), None, CUT_DUMP)

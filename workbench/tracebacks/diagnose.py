@@ -41,6 +41,8 @@ from workbench.tracebacks.cut import (
     _REPORT,
     cut_report,
     start_cut_in_roots_step,
+    threads_phase,
+    threads_root,
     waits,
 )
 from workbench.tracebacks.events import cuda_cause, death_cause, lost_type
@@ -288,7 +290,8 @@ def analysis_of(ex: Extractor) -> Analysis:
     if root is not None:
         root = _phase_from_neighbour(root, tracebacks)
     if root is not None and root.phase == "unknown" and "Fatal Python error" in (root.exception_type or root.message):
-        root = replace(root, phase=_phase_of_threads(root.line, ex.other_threads))
+        root = replace(root, phase=threads_phase(root.line, ex.other_threads))
+    root = root or threads_root(ex.other_threads)
     if root is not None and root.phase == "unknown":
         # the phase the server's timeline had reached when the failure was reported (a request
         # answered 500 after the engine died), if no restart came in between
@@ -342,14 +345,6 @@ def _phase_from_neighbour(root: RootCause, tracebacks: Sequence[Traceback]) -> R
     if near and root.phase == "unknown":
         return replace(root, phase=min(near, key=lambda t: abs(t.start_line - root.line)).phase)
     return root
-
-
-def _phase_of_threads(line: int, threads: Sequence[tuple[int, list[str]]]) -> str:
-    """Where a crashed process was, from the other threads of its faulthandler dump (the crashed
-    thread's own stack cut off or garbled): the one phase their stacks name, else ``unknown``."""
-    named = (phase_from_frames(("", f) for f in reversed(frames)) for at, frames in threads if -20 <= at - line <= 200)
-    phases = {p for p in named if p is not None}
-    return phases.pop() if len(phases) == 1 else "unknown"
 
 
 def _failure_of(failures: Sequence[Failure], index: int) -> Failure | None:

@@ -236,11 +236,17 @@ _NCCL_CUDA = re.compile(r"NCCL WARN (?:Cuda failure|CUDA error)\b")
 def death_cause(line: int, events: Sequence[LogEvent]) -> LogEvent | None:
     """The error line printed in the 2 lines before a process's death or fatal signal at ``line`` (vLLM's "Worker proc
     ... died unexpectedly", a shell's "Aborted (core dumped)"), or NCCL's warning of a CUDA failure there: what the
-    process died of, the death its consequence."""
+    process died of, the death its consequence; else the first watchdog timeout before it (:data:`_WATCHDOG_TIMEOUT`)."""
     if not any(e.line == line and e.kind in _DEATHS for e in events):
         return None
     return next((e for e in reversed(events) if 0 < line - e.line <= 2 and (
-        e.kind == "error_line" or (e.kind == "nccl_warn" and _NCCL_CUDA.search(e.text) is not None))), None)
+        e.kind == "error_line" or (e.kind == "nccl_warn" and _NCCL_CUDA.search(e.text) is not None))), None) or next(
+        (e for e in events if e.line < line and e.kind == "nccl_warn" and _WATCHDOG_TIMEOUT.search(e.text)), None)
+
+
+# c10d's watchdog timing out a collective: it then tears the process down (TORCH_NCCL_ASYNC_ERROR_HANDLING), so a death
+# reported after it, however much later (Ray's raylet: "A worker died or was killed ..."), is its consequence
+_WATCHDOG_TIMEOUT = re.compile(r"Watchdog caught collective operation timeout|watchdog got stuck|Heartbeat monitor timed out")
 
 
 # the first frame of a numbered native backtrace, and the words that make the line before it an error report

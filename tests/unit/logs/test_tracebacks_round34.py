@@ -96,3 +96,47 @@ def test_a_scheduler_loop_called_from_the_engines_own_code_is_still_serving() ->
     )) + "\n"
     rc = analyze(log).root_cause
     assert rc is not None and rc.phase == "serving"
+
+
+def test_a_worker_death_reported_after_a_watchdog_timeout_is_its_consequence() -> None:
+    """verl#3873: c10d's watchdog times out an all-reduce on rank 3 and tears the process down; Ray's raylet reports
+    the dead worker later, after other lines.  The timeout is the root cause."""
+    log = "\n".join((
+        "(TaskRunner pid=152455) step:1 - global_seqlen/min:1309",
+        "(WorkerDict pid=97397, ip=10.0.0.2) [rank3]:[E1023 02:44:30.941975491 ProcessGroupNCCL.cpp:632] [Rank 3] "
+        "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=26, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+        "Timeout(ms)=1200000) ran for 1200007 milliseconds before timing out.",
+        "(TaskRunner pid=152455) step:2 - global_seqlen/min:1311",
+        "",
+        "(raylet) A worker died or was killed while executing a task by an unexpected system error. To troubleshoot the "
+        "problem, check the logs for the dead worker. RayTask ID: ffff Worker ID: 2c61",
+    )) + "\n"
+    rc = analyze(log).root_cause
+    assert rc is not None and "Watchdog caught collective operation timeout" in rc.message
+    assert list(rc.ranks) == ["rank3"]
+
+
+def test_a_dump_of_other_threads_alone_is_a_cut_crash_where_the_threads_were() -> None:
+    """sglang#30399: faulthandler's "Thread 0x… (most recent call first):" stacks with no "Fatal Python error" or
+    "Current thread" in the window (a hang watchdog's dump of every thread, its header cut off): a failure, in the
+    phase the threads' frames name (the prefill scheduler's event loop, stuck in an all-gather: serving)."""
+    srt = "/sgl-workspace/sglang/python/sglang/srt"
+    log = "\n".join((
+        "Thread 0x0000fffff7ff46a0 (most recent call first):",
+        '  File "/usr/local/lib/python3.12/dist-packages/torch/distributed/distributed_c10d.py", line 4193 in '
+        "all_gather_into_tensor",
+        f'  File "{srt}/disaggregation/prefill.py", line 518 in event_loop_overlap_disagg_prefill',
+        f'  File "{srt}/managers/scheduler.py", line 4199 in dispatch_event_loop',
+        f'  File "{srt}/managers/scheduler.py", line 4210 in run_scheduler_process',
+    )) + "\n"
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.exception_type is None and rc.phase == "serving"
+    assert analyze("Thread 0x00007f (most recent call first):\n\nINFO done\n").root_cause is None  # no frame: nothing
+
+
+def test_vllm_v0s_unquoted_method_name_in_its_worker_wrapper_gives_the_phase() -> None:
+    """vllm#5477: "Error executing method start_worker_execution_loop." (v0, no quotes): the worker's serving loop."""
+    log = ("\x1b[36m(RayWorkerWrapper pid=4183, ip=10.0.0.2)\x1b[0m ERROR 06-03 23:13:39 worker_base.py:148] Error "
+           "executing method start_worker_execution_loop. This might cause deadlock in distributed execution.\n")
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.phase == "serving"
