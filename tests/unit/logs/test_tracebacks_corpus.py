@@ -30,6 +30,20 @@ def test_every_case_has_a_label_with_its_source() -> None:
         assert set(label) <= {"source", "root_cause", "final"}, log.name
 
 
+def test_every_key_phrase_is_in_its_own_log() -> None:
+    """A label's message is a key phrase of the window's own text (case and runs of blanks ignored, as the
+    scorer compares it): one that is not (a retyped quote) could never be matched."""
+    def norm(text: str) -> str:
+        return re.sub(r"\s+", " ", text).lower()
+
+    for log in sorted(CORPUS.glob("*/*.log")):
+        label = json.loads(log.with_suffix(".json").read_text())
+        text = norm(log.read_text(encoding="utf-8", errors="replace"))
+        for part in ("root_cause", "final"):
+            phrase = (label.get(part) or {}).get("message")
+            assert not phrase or norm(phrase) in text, (log.name, part, phrase)
+
+
 PARTS = ("dev", "heldout", *(f"heldout{k}" for k in range(2, 38)))  # in the order they were collected
 # each part from held-out 5 on was collected from threads no earlier part used: (fewest cases, files that
 # must not cite its sources -- checked from the part whose collection first promised it)
