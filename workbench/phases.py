@@ -150,6 +150,13 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
     # sampling with different input shapes.")
     (r"Compile and warming up model for size|Run warmup with \d+ tokens|Compiling [\w ]{1,40} with different input shapes",
      "warmup", 3.8, "begin"),
+    # FlashInfer's (and TensorRT-LLM's) autotuner timing kernels on dummy runs, which the engines do in their warm-up
+    # before capturing graphs (vLLM's kernel_warmup: "[Autotuner]: Autotuning process starts ...", SGLang's model
+    # runner: "Running FlashInfer autotune with cache: ...")
+    (r"\[Autotuner\]: Autotuning process starts|Running FlashInfer autotune", "warmup", 3.8, "begin"),
+    # vLLM's Gaudi (HPU) model runner warming up each bucket, its graphs with it ("[Warmup][Graph/prompt][351/352]
+    # batch_size:1 query_len:128 ...", "[Warmup][Prompt][3/40]", "[Warmup][Decode][12/64]")
+    (r"\[Warmup\]\[[\w/]+\]\[\d+/\d+\]", "warmup", 3.8, "progress"),
     # a program's own warm-up banner ("🔥 Warming up model (TRT-LLM ...)...", vLLM's "Warming up sampler with 256
     # dummy requests"): its first runs before it serves
     (r"\bWarming up (?:the )?(?:model|sampler)\b", "warmup", 5, "begin"),
@@ -211,6 +218,8 @@ _RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("Uvicorn running on", "Application startup complete"),
     ("warmup error", "armup failed"),
     ("Compile and warming up", "Run warmup with", " with different input shapes"),
+    ("Autotuning process starts", "Running FlashInfer autotune"),
+    ("[Warmup][",),
     ("Warming up ",),
     ("Running warmup ",),
     ("Starting vLLM ", "fired up and ready to roll"),
@@ -228,7 +237,7 @@ _ANCHORS = ("server_args=", "LLM engine", "vLLM", "non-default", "Init torch", "
             "Profiling CUDA", "ed request", "torch.compile", "profiling/warmup", "Compile and warming", "input shapes", "scheduled_",
             "Dumping scheduler", "enerating sequences", "TensorRT-LLM version", "Checking environment", "Try to run with", "peer ranks", "TRITONBACKEND_Model", "Instance group type",
             "[c10d] ", "loading weights", "Warming up", "cmpl-", " HTTP/1.", " toks/s", "requestI", "request_id=", "requestPath=",
-            "Encoder cache")
+            "Encoder cache", "Autotuning process", "FlashInfer autotune", "[Warmup][")
 _FAILURE_RE = re.compile(
     r"hit an exception|Traceback \(most recent call last\)|failed to start|WorkerProc failed|"
     r"died unexpectedly|scheduler (?:is dead|died)|Initialization failed|Received sigquit|SIGQUIT received|"
@@ -541,16 +550,22 @@ _WRAPPER_METHOD = re.compile(r"ray::[^\s(]*\.(\w+)\(\)|method '(\w+)'|collective
                              r"\bMethod (\w+) encountered an error")
 _LOAD_MODEL = re.compile(r"(?:fail(?:ed)?|faild) to load (?:the )?model\b(?! config)", re.I)
 _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
-    # vLLM's "CUDA out of memory occurred when warming up sampler with 256 dummy requests"
-    (re.compile(r"warm_?up|\bwarming up\b", re.I), "warmup"),
     (re.compile(r"stream is capturing|during CUDA graph capture|Capture cuda graph failed|cudaErrorStreamCapture|"
+                r"graph by --disable-cuda-graph|"
                 r"graph capture|"
                 # a stream's capture state checked (CUDA's cudaStreamCaptureStatus, Ascend's ACL graph mode
                 # "status == aclmdlRICaptureStatus::ACL_MODEL_RI_CAPTURE_STATUS_ACTIVE INTERNAL ASSERT FAILED")
                 r"capture_?status|aclmdlRICapture|"
                 # SGLang's piecewise CUDA graphs (PCG) capture pass ("PCG capture stream is not set")
-                r"\bPCG capture", re.I), "cuda_graph_capture"),
+                r"\bPCG capture|"
+                # SGLang's piecewise graphs failing as they are captured ("Piecewise CUDA Graph failed with error: ...")
+                r"Piecewise CUDA Graph failed", re.I), "cuda_graph_capture"),
+    # vLLM's "CUDA out of memory occurred when warming up sampler with 256 dummy requests"
+    (re.compile(r"warm_?up|\bwarming up\b", re.I), "warmup"),
     (_LOAD_MODEL, "weight_loading"),
+    # safetensors refusing a checkpoint file it reads (its Rust core's "SafetensorError: Error while deserializing
+    # header: ...", "incomplete metadata, file not fully covered"): the weights are being read
+    (re.compile(r"SafetensorError\b|Error while deserializing header"), "weight_loading"),
     # a weight loader refusing a checkpoint tensor for a parameter of another shape (vLLM's "Attempted to load weight
     # (torch.Size([1, 1, 2, 1, 2])) into parameter (torch.Size([1, 1, 1, 1, 2]))"): copying weights in
     (re.compile(r"\bload(?:ing|ed)? (?:the )?weights? \S[^\n]{0,120}\binto (?:the )?param", re.I), "weight_loading"),

@@ -20,7 +20,9 @@ _ON_RANK = re.compile(r"\b[Oo]n [Rr]ank (\d+)\b")
 # checks, whose exception type a paste often loses, the status Triton gives a model it could not load, the NCCLCHECK
 # macro's report of a failed call)
 _LEVEL_FREE = frozenset({"Check failed: ", "can be stored in KV cache", "No available memory for the cache blocks",
-                         "Capture cuda graph failed: ", "UNAVAILABLE: ", "Failed, NCCL error "})
+                         "Capture cuda graph failed: ", "graph by --disable-cuda-graph",
+                         "Piecewise CUDA Graph failed with error: ", "CUDA graph capture failed: ", "UNAVAILABLE: ",
+                         "Failed, NCCL error "})
 # words that say a failure at any level but are no exception line: vLLM's negative "Available KV cache memory: -0.87
 # GiB" at INFO, before the exception that gives up (when the window holds it, that exception is the root cause)
 # and NVIDIA's cuFile (GPUDirect Storage) API refusing a call, as the loader that made it prints it with no level
@@ -82,7 +84,9 @@ _LIBRARY_ERROR = re.compile(r"(?!(?:the|this|that|an?|my|same|following|no|any|w
                             r"the following arguments are required))")
 # a record whose format writes no level (SGLang's "[2026-05-21 16:07:41 DP6 TP6] Failed to update parameter online:
 # ...", its logger.error as its logger.info) stating a failure: the engine's own error record
-_UNLEVELLED_FAILURE = re.compile(r"Failed to [a-z]+ \S")
+# ...), or one that ends on the exception it caught (SGLang's loader: "Corrupted safetensors file detected: /x.safetensors
+# - SafetensorError: Error while deserializing header")
+_UNLEVELLED_FAILURE = re.compile(r"Failed to [a-z]+ \S|[^\n]{0,300}? - (?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): \S")
 # the same record pasted without its prefix, at the head of a line of its own: read only when it gives its reason
 # after a colon (slime's "Failed to update parameter online: start (256) + length (256) exceeds dimension size")
 _PASTED_FAILURE = re.compile(r"Failed to [a-z]+ [^:\n]{0,80}: \S")

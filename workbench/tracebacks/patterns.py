@@ -162,6 +162,12 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
                               r"KV cache memory: -(?=\d)|"
                               # SGLang's wrapper of an error while capturing its graphs, also when the paste lost its type
                               r"Capture cuda graph failed: |"
+                              # the hints SGLang prints under that failure, all a window may keep of it ("4. disable
+                              # cuda graph by --disable-cuda-graph. (Not recommonded. Huge perf loss)")
+                              r"graph by --disable-cuda-graph|Piecewise CUDA Graph failed with error: |"
+                              # a program's own report that capturing its graphs failed, whatever its logger's format
+                              # writes of the level ("CUDA graph capture failed: 'X' object has no attribute '_warmup'")
+                              r"CUDA graph capture failed: |"
                               # a worker's own report that a call it ran failed (vLLM's "Error executing method ...")
                               r"Error executing metho|"
                               # a server's own record of a request it could not serve (Ray Serve's replica.py)
@@ -215,7 +221,8 @@ _EVENT_NEEDLES: dict[EventKind, tuple[str, ...]] = {
                    "Assertion failed", "ailed to start", "ailed to initiali", "NCCL error", "Connection refused",
                    "Error executing metho", "Check failed: ", "can be stored in KV cache",
                    "No available memory for the cache blocks", "KV cache memory: -", "Request failed",
-                   "Capture cuda graph failed: ", "UNAVAILABLE: ", "cuFile", "error: creating server: ",
+                   "Capture cuda graph failed: ", "graph by --disable-cuda-graph",
+                   "Piecewise CUDA Graph failed with error: ", "CUDA graph capture failed: ", "UNAVAILABLE: ", "cuFile", "error: creating server: ",
                    " failed (attempt "),
     "compile_error": ("collect2: error:", "cannot find -l", ": fatal error: ", "error: command '"),
     "nccl_warn": ("NCCL WARN", "Watchdog caught collective operation timeout", " milliseconds before timing out",
@@ -236,7 +243,8 @@ _EVENT_ANCHORS = ("Xid", "Connection refused", "failed to start", "CUDA error", 
                   "Segmentation", "Abort", "Illegal", "Bus error", "SIG", "Floating", "NCCL WARN", "Watchdog", "timing out",
                   "died", "dead", "Exit code", "exited", "ChildFailed", "Failed core", "Killed", "sigquit", "SIGQUIT",
                   "kill_process", "atchdog timeout", "cgroup out of memory", "Error executing", "register worker",
-                  "Segfault", "LLVM ERROR", "Check failed", "stored in KV cache", "memory for the cache blocks", "KV cache memory: -", "Request failed", "Capture cuda graph failed",
+                  "Segfault", "LLVM ERROR", "Check failed", "stored in KV cache", "memory for the cache blocks", "KV cache memory: -", "Request failed", "Capture cuda graph failed", "graph by --disable-cuda-graph", "Piecewise CUDA Graph failed",
+                  "CUDA graph capture failed",
                   "Process received signal", ")[0x", "rashed container", "CrashLoopBackOff", "UNAVAILABLE", "cuFile", "creating server",
                   "Heartbeat monitor", "watchdog thread terminated", "failed (attempt")
 _EVENT_PART = any_part_of(_NEEDLES)  # the quick first search (see any_part_of)
@@ -347,6 +355,15 @@ def split_flattened(rest: str) -> tuple[list[Frame], str | None, str]:
             after = _FLAT_END.split(tail[exc.end(1):].lstrip(":"), 1)[0].strip()
             return frames, exc.group(1), after
     return frames, None, ""
+
+
+def own_record(lead: str, header: str | None) -> tuple[str, bool]:
+    """The words before a traceback's header on its line, and whether they are the traceback's own record: a paste
+    that lost its newlines leaves logger.exception's message followed by the next line's copy of the record's header
+    ("IndexError('Dimension out of range') ERROR 06-16 11:58:22 [engine.py:166] Traceback ..."), dropped here."""
+    if header and len(lead) > len(header) and lead.rstrip().endswith(header.strip()):
+        return lead.rstrip()[:-len(header.strip())], True
+    return lead, False
 
 
 def cut_header(msg: str) -> int:

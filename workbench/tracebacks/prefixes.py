@@ -10,17 +10,42 @@ import re
 from workbench.logformats import LineShapes, LogLine, Parsed, _parse
 from workbench.tracebacks.patterns import _GROUP_MARGIN, _LOGGING_HEAD, _QUOTE, level_word
 
+_JSON_LEVELS = frozenset({"TRACE", "DEBUG", "INFO", "WARN", "WARNING", "ERROR"})
+_CUT_JSON = re.compile(r'"level":"(?P<lvl>\w+)"|"(?:log|message)":"(?P<text>(?:[^"\\]|\\.)*)')
+
+
+def _cut_json(line: str) -> str:
+    """The text of a JSON log record cut before its end (its level before it, as :func:`json_log` gives it), or the
+    line as it is when it holds no text field."""
+    level = text = None
+    for m in _CUT_JSON.finditer(line):
+        level, text = m["lvl"] or level, m["text"] if m["text"] is not None else text
+    if text is None:
+        return line
+    head = text.split("\\n", 1)[0]
+    try:
+        head = json.loads(f'"{head.rstrip(chr(92))}"')
+    except ValueError:
+        pass
+    return f"{level}: {head}" if level in _JSON_LEVELS else head
+
 
 def json_log(line: str) -> str:
     """The text of one line of a JSON log (docker's json-file driver, Ray's log monitor)."""
     try:
         record = json.loads(line)
-    except ValueError:
-        return line
+    except ValueError:  # a record cut by the window or the paste: its text as far as it goes
+        return _cut_json(line)
     if isinstance(record, dict):
         text = record.get("log", record.get("message"))
         if isinstance(text, str):
             return text.rstrip("\r\n")
+        fields, level = record.get("fields"), record.get("level")
+        if isinstance(fields, dict) and isinstance(text := fields.get("message"), str):
+            # Rust's tracing-subscriber JSON (text-generation-inference's launcher: {"timestamp":...,"level":"ERROR",
+            # "fields":{"message":"Shard complete standard error output:\n\n..."}}): its level, its message's first line
+            head = text.split("\n", 1)[0].rstrip("\r")
+            return f"{level}: {head}" if level in _JSON_LEVELS else head
     return line
 
 

@@ -63,6 +63,7 @@ from workbench.tracebacks.patterns import (
     looks_like_exception,
     midline_ranks,
     no_cr,
+    own_record,
     quoted_exception,
     repr_message,
 )
@@ -517,8 +518,7 @@ class Extractor:
         block = self._new_block(stream, origin, parsed, header)
         block.faulthandler = True
         fatal = stream.fatal
-        # the fatal line heads the dump when it came just before, or just before the other threads' stacks that
-        # faulthandler prints above the crashed one (as many as the process had)
+        # the fatal line heads the dump when it came just before, or just before the other threads' stacks (all it has)
         if fatal is not None and self.line_no - max(fatal[0], stream.fatal_reach) <= 8:
             block.start = fatal[0]
         block.exc_type = "Fatal Python error"
@@ -553,9 +553,9 @@ class Extractor:
                 if m and (m.group(2) or m.group(3)):
                     rank = "rank" + m.group(3) if m.group(3) else m.group(2).replace("_", " ")
         block = self._new_block(stream, origin, parsed, header, rank=rank)
-        block.lead = msg[:pos]
+        block.lead, block.logged = own_record(msg[:pos], header)
         block.rich = "╭" in block.lead or _IPY_HEADER.match(block.lead) is not None
-        if stream.intro is not None and self.line_no - stream.intro[0] <= 2:
+        if stream.intro is not None and self.line_no - stream.intro[0] <= 2 and self._skipped[0] < stream.intro[0]:
             # "Error executing method 'load_model'." / "EngineCore failed to start." just above
             block.lead = stream.intro[1] + " " + block.lead
             block.logged = header is not None and stream.intro_header == header and stream.intro[0] == self.line_no - 1

@@ -140,3 +140,116 @@ def test_vllm_v0s_unquoted_method_name_in_its_worker_wrapper_gives_the_phase() -
            "executing method start_worker_execution_loop. This might cause deadlock in distributed execution.\n")
     rc = analyze(log).root_cause
     assert rc is not None and rc.phase == "serving"
+
+
+def test_an_sglang_record_that_ends_on_the_exception_it_caught_is_an_error_line() -> None:
+    """sglang#14754: SGLang's format writes no level; its loader's record ends on the exception ("... - SafetensorError:
+    ..."), during the weights' load (the timeline's phase), on TP0."""
+    log = "\n".join((
+        "[2025-12-09 14:26:49 TP0] Load weight begin. avail mem=94.10 GB",
+        "[2025-12-09 14:26:49 TP0] Ignore import error when loading sglang.srt.models.mindspore: name 'ms' is not defined",
+        "[2025-12-09 14:26:50 TP0] Corrupted safetensors file detected: /models/model-00008-of-00121.safetensors - "
+        "SafetensorError: Error while deserializing header: incomplete metadata",
+    )) + "\n"
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.kind == "log_line" and rc.message.startswith("Corrupted safetensors file detected")
+    assert rc.phase == "weight_loading" and list(rc.ranks) == ["TP0"]
+
+
+def test_a_bare_safetensors_error_is_weight_loading() -> None:
+    """sglang PR 13870: safetensors' own error, alone."""
+    rc = analyze("safetensors_rust.SafetensorError: Error while deserializing header: \n"
+                 "invalid JSON in header: EOF while parsing a value at line 1 column 0\n").root_cause
+    assert rc is not None and rc.exception_type == "safetensors_rust.SafetensorError" and rc.phase == "weight_loading"
+
+
+def test_sglangs_capture_hints_alone_say_a_cut_capture_failure() -> None:
+    """sglang#6218: only the tail of the hints SGLang prints under "Capture cuda graph failed" is in the window."""
+    log = ("3. disable torch compile by not using --enable-torch-compile\n"
+           "4. disable cuda graph by --disable-cuda-graph. (Not recommonded. Huge perf loss)\n"
+           "Open an issue on GitHub https://github.com/sgl-project/sglang/issues/new/choose \n")
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.exception_type is None and rc.phase == "cuda_graph_capture"
+
+
+def test_a_piecewise_graph_failure_line_comes_before_the_init_traceback_it_causes() -> None:
+    """sglang PR 27811 (and 27650): "Piecewise CUDA Graph failed with error: ..." on TP7, no level, then TP5's
+    scheduler traceback of the same start: the capture failed first."""
+    log = "\n".join((
+        "[2026-06-10 13:08:34 TP7] Piecewise CUDA Graph failed with error: 'TcPiecewiseForwardContext' object has no "
+        "attribute 'num_tokens'",
+        "Piecewise CUDA Graph is enabled by default as an experimental feature.",
+        "To work around this error, add --disable-piecewise-cuda-graph to your launch command.",
+        "[2026-06-10 13:08:34 TP5] Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/sglang/python/sglang/srt/managers/scheduler.py", line 4048, in run_scheduler_process',
+        "    scheduler = Scheduler(",
+    )) + "\n"
+    rc = analyze(log).root_cause
+    assert rc is not None and "has no attribute 'num_tokens'" in rc.message and rc.phase == "cuda_graph_capture"
+
+
+def test_a_programs_own_capture_failure_line_is_the_failure_in_capture_not_warmup() -> None:
+    """huggingface/speech-to-speech#354: a logger with no level field, warming up the handler, then "CUDA graph capture
+    failed: ... '_warmup'": the words name the capture (an attribute called _warmup does not make it warm-up)."""
+    log = ("2026-07-14 08:20:50,764 - speech_to_speech.TTS.qwen3_tts_handler Warming up Qwen3TTSHandler\n"
+           "2026-07-14 08:20:50,764 - speech_to_speech.TTS.qwen3_tts_handler CUDA graph capture failed: "
+           "'GGMLQwen3TTS' object has no attribute '_warmup'\n")
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.kind == "log_line" and rc.phase == "cuda_graph_capture"
+
+
+def test_a_kernel_autotune_before_the_failure_puts_the_start_in_warmup() -> None:
+    """vllm#30324: vLLM's kernel warm-up runs FlashInfer's autotuner after the KV cache is sized; the start then fails."""
+    p = "(EngineCore_DP0 pid=12178)"
+    log = "\n".join((
+        f"{p} INFO 12-09 16:00:55 [kv_cache_utils.py:1286] GPU KV cache size: 625,408 tokens",
+        f"{p} 2025-12-09 16:01:03,591 - INFO - autotuner.py:256 - flashinfer.jit: [Autotuner]: Autotuning process "
+        "starts ...",
+        f"{p} 2025-12-09 16:01:05,084 - INFO - autotuner.py:262 - flashinfer.jit: [Autotuner]: Autotuning process ends",
+        f"{p} ERROR 12-09 16:01:05 [core.py:843] EngineCore failed to start.",
+        f"{p} ERROR 12-09 16:01:05 [core.py:843] Traceback (most recent call last):",
+        f'{p} ERROR 12-09 16:01:05 [core.py:843]   File "/venv/vllm/v1/engine/core.py", line 834, in run_engine_core',
+        f"{p} ERROR 12-09 16:01:05 [core.py:843]     engine_core = EngineCoreProc(*args, **kwargs)",
+    )) + "\n"
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.phase == "warmup"
+
+
+def test_the_record_just_above_a_traceback_under_its_header_is_its_message() -> None:
+    """HabanaAI/vllm-fork#2223: logger.exception(e) writes str(e) (no error words) then the stack under one header;
+    the Gaudi runner's "[Warmup][Graph/...]" lines before put the start in warm-up."""
+    h = "ERROR 01-26 14:30:12 [engine.py:474]"
+    log = "\n".join((
+        "INFO 01-26 14:30:11 [hpu_model_runner.py:3943] [Warmup][Graph/mix/prompt][1/352] batch_size:1 query_len:8192",
+        "INFO 01-26 14:30:11 [hpu_model_runner.py:3943] [Warmup][Graph/mix/decode][1/112] batch_size:16 query_len:1",
+        f"{h} not enough values to unpack (expected 3, got 2)",
+        f"{h} Traceback (most recent call last):",
+        f'{h}   File "/vllm-fork/vllm/engine/multiprocessing/engine.py", line 462, in run_mp_engine',
+        f"{h}     engine = MQLLMEngine.from_vllm_config(",
+    )) + "\n"
+    rc = analyze(log).root_cause
+    assert rc is not None and "not enough values to unpack" in rc.message and rc.phase == "warmup"
+
+
+def test_a_flattened_logged_repr_gives_the_exception_type() -> None:
+    """kvcache-ai/Mooncake#504: vLLM v0's engine loop logs repr(e) then the stack, a paste lost the newlines."""
+    h = "ERROR 06-16 11:58:22 [engine.py:166]"
+    log = (f"{h} IndexError('Dimension out of range (expected to be in range of [-2, 1], but got 2)') {h} Traceback "
+           f'(most recent call last): {h}   File "/vllm/vllm/engine/multiprocessing/engine.py", line 164, in start '
+           f"{h}     self.run_engine_loop()\n")
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.exception_type == "IndexError" and rc.message.startswith("Dimension out of range")
+
+
+def test_rust_tracing_json_records_give_their_level_also_when_cut() -> None:
+    """opea-project/GenAIExamples#1202: text-generation-inference's launcher logs JSON (tracing-subscriber's "fields"),
+    the record cut by the window inside the shard's stderr it quotes."""
+    from workbench.tracebacks.prefixes import json_log
+
+    whole = ('{"timestamp":"2024-11-27T22:44:00Z","level":"ERROR","fields":{"message":"Shard complete standard error '
+             'output:\\n\\nTraceback (most recent call last):"},"target":"text_generation_launcher"}')
+    assert json_log(whole) == "ERROR: Shard complete standard error output:"
+    cut = whole[:120]
+    assert json_log(cut) == "ERROR: Shard complete standard error output:"
+    rc = analyze(cut + "\n").root_cause
+    assert rc is not None and rc.kind == "log_line" and "Shard complete standard error output" in rc.message
