@@ -34,10 +34,23 @@ def _fake(monkeypatch: pytest.MonkeyPatch, first: UnitStatus) -> list[dict[str, 
     return calls
 
 
+class _Stops:
+    """The one call the retry makes of the service backend itself: the stop that cancels systemd's own pending
+    Restart= retry (the testbed test of watch_start's retry shows why, on a real unit)."""
+
+    def __init__(self) -> None:
+        self.stopped: list[str] = []
+
+    def stop(self, unit: str) -> None:
+        self.stopped.append(unit)
+
+
 def test_a_start_systemd_failed_219_cgroup_before_it_ran_is_asked_for_once_more(monkeypatch):
     calls = _fake(monkeypatch, FAILED_219)
-    out = watch_start(object(), "u.service", timeout=60)  # type: ignore[arg-type]
+    svc = _Stops()
+    out = watch_start(svc, "u.service", timeout=60)  # type: ignore[arg-type]
     assert out.ok and len(calls) == 2 and all(c["timeout"] == 60 and c["start"] for c in calls)
+    assert svc.stopped == ["u.service"]  # its auto-restart cancelled: the second start is the watch's own
     assert "started a second time: systemd failed the first start 219/CGROUP before its command ran" in out.reason
     assert watch._failed(FAILED_219, FAILED_219, None) == "auto-restart after exit-code, status=219/CGROUP"
 
