@@ -101,7 +101,8 @@ listing the functions of the start-up and serving paths with what each one does 
   @ 62a996504^, both since removed); OpenRLHF @ 3c3be623 (``trainer/ray/vllm_engine.py``, ``vllm_worker_wrap.py``);
   slime @ 624b824a8 (``backends/sglang_utils/sglang_engine.py``, ``ray/rollout.py``); TensorRT-LLM only in excerpts
   (``PyExecutor.__init__`` running the warm-up, ``_event_loop_wrapper``, the workers' ``setup_engine`` →
-  ``_create_py_executor``, ``_enqueue_request``, the OpenAI server's ``openai_chat``).
+  ``_create_py_executor``, ``_enqueue_request``, the OpenAI server's ``openai_chat``); vllm-ascend @ 182b75ea84
+  (``vllm_ascend/worker/worker.py`` read whole, ``model_runner_v1.py``'s definitions).
 
 Functions whose phase depends on what they call (vLLM's ``run_engine_core`` and ``worker_main``,
 SGLang's ``run_scheduler_process``, lmdeploy's ``_tp_model_loop``) are left out on purpose: the
@@ -660,6 +661,21 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("tensorrt_llm/executor/", "setup_engine _create_py_executor", _U),
     ("tensorrt_llm/executor/", "_enqueue_request", _S),
     ("tensorrt_llm/serve/openai_server.py", "openai_chat chat_stream_generator", _S),
+    # --- sweep 2: vllm-ascend's NPU worker as it is named since late 2025 (vllm_ascend/worker/worker.py @ 182b75ea84,
+    # read with model_runner_v1.py's definitions): _init_device selects the NPU and calls
+    # _init_worker_distributed_environment; compile_or_warm_up_model runs the compile warm-up, kernel warm-up,
+    # capture_model, then _warm_up_atb; the RL weight-update RPCs and sleep run on the up engine
+    ("vllm_ascend/worker/worker.py", "_init_worker_distributed_environment", _NCCL),
+    ("vllm_ascend/worker/worker.py", "init_device", _U),
+    ("vllm_ascend/worker/worker.py", "load_model", _W),
+    ("vllm_ascend/worker/worker.py", "determine_available_memory initialize_from_config get_kv_cache_spec", _KV),
+    ("vllm_ascend/worker/worker.py", "compile_or_warm_up_model", _CG_TO_WU),
+    ("vllm_ascend/worker/worker.py", "_warm_up_atb", _WU),
+    ("vllm_ascend/worker/worker.py", "execute_model execute_dummy_batch sample_tokens sleep wake_up "
+     "start_weight_update update_weights finish_weight_update", _S),
+    ("vllm_ascend/worker/model_runner_v1.py", "initialize_kv_cache_tensors _allocate_kv_cache_tensors "
+     "_reshape_kv_cache_tensors may_reinitialize_input_batch initialize_attn_backend", _KV),
+    ("vllm_ascend/worker/model_runner_v1.py", "sample_tokens _sample _bookkeeping_sync propose_draft_token_ids", _S),
     # --- sweep 2: lmdeploy's PyTorch engine, executors and TurboMind (lmdeploy @ 1263d5cd8, read whole; the module
     # docstring's list says which files). ExecutorBase.init builds the model, sizes the cache from the free memory
     # (update_configs), builds the graph runner and the cache engine, then warms up; the workers do each step by RPC
