@@ -102,7 +102,8 @@ listing the functions of the start-up and serving paths with what each one does 
   slime @ 624b824a8 (``backends/sglang_utils/sglang_engine.py``, ``ray/rollout.py``); TensorRT-LLM only in excerpts
   (``PyExecutor.__init__`` running the warm-up, ``_event_loop_wrapper``, the workers' ``setup_engine`` →
   ``_create_py_executor``, ``_enqueue_request``, the OpenAI server's ``openai_chat``); vllm-ascend @ 182b75ea84
-  (``vllm_ascend/worker/worker.py`` read whole, ``model_runner_v1.py``'s definitions).
+  (``vllm_ascend/worker/worker.py`` read whole, ``model_runner_v1.py``'s definitions); Ray Serve LLM's
+  ``deployments/llm/llm_server.py`` @ 01d6acd62fe0 and ``vllm/vllm_engine.py`` @ 00ac8680e202.
 
 Functions whose phase depends on what they call (vLLM's ``run_engine_core`` and ``worker_main``,
 SGLang's ``run_scheduler_process``, lmdeploy's ``_tp_model_loop``) are left out on purpose: the
@@ -676,6 +677,19 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("vllm_ascend/worker/model_runner_v1.py", "initialize_kv_cache_tensors _allocate_kv_cache_tensors "
      "_reshape_kv_cache_tensors may_reinitialize_input_batch initialize_attn_backend", _KV),
     ("vllm_ascend/worker/model_runner_v1.py", "sample_tokens _sample _bookkeeping_sync propose_draft_token_ids", _S),
+    # --- sweep 2: Ray Serve LLM (ray: python/ray/llm/_internal/serve/deployments/llm/llm_server.py @ 01d6acd62fe0 and
+    # vllm/vllm_engine.py @ 00ac8680e202, read whole): the replica's start awaits engine.start, which prepares the
+    # config on a GPU task and builds vLLM's AsyncLLM; chat/completions/embeddings/score go through _run_request to
+    # the engine's methods of the same names
+    ("ray/llm/_internal/serve/deployments/llm/llm_server.py", "start _start_engine", _U),
+    ("ray/llm/_internal/serve/deployments/llm/llm_server.py", "_run_request chat completions embeddings score "
+     "_maybe_resolve_lora_from_multiplex _maybe_add_request_id_to_request _batch_output_stream check_health "
+     "reset_prefix_cache", _S),
+    ("ray/llm/_internal/serve/deployments/llm/vllm/vllm_engine.py", "start _start_engine _start_engine_client "
+     "_prepare_engine_config _start_async_llm_engine initialize_node _get_vllm_engine_config "
+     "_get_async_engine_args", _U),
+    ("ray/llm/_internal/serve/deployments/llm/vllm/vllm_engine.py", "chat completions embeddings score generate "
+     "check_health resolve_lora _parse_sampling_params reset_prefix_cache", _S),
     # --- sweep 2: lmdeploy's PyTorch engine, executors and TurboMind (lmdeploy @ 1263d5cd8, read whole; the module
     # docstring's list says which files). ExecutorBase.init builds the model, sizes the cache from the free memory
     # (update_configs), builds the graph runner and the cache engine, then warms up; the workers do each step by RPC

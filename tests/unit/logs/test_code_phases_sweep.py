@@ -125,6 +125,16 @@ CASES = [
         ("tensorrt_llm/serve/openai_server.py", "openai_chat", "response = await create_chat_response(promise)"),
         ("tensorrt_llm/serve/postprocess_handlers.py", "chat_response_post_processor", "text = output.text"),
     ), "AttributeError: 'NoneType' object has no attribute 'text'", "serving"),
+    # Ray Serve LLM resolving a multiplexed LoRA adapter for an embeddings request (loaded per request)
+    ("ray_serve_llm_lora_per_request", (
+        ("ray/llm/_internal/serve/deployments/llm/llm_server.py", "embeddings", "return await self._run_request("),
+        ("ray/llm/_internal/serve/deployments/llm/llm_server.py", "_run_request",
+         "await self._maybe_resolve_lora_from_multiplex()"),
+        ("ray/llm/_internal/serve/deployments/llm/llm_server.py", "_maybe_resolve_lora_from_multiplex",
+         "disk_lora_model = await self._load_model(multiplexed_model_id)"),
+        ("ray/llm/_internal/serve/deployments/llm/multiplex/lora_model_loader.py", "load_model",
+         "raise ValueError(msg)"),
+    ), "ValueError: bad lora", "serving"),
     # lmdeploy's executor sizing the KV cache: update_configs asks the workers for their free memory
     ("lmdeploy_executor_update_configs", (
         ("lmdeploy/pytorch/engine/engine.py", "__init__", "self.executor.init()"),
