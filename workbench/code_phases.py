@@ -103,7 +103,8 @@ listing the functions of the start-up and serving paths with what each one does 
   (``PyExecutor.__init__`` running the warm-up, ``_event_loop_wrapper``, the workers' ``setup_engine`` →
   ``_create_py_executor``, ``_enqueue_request``, the OpenAI server's ``openai_chat``); vllm-ascend @ 182b75ea84
   (``vllm_ascend/worker/worker.py`` read whole, ``model_runner_v1.py``'s definitions); Ray Serve LLM's
-  ``deployments/llm/llm_server.py`` @ 01d6acd62fe0 and ``vllm/vllm_engine.py`` @ 00ac8680e202.
+  ``deployments/llm/llm_server.py`` @ 01d6acd62fe0 and ``vllm/vllm_engine.py`` @ 00ac8680e202; LMCache's
+  ``integration/vllm/vllm_v1_adapter.py`` @ 0043281de4f3 (excerpts).
 
 Functions whose phase depends on what they call (vLLM's ``run_engine_core`` and ``worker_main``,
 SGLang's ``run_scheduler_process``, lmdeploy's ``_tp_model_loop``) are left out on purpose: the
@@ -690,6 +691,14 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
      "_get_async_engine_args", _U),
     ("ray/llm/_internal/serve/deployments/llm/vllm/vllm_engine.py", "chat completions embeddings score generate "
      "check_health resolve_lora _parse_sampling_params reset_prefix_cache", _S),
+    # --- sweep 2: LMCache's vLLM connector (lmcache/integration/vllm/vllm_v1_adapter.py @ 0043281de4f3, from its
+    # definitions and the stored excerpts): _init_lmcache_engine builds the LMCache engine when the connector is
+    # made; register_kv_caches takes vLLM's allocated cache; the load/save paths and the engine's layer-wise
+    # store/retrieve run per step
+    ("lmcache/integration/vllm/", "_init_lmcache_engine", _U),
+    ("lmcache/integration/vllm/", "register_kv_caches", _KV),
+    ("lmcache/integration/vllm/", "record_failed_blocks get_block_ids_with_load_errors", _S),
+    ("lmcache/v1/cache_engine.py", "store_layer retrieve_layer lookup_unpin", _S),
     # --- sweep 2: lmdeploy's PyTorch engine, executors and TurboMind (lmdeploy @ 1263d5cd8, read whole; the module
     # docstring's list says which files). ExecutorBase.init builds the model, sizes the cache from the free memory
     # (update_configs), builds the graph runner and the cache engine, then warms up; the workers do each step by RPC
