@@ -91,6 +91,21 @@ listing the functions of the start-up and serving paths with what each one does 
   (``alloc``, ``free``, ``draft``, ``verify``, ``compile``, ``apply``...) are in ``_GENERIC``: they
   need their file.
 
+* the second sweep, of the projects around the engines (the blocks marked "sweep 2"): lmdeploy @ 1263d5cd8
+  (``lmdeploy/pytorch/engine/{engine,engine_loop,engine_instance}.py``, ``executor/{base,base_worker,ray_executor,
+  mp_executor}.py``, ``model_agent/agent.py``, ``serve/core/async_engine.py``, ``turbomind/{turbomind,model_loader,
+  checkpoint}.py`` read whole; TurboMind's ``_create_weight`` also @ 6aa9a4cdd^, where its thread allocated the
+  weights); text-generation-inference @ db931fcf (``server.py``, ``models/{flash_causal_lm,model,causal_lm}.py``,
+  ``utils/{dist,hub,tokens}.py``, ``layers/attention/kv_cache.py``); verl @ b178a3cd5 (``fsdp_workers.py``, the
+  vLLM and SGLang rollouts and servers; ``vllm_rollout_spmd.py`` @ fd893c788^ and ``sharding_manager/fsdp_vllm.py``
+  @ 62a996504^, both since removed); OpenRLHF @ 3c3be623 (``trainer/ray/vllm_engine.py``, ``vllm_worker_wrap.py``);
+  slime @ 624b824a8 (``backends/sglang_utils/sglang_engine.py``, ``ray/rollout.py``); TensorRT-LLM only in excerpts
+  (``PyExecutor.__init__`` running the warm-up, ``_event_loop_wrapper``, the workers' ``setup_engine`` →
+  ``_create_py_executor``, ``_enqueue_request``, the OpenAI server's ``openai_chat``); vllm-ascend @ 182b75ea84
+  (``vllm_ascend/worker/worker.py`` read whole, ``model_runner_v1.py``'s definitions); Ray Serve LLM's
+  ``deployments/llm/llm_server.py`` @ 01d6acd62fe0 and ``vllm/vllm_engine.py`` @ 00ac8680e202; LMCache's
+  ``integration/vllm/vllm_v1_adapter.py`` @ 0043281de4f3 (excerpts).
+
 Functions whose phase depends on what they call (vLLM's ``run_engine_core`` and ``worker_main``,
 SGLang's ``run_scheduler_process``, lmdeploy's ``_tp_model_loop``) are left out on purpose: the
 callee named in their code line (``EngineCoreProc(...)`` or ``run_busy_loop()``) decides.
@@ -638,6 +653,162 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("lmdeploy/serve/async_engine.py", "generate __call__ batch_infer stream_infer chat safe_run", _S),
     ("lmdeploy/turbomind/turbomind.py", "__init__ _create_weight _from_workspace", _U),
     ("lmdeploy/turbomind/turbomind.py", "_from_hf _load_weights", _W),
+    # --- sweep 2: TensorRT-LLM (only excerpts: py_executor.py @ 000439672005 is 444k characters; the definitions
+    # and call sites below were read in the stored versions). PyExecutor.__init__ runs the model engines' warm-up
+    # (model_engine.warmup(self.resource_manager)) before the worker thread; the thread's _event_loop_wrapper runs
+    # the executor loops; the LLM API worker's setup_engine → _create_py_executor → create_py_executor builds it
+    ("tensorrt_llm/_torch/pyexecutor/py_executor.py", "__init__", _U),
+    ("tensorrt_llm/_torch/pyexecutor/py_executor.py", "_event_loop_wrapper _sample_async _executor_disagg_loop "
+     "_executor_disagg_loop_overlap _update_request_states_tp", _S),
+    ("tensorrt_llm/executor/", "setup_engine _create_py_executor", _U),
+    ("tensorrt_llm/executor/", "_enqueue_request", _S),
+    ("tensorrt_llm/serve/openai_server.py", "openai_chat chat_stream_generator", _S),
+    # --- sweep 2: vllm-ascend's NPU worker as it is named since late 2025 (vllm_ascend/worker/worker.py @ 182b75ea84,
+    # read with model_runner_v1.py's definitions): _init_device selects the NPU and calls
+    # _init_worker_distributed_environment; compile_or_warm_up_model runs the compile warm-up, kernel warm-up,
+    # capture_model, then _warm_up_atb; the RL weight-update RPCs and sleep run on the up engine
+    ("vllm_ascend/worker/worker.py", "_init_worker_distributed_environment", _NCCL),
+    ("vllm_ascend/worker/worker.py", "init_device", _U),
+    ("vllm_ascend/worker/worker.py", "load_model", _W),
+    ("vllm_ascend/worker/worker.py", "determine_available_memory initialize_from_config get_kv_cache_spec", _KV),
+    ("vllm_ascend/worker/worker.py", "compile_or_warm_up_model", _CG_TO_WU),
+    ("vllm_ascend/worker/worker.py", "_warm_up_atb", _WU),
+    ("vllm_ascend/worker/worker.py", "execute_model execute_dummy_batch sample_tokens sleep wake_up "
+     "start_weight_update update_weights finish_weight_update", _S),
+    ("vllm_ascend/worker/model_runner_v1.py", "initialize_kv_cache_tensors _allocate_kv_cache_tensors "
+     "_reshape_kv_cache_tensors may_reinitialize_input_batch initialize_attn_backend", _KV),
+    ("vllm_ascend/worker/model_runner_v1.py", "sample_tokens _sample _bookkeeping_sync propose_draft_token_ids", _S),
+    # --- sweep 2: Ray Serve LLM (ray: python/ray/llm/_internal/serve/deployments/llm/llm_server.py @ 01d6acd62fe0 and
+    # vllm/vllm_engine.py @ 00ac8680e202, read whole): the replica's start awaits engine.start, which prepares the
+    # config on a GPU task and builds vLLM's AsyncLLM; chat/completions/embeddings/score go through _run_request to
+    # the engine's methods of the same names
+    ("ray/llm/_internal/serve/deployments/llm/llm_server.py", "start _start_engine", _U),
+    ("ray/llm/_internal/serve/deployments/llm/llm_server.py", "_run_request chat completions embeddings score "
+     "_maybe_resolve_lora_from_multiplex _maybe_add_request_id_to_request _batch_output_stream check_health "
+     "reset_prefix_cache", _S),
+    ("ray/llm/_internal/serve/deployments/llm/vllm/vllm_engine.py", "start _start_engine _start_engine_client "
+     "_prepare_engine_config _start_async_llm_engine initialize_node _get_vllm_engine_config "
+     "_get_async_engine_args", _U),
+    ("ray/llm/_internal/serve/deployments/llm/vllm/vllm_engine.py", "chat completions embeddings score generate "
+     "check_health resolve_lora _parse_sampling_params reset_prefix_cache", _S),
+    # --- sweep 2: LMCache's vLLM connector (lmcache/integration/vllm/vllm_v1_adapter.py @ 0043281de4f3, from its
+    # definitions and the stored excerpts): _init_lmcache_engine builds the LMCache engine when the connector is
+    # made; register_kv_caches takes vLLM's allocated cache; the load/save paths and the engine's layer-wise
+    # store/retrieve run per step
+    ("lmcache/integration/vllm/", "_init_lmcache_engine", _U),
+    ("lmcache/integration/vllm/", "register_kv_caches", _KV),
+    ("lmcache/integration/vllm/", "record_failed_blocks get_block_ids_with_load_errors", _S),
+    ("lmcache/v1/cache_engine.py", "store_layer retrieve_layer lookup_unpin", _S),
+    # --- sweep 2: lmdeploy's PyTorch engine, executors and TurboMind (lmdeploy @ 1263d5cd8, read whole; the module
+    # docstring's list says which files). ExecutorBase.init builds the model, sizes the cache from the free memory
+    # (update_configs), builds the graph runner and the cache engine, then warms up; the workers do each step by RPC
+    ("lmdeploy/pytorch/engine/executor/base.py", "init", _U),
+    ("lmdeploy/pytorch/engine/executor/base.py", "update_configs _get_free_gpu_mems _update_num_gpu_blocks "
+     "_reserve_runtime_mem _reserve_state_cache_mem _get_cache_block_sizes _adjust_block_size", _KV),
+    ("lmdeploy/pytorch/engine/executor/", "build_model", _W),
+    ("lmdeploy/pytorch/engine/executor/", "gather_free_mem get_free_mem build_cache_engine", _KV),
+    ("lmdeploy/pytorch/engine/executor/", "forward_async get_output_async get_outputs _prefetch_outputs migrate",
+     _S),
+    ("lmdeploy/pytorch/engine/executor/", "collective_rpc collective_rpc_async _main_loop _main_loop_impl", _N),
+    ("lmdeploy/pytorch/engine/executor/base_worker.py", "init_process_group", _NCCL),
+    # the Ray executor: its constructor places the workers, sets their devices, starts the process group and warms
+    # the all-reduce up (warmup_dist)
+    ("lmdeploy/pytorch/engine/executor/ray_executor.py", "__init__ _init_workers_ray", _U),
+    ("lmdeploy/pytorch/engine/executor/ray_executor.py", "_init_distributed_environment_by_device "
+     "_init_ascend_distributed_environment set_device", _DEV),
+    ("lmdeploy/pytorch/engine/executor/ray_executor.py", "warmup_dist", _NCCL),
+    # the engine's request handlers and its loops (engine_loop.py), and an RL trainer's weight updates and sleep
+    # on the built engine (serving, as for vLLM's sleep mode)
+    ("lmdeploy/pytorch/engine/engine.py", "_on_add_session _on_stop_session _on_end_session _on_add_message "
+     "_add_message async_loop sleep wakeup update_params update_weights_from_distributed", _S),
+    ("lmdeploy/pytorch/engine/engine_loop.py", "preprocess_loop send_response_loop main_loop _main_loop_get_outputs "
+     "_main_loop_try_send_next_inputs _prefetch_next_inputs migration_loop _make_infer_outputs _send_resps "
+     "_send_resp _migration_loop_migrate _migration_loop_get_outputs", _S),
+    ("lmdeploy/pytorch/engine/engine_instance.py", "async_stream_infer async_infer stream_infer infer", _S),
+    ("lmdeploy/pytorch/engine/mp_engine/", "async_stream_infer instance_async_stream_infer", _S),
+    ("lmdeploy/pytorch/engine/model_agent/agent.py", "get_free_mem", _KV),
+    ("lmdeploy/pytorch/engine/model_agent/agent.py", "_async_model_forward async_sampling_logits _prepare_dp_v1 "
+     "update_params update_weights_from_distributed sleep wakeup", _S),
+    # the OpenAI server's engine (lmdeploy/serve/core/async_engine.py, the 2026 place of serve/async_engine.py)
+    ("lmdeploy/serve/core/async_engine.py", "__init__ _build_turbomind _build_pytorch", _U),
+    ("lmdeploy/serve/core/async_engine.py", "generate preprocess safe_run sleep wakeup async_get_logits "
+     "async_get_ppl async_get_reward_score", _S),
+    ("lmdeploy/serve/openai/api_server.py", "serve", _U),
+    # TurboMind: _from_hf builds the C++ model and (before 2026) allocated each GPU's weights in _create_weight's
+    # thread (_create_weight_func → create_shared_weights @ 6aa9a4cdd^); ModelLoader.export fills them, then
+    # _process_weights repacks them per GPU
+    ("lmdeploy/turbomind/turbomind.py", "_create_weight_func _process_weights", _W),
+    ("lmdeploy/turbomind/model_loader.py", "*", _W),
+    ("lmdeploy/turbomind/checkpoint.py", "*", _W),
+    ("lmdeploy/turbomind/turbomind.py", "async_stream_infer async_cancel async_end prepare_inputs "
+     "prepare_embeddings sleep wakeup update_params", _S),
+    # --- sweep 2: text-generation-inference's Python shard (text-generation-inference @ db931fcf; server.py,
+    # models/flash_causal_lm.py, models/model.py, models/causal_lm.py, utils/, layers/attention/kv_cache.py read):
+    # FlashCausalLM.__init__ starts the process group and builds the model from the Weights; Warmup builds the
+    # warm-up batch (from_pb), allocates the KV cache (init_kv_cache) and captures graphs; Prefill/Decode run batches
+    ("text_generation_server/server.py", "serve serve_inner", _U),
+    ("text_generation_server/server.py", "ClearCache Health", _S),
+    ("text_generation_server/models/__init__.py", "get_model_with_lora_adapters", _U),
+    ("text_generation_server/models/model.py", "__init__", _U),
+    ("text_generation_server/models/flash_causal_lm.py", "__init__", _U),
+    ("text_generation_server/models/flash_causal_lm.py", "init_kv_cache", _KV),
+    ("text_generation_server/models/flash_causal_lm.py", "tunableop_warmup", _WU),
+    ("text_generation_server/models/", "generate_token from_pb from_pb_processor from_tokenized "
+     "batch_tokenized_inputs filter concatenate prepare_for_prefill forward _forward_context", _S),
+    ("text_generation_server/utils/dist.py", "initialize_torch_distributed", _NCCL),
+    ("text_generation_server/utils/hub.py", "*", _W),
+    ("text_generation_server/utils/convert.py", "*", _W),
+    ("text_generation_server/utils/tokens.py", "*", _S),
+    ("text_generation_server/utils/logits_process.py", "*", _S),
+    ("text_generation_server/layers/attention/kv_cache.py", "__init__", _KV),
+    ("text_generation_server/layers/attention/kv_cache.py", "store paged_reshape_and_cache", _S),
+    # the model classes' constructors read their tensors from the Weights (get_linear, load_* of the layers)
+    ("text_generation_server/models/custom_modeling/", "__init__", _W),
+    ("text_generation_server/layers/", "load load_multi load_qkv load_conv2d get_linear get_weights "
+     "get_weights_col get_weights_row get_multi_weights_col get_weights_col_packed get_weights_col_packed_qkv", _W),
+    # --- sweep 2: verl's rollout workers (verl @ b178a3cd5; vllm_rollout_spmd.py and sharding_manager/fsdp_vllm.py
+    # at the commits before their removal, fd893c788^ and 62a996504^): the rollout is built in init_model
+    # (_build_rollout: the engine's own start-up), then each step switches to rollout mode, syncs the weights,
+    # generates and releases the memory: the engine was up, serving
+    ("verl/workers/fsdp_workers.py", "init_model _build_rollout", _U),
+    ("verl/workers/fsdp_workers.py", "_build_model_optimizer _build_critic_model_optimizer", _W),
+    ("verl/workers/fsdp_workers.py", "rollout_mode trainer_mode generate_sequences update_weights update_actor "
+     "compute_log_prob compute_ref_log_prob compute_values update_critic compute_rm_score", _S),
+    ("verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py", "_init_worker _load_model _init_zeromq", _U),
+    ("verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py", "generate_sequences update_weights resume release "
+     "update_sampling_params", _S),
+    ("verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py", "_loop_forever _execute_method", _N),
+    ("verl/workers/rollout/vllm_rollout/vllm_rollout.py", "generate_sequences update_weights resume release", _S),
+    ("verl/workers/rollout/vllm_rollout/vllm_async_server.py", "launch_server run_server run_headless "
+     "launch_servers", _U),
+    ("verl/workers/rollout/vllm_rollout/vllm_async_server.py", "generate wake_up sleep clear_kv_cache "
+     "abort_all_requests abort_request wait_for_requests_to_drain", _S),
+    ("verl/workers/rollout/sglang_rollout/async_sglang_server.py", "launch_server launch_servers", _U),
+    ("verl/workers/rollout/sglang_rollout/async_sglang_server.py", "generate wake_up sleep clear_kv_cache", _S),
+    ("verl/workers/rollout/sglang_rollout/sglang_rollout.py", "_init_server_adapter", _U),
+    ("verl/workers/rollout/sglang_rollout/sglang_rollout.py", "resume release update_weights", _S),
+    ("verl/workers/sharding_manager/", "__enter__ __exit__ update_params preprocess_data postprocess_data", _S),
+    # --- sweep 2: OpenRLHF's vLLM engines (OpenRLHF @ 3c3be623, vllm_engine.py and vllm_worker_wrap.py read whole):
+    # create_vllm_engines starts the actors, whose constructor builds the LLM; init_process_group opens the
+    # trainer-to-engine weight-sync group; the rest runs per training step on the built engine
+    ("openrlhf/trainer/ray/vllm_engine.py", "create_vllm_engines __init__ _configure_device_env "
+     "_configure_vllm_env", _U),
+    ("openrlhf/trainer/ray/", "init_process_group", _NCCL),
+    ("openrlhf/trainer/ray/vllm_engine.py", "update_weight update_weight_cuda_ipc reset_prefix_cache "
+     "pause_generation resume_generation sleep wake_up generate generate_responses", _S),
+    ("openrlhf/trainer/ray/vllm_worker_wrap.py", "update_weight update_weight_cuda_ipc", _S),
+    # --- sweep 2: slime's SGLang engines (slime @ 624b824a8, sglang_engine.py and ray/rollout.py read): init
+    # launches the server process and waits for its health; the rollout manager starts the servers and the router;
+    # weight updates, memory release/resume and generation run on the up engines
+    ("slime/backends/sglang_utils/sglang_engine.py", "init _init_normal _init_external launch_server_process "
+     "_wait_server_healthy _register_to_router", _U),
+    ("slime/backends/sglang_utils/sglang_engine.py", "init_weights_update_group", _NCCL),
+    ("slime/backends/sglang_utils/sglang_engine.py", "update_weights_from_tensor update_weights_from_disk "
+     "update_weights_from_distributed flush_cache release_memory_occupation resume_memory_occupation "
+     "pause_generation continue_generation post_process_weights pull_weights", _S),
+    ("slime/ray/rollout.py", "start_engines start_rollout_servers _start_router "
+     "_allocate_rollout_engine_addr_and_ports_normal", _U),
+    ("slime/ray/rollout.py", "generate eval _get_rollout_data offload onload onload_weights onload_kv", _S),
     # --- torch's Module.to(device): the closure that copies each parameter onto the device (an engine moving the
     # weights it loaded, ipex-llm's XPU start-up)
     ("torch/nn/modules/module.py", "convert", _W),

@@ -119,6 +119,66 @@ CASES = [
         ("sglang/srt/managers/detokenizer_manager.py", "handle_batch_token_id_out",
          "read_texts = self.tokenizer.batch_decode("),
     ), "OverflowError: out of range integral type conversion attempted", "serving"),
+    # --- sweep 2: the projects around the engines
+    # TensorRT-LLM's OpenAI server answering a chat request (its post-processing has no table entry)
+    ("trtllm_openai_chat", (
+        ("tensorrt_llm/serve/openai_server.py", "openai_chat", "response = await create_chat_response(promise)"),
+        ("tensorrt_llm/serve/postprocess_handlers.py", "chat_response_post_processor", "text = output.text"),
+    ), "AttributeError: 'NoneType' object has no attribute 'text'", "serving"),
+    # Ray Serve LLM resolving a multiplexed LoRA adapter for an embeddings request (loaded per request)
+    ("ray_serve_llm_lora_per_request", (
+        ("ray/llm/_internal/serve/deployments/llm/llm_server.py", "embeddings", "return await self._run_request("),
+        ("ray/llm/_internal/serve/deployments/llm/llm_server.py", "_run_request",
+         "await self._maybe_resolve_lora_from_multiplex()"),
+        ("ray/llm/_internal/serve/deployments/llm/llm_server.py", "_maybe_resolve_lora_from_multiplex",
+         "disk_lora_model = await self._load_model(multiplexed_model_id)"),
+        ("ray/llm/_internal/serve/deployments/llm/multiplex/lora_model_loader.py", "load_model",
+         "raise ValueError(msg)"),
+    ), "ValueError: bad lora", "serving"),
+    # lmdeploy's executor sizing the KV cache: update_configs asks the workers for their free memory
+    ("lmdeploy_executor_update_configs", (
+        ("lmdeploy/pytorch/engine/engine.py", "__init__", "self.executor.init()"),
+        ("lmdeploy/pytorch/engine/executor/base.py", "init", "self.update_configs()"),
+        ("lmdeploy/pytorch/engine/executor/base.py", "update_configs", "free_mems = self._get_free_gpu_mems()"),
+        ("lmdeploy/pytorch/engine/executor/base.py", "_get_free_gpu_mems", "return self.gather_free_mem()"),
+        ("lmdeploy/pytorch/engine/executor/ray_executor.py", "gather_free_mem",
+         "return self.collective_rpc('get_free_mem')"),
+    ), "ray.exceptions.RayTaskError: ray::RayWorkerWrapper.get_free_mem() (pid=1) AttributeError: "
+       "'NoneType' object has no attribute 'get_free_mem'", "kv_cache_alloc"),
+    # TurboMind allocating each GPU's weights in _create_weight's thread
+    ("lmdeploy_turbomind_create_weight_func", (
+        ("concurrent/futures/thread.py", "run", "result = self.fn(*self.args, **self.kwargs)"),
+        ("lmdeploy/turbomind/turbomind.py", "_create_weight_func", "model_comm.create_shared_weights(device_id, rank)"),
+    ), "RuntimeError: [TM][ERROR] CUDA runtime error: invalid argument", "weight_loading"),
+    # text-generation-inference's Warmup allocating the KV cache before capturing
+    ("tgi_warmup_init_kv_cache", (
+        ("text_generation_server/server.py", "Warmup", "self.model.warmup(batch, max_input_tokens, max_total_tokens)"),
+        ("text_generation_server/models/flash_causal_lm.py", "warmup", "self.init_kv_cache("),
+        ("text_generation_server/models/flash_causal_lm.py", "init_kv_cache", "KVCache("),
+        ("text_generation_server/layers/attention/kv_cache.py", "__init__", "raise ValueError("),
+    ), "ValueError: FP8 KV cache is currently only supported on Hopper", "kv_cache_alloc"),
+    # verl's actor switching to rollout mode: the sharding manager loads the trainer's weights into the built engine
+    # (vLLM's load_weights, a start-up step anywhere else)
+    ("verl_sharding_manager_enter_load_weights", (
+        ("verl/workers/fsdp_workers.py", "generate_sequences", "with self.rollout_sharding_manager:"),
+        ("verl/workers/sharding_manager/fsdp_vllm.py", "__enter__",
+         "model.load_weights(((name, param) for name, param in params.items()))"),
+        ("vllm/model_executor/models/qwen2.py", "load_weights", "return loader.load_weights(weights)"),
+    ), "KeyError: 'model.layers.0.mlp.gate_proj.weight'", "serving"),
+    # OpenRLHF's trainer pushing a weight into its vLLM engines (the worker extension's load_weights)
+    ("openrlhf_update_weight_load_weights", (
+        ("openrlhf/trainer/ray/vllm_engine.py", "update_weight",
+         'return self.llm.collective_rpc("update_weight", args=(name, dtype, shape, empty_cache))'),
+        ("openrlhf/trainer/ray/vllm_worker_wrap.py", "update_weight",
+         "self.model_runner.model.load_weights(weights=[(name, weight)])"),
+        ("vllm/model_executor/models/llama.py", "load_weights", "param = params_dict[name]"),
+    ), "KeyError: 'lm_head.weight'", "serving"),
+    # slime opening the trainer-to-engine weight-sync group through the SGLang server
+    ("slime_init_weights_update_group", (
+        ("slime/backends/sglang_utils/sglang_engine.py", "init_weights_update_group", "return self._make_request("),
+        ("slime/backends/sglang_utils/sglang_engine.py", "_make_request", "response.raise_for_status()"),
+    ), "requests.exceptions.HTTPError: 500 Server Error: Internal Server Error for url: "
+       "http://10.0.0.1:30000/init_weights_update_group", "nccl_init"),
 ]
 
 
