@@ -454,7 +454,7 @@ def _comparable(a: datetime, b: datetime) -> bool:
 _FRAME_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"warm_?up|_dummy_sampler_run", re.I), "warmup"),
     (re.compile(r"captur|cuda_?graph|cudagraph|device_graphs"), "cuda_graph_capture"),
-    (re.compile(r"load_weight|load_model|^_load_w\d|^get_model$|weights_iterator|process_weights_after_loading|"
+    (re.compile(r"load_\w*weight|load_model|^_load_w\d|^get_model$|weights_iterator|process_weights_after_loading|"
                 r"download_model|_prepare_weights|load_checkpoint|_get_all_weights|^_load_module$|load_state_dict|"
                 # TensorRT's engine deserialisation (a TensorRT-LLM engine file holds the weights)
                 r"^deserializePlugin$|^deserializeCudaEngine$|^deserialize_engine$"),
@@ -504,7 +504,7 @@ _STARTUP = re.compile(
     r"^__init__$|^<import>$|launch|startup|^run_server|build_async_engine_client|from_engine_args|"
     r"from_vllm_config|make_client|make_async_mp_client|make_arg_parser|_init_engines|^run_engine_core$|"
     r"^run_scheduler_process$|init_model_worker|init_tp_model_worker|_init_model_runner|init_draft_worker|"
-    r"^initialize$|_init_executor|_init_workers|^init_worker|^worker_main$|create_engine_config|get_tokenizer|"
+    r"^initialize$|TRITONBACKEND_Model(?:Instance)?Initialize|_init_executor|_init_workers|^init_worker|^worker_main$|create_engine_config|get_tokenizer|"
     r"^get_config$|from_pretrained|_build_model|_start_executor_workers|^create$|^lifespan$|^serve$|"
     r"subparser_init|_find_and_load|^exec_module$|soc_version|^Runtime$|^_run_module_as_main$|"
     # the import machinery a lazy module calls (transformers' _LazyModule.__getattr__ -> importlib.import_module)
@@ -590,9 +590,16 @@ _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"ncclCommInitRank|[Nn]ccl_?[Cc]ommunicator|init_process_group|createComm|hcclCommInit|"
                 r"(?:initiali[sz]e|init)\w* [^\n]{0,60}NCCL|NCCL[^\n]{0,60}\binit|"
                 # a warning from NCCL's own init.cc (ncclCommInitRank's source: "init.cc:1582 NCCL WARN Cuda failure ...")
-                r"\binit\.cc:\d+ NCCL WARN", re.I), "nccl_init"),
+                r"\binit\.cc:\d+ NCCL WARN|"
+                # NVSHMEM (DeepEP's transport) failing to connect its peers as it initialises ("ibv_modify_qp failed",
+                # "transport create connect failed", "nvshmem setup connections failed")
+                r"ibv_modify_qp failed|(?:transport create connect|connect EPS|ep_connect) failed|"
+                r"nvshmem setup connections", re.I), "nccl_init"),
 )
 _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|failed to (?:start|initiali[sz]e)|creation task|"
+                           # the dynamic loader refusing to start a program whose library is missing ("executorWorker:
+                           # error while loading shared libraries: libnvinfer.so.10: cannot open shared object file")
+                           r"error while loading shared libraries|"
                            r"Failed to start|aborting startup|\binit state\b|"
                            # a module that would not import, an engine being built: the program was starting
                            r"failed to import|No module named|cannot import name|Building .{0,40}engine|"
@@ -678,6 +685,9 @@ _TEXT_SERVING = re.compile(r"inputs? of failed execution|Dumping input data|Dump
                            # health or models route is a start-up's (_TEXT_STARTUP)
                            r"\bfor url '?\S*?/(?:generate|v1/(?:chat/)?completions)\b|"
                            r"EngineCore encountered a fatal error|"
+                           # an API server's record of an endpoint that raised while answering (llama-stack's "Error
+                           # executing endpoint route='/v1/inference/chat-completion' method='post'")
+                           r"[Ee]rror executing endpoint\b|"
                            # prose placing a failure in the handling of requests ("an error occurs during request:",
                            # "while processing the requests", "during benchmarking")
                            r"\b(?:during|while (?:handling|processing|serving)|when (?:handling|processing|serving)) "

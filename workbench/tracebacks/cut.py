@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 
 from workbench.code_phases import STEPS
 from workbench.logformats import _parse
 from workbench.phases import phase_from_frames
-from workbench.tracebacks.model import Final, Frame, RootCause, Traceback
+from workbench.tracebacks.model import Final, Frame, LogEvent, RootCause, Traceback
 from workbench.tracebacks.patterns import level_word
 from workbench.tracebacks.stack import CUT_DUMP
 
@@ -93,3 +94,16 @@ def threads_root(threads: Sequence[tuple[int, list[str]]]) -> RootCause | None:
         return None
     at = threads[0][0]
     return RootCause("exception", None, CUT_DUMP, at, None, threads_phase(at, threads), (), None, CUT_DUMP)
+
+
+def typeless_dump(root: RootCause | None, final: Final | None,
+                  events: Sequence[LogEvent]) -> tuple[RootCause | None, Final | None]:
+    """A faulthandler dump (its "Current thread" header there or cut off) with no "Fatal Python error" line anywhere
+    in the log: its type is not in the window, so it is reported as none, cut, as a traceback cut before its exception
+    line is (the scanner still reads the block as faulthandler's, for the precedence and the other threads' phase)."""
+    if root is None or root.message not in (CUT_DUMP, "crash") or any(
+            e.kind == "fatal_signal" and "Fatal Python error" in e.text for e in events):
+        return root, final
+    if final is not None and final.line == root.line:
+        final = replace(final, exception_type=None, truncated=True)
+    return replace(root, exception_type=None), final

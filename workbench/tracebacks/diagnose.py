@@ -43,6 +43,7 @@ from workbench.tracebacks.cut import (
     start_cut_in_roots_step,
     threads_phase,
     threads_root,
+    typeless_dump,
     waits,
 )
 from workbench.tracebacks.events import cuda_cause, death_cause, lost_type
@@ -308,6 +309,7 @@ def analysis_of(ex: Extractor) -> Analysis:
         final = replace(final, phase=root.phase)
     if final is None and root is not None and _cut_in_announced_stack(ex, root):
         final = Final(None, None, None, root.phase, root.ranks, True, None, root.line)
+    root, final = typeless_dump(root, final, ex.events)
     return Analysis(tracebacks, tuple(failures), tuple(ex.events), tuple(ex.cpp_exceptions), final, root, ex.line_no)
 
 

@@ -21,7 +21,9 @@ _ON_RANK = re.compile(r"\b[Oo]n [Rr]ank (\d+)\b")
 # macro's report of a failed call)
 _LEVEL_FREE = frozenset({"Check failed: ", "can be stored in KV cache", "No available memory for the cache blocks",
                          "Capture cuda graph failed: ", "graph by --disable-cuda-graph",
-                         "Piecewise CUDA Graph failed with error: ", "CUDA graph capture failed: ", "UNAVAILABLE: ",
+                         "Piecewise CUDA Graph failed with error: ", "CUDA graph capture failed: ",
+                         "error while loading shared libraries: ", ": non-zero status: ", "transport create connect failed",
+                         "connect EPS failed", "ep_connect failed", "UNAVAILABLE: ",
                          "Failed, NCCL error "})
 # words that say a failure at any level but are no exception line: vLLM's negative "Available KV cache memory: -0.87
 # GiB" at INFO, before the exception that gives up (when the window holds it, that exception is the root cause)
@@ -81,7 +83,10 @@ _FAILED_STATUS = re.compile(r"(?<![\w-])FAILED(?::| -) \S")
 _LIBRARY_ERROR = re.compile(r"(?!(?:the|this|that|an?|my|same|following|no|any|which|what|an?other)\b)"
                             r"(?:[a-z][a-z0-9_.+-]{1,30} error: [A-Z]|\[[\w.-]{1,40}\.(?:cpp|cc|cu|c|h)\] [a-z]\w{1,30} error: \d|"
                             r"[\w.-]{1,40}(?: [a-z][\w-]{1,30})?: error: (?:unrecognized arguments|argument |"
-                            r"the following arguments are required))")
+                            r"the following arguments are required)|"
+                            # Rust's clap refusing a command line (uv's "error: unexpected argument '--torch-backend'
+                            # found", under its usage lines)
+                            r"error: unexpected argument ')")
 # a record whose format writes no level (SGLang's "[2026-05-21 16:07:41 DP6 TP6] Failed to update parameter online:
 # ...", its logger.error as its logger.info) stating a failure: the engine's own error record
 # ...), or one that ends on the exception it caught (SGLang's loader: "Corrupted safetensors file detected: /x.safetensors

@@ -23,7 +23,8 @@ from workbench.tracebacks.model import LogEvent
 KEPT = 32  # native frame lines the scanner keeps (the first ones): bounded whatever the log holds
 # the qualified function of c10's "frame #N: ns::C::f(args) + 0x58 (...)" or of a numbered frame ("8 0x... ns::C::C()
 # :0", UCX's and TensorRT-LLM's); "<unknown function>" and a bare address name none
-_FUNCTION = re.compile(r"(?:frame #\d+: |\d+\s+0x[0-9a-fA-F]+\s+)([A-Za-z_~][^()]*?)\(")
+# (or a bare symbol and its offset: "7  0x7f67... TRITONBACKEND_ModelInstanceInitialize + 101")
+_FUNCTION = re.compile(r"(?:frame #\d+: |\d+\s+0x[0-9a-fA-F]+\s+)([A-Za-z_~][^()]*?)(?:\(| \+ \d+$)")
 _TEMPLATE = re.compile(r"<[^<>]*>")
 # a C++ factory building an object as a constructor does (TurboMind's "LlamaTritonModel<__half>::
 # createSharedModelInstance()", TensorRT's "createInferRuntime_INTERNAL()")

@@ -23,7 +23,9 @@ _FILE_STRICT = re.compile(r'\s*(?:File "(?:"(?=[\w./\\<~]))?[^"\n]+|[\w.\\/-]+\.
 _EXC = re.compile(r"([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?:\([\w.]+\))?)(?::(?:[ \t]?(.*)))?$")
 # a bare exception line (no frame before it) must name an error class outright: not a warning
 # (torch's "BackendCompilerFailed: backend='inductor' raised:" heads the error it wraps)
-_BARE_EXC_NAME = re.compile(r"(?:Error|Exception|Fault|Failure|(?<=[a-z])Failed|Timeout|Cancelled|Abort)$")
+# (or a class of a package's exceptions module, whatever its name: torch's "torch._dynamo.exc.Unsupported")
+_BARE_EXC_NAME = re.compile(r"(?:Error|Exception|Fault|Failure|(?<=[a-z])Failed|Timeout|Cancelled|Abort)$|"
+                            r"\.(?:exc|exceptions|errors)\.[A-Z]\w*$")
 _EXC_REPR = re.compile(r"([A-Za-z_][\w.]*(?:Error|Exception))\((['\"])(.+)")
 # an exception line quoted inside a sentence of an issue ("... 报错`RuntimeError: [TM][ERROR] ...`"),
 # its groups as _EXC_REPR's
@@ -168,6 +170,13 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
                               # a program's own report that capturing its graphs failed, whatever its logger's format
                               # writes of the level ("CUDA graph capture failed: 'X' object has no attribute '_warmup'")
                               r"CUDA graph capture failed: |"
+                              # the dynamic loader, which prints no level, refusing to start a program ("/usr/.../bin/
+                              # executorWorker: error while loading shared libraries: libnvinfer.so.10: cannot open ...")
+                              r"error while loading shared libraries: |"
+                              # NVSHMEM's error checks (DeepEP's transport): "ibrc.cpp:418: non-zero status: 22
+                              # ibv_modify_qp failed", then each caller's "transport create connect failed", "connect
+                              # EPS failed", "nvshmem setup connections failed", with no level
+                              r": non-zero status: (?=\d+ )|\b(?:transport create connect|connect EPS|ep_connect) failed\b|"
                               # a worker's own report that a call it ran failed (vLLM's "Error executing method ...")
                               r"Error executing metho|"
                               # a server's own record of a request it could not serve (Ray Serve's replica.py)
@@ -222,7 +231,9 @@ _EVENT_NEEDLES: dict[EventKind, tuple[str, ...]] = {
                    "Error executing metho", "Check failed: ", "can be stored in KV cache",
                    "No available memory for the cache blocks", "KV cache memory: -", "Request failed",
                    "Capture cuda graph failed: ", "graph by --disable-cuda-graph",
-                   "Piecewise CUDA Graph failed with error: ", "CUDA graph capture failed: ", "UNAVAILABLE: ", "cuFile", "error: creating server: ",
+                   "Piecewise CUDA Graph failed with error: ", "CUDA graph capture failed: ",
+                   "error while loading shared libraries: ", ": non-zero status: ", "transport create connect failed",
+                   "connect EPS failed", "ep_connect failed", "UNAVAILABLE: ", "cuFile", "error: creating server: ",
                    " failed (attempt "),
     "compile_error": ("collect2: error:", "cannot find -l", ": fatal error: ", "error: command '"),
     "nccl_warn": ("NCCL WARN", "Watchdog caught collective operation timeout", " milliseconds before timing out",
@@ -244,7 +255,8 @@ _EVENT_ANCHORS = ("Xid", "Connection refused", "failed to start", "CUDA error", 
                   "died", "dead", "Exit code", "exited", "ChildFailed", "Failed core", "Killed", "sigquit", "SIGQUIT",
                   "kill_process", "atchdog timeout", "cgroup out of memory", "Error executing", "register worker",
                   "Segfault", "LLVM ERROR", "Check failed", "stored in KV cache", "memory for the cache blocks", "KV cache memory: -", "Request failed", "Capture cuda graph failed", "graph by --disable-cuda-graph", "Piecewise CUDA Graph failed",
-                  "CUDA graph capture failed",
+                  "CUDA graph capture failed", "error while loading shared", "non-zero status", "connect failed",
+                  "EPS failed",
                   "Process received signal", ")[0x", "rashed container", "CrashLoopBackOff", "UNAVAILABLE", "cuFile", "creating server",
                   "Heartbeat monitor", "watchdog thread terminated", "failed (attempt")
 _EVENT_PART = any_part_of(_NEEDLES)  # the quick first search (see any_part_of)
@@ -424,5 +436,8 @@ _NATIVE_SYMBOL = re.compile(r"(?:\S+\.so(?:\.\d+)*|--- \S+|ray::\w+)\([^()\s]*\)
                             r"|\d+ 0x[0-9a-fA-F]+ \S+\(\) +\S*:\d+$"
                             # a numbered frame as TensorRT-LLM and glog print it, its head cut ("5  0x7f9e... ns::C::f(...) + 443")
                             r"|\d+\s+0x[0-9a-fA-F]+\s+\S.*\) \+ \d+$"
+                            # the same with a library's offset or a bare symbol ("4  0x7f67... /opt/.../libtriton_
+                            # tensorrtllm.so(+0x515f5) [0x7f67...]", "7  0x7f67... TRITONBACKEND_ModelInstanceInitialize + 101")
+                            r"|\d+\s+0x[0-9a-fA-F]+\s+(?:\S+\.so(?:\.\d+)*\([^()\s]*\) \[0x[0-9a-fA-F]+\]|[A-Za-z_]\w* \+ \d+)$"
                             # c10's head of the frames it lists under a torch error's message (see native_backtrace)
                             r"|Exception raised from \S+ at \S+ \(most recent call first\):$")

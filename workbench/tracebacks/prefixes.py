@@ -120,7 +120,9 @@ def _learn_from(shapes: LineShapes, text: str, anchor: str, samples: int) -> Non
             line = json_log(line)
         parsed, origin, _ = _parse(line)
         msg = parsed.message
-        if msg and (msg[0] not in " \t" or indented_record(msg)):
+        # (an indented line learns too when a bracketed tag heads it: a paste that indented every line, "  [S]
+        # (APIServer pid=9)   File ...", a fence's or a list item's margin before its own prefix)
+        if msg and (msg[0] not in " \t" or indented_record(msg) or msg.lstrip()[:1] in "[("):
             shapes.learn(msg, outermost=parsed.format == "plain" and not any(origin))
         pos = end + 1
 
@@ -132,9 +134,9 @@ _PROC_TAG = re.compile(r"\([A-Z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)*\) +(?=[A-Za-z_])"
 
 def after_label(msg: str) -> str:
     """The text between the ``**`` of a line a Markdown paste set in bold, after a label written with a full-width
-    colon near the start of a line ("【BUG】：", "报错："), after a process tag with no pid ("(APIServer) "), or after
-    Python logging's head of a record at an error level, where a pasted or logged exception line often follows; ''
-    when there is no such label."""
+    colon near the start of a line ("【BUG】：", "报错："), after a process tag with no pid ("(APIServer) "), after
+    Python logging's head of a record at an error level, or after SGLang's "hit an exception: ", where a pasted or logged
+    exception line often follows; '' when there is no such label."""
     if msg[:2] == "**" and msg.rstrip().endswith("**"):  # a line a Markdown paste set in bold
         return msg.strip()[2:-2].strip()
     pos = msg.find("\uff1a", 0, 24)
@@ -143,5 +145,7 @@ def after_label(msg: str) -> str:
     if msg[:1].isdigit():  # lmdeploy logs an exception it caught as one record ("... - ERROR - RuntimeError: ...")
         head = _LOGGING_HEAD.match(msg)
         return msg[head.end():] if head is not None and head.group(1) in ("ERROR", "CRITICAL") else ""
+    if "hit an exception: " in msg[:40]:  # SGLang's "Scheduler hit an exception: X: ..." when the stack is not printed
+        return msg.split("hit an exception: ", 1)[1]
     tag = _PROC_TAG.match(msg) if msg[:1] == "(" else None
     return msg[tag.end():] if tag is not None else ""

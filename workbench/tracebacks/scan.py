@@ -302,7 +302,7 @@ class Extractor:
             line, glued = unglue(line)
         parsed, origin, header = glued or _parse(line)
         msg0 = parsed.message
-        if msg0 and (msg0[0] not in " \t" or (indented_record(msg0) and self.shapes)):
+        if msg0 and (msg0[0] not in " \t" or (self.shapes and (indented_record(msg0) or msg0.lstrip()[:1] in "[("))):
             rest = self.shapes.strip(msg0) if self.shapes else None
             if rest is None and 'File "' in msg0 and self.shapes.learn(msg0, outermost=not any(origin) and parsed.format == "plain"):
                 rest = self.shapes.strip(msg0)

@@ -253,3 +253,109 @@ def test_rust_tracing_json_records_give_their_level_also_when_cut() -> None:
     assert json_log(cut) == "ERROR: Shard complete standard error output:"
     rc = analyze(cut + "\n").root_cause
     assert rc is not None and rc.kind == "log_line" and "Shard complete standard error output" in rc.message
+
+
+def test_the_dynamic_loader_refusing_a_program_is_a_start_failure() -> None:
+    """NVIDIA/nim-deploy#18: TensorRT-LLM's executorWorker cannot start, its library missing (no level, under MPI)."""
+    log = ("INFO 06-20 20:55:22.673 utils.py:218] Setting free_gpu_memory_fraction to 0.9\n"
+           "/usr/local/lib/python3.10/dist-packages/tensorrt_llm/bin/executorWorker: error while loading shared "
+           "libraries: libnvinfer.so.10: cannot open shared object file: No such file or directory\n"
+           "--------------------------------------------------------------------------\n"
+           "Child job 2 terminated normally, but 1 process returned\n")
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.kind == "log_line" and "error while loading shared libraries" in rc.message
+    assert rc.phase == "startup_other"
+
+
+def test_a_rust_cli_refusing_its_arguments_is_an_error_line() -> None:
+    """skypilot PR 6507: uv (clap) refusing a flag in a task's setup, under a process prefix."""
+    log = ("(setup pid=1293) Using CPython 3.10.13 interpreter\n"
+           "(setup pid=1293) error: unexpected argument '--torch-backend' found\n"
+           "(setup pid=1293) Usage: uv pip install --no-cache <PACKAGE>\n")
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.kind == "log_line" and "unexpected argument '--torch-backend' found" in rc.message
+
+
+def test_an_api_servers_error_for_an_endpoint_is_serving() -> None:
+    """llama-stack#1648: "Error executing endpoint route='/v1/inference/chat-completion'" over a rich box."""
+    log = ("ERROR    2025-03-18 19:56:54,709 __main__:195 server: Error executing endpoint "
+           "route='/v1/inference/chat-completion' method='post'\n")
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.phase == "serving"
+
+
+def test_a_function_that_loads_some_weights_is_weight_loading() -> None:
+    """TensorRT-LLM#7703: the fused MoE's "load_all_fp4_weight_scales_and_alphas", alone in a cut window."""
+    log = ('.venv/lib/python3.12/site-packages/tensorrt_llm/_torch/modules/fused_moe/quantization.py", line 1613, in '
+           "load_all_fp4_weight_scales_and_alphas\n    logger.warning(\n    ^^^^^^\nNameError: name 'logger' is not "
+           "defined\n")
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.exception_type == "NameError" and rc.phase == "weight_loading"
+
+
+def test_an_indented_paste_with_its_own_bracketed_tag_learns_that_tag() -> None:
+    """vllm#39814: every line indented two blanks in a fence, tagged "[S]" before vLLM's process prefix."""
+    p = "  [S] (APIServer pid=2954713)"
+    log = "\n".join((
+        f'{p}   File "/usr/lib/python3.12/asyncio/runners.py", line 118, in run',
+        f"{p}     return self._loop.run_until_complete(task)",
+        f'{p}   File "/home/u/vllm/vllm/entrypoints/openai/api_server.py", line 680, in run_server',
+        f"{p}     await run_server_worker(listen_address, sock, args, **uvicorn_kwargs)",
+        f'{p}   File "/home/u/vllm/vllm/entrypoints/openai/api_server.py", line 694, in run_server_worker',
+        f"{p}     async with build_async_engine_client(",
+    )) + "\n"
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.innermost_frame is not None and rc.innermost_frame.function == "run_server_worker"
+    assert rc.phase == "startup_other"
+
+
+def test_nvshmems_connection_errors_are_a_failure_of_the_communicators_start() -> None:
+    """sglang#7450 and #7888: DeepEP's NVSHMEM transport failing to connect its peers, lines with no level."""
+    log = ("/sgl-workspace/nvshmem/src/modules/transport/ibrc/ibrc.cpp:418: non-zero status: 22 ibv_modify_qp failed\n"
+           "\n"
+           "/sgl-workspace/nvshmem/src/modules/transport/ibrc/ibrc.cpp:1433: non-zero status: 7 ep_connect failed\n")
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.kind == "log_line" and "ibv_modify_qp failed" in rc.message and rc.phase == "nccl_init"
+    rc = analyze("transport create connect failed \n/x/nvshmem/src/host/transport/transport.cpp:400: non-zero status: "
+                 "7 \nconnect EPS failed \n").root_cause
+    assert rc is not None and rc.message.startswith("transport create connect failed") and rc.phase == "nccl_init"
+
+
+def test_a_dump_with_no_fatal_line_in_the_window_has_no_type() -> None:
+    """sglang PR 5390: faulthandler's "Current thread" stack with the "Fatal Python error" line above the window:
+    the type is cut off, not invented."""
+    log = ("Current thread 0x00007f3c (most recent call first):\n"
+           '  File "/sgl/srt/managers/scheduler.py", line 10 in event_loop_normal\n')
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.exception_type is None
+    rc = analyze("Fatal Python error: Segmentation fault\n\n" + log).root_cause
+    assert rc is not None and rc.exception_type == "Fatal Python error"
+
+
+def test_an_exception_of_a_packages_exceptions_module_after_hit_an_exception_is_read() -> None:
+    """sglang PR 19573: "Scheduler hit an exception: torch._dynamo.exc.Unsupported: ..." (no Error in the name), the
+    cause of the chain that follows."""
+    log = "\n".join((
+        "[2026-02-28 15:04:30 TP0] Scheduler hit an exception: torch._dynamo.exc.Unsupported: Logger not supported for "
+        "non-export cases.",
+        "The above exception was the direct cause of the following exception:",
+        "Traceback (most recent call last):",
+        '  File "/sgl/srt/managers/scheduler.py", line 3118, in run_scheduler_process',
+        "    scheduler = Scheduler(",
+    )) + "\n"
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.exception_type == "torch._dynamo.exc.Unsupported" and list(rc.ranks) == ["TP0"]
+
+
+def test_tensorrt_llms_numbered_frames_with_library_offsets_are_a_native_backtrace() -> None:
+    """triton-inference-server/tensorrtllm_backend#129: the backend's frames, its report cut above the window, through
+    Triton's model instance initialisation: a start-up failure."""
+    lib = "/opt/tritonserver/backends/tensorrtllm/libtriton_tensorrtllm.so"
+    log = "\n".join((
+        f"4       0x7f674a8395f5 {lib}(+0x515f5) [0x7f674a8395f5]",
+        f"5       0x7f674a8374db {lib}(+0x4f4db) [0x7f674a8374db]",
+        "7       0x7f674a81b235 TRITONBACKEND_ModelInstanceInitialize + 101",
+        "8       0x7f67f459aa86 /opt/tritonserver/bin/../lib/libtritonserver.so(+0x1a4a86) [0x7f67f459aa86]",
+    )) + "\n"
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.phase == "startup_other"
