@@ -373,7 +373,8 @@ def own_record(lead: str, header: str | None) -> tuple[str, bool]:
     """The words before a traceback's header on its line, and whether they are the traceback's own record: a paste
     that lost its newlines leaves logger.exception's message followed by the next line's copy of the record's header
     ("IndexError('Dimension out of range') ERROR 06-16 11:58:22 [engine.py:166] Traceback ..."), dropped here."""
-    if header and len(lead) > len(header) and lead.rstrip().endswith(header.strip()):
+    # (a header a record copies, with its time: not a format's name the parser gives as one, "sglang", "ERROR")
+    if header and any(c.isdigit() for c in header) and len(lead) > len(header) and lead.rstrip().endswith(header.strip()):
         return lead.rstrip()[:-len(header.strip())], True
     return lead, False
 

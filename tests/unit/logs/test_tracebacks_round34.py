@@ -239,6 +239,9 @@ def test_a_flattened_logged_repr_gives_the_exception_type() -> None:
            f"{h}     self.run_engine_loop()\n")
     rc = analyze(log).root_cause
     assert rc is not None and rc.exception_type == "IndexError" and rc.message.startswith("Dimension out of range")
+    from workbench.tracebacks.patterns import own_record
+
+    assert own_record("Failed to import sglang ", "sglang") == ("Failed to import sglang ", False)  # a format's name
 
 
 def test_rust_tracing_json_records_give_their_level_also_when_cut() -> None:
