@@ -606,6 +606,8 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|failed to (?:start|initial
                            # the program's argument parser refusing its command line (argparse's "vllm: error:
                            # unrecognized arguments: --task embedding"): it stops before anything starts
                            r": error: (?:unrecognized arguments|argument |the following arguments are required)|"
+                           # Rust's clap refusing it ("error: invalid value 'True' for '--disable-custom-kernels'")
+                           r"^error: (?:unexpected argument|invalid value) '|"
                            # the listening socket a server (or torch's TCPStore) binds as it starts ("could not bind to
                            # address: 0.0.0.0:8000", "[Errno 98] Address already in use")
                            r"could not bind|[Ff]ailed to bind|[Aa]ddress already in use|"

@@ -22,7 +22,8 @@ _ON_RANK = re.compile(r"\b[Oo]n [Rr]ank (\d+)\b")
 _LEVEL_FREE = frozenset({"Check failed: ", "can be stored in KV cache", "No available memory for the cache blocks",
                          "Capture cuda graph failed: ", "graph by --disable-cuda-graph",
                          "Piecewise CUDA Graph failed with error: ", "CUDA graph capture failed: ",
-                         "error while loading shared libraries: ", ": non-zero status: ", "transport create connect failed",
+                         "error while loading shared libraries: ", "failed to initialize CUDA: ", "cudaMalloc failed: ",
+                         ": non-zero status: ", "transport create connect failed",
                          "connect EPS failed", "ep_connect failed", "UNAVAILABLE: ",
                          "Failed, NCCL error "})
 # words that say a failure at any level but are no exception line: vLLM's negative "Available KV cache memory: -0.87
@@ -85,8 +86,8 @@ _LIBRARY_ERROR = re.compile(r"(?!(?:the|this|that|an?|my|same|following|no|any|w
                             r"[\w.-]{1,40}(?: [a-z][\w-]{1,30})?: error: (?:unrecognized arguments|argument |"
                             r"the following arguments are required)|"
                             # Rust's clap refusing a command line (uv's "error: unexpected argument '--torch-backend'
-                            # found", under its usage lines)
-                            r"error: unexpected argument ')")
+                            # found", TGI's launcher's "error: invalid value 'True' for '--disable-custom-kernels'")
+                            r"error: (?:unexpected argument|invalid value) ')")
 # a record whose format writes no level (SGLang's "[2026-05-21 16:07:41 DP6 TP6] Failed to update parameter online:
 # ...", its logger.error as its logger.info) stating a failure: the engine's own error record
 # ...), or one that ends on the exception it caught (SGLang's loader: "Corrupted safetensors file detected: /x.safetensors
@@ -134,11 +135,13 @@ def coded_error(first: LogEvent | None, parsed: LogLine, msg: str, line_no: int)
 def first_error(first: LogEvent | None, parsed: LogLine, msg: str, line_no: int, phase: str,
                 server: str) -> LogEvent | None:
     """The log's first error line (the last resort: see ``Extractor.finish``) once the line ``msg`` (number ``line_no``,
-    not blank, no other event) is read: this line when it is the first at an error level, or when it holds the CANN
+    not blank, no other event) is read: this line when it is the first at an error level or the first to name a CUDA
+    error without one (vLLM's cumem allocator: "CUDA Error: out of memory at .../cumem_allocator.cpp:56"), or when it holds the CANN
     code of the error block ``first`` heads (:func:`coded_error`); ``first`` with this line joined when ``first`` ended
     on a colon just above it and this line is indented under it, the detail it announced (torch's "Error(s) in loading
     state_dict for Linear:" / "<tab>size mismatch for bias: ..."); else None: ``first`` stays."""
-    if (first is None and error_level(parsed, msg)) or coded_error(first, parsed, msg, line_no):
+    if (first is None and (error_level(parsed, msg) or quiet_cuda_error(parsed, msg, line_no, phase, server))) or (
+            coded_error(first, parsed, msg, line_no)):
         return LogEvent("error_line", line_no, msg.strip()[:400], parsed.rank, phase, server)
     if first is not None and line_no == first.line + 1 and msg[:1] in (" ", "\t") and first.text.endswith(":"):
         return replace(first, text=f"{first.text} {msg.strip()}"[:400])
@@ -225,7 +228,7 @@ def cuda_cause(message: str, line: int, events: Sequence[LogEvent]) -> LogEvent 
 # a CUDA error as the runtime or a kernel's own check prints it, with no level ("CUDA error (.../flash_fwd_combine_launch_
 # template.h:60): an illegal memory access was encountered", "Failed: Cuda error .../custom_all_reduce.cuh:164 'invalid
 # argument'", "no kernel image is available for execution on the device")
-_QUIET_CUDA = re.compile(r"[Cc][Uu][Dd][Aa] (?:runtime )?error|no kernel image is available|illegal memory access")
+_QUIET_CUDA = re.compile(r"[Cc][Uu][Dd][Aa] (?:runtime )?[Ee]rror|no kernel image is available|illegal memory access")
 _DEATHS = ("process_died", "fatal_signal")
 
 

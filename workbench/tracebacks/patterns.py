@@ -149,7 +149,10 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
     # torchinductor_root/q5/cq5….py:97: unknown: block: [4,0,0], thread: [0,0,0] Assertion `index out of bounds…` failed.")
     ("device_assert", re.compile(r"(?:\.cu:\d+: .*|block: \[[\d,]+\], thread: \[[\d,]+\] )Assertion .* failed\.|"
                                  r"device-side assertion .* failed")),
-    ("error_line", re.compile(r"out of memory|CUDA error|CUDA runtime error|cudaError\w+|CUDA_ERROR_\w+|Error Code \d+|"
+    # (first: ggml's CUDA backend, llama.cpp's and the servers' built on it, which prints no level: "ggml_cuda_init:
+    # failed to initialize CUDA: unknown error", "..._alloc_buffer: allocating 3257.82 MiB on device 0: cudaMalloc
+    # failed: out of memory"; ahead of the generic "failed to initialize ...: " and "out of memory", which need a level)
+    ("error_line", re.compile(r"failed to initialize CUDA: |cudaMalloc failed: |out of memory|CUDA error|CUDA runtime error|cudaError\w+|CUDA_ERROR_\w+|Error Code \d+|"
                               r"Assertion failed|[Ff]ailed to (?:start|initiali[sz]e)[^:.]*: \S|"
                               # the NCCLCHECK macro of NCCL's examples and tests, which TensorRT-LLM's plugins copy
                               # ("Failed, NCCL error .../allreducePlugin.cpp:183 'unknown result code'"): a call's
@@ -232,7 +235,8 @@ _EVENT_NEEDLES: dict[EventKind, tuple[str, ...]] = {
                    "No available memory for the cache blocks", "KV cache memory: -", "Request failed",
                    "Capture cuda graph failed: ", "graph by --disable-cuda-graph",
                    "Piecewise CUDA Graph failed with error: ", "CUDA graph capture failed: ",
-                   "error while loading shared libraries: ", ": non-zero status: ", "transport create connect failed",
+                   "error while loading shared libraries: ", "failed to initialize CUDA: ", "cudaMalloc failed: ",
+                   ": non-zero status: ", "transport create connect failed",
                    "connect EPS failed", "ep_connect failed", "UNAVAILABLE: ", "cuFile", "error: creating server: ",
                    " failed (attempt "),
     "compile_error": ("collect2: error:", "cannot find -l", ": fatal error: ", "error: command '"),
@@ -256,6 +260,7 @@ _EVENT_ANCHORS = ("Xid", "Connection refused", "failed to start", "CUDA error", 
                   "kill_process", "atchdog timeout", "cgroup out of memory", "Error executing", "register worker",
                   "Segfault", "LLVM ERROR", "Check failed", "stored in KV cache", "memory for the cache blocks", "KV cache memory: -", "Request failed", "Capture cuda graph failed", "graph by --disable-cuda-graph", "Piecewise CUDA Graph failed",
                   "CUDA graph capture failed", "error while loading shared", "non-zero status", "connect failed",
+                  "initialize CUDA", "cudaMalloc failed",
                   "EPS failed",
                   "Process received signal", ")[0x", "rashed container", "CrashLoopBackOff", "UNAVAILABLE", "cuFile", "creating server",
                   "Heartbeat monitor", "watchdog thread terminated", "failed (attempt")

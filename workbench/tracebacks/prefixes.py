@@ -129,6 +129,9 @@ def _learn_from(shapes: LineShapes, text: str, anchor: str, samples: int) -> Non
 
 # a process's name in parentheses with no pid after it ("(APIServer) RuntimeError: ..."): vLLM's record tag as a
 # wrapper or the user left it; a capitalised name, so a shell prompt's "(base) user@host" is not one
+# the end of vLLM's record prefix, its source location, where a window began inside the prefix ("[multiproc_executor.py:
+# 492] ValueError: Free memory on device ...")
+_LOCATION_TAIL = re.compile(r"\[[\w.-]+\.py:\d+\] +(?=[A-Za-z_])")
 _PROC_TAG = re.compile(r"\([A-Z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)*\) +(?=[A-Za-z_])")
 
 
@@ -145,6 +148,8 @@ def after_label(msg: str) -> str:
     if msg[:1].isdigit():  # lmdeploy logs an exception it caught as one record ("... - ERROR - RuntimeError: ...")
         head = _LOGGING_HEAD.match(msg)
         return msg[head.end():] if head is not None and head.group(1) in ("ERROR", "CRITICAL") else ""
+    if msg[:1] == "[" and (loc := _LOCATION_TAIL.match(msg)) is not None:  # a window begun inside vLLM's prefix
+        return msg[loc.end():]
     if "hit an exception: " in msg[:40]:  # SGLang's "Scheduler hit an exception: X: ..." when the stack is not printed
         return msg.split("hit an exception: ", 1)[1]
     tag = _PROC_TAG.match(msg) if msg[:1] == "(" else None

@@ -475,7 +475,7 @@ class Extractor:
                                  self._server, abort[1], abort[2])
                 self._cpp.append(stream.cpp)
                 return
-        if ((msg[:1].isalpha() or msg[:1] in "`(*-" or "\uff1a" in msg[:24] or (msg[:1].isdigit() and " - " in msg[:50]))
+        if ((msg[:1].isalpha() or msg[:1] in "`(*-[" or "\uff1a" in msg[:24] or (msg[:1].isdigit() and " - " in msg[:50]))
                 and parsed.level not in ("INFO", "DEBUG") and self._bare(stream, origin, parsed, msg, header)):
             return
         self._event(parsed, msg)

@@ -211,10 +211,20 @@ def foreign(stream: Stream, block: Block) -> bool:
     return False
 
 
+# a raise whose exception line a paste glued to it ("raise AttributeError(AttributeError: 'Qwen2ForCausalLM' object has
+# no attribute 'vllm_engine'"): the code, and the exception line after it
+_GLUED_RAISE = re.compile(r"(raise ([A-Za-z_][\w.]*)\()\2: (.+)$")
+
+
 def close(stream: Stream, *, cut: bool) -> None:
     block = stream.block
     if block is None:
         return
+    if (block.exc_type is None and block.frames and "raise " in (block.frames[-1].code or "")
+            and (glued := _GLUED_RAISE.match(block.frames[-1].code or "")) is not None):
+        last = block.frames[-1]  # the exception line a paste glued to the code that raised it
+        block.frames[-1] = Frame(last.file, last.line, last.function, glued.group(1))
+        block.exc_type, block.message, cut = glued.group(2), [glued.group(3).rstrip()], False
     if block.exc_type is not None or not cut:
         stream.last_index = block.index
     stream.block = None

@@ -362,3 +362,50 @@ def test_tensorrt_llms_numbered_frames_with_library_offsets_are_a_native_backtra
     )) + "\n"
     rc = analyze(log).root_cause
     assert rc is not None and rc.phase == "startup_other"
+
+
+def test_clap_refusing_a_value_is_a_start_failure() -> None:
+    """text-generation-inference#1451: the launcher's clap refusing "--disable-custom-kernels True"."""
+    log = ("error: invalid value 'True' for '--disable-custom-kernels'\n  [possible values: true, false]\n\n"
+           "For more information, try '--help'.\n")
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.kind == "log_line" and rc.phase == "startup_other"
+    assert "invalid value 'True' for '--disable-custom-kernels'" in rc.message
+
+
+def test_ggmls_cuda_errors_with_no_level_are_failures() -> None:
+    """ollama#9562, TabbyML/tabby#1498, llama.cpp#1866: ggml's CUDA backend prints its errors with no level, and its
+    "failed to initialize CUDA:" ahead of the generic wording that needs one."""
+    rc = analyze("ggml_backend_cuda_buffer_type_alloc_buffer: allocating 3257.82 MiB on device 0: cudaMalloc failed: "
+                 "out of memory\nllama_model_load: error loading model: unable to allocate CUDA0 buffer\n").root_cause
+    assert rc is not None and rc.kind == "log_line" and "cudaMalloc failed: out of memory" in rc.message
+    rc = analyze("llama-cpp    | ggml_cuda_init: failed to initialize CUDA: unknown error\n").root_cause
+    assert rc is not None and "failed to initialize CUDA: unknown error" in rc.message and rc.phase == "startup_other"
+
+
+def test_an_exception_line_a_paste_glued_to_its_raise_is_read() -> None:
+    """unslothai/unsloth#2107: "raise AttributeError(AttributeError: '...' object has no attribute 'vllm_engine'"."""
+    log = ("Traceback (most recent call last):\n"
+           '  File "/envs/u/lib/python3.11/site-packages/torch/nn/modules/module.py", line 1928, in __getattr__\n'
+           "    raise AttributeError(AttributeError: 'Qwen2ForCausalLM' object has no attribute 'vllm_engine'\n")
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.exception_type == "AttributeError"
+    assert rc.message == "'Qwen2ForCausalLM' object has no attribute 'vllm_engine'"
+    assert rc.innermost_frame is not None and rc.innermost_frame.code == "raise AttributeError("
+
+
+def test_a_cuda_error_printed_without_a_level_is_the_failure_when_nothing_else_is() -> None:
+    """vllm PR 12981: the cumem allocator's "CUDA Error: ... at .../cumem_allocator.cpp:56", alone in the window."""
+    log = ("CUDA Error: out of memory at /workspace/csrc/cumem_allocator.cpp:56\n"
+           "CUDA Error: invalid argument at /workspace/csrc/cumem_allocator.cpp:57\n")
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.kind == "log_line" and rc.message.startswith("CUDA Error: out of memory")
+
+
+def test_an_exception_line_after_the_tail_of_vllms_prefix_is_read() -> None:
+    """vllm#20305: the window begins inside vLLM's prefix, at its source location, before the exception line."""
+    log = ("[multiproc_executor.py:492] ValueError: Free memory on device (31.44/47.38 GiB) on startup is less than "
+           "desired GPU memory utilization (0.95, 45.01 GiB).\n"
+           "ERROR 06-30 13:53:19 [core.py:515] EngineCore failed to start.\n")
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.exception_type == "ValueError" and "less than desired GPU memory" in rc.message
