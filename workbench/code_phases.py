@@ -615,6 +615,13 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     # the PyTorch backend's weight loader, run per module on a thread pool ("Error executing load_single_module ...")
     ("tensorrt_llm/_torch/models/modeling_utils.py", "_load_weights_impl _load_weights_impl_v2 load_single_module",
      _W),
+    # --- ktransformers' server backends (ktransformers/server/backend/interfaces/: transformers.py's TransformersInterface
+    # and ktransformers.py's KTransformersInterface run a request's prefill, chunk by chunk, and its decode steps; the
+    # balance_serve backend's engine loop serves the scheduler's batches): a request being served (names as real
+    # tracebacks from its issue tracker show them; the source was not read for these entries)
+    ("ktransformers/server/backend/interfaces/", "prefill chunk_prefill decode_one_tokens generate inference", _S),
+    # the local chat's loop and the shared helper it runs per prompt (ktransformers/util/utils.py)
+    ("ktransformers/util/utils.py", "prefill_and_generate decode_one_tokens", _S),
     # --- text-generation-inference's Python shard (server/text_generation_server/server.py @ 00e0d2d7b4ec: the gRPC
     # service's Warmup runs the model's warm-up, Prefill/Decode run batches; serve_inner builds the model with
     # get_model, whose Weights read the checkpoint's tensors; flash_causal_lm's warmup captures graphs per batch size)

@@ -111,7 +111,7 @@ _CPP_STOP = re.compile(r"Exception raised from |frame #\d+:|^\s*$|^(?:stack )?ba
                        r"^[0-9A-F]{16}|^Fatal Python error: |^Aborted\b")
 # a native runtime's own report of an error nothing caught: libc++'s abort message, a Rust panic
 # (its message on the next line since Rust 1.73, quoted on the line before), c10's abort handler
-_NATIVE_ABORT = re.compile(r"libc\+\+abi: terminating due to uncaught exception of type (\S+?)(?:: (.*))?$|"
+_NATIVE_ABORT = re.compile(r"libc\+\+abi: terminating due to uncaught exception of type (\S+?)(?::(?: (.*))?)?$|"
                            r"thread '[^']*' panicked at (?:'(.*)', )?\S+?:?$|"
                            r"(Unhandled exception caught in c10/util/AbortHandler\.h)")
 # a C++ exception printed as "ns::Type: message" (TensorRT-LLM's "[TensorRT-LLM][ERROR]

@@ -409,3 +409,25 @@ def test_an_exception_line_after_the_tail_of_vllms_prefix_is_read() -> None:
            "ERROR 06-30 13:53:19 [core.py:515] EngineCore failed to start.\n")
     rc = analyze(log).root_cause
     assert rc is not None and rc.exception_type == "ValueError" and "less than desired GPU memory" in rc.message
+
+
+def test_a_cxx_type_whose_message_wrapped_to_the_next_line_keeps_its_name() -> None:
+    """mlx-serve#44: "libc++abi: terminating due to uncaught exception of type std::runtime_error: " then the message."""
+    log = ("libc++abi: terminating due to uncaught exception of type std::runtime_error:\n"
+           "[METAL] Command buffer execution failed: Insufficient Memory\n")
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.exception_type == "std::runtime_error"
+
+
+def test_ktransformers_server_backends_prefill_is_serving() -> None:
+    """kvcache-ai/ktransformers#976: the server backend's chunked prefill into the model's forward, cut there."""
+    kt = "/usr/lib/python3.11/site-packages/ktransformers"
+    log = "\n".join((
+        f'  File "{kt}/server/backend/interfaces/ktransformers.py", line 217, in prefill',
+        "    logits = self.chunk_prefill(input_ids[:, chunk_start:chunk_end], cache_position)",
+        f'  File "{kt}/server/backend/interfaces/ktransformers.py", line 200, in chunk_prefill',
+        "    logits = self.model(",
+        f'  File "{kt}/models/modeling_deepseek.py", line 1731, in forward',
+    )) + "\n"
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.phase == "serving"
