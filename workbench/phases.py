@@ -504,7 +504,7 @@ _STARTUP = re.compile(
     r"^__init__$|^<import>$|launch|startup|^run_server|build_async_engine_client|from_engine_args|"
     r"from_vllm_config|make_client|make_async_mp_client|make_arg_parser|_init_engines|^run_engine_core$|"
     r"^run_scheduler_process$|init_model_worker|init_tp_model_worker|_init_model_runner|init_draft_worker|"
-    r"^initialize$|TRITONBACKEND_Model(?:Instance)?Initialize|_init_executor|_init_workers|^init_worker|^worker_main$|create_engine_config|get_tokenizer|"
+    r"^_?initiali[sz]e(?:_\w+)?$|bootstrap(?!(?:_inner)?$)|TRITONBACKEND_Model(?:Instance)?Initialize|_init_executor|_init_workers|^init_worker|^worker_main$|create_engine_config|get_tokenizer|"
     r"^get_config$|from_pretrained|_build_model|_start_executor_workers|^create$|^lifespan$|^serve$|"
     r"subparser_init|_find_and_load|^exec_module$|soc_version|^Runtime$|^_run_module_as_main$|"
     # the import machinery a lazy module calls (transformers' _LazyModule.__getattr__ -> importlib.import_module)

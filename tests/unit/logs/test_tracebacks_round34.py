@@ -431,3 +431,25 @@ def test_ktransformers_server_backends_prefill_is_serving() -> None:
     )) + "\n"
     rc = analyze(log).root_cause
     assert rc is not None and rc.phase == "serving"
+
+
+def test_an_orchestrators_initialize_and_bootstrap_frames_are_start_up() -> None:
+    """vllm-omni#3981 and #8076: the API server's orchestrator initialising its stages (_initialize_stage_replicas;
+    #8076's _bootstrap_orchestrator too), cut there; threading's own _bootstrap frames say nothing of the kind."""
+    omni = "/usr/lib/python3.12/site-packages/vllm_omni/entrypoints"
+    log = "\n".join((
+        "Traceback (most recent call last):",
+        f'  File "{omni}/orchestrator.py", line 61, in _run_orchestrator',
+        "    await asyncio.gather(*tasks)",
+        f'  File "{omni}/orchestrator.py", line 88, in _initialize_stages',
+        "    await self._all_stages()",
+        f'  File "{omni}/orchestrator.py", line 140, in _initialize_stage_replicas',
+        "    replica = self._make_replica(stage)",
+    )) + "\n"
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.phase == "startup_other"
+    thread = ("Traceback (most recent call last):\n"
+              '  File "/usr/lib/python3.12/threading.py", line 1045, in _bootstrap_inner\n    self.run()\n'
+              '  File "/app/sgl/srt/managers/scheduler.py", line 860, in event_loop_overlap\n    self.step()\n')
+    rc = analyze(thread).root_cause
+    assert rc is not None and rc.phase == "serving"
