@@ -101,8 +101,8 @@ def typeless_dump(root: RootCause | None, final: Final | None,
     """A faulthandler dump (its "Current thread" header there or cut off) with no "Fatal Python error" line anywhere
     in the log: its type is not in the window, so it is reported as none, cut, as a traceback cut before its exception
     line is (the scanner still reads the block as faulthandler's, for the precedence and the other threads' phase)."""
-    if root is None or root.message not in (CUT_DUMP, "crash") or any(
-            e.kind == "fatal_signal" and "Fatal Python error" in e.text for e in events):
+    fatal = "Fatal Python error"  # the type the scanner gives every faulthandler dump, found in its line or not
+    if root is None or root.exception_type != fatal or any(e.kind == "fatal_signal" and fatal in e.text for e in events):
         return root, final
     if final is not None and final.line == root.line:
         final = replace(final, exception_type=None, truncated=True)

@@ -27,6 +27,12 @@ def _cut_json(line: str) -> str:
         head = json.loads(f'"{head.rstrip(chr(92))}"')
     except ValueError:
         pass
+    return _with_level(level, head)
+
+
+def _with_level(level: object, text: str) -> str:
+    """A JSON record's text as one line of log: its first line, behind the record's level when it has one."""
+    head = text.split("\n", 1)[0].rstrip("\r")
     return f"{level}: {head}" if level in _JSON_LEVELS else head
 
 
@@ -44,8 +50,7 @@ def json_log(line: str) -> str:
         if isinstance(fields, dict) and isinstance(text := fields.get("message"), str):
             # Rust's tracing-subscriber JSON (text-generation-inference's launcher: {"timestamp":...,"level":"ERROR",
             # "fields":{"message":"Shard complete standard error output:\n\n..."}}): its level, its message's first line
-            head = text.split("\n", 1)[0].rstrip("\r")
-            return f"{level}: {head}" if level in _JSON_LEVELS else head
+            return _with_level(level, text)
     return line
 
 
@@ -94,6 +99,13 @@ def indented_record(msg: str) -> bool:
     return _INDENTED_STAMP.match(msg) is not None
 
 
+def indented_prefixed(msg: str) -> bool:
+    """An indented line that may still carry the log's own prefix: a whole record indented (:func:`indented_record`),
+    or a bracketed tag after the margin (a paste that indented every line, "  [S] (APIServer pid=9)   File ...", a
+    fence's or a list item's margin before its own prefix)."""
+    return indented_record(msg) or msg.lstrip()[:1] in "[("
+
+
 _INDENTED_STAMP = re.compile(r"[ \t]{1,8}\d{4}-\d\d-\d\d[T ]\d\d:\d\d")
 
 
@@ -120,9 +132,7 @@ def _learn_from(shapes: LineShapes, text: str, anchor: str, samples: int) -> Non
             line = json_log(line)
         parsed, origin, _ = _parse(line)
         msg = parsed.message
-        # (an indented line learns too when a bracketed tag heads it: a paste that indented every line, "  [S]
-        # (APIServer pid=9)   File ...", a fence's or a list item's margin before its own prefix)
-        if msg and (msg[0] not in " \t" or indented_record(msg) or msg.lstrip()[:1] in "[("):
+        if msg and (msg[0] not in " \t" or indented_prefixed(msg)):
             shapes.learn(msg, outermost=parsed.format == "plain" and not any(origin))
         pos = end + 1
 

@@ -69,6 +69,7 @@ from workbench.tracebacks.patterns import (
 )
 from workbench.tracebacks.prefixes import (
     after_label,
+    indented_prefixed,
     indented_record,
     json_log,
     reparse,
@@ -122,8 +123,7 @@ class Extractor:
         self._server = "|"
         self._last_header: tuple[Block, Stream] | None = None
         self._touched: Block | None = None  # the block that took the previous input line
-        self._prev_len = 0
-        self._widest = 0
+        self._prev_len = self._widest = 0
         self.shapes = LineShapes()
         self._busy: set[int] = set()  # streams with a block, a C++ exception or a chain pending
         self._busy_last = 0  # the last line a busy stream took
@@ -302,7 +302,7 @@ class Extractor:
             line, glued = unglue(line)
         parsed, origin, header = glued or _parse(line)
         msg0 = parsed.message
-        if msg0 and (msg0[0] not in " \t" or (self.shapes and (indented_record(msg0) or msg0.lstrip()[:1] in "[("))):
+        if msg0 and (msg0[0] not in " \t" or (self.shapes and indented_prefixed(msg0))):
             rest = self.shapes.strip(msg0) if self.shapes else None
             if rest is None and 'File "' in msg0 and self.shapes.learn(msg0, outermost=not any(origin) and parsed.format == "plain"):
                 rest = self.shapes.strip(msg0)

@@ -220,9 +220,9 @@ def close(stream: Stream, *, cut: bool) -> None:
     block = stream.block
     if block is None:
         return
-    if (block.exc_type is None and block.frames and "raise " in (block.frames[-1].code or "")
-            and (glued := _GLUED_RAISE.match(block.frames[-1].code or "")) is not None):
-        last = block.frames[-1]  # the exception line a paste glued to the code that raised it
+    last = block.frames[-1] if block.exc_type is None and block.frames else None
+    if (last is not None and last.code and "raise " in last.code
+            and (glued := _GLUED_RAISE.match(last.code)) is not None):  # the exception line glued to its raise
         block.frames[-1] = Frame(last.file, last.line, last.function, glued.group(1))
         block.exc_type, block.message, cut = glued.group(2), [glued.group(3).rstrip()], False
     if block.exc_type is not None or not cut:
