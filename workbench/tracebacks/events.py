@@ -9,31 +9,22 @@ from dataclasses import replace
 
 from workbench.logformats import LogLine, parse_line
 from workbench.tracebacks.model import LogEvent
-from workbench.tracebacks.patterns import _NUM_FRAME, _PROCESS_CUT, event_matches, level_word
+from workbench.tracebacks.patterns import (
+    _NUM_FRAME,
+    _PROCESS_CUT,
+    LOST_TYPE_PHRASES,
+    event_matches,
+    level_word,
+)
 
 _TORCH_RANK = re.compile(r"\[rank(\d+)\]:")
 # the rank c10d names in its own messages ("[Rank 2] Watchdog caught ...", "[PG 3 Rank 5] Process group ...")
 _C10D_RANK = re.compile(r"\[(?:PG[^\]]*? )?Rank (\d+)\]")
 # the rank a failure names in its own words ("Failed to initialize executor on rank 6: ...")
 _ON_RANK = re.compile(r"\b[Oo]n [Rr]ank (\d+)\b")
-# error words that say a failure whatever the line's level (a failed C++ CHECK, the KV-cache size
-# checks, whose exception type a paste often loses, the status Triton gives a model it could not load, the NCCLCHECK
-# macro's report of a failed call)
-_LEVEL_FREE = frozenset({"Check failed: ", "can be stored in KV cache", "No available memory for the cache blocks",
-                         "Capture cuda graph failed: ", "graph by --disable-cuda-graph",
-                         "Piecewise CUDA Graph failed with error: ", "CUDA graph capture failed: ",
-                         "error while loading shared libraries: ", "failed to initialize CUDA: ", "cudaMalloc failed: ",
-                         ": non-zero status: ", "transport create connect failed",
-                         "connect EPS failed", "ep_connect failed", "UNAVAILABLE: ",
-                         "Failed, NCCL error "})
-# words that say a failure at any level but are no exception line: vLLM's negative "Available KV cache memory: -0.87
-# GiB" at INFO, before the exception that gives up (when the window holds it, that exception is the root cause)
-# and NVIDIA's cuFile (GPUDirect Storage) API refusing a call, as the loader that made it prints it with no level
-# ("gds_device_buffer.cufile_register: cuFileBufRegister returned an error = 5016")
-# and tritonserver's last line when the server it was building gave up ("error: creating server: Internal - failed to
-# load all models"), printed with no level
-# and a retried call's last attempt failing, whatever level its caller logs it at ("failed (attempt 3/3)")
-_SIGNAL_AT_ANY_LEVEL = frozenset({"KV cache memory: -", "cuFile", "error: creating server: ", "failed (attempt "})
+# the phrases of an exception whose type a paste lost (a failed C++ CHECK, the KV-cache size checks, the status Triton
+# gives a model it could not load, ...): see patterns.LOST_TYPE_PHRASES
+_LEVEL_FREE = frozenset(text for text, _ in LOST_TYPE_PHRASES)
 # vLLM's record of the batch whose execution failed, naming that failure, at WARNING when pickling its
 # input failed too ("Failed to pickle inputs of failed execution: CUDA error: an illegal memory access ...")
 _FAILED_EXECUTION = "inputs of failed execution: "
@@ -167,7 +158,7 @@ def log_event(parsed: LogLine, msg: str, line_no: int, phase: str, server: str,
             return LogEvent("error_line", line_no, said, parsed.rank, phase, server, recent[:-1])
     level: str | None = ""
     for kind, m in event_matches(msg):
-        if (kind == "error_line" and m.group(0) not in _LEVEL_FREE and m.group(0) not in _SIGNAL_AT_ANY_LEVEL
+        if (kind == "error_line" and m.group("lost") is None and m.group("any") is None
                 and _FAILED_EXECUTION not in msg):
             # error words count only on an error line
             if level == "":

@@ -128,6 +128,66 @@ _FLAT_FRAME = re.compile(r'File "([^"]*)", line (\d+), in (\S+)\s*(.*)')
 _FLAT_END = re.compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d|Process [\w.-]+:|\[\d{4}-\d\d-\d\d ")
 _FLAT_EXC = re.compile(r"(?:^|\s)((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt))(?::\s|$)")
 
+# Phrases an engine prints with no level, or at any level, that say a failure all the same: the one table the
+# error-line pattern, its needles and the quiet stretch's anchors are built from (events reads its two kinds).
+# Each row: (the phrase, as a match of its pattern reads; its pattern, None for the phrase itself).
+# An exception whose type the paste lost: it counts as a bare exception line would, in line order.
+LOST_TYPE_PHRASES: tuple[tuple[str, str | None], ...] = (
+    # ggml's CUDA backend (llama.cpp and the servers built on it): "ggml_cuda_init: failed to initialize CUDA: unknown
+    # error", "..._alloc_buffer: allocating 3257.82 MiB on device 0: cudaMalloc failed: out of memory"; ahead of the
+    # generic "failed to initialize ...: " and "out of memory", which need a level
+    ("failed to initialize CUDA: ", None),
+    ("cudaMalloc failed: ", None),
+    # the NCCLCHECK macro of NCCL's examples and tests, which TensorRT-LLM's plugins copy ("Failed, NCCL error
+    # .../allreducePlugin.cpp:183 'unknown result code'"): a call's failed status, just before the process exits
+    ("Failed, NCCL error ", r"^Failed, NCCL error "),
+    # a C++ CHECK that failed (glog, TurboMind's "[TM][FATAL] ... Check failed:")
+    ("Check failed: ", None),
+    # the engine's KV-cache size checks, also when the paste lost the exception's type
+    ("can be stored in KV cache", None),
+    ("No available memory for the cache blocks", None),
+    # SGLang's wrapper of an error while capturing its graphs, also when the paste lost its type, and the hints it
+    # prints under it, all a window may keep of it ("4. disable cuda graph by --disable-cuda-graph. (Not recommonded.
+    # Huge perf loss)")
+    ("Capture cuda graph failed: ", None),
+    ("graph by --disable-cuda-graph", None),
+    ("Piecewise CUDA Graph failed with error: ", None),
+    # a program's own report that capturing its graphs failed, whatever its logger writes of the level ("CUDA graph
+    # capture failed: 'X' object has no attribute '_warmup'")
+    ("CUDA graph capture failed: ", None),
+    # the dynamic loader refusing to start a program ("/usr/.../bin/executorWorker: error while loading shared
+    # libraries: libnvinfer.so.10: cannot open ...")
+    ("error while loading shared libraries: ", None),
+    # NVSHMEM's error checks (DeepEP's transport): "ibrc.cpp:418: non-zero status: 22 ibv_modify_qp failed", then
+    # each caller's "transport create connect failed", "connect EPS failed", "nvshmem setup connections failed"
+    (": non-zero status: ", r": non-zero status: (?=\d+ )"),
+    ("transport create connect failed", r"\btransport create connect failed\b"),
+    ("connect EPS failed", r"\bconnect EPS failed\b"),
+    ("ep_connect failed", r"\bep_connect failed\b"),
+    # a model Triton could not load, as its model table gives the status ("UNAVAILABLE: Not found: unable to load
+    # shared library: ...")
+    ("UNAVAILABLE: ", r"(?<![\w.])UNAVAILABLE: (?=[A-Z])"),
+)
+# A failure at any level that is no exception line.
+ANY_LEVEL_PHRASES: tuple[tuple[str, str | None], ...] = (
+    # vLLM's own size of the KV cache's room, negative: the weights left none ("Available KV cache memory: -0.87
+    # GiB"), logged at INFO just before the engine gives up (when the window holds that exception, it is the cause)
+    ("KV cache memory: -", r"KV cache memory: -(?=\d)"),
+    # NVIDIA's cuFile (GPUDirect Storage) API refusing a call ("cuFileBufRegister returned an error = 5016",
+    # "cuFileHandleRegister failed")
+    ("cuFile", r"\bcuFile(?=\w* (?:returned an error|failed|error))"),
+    # tritonserver giving up building its server ("error: creating server: Internal - failed to load all models")
+    ("error: creating server: ", r"^error: creating server: "),
+    # a retried call whose last attempt failed too (SGLang's Rust router: "WARN - Generate request to
+    # http://localhost:8001 failed (attempt 3/3)"): the retries gave up
+    ("failed (attempt ", r"(?<= )failed \(attempt (?=(?P<tries>\d+)/(?P=tries)\))"),
+)
+
+
+def _alternatives(phrases: tuple[tuple[str, str | None], ...]) -> str:
+    return "|".join(re.escape(text) if pattern is None else pattern for text, pattern in phrases)
+
+
 _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
     ("xid", re.compile(r"NVRM: Xid \(")),
     ("oom_kill", re.compile(
@@ -149,52 +209,13 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
     # torchinductor_root/q5/cq5….py:97: unknown: block: [4,0,0], thread: [0,0,0] Assertion `index out of bounds…` failed.")
     ("device_assert", re.compile(r"(?:\.cu:\d+: .*|block: \[[\d,]+\], thread: \[[\d,]+\] )Assertion .* failed\.|"
                                  r"device-side assertion .* failed")),
-    # (first: ggml's CUDA backend, llama.cpp's and the servers' built on it, which prints no level: "ggml_cuda_init:
-    # failed to initialize CUDA: unknown error", "..._alloc_buffer: allocating 3257.82 MiB on device 0: cudaMalloc
-    # failed: out of memory"; ahead of the generic "failed to initialize ...: " and "out of memory", which need a level)
-    ("error_line", re.compile(r"failed to initialize CUDA: |cudaMalloc failed: |out of memory|CUDA error|CUDA runtime error|cudaError\w+|CUDA_ERROR_\w+|Error Code \d+|"
-                              r"Assertion failed|[Ff]ailed to (?:start|initiali[sz]e)[^:.]*: \S|"
-                              # the NCCLCHECK macro of NCCL's examples and tests, which TensorRT-LLM's plugins copy
-                              # ("Failed, NCCL error .../allreducePlugin.cpp:183 'unknown result code'"): a call's
-                              # failed status, printed with no level just before the process exits
-                              r"^Failed, NCCL error |NCCL error|Connection refused|"
-                              # a C++ CHECK that failed (glog, TurboMind's "[TM][FATAL] ... Check failed:")
-                              r"Check failed: |"
-                              # the engine's KV-cache size checks, also when the paste lost the exception's type
-                              r"can be stored in KV cache|No available memory for the cache blocks|"
-                              # vLLM's own size of the KV cache's room, negative: the weights left none ("Available
-                              # KV cache memory: -0.87 GiB"), logged at INFO just before the engine gives up
-                              r"KV cache memory: -(?=\d)|"
-                              # SGLang's wrapper of an error while capturing its graphs, also when the paste lost its type
-                              r"Capture cuda graph failed: |"
-                              # the hints SGLang prints under that failure, all a window may keep of it ("4. disable
-                              # cuda graph by --disable-cuda-graph. (Not recommonded. Huge perf loss)")
-                              r"graph by --disable-cuda-graph|Piecewise CUDA Graph failed with error: |"
-                              # a program's own report that capturing its graphs failed, whatever its logger's format
-                              # writes of the level ("CUDA graph capture failed: 'X' object has no attribute '_warmup'")
-                              r"CUDA graph capture failed: |"
-                              # the dynamic loader, which prints no level, refusing to start a program ("/usr/.../bin/
-                              # executorWorker: error while loading shared libraries: libnvinfer.so.10: cannot open ...")
-                              r"error while loading shared libraries: |"
-                              # NVSHMEM's error checks (DeepEP's transport): "ibrc.cpp:418: non-zero status: 22
-                              # ibv_modify_qp failed", then each caller's "transport create connect failed", "connect
-                              # EPS failed", "nvshmem setup connections failed", with no level
-                              r": non-zero status: (?=\d+ )|\b(?:transport create connect|connect EPS|ep_connect) failed\b|"
+    ("error_line", re.compile(rf"(?P<lost>{_alternatives(LOST_TYPE_PHRASES)})|(?P<any>{_alternatives(ANY_LEVEL_PHRASES)})|"
+                              r"out of memory|CUDA error|CUDA runtime error|cudaError\w+|CUDA_ERROR_\w+|Error Code \d+|"
+                              r"Assertion failed|[Ff]ailed to (?:start|initiali[sz]e)[^:.]*: \S|NCCL error|Connection refused|"
                               # a worker's own report that a call it ran failed (vLLM's "Error executing method ...")
                               r"Error executing metho|"
                               # a server's own record of a request it could not serve (Ray Serve's replica.py)
-                              r"\bRequest failed\b|"
-                              # a model Triton could not load, as its model table gives the status ("UNAVAILABLE: Not
-                              # found: unable to load shared library: ...")
-                              r"(?<![\w.])UNAVAILABLE: (?=[A-Z])|"
-                              # NVIDIA's cuFile (GPUDirect Storage) API refusing a call ("cuFileBufRegister returned an
-                              # error = 5016", "cuFileHandleRegister failed")
-                              r"\bcuFile(?=\w* (?:returned an error|failed|error))|"
-                              # tritonserver giving up building its server ("error: creating server: Internal - ...")
-                              r"^error: creating server: |"
-                              # a retried call whose last attempt failed too, at any level (SGLang's Rust router: "WARN -
-                              # Generate request to http://localhost:8001 failed (attempt 3/3)"): the retries gave up
-                              r"(?<= )failed \(attempt (?=(\d+)/\1\))")),
+                              r"\bRequest failed\b")),
     # a C compiler or linker failing under torch.compile / triton: no level, no traceback of its own
     ("compile_error", re.compile(r"^collect2: error:|cannot find -l\w+|: fatal error: |^error: command '\S+' failed")),
     ("nccl_warn", re.compile(
@@ -229,16 +250,9 @@ _EVENT_NEEDLES: dict[EventKind, tuple[str, ...]] = {
                      "received signal SIG", "Floating point exception", "Segfault encountered", "LLVM ERROR: ",
                      "general protection fault", "segfault at ", "Process received signal", ")[0x"),
     "device_assert": ("Assertion ", "device-side assertion "),
-    "error_line": ("out of memory", "CUDA error", "CUDA runtime error", "cudaError", "CUDA_ERROR_", "Error Code ",
-                   "Assertion failed", "ailed to start", "ailed to initiali", "NCCL error", "Connection refused",
-                   "Error executing metho", "Check failed: ", "can be stored in KV cache",
-                   "No available memory for the cache blocks", "KV cache memory: -", "Request failed",
-                   "Capture cuda graph failed: ", "graph by --disable-cuda-graph",
-                   "Piecewise CUDA Graph failed with error: ", "CUDA graph capture failed: ",
-                   "error while loading shared libraries: ", "failed to initialize CUDA: ", "cudaMalloc failed: ",
-                   ": non-zero status: ", "transport create connect failed",
-                   "connect EPS failed", "ep_connect failed", "UNAVAILABLE: ", "cuFile", "error: creating server: ",
-                   " failed (attempt "),
+    "error_line": (*(text for text, _ in LOST_TYPE_PHRASES + ANY_LEVEL_PHRASES), "out of memory", "CUDA error",
+                   "CUDA runtime error", "cudaError", "CUDA_ERROR_", "Error Code ", "Assertion failed", "ailed to start",
+                   "ailed to initiali", "NCCL error", "Connection refused", "Error executing metho", "Request failed"),
     "compile_error": ("collect2: error:", "cannot find -l", ": fatal error: ", "error: command '"),
     "nccl_warn": ("NCCL WARN", "Watchdog caught collective operation timeout", " milliseconds before timing out",
                   "atchdog timeout", "Heartbeat monitor timed out", "watchdog got stuck",
@@ -258,12 +272,9 @@ _EVENT_ANCHORS = ("Xid", "Connection refused", "failed to start", "CUDA error", 
                   "Segmentation", "Abort", "Illegal", "Bus error", "SIG", "Floating", "NCCL WARN", "Watchdog", "timing out",
                   "died", "dead", "Exit code", "exited", "ChildFailed", "Failed core", "Killed", "sigquit", "SIGQUIT",
                   "kill_process", "atchdog timeout", "cgroup out of memory", "Error executing", "register worker",
-                  "Segfault", "LLVM ERROR", "Check failed", "stored in KV cache", "memory for the cache blocks", "KV cache memory: -", "Request failed", "Capture cuda graph failed", "graph by --disable-cuda-graph", "Piecewise CUDA Graph failed",
-                  "CUDA graph capture failed", "error while loading shared", "non-zero status", "connect failed",
-                  "initialize CUDA", "cudaMalloc failed",
-                  "EPS failed",
-                  "Process received signal", ")[0x", "rashed container", "CrashLoopBackOff", "UNAVAILABLE", "cuFile", "creating server",
-                  "Heartbeat monitor", "watchdog thread terminated", "failed (attempt")
+                  "Segfault", "LLVM ERROR", "Request failed", "Process received signal", ")[0x", "rashed container",
+                  "CrashLoopBackOff", "Heartbeat monitor", "watchdog thread terminated",
+                  *(text.strip(" :") for text, _ in LOST_TYPE_PHRASES + ANY_LEVEL_PHRASES))
 _EVENT_PART = any_part_of(_NEEDLES)  # the quick first search (see any_part_of)
 
 

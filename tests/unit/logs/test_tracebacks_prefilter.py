@@ -147,3 +147,61 @@ def test_the_readers_byte_search_finds_what_the_line_search_finds() -> None:
     for strs, raw in ((_INTERESTING, INTERESTING_BYTES), (_STRONG, STRONG_BYTES)):
         for line in lines:
             assert (raw.search(line.encode("utf-8", "surrogatepass")) is None) == (strs.search(line) is None), line
+
+
+# One real line of each phrase an engine prints at no level (patterns.LOST_TYPE_PHRASES, ANY_LEVEL_PHRASES): a row
+# added to the table without a line here fails the first test.
+_PHRASE_LINES = {
+    "failed to initialize CUDA: ": "ggml_cuda_init: failed to initialize CUDA: unknown error",
+    "cudaMalloc failed: ": "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 3257.82 MiB on device 0: "
+                           "cudaMalloc failed: out of memory",
+    "Failed, NCCL error ": "Failed, NCCL error /src/cpp/tensorrt_llm/plugins/ncclPlugin/allreducePlugin.cpp:183 "
+                           "'unknown result code'",
+    "Check failed: ": "[TM][FATAL] models/llama/LlamaBatch.cc:1098 Check failed: (n) == (0)",
+    "can be stored in KV cache": "ValueError: The model's max seq len (32768) is larger than the maximum number of "
+                                 "tokens that can be stored in KV cache (2768).",
+    "No available memory for the cache blocks": "No available memory for the cache blocks. Try increasing "
+                                                "`gpu_memory_utilization` when initializing the engine.",
+    "Capture cuda graph failed: ": "Exception: Capture cuda graph failed: CUDA error: out of memory",
+    "graph by --disable-cuda-graph": "4. disable cuda graph by --disable-cuda-graph. (Not recommonded. Huge perf loss)",
+    "Piecewise CUDA Graph failed with error: ": "Piecewise CUDA Graph failed with error: CUDA out of memory.",
+    "CUDA graph capture failed: ": "CUDA graph capture failed: 'Qwen3Model' object has no attribute '_warmup'",
+    "error while loading shared libraries: ": "/usr/local/bin/executorWorker: error while loading shared libraries: "
+                                              "libnvinfer.so.10: cannot open shared object file",
+    ": non-zero status: ": "/dvs/nvshmem/src/modules/transport/ibrc/ibrc.cpp:418: non-zero status: 22 "
+                           "ibv_modify_qp failed",
+    "transport create connect failed": "/dvs/nvshmem/src/host/transport/transport.cpp:nvshmemi_transport_connect:"
+                                       " transport create connect failed",
+    "connect EPS failed": "/dvs/nvshmem/src/host/init/init.cu:nvshmemi_setup_connections:366: connect EPS failed",
+    "ep_connect failed": "/dvs/nvshmem/src/modules/transport/ibrc/ibrc.cpp:1483: ep_connect failed",
+    "UNAVAILABLE: ": "| llama | 1 | UNAVAILABLE: Not found: unable to load shared library: libvllm.so |",
+    "KV cache memory: -": "Available KV cache memory: -0.87 GiB",
+    "cuFile": "gds_device_buffer.cufile_register: cuFileBufRegister returned an error = 5016",
+    "error: creating server: ": "error: creating server: Internal - failed to load all models",
+    "failed (attempt ": "WARN - Generate request to http://localhost:8001 failed (attempt 3/3)",
+}
+
+
+def test_every_level_free_phrase_has_a_line_and_matches_it_as_itself() -> None:
+    from workbench.tracebacks.patterns import ANY_LEVEL_PHRASES, LOST_TYPE_PHRASES
+    table = [text for text, _ in LOST_TYPE_PHRASES + ANY_LEVEL_PHRASES]
+    assert sorted(table) == sorted(_PHRASE_LINES)
+    for group, phrases in (("lost", LOST_TYPE_PHRASES), ("any", ANY_LEVEL_PHRASES)):
+        for text, _ in phrases:
+            m = next(m for k, m in event_matches(_PHRASE_LINES[text]) if k == "error_line")
+            assert (m.group(0), m.group(group)) == (text, text)
+
+
+def test_a_level_free_phrase_is_an_event_on_a_line_with_no_level_and_only_lost_types_stand_for_an_exception() -> None:
+    from workbench.tracebacks.events import log_event, lost_type
+    from workbench.tracebacks.patterns import LOST_TYPE_PHRASES
+    lost = {text for text, _ in LOST_TYPE_PHRASES}
+    for text, line in _PHRASE_LINES.items():
+        parsed = parse_line(line)
+        assert parsed.level is None, line
+        event = log_event(parsed, parsed.message, 7, "serving", "s", [line])
+        assert event is not None and event.kind == "error_line", line
+        assert lost_type(event) == (text in lost), line
+    # a generic error word still needs an error level
+    quiet = parse_line("CUDA error: an illegal memory access was encountered (at INFO, it is only quoted)")
+    assert log_event(quiet, quiet.message, 7, "serving", "s", []) is None
