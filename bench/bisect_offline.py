@@ -267,19 +267,15 @@ def spare_run(sc: Scenario, edits: list[Any], hosts: int = 2) -> tuple[Search[An
     return search, now
 
 
-def oracle_cover(sc: Scenario, truth_c: list[Any]) -> int:
-    """A bound no search can beat by much: starts a search that already knew every verdict would need.
-
-    The guarantee (faults of "at most two edits present, at most one absent" in any phase, missing from
-    the answer, could not show) needs, for each such fault, a started set that holds it and fails no
-    earlier than any set where it could show.  Knowing the truth, pick such sets greedily (a hitting
-    set) besides the edits together and every culprit; an adaptive search also has to learn.
-    """
+def _needs(sc: Scenario) -> tuple[int, list[frozenset[int]]]:
+    """For each fault of the guaranteed shape ("at most two edits present, at most one absent") that could
+    show somewhere, the started sets that would exclude it: those holding it that fail no earlier than any
+    set where it could show (the adversary gives it the latest phase that still shows).  Any search whose
+    answer is proven under the guarantee must have started one set of each."""
     n, edits = len(sc.edits), sc.edits
     full = (1 << n) - 1
     val = {s: sc.oracle(tuple(edits[i] for i in range(n) if s >> i & 1)).rank for s in range(1, full + 1)}
-    chosen = {full} | {sum(1 << edits.index(x) for x in c.items) for c in truth_c}
-    need: list[set[int]] = []
+    need: set[frozenset[int]] = set()
     for absent in [-1, *range(n)]:
         neg = 0 if absent < 0 else 1 << absent
         for k in (1, 2):
@@ -288,7 +284,51 @@ def oracle_cover(sc: Scenario, truth_c: list[Any]) -> int:
                 cov = [s for s in val if s & p == p and not s & neg]
                 top = max(val[s] for s in cov)
                 if top > 0:
-                    need.append({s for s in cov if val[s] == top})
+                    need.add(frozenset(s for s in cov if val[s] == top))
+    return full, sorted(need, key=sorted)
+
+
+def min_hitting(need: list[frozenset[int]], forced: frozenset[int] = frozenset()) -> int:
+    """The fewest sets meeting every set of ``need`` with ``forced`` among them: exact, branch and bound
+    (branch on the open need with the fewest sets; prune by a packing of disjoint open needs)."""
+    left0 = [a for a in need if not a & forced]
+    best = len(forced) + len(left0)
+
+    def packing(left: list[frozenset[int]]) -> int:
+        used: set[int] = set()
+        k = 0
+        for a in sorted(left, key=len):
+            if not a & used:
+                used |= a
+                k += 1
+        return k
+
+    def go(chosen: int, left: list[frozenset[int]]) -> None:
+        nonlocal best
+        if not left:
+            best = min(best, chosen)
+            return
+        if chosen + packing(left) >= best:
+            return
+        a = min(left, key=len)
+        for s in sorted(a, key=lambda s: -sum(s in b for b in left)):
+            go(chosen + 1, [b for b in left if s not in b])
+
+    go(len(forced), left0)
+    return best
+
+
+def oracle_cover(sc: Scenario, truth_c: list[Any]) -> dict[str, int]:
+    """Bounds no search can beat: starts a search that already knew every verdict would need.
+
+    ``greedy`` (the column of earlier rounds): the edits together, every culprit, and a greedy hitting
+    set of :func:`_needs`.  ``exact_seen``: the fewest sets doing the same (exact).  ``exact``: the fewest
+    sets meeting every need, nothing forced -- a lower bound for *any* search that proves its answer
+    under the guarantee, adaptive or not; an adaptive search also has to learn.
+    """
+    full, need = _needs(sc)
+    forced = frozenset({full} | {sum(1 << sc.edits.index(x) for x in c.items) for c in truth_c})
+    chosen = set(forced)
     left = [a for a in need if not a & chosen]
     while left:
         count: dict[int, int] = defaultdict(int)
@@ -298,7 +338,9 @@ def oracle_cover(sc: Scenario, truth_c: list[Any]) -> int:
         best = max(count, key=lambda s: count[s])
         chosen.add(best)
         left = [a for a in left if best not in a]
-    return len(chosen)
+    small = len(sc.edits) <= 7  # 8 edits: up to minutes a case; not run
+    return {"greedy": len(chosen), "exact_seen": min_hitting(need, forced) if small else -1,
+            "exact": min_hitting(need) if small else -1}
 
 
 def run_case(sc: Scenario, old: Any, base: Any = None) -> dict[str, Any]:
@@ -306,7 +348,11 @@ def run_case(sc: Scenario, old: Any, base: Any = None) -> dict[str, Any]:
     _, truth_c = full_factorial(edits, sc.oracle)
     truth = _answer(truth_c)
     row: dict[str, Any] = {"n": len(edits), "shapes": sc.shapes, "factorial": 2 ** len(edits) - 1,
-                           "oracle_cover": {"starts": oracle_cover(sc, truth_c), "exact": True, "sets": True}}
+                           }
+    bounds = oracle_cover(sc, truth_c)
+    for name in ("greedy", "exact_seen", "exact"):
+        if bounds[name] >= 0:
+            row[f"bound_{name}"] = {"starts": bounds[name], "exact": True, "sets": True}
     for name, width in (("bisect", 1), ("bisect_2_hosts", 2)):
         batches: list[int] = []
 
@@ -374,6 +420,8 @@ def summary(rows: list[dict[str, Any]], names: list[str]) -> dict[str, Any]:
         per: dict[str, Any] = {}
         for n in sorted({r["n"] for r in rows}):
             rs = [r for r in rows if r["n"] == n and name in r]
+            if not rs:
+                continue
             starts = [r[name]["starts"] for r in rs]
             per[str(n)] = {"cases": len(rs), "exact_pct": round(100 * sum(r[name]["exact"] for r in rs) / len(rs), 1),
                            "sets_pct": round(100 * sum(r[name]["sets"] for r in rs) / len(rs), 1),
@@ -424,7 +472,7 @@ def main() -> None:
         if not row["bisect"]["exact"] and len(misses) < 5:
             misses.append({"case": case, "complete": row["bisect"]["complete"], "shapes": sc.shapes, "edits": sc.edits,
                            "faults": sc.fault_data})
-    names = ["bisect", "bisect_2_hosts", "bisect_2_hosts_spares", "one_at_a_time", "oracle_cover"] + (["old_bisect"] if old else []) + (
+    names = ["bisect", "bisect_2_hosts", "bisect_2_hosts_spares", "one_at_a_time", "bound_greedy", "bound_exact_seen", "bound_exact"] + (["old_bisect"] if old else []) + (
         ["base_bisect", "base_bisect_2_hosts"] if base else [])
     report = {"cases": len(rows), "seed": args.seed, "summary": summary(rows, names), "bisect_misses": misses}
     text = json.dumps(report, indent=1, default=str)
