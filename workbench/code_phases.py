@@ -200,7 +200,9 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("vllm/v1/worker/gpu_model_runner.py", "execute_model sample_tokens _update_states _prepare_inputs _preprocess "
      "_sample _bookkeeping_sync propose_draft_token_ids _update_states_after_model_execute _pool "
      # async scheduling's wait on the previous step's input copy, run from _update_states / _prepare_inputs
-     "synchronize_input_prep", _S),
+     "synchronize_input_prep "
+     # the copy of a step's sampled tokens to the host (from _bookkeeping_sync, and async output's get_output)
+     "_to_list", _S),
     # --- vLLM's model runner v2 (vllm/v1/worker/gpu/model_runner.py): its _dummy_run calls execute_model
     ("vllm/v1/worker/gpu/model_runner.py", "load_model reload_weights", _W),
     ("vllm/v1/worker/gpu/model_runner.py", "initialize_kv_cache profile_run profile_cudagraph_memory "
@@ -308,6 +310,10 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     # the scheduler and the KV-cache manager: built by EngineCore.__init__ (their constructors, left to the name
     # rules by the file-wide serving rule), then every call is one engine step's scheduling or its output
     ("vllm/v1/core/sched/", "*", _S),
+    # v0's scheduler and block managers (vllm/core/) alike: after their constructors, every call schedules a step
+    ("vllm/core/scheduler.py", "*", _S),
+    ("vllm/core/block_manager.py", "*", _S),
+    ("vllm/core/block/", "*", _S),
     ("vllm/v1/core/kv_cache_manager.py", "*", _S),
     ("vllm/v1/core/block_pool.py", "*", _S),
     ("vllm/v1/core/single_type_kv_cache_manager.py", "*", _S),

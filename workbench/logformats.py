@@ -10,6 +10,7 @@ Prefixes recognised, in the order they are peeled::
     collector  1779264164797<TAB>2026-05-20T08:02:44.797Z<TAB>   (Loki export, kubectl --timestamps, CI logs)
     journal    May 30 15:02:13 host python[33085]:               (journalctl short; also -o short-iso / syslog)
     kernel     [Mon May 30 15:02:13 2025] / [12345.678901]       (dmesg -T / dmesg; journalctl -o short-monotonic)
+    ucx        [1749803291.555759] [host:7053 :0]  tcp_ep.c:1260 UCX  ERROR    (UCX's own records; level and location)
     compose    svc-1  |                                          (docker compose; [pod/x/c] for kubectl --prefix)
     vllm proc  (VllmWorker rank=2 pid=123) (EngineCore_DP0 pid=7) (APIServer pid=1) (Worker_TP1_EP1 pid=9)
     torch      [rank3]:                                          (torch.distributed elastic)
@@ -79,6 +80,9 @@ _SEVERITY_TS = re.compile(r"(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|
 _SEVERITY_HEADS = frozenset({"DEFA", "DEBU", "INFO", "NOTI", "WARN", "ERRO", "CRIT", "ALER", "EMER"})
 _KERNEL = re.compile(r"\[(?P<ts>[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}|\s*\d+\.\d+)\] ?")
 _JOURNAL_AFTER_TS = re.compile(r"(?P<host>[\w.-]+) (?P<ident>[^\s\[\]:]+)\[(?P<pid>\d+)\]: ?")  # -o short-monotonic
+# UCX's own log record behind its "[seconds.micro]" ("[1749803291.555759] [host:7053 :0]   tcp_ep.c:1260 UCX  ERROR ...")
+_UCX = re.compile(r"\[(?P<host>[^\]\s:]+):(?P<pid>\d+) ?:\d+\] +(?P<loc>[\w.]+:\d+) +UCX +(?P<lvl>[A-Z]+) +")
+_UCX_LEVEL = {"ERROR": "ERROR", "FATAL": "CRITICAL", "WARN": "WARNING", "DIAG": "INFO", "INFO": "INFO", "PRINT": "INFO"}
 _TRTLLM = re.compile(
     r"(?:\[(?P<ts>\d\d/\d\d/\d{4}-\d\d:\d\d:\d\d)\] )?\[(?:TRT-LLM|TensorRT-LLM)\]"
     r"(?: ?\[RANK (?P<rank>\d+)\])?(?: ?\[(?P<lvl>[A-Z]+)\])? ?"
@@ -299,6 +303,9 @@ def _parse(line: str) -> Parsed:
             if j:
                 host, service, jpid, fmt = j["host"], j["ident"], j["pid"], "journal"
                 pos = j.end()
+            elif (u := _UCX.match(line, pos)) is not None:
+                host, pid, location, level, fmt = u["host"], int(u["pid"]), u["loc"], _UCX_LEVEL.get(u["lvl"], "DEBUG"), "ucx"
+                pos = u.end()
             else:
                 fmt = "kernel"
                 service = service or "kernel"

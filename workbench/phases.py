@@ -622,6 +622,13 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|failed to (?:start|initial
                            # an engine placing its workers on the Ray cluster's GPUs ("Consider adjusting the Ray
                            # placement group")
                            r"\bRay placement group|"
+                           # uvicorn running an app's lifespan start-up, where an app that builds its model there
+                           # loads it (llama-stack's inference server): a record just before a failure the timeline
+                           # cannot place (vLLM builds its engine before, and its timeline knows it is serving)
+                           r"Waiting for application startup\.|"
+                           # Kubernetes restarting a container that keeps exiting ("0/1 CrashLoopBackOff"): each
+                           # restart dies again before the container is ready
+                           r"\bCrashLoopBackOff\b|"
                            # a readiness probe that gave up: the server never answered its models or health route,
                            # never came up ("Timed out waiting for http://localhost:8000/v1/models after 15s")
                            r"[Tt]imed out waiting for \S+/(?:v1/models|health|ready)\b|"

@@ -160,8 +160,10 @@ def wrapped_output(chains: Sequence[Sequence[Traceback]]) -> dict[int, int]:
     """Chains whose last exception only introduces the output printed under it, its message one line that ends on a
     colon (vLLM's registry runs a model's inspection in a subprocess and raises "RuntimeError: Error raised in
     subprocess:" followed by that subprocess's stderr), when another chain's traceback starts within a few lines
-    below it (after the warnings that output may begin with): the wrapper's first line -> the output's first line."""
-    starts = sorted(c[0].start_line for c in chains)
+    below it (after the warnings that output may begin with): the wrapper's first line -> the output's first line.
+    An output cut before its first whole frame and its exception line tells nothing the wrapper does not: not counted."""
+    by_start = {c[0].start_line: c for c in chains}
+    starts = sorted(by_start)
     out: dict[int, int] = {}
     for chain in chains:
         last = chain[-1]
@@ -169,6 +171,7 @@ def wrapped_output(chains: Sequence[Sequence[Traceback]]) -> dict[int, int]:
         if last.exception_type is None or not message.endswith(":") or "\n" in message:
             continue
         i = bisect_right(starts, last.end_line)
-        if i < len(starts) and starts[i] - last.end_line <= _OUTPUT_GAP:
+        if (i < len(starts) and starts[i] - last.end_line <= _OUTPUT_GAP
+                and any(t.exception_type or any(f.line is not None for f in t.frames) for t in by_start[starts[i]])):
             out[chain[0].start_line] = starts[i]
     return out

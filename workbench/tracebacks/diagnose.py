@@ -33,7 +33,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import BinaryIO
 
-from workbench.phases import decide_phase, phase_from_frames, startup_step
+from workbench.phases import decide_phase, phase_from_frames, startup_step, text_evidence
 from workbench.tracebacks.chains import flow_context, rewraps, wrapped_output
 from workbench.tracebacks.cut import (
     _ANNOUNCE_ONLY,
@@ -328,9 +328,9 @@ def _phase_from_neighbour(root: RootCause, tracebacks: Sequence[Traceback]) -> R
     An exception or log line printed alone (no frames), or a block whose header was cut off (only
     its innermost frames), is usually the same failure as the traceback printed within 12 lines of
     it (a rank's "Scheduler hit an exception" block repeating it, the stack under an assertion). A
-    neighbour whose frames name a step or the serving loop outranks the root's own words (frames
-    before words, as in :func:`workbench.phases.decide_phase`); for a line alone any known neighbour
-    phase fills an unknown one.
+    neighbour whose frames name a step or the serving loop outranks the root's own words (frames before words, as in
+    :func:`workbench.phases.decide_phase`; for a cut block also the method a neighbour's wrapper names, which outranks
+    the words as well); for a line alone any known neighbour phase fills an unknown one.
     """
     own = next((t for t in tracebacks if t.start_line == root.line), None) if root.kind == "exception" else None
     alone = root.innermost_frame is None
@@ -339,7 +339,9 @@ def _phase_from_neighbour(root: RootCause, tracebacks: Sequence[Traceback]) -> R
     near = [t for t in tracebacks if t is not own and abs(t.start_line - root.line) <= 12 and t.phase != "unknown"]
     if not near:
         return root
-    framed = [t for t in near if phase_from_frames((f.file, f.function) for f in t.frames) is not None]
+    framed = [t for t in near if phase_from_frames((f.file, f.function) for f in t.frames) is not None
+              # for a cut block, also the method its wrapper names ("while processing method init_device")
+              or (not alone and text_evidence((t.lead,))[3])]
     if not alone:  # a cut block has frames of its own: only a neighbour's frames say more
         near = framed
     if framed and (alone or root.phase == "unknown"):

@@ -124,16 +124,17 @@ def coded_error(first: LogEvent | None, parsed: LogLine, msg: str, line_no: int)
 
 
 def first_error(first: LogEvent | None, parsed: LogLine, msg: str, line_no: int, phase: str,
-                server: str) -> LogEvent | None:
+                server: str, recent: Iterable[str] = ()) -> LogEvent | None:
     """The log's first error line (the last resort: see ``Extractor.finish``) once the line ``msg`` (number ``line_no``,
     not blank, no other event) is read: this line when it is the first at an error level or the first to name a CUDA
     error without one (vLLM's cumem allocator: "CUDA Error: out of memory at .../cumem_allocator.cpp:56"), or when it holds the CANN
     code of the error block ``first`` heads (:func:`coded_error`); ``first`` with this line joined when ``first`` ended
     on a colon just above it and this line is indented under it, the detail it announced (torch's "Error(s) in loading
-    state_dict for Linear:" / "<tab>size mismatch for bias: ..."); else None: ``first`` stays."""
+    state_dict for Linear:" / "<tab>size mismatch for bias: ..."); else None: ``first`` stays. ``recent``: as for
+    :func:`log_event`, the records before it kept as its context."""
     if (first is None and (error_level(parsed, msg) or quiet_cuda_error(parsed, msg, line_no, phase, server))) or (
             coded_error(first, parsed, msg, line_no)):
-        return LogEvent("error_line", line_no, msg.strip()[:400], parsed.rank, phase, server)
+        return LogEvent("error_line", line_no, msg.strip()[:400], parsed.rank, phase, server, tuple(recent)[:-1])
     if first is not None and line_no == first.line + 1 and msg[:1] in (" ", "\t") and first.text.endswith(":"):
         return replace(first, text=f"{first.text} {msg.strip()}"[:400])
     return None

@@ -81,8 +81,16 @@ _QUOTE = re.compile(r"[ \t]*(?:> ?)+")
 # PEP 654's margins around an exception group's tracebacks: "  | " before each line, "  +-+---- 1 ----"
 # between its sub-exceptions (indented deeper for nested groups)
 _GROUP_MARGIN = re.compile(r"[ \t]+(?:\|(?: |$)|\+[-+]+(?: (?:\d+|\.\.\.) -+)?[ \t]*$)")
-_FILE_CUT = re.compile(r'File "[^"]+", line \d*,?\s*$')
-_FRAME_TAIL = re.compile(r"\d*, in \S|in \S")
+# a frame line the terminal cut before ", in f", or inside its path (a long egg path), and the tail that completes it
+_FILE_CUT = re.compile(r'File "(?:[^"]+", line \d*,?\s*|[^"]*)$')
+_FRAME_TAIL = re.compile(r'\d*, in \S|in \S|[^\s"]*", line \d+, in \S')
+
+
+def join_cut_frame(held: str, tail: str) -> str:
+    """A frame line the terminal cut (:data:`_FILE_CUT`) and its tail (:data:`_FRAME_TAIL`, stripped) as one line: no
+    blank where the cut fell inside the path or the line number."""
+    in_path = '"' not in held[held.rfind('File "') + 6:]
+    return held.rstrip() + ("" if in_path or tail[:1].isdigit() else " ") + tail
 # a Markdown fence: the line is one (with its language tag) unless text follows it ("```RuntimeError: ...```")
 _FENCE = re.compile(r"\s*(?:```|~~~)(?![`~]*\s*[^\s`~]+[^\w\s+.#-])")
 # SGLang's "[2025-02-16 19:29:38 TP4]" before a traceback's header on the same line, also when a paste lost its "["
@@ -419,6 +427,8 @@ def _interesting_words(*, strong: bool) -> frozenset[str]:
         ") [0x", "frame #", "()  ", ") + ",
         # the CUDA runtime's error for a GPU its build has no kernels for, printed with no other error word
         "kernel image",
+        # uvicorn running an app's lifespan start-up (phases._TEXT_STARTUP reads it before a failure)
+        "Waiting for application startup",
         *_EVENT_ANCHORS, *_ANCHORS, *_FAILURE_ANCHORS,
     } - _WEAK
     if not strong:

@@ -60,6 +60,7 @@ from workbench.tracebacks.patterns import (
     INTERESTING_BYTES,
     STRONG_BYTES,
     cut_header,
+    join_cut_frame,
     looks_like_exception,
     midline_ranks,
     no_cr,
@@ -150,11 +151,11 @@ class Extractor:
             elif line[:1] in " \t" and self._frame_fast(line, no_cr(line)):
                 return
         held = self._held
-        if held is not None:  # a frame line cut by the terminal before ", in f": is this its tail?
+        if held is not None:  # a frame line cut by the terminal before ", in f" or in its path: is this its tail?
             self._held = None
             tail = line.strip()
             if _FRAME_TAIL.match(tail):
-                self._line(held.rstrip() + ("" if tail[:1].isdigit() else " ") + tail)
+                self._line(join_cut_frame(held, tail))
                 self.skip(1)
                 return
             self._line(held)
@@ -501,8 +502,7 @@ class Extractor:
             block.chained_from, block.chain = stream.pending_from, stream.pending
             stream.pending = None
         if message.startswith("ray::"):
-            # Ray's "RayTaskError(X): ray::Actor.method() ..." heads the task's own frames and
-            # their exception line, which replaces this one when it comes
+            # Ray's "RayTaskError(X): ray::Actor.method() ..." heads the task's frames and their exception line, which replaces it
             block.lead = text
             return True
         stream.in_message = not closed
@@ -539,7 +539,7 @@ class Extractor:
                 self.native_frames.append(LogEvent("error_line", self.line_no, msg.strip()[:400], parsed.rank,
                                                     self._tracker.phase, self._server))
         elif msg.strip() and (first := first_error(self._first_error, parsed, msg, self.line_no, self._tracker.phase,
-                                                   self._server)):
+                                                   self._server, self._recent)):
             self._first_error = first  # the last resort (see finish): a log's first error line, whatever it says
 
     def _start(self, stream: Stream, origin: tuple[str | None, ...], parsed: LogLine, msg: str, header: str | None, pos: int) -> None:
