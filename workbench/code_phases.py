@@ -861,7 +861,9 @@ _GENERIC = frozenset({"__init__", "forward", "step", "generate", "run", "main", 
                       # the sweep's common names (a pool's alloc/free, a drafter's draft/verify, a processor's apply)
                       "alloc", "free", "draft", "verify", "compile", "apply", "event_loop", "init_state",
                       "register_module", "_register_module", "set_mapping", "update_metadata", "init_buffers",
-                      "prepare_inputs", "initialize_weights"})
+                      "prepare_inputs", "initialize_weights",
+                      # a future's, a Ray object's or a task's result: every framework waits on one, at any step
+                      "result", "wait", "get", "join"})
 
 TABLE: dict[str, tuple[tuple[str, str], ...]] = {}
 _FILE_WIDE: list[tuple[str, str]] = []

@@ -521,6 +521,9 @@ _INIT_PATHS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("model_loader",), "weight_loading"),
     (("memory_pool.py",), "kv_cache_alloc"),
     (("pynccl", "custom_all_reduce", "parallel_state.py", "cuda_communicator", "device_communicators"), "nccl_init"),
+    # a model runner being built (a plugin's subclass of vLLM's GPUModelRunner, which init_device builds after the
+    # device is set, as vllm-omni's GPUARModelRunner): a start-up step of its own, not the NCCL set-up around it
+    (("model_runner.py",), "startup_other"),
 )
 _PATH_RULES: tuple[tuple[str, str], ...] = (("/warmup.py", "warmup"),)
 # the web framework's request path (middleware, routing, the HTTP protocol): serving, unless the
@@ -585,8 +588,10 @@ _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
                 r"weight_zero_point|weight_packed|weight_shape)'$"), "weight_loading"),
     # SGLang's memory pool sizing found no room for a KV cache ("Not enough memory. Please try to increase
     # --mem-fraction-static.")
+    # (and SGLang's HiCache sizing its host tier: "Not enough host memory available. ... Please reduce the size of the
+    # hierarchical cache.")
     (re.compile(r"KV cache|kv_cache|cache blocks|num_gpu_blocks|Not enough memory\. Please try to increase "
-                r"--mem-fraction-static"), "kv_cache_alloc"),
+                r"--mem-fraction-static|size of the hierarchical cache"), "kv_cache_alloc"),
     (re.compile(r"ncclCommInitRank|[Nn]ccl_?[Cc]ommunicator|init_process_group|createComm|hcclCommInit|"
                 r"(?:initiali[sz]e|init)\w* [^\n]{0,60}NCCL|NCCL[^\n]{0,60}\binit|"
                 # a warning from NCCL's own init.cc (ncclCommInitRank's source: "init.cc:1582 NCCL WARN Cuda failure ...")
@@ -596,11 +601,12 @@ _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
                 r"ibv_modify_qp failed|(?:transport create connect|connect EPS|ep_connect) failed|"
                 r"nvshmem setup connections", re.I), "nccl_init"),
 )
-_TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|failed to (?:start|initiali[sz]e)|creation task|"
+# (not a store's operation: Mooncake's "Failed to start put operation" is a request's KV cache being offloaded)
+_TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|[Ff]ailed to (?:start(?! (?:put|get)\b)|initiali[sz]e)|creation task|"
                            # the dynamic loader refusing to start a program whose library is missing ("executorWorker:
                            # error while loading shared libraries: libnvinfer.so.10: cannot open shared object file")
                            r"error while loading shared libraries|"
-                           r"Failed to start|aborting startup|\binit state\b|"
+                           r"aborting startup|\binit state\b|"
                            # a module that would not import, an engine being built: the program was starting
                            r"failed to import|No module named|cannot import name|Building .{0,40}engine|"
                            # the program's argument parser refusing its command line (argparse's "vllm: error:
@@ -668,6 +674,9 @@ _TEXT_SERVING = re.compile(r"inputs? of failed execution|Dumping input data|Dump
                            # Mooncake's transfer engine "Process failed for slice", its TCP transport's "writeBody failed")
                            r"NIXL transfer failure|\b[Tt]ransfer failed for request|Handshake failed for request|"
                            r"\bProcess failed for slice\b|Session::writeBody failed|\brequest_id\b|\breq\.rid=|"
+                           # (and a KV store's writes and reads of requests' caches: Mooncake's "Failed to start put
+                           # operation: RPC_FAIL", "Put operation failed with error: ...")
+                           r"\b[Ff]ailed to (?:start|end) (?:put|get) operation|\b(?:Put|Get) operation failed\b|"
                            r"WorkNCCL\(SeqNum=\d{5,}|(?:Invocation of|Call to) \w+ method failed|Engine loop failed|"
                            r"Encountered an error in forward\w* function|"
                            # TensorRT-LLM's PyTorch executor's own record that its loop over the batches died ("Executor
@@ -705,6 +714,16 @@ _TEXT_SERVING = re.compile(r"inputs? of failed execution|Dumping input data|Dump
                            # "Engine loop is not running", v1's EngineDeadError "EngineCore encountered an issue"): its
                            # loop had been serving them
                            r"Engine loop is not running|\bEngineDeadError\b|EngineCore encountered an issue|"
+                           # vLLM v1's AsyncLLM losing the loop that hands the engine's outputs to the requests
+                           r"\boutput_handler failed\b|"
+                           # a request refused for its length (SGLang's "The input (85050 tokens) is longer than the
+                           # model's context length (32768 tokens).", vLLM's "This model's maximum context length is
+                           # 4096 tokens. However, you requested ..."): checked as each request comes
+                           r"\b(?:input|prompt)\b[^\n]{0,40}\bis longer than the (?:model's )?(?:context length|maximum "
+                           r"model length)|maximum context length is \d+ tokens|"
+                           # vLLM's OpenAI handlers of requests, named by the location of their log records
+                           # ("[serving_chat.py:1001] openai_harmony.HarmonyError: ...")
+                           r"\bserving_(?:chat|completion|responses|embedding)\.py:\d+|"
                            r"\b(?:" + "|".join(NATIVE_SERVING) + r")\b")
 # a collective library named by an error during start-up: its communicator was being set up
 # (torch's DistStoreError: the TCPStore rendezvous of the process groups, "Timed out ... waiting for clients")

@@ -189,6 +189,12 @@ ANY_LEVEL_PHRASES: tuple[tuple[str, str | None], ...] = (
     # a retried call whose last attempt failed too (SGLang's Rust router: "WARN - Generate request to
     # http://localhost:8001 failed (attempt 3/3)"): the retries gave up
     ("failed (attempt ", r"(?<= )failed \(attempt (?=(?P<tries>\d+)/(?P=tries)\))"),
+    # ROCm's SMI library refusing a call, as a caller reports its status ("[.../topology/gpu.cpp:80] rocm smi failed with
+    # RSMI_STATUS_INIT_ERROR: An error occurred during initialization")
+    ("failed with RSMI_STATUS_", r"failed with RSMI_STATUS_(?=[A-Z])"),
+    # a host-side C++ assertion of a kernel library (DeepGEMM's "Assertion failed: .../fp8_gemm.cuh:435, condition:
+    # status == cudaSuccess"), the process aborting right after
+    ("Assertion failed: ", r"^Assertion failed: (?=\S+:\d+)"),
 )
 
 

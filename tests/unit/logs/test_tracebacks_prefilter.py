@@ -179,6 +179,10 @@ _PHRASE_LINES = {
     "cuFile": "gds_device_buffer.cufile_register: cuFileBufRegister returned an error = 5016",
     "error: creating server: ": "error: creating server: Internal - failed to load all models",
     "failed (attempt ": "WARN - Generate request to http://localhost:8001 failed (attempt 3/3)",
+    "failed with RSMI_STATUS_": "[/sgl-workspace/mori/src/application/topology/gpu.cpp:80] rocm smi failed with "
+                                "RSMI_STATUS_INIT_ERROR: An error occurred during initialization",
+    "Assertion failed: ": "Assertion failed: /usr/local/lib/python3.10/dist-packages/deep_gemm/jit/../include/deep_gemm/"
+                          "fp8_gemm.cuh:435, condition: status == cudaSuccess",
 }
 
 
