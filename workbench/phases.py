@@ -113,6 +113,8 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
     # torch's Gloo process group reports its rendezvous done: the distributed init is over
     (r"\[Gloo\] Rank \d+ is connected to \d+ peer ranks", "startup_other", 1.5, "end"),
     (r"Load weight begin|Starting to load model|Loading (?:drafter|draft) model", "weight_loading", 2, "begin"),
+    # llama.cpp's loader (ggml-based servers: ollama's runner, llama-cpp-python) reading a model's tensors
+    (r"load_tensors: loading model tensors", "weight_loading", 2, "progress"),
     # SGLang's diffusion runtime (multimodal_gen) loading a pipeline's component, its checkpoint files
     (r"Loading \w+, default_dtype: |Loading model from \d+ safetensors files?", "weight_loading", 2, "begin"),
     # lmdeploy's PyTorch engine names each checkpoint file it loads ("INFO - loading weights - \"model-00001...\"")
@@ -200,6 +202,7 @@ _RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("Init torch distributed ends",),
     ("peer ranks",),
     ("Load weight begin", "Starting to load model", "Loading dra"),
+    ("load_tensors: loading model tensors",),
     (", default_dtype: ", " safetensors file"),
     (" checkpoint shards", "Loading weights:", "loading weights", "Loading safetensors using"),
     ("Load weight end",),
@@ -237,7 +240,7 @@ _ANCHORS = ("server_args=", "LLM engine", "vLLM", "non-default", "Init torch", "
             "Profiling CUDA", "ed request", "torch.compile", "profiling/warmup", "Compile and warming", "input shapes", "scheduled_",
             "Dumping scheduler", "enerating sequences", "TensorRT-LLM version", "Checking environment", "Try to run with", "peer ranks", "TRITONBACKEND_Model", "Instance group type",
             "[c10d] ", "loading weights", "Warming up", "cmpl-", " HTTP/1.", " toks/s", "requestI", "request_id=", "requestPath=",
-            "Encoder cache", "Autotuning process", "FlashInfer autotune", "[Warmup][")
+            "Encoder cache", "load_tensors", "Autotuning process", "FlashInfer autotune", "[Warmup][")
 _FAILURE_RE = re.compile(
     r"hit an exception|Traceback \(most recent call last\)|failed to start|WorkerProc failed|"
     r"died unexpectedly|scheduler (?:is dead|died)|Initialization failed|Received sigquit|SIGQUIT received|"

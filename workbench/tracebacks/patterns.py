@@ -195,6 +195,9 @@ ANY_LEVEL_PHRASES: tuple[tuple[str, str | None], ...] = (
     # a host-side C++ assertion of a kernel library (DeepGEMM's "Assertion failed: .../fp8_gemm.cuh:435, condition:
     # status == cudaSuccess"), the process aborting right after
     ("Assertion failed: ", r"^Assertion failed: (?=\S+:\d+)"),
+    # Apple's Metal driver aborting a GPU command buffer (MLX's servers: "Execution of the command buffer was aborted
+    # due to an error during execution. Insufficient Memory (00000008:kIOGPUCommandBufferCallbackErrorOutOfMemory)")
+    ("Execution of the command buffer was aborted", None),
 )
 
 

@@ -183,6 +183,9 @@ _PHRASE_LINES = {
                                 "RSMI_STATUS_INIT_ERROR: An error occurred during initialization",
     "Assertion failed: ": "Assertion failed: /usr/local/lib/python3.10/dist-packages/deep_gemm/jit/../include/deep_gemm/"
                           "fp8_gemm.cuh:435, condition: status == cudaSuccess",
+    "Execution of the command buffer was aborted": "Execution of the command buffer was aborted due to an error during "
+                                                   "execution. Insufficient Memory (00000008:kIOGPUCommandBufferCallback"
+                                                   "ErrorOutOfMemory)",
 }
 
 

@@ -200,3 +200,14 @@ def test_asyncllms_output_handler_failing_is_serving() -> None:
     """llm-d#650: the exception's message carries "AsyncLLM output_handler failed." below elided lines."""
     rc = analyze("KeyError: '604f3f68-909c-43e0-bb3a-e96850fca226'\n...\nAsyncLLM output_handler failed.\n").root_cause
     assert rc is not None and rc.exception_type == "KeyError" and rc.phase == "serving"
+
+
+def test_llama_cpps_loader_reading_tensors_is_weight_loading_and_metals_aborted_command_buffer_a_failure() -> None:
+    """ollama#9562 (a ggml cudaMalloc failure while its runner loads the tensors), ddalcu/mlx-serve#321."""
+    rc = analyze("2025-03-06 23:36:39 load_tensors: loading model tensors, this can take a while... (mmap = true)\n"
+                 "2025-03-06 23:36:39 ggml_backend_cuda_buffer_type_alloc_buffer: allocating 3257.82 MiB on device 0: "
+                 "cudaMalloc failed: out of memory\n").root_cause
+    assert rc is not None and "cudaMalloc failed" in rc.message and rc.phase == "weight_loading"
+    rc = analyze("IOGPUMetalError\nExecution of the command buffer was aborted due to an error during execution. "
+                 "Insufficient Memory (00000008:kIOGPUCommandBufferCallbackErrorOutOfMemory)\n").root_cause
+    assert rc is not None and rc.kind == "log_line" and "Insufficient Memory" in rc.message
