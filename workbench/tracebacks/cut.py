@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from workbench.code_phases import STEPS
-from workbench.logformats import _parse
+from workbench.logformats import _parse, parse_line
 from workbench.phases import phase_from_frames
 from workbench.tracebacks.model import Final, Frame, LogEvent, RootCause, Traceback
 from workbench.tracebacks.patterns import level_word
@@ -107,3 +107,38 @@ def typeless_dump(root: RootCause | None, final: Final | None,
     if final is not None and final.line == root.line:
         final = replace(final, exception_type=None, truncated=True)
     return replace(root, exception_type=None), final
+
+
+_ANNOUNCING_END = frozenset(",:/=-(")
+
+
+def ends_cut(last: tuple[int, str] | None) -> bool:
+    """Whether the log's last line (not blank) was cut inside its record, as a window pasted from a longer log often
+    is: a prefix with no message, a bracket or a double quote left open, or a last character that announces more
+    (``,``, ``:``, ``/``, ``=``, ``-``, ``(``) -- not on an indented source line, whose brackets are its code's."""
+    if last is None:
+        return False
+    msg = parse_line(last[1]).message.rstrip()
+    if not msg:
+        return True
+    if msg[0].isspace():  # a source line (a traceback's, or one a warning quotes): its brackets are the code's
+        return False
+    if msg[-1] in _ANNOUNCING_END or msg.count('"') % 2:
+        return True
+    depth = 0
+    for ch in msg:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+    return depth > 0
+
+
+def cut_end(final: Final | None, root: RootCause | None, line: int) -> Final | None:
+    """The log's end as it shows when its last record was cut (:func:`ends_cut`): the last traceback's, cut; or, with no
+    traceback, one that says only that the log was cut, in the root cause's phase."""
+    if final is not None:
+        return replace(final, truncated=True)
+    if root is not None:
+        return Final(None, None, None, root.phase, root.ranks, True, None, line)
+    return None

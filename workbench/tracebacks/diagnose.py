@@ -39,6 +39,7 @@ from workbench.tracebacks.cut import (
     _ANNOUNCE_ONLY,
     _ANNOUNCES,
     _REPORT,
+    cut_end,
     cut_report,
     start_cut_in_roots_step,
     threads_phase,
@@ -310,6 +311,8 @@ def analysis_of(ex: Extractor) -> Analysis:
     if final is None and root is not None and _cut_in_announced_stack(ex, root):
         final = Final(None, None, None, root.phase, root.ranks, True, None, root.line)
     root, final = typeless_dump(root, final, ex.events)
+    if ex.ends_cut:
+        final = cut_end(final, root, ex.line_no)
     return Analysis(tracebacks, tuple(failures), tuple(ex.events), tuple(ex.cpp_exceptions), final, root, ex.line_no)
 
 

@@ -21,7 +21,7 @@ from workbench.logformats import LineShapes, LogLine, _needs_clean, _parse
 from workbench.phases import PhaseTracker, _is_failure, known_phase
 from workbench.tracebacks.binary import binary_noise
 from workbench.tracebacks.chains import build_tracebacks, native_phase
-from workbench.tracebacks.cut import logged_record
+from workbench.tracebacks.cut import ends_cut, logged_record
 from workbench.tracebacks.events import (
     _DEATHS,
     backtrace_head,
@@ -108,7 +108,7 @@ class Extractor:
     def __init__(self, *, year: int | None = None) -> None:
         self.year = year
         self.trackers: dict[str, PhaseTracker] = {}
-        self.line_no = 0
+        self.line_no, self.ends_cut = 0, False  # ends_cut: the log's last line was cut inside its record (finish)
         self._streams: dict[tuple[str | None, ...], Stream] = {}
         self._blocks: list[Block] = []
         self._cpp: list[Cpp] = []
@@ -384,14 +384,14 @@ class Extractor:
         for origin, stream in self._streams.items():
             if stream.block is not None:
                 close(stream, cut=not stream.in_message)
-            if stream.cpp is not None:
-                stream.cpp = None
+            stream.cpp = None
             for start, qrank in stream.queued:  # headers whose frames never came
                 b = Block(len(self._blocks), qrank, start, None, "|".join(o or "" for o in origin), self._server,
                            "unknown", end=start)
                 self._blocks.append(b)
             stream.queued.clear()
         cut_in_message(self._blocks, last)
+        self.ends_cut = ends_cut(last)
         self.tracebacks = build_tracebacks(self._blocks)
         self.cpp_exceptions = [CppException(c.line, c.end, c.type, "\n".join(c.message).strip(), c.rank, native_phase(c),
                                             c.server) for c in self._cpp]
