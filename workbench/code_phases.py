@@ -932,15 +932,20 @@ def _span(phase: str) -> tuple[str, int, int] | None:
     return default, _ORDER[first], _ORDER[last]
 
 
-def resolve(phase: str, timeline_phase: str = "unknown") -> str:
-    """The step a table phase stands for: a span's default, or the timeline's step when the log says the
-    start had reached a later step inside the span; any other phase as it is."""
+def resolve(phase: str, timeline_phase: str = "unknown", inner: str | None = None) -> str:
+    """The step a table phase stands for: a span's default, or a later step inside the span that the log's timeline
+    had reached or that ``inner`` names (a step read from the frames it called, as a code line's
+    ``collective_rpc("compile_or_warm_up_model")`` under vLLM's ``_initialize_kv_caches``); any other phase as it is."""
     span = _span(phase) if "<" in phase else None
     if span is None:
         return phase
     default, first, last = span
-    reached = _ORDER.get(timeline_phase)
-    return timeline_phase if reached is not None and first <= reached <= last and reached > _ORDER[default] else default
+    best = default
+    for step in (timeline_phase, inner or ""):
+        reached = _ORDER.get(step)
+        if reached is not None and first <= reached <= last and reached > _ORDER[best]:
+            best = step
+    return best
 
 
 def is_step(phase: str) -> bool:

@@ -137,7 +137,7 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
     (r"Capture (?:draft (?:extend )?)?cuda graph begin|Capture [\w ]{0,40}CUDA graph begin", "cuda_graph_capture", 4, "begin"),
     # vLLM v0's banner before it captures ("Capturing the model for CUDA graphs. This may lead to ...")
     # vllm-ascend's bar for its ACL graphs ("Capturing ACL graphs (mixed prefill-decode, PIECEWISE)")
-    (r"Capturing CUDA graph|Capturing cudagraphs|Capturing batches|Capture cuda graph bs|"
+    (r"[Cc]apturing CUDA graph|Capturing cudagraphs|Capturing batches|Capture cuda graph bs|"
      r"Capturing the model for CUDA graphs|Capturing ACL graph|CUDA graphs can take additional",
      "cuda_graph_capture", 4, "progress"),
     (r"Capture (?:draft (?:extend )?)?cuda graph end|Capture [\w ]{0,40}CUDA graph end", "startup_other", 4.5, "end"),
@@ -212,7 +212,7 @@ _RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("s in total", "profiling/warmup run took", "memory for KV Cache", "KV cache memory"),
     ("Encoder cache will be initialized",),
     ("graph begin",),
-    ("Capturing CUDA graph", "Capturing cudagraphs", "Capturing batches", "Capture cuda graph bs",
+    ("Capturing CUDA graph", "capturing CUDA graph", "Capturing cudagraphs", "Capturing batches", "Capture cuda graph bs",
      "Capturing the model for CUDA graphs", "Capturing ACL graph", "CUDA graphs can take additional"),
     ("graph end",),
     ("max_total_num_tokens=",),
@@ -235,7 +235,7 @@ _CHECKS = tuple(zip(_RULE_NEEDLES, _COMPILED, ((phase, order, kind) for _p, phas
 _ANCHORS = ("server_args=", "LLM engine", "vLLM", "non-default", "Init torch", "assigned as DP", "world_size=", "using nccl",
             "armup",
             "Load weight", "Starting to load", "Loading", "Model loading", "KV Cache", "KV cache", "Memory p",
-            "GPU blocks", "Maximum concurrency", "Capture", "Capturing", "CUDA graphs can", "max_total_num_tokens", "Graph capturing",
+            "GPU blocks", "Maximum concurrency", "Capture", "Capturing", "capturing CUDA", "CUDA graphs can", "max_total_num_tokens", "Graph capturing",
             "init engine", "Uvicorn", "Application startup", "fired up", "batch", "Avg prompt", "/v1/", "Req(rid=",
             "Profiling CUDA", "ed request", "torch.compile", "profiling/warmup", "Compile and warming", "input shapes", "scheduled_",
             "Dumping scheduler", "enerating sequences", "TensorRT-LLM version", "Checking environment", "Try to run with", "peer ranks", "TRITONBACKEND_Model", "Instance group type",
@@ -631,6 +631,9 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|[Ff]ailed to (?:start(?! (
                            # an engine placing its workers on the Ray cluster's GPUs ("Consider adjusting the Ray
                            # placement group")
                            r"\bRay placement group|"
+                           # a launcher waiting for the server it started to come up ("error waiting for runner to be
+                           # ready: llama.cpp terminated unexpectedly"): it died starting
+                           r"\bwaiting for [\w .-]{0,30}to (?:be|become) ready\b|"
                            # uvicorn running an app's lifespan start-up, where an app that builds its model there
                            # loads it (llama-stack's inference server): a record just before a failure the timeline
                            # cannot place (vLLM builds its engine before, and its timeline knows it is serving)
@@ -777,7 +780,7 @@ def stack_evidence(frames: Iterable[tuple[str, str, str | None]],
             if known != "neutral":
                 side = "serving" if known == "serving" else "startup"
                 if known_step is None and is_step(known):
-                    known_step = resolve(known, timeline_phase)
+                    known_step = resolve(known, timeline_phase, guessed_step)
             continue
         if phase is not None and guessed_step is None:
             guessed_step = phase

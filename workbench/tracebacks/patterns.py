@@ -198,6 +198,9 @@ ANY_LEVEL_PHRASES: tuple[tuple[str, str | None], ...] = (
     # Apple's Metal driver aborting a GPU command buffer (MLX's servers: "Execution of the command buffer was aborted
     # due to an error during execution. Insufficient Memory (00000008:kIOGPUCommandBufferCallbackErrorOutOfMemory)")
     ("Execution of the command buffer was aborted", None),
+    # a cuBLAS call's failed status, as an engine's own GEMM wrapper prints it ("gemm.cu:635: gemm: cublasLtMatmul failed
+    # (status 14) M=2048 K=2048 N=32")
+    ("cublas", r"\bcublas(?=\w+ failed \(status \d+\))"),
 )
 
 

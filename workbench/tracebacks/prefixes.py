@@ -145,11 +145,15 @@ _LOCATION_TAIL = re.compile(r"\[[\w.-]+\.py:\d+\] +(?=[A-Za-z_])")
 _PROC_TAG = re.compile(r"\([A-Z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)*\) +(?=[A-Za-z_])")
 
 
+_RAISED_THEN_LINE = re.compile(r"raise ([\w.]+)\(\s*(?=\1: )")
+
+
 def after_label(msg: str) -> str:
     """The text between the ``**`` of a line a Markdown paste set in bold, after a label written with a full-width
     colon near the start of a line ("【BUG】：", "报错："), after a process tag with no pid ("(APIServer) "), after
-    Python logging's head of a record at an error level, or after SGLang's "hit an exception: ", where a pasted or logged
-    exception line often follows; '' when there is no such label."""
+    Python logging's head of a record at an error level, after SGLang's "hit an exception: ", or after a raise whose
+    exception line a paste glued to it ("raise RuntimeError( RuntimeError: ..."), where a pasted or logged exception line
+    often follows; '' when there is no such label."""
     if msg[:2] == "**" and msg.rstrip().endswith("**"):  # a line a Markdown paste set in bold
         return msg.strip()[2:-2].strip()
     pos = msg.find("\uff1a", 0, 24)
@@ -162,5 +166,7 @@ def after_label(msg: str) -> str:
         return msg[loc.end():]
     if "hit an exception: " in msg[:40]:  # SGLang's "Scheduler hit an exception: X: ..." when the stack is not printed
         return msg.split("hit an exception: ", 1)[1]
+    if msg[:6] == "raise " and (glued := _RAISED_THEN_LINE.match(msg)) is not None:
+        return msg[glued.end():]  # the raise's code line and the exception line, their newline lost ("raise X( X: ...")
     tag = _PROC_TAG.match(msg) if msg[:1] == "(" else None
     return msg[tag.end():] if tag is not None else ""

@@ -63,7 +63,9 @@ def test_needs_clean_is_the_marks_test() -> None:
                                                  "File here"]
     for line in [*_LINES, *extra]:
         want = any(m in line for m in _CLEAN_MARKS) or (
-            (line[:1].isdigit() or line[:1] == "[" or line[:2] == " [") and "m(" in line[:12])
+            (line[:1].isdigit() or line[:1] == "[" or line[:2] == " [") and "m(" in line[:12]) or (
+            # a CloudWatch CSV export row's stamp (seconds or milliseconds, then a comma): clean_line reads it
+            line[:1].isdigit() and (line[10:11] == "," or line[13:14] == ","))
         assert _needs_clean(line) == want, line
 
 
@@ -186,6 +188,7 @@ _PHRASE_LINES = {
     "Execution of the command buffer was aborted": "Execution of the command buffer was aborted due to an error during "
                                                    "execution. Insufficient Memory (00000008:kIOGPUCommandBufferCallback"
                                                    "ErrorOutOfMemory)",
+    "cublas": "gemm.cu:635: gemm: cublasLtMatmul failed (status 14) M=2048 K=2048 N=32 after algo reselect",
 }
 
 

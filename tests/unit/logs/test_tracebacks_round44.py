@@ -228,3 +228,41 @@ def test_a_log_whose_last_record_was_cut_says_so_in_final() -> None:
     whole = analyze("[2025-05-15 15:48:41.235] [infini] [error] [libinfinistore.cpp:910] Please register memory first\n")
     assert whole.root_cause is not None and whole.final is None
     assert analyze("INFO starting (pid 12)\nINFO listening on :8000 (\n").final is None  # nothing failed: no final
+
+
+# -- from held-outs 46 (vLLM, SGLang) and 47 (projects around them), each measured once untuned first ---------------
+
+
+def test_a_code_lines_quoted_rpc_names_the_step_inside_a_span() -> None:
+    """nlzy/triton-gfx906#1: _initialize_kv_caches (profile, allocate, then warm up) calling
+    collective_rpc("compile_or_warm_up_model"): the warm-up part of the span."""
+    p = "(EngineCore_DP0 pid=24995) ERROR 10-02 11:36:03 [core.py:718] "
+    log = "\n".join((
+        p + 'File "/usr/lib/python3.13/site-packages/vllm/v1/engine/core.py", line 215, in _initialize_kv_caches',
+        p + "self.model_executor.initialize_from_config(kv_cache_configs)",
+        p + 'File "/usr/lib/python3.13/site-packages/vllm/v1/executor/abstract.py", line 74, in initialize_from_config',
+        p + 'self.collective_rpc("compile_or_warm_up_model")',
+        p + 'File "/usr/lib/python3.13/site-packages/vllm/v1/executor/multiproc_executor.py", line 259, in collective_rpc',
+        p + "result = get_response(w, dequeue_timeout,",
+    )) + "\n"
+    assert analyze(log).root_cause.phase == "warmup"  # type: ignore[union-attr]
+
+
+def test_an_exception_line_glued_to_its_raise_in_prose_is_read() -> None:
+    """sglang#462: a comment whose newlines collapsed, "raise RuntimeError( RuntimeError: ..." on one line."""
+    rc = analyze("raise RuntimeError( RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with "
+                 "multiprocessing, you must use the 'spawn' start method  Initialization failed. detoken_init_state: in\n"
+                 ).root_cause
+    assert rc is not None and rc.exception_type == "RuntimeError"
+    assert rc.message.startswith("Cannot re-initialize CUDA") and rc.phase == "startup_other"
+
+
+def test_a_cublas_calls_failed_status_during_capture_and_a_runner_that_never_became_ready() -> None:
+    """kekzl/imp#874 (its own GEMM wrapper's report under its graph runner's capture), docker/model-runner#479."""
+    rc = analyze("cuda_graph.cu:386:  CudaGraphRunner: capturing CUDA graph (step 1)\n"
+                 "gemm.cu:635: gemm: cublasLtMatmul failed (status 14) M=2048 K=2048 N=32 after algo reselect\n").root_cause
+    assert rc is not None and rc.kind == "log_line" and "cublasLtMatmul failed (status 14)" in rc.message
+    assert rc.phase == "cuda_graph_capture"
+    rc = analyze("Failed to generate a response: error response: status=500 body=unable to load runner: error waiting "
+                 "for runner to be ready: llama.cpp terminated unexpectedly: llama.cpp exit status: 0xc0000005\n").root_cause
+    assert rc is not None and rc.phase == "startup_other"
