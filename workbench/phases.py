@@ -235,7 +235,7 @@ _CHECKS = tuple(zip(_RULE_NEEDLES, _COMPILED, ((phase, order, kind) for _p, phas
 _ANCHORS = ("server_args=", "LLM engine", "vLLM", "non-default", "Init torch", "assigned as DP", "world_size=", "using nccl",
             "armup",
             "Load weight", "Starting to load", "Loading", "Model loading", "KV Cache", "KV cache", "Memory p",
-            "GPU blocks", "Maximum concurrency", "Capture", "Capturing", "capturing CUDA", "CUDA graphs can", "max_total_num_tokens", "Graph capturing",
+            "GPU blocks", "Maximum concurrency", "Capture", "Capturing", "capturing CUDA graph", "CUDA graphs can", "max_total_num_tokens", "Graph capturing",
             "init engine", "Uvicorn", "Application startup", "fired up", "batch", "Avg prompt", "/v1/", "Req(rid=",
             "Profiling CUDA", "ed request", "torch.compile", "profiling/warmup", "Compile and warming", "input shapes", "scheduled_",
             "Dumping scheduler", "enerating sequences", "TensorRT-LLM version", "Checking environment", "Try to run with", "peer ranks", "TRITONBACKEND_Model", "Instance group type",

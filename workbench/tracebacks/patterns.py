@@ -138,7 +138,7 @@ _FLAT_EXC = re.compile(r"(?:^|\s)((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|
 
 # Phrases an engine prints with no level, or at any level, that say a failure all the same: the one table the
 # error-line pattern, its needles and the quiet stretch's anchors are built from (events reads its two kinds).
-# Each row: (the phrase, as a match of its pattern reads; its pattern, None for the phrase itself).
+# Each row: (the phrase, which every match of its pattern holds; its pattern, None for the phrase itself).
 # An exception whose type the paste lost: it counts as a bare exception line would, in line order.
 LOST_TYPE_PHRASES: tuple[tuple[str, str | None], ...] = (
     # ggml's CUDA backend (llama.cpp and the servers built on it): "ggml_cuda_init: failed to initialize CUDA: unknown
@@ -200,7 +200,8 @@ ANY_LEVEL_PHRASES: tuple[tuple[str, str | None], ...] = (
     ("Execution of the command buffer was aborted", None),
     # a cuBLAS call's failed status, as an engine's own GEMM wrapper prints it ("gemm.cu:635: gemm: cublasLtMatmul failed
     # (status 14) M=2048 K=2048 N=32")
-    ("cublas", r"\bcublas(?=\w+ failed \(status \d+\))"),
+    # (its phrase the part every match holds, not the library's name, which a warning names often)
+    ("failed (status ", r"\bcublas\w* failed \(status (?=\d)"),
 )
 
 
