@@ -202,6 +202,9 @@ ANY_LEVEL_PHRASES: tuple[tuple[str, str | None], ...] = (
     # (status 14) M=2048 K=2048 N=32")
     # (its phrase the part every match holds, not the library's name, which a warning names often)
     ("failed (status ", r"\bcublas\w* failed \(status (?=\d)"),
+    # an HTTP call an HTTP client (httpx) saw refused, as its caller logs it whatever the level (an RL rollout's
+    # "Error: Server error '503 Service Unavailable' for url 'http://.../generate', retrying...")
+    ("' for url '", r"\b(?:Client|Server) error '\d{3} [^']*' for url '"),
 )
 
 

@@ -11,7 +11,7 @@ from workbench.logformats import LineShapes, LogLine, Parsed, _parse
 from workbench.tracebacks.patterns import _GROUP_MARGIN, _LOGGING_HEAD, _QUOTE, level_word
 
 _JSON_LEVELS = frozenset({"TRACE", "DEBUG", "INFO", "WARN", "WARNING", "ERROR"})
-_CUT_JSON = re.compile(r'"level":"(?P<lvl>\w+)"|"(?:log|message)":"(?P<text>(?:[^"\\]|\\.)*)')
+_CUT_JSON = re.compile(r'"(?:level|severity)":"(?P<lvl>\w+)"|"(?:log|message|msg)":"(?P<text>(?:[^"\\]|\\.)*)')
 
 
 def _cut_json(line: str) -> str:
@@ -33,11 +33,12 @@ def _cut_json(line: str) -> str:
 def _with_level(level: object, text: str) -> str:
     """A JSON record's text as one line of log: its first line, behind the record's level when it has one."""
     head = text.split("\n", 1)[0].rstrip("\r")
+    level = level.upper() if isinstance(level, str) else level  # zap and logrus write it in lower case
     return f"{level}: {head}" if level in _JSON_LEVELS else head
 
 
 def json_log(line: str) -> str:
-    """The text of one line of a JSON log (docker's json-file driver, Ray's log monitor)."""
+    """The text of one line of a JSON log (docker's json-file driver, Ray's log monitor, Go's zap and logrus)."""
     try:
         record = json.loads(line)
     except ValueError:  # a record cut by the window or the paste: its text as far as it goes
@@ -46,7 +47,9 @@ def json_log(line: str) -> str:
         text = record.get("log", record.get("message"))
         if isinstance(text, str):
             return text.rstrip("\r\n")
-        fields, level = record.get("fields"), record.get("level")
+        fields, level = record.get("fields"), record.get("level", record.get("severity"))
+        if isinstance(text := record.get("msg"), str):  # zap's and logrus' JSON ({"level":"error","msg":"..."})
+            return _with_level(level, text)
         if isinstance(fields, dict) and isinstance(text := fields.get("message"), str):
             # Rust's tracing-subscriber JSON (text-generation-inference's launcher: {"timestamp":...,"level":"ERROR",
             # "fields":{"message":"Shard complete standard error output:\n\n..."}}): its level, its message's first line

@@ -297,7 +297,7 @@ class Extractor:
         if line and line[0] in " \t>":
             line = unquote(line)
         glued = None
-        if line[:2] == '{"' and ('"log":"' in line or '"message":"' in line):
+        if line[:2] == '{"' and ('"log":"' in line or '"message":"' in line or '"msg":"' in line):
             line = json_log(line)
         elif line[:1] == "`":
             line, glued = unglue(line)

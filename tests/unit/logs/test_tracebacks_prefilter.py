@@ -189,6 +189,8 @@ _PHRASE_LINES = {
                                                    "execution. Insufficient Memory (00000008:kIOGPUCommandBufferCallback"
                                                    "ErrorOutOfMemory)",
     "failed (status ": "gemm.cu:635: gemm: cublasLtMatmul failed (status 14) M=2048 K=2048 N=32 after algo reselect",
+    "' for url '": "(RolloutManager pid=1191) [2026-01-05 00:27:53] http_utils.py:153 - Error: Server error '503 Service "
+                   "Unavailable' for url 'http://11.215.121.109:3592/generate'",
 }
 
 

@@ -266,3 +266,32 @@ def test_a_cublas_calls_failed_status_during_capture_and_a_runner_that_never_bec
     rc = analyze("Failed to generate a response: error response: status=500 body=unable to load runner: error waiting "
                  "for runner to be ready: llama.cpp terminated unexpectedly: llama.cpp exit status: 0xc0000005\n").root_cause
     assert rc is not None and rc.phase == "startup_other"
+
+
+# -- from held-outs 48 (vLLM, SGLang) and 49 (projects around them), each measured once untuned first ---------------
+
+
+def test_zap_and_logrus_json_records_give_their_level_and_msg() -> None:
+    """kubernetes-sigs/gateway-api-inference-extension#2900: the endpoint picker's zap record, cut by the window."""
+    from workbench.tracebacks.prefixes import json_log
+    assert json_log('{"level":"error","ts":1777491250.92,"msg":"extract failed","endpoint":"10.0.0.1"}') == \
+        "ERROR: extract failed"
+    log = ('{"level":"info","ts":1777491249.1,"msg":"collector started"}\n'
+           '{"level":"error","ts":1777491250.9224765,"caller":"datalayer/collector.go:211","msg":"extract failed",'
+           '"endpoint":"10.72.7.74","error":"metric family \\"vllm:lora_requests_info\\" not found","stacktrace"\n')
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.kind == "log_line" and "extract failed" in rc.message
+
+
+def test_an_http_clients_refused_call_is_a_failure_at_any_level() -> None:
+    """THUDM/slime#1328: httpx's "Server error '503 Service Unavailable' for url '.../generate'", retried."""
+    p = "(RolloutManager pid=1191) "
+    log = "\n".join((
+        p + "[2026-01-05 00:27:53] http_utils.py:153 - Error: Server error '503 Service Unavailable' for url "
+            "'http://11.215.121.109:3592/generate'",
+        p + "For more information check: https://developer.mozilla.org/en-US/docs/Web/HTTP/Status/503, retrying... "
+            "(attempt 51/60, url=http://11.215.121.109:3592/generate)",
+    )) + "\n"
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.kind == "log_line" and "Server error '503 Service Unavailable'" in rc.message
+    assert rc.phase == "serving"
