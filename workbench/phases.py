@@ -761,11 +761,15 @@ def stack_evidence(frames: Iterable[tuple[str, str, str | None]],
     """
     expanded: list[tuple[str, str, bool]] = []
     last: tuple[str, str | None] = ("", None)
+    importing = False  # the innermost whole frame imports a module: whatever called it, the program was loading it
     for file, function, code in frames:
         last = (file, code)
         expanded.append((file, function, False))
+        if function != "?":
+            importing = False
         if function == "<module>" and code and code.lstrip().startswith(("import ", "from ")):
             expanded.append((file, "<import>", True))  # an import chain: the program is still starting
+            importing = True
         elif code and not _stdlib(file):
             for name in _callees(code):
                 expanded.append((file, name, True))
@@ -790,6 +794,8 @@ def stack_evidence(frames: Iterable[tuple[str, str, str | None]],
             http = http or any(p in file for p in _HTTP_PATHS)
     if side == "serving":
         return None, True, False
+    if importing and side is None:  # a name that sounds like serving (a CLI's "generate" command) above an import
+        serving = False
     step = known_step or guessed_step
     if side == "startup":
         return step, False, True

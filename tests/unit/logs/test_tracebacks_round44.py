@@ -295,3 +295,20 @@ def test_an_http_clients_refused_call_is_a_failure_at_any_level() -> None:
     rc = analyze(log).root_cause
     assert rc is not None and rc.kind == "log_line" and "Server error '503 Service Unavailable'" in rc.message
     assert rc.phase == "serving"
+
+
+def test_an_import_chain_innermost_is_start_up_whatever_the_command_is_called() -> None:
+    """sglang#13468: `sglang generate` (a CLI command named generate) importing the diffusion runtime, cut."""
+    log = "\n".join((
+        "Traceback (most recent call last):",
+        '  File "/venv/bin/sglang", line 7, in <module>',
+        "    sys.exit(main())",
+        '  File "/sglang/python/sglang/cli/main.py", line 26, in main',
+        "    args.func(args, extra_argv)",
+        '  File "/sglang/python/sglang/cli/generate.py", line 21, in generate',
+        "    from sglang.multimodal_gen.runtime.entrypoints.cli.generate import (",
+        '  File "/sglang/python/sglang/multimodal_gen/__init__.py", line 5, in <module>',
+        "    from sglang.multimodal_gen.runtime.entrypoints.diffusion_generator import DiffGenerator",
+        '  File "/sglang/python/sglang/multimodal_gen/runtime/pipelines/__init__.py",',
+    )) + "\n"
+    assert analyze(log).root_cause.phase == "startup_other"  # type: ignore[union-attr]
