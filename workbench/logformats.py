@@ -17,7 +17,7 @@ Prefixes recognised, in the order they are peeled::
     then one app header:
     sglang     [2025-05-30 15:02:13(.mmm)? DP1 TP0] (+ optional "[ERROR] " or uvicorn "INFO:     ")
                (also spdlog's "[2026-04-03 15:47:21.586738] [logger] [error] ")
-    vllm       ERROR 09-18 21:38:02 [core.py:708]  (old: "INFO 07-17 23:41:16 model_runner.py:559]")
+    vllm       ERROR 09-18 21:38:02 [core.py:708]  (old: "INFO 07-17 23:41:16 model_runner.py:559]"; no time: "ERROR [x.py:8]")
     uvicorn    INFO:     Started server process [1]
     glog       [W309 12:56:45.480623726 ProcessGroupNCCL.cpp:1553]   (torch c10, absl)
     trtllm     [TensorRT-LLM][ERROR] / [01/10/2025-08:00:00] [TRT-LLM] [E]
@@ -103,9 +103,9 @@ _SGLANG = re.compile(
 )
 _RANK_TOKENS = r"(?:DP|PP|TP|EP|CP|ATTN_CP|ATTN_DP|ATTN_TP|MOE_DP|MOE_EP|MOE_TP)\d+"
 _SGLANG_RANK_ONLY = re.compile(r"\[(?P<ranks>" + _RANK_TOKENS + r"(?: " + _RANK_TOKENS + r")*)\] ?")
-_VLLM = re.compile(
-    r"(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<ts>\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? "
-    r"\[?(?P<loc>[^\]\s:]+:\d+)\] ?"
+_VLLM = re.compile(  # (the time may be left out by the logging configuration: "ERROR [serving.py:830] ...")
+    r"(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL) (?:(?P<ts>\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? \[?|\[)"
+    r"(?P<loc>[^\]\s:]+:\d+)\] ?"
 )
 _UVICORN = re.compile(r"(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL|TRACE):(?:\s+|(?=\w))")
 _GLOG = re.compile(r"\[?(?P<lvl>[IWEF])(?P<ts>\d{3,4} \d\d:\d\d:\d\d\.\d+) +(?:\d+ )?(?P<loc>[^\]\s]+:\d+)\] ?")

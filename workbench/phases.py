@@ -138,7 +138,7 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
     # vLLM v0's banner before it captures ("Capturing the model for CUDA graphs. This may lead to ...")
     # vllm-ascend's bar for its ACL graphs ("Capturing ACL graphs (mixed prefill-decode, PIECEWISE)")
     (r"[Cc]apturing CUDA graph|Capturing cudagraphs|Capturing batches|Capture cuda graph bs|"
-     r"Capturing the model for CUDA graphs|Capturing ACL graph|CUDA graphs can take additional",
+     r"Capturing the model for CUDA graphs|Capturing ACL graph|Capturing torchair graph|CUDA graphs can take additional",
      "cuda_graph_capture", 4, "progress"),
     (r"Capture (?:draft (?:extend )?)?cuda graph end|Capture [\w ]{0,40}CUDA graph end", "startup_other", 4.5, "end"),
     (r"max_total_num_tokens=", "startup_other", 4.6, "progress"),
@@ -213,7 +213,7 @@ _RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("Encoder cache will be initialized",),
     ("graph begin",),
     ("Capturing CUDA graph", "capturing CUDA graph", "Capturing cudagraphs", "Capturing batches", "Capture cuda graph bs",
-     "Capturing the model for CUDA graphs", "Capturing ACL graph", "CUDA graphs can take additional"),
+     "Capturing the model for CUDA graphs", "Capturing ACL graph", "Capturing torchair graph", "CUDA graphs can take additional"),
     ("graph end",),
     ("max_total_num_tokens=",),
     ("Graph capturing finished",),

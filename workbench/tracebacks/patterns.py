@@ -250,7 +250,9 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
         # c10d's watchdog dying on the error it caught ("Process group watchdog thread terminated with exception: ...")
         r"watchdog thread terminated with exception")),
     ("process_died", re.compile(
-        r"actor died|died unexpectedly|scheduler is dead|scheduler died|^Exit code: -?\d+|exited with code -?\d+|"
+        # (a process that exited with code 0 ended as it meant to: no death, whatever came before)
+        r"actor died|died unexpectedly|scheduler is dead|scheduler died|^Exit code: (?!0\b)-?\d+|"
+        r"exited with code (?!0\b)-?\d+|"
         r"exited unexpectedly|ChildFailedError|Failed core proc\(s\): \{'|Main process exited, code=|"
         r"(?:WorkerProc|EngineCore|Worker) failed to start|"
         # a launcher's word that the server it ran never came up ("vLLM failed to start.  Retry with

@@ -312,3 +312,34 @@ def test_an_import_chain_innermost_is_start_up_whatever_the_command_is_called() 
         '  File "/sglang/python/sglang/multimodal_gen/runtime/pipelines/__init__.py",',
     )) + "\n"
     assert analyze(log).root_cause.phase == "startup_other"  # type: ignore[union-attr]
+
+
+# -- from held-outs 50 (vLLM, SGLang) and 51 (projects around them), each measured once untuned first ---------------
+
+
+def test_a_vllm_record_whose_logging_left_out_the_time_is_still_read() -> None:
+    """vllm#51977: "(APIServer pid=1) ERROR [serving.py:830] openai_harmony.HarmonyError: ..." with no time."""
+    p = parse_line("(APIServer pid=1) ERROR [serving.py:830] openai_harmony.HarmonyError: unexpected tokens remaining")
+    assert (p.format, p.level, p.location, p.time) == ("vllm", "ERROR", "serving.py:830", None)
+    assert p.message.startswith("openai_harmony.HarmonyError: ")
+    rc = analyze(p.raw + "\n").root_cause
+    assert rc is not None and rc.exception_type == "openai_harmony.HarmonyError"
+
+
+def test_a_process_that_exited_with_code_0_did_not_die() -> None:
+    """vllm#40778: compose's "vllm exited with code 0" after the API server's own RuntimeError is no failure of its
+    own; open-webui#6549: a clean exit alone is no failure at all."""
+    log = "\n".join((
+        "vllm  | (APIServer pid=1) Traceback (most recent call last):",
+        'vllm  | (APIServer pid=1)   File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/utils.py", line 1153, '
+        "in wait_for_engine_startup",
+        "vllm  | (APIServer pid=1)     raise RuntimeError(",
+        "vllm  | (APIServer pid=1) RuntimeError: Engine core initialization failed. See root cause above. Failed core "
+        "proc(s): {}",
+        "vllm exited with code 0",
+    )) + "\n"
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.exception_type == "RuntimeError"
+    assert analyze("ollama  | time=2025 level=INFO msg=stopping\nollama exited with code 0\n").root_cause is None
+    died = analyze("vllm  | INFO loading\nvllm exited with code 137\n").root_cause
+    assert died is not None and died.message == "vllm exited with code 137"
