@@ -310,6 +310,8 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     # the scheduler and the KV-cache manager: built by EngineCore.__init__ (their constructors, left to the name
     # rules by the file-wide serving rule), then every call is one engine step's scheduling or its output
     ("vllm/v1/core/sched/", "*", _S),
+    # the async EPLB worker: a thread that rebalances the experts between the steps of a running engine
+    ("vllm/distributed/eplb/async_worker.py", "*", _S),
     # v0's scheduler and block managers (vllm/core/) alike: after their constructors, every call schedules a step
     ("vllm/core/scheduler.py", "*", _S),
     ("vllm/core/block_manager.py", "*", _S),

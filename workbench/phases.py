@@ -720,6 +720,9 @@ _TEXT_SERVING = re.compile(r"inputs? of failed execution|Dumping input data|Dump
                            # "Engine loop is not running", v1's EngineDeadError "EngineCore encountered an issue"): its
                            # loop had been serving them
                            r"Engine loop is not running|\bEngineDeadError\b|EngineCore encountered an issue|"
+                           # uvicorn's record of a request whose handler raised ("ERROR:    Exception in ASGI
+                           # application", the traceback under it)
+                           r"Exception in ASGI application|"
                            # vLLM v1's AsyncLLM losing the loop that hands the engine's outputs to the requests
                            r"\boutput_handler failed\b|"
                            # a request refused for its length (SGLang's "The input (85050 tokens) is longer than the

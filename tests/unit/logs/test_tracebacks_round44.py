@@ -343,3 +343,18 @@ def test_a_process_that_exited_with_code_0_did_not_die() -> None:
     assert analyze("ollama  | time=2025 level=INFO msg=stopping\nollama exited with code 0\n").root_cause is None
     died = analyze("vllm  | INFO loading\nvllm exited with code 137\n").root_cause
     assert died is not None and died.message == "vllm exited with code 137"
+
+
+def test_uvicorns_exception_in_asgi_application_and_the_async_eplb_worker_are_serving() -> None:
+    """vllm#39649 (an exception group under uvicorn's record, cut), vllm#35227 (the async EPLB worker's thread)."""
+    log = "\n".join((
+        "(APIServer pid=85502) ERROR:    Exception in ASGI application",
+        "(APIServer pid=85502)   + Exception Group Traceback (most recent call last):",
+        "(APIServer pid=85502)   |   File \"/venv/lib/python3.12/site-packages/starlette/_utils.py\", line 81, in "
+        "collapse_excgroups",
+    )) + "\n"
+    assert analyze(log).root_cause.phase == "serving"  # type: ignore[union-attr]
+    p = "(EngineCore_DP2 pid=925443) ERROR 02-24 20:16:15 [async_worker.py:52] "
+    log = (p + "Traceback (most recent call last):\n" + p + '  File "/git/vllm/vllm/distributed/eplb/async_worker.py", '
+           "line 42, in thread_target\n")
+    assert analyze(log).root_cause.phase == "serving"  # type: ignore[union-attr]
