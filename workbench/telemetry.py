@@ -298,20 +298,37 @@ def spec_acceptance(before: Samples, after: Samples, server_info_after: dict[str
 
 
 def snapshot_server(url: str, *, timeout: float = 10.0) -> dict[str, Any]:
-    """``/metrics`` (parsed) and ``/server_info`` (or ``/get_server_info``) of a server, now."""
+    """``/metrics`` (parsed) and ``/server_info`` (or ``/get_server_info``) of a server, now.
+
+    The snapshot only adds the server's view to a measurement: a scrape the network refuses (a connection reset by a
+    server busy with the load just sent, a time-out) is tried once more, then left out with ``error`` saying why,
+    instead of failing the measurement it belongs to."""
     base = url.rstrip("/")
-    snap: dict[str, Any] = {"time_unix": time.time(), "metrics": {}, "metrics_text": None, "server_info": None}
+    snap: dict[str, Any] = {"time_unix": time.time(), "metrics": {}, "metrics_text": None, "server_info": None,
+                            "error": None}
     with httpx.Client(timeout=timeout, trust_env=False) as c:
-        r = c.get(base + "/metrics")
-        if r.status_code == 200:
+        r = _get_twice(c, base + "/metrics", snap)
+        if r is not None and r.status_code == 200:
             snap["metrics_text"] = r.text
             snap["metrics"] = parse_metrics(r.text)
         for path in ("/server_info", "/get_server_info"):
-            r = c.get(base + path)
-            if r.status_code == 200:
+            r = _get_twice(c, base + path, snap)
+            if r is not None and r.status_code == 200:
                 snap["server_info"] = r.json()
                 break
     return snap
+
+
+def _get_twice(client: httpx.Client, url: str, snap: dict[str, Any]) -> httpx.Response | None:
+    """One GET, tried again once on a transport error; None (and the error in ``snap``) when both fail."""
+    for attempt in (1, 2):
+        try:
+            return client.get(url)
+        except httpx.TransportError as exc:
+            if attempt == 2:
+                said = f"/{url.rsplit('/', 1)[-1]}: {type(exc).__name__}: {exc}"
+                snap["error"] = f"{snap['error']}; {said}" if snap["error"] else said
+    return None
 
 
 def server_window(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
@@ -319,6 +336,10 @@ def server_window(before: dict[str, Any], after: dict[str, Any]) -> dict[str, An
     d = counter_deltas(before["metrics"], after["metrics"])
     seconds = after["time_unix"] - before["time_unix"]
     out: dict[str, Any] = {"server_window_s": seconds}
+    errors = [e for e in (before.get("error"), after.get("error")) if e]
+    if errors:  # a scrape that failed: the counters of that window are missing, not zero
+        out["server_error"] = "; ".join(errors)
+        return out
     for engine in ("sglang", "vllm"):
         gen = d.get(f"{engine}:generation_tokens_total")
         if gen is not None:

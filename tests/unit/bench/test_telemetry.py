@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -172,3 +173,65 @@ def test_first_period_after_start_is_left_out() -> None:
                      "util_gpu_pct": util, "util_mem_pct": 0.0, "clock_sm_mhz": 1.0})
     s = window_summary(pd.DataFrame(rows), 2.0, 9.0)
     assert s["gpu_util_pct"] == 100.0
+
+
+def _resetting_server(resets: int) -> tuple[str, Any]:
+    """A loopback server that resets its first ``resets`` connections (SO_LINGER 0, as a busy server's kernel does)
+    and then answers /metrics with a real vLLM scrape; returns its URL and a stop function."""
+    import http.server
+    import socket
+    import struct
+    import threading
+
+    left = [resets]
+    text = (PROM / "vllm_after.prom").read_bytes()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def setup(self) -> None:
+            if left[0] > 0:
+                left[0] -= 1
+                self.request.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                self.request.close()
+                raise ConnectionAbortedError("reset on purpose")
+            super().setup()
+
+        def do_GET(self) -> None:
+            body = text if self.path == "/metrics" else b"{}"
+            self.send_response(200 if self.path == "/metrics" else 404)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def handle(self) -> None:
+            try:
+                super().handle()
+            except OSError:
+                pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.handle_error = lambda *a: None  # type: ignore[method-assign]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}", server.shutdown
+
+
+def test_a_scrape_reset_once_is_tried_again_and_one_reset_for_good_is_left_out_with_why() -> None:
+    """A fresh-clone run lost a whole A/B runbook to one reset /metrics scrape after the load (CPU vLLM on the
+    testbed, ReadError: [Errno 104] Connection reset by peer): the snapshot only adds the server's view."""
+    url, stop = _resetting_server(resets=1)
+    try:
+        snap = t.snapshot_server(url, timeout=5)
+        assert snap["error"] is None and snap["metrics"]  # the second try read it
+    finally:
+        stop()
+    url, stop = _resetting_server(resets=100)
+    try:
+        snap = t.snapshot_server(url, timeout=5)
+    finally:
+        stop()
+    assert snap["metrics"] == {} and snap["error"] is not None and snap["error"].startswith("/metrics: ReadError")
+    ok = {"time_unix": 0.0, "metrics": t.parse_metrics((PROM / "vllm_before.prom").read_text()), "error": None}
+    window = t.server_window(ok, {**snap, "time_unix": 10.0})
+    assert window == {"server_window_s": 10.0, "server_error": snap["error"]}  # no counters from a missing scrape
