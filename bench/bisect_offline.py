@@ -318,7 +318,7 @@ def min_hitting(need: list[frozenset[int]], forced: frozenset[int] = frozenset()
     return best
 
 
-def oracle_cover(sc: Scenario, truth_c: list[Any]) -> dict[str, int]:
+def oracle_cover(sc: Scenario, truth_c: list[Any]) -> dict[str, int | None]:
     """Bounds no search can beat: starts a search that already knew every verdict would need.
 
     ``greedy`` (the column of earlier rounds): the edits together, every culprit, and a greedy hitting
@@ -338,21 +338,19 @@ def oracle_cover(sc: Scenario, truth_c: list[Any]) -> dict[str, int]:
         best = max(count, key=lambda s: count[s])
         chosen.add(best)
         left = [a for a in left if best not in a]
-    small = len(sc.edits) <= 7  # 8 edits: up to minutes a case; not run
-    return {"greedy": len(chosen), "exact_seen": min_hitting(need, forced) if small else -1,
-            "exact": min_hitting(need) if small else -1}
+    small = len(sc.edits) <= 7  # 8 edits: up to minutes a case; not run (None)
+    return {"greedy": len(chosen), "exact_seen": min_hitting(need, forced) if small else None,
+            "exact": min_hitting(need) if small else None}
 
 
 def run_case(sc: Scenario, old: Any, base: Any = None) -> dict[str, Any]:
     edits = sc.edits
     _, truth_c = full_factorial(edits, sc.oracle)
     truth = _answer(truth_c)
-    row: dict[str, Any] = {"n": len(edits), "shapes": sc.shapes, "factorial": 2 ** len(edits) - 1,
-                           }
-    bounds = oracle_cover(sc, truth_c)
-    for name in ("greedy", "exact_seen", "exact"):
-        if bounds[name] >= 0:
-            row[f"bound_{name}"] = {"starts": bounds[name], "exact": True, "sets": True}
+    row: dict[str, Any] = {"n": len(edits), "shapes": sc.shapes, "factorial": 2 ** len(edits) - 1}
+    for name, starts in oracle_cover(sc, truth_c).items():
+        if starts is not None:
+            row[f"bound_{name}"] = {"starts": starts, "exact": True, "sets": True}
     for name, width in (("bisect", 1), ("bisect_2_hosts", 2)):
         batches: list[int] = []
 
