@@ -13,7 +13,7 @@ a node never joined, a scheduler found dead) is a consequence, not a cause.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pandas as pd
 
@@ -21,7 +21,7 @@ from workbench.deployment.model import Deployment
 from workbench.deployment.topology import RENDEZVOUS_BEGIN, RENDEZVOUS_JOINED
 from workbench.journal.read import read as read_journal
 from workbench.services import Services
-from workbench.tracebacks import analyze
+from workbench.tracebacks import analyze, is_pointer
 
 # Failures that only say "a peer is gone": never the root cause when a real one exists.
 CONSEQUENCES = (
@@ -97,12 +97,23 @@ def node_failures(frames: Mapping[str, pd.DataFrame], offsets: Mapping[str, floa
             msg = tb.message or ""
             out.append(NodeFailure(label, f"{label}/{tb.rank}" if tb.rank else label, tb.exception_type, msg,
                                    tb.phase, at(tb.start_line),
-                                   tb.exception_type in CONSEQUENCE_TYPES or _is_consequence(msg)))
+                                   tb.exception_type in CONSEQUENCE_TYPES or _is_consequence(msg) or is_pointer(tb)))
         for cpp in analysis.cpp_exceptions:
             rank = f"{label}/{cpp.rank}" if cpp.rank else label
             out.append(NodeFailure(label, rank, cpp.exception_type, cpp.message, cpp.phase, at(cpp.line),
                                    _is_consequence(cpp.message)))
-    return sorted(out, key=lambda f: f.time)
+    return sorted(_relays(out), key=lambda f: f.time)
+
+
+def _relays(failures: list[NodeFailure]) -> list[NodeFailure]:
+    """A failure that quotes another's message relays it (vLLM's executor on the head: "Worker failed
+    with error '<node 1's error>'"): a consequence, whichever journal stamped it first. Journald stamps a
+    line when it reads it, so a relay 2 ms after the cause can carry the earlier time."""
+    def quotes(f: NodeFailure, g: NodeFailure) -> bool:
+        said = g.message.strip()[:80]
+        return len(said) >= 12 and said != f.message.strip()[:80] and said in f.message
+    return [replace(f, consequence=True) if not f.consequence and any(quotes(f, g) for g in failures) else f
+            for f in failures]
 
 
 def _is_consequence(text: str) -> bool:

@@ -184,3 +184,19 @@ def test_a_node_failed_by_systemds_exec_step_quotes_systemds_own_words():
     assert _manager_says(Svc(), st) == (": Failed at step EXEC spawning /usr/bin/no-such-server: "
                                        "No such file or directory")
     assert _manager_says(Svc(), UnitStatus.from_show({**st.raw, "ExecMainStatus": "1"})) == ""
+
+
+def test_a_relay_stamped_before_its_cause_is_still_a_consequence():
+    """Captured on the testbed (two CPU vLLM nodes, node 1 asking for 100,000 GiB of KV cache): the head's
+    executor relays node 1's ValueError 2 ms later. Journald stamps a line when it reads it, so on a busy
+    machine node 1's lines can carry the later time; the relay must still not be the cause."""
+    frames = {n: _frame(FIX / "vllm_kvcache" / f"{n}.log") for n in ("node0", "node1")}
+    cause = first_failure(frames)
+    assert cause is not None and cause.node == "node1" and cause.phase == "kv_cache_alloc"
+    assert cause.exception_type == "ValueError" and "VLLM_CPU_KVCACHE_SPACE" in cause.message
+    head = [f for f in node_failures(frames) if f.node == "node0"]
+    assert head and all(f.consequence for f in head), [f.describe() for f in head]
+    late = {"node0": frames["node0"], "node1": _frame(FIX / "vllm_kvcache" / "node1.log", skew=0.05)}
+    moved = first_failure(late)
+    assert moved is not None and moved.node == "node1" and moved.exception_type == "ValueError"
+    assert min(f.time for f in node_failures(late) if f.node == "node0") < moved.time  # the relay is older now
