@@ -73,6 +73,21 @@ _WAITING_FRAMES = {
 }
 
 
+# a server's own launcher: its console script (``/usr/local/bin/vllm``, line 8, in <module>) or its CLI's
+# command, the frames a stack that ended the launching process starts with
+_LAUNCHER = re.compile(r"(?:^|/)bin/(?:vllm|sglang|trtllm-serve|lmdeploy|text-generation-server|aphrodite)(?:-\w+)?$|"
+                       r"vllm/entrypoints/cli/|sglang/launch_server\.py$")
+
+
+def launched_cut(tb: Traceback | None, ready: bool) -> bool:
+    """A stack cut before its exception line that starts in a server's launcher, in a log where no server
+    was ready: the launching process ended while it was starting the server (an engineer reads start-up)."""
+    if tb is None or tb.exception_type is not None or not tb.frames or ready:
+        return False
+    files = [f.file.replace("\\", "/") for f in tb.frames]
+    return _LAUNCHER.search(files[0]) is not None and not any("/bench" in f for f in files)  # not a benchmark client
+
+
 def waits(frame: Frame | None) -> bool:
     return frame is not None and any(frame.function == fn and frame.file.replace("\\", "/").endswith(path)
                                      for path, fn in _WAITING_FRAMES)

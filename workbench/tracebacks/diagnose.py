@@ -41,6 +41,7 @@ from workbench.tracebacks.cut import (
     _REPORT,
     cut_end,
     cut_report,
+    launched_cut,
     start_cut_in_roots_step,
     threads_phase,
     threads_root,
@@ -301,8 +302,9 @@ def analysis_of(ex: Extractor) -> Analysis:
                         and not any(tr.restart and tr.line_no > root.line for tr in t.transitions)), None)
         if tracker is not None and tracker.phase == "serving":
             root = replace(root, phase="serving")
-    if root is not None and root.phase == "unknown" and _start_failed(ex, root.line):
-        root = replace(root, phase="startup_other")  # the server said its start failed: not serving
+    if root is not None and root.phase == "unknown" and (_start_failed(ex, root.line) or launched_cut(
+            next((t for t in tracebacks if t.start_line == root.line), None), any(t.ready for t in ex.trackers.values()))):
+        root = replace(root, phase="startup_other")  # the server said its start failed, or its launcher died: not serving
     if root is not None and root.phase == "startup_other":
         # an NCCL/HCCL error while starting, in the root's words or in the error records just before it
         root = replace(root, phase=startup_step((root.exception_type, root.message, *_reports_before(tracebacks, root.line))))
