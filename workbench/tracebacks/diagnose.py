@@ -48,7 +48,7 @@ from workbench.tracebacks.cut import (
     typeless_dump,
     waits,
 )
-from workbench.tracebacks.events import cuda_cause, death_cause, lost_type
+from workbench.tracebacks.events import cuda_cause, death_cause, line_cause, lost_type
 from workbench.tracebacks.model import (
     Analysis,
     Comparison,
@@ -419,7 +419,7 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
             phase = decide_phase((), e.context, "unknown")
         if phase == "unknown" and e.kind == "fatal_signal":  # then the native frames a crash handler printed
             phase = _signal_frames_phase(e, events) or signal_frames_phase(e.line, ex.native_frames) or phase
-        return RootCause("log_line", None, e.text, e.line, None, phase, _ranks([e.rank]), None, e.text[:160])
+        return RootCause(*line_cause(e), e.line, None, phase, _ranks([e.rank]), None, e.text[:160])
 
     def first_event(*kinds: str, hw: bool | None = None) -> LogEvent | None:
         for e in events:

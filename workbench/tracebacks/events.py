@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
+from typing import Literal
 
 from workbench.logformats import LogLine, parse_line
 from workbench.tracebacks.model import LogEvent
@@ -194,6 +195,25 @@ def lost_type(event: LogEvent) -> bool:
     """An error line of an engine's own failure words (:data:`_LEVEL_FREE`): an exception whose type the
     paste lost, so it counts as a bare exception line would, in line order with the other failures."""
     return event.kind == "error_line" and any(w in event.text for w in _LEVEL_FREE)
+
+
+# pybind11's text of a Python exception raised under C++ (error_already_set::what(): "AttributeError: 'AsyncLLM' object
+# has no attribute 'engine'\n\nAt:\n  /opt/.../model.py(365): _setup_metrics"), as a C++ record quotes it, its line
+# breaks escaped or not (Triton's Python backend: "Failed to initialize Python stub: <that text>")
+_PYBIND_RAISED = re.compile(r"(?:^|[\s:\"'])(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)): "
+                            r"(?P<message>.+?)(?:\\n|\n)+At:(?:\\n|\n)|"
+                            # Triton's own words before it, also when the window cuts the record before "At:"
+                            r"Python stub: (?P<type2>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)): "
+                            r"(?P<message2>(?:[^\\\n]|\\[^n])+)")
+
+
+def line_cause(e: LogEvent) -> tuple[Literal["exception", "log_line"], str | None, str]:
+    """(kind, exception type, message) of a root cause a log line gives: the Python exception an error record
+    quotes in pybind11's words, else the line itself."""
+    m = _PYBIND_RAISED.search(e.text) if e.kind == "error_line" else None
+    if m is None:
+        return "log_line", None, e.text
+    return "exception", m.group("type") or m.group("type2"), (m.group("message") or m.group("message2")).strip()
 
 
 # CUDA errors that poison the context: every later call in the process fails, whatever it says

@@ -205,6 +205,9 @@ ANY_LEVEL_PHRASES: tuple[tuple[str, str | None], ...] = (
     # an HTTP call an HTTP client (httpx) saw refused, as its caller logs it whatever the level (an RL rollout's
     # "Error: Server error '503 Service Unavailable' for url 'http://.../generate', retrying...")
     ("' for url '", r"\b(?:Client|Server) error '\d{3} [^']*' for url '"),
+    # Triton's Python backend quoting the exception its stub raised while loading a model (an INFO record of
+    # pb_stub.cc: "Failed to initialize Python stub: AttributeError: 'AsyncLLM' object has no attribute 'engine'")
+    ("Failed to initialize Python stub: ", None),
 )
 
 

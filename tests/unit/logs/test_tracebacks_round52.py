@@ -31,3 +31,22 @@ def test_a_stack_cut_in_a_servers_launcher_before_readiness_is_start_up() -> Non
     # nor does a benchmark client the same console script ran (vllm bench serve)
     bench = _CLI_CUT.replace("cli/serve.py\", line 60, in cmd", "cli/benchmark/main.py\", line 54, in cmd")
     assert analyze(bench + "\n").root_cause.phase == "unknown"
+
+
+def test_a_python_exception_quoted_by_tritons_stub_record_is_the_typed_cause() -> None:
+    """triton-inference-server/server#8387, awslabs/data-on-eks#605: the Python backend's INFO record quotes the
+    exception its stub raised loading the model, in pybind11's words (line breaks escaped, "At:" and the frames),
+    or cut by the window before its frames."""
+    stub = 'vllm-openai-1  | I0911 08:21:51.554457 1 pb_stub.cc:389] "Failed to initialize Python stub: '
+    rc = analyze(stub + "AttributeError: 'AsyncLLM' object has no attribute 'engine'\\n\\nAt:\\n  /opt/tritonserver/"
+                 'backends/vllm/model.py(365): _setup_metrics\\n  /opt/tritonserver/backends/vllm/model.py(191): '
+                 'initialize\\n"\n').root_cause
+    assert rc is not None and rc.kind == "exception" and rc.exception_type == "AttributeError"
+    assert rc.message == "'AsyncLLM' object has no attribute 'engine'" and rc.phase == "startup_other"
+    cut = analyze(stub + "OSError: You are trying to access a gated repo.\\nMake sure to have access to it at "
+                  "https://huggingface.co/meta-llama/Meta-Llama-3-8B-Instruct.\\n403 Client Error.\n").root_cause
+    assert cut is not None and cut.exception_type == "OSError"
+    assert cut.message == "You are trying to access a gated repo." and cut.phase == "startup_other"
+    # a record that only mentions an error type, with no pybind11 frames and no stub words, stays a log line
+    plain = analyze("E0911 08:21:51.554457 1 model.cc:12] failed: RuntimeError: boom\n").root_cause
+    assert plain is None or plain.kind == "log_line"
