@@ -424,12 +424,19 @@ def own_record(lead: str, header: str | None) -> tuple[str, bool]:
     return lead, False
 
 
+# the header's word cut inside itself, after a record's colon ("Scheduler hit an exception: Tra")
+_HEADER_STEMS = tuple(_HEADER[:k] for k in range(3, 10))
+
+
 def cut_header(msg: str) -> int:
     """Where a ``Traceback (most recent call last):`` cut short at the end of the line begins
-    (``... hit an exception: Traceback (m`` where a window or a paste ended), or -1."""
+    (``... hit an exception: Traceback (m`` where a window or a paste ended, or ``...: Tra``), or -1."""
     tail = msg.rstrip()
     pos = tail.rfind("Traceback (")
-    return pos if pos >= 0 and _HEADER.startswith(tail[pos:]) else -1
+    if pos >= 0 and _HEADER.startswith(tail[pos:]):
+        return pos
+    stem = next((w for w in _HEADER_STEMS[::-1] if tail.endswith(w)), None)
+    return len(tail) - len(stem) if stem is not None and tail[:len(tail) - len(stem)].endswith(": ") else -1
 
 
 

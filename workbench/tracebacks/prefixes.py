@@ -68,12 +68,19 @@ def unquote(line: str) -> str:
     return line
 
 
+# a progress bar (tqdm's) whose carriage return the capture lost, glued before the next record ("DeepGEMM warmup:
+# 30%|████▌     | 4965/16384 [00:00<00:00, 24891.75it/s][2026-05-20 02:29:31 TP3] Scheduler hit an exception: ...")
+_GLUED_BAR = re.compile(r"[^|]{0,120}?\d+%\|[^|]{0,200}\|[^\[|]{0,40}\[[^\]]{0,60}\]")
+
+
 def unglue(line: str) -> tuple[str, Parsed | None]:
-    """A log record a Markdown backtick or fence was glued before ("`Nov 13 01:50:23 host vllm[62501]: ...",
-    "```(EngineCore_DP0 pid=7) ERROR ..."): the record without it and its parse, when what follows reads
+    """A log record a Markdown backtick or fence (``line`` starts with one) or a progress bar was glued before
+    ("`Nov 13 01:50:23 host vllm[62501]: ...", "```(EngineCore_DP0 pid=7) ERROR ...", "...| 4965/16384 [00:00<00:00,
+    24891.75it/s][2026-05-20 02:29:31 TP3] ..."): the record without it and its parse, when what follows reads
     as a prefixed record; else the line as it is and None (a quoted exception line keeps its quote)."""
-    rest = line.lstrip("`")
-    if len(line) - len(rest) > 3 or not rest[:1].strip():
+    bar = _GLUED_BAR.match(line) if line[:1] != "`" else None
+    rest = line[bar.end():] if bar is not None else line.lstrip("`")
+    if (bar is None and len(line) - len(rest) > 3) or not rest[:1].strip():
         return line, None
     parsed = _parse(rest)
     return (rest, parsed) if parsed[0].format != "plain" else (line, None)

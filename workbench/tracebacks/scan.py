@@ -299,7 +299,7 @@ class Extractor:
         glued = None
         if line[:2] == '{"' and ('"log":"' in line or '"message":"' in line or '"msg":"' in line):
             line = json_log(line)
-        elif line[:1] == "`":
+        elif line[:1] == "`" or "%|" in line:
             line, glued = unglue(line)
         parsed, origin, header = glued or _parse(line)
         msg0 = parsed.message
@@ -404,7 +404,7 @@ class Extractor:
     # -- states ------------------------------------------------------------------
     def _idle(self, stream: Stream, origin: tuple[str | None, ...], parsed: LogLine, msg: str, header: str | None) -> None:
         pos = msg.find(_HEADER)
-        if pos < 0 and "Traceback (" in msg:
+        if pos < 0 and "Tra" in msg:  # the header cut at the end of the line (cut_header)
             pos = cut_header(msg)
         if pos >= 0:
             self._start(stream, origin, parsed, msg, header, pos)

@@ -50,3 +50,20 @@ def test_a_python_exception_quoted_by_tritons_stub_record_is_the_typed_cause() -
     # a record that only mentions an error type, with no pybind11 frames and no stub words, stays a log line
     plain = analyze("E0911 08:21:51.554457 1 model.cc:12] failed: RuntimeError: boom\n").root_cause
     assert plain is None or plain.kind == "log_line"
+
+
+def test_a_record_glued_after_a_progress_bar_and_cut_inside_its_traceback_header_is_a_cut_failure() -> None:
+    """sglang#23763: DeepGEMM's warm-up bar lost its carriage return; the scheduler's record that follows is glued to it
+    and the window ends inside "Traceback" itself."""
+    log = "\n".join((
+        "[2026-05-20 02:29:31 TP0] Required memory for warmup: 0.09765625GB, Available memory: 14.2200927734375GB",
+        "DeepGEMM warmup:  30%|███████████▌                          | 4965/16384 [00:00<00:00, 24891.75it/s]"
+        "[2026-05-20 02:29:31 TP3] Scheduler hit an exception: Tra",
+    )) + "\n"
+    a = analyze(log)
+    assert a.root_cause is not None and a.root_cause.exception_type is None and a.root_cause.ranks == ("TP3",)
+    assert a.final is not None and a.final.truncated
+    # a line that only ends in the same letters is no traceback
+    assert analyze("[2026-05-20 02:29:31 TP0] Loaded adapter Tra\n").root_cause is None
+    # nor is a bar with nothing glued after it an error record
+    assert analyze("Loading safetensors checkpoint shards:  30%|███   | 3/10 [00:02<00:05, 1.2it/s]\n").root_cause is None
