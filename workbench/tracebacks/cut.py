@@ -88,6 +88,16 @@ def launched_cut(tb: Traceback | None, ready: bool) -> bool:
     return _LAUNCHER.search(files[0]) is not None and not any("/bench" in f for f in files)  # not a benchmark client
 
 
+def continued_rank(root: RootCause, tracebacks: Sequence[Traceback]) -> RootCause:
+    """A root block cut at both ends with no rank, whose stack goes on in the very next block under a rank's prefix
+    (the window began inside a wrapped line: its first lines lost the prefix the rest keep): that rank's."""
+    own = next((t for t in tracebacks if t.start_line == root.line), None) if root.kind == "exception" else None
+    if own is None or root.ranks or not own.cut_start or own.exception_type is not None:
+        return root
+    nxt = next((t for t in tracebacks if 0 < t.start_line - own.end_line <= 1 and t.cut_start and t.rank), None)
+    return replace(root, ranks=(nxt.rank,)) if nxt is not None and nxt.rank else root
+
+
 def waits(frame: Frame | None) -> bool:
     return frame is not None and any(frame.function == fn and frame.file.replace("\\", "/").endswith(path)
                                      for path, fn in _WAITING_FRAMES)

@@ -39,6 +39,7 @@ from workbench.tracebacks.cut import (
     _ANNOUNCE_ONLY,
     _ANNOUNCES,
     _REPORT,
+    continued_rank,
     cut_end,
     cut_report,
     launched_cut,
@@ -128,8 +129,7 @@ def normalize_message(message: str | None) -> str:
 
 
 def _frame_key(frame: Frame) -> str:
-    parts = frame.file.replace("\\", "/").rsplit("/", 2)
-    return "/".join(parts[-2:]) + ":" + frame.function
+    return "/".join(frame.file.replace("\\", "/").rsplit("/", 2)[-2:]) + ":" + frame.function
 
 
 def _signature_frames(frames: Sequence[Frame]) -> list[str]:
@@ -291,7 +291,7 @@ def analysis_of(ex: Extractor) -> Analysis:
     final = cut_after_chain(_final(tracebacks, failures, ex.cpp_exceptions) or native_final(ex.native_backtrace()), ex.chain_cut_after)
     root = _root_cause(ex, chains, failures)
     if root is not None:
-        root = _phase_from_neighbour(root, tracebacks)
+        root = continued_rank(_phase_from_neighbour(root, tracebacks), tracebacks)
     if root is not None and root.phase == "unknown" and "Fatal Python error" in (root.exception_type or root.message):
         root = replace(root, phase=threads_phase(root.line, ex.other_threads))
     root = root or threads_root(ex.other_threads)

@@ -67,3 +67,19 @@ def test_a_record_glued_after_a_progress_bar_and_cut_inside_its_traceback_header
     assert analyze("[2026-05-20 02:29:31 TP0] Loaded adapter Tra\n").root_cause is None
     # nor is a bar with nothing glued after it an error record
     assert analyze("Loading safetensors checkpoint shards:  30%|███   | 3/10 [00:02<00:05, 1.2it/s]\n").root_cause is None
+
+
+def test_a_window_that_begins_inside_a_wrapped_frame_line_takes_the_rank_of_the_stack_it_continues() -> None:
+    """vllm#29360: the window opens on the tail of a wrapped frame line (its worker's prefix above the window); the rest
+    of the same stack keeps the worker's prefix, Worker_TP2_EP2."""
+    p = "(Worker_TP2_EP2 pid=405) ERROR 11-25 08:05:06 [multiproc_executor.py:815] "
+    log = "\n".join((
+        'cutor/warmup/deep_gemm_warmup.py", line 314, in deep_gemm_warmup',
+        p + "    deepgemm_grouped_fp8_gemm_nt_contiguous_warmup(model, max_",
+        "tokens)",
+        p + '  File "/usr/local/lib/python3.12/dist-packages/vllm/model_exe',
+        'cutor/warmup/deep_gemm_warmup.py", line 262, in _warmup',
+        p + "    out = torch.empty((MAX_M, n), device=device, dtype=torch.b",
+    )) + "\n"
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.line == 1 and rc.ranks == ("TP2 EP2",) and rc.phase == "warmup"
