@@ -609,6 +609,9 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|[Ff]ailed to (?:start(?! (
                            # the dynamic loader refusing to start a program whose library is missing ("executorWorker:
                            # error while loading shared libraries: libnvinfer.so.10: cannot open shared object file")
                            r"error while loading shared libraries|"
+                           # an extension module its library's ABI does not match, refused as it is imported
+                           # ("ImportError: .../sgl_kernel/common_ops.abi3.so: undefined symbol: _ZN3c104cuda9SetDeviceEa")
+                           r"\.so(?:\.\d+)*: undefined symbol: |"
                            r"aborting startup|\binit state\b|"
                            # a module that would not import, an engine being built: the program was starting
                            r"failed to import|No module named|cannot import name|Building .{0,40}engine|"

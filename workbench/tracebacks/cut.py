@@ -135,6 +135,14 @@ def typeless_dump(root: RootCause | None, final: Final | None,
 
 
 _ANNOUNCING_END = frozenset(",:/=-(")
+# fixed lines a library prints under its error, whole in every log that holds them: one a log ends on short of its end
+# was cut (PyTorch's hints under a CUDA error: "For debugging consider passing CU")
+_FIXED_LINES = (
+    "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be "
+    "incorrect.",
+    "For debugging consider passing CUDA_LAUNCH_BLOCKING=1",
+    "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
+)
 
 
 def ends_cut(last: tuple[int, str] | None) -> bool:
@@ -150,6 +158,8 @@ def ends_cut(last: tuple[int, str] | None) -> bool:
         return False
     if msg[-1] in _ANNOUNCING_END or msg.count('"') % 2:
         return True
+    if len(msg) >= 8 and any(f.startswith(msg) and len(msg) < len(f) - 1 for f in _FIXED_LINES):
+        return True  # (a last character short is only its full stop, which some versions leave out)
     depth = 0
     for ch in msg:
         if ch in "([{":

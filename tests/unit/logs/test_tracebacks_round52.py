@@ -83,3 +83,31 @@ def test_a_window_that_begins_inside_a_wrapped_frame_line_takes_the_rank_of_the_
     )) + "\n"
     rc = analyze(log).root_cause
     assert rc is not None and rc.line == 1 and rc.ranks == ("TP2 EP2",) and rc.phase == "warmup"
+
+
+def test_an_extension_module_refused_for_an_undefined_symbol_is_start_up() -> None:
+    """sglang#8373: a bare ImportError of sgl_kernel's library built against another torch, between an issue's headings."""
+    a = analyze("### Describe the bug\n\nImportError: /home/devuser/.local/lib/python3.10/site-packages/sgl_kernel/"
+                "common_ops.abi3.so: undefined symbol: _ZN3c104cuda9SetDeviceEa\n\n### Reproduction\n")
+    assert a.root_cause is not None and a.root_cause.exception_type == "ImportError"
+    assert a.root_cause.phase == "startup_other"
+
+
+def test_an_exception_line_opened_by_markdown_bold_ends_its_traceback_and_a_torch_hint_cut_short_cuts_the_log() -> None:
+    """QwenLM/Qwen-VL#465: the paste's bold wraps the exception line ("**RuntimeError: ..."), and the window ends inside
+    PyTorch's hint under a CUDA error ("For debugging consider passing CU")."""
+    log = "\n".join((
+        "Traceback (most recent call last):",
+        '  File "/usr/local/lib/python3.8/dist-packages/vllm/model_executor/models/qwen2_vl.py", line 328, in forward',
+        "    x = x + self.mlp(self.norm2(x))",
+        "**RuntimeError: CUDA error: no kernel image is available for execution on the device",
+        "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be "
+        "incorrect.",
+        "For debugging consider passing CU",
+    )) + "\n"
+    a = analyze(log)
+    assert a.root_cause is not None and a.root_cause.exception_type == "RuntimeError"
+    assert a.root_cause.message.startswith("CUDA error: no kernel image is available")
+    assert a.final is not None and a.final.exception_type == "RuntimeError" and a.final.truncated
+    whole = log.replace("passing CU\n", "passing CUDA_LAUNCH_BLOCKING=1\n")
+    assert not analyze(whole).final.truncated  # the hint whole: nothing cut
