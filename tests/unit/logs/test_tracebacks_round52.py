@@ -111,3 +111,26 @@ def test_an_exception_line_opened_by_markdown_bold_ends_its_traceback_and_a_torc
     assert a.final is not None and a.final.exception_type == "RuntimeError" and a.final.truncated
     whole = log.replace("passing CU\n", "passing CUDA_LAUNCH_BLOCKING=1\n")
     assert not analyze(whole).final.truncated  # the hint whole: nothing cut
+
+
+def test_turbomind_s_per_gpu_forward_thread_and_the_vision_encoder_s_forward_are_requests() -> None:
+    """InternLM/lmdeploy#1058 and #2050: TurboMind's thread target _func running model_insts[device_id].forward, and
+    lmdeploy's ImageEncoder.forward of a request's images, both under nothing that tells a phase."""
+    tm = "\n".join((
+        "Traceback (most recent call last):",
+        '  File "/usr/local/lib/python3.9/threading.py", line 980, in _bootstrap_inner',
+        "    self.run()",
+        '  File "/usr/local/lib/python3.9/threading.py", line 917, in run',
+        "    self._target(*self._args, **self._kwargs)",
+        '  File "/home/user/.local/lib/python3.9/site-packages/lmdeploy/turbomind/turbomind.py", line 499, in _func',
+        "    output = self.model_insts[device_id].forward(",
+        "RuntimeError: [TM][ERROR] CUDA runtime error: invalid argument /lmdeploy/src/turbomind/utils/allocator.h:262",
+    )) + "\n"
+    assert analyze(tm).root_cause.phase == "serving"
+    vl = "\n".join((
+        '  File "/home/a/venv/lib/python3.10/site-packages/lmdeploy/vl/engine.py", line 151, in forward',
+        "    outputs = self.model.forward(inputs)",
+        '  File "/home/a/venv/lib/python3.10/site-packages/lmdeploy/vl/model/internvl.py", line 172, in forward',
+        "    return self._forward_func(images)",
+    )) + "\n"
+    assert analyze(vl).root_cause.phase == "serving"
