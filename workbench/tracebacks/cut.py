@@ -145,10 +145,11 @@ _FIXED_LINES = (
 )
 
 
-def ends_cut(last: tuple[int, str] | None) -> bool:
+def ends_cut(last: tuple[int, str] | None, before: str | None = None) -> bool:
     """Whether the log's last line (not blank) was cut inside its record, as a window pasted from a longer log often
     is: a prefix with no message, a bracket or a double quote left open, or a last character that announces more
-    (``,``, ``:``, ``/``, ``=``, ``-``, ``(``) -- not on an indented source line, whose brackets are its code's."""
+    (``,``, ``:``, ``/``, ``=``, ``-``, ``(``) -- not on an indented source line, whose brackets are its code's; or
+    the start of the record just ``before`` it again, short of its end (a repeated record cut: "mlx5: host_u")."""
     if last is None:
         return False
     msg = parse_line(last[1]).message.rstrip()
@@ -156,6 +157,9 @@ def ends_cut(last: tuple[int, str] | None) -> bool:
         return True
     if msg[0].isspace():  # a source line (a traceback's, or one a warning quotes): its brackets are the code's
         return False
+    if before is not None and len(msg) >= 6 and (prev := parse_line(before).message.rstrip()).startswith(msg) \
+            and len(prev) > len(msg):
+        return True
     if msg[-1] in _ANNOUNCING_END or msg.count('"') % 2:
         return True
     if len(msg) >= 8 and any(f.startswith(msg) and len(msg) < len(f) - 1 for f in _FIXED_LINES):

@@ -208,6 +208,9 @@ ANY_LEVEL_PHRASES: tuple[tuple[str, str | None], ...] = (
     # Triton's Python backend quoting the exception its stub raised while loading a model (an INFO record of
     # pb_stub.cc: "Failed to initialize Python stub: AttributeError: 'AsyncLLM' object has no attribute 'engine'")
     ("Failed to initialize Python stub: ", None),
+    # the Mellanox NIC's user-space driver reporting a work request the adapter completed in error (an RDMA transfer
+    # failed: "mlx5: host_unknown: got completion with error:", a dump of the completion entry under it)
+    ("got completion with error", r"\bmlx5: \S+: got completion with error\b"),
 )
 
 

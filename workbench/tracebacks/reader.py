@@ -25,7 +25,7 @@ def extract(text: str | bytes, *, year: int | None = None) -> Extractor:
     last = data.rfind(b"\n") + 1
     feed_lines(ex, data, last)
     ex.feed(_text(data[last:]))
-    ex.finish(last_line(ex, data))
+    ex.finish(last_line(ex, data), line_before_last(data))
     return ex
 
 
@@ -40,6 +40,13 @@ def last_line(ex: Extractor, data: bytes) -> tuple[int, str] | None:
         return None
     start = body.rfind(b"\n") + 1
     return ex.line_no - data.count(b"\n", start), _text(body[start:])
+
+
+def line_before_last(data: bytes) -> str | None:
+    """The line that is not blank just before :func:`last_line`'s, when ``data`` still holds it."""
+    body = data.rstrip()
+    rest = body[:body.rfind(b"\n") + 1].rstrip()
+    return _text(rest[rest.rfind(b"\n") + 1:]) if rest else None
 
 
 def feed_lines(ex: Extractor, data: bytes, stop: int) -> None:
@@ -127,5 +134,5 @@ def extract_stream(stream: BinaryIO, *, year: int | None = None, head_bytes: int
         data = data[last:] + more.encode("utf-8", "surrogatepass")
     ex.feed(_text(data[last:]))
     reader.detach()
-    ex.finish(last_line(ex, data))
+    ex.finish(last_line(ex, data), line_before_last(data))
     return ex

@@ -191,6 +191,8 @@ _PHRASE_LINES = {
     "failed (status ": "gemm.cu:635: gemm: cublasLtMatmul failed (status 14) M=2048 K=2048 N=32 after algo reselect",
     "' for url '": "(RolloutManager pid=1191) [2026-01-05 00:27:53] http_utils.py:153 - Error: Server error '503 Service "
                    "Unavailable' for url 'http://11.215.121.109:3592/generate'",
+    "got completion with error": "(LLMRayActor pid=90738, ip=172.19.24.110) mlx5: host_unknown: got completion with "
+                                 "error:",
     # the record of triton-inference-server/server#8387 without its glog prefix (INFO: the test of its own shape is in
     # test_tracebacks_round52.py)
     "Failed to initialize Python stub: ": "\"Failed to initialize Python stub: AttributeError: 'AsyncLLM' object has no "

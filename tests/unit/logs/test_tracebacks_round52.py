@@ -134,3 +134,23 @@ def test_turbomind_s_per_gpu_forward_thread_and_the_vision_encoder_s_forward_are
         "    return self._forward_func(images)",
     )) + "\n"
     assert analyze(vl).root_cause.phase == "serving"
+
+
+def test_a_nic_completion_error_is_a_failure_and_a_repeated_record_cut_short_cuts_the_log() -> None:
+    """OpenRLHF/OpenRLHF#621: during a weight sync, the mlx5 driver reports an RDMA completion in error, at no level; the
+    window ends inside the same record printed again."""
+    p = "(LLMRayActor pid=90738, ip=172.19.24.110) "
+    log = "\n".join((
+        "(LLMRayActor pid=90621, ip=172.19.24.110) update weight: model.embed_tokens.weight, dtype: torch.bfloat16, "
+        "shape: torch.Size([152064, 5120])",
+        p + "mlx5: host_unknown: got completion with error:",
+        p + "mlx5: host_u",
+    )) + "\n"
+    a = analyze(log)
+    assert a.root_cause is not None and a.root_cause.kind == "log_line"
+    assert "mlx5: host_unknown: got completion with error" in a.root_cause.message
+    assert a.final is not None and a.final.truncated
+    # a record repeated whole is not cut; the same record short of its end is
+    failed = "[2026-05-20 02:29:31 TP0] Scheduler hit an exception: RuntimeError: CUDA error: out of memory"
+    assert not analyze(f"{failed}\n{failed}\n").final.truncated
+    assert analyze(f"{failed}\n{failed[:-9]}\n").final.truncated
