@@ -211,6 +211,9 @@ ANY_LEVEL_PHRASES: tuple[tuple[str, str | None], ...] = (
     # the Mellanox NIC's user-space driver reporting a work request the adapter completed in error (an RDMA transfer
     # failed: "mlx5: host_unknown: got completion with error:", a dump of the completion entry under it)
     ("got completion with error", r"\bmlx5: \S+: got completion with error\b"),
+    # a launcher's own report that the server it started died, in a status panel with no level (vllm-cli's "✗ Server
+    # process terminated unexpectedly")
+    ("rocess terminated unexpectedly", r"\b[Pp]rocess terminated unexpectedly\b"),
 )
 
 

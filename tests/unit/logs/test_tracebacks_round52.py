@@ -154,3 +154,15 @@ def test_a_nic_completion_error_is_a_failure_and_a_repeated_record_cut_short_cut
     failed = "[2026-05-20 02:29:31 TP0] Scheduler hit an exception: RuntimeError: CUDA error: out of memory"
     assert not analyze(f"{failed}\n{failed}\n").final.truncated
     assert analyze(f"{failed}\n{failed[:-9]}\n").final.truncated
+
+
+def test_a_launchers_status_panel_saying_the_server_process_died_is_the_failure() -> None:
+    """Chen-zexi/vllm-cli#4: a rich panel's line, no level, between panels of GPU stats."""
+    log = "\n".join((
+        "╭──────────────────────────────── Server Status ────────────────────────────────╮",
+        "│ ✗ Server process terminated unexpectedly                                      │",
+        "╰───────────────────────────────────────────────────────────────────────────────╯",
+        "│   0    NVIDIA A10    Mem: ░░░░░░░░░░    4.00 MB/22.49 GB      Util: ░░░░░░░░░░   0.0%   │",
+    )) + "\n"
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.kind == "log_line" and "Server process terminated unexpectedly" in rc.message
