@@ -781,6 +781,13 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("text_generation_server/utils/tokens.py", "*", _S),
     ("text_generation_server/utils/logits_process.py", "*", _S),
     ("text_generation_server/layers/attention/kv_cache.py", "__init__", _KV),
+    # the KV cache's module before it (TGI 1.x, and LoRAX, its fork, @ 2dc08219: models/cache_manager.py read whole):
+    # warmup calls set_cache_manager, whose CacheManager.__init__ allocates every layer's blocks; allocate and free
+    # hand blocks to a batch's requests
+    ("text_generation_server/models/cache_manager.py", "set_cache_manager __init__", _KV),
+    ("lorax_server/models/cache_manager.py", "set_cache_manager __init__", _KV),
+    ("text_generation_server/models/cache_manager.py", "allocate free", _S),
+    ("lorax_server/models/cache_manager.py", "allocate free", _S),
     ("text_generation_server/layers/attention/kv_cache.py", "store paged_reshape_and_cache", _S),
     # the model classes' constructors read their tensors from the Weights (get_linear, load_* of the layers)
     ("text_generation_server/models/custom_modeling/", "__init__", _W),

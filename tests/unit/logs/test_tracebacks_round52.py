@@ -166,3 +166,21 @@ def test_a_launchers_status_panel_saying_the_server_process_died_is_the_failure(
     )) + "\n"
     rc = analyze(log).root_cause
     assert rc is not None and rc.kind == "log_line" and "Server process terminated unexpectedly" in rc.message
+
+
+def test_the_kv_cache_that_tgi_1x_and_lorax_allocate_in_their_warm_up_is_kv_cache_allocation() -> None:
+    """predibase/lorax#339: "Method Warmup encountered an error" over set_cache_manager → CacheManager.__init__'s
+    torch.empty: the frames name the KV cache, which the wrapper's words (warm-up) do not."""
+    root = "/opt/conda/lib/python3.10/site-packages/lorax_server/models/"
+    log = "\n".join((
+        "Method Warmup encountered an error.",
+        "Traceback (most recent call last):",
+        f'  File "{root}flash_causal_lm.py", line 775, in warmup',
+        "    self.kv_cache = set_cache_manager(",
+        f'  File "{root}cache_manager.py", line 124, in set_cache_manager',
+        "    CACHE_MANAGER = CacheManager(num_blocks, num_layers, num_heads, head_size, repeat_slots, dtype, device)",
+        f'  File "{root}cache_manager.py", line 29, in __init__',
+        "    self.kv_cache = [",
+        "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.25 GiB.",
+    )) + "\n"
+    assert analyze(log).root_cause.phase == "kv_cache_alloc"
