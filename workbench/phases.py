@@ -612,6 +612,8 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|[Ff]ailed to (?:start(?! (
                            # an extension module its library's ABI does not match, refused as it is imported
                            # ("ImportError: .../sgl_kernel/common_ops.abi3.so: undefined symbol: _ZN3c104cuda9SetDeviceEa")
                            r"\.so(?:\.\d+)*: undefined symbol: |"
+                           # Open MPI's runtime failing to start its ranks ("It looks like orte_init failed")
+                           r"\borte_init failed\b|"
                            r"aborting startup|\binit state\b|"
                            # a module that would not import, an engine being built: the program was starting
                            r"failed to import|No module named|cannot import name|Building .{0,40}engine|"

@@ -303,8 +303,8 @@ def process_header(last: tuple[int, str] | None, phase: str, server: str, recent
 
 
 # a record that is only its header at an error level: a level word with the date, time and brackets around it
-# ("ERROR 04-29 00:53:54", "[2025-01-02 10:00:00] ERROR")
-_HEADER_ONLY = re.compile(r"[\[(]?[\d\-:./T, ]*[\])]?\s*(?:ERROR|CRITICAL)\b[\s\d\-:./T,\[\]]*")
+# ("ERROR 04-29 00:53:54", "[2025-01-02 10:00:00] ERROR"), or cut inside its location ("ERROR 10-23 08:05:13 [multiproc_")
+_HEADER_ONLY = re.compile(r"[\[(]?[\d\-:./T, ]*[\])]?\s*(?:ERROR|CRITICAL)\b[\s\d\-:./T,\[\]]*(?:\[[\w.\-]*(?::\d*)?)?")
 
 
 def cut_record(last: tuple[int, str] | None, phase: str, server: str, recent: Iterable[str]) -> LogEvent | None:

@@ -214,6 +214,9 @@ ANY_LEVEL_PHRASES: tuple[tuple[str, str | None], ...] = (
     # a launcher's own report that the server it started died, in a status panel with no level (vllm-cli's "✗ Server
     # process terminated unexpectedly")
     ("rocess terminated unexpectedly", r"\b[Pp]rocess terminated unexpectedly\b"),
+    # Open MPI's banner when its runtime could not start a rank ("It looks like orte_init failed for some reason; your
+    # parallel process is likely to abort."): mpirun's ranks of TensorRT-LLM never came up
+    ("orte_init failed", r"\borte_init failed\b"),
 )
 
 

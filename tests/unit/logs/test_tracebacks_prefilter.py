@@ -194,6 +194,7 @@ _PHRASE_LINES = {
     "got completion with error": "(LLMRayActor pid=90738, ip=172.19.24.110) mlx5: host_unknown: got completion with "
                                  "error:",
     "rocess terminated unexpectedly": "│ ✗ Server process terminated unexpectedly                              │",
+    "orte_init failed": "It looks like orte_init failed for some reason; your parallel process is",
     # the record of triton-inference-server/server#8387 without its glog prefix (INFO: the test of its own shape is in
     # test_tracebacks_round52.py)
     "Failed to initialize Python stub: ": "\"Failed to initialize Python stub: AttributeError: 'AsyncLLM' object has no "

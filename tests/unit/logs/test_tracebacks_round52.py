@@ -184,3 +184,31 @@ def test_the_kv_cache_that_tgi_1x_and_lorax_allocate_in_their_warm_up_is_kv_cach
         "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.25 GiB.",
     )) + "\n"
     assert analyze(log).root_cause.phase == "kv_cache_alloc"
+
+
+def test_open_mpi_s_orte_init_banner_is_a_start_up_failure() -> None:
+    """triton-inference-server/tensorrtllm_backend#553: Triton loaded its Python models, then Open MPI's banner (no
+    level) says its runtime could not start the ranks; the window cuts the banner."""
+    log = "\n".join((
+        'I0801 06:26:01.677837 2034 model_lifecycle.cc:838] "successfully loaded \'postprocessing\'"',
+        "--------------------------------------------------------------------------",
+        "It looks like orte_init failed for some reason; your parallel process is",
+        "likely to abort.  There are many reasons that a parallel process can",
+        "fail during orte_init; some of which are due to configuration or",
+        "environment pro",
+    )) + "\n"
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.kind == "log_line" and "orte_init failed" in rc.message
+    assert rc.phase == "startup_other"
+
+
+def test_an_error_record_cut_inside_its_location_ends_the_log_as_a_failure() -> None:
+    """QwenLM/Qwen3-VL#1684: graph capture's bar, then a worker's ERROR record cut inside its "[file:line]"."""
+    log = "\n".join((
+        "Capturing CUDA graphs (decode, FULL):   9%|...| 3/35 [00:00<00:09,  3.30it/s]",
+        "",
+        "(Worker_TP7_EP7 pid=7475) ERROR 10-23 08:05:13 [multiproc_",
+    )) + "\n"
+    a = analyze(log)
+    assert a.root_cause is not None and a.root_cause.ranks == ("TP7 EP7",)
+    assert a.root_cause.phase == "cuda_graph_capture" and a.final is not None and a.final.truncated
