@@ -217,6 +217,10 @@ ANY_LEVEL_PHRASES: tuple[tuple[str, str | None], ...] = (
     # Open MPI's banner when its runtime could not start a rank ("It looks like orte_init failed for some reason; your
     # parallel process is likely to abort."): mpirun's ranks of TensorRT-LLM never came up
     ("orte_init failed", r"\borte_init failed\b"),
+    # Ray's report of an actor task that raised while no caller took its result ("Unhandled error (suppress with
+    # 'RAY_IGNORE_UNHANDLED_ERRORS=1'): ray::WorkerDict.actor_rollout_generate_sequences() (pid=6249, ...)"), the task's
+    # traceback under it, often cut by the window
+    ("Unhandled error (suppress with ", None),
 )
 
 

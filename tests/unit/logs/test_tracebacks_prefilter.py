@@ -195,6 +195,8 @@ _PHRASE_LINES = {
                                  "error:",
     "rocess terminated unexpectedly": "│ ✗ Server process terminated unexpectedly                              │",
     "orte_init failed": "It looks like orte_init failed for some reason; your parallel process is",
+    "Unhandled error (suppress with ": "(TaskRunner pid=5757) Unhandled error (suppress with 'RAY_IGNORE_UNHANDLED_ERRORS="
+                                       "1'): ray::WorkerDict.actor_rollout_generate_sequences() (pid=6249, ip=10.156.5.220)",
     # the record of triton-inference-server/server#8387 without its glog prefix (INFO: the test of its own shape is in
     # test_tracebacks_round52.py)
     "Failed to initialize Python stub: ": "\"Failed to initialize Python stub: AttributeError: 'AsyncLLM' object has no "

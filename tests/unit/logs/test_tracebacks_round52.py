@@ -212,3 +212,28 @@ def test_an_error_record_cut_inside_its_location_ends_the_log_as_a_failure() -> 
     a = analyze(log)
     assert a.root_cause is not None and a.root_cause.ranks == ("TP7 EP7",)
     assert a.root_cause.phase == "cuda_graph_capture" and a.final is not None and a.final.truncated
+
+
+def test_rays_unhandled_error_over_a_cut_stack_is_the_failure_and_its_method_tells_the_phase() -> None:
+    """verl-project/verl#4057: the trainer's driver reports the rollout actor's task error nobody took; the window cuts
+    the task's traceback under it at its first frame."""
+    p = "(TaskRunner pid=5757) "
+    log = "\n".join((
+        "(WorkerDict pid=6249) WARNING 11-08 04:43:11 [block_pool.py:304] Failed to reset prefix cache because some "
+        "blocks (512) are not freed yet",
+        p + "Unhandled error (suppress with 'RAY_IGNORE_UNHANDLED_ERRORS=1'): ray::WorkerDict.actor_rollout_generate_"
+        "sequences() (pid=6249, ip=10.156.5.220, actor_id=09cff768ed4766b724c4590103000000)",
+        p + "           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
+        p + '  File "/local/apps/verl/single_controll',
+    )) + "\n"
+    rc = analyze(log).root_cause
+    assert rc is not None and "ray::WorkerDict.actor_rollout_generate_sequences()" in rc.message
+    assert rc.phase == "serving"
+    # with the task's traceback whole, its exception stays the cause (dev's OpenRLHF window)
+    whole = analyze(log.replace(p + '  File "/local/apps/verl/single_controll\n', "") + "\n".join((
+        p + "Traceback (most recent call last):",
+        p + '  File "/usr/lib/python3/dist-packages/vllm/worker/worker.py", line 12, in init_process_group',
+        p + "    self.model_executor.x()",
+        p + "AttributeError: 'LLM' object has no attribute 'model_executor'",
+    )) + "\n").root_cause
+    assert whole is not None and whole.exception_type == "AttributeError"
