@@ -50,6 +50,8 @@ def test_no_real_log_line_is_binary_noise() -> None:
     assert len(logs) > 250
     for path in logs:
         for line in path.read_bytes().decode("utf-8", "replace").split("\n"):
+            if not line.replace("\ufffd", "").strip():
+                continue  # a paste's garbled line that is nothing but U+FFFD (xinference#3905): no text to lose
             assert not binary_noise(line), (path.name, line)
 
 
