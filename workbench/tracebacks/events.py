@@ -72,10 +72,11 @@ _FAILED_STATUS = re.compile(r"(?<![\w-])FAILED(?::| -) \S")
 # that tags its lines, the error a code ("[torch_memory_saver.cpp] cudaError error: 2 (out of memory)  file=... line=172"):
 # what failed, said before the engine's record of it
 # or a program's argument parser refusing its command line (argparse's "vllm: error: unrecognized arguments: --task
-# embedding", a subcommand's "vllm serve: error: argument --x: invalid choice", under its usage lines)
+# embedding", a subcommand's "vllm serve: error: argument --x: invalid choice", a program named in two words, "TRL CLI:
+# error: argument command: invalid choice: 'vllm-serve'", under its usage lines)
 _LIBRARY_ERROR = re.compile(r"(?!(?:the|this|that|an?|my|same|following|no|any|which|what|an?other)\b)"
                             r"(?:[a-z][a-z0-9_.+-]{1,30} error: [A-Z]|\[[\w.-]{1,40}\.(?:cpp|cc|cu|c|h)\] [a-z]\w{1,30} error: \d|"
-                            r"[\w.-]{1,40}(?: [a-z][\w-]{1,30})?: error: (?:unrecognized arguments|argument |"
+                            r"[\w.-]{1,40}(?: [A-Za-z][\w-]{1,30})?: error: (?:unrecognized arguments|argument |"
                             r"the following arguments are required)|"
                             # Rust's clap refusing a command line (uv's "error: unexpected argument '--torch-backend'
                             # found", TGI's launcher's "error: invalid value 'True' for '--disable-custom-kernels'")

@@ -237,3 +237,16 @@ def test_rays_unhandled_error_over_a_cut_stack_is_the_failure_and_its_method_tel
         p + "AttributeError: 'LLM' object has no attribute 'model_executor'",
     )) + "\n").root_cause
     assert whole is not None and whole.exception_type == "AttributeError"
+
+
+def test_an_argument_parser_named_in_two_words_refusing_its_command_line_is_a_start_up_failure() -> None:
+    """wdrink/SimpleAR#24: TRL's CLI (argparse's prog "TRL CLI") has no `vllm-serve` command in that version."""
+    log = "\n".join((
+        "INFO 05-19 17:20:56 __init__.py:190] Automatically detected platform cuda.",
+        "usage: trl",
+        "TRL CLI: error: argument command: invalid choice: 'vllm-serve' (choose from 'chat', 'dpo', 'env', 'grpo', "
+        "'kto', 'sft')",
+    )) + "\n"
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.kind == "log_line" and "invalid choice: 'vllm-serve'" in rc.message
+    assert rc.phase == "startup_other"
