@@ -755,11 +755,10 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("lmdeploy/turbomind/turbomind.py", "_create_weight_func _process_weights", _W),
     ("lmdeploy/turbomind/model_loader.py", "*", _W),
     ("lmdeploy/turbomind/checkpoint.py", "*", _W),
+    # (and the instance's per-GPU forward of a request: stream_infer → _forward_thread starts one thread per device
+    # whose target, _func, runs model_insts[device_id].forward; turbomind.py in three stored versions, 2024)
     ("lmdeploy/turbomind/turbomind.py", "async_stream_infer async_cancel async_end prepare_inputs "
-     "prepare_embeddings sleep wakeup update_params", _S),
-    # the instance's per-GPU forward of a request: stream_infer → _forward_thread starts one thread per device whose
-    # target, _func, runs model_insts[device_id].forward (turbomind.py in three stored versions, 2024)
-    ("lmdeploy/turbomind/turbomind.py", "stream_infer _forward_thread _async_forward_thread _func", _S),
+     "prepare_embeddings sleep wakeup update_params stream_infer _forward_thread _async_forward_thread _func", _S),
     # the vision encoder's batch of a request's images (ImageEncoder.forward; its __init__ loads the model)
     ("lmdeploy/vl/engine.py", "forward async_infer infer", _S),
     # --- sweep 2: text-generation-inference's Python shard (text-generation-inference @ db931fcf; server.py,

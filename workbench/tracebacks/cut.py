@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from workbench.code_phases import STEPS
 from workbench.logformats import _parse, parse_line
-from workbench.phases import phase_from_frames
+from workbench.phases import PhaseTracker, phase_from_frames
 from workbench.tracebacks.model import Final, Frame, LogEvent, RootCause, Traceback
-from workbench.tracebacks.patterns import level_word
+from workbench.tracebacks.patterns import RAISED_NAME, level_word
 from workbench.tracebacks.stack import CUT_DUMP
 
 # the record a logger printed just before the traceback it attaches (Python's logger.exception("...")):
@@ -21,7 +21,7 @@ _ANNOUNCE_ONLY = re.compile(r"(?:exception|error|traceback)\W*$", re.I)
 _KEY_ONLY = re.compile(r"""(['"])[^'"\s]+\1""")
 _ANNOUNCES = re.compile(r"because of an error raised|raised in (?:its )?creation task|failed to start|Error executing metho")
 # logger.exception(repr(e)) as vLLM v0's engine loop writes it ("AssertionError()", "ValueError('...')"): the type
-_LOGGED_REPR = re.compile(r"([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt))\((.*)\)")
+_LOGGED_REPR = re.compile(rf"({RAISED_NAME})\((.*)\)")
 
 
 def _reported(lead: str, *, logged: bool = False) -> str:
@@ -79,10 +79,21 @@ _LAUNCHER = re.compile(r"(?:^|/)bin/(?:vllm|sglang|trtllm-serve|lmdeploy|text-ge
                        r"vllm/entrypoints/cli/|sglang/launch_server\.py$")
 
 
-def launched_cut(tb: Traceback | None, ready: bool) -> bool:
-    """A stack cut before its exception line that starts in a server's launcher, in a log where no server
-    was ready: the launching process ended while it was starting the server (an engineer reads start-up)."""
-    if tb is None or tb.exception_type is not None or not tb.frames or ready:
+def own_block(root: RootCause, tracebacks: Sequence[Traceback]) -> Traceback | None:
+    """The traceback a root cause of kind ``exception`` was read from (it starts on the root's line), else None."""
+    return next((t for t in tracebacks if t.start_line == root.line), None) if root.kind == "exception" else None
+
+
+def failed_starting(root: RootCause, tracebacks: Sequence[Traceback], trackers: Iterable[PhaseTracker]) -> bool:
+    """A root cause whose phase nothing told came while a server was starting: some server in the log said its start
+    failed (before it was ready) near the root's line; or the root's stack, cut before its exception line, starts in a
+    server's launcher and no server in the log was ready (the launching process ended while it was starting the
+    server: an engineer reads start-up)."""
+    servers = list(trackers)
+    if any(t.init_failed is not None and abs(t.init_failed - root.line) <= 400 for t in servers):
+        return True
+    tb = own_block(root, tracebacks)
+    if tb is None or tb.exception_type is not None or not tb.frames or any(t.ready for t in servers):
         return False
     files = [f.file.replace("\\", "/") for f in tb.frames]
     return _LAUNCHER.search(files[0]) is not None and not any("/bench" in f for f in files)  # not a benchmark client
@@ -91,7 +102,7 @@ def launched_cut(tb: Traceback | None, ready: bool) -> bool:
 def continued_rank(root: RootCause, tracebacks: Sequence[Traceback]) -> RootCause:
     """A root block cut at both ends with no rank, whose stack goes on in the very next block under a rank's prefix
     (the window began inside a wrapped line: its first lines lost the prefix the rest keep): that rank's."""
-    own = next((t for t in tracebacks if t.start_line == root.line), None) if root.kind == "exception" else None
+    own = own_block(root, tracebacks)
     if own is None or root.ranks or not own.cut_start or own.exception_type is not None:
         return root
     nxt = next((t for t in tracebacks if 0 < t.start_line - own.end_line <= 1 and t.cut_start and t.rank), None)

@@ -42,7 +42,8 @@ from workbench.tracebacks.cut import (
     continued_rank,
     cut_end,
     cut_report,
-    launched_cut,
+    failed_starting,
+    own_block,
     start_cut_in_roots_step,
     threads_phase,
     threads_root,
@@ -129,7 +130,8 @@ def normalize_message(message: str | None) -> str:
 
 
 def _frame_key(frame: Frame) -> str:
-    return "/".join(frame.file.replace("\\", "/").rsplit("/", 2)[-2:]) + ":" + frame.function
+    parts = frame.file.replace("\\", "/").rsplit("/", 2)
+    return "/".join(parts[-2:]) + ":" + frame.function
 
 
 def _signature_frames(frames: Sequence[Frame]) -> list[str]:
@@ -186,11 +188,6 @@ def _chains(tracebacks: Sequence[Traceback]) -> list[list[Traceback]]:
                 chain.append(nxt[chain[-1].index])
             chains.append(chain)
     return chains
-
-
-def _start_failed(ex: Extractor, line: int) -> bool:
-    """Some server in the log said its start failed (before it was ready) near this line."""
-    return any(t.init_failed is not None and abs(t.init_failed - line) <= 400 for t in ex.trackers.values())
 
 
 # an exception that only reports a compiler run failed (CalledProcessError of gcc, nvcc...)
@@ -302,8 +299,7 @@ def analysis_of(ex: Extractor) -> Analysis:
                         and not any(tr.restart and tr.line_no > root.line for tr in t.transitions)), None)
         if tracker is not None and tracker.phase == "serving":
             root = replace(root, phase="serving")
-    if root is not None and root.phase == "unknown" and (_start_failed(ex, root.line) or launched_cut(
-            next((t for t in tracebacks if t.start_line == root.line), None), any(t.ready for t in ex.trackers.values()))):
+    if root is not None and root.phase == "unknown" and failed_starting(root, tracebacks, ex.trackers.values()):
         root = replace(root, phase="startup_other")  # the server said its start failed, or its launcher died: not serving
     if root is not None and root.phase == "startup_other":
         # an NCCL/HCCL error while starting, in the root's words or in the error records just before it
@@ -337,7 +333,7 @@ def _phase_from_neighbour(root: RootCause, tracebacks: Sequence[Traceback]) -> R
     :func:`workbench.phases.decide_phase`; for a cut block also the method a neighbour's wrapper names, which outranks
     the words as well); for a line alone any known neighbour phase fills an unknown one.
     """
-    own = next((t for t in tracebacks if t.start_line == root.line), None) if root.kind == "exception" else None
+    own = own_block(root, tracebacks)
     alone = root.innermost_frame is None
     if not alone and not (own is not None and own.cut_start and root.phase == "unknown"):
         return root

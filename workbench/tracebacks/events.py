@@ -14,6 +14,7 @@ from workbench.tracebacks.patterns import (
     _NUM_FRAME,
     _PROCESS_CUT,
     LOST_TYPE_PHRASES,
+    RAISED_NAME,
     event_matches,
     level_word,
 )
@@ -201,11 +202,9 @@ def lost_type(event: LogEvent) -> bool:
 # pybind11's text of a Python exception raised under C++ (error_already_set::what(): "AttributeError: 'AsyncLLM' object
 # has no attribute 'engine'\n\nAt:\n  /opt/.../model.py(365): _setup_metrics"), as a C++ record quotes it, its line
 # breaks escaped or not (Triton's Python backend: "Failed to initialize Python stub: <that text>")
-_PYBIND_RAISED = re.compile(r"(?:^|[\s:\"'])(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)): "
-                            r"(?P<message>.+?)(?:\\n|\n)+At:(?:\\n|\n)|"
+_PYBIND_RAISED = re.compile(rf"(?:^|[\s:\"'])(?P<type>{RAISED_NAME}): (?P<message>.+?)(?:\\n|\n)+At:(?:\\n|\n)|"
                             # Triton's own words before it, also when the window cuts the record before "At:"
-                            r"Python stub: (?P<type2>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)): "
-                            r"(?P<message2>(?:[^\\\n]|\\[^n])+)")
+                            rf"Python stub: (?P<type2>{RAISED_NAME}): (?P<message2>(?:[^\\\n]|\\[^n])+)")
 
 
 def line_cause(e: LogEvent) -> tuple[Literal["exception", "log_line"], str | None, str]:

@@ -75,6 +75,8 @@ _FH_FRAME = re.compile(r'\s*File "([^"]*)", line (\d+) in (.+)')
 # glog's and c10's severity tag ("[E ProcessGroupNCCL.cpp:916]", "[E1001 16:06:04.53 ProcessGroupNCCL.cpp:607]")
 # reads as ERROR too
 _LEVEL_WORD = re.compile(r"ERROR|CRITICAL|WARNING|\[E\]|\[E(?=(?:\d{4} [\d:.]+)? ?[\w.-]+\.(?:cpp|cc|cu|h|hpp):\d+\])")
+# an exception class's name as an error report quotes it, dotted or not ("AttributeError", "torch.OutOfMemoryError")
+RAISED_NAME = r"[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)"
 _EXC_NAME = re.compile(r"(?:Error|Exception|Exit|Interrupt|Warning|Iteration|Fault|Failure|Timeout|Unsupported|Cancelled|Abort)$")
 _CARET = re.compile(r"\s*[~^]+\s*$")
 _QUOTE = re.compile(r"[ \t]*(?:> ?)+")
@@ -437,8 +439,8 @@ def own_record(lead: str, header: str | None) -> tuple[str, bool]:
     return lead, False
 
 
-# the header's word cut inside itself, after a record's colon ("Scheduler hit an exception: Tra")
-_HEADER_STEMS = tuple(_HEADER[:k] for k in range(3, 10))
+# the header's word cut inside itself, after a record's colon ("Scheduler hit an exception: Tra"), longest first
+_HEADER_STEMS = tuple(_HEADER[:k] for k in range(9, 2, -1))
 
 
 def cut_header(msg: str) -> int:
@@ -448,7 +450,7 @@ def cut_header(msg: str) -> int:
     pos = tail.rfind("Traceback (")
     if pos >= 0 and _HEADER.startswith(tail[pos:]):
         return pos
-    stem = next((w for w in _HEADER_STEMS[::-1] if tail.endswith(w)), None)
+    stem = next((w for w in _HEADER_STEMS if tail.endswith(w)), None)
     return len(tail) - len(stem) if stem is not None and tail[:len(tail) - len(stem)].endswith(": ") else -1
 
 

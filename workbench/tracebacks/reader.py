@@ -25,7 +25,7 @@ def extract(text: str | bytes, *, year: int | None = None) -> Extractor:
     last = data.rfind(b"\n") + 1
     feed_lines(ex, data, last)
     ex.feed(_text(data[last:]))
-    ex.finish(last_line(ex, data), line_before_last(data))
+    ex.finish(*tail_lines(ex, data))
     return ex
 
 
@@ -33,20 +33,26 @@ def _text(line: bytes) -> str:
     return line.decode("utf-8", "surrogatepass")
 
 
-def last_line(ex: Extractor, data: bytes) -> tuple[int, str] | None:
-    """The last line of ``data`` that is not blank, and its number, once ``ex`` has been fed all of ``data``."""
-    body = data.rstrip()
-    if not body:
-        return None
-    start = body.rfind(b"\n") + 1
-    return ex.line_no - data.count(b"\n", start), _text(body[start:])
+_BLANK = b" \t\n\r\x0b\x0c"  # what bytes.rstrip strips
 
 
-def line_before_last(data: bytes) -> str | None:
-    """The line that is not blank just before :func:`last_line`'s, when ``data`` still holds it."""
-    body = data.rstrip()
-    rest = body[:body.rfind(b"\n") + 1].rstrip()
-    return _text(rest[rest.rfind(b"\n") + 1:]) if rest else None
+def _text_end(data: bytes, end: int) -> int:
+    """Where the text of ``data[:end]`` ends, trailing blanks left out (``bytes.rstrip`` without copying ``data``)."""
+    while end and data[end - 1] in _BLANK:
+        end -= 1
+    return end
+
+
+def tail_lines(ex: Extractor, data: bytes) -> tuple[tuple[int, str] | None, str | None]:
+    """The last line of ``data`` that is not blank and its number, once ``ex`` has been fed all of ``data``; and the
+    line that is not blank just before it, when ``data`` still holds it (None where there is none)."""
+    end = _text_end(data, len(data))
+    if not end:
+        return None, None
+    start = data.rfind(b"\n", 0, end) + 1
+    last = (ex.line_no - data.count(b"\n", start), _text(data[start:end]))
+    before = _text_end(data, start)
+    return last, (_text(data[data.rfind(b"\n", 0, before) + 1:before]) if before else None)
 
 
 def feed_lines(ex: Extractor, data: bytes, stop: int) -> None:
@@ -134,5 +140,5 @@ def extract_stream(stream: BinaryIO, *, year: int | None = None, head_bytes: int
         data = data[last:] + more.encode("utf-8", "surrogatepass")
     ex.feed(_text(data[last:]))
     reader.detach()
-    ex.finish(last_line(ex, data), line_before_last(data))
+    ex.finish(*tail_lines(ex, data))
     return ex
