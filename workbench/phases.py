@@ -875,6 +875,7 @@ def text_evidence(texts: Iterable[str | None]) -> tuple[str | None, bool, bool, 
 def decide_phase(frames: Iterable[tuple[str, str, str | None]], texts: Iterable[str | None] = (),
                  timeline_phase: str = "unknown", *, ready: bool = False) -> str:
     """The phase of one failure from its stack, its words and the log's timeline (precedence above)."""
+    frames = list(frames)
     step, serving, startup = stack_evidence(frames, timeline_phase)
     if step is not None:
         return step
@@ -889,7 +890,24 @@ def decide_phase(frames: Iterable[tuple[str, str, str | None]], texts: Iterable[
         return timeline_phase
     if startup or text_startup:
         return startup_step(texts)
+    if any(_rpc_loop(file, function) for file, function, _code in frames):
+        return "serving"
     return "unknown"
+
+
+# a worker's loop over the RPCs its engine sends (vLLM v1's worker_busy_loop, v0's _run_worker_process, lmdeploy's and
+# verl's executor loops): it carries the start-up RPCs too, so the code table holds it neutral, but with no step in
+# the stack, no words and no timeline to say otherwise, the call it was running is the one it runs all day long --
+# execute_model, a request's batch ("WorkerProc hit an exception" cut after "worker_busy_loop"; "WorkerProc failed."
+# inside the broadcast queue's dequeue the loop waits on)
+_RPC_LOOPS = (("multiproc_executor.py", "worker_busy_loop"), ("multiproc_worker_utils.py", "_run_worker_process"),
+              ("vllm_rollout", "_loop_forever"), ("lmdeploy/pytorch/engine/executor/", "_main_loop"),
+              # the broadcast queue the busy loop waits on for the next call
+              ("shm_broadcast.py", "dequeue"))
+
+
+def _rpc_loop(file: str, function: str) -> bool:
+    return any(name == function and path in file.replace("\\", "/") for path, name in _RPC_LOOPS)
 
 
 def _only_load_model(texts: Iterable[str | None]) -> bool:
