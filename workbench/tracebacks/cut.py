@@ -11,6 +11,7 @@ from workbench.logformats import _parse, parse_line
 from workbench.phases import PhaseTracker, phase_from_frames
 from workbench.tracebacks.model import Final, Frame, LogEvent, RootCause, Traceback
 from workbench.tracebacks.patterns import RAISED_NAME, level_word
+from workbench.tracebacks.prefixes import unquote
 from workbench.tracebacks.stack import CUT_DUMP
 
 # the record a logger printed just before the traceback it attaches (Python's logger.exception("...")):
@@ -163,7 +164,8 @@ def ends_cut(last: tuple[int, str] | None, before: str | None = None) -> bool:
     the start of the record just ``before`` it again, short of its end (a repeated record cut: "mlx5: host_u")."""
     if last is None:
         return False
-    msg = parse_line(last[1]).message.rstrip()
+    msg = parse_line(last[1]).message
+    msg = (unquote(msg) if msg[:1] == "E" else msg).rstrip()  # (a line of pytest's report: behind its margin)
     if not msg:
         return True
     if msg[0].isspace():  # a source line (a traceback's, or one a warning quotes): its brackets are the code's

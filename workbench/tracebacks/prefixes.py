@@ -57,9 +57,18 @@ def json_log(line: str) -> str:
     return line
 
 
+# pytest's report of a failed test writes the exception's lines behind an "E" margin aligned to the failing source line
+# ("E       AssertionError: Tensor-likes are not close!", "E" alone for a blank line of the message)
+_PYTEST_MARGIN = re.compile(r"E(?: {3,}(?=\S)| *\r?$)")
+
+
 def unquote(line: str) -> str:
     """An indented line without the Markdown quote (``> ``) or the exception group's margin (PEP 654's
-    ``  | `` before each line, ``  +-+---- 1 ----`` between sub-exceptions) that a paste put before it."""
+    ``  | `` before each line, ``  +-+---- 1 ----`` between sub-exceptions) that a paste put before it, or a line of
+    pytest's report without its "E" margin."""
+    if line[:1] == "E":
+        margin = _PYTEST_MARGIN.match(line)
+        return line if margin is None else line[margin.end():]
     stripped = line.lstrip(" \t")
     if stripped.startswith(">"):
         return _QUOTE.sub("", line, count=1)

@@ -294,7 +294,7 @@ class Extractor:
     def _feed(self, line: str) -> None:
         self.line_no += 1
         self._stream = None
-        if line and line[0] in " \t>":
+        if line and line[0] in " \t>E":
             line = unquote(line)
         glued = None
         if line[:2] == '{"' and ('"log":"' in line or '"message":"' in line or '"msg":"' in line):

@@ -4,6 +4,7 @@ once untuned first), on lines written in the shapes of real logs (the thread say
 from __future__ import annotations
 
 from workbench.tracebacks import analyze
+from workbench.tracebacks.prefixes import unquote
 
 _BUSY = "\n".join((
     "(Worker_TP0 pid=86929) ERROR 10-02 09:11:38 [multiproc_executor.py:671] WorkerProc hit an exception.",
@@ -33,3 +34,31 @@ def test_a_worker_stack_cut_in_its_rpc_loop_with_nothing_else_to_tell_is_serving
     # the engine's side of the same calls (collective_rpc sends load_model as well as execute_model) says nothing
     rpc = _BUSY.replace("line 666, in worker_busy_loop", "line 250, in collective_rpc")
     assert analyze(rpc + "\n").root_cause.phase == "unknown"
+
+
+_PYTEST = "\n".join((
+    "    def get_summarized_data(self):",
+    "        if dim == 1:",
+    ">               return torch.cat(",
+    "                    (self[: PRINT_OPTS.edgeitems], self[-PRINT_OPTS.edgeitems :])",
+    "                )",
+    "E               RuntimeError: CUDA error: an illegal memory access was encountered",
+    "E               CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace "
+    "below might be incorrect.",
+))
+
+
+def test_the_exception_of_a_pytest_report_is_read_behind_its_e_margin() -> None:
+    """sglang#7464, sglang#5305, vllm#23066: pytest's long report writes the exception behind an "E" margin aligned to
+    the failing source line (its blank lines an "E" alone); a report cut inside a CUDA hint was cut."""
+    a = analyze(_PYTEST + "\n" + "E               For debugging cons\n")
+    assert a.root_cause is not None and a.root_cause.exception_type == "RuntimeError"
+    assert "an illegal memory access was encountered" in a.root_cause.message
+    assert a.final is not None and a.final.truncated
+    whole = ("E       AssertionError: Tensor-likes are not close!\nE\nE       Mismatched elements: 118 / 2048 (5.8%)\n\n"
+             "test_cublas_grouped_gemm.py:36: AssertionError\n")
+    b = analyze(whole)
+    assert b.root_cause.exception_type == "AssertionError" and "Tensor-likes are not close!" in b.root_cause.message
+    assert not b.final.truncated
+    # a word that begins with E, or an E with one space, is not the margin
+    assert [unquote(x) for x in ("E x", "Error:    x", "E   x", "E")] == ["E x", "Error:    x", "x", ""]
