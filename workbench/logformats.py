@@ -136,6 +136,11 @@ _PIPES = re.compile(
 _PIPES_LEVEL = {"SUCCESS": "INFO", "WARN": "WARNING", "FATAL": "CRITICAL"}
 _LLAMACPP = re.compile(r"\d+\.\d\d\.\d\d\d\.\d\d\d (?P<lvl>[DIWE]) ")
 _LLAMACPP_LEVEL = {"D": "DEBUG", "I": "INFO", "W": "WARNING", "E": "ERROR"}
+# Go's zerolog console writer, its default kitchen time and three-letter level ("9:01PM ERR [llama-cpp] Failed loading
+# model ...": LocalAI)
+_ZEROLOG = re.compile(r"(?P<ts>\d{1,2}:\d\d(?::\d\d)?[AP]M) (?P<lvl>TRC|DBG|INF|WRN|ERR|FTL|PNC) ")
+_ZEROLOG_LEVEL = {"TRC": "DEBUG", "DBG": "DEBUG", "INF": "INFO", "WRN": "WARNING", "ERR": "ERROR", "FTL": "CRITICAL",
+                  "PNC": "CRITICAL"}
 _NCCL_LEVEL = {"INFO": "INFO", "WARN": "WARNING", "TRACE": "DEBUG", "ERROR": "ERROR"}
 _UPPER = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _DIGITS = frozenset("0123456789")
@@ -404,6 +409,9 @@ def _parse(line: str) -> Parsed:
                     if m:
                         level, time, location, fmt = _GLOG_LEVEL[m["lvl"]], m["ts"], m["loc"], "glog"
                         header = m.group(0)
+        elif c in _DIGITS and fmt == "plain" and "M " in line[pos + 4:pos + 10] and (z := _ZEROLOG.match(line, pos)):
+            m = z
+            level, fmt = _ZEROLOG_LEVEL[m["lvl"]], "zerolog"
         elif c in _DIGITS and fmt == "plain" and "." in line[pos + 1:pos + 3]:
             m = _LLAMACPP.match(line, pos)
             if m:  # llama.cpp's "3.02.199.202 E message" (time since start, one-letter level)

@@ -223,6 +223,12 @@ ANY_LEVEL_PHRASES: tuple[tuple[str, str | None], ...] = (
     # 'RAY_IGNORE_UNHANDLED_ERRORS=1'): ray::WorkerDict.actor_rollout_generate_sequences() (pid=6249, ...)"), the task's
     # traceback under it, often cut by the window
     ("Unhandled error (suppress with ", None),
+    # a gRPC call that failed, as Go's gRPC status prints it whatever level its caller logs it at (LocalAI's "INF [rwkv]
+    # Fails: could not load model: rpc error: code = Unavailable desc = error reading from server: EOF")
+    ("rpc error: code = ", r"\brpc error: code = (?!OK\b)[A-Z]\w+ desc = "),
+    # asyncio's create_server refusing the server's address, as uvicorn logs it or a paste keeps it alone ("[Errno 98]
+    # error while attempting to bind on address ('0.0.0.0', 8000): address already in use")
+    ("error while attempting to bind on address", None),
 )
 
 

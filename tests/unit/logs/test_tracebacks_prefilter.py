@@ -201,6 +201,10 @@ _PHRASE_LINES = {
     # test_tracebacks_round52.py)
     "Failed to initialize Python stub: ": "\"Failed to initialize Python stub: AttributeError: 'AsyncLLM' object has no "
                                           "attribute 'engine'\\n\\nAt:\\n",
+    "rpc error: code = ": "[rwkv] Fails: could not load model: rpc error: code = Unavailable desc = error "
+                          "reading from server: EOF",
+    "error while attempting to bind on address": "[Errno 98] error while attempting to bind on address ('10.102.241.42',"
+                                                 " 42169): address already in use",
 }
 
 

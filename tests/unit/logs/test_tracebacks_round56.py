@@ -62,3 +62,30 @@ def test_the_exception_of_a_pytest_report_is_read_behind_its_e_margin() -> None:
     assert not b.final.truncated
     # a word that begins with E, or an E with one space, is not the margin
     assert [unquote(x) for x in ("E x", "Error:    x", "E   x", "E")] == ["E x", "Error:    x", "x", ""]
+
+
+def test_go_zerolog_console_lines_and_a_grpc_status_error_at_any_level() -> None:
+    """LocalAI#1965, LocalAI#5339: Go's zerolog console writer ("9:01PM ERR ...") gives the line's level; a gRPC call's
+    failed status ("rpc error: code = Unavailable desc = ...") is a failure even in an INF line."""
+    from workbench.logformats import parse_line
+
+    line = parse_line("9:01PM ERR [llama-cpp] Failed loading model, error: could not load model: rpc error: code = "
+                      "Canceled desc = ")
+    assert line.level == "ERROR" and line.message.startswith("[llama-cpp] Failed loading model")
+    assert parse_line("5:38AM INF [whisper] Attempting to load").level == "INFO"
+    assert parse_line("12:30 PMX INF no").level is None
+    log = ("5:38AM INF Loading model 'phi-2.gguf' with backend rwkv\n"
+           "5:38AM INF [rwkv] Fails: could not load model: rpc error: code = Unavailable desc = error reading from "
+           "server: EOF\n5:38AM INF [whisper] Attempting to load\n")
+    a = analyze(log)
+    assert a.root_cause is not None and a.root_cause.kind == "log_line"
+    assert "rpc error: code = Unavailable desc = error reading from server: EOF" in a.root_cause.message
+    # a status that says the call went well is no failure
+    assert analyze("5:38AM INF call done: rpc error: code = OK desc = fine\n").root_cause is None
+
+
+def test_a_server_that_could_not_bind_its_address_failed_to_start() -> None:
+    """xtuner#1828: asyncio's "error while attempting to bind on address", alone on its line (uvicorn puts "ERROR:"
+    before it): the server never listened."""
+    a = analyze("[Errno 98] error while attempting to bind on address ('10.1.2.3', 42169): address already in use\n")
+    assert a.root_cause is not None and a.root_cause.kind == "log_line" and a.root_cause.phase == "startup_other"
