@@ -311,6 +311,9 @@ def analysis_of(ex: Extractor) -> Analysis:
     root, final = typeless_dump(root, final, ex.events)
     if ex.ends_cut:
         final = cut_end(final, root, ex.line_no)
+    elif final is None and root is not None:  # the failure a record reported is how the log ends, whole
+        final = Final(root.exception_type, root.message, root.innermost_frame, root.phase, root.ranks, False, None,
+                      root.line)
     return Analysis(tracebacks, tuple(failures), tuple(ex.events), tuple(ex.cpp_exceptions), final, root, ex.line_no)
 
 

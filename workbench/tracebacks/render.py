@@ -246,7 +246,8 @@ def format_summary(analysis: Analysis) -> str:
             if fin.last_complete:
                 out.append(f"       last complete: {fin.last_complete[0]}: {_first_line(fin.last_complete[1])}")
         else:
-            out.append(f"Final: {fin.exception_type}: {_first_line(fin.message)} (phase {fin.phase}{_ranks(fin.ranks)})")
+            what = f"{fin.exception_type}: {_first_line(fin.message)}" if fin.exception_type else _first_line(fin.message)
+            out.append(f"Final: {what} (phase {fin.phase}{_ranks(fin.ranks)})")
     rc = analysis.root_cause
     if rc is not None:
         what = f"{rc.exception_type}: {_first_line(rc.message)}" if rc.kind == "exception" else _first_line(rc.message)

@@ -226,7 +226,9 @@ def test_a_log_whose_last_record_was_cut_says_so_in_final() -> None:
     a = analyze(lines)
     assert a.root_cause is not None and a.final is not None and a.final.truncated and a.final.exception_type is None
     whole = analyze("[2025-05-15 15:48:41.235] [infini] [error] [libinfinistore.cpp:910] Please register memory first\n")
-    assert whole.root_cause is not None and whole.final is None
+    # the record whole: the log ends with that failure, not cut (the twenty-first stop's final for a log-line failure)
+    assert whole.root_cause is not None and whole.final is not None and not whole.final.truncated
+    assert whole.final.message == whole.root_cause.message
     assert analyze("INFO starting (pid 12)\nINFO listening on :8000 (\n").final is None  # nothing failed: no final
 
 

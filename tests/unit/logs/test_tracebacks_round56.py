@@ -89,3 +89,16 @@ def test_a_server_that_could_not_bind_its_address_failed_to_start() -> None:
     before it): the server never listened."""
     a = analyze("[Errno 98] error while attempting to bind on address ('10.1.2.3', 42169): address already in use\n")
     assert a.root_cause is not None and a.root_cause.kind == "log_line" and a.root_cause.phase == "startup_other"
+
+
+def test_a_log_whose_failure_is_a_whole_record_ends_with_it() -> None:
+    """xtuner#1828 and the log-line windows of earlier parts: with no traceback, the failure a record reported is how
+    the log ends -- ``final`` is that record, not cut (a record cut by the window says so, as before)."""
+    from workbench.tracebacks.render import format_summary
+
+    a = analyze("INFO starting\nERROR 08-21 18:37:44 [core.py:1344] CUDA out of memory\n")
+    assert a.root_cause is not None and a.final is not None
+    assert (a.final.exception_type, a.final.message, a.final.truncated) == (None, "CUDA out of memory", False)
+    assert "Final: CUDA out of memory (phase" in format_summary(a)
+    assert analyze("INFO starting\nERROR 08-21 18:37:44 [core.py:1344] CUDA out of memory (\n").final.truncated
+    assert analyze("INFO starting (pid 12)\nINFO listening on :8000\n").final is None  # nothing failed: no final
