@@ -614,6 +614,9 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|[Ff]ailed to (?:start(?! (
                            r"\.so(?:\.\d+)*: undefined symbol: |"
                            # Open MPI's runtime failing to start its ranks ("It looks like orte_init failed")
                            r"\borte_init failed\b|"
+                           # the container runtime (or the NVIDIA toolkit's hook in it) refusing to start the server's
+                           # container ("OCI runtime create failed", "nvidia-container-cli: requirement error: ...")
+                           r"OCI runtime create failed|\bnvidia-container-cli: |"
                            r"aborting startup|\binit state\b|"
                            # a module that would not import, an engine being built: the program was starting
                            r"failed to import|No module named|cannot import name|Building .{0,40}engine|"

@@ -205,6 +205,8 @@ _PHRASE_LINES = {
                           "reading from server: EOF",
     "error while attempting to bind on address": "[Errno 98] error while attempting to bind on address ('10.102.241.42',"
                                                  " 42169): address already in use",
+    "nvidia-container-cli: ": "nvidia-container-cli: requirement error: unsatisfied condition: cuda>=12.8, please update "
+                              "your driver to a newer version, or use an earlier cuda container: unknown",
 }
 
 

@@ -102,3 +102,19 @@ def test_a_log_whose_failure_is_a_whole_record_ends_with_it() -> None:
     assert "Final: CUDA out of memory (phase" in format_summary(a)
     assert analyze("INFO starting\nERROR 08-21 18:37:44 [core.py:1344] CUDA out of memory (\n").final.truncated
     assert analyze("INFO starting (pid 12)\nINFO listening on :8000\n").final is None  # nothing failed: no final
+
+
+def test_a_gpu_container_the_nvidia_toolkit_refused_failed_to_start() -> None:
+    """kserve#4513: a kubelet event's message wrapped onto its own line, the NVIDIA container toolkit's hook refusing
+    the container: a start-up failure, whatever level (none here) it is printed at."""
+    log = ("  Normal   Started    115s   kubelet   Started container storage-initializer\n"
+           "  Warning  Failed     62s (x4 over 105s)  kubelet   Error: failed to create containerd task: failed to "
+           "create shim task: OCI runtime create failed: runc create failed: unable to start container process: error "
+           "running hook #0: error running hook: exit status 1, stdout: , stderr: Auto-detected mode as 'legacy'\n"
+           "nvidia-container-cli: requirement error: unsatisfied condition: cuda>=12.8, please update your driver to a "
+           "newer version, or use an earlier cuda container: unknown\n")
+    a = analyze(log)
+    assert a.root_cause is not None and a.root_cause.kind == "log_line"
+    assert "unsatisfied condition: cuda>=12.8" in a.root_cause.message and a.root_cause.phase == "startup_other"
+    assert analyze("nvidia-container-cli: initialization error: nvml error: driver not loaded: unknown\n"
+                   ).root_cause.phase == "startup_other"
