@@ -108,6 +108,9 @@ _VLLM = re.compile(  # (the time may be left out by the logging configuration: "
     r"(?P<loc>[^\]\s:]+:\d+)\] ?"
 )
 _UVICORN = re.compile(r"(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL|TRACE):(?:\s+|(?=\w))")
+# Python logging's level first, padded, then the time ("%(levelname)-8s %(asctime)s ...": FastDeploy's "ERROR    2026-04-19
+# 19:22:38,720 4358  engine.py[line:160] Failed to launch worker processes")
+_LEVEL_FIRST = re.compile(r"(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL) +(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)(?:[,.]\d+)? ")
 _GLOG = re.compile(r"\[?(?P<lvl>[IWEF])(?P<ts>\d{3,4} \d\d:\d\d:\d\d\.\d+) +(?:\d+ )?(?P<loc>[^\]\s]+:\d+)\] ?")
 _NCCL = re.compile(r"\S+:(?P<pid>\d+):\d+ \[\d+\] (?:\S+:\d+ )?NCCL (?P<lvl>INFO|WARN|TRACE|ERROR) ")
 
@@ -404,6 +407,8 @@ def _parse(line: str) -> Parsed:
                 if m:
                     level, fmt = m["lvl"], "uvicorn"
                     header = m["lvl"]
+                elif (m := _LEVEL_FIRST.match(line, pos)) is not None:
+                    level, time, fmt = m["lvl"], m["ts"].replace("T", " "), "pylogging"
                 elif c in "IWEF":
                     m = _GLOG.match(line, pos)
                     if m:

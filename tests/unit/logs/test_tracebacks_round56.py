@@ -118,3 +118,14 @@ def test_a_gpu_container_the_nvidia_toolkit_refused_failed_to_start() -> None:
     assert "unsatisfied condition: cuda>=12.8" in a.root_cause.message and a.root_cause.phase == "startup_other"
     assert analyze("nvidia-container-cli: initialization error: nvml error: driver not loaded: unknown\n"
                    ).root_cause.phase == "startup_other"
+
+
+def test_python_loggings_level_first_format_gives_the_level_and_time() -> None:
+    """FastDeploy#7484: "%(levelname)-8s %(asctime)s ..." -- the level padded, then the time with its milliseconds."""
+    from workbench.logformats import parse_line
+
+    line = parse_line("ERROR    2026-04-19 19:22:38,720 4358  engine.py[line:160] Failed to launch worker processes")
+    assert (line.level, line.time) == ("ERROR", "2026-04-19 19:22:38")
+    assert line.message.endswith("Failed to launch worker processes")
+    assert parse_line("INFO 2026-04-19T19:22:38.1 started").level == "INFO"
+    assert parse_line("ERROR happened at 2026-04-19 19:22:38").level is None  # no time right after the level
