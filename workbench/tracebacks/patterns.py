@@ -233,6 +233,11 @@ ANY_LEVEL_PHRASES: tuple[tuple[str, str | None], ...] = (
     # container-cli: requirement error: unsatisfied condition: cuda>=12.8", "nvidia-container-cli: initialization
     # error: nvml error: driver not loaded")
     ("nvidia-container-cli: ", r"\bnvidia-container-cli: (?:\w+ )?error: "),
+    # a GPU driver resetting an engine whose job hung (dmesg: Intel's xe "[drm] Tile0: GT0: Engine reset:
+    # engine_class=ccs, ...", AMD's "[drm:amdgpu_job_timedout [amdgpu]] *ERROR* ring gfx_0.0.0 timeout"), as NVIDIA's
+    # Xid lines report a fault
+    ("Engine reset: engine_class=", None),
+    ("amdgpu_job_timedout", None),
 )
 
 

@@ -207,6 +207,10 @@ _PHRASE_LINES = {
                                                  " 42169): address already in use",
     "nvidia-container-cli: ": "nvidia-container-cli: requirement error: unsatisfied condition: cuda>=12.8, please update "
                               "your driver to a newer version, or use an earlier cuda container: unknown",
+    "Engine reset: engine_class=": "xe 0000:0b:00.0: [drm] Tile0: GT0: Engine reset: engine_class=ccs, logical_mask: "
+                                   "0x1, guc_id=2, state=0x3",
+    "amdgpu_job_timedout": "[drm:amdgpu_job_timedout [amdgpu]] *ERROR* ring gfx_0.0.0 timeout, signaled seq=26, emitted "
+                           "seq=27",
 }
 
 

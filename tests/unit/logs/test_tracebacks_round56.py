@@ -129,3 +129,13 @@ def test_python_loggings_level_first_format_gives_the_level_and_time() -> None:
     assert line.message.endswith("Failed to launch worker processes")
     assert parse_line("INFO 2026-04-19T19:22:38.1 started").level == "INFO"
     assert parse_line("ERROR happened at 2026-04-19 19:22:38").level is None  # no time right after the level
+
+
+def test_a_gpu_driver_resetting_a_hung_engine_is_a_failure() -> None:
+    """vllm#55425: Intel's xe driver in dmesg resetting the compute engine of a timed-out job (AMD's amdgpu says
+    "amdgpu_job_timedout"): the GPU's own report of the fault, as NVIDIA's Xid is."""
+    log = ("xe 0000:0b:00.0: [drm] Tile0: GT0: Engine reset: engine_class=ccs, logical_mask: 0x1, guc_id=2, state=0x3\n"
+           "xe 0000:0b:00.0: [drm] Tile0: GT0: Timedout job: seqno=1, lrc_seqno=1, guc_id=2, flags=0x20 in python\n")
+    a = analyze(log)
+    assert a.root_cause is not None and a.root_cause.kind == "log_line"
+    assert "Engine reset: engine_class=ccs" in a.root_cause.message
