@@ -126,7 +126,8 @@ class Final:
     """The exception of the last traceback; when the log is cut inside it, also the last complete one.
 
     With no traceback, a log that ends inside a record it cut (a window pasted from a longer log) or inside a stack a
-    record announced gives one with no exception, ``truncated`` and the root cause's phase and ranks."""
+    record announced gives one with no exception, ``truncated`` and the root cause's phase and ranks; otherwise the
+    failure a record reported is how the log ends: the root cause's record, not truncated."""
 
     exception_type: str | None
     message: str | None
