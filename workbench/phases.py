@@ -617,6 +617,10 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|[Ff]ailed to (?:start(?! (
                            # the container runtime (or the NVIDIA toolkit's hook in it) refusing to start the server's
                            # container ("OCI runtime create failed", "nvidia-container-cli: requirement error: ...")
                            r"OCI runtime create failed|\bnvidia-container-cli: |"
+                           # a server process that died or never answered its health check, in a log that shows
+                           # nothing of its start's steps nor its readiness (the timeline comes first)
+                           r"\bhealth check\b[^\n]{0,80}\btimed out|[Ff]ailed to serve model|exited unexpectedly|"
+                           r"\bexited with code \d+|process failed to load\b|"
                            r"aborting startup|\binit state\b|"
                            # a module that would not import, an engine being built: the program was starting
                            r"failed to import|No module named|cannot import name|Building .{0,40}engine|"

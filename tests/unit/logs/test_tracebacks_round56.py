@@ -139,3 +139,18 @@ def test_a_gpu_driver_resetting_a_hung_engine_is_a_failure() -> None:
     a = analyze(log)
     assert a.root_cause is not None and a.root_cause.kind == "log_line"
     assert "Engine reset: engine_class=ccs" in a.root_cause.message
+
+
+def test_a_server_that_died_or_never_answered_its_health_check_with_no_timeline_failed_starting() -> None:
+    """open-webui#6905, ramalama#2214, vertex-ai-samples#3443, vllm-ascend#946: a process that exited, or a health
+    check that timed out, in a log that shows no step of the start nor readiness, is a start that failed; with the
+    server ready before, the timeline decides."""
+    for line in ("open-webui exited with code 135",
+                 "Error: Command 'health check of container ramalama_Uj' timed out after 20 seconds",
+                 "FailedPrecondition: 400 Model server exited unexpectedly. Model server logs can be found at ...",
+                 "ERROR - Failed to serve model model-q2k.gguf, for ramalama run command"):
+        a = analyze(line + "\n")
+        assert a.root_cause is not None and a.root_cause.phase == "startup_other", line
+    ready = ("INFO:     Application startup complete.\nINFO:     127.0.0.1:5 - \"POST /v1/completions HTTP/1.1\" 200 OK\n"
+             "FailedPrecondition: 400 Model server exited unexpectedly.\n")
+    assert analyze(ready).root_cause.phase not in ("startup_other", "unknown")  # the timeline's
