@@ -720,7 +720,11 @@ _TEXT_SERVING = re.compile(r"inputs? of failed execution|Dumping input data|Dump
                            # framework's rollout calling its router): a request was being served; a probe of the
                            # health or models route is a start-up's (_TEXT_STARTUP)
                            r"\bfor url '?\S*?/(?:generate|v1/(?:chat/)?completions)\b|"
-                           r"EngineCore encountered a fatal error|"
+                           # (vllm-omni's stage engines say it of themselves: "StageEngineCoreProc encountered a fatal error.")
+                           r"EngineCore(?:Proc)? encountered a fatal error|"
+                           # SGLang's scheduler watchdog, which fires only while a batch it is running makes no progress
+                           # ("Watchdog timeout (self.watchdog_timeout=300)")
+                           r"Watchdog timeout \(self\.watchdog_timeout=|"
                            # an API server's record of an endpoint that raised while answering (llama-stack's "Error
                            # executing endpoint route='/v1/inference/chat-completion' method='post'")
                            r"[Ee]rror executing endpoint\b|"

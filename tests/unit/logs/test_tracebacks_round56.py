@@ -154,3 +154,13 @@ def test_a_server_that_died_or_never_answered_its_health_check_with_no_timeline_
     ready = ("INFO:     Application startup complete.\nINFO:     127.0.0.1:5 - \"POST /v1/completions HTTP/1.1\" 200 OK\n"
              "FailedPrecondition: 400 Model server exited unexpectedly.\n")
     assert analyze(ready).root_cause.phase not in ("startup_other", "unknown")  # the timeline's
+
+
+def test_an_engines_fatal_error_in_its_loop_and_sglangs_scheduler_watchdog_are_serving() -> None:
+    """vllm-omni#4271 ("StageEngineCoreProc encountered a fatal error."), sglang#12076 (the scheduler's watchdog fires
+    only while a batch it runs makes no progress): with no timeline, serving."""
+    for line in ("(StageEngineCoreProc pid=12) ERROR 01-01 00:00:00 [core.py:900] StageEngineCoreProc encountered a "
+                 "fatal error.",
+                 "[2025-10-29 11:31:09 TP3] Watchdog timeout (self.watchdog_timeout=300)"):
+        a = analyze(line + "\n")
+        assert a.root_cause is not None and a.root_cause.phase == "serving", line
