@@ -238,6 +238,11 @@ ANY_LEVEL_PHRASES: tuple[tuple[str, str | None], ...] = (
     # Xid lines report a fault
     ("Engine reset: engine_class=", None),
     ("amdgpu_job_timedout", None),
+    # ROCm's runtime on a GPU page fault ("Memory access fault by GPU node-8 (Agent handle: 0x...) on address (nil).
+    # Reason: Unknown."), the process aborting right after
+    ("Memory access fault by GPU node", None),
+    # the CUDA debugger's (and a GPU core dump's) exception code of a faulting warp ("CUDBG_EXCEPTION_WARP_ILLEGAL_ADDRESS")
+    ("CUDBG_EXCEPTION_", r"\bCUDBG_EXCEPTION_(?=[A-Z])"),
 )
 
 

@@ -211,6 +211,9 @@ _PHRASE_LINES = {
                                    "0x1, guc_id=2, state=0x3",
     "amdgpu_job_timedout": "[drm:amdgpu_job_timedout [amdgpu]] *ERROR* ring gfx_0.0.0 timeout, signaled seq=26, emitted "
                            "seq=27",
+    "Memory access fault by GPU node": "Memory access fault by GPU node-8 (Agent handle: 0x5a1e8d0) on address (nil). "
+                                       "Reason: Unknown.",
+    "CUDBG_EXCEPTION_": "CUDBG_EXCEPTION_WARP_ILLEGAL_ADDRESS",
 }
 
 

@@ -164,3 +164,12 @@ def test_an_engines_fatal_error_in_its_loop_and_sglangs_scheduler_watchdog_are_s
                  "[2025-10-29 11:31:09 TP3] Watchdog timeout (self.watchdog_timeout=300)"):
         a = analyze(line + "\n")
         assert a.root_cause is not None and a.root_cause.phase == "serving", line
+
+
+def test_rocms_gpu_memory_fault_and_a_cuda_exception_code_are_failures() -> None:
+    """vllm#36042 (ROCm's "Memory access fault by GPU node-8 ... on address (nil)"), vllm#46238 (the CUDA debugger's
+    "CUDBG_EXCEPTION_WARP_ILLEGAL_ADDRESS"): the GPU's own report of a faulting access, at no level."""
+    for line in ("Memory access fault by GPU node-8 (Agent handle: 0x5a1e8d0) on address (nil). Reason: Unknown.",
+                 "CUDBG_EXCEPTION_WARP_ILLEGAL_ADDRESS"):
+        a = analyze("INFO 01-01 00:00:00 [gpu_model_runner.py:1] Starting to load model\n" + line + "\n")
+        assert a.root_cause is not None and a.root_cause.kind == "log_line" and line[:20] in a.root_cause.message
