@@ -10,7 +10,7 @@ from workbench.code_phases import STEPS
 from workbench.logformats import _parse, parse_line
 from workbench.phases import PhaseTracker, phase_from_frames
 from workbench.tracebacks.model import Final, Frame, LogEvent, RootCause, Traceback
-from workbench.tracebacks.patterns import RAISED_NAME, level_word
+from workbench.tracebacks.patterns import _NATIVE_SYMBOL, RAISED_NAME, level_word
 from workbench.tracebacks.prefixes import unquote
 from workbench.tracebacks.stack import CUT_DUMP
 
@@ -157,6 +157,18 @@ _FIXED_LINES = (
 )
 
 
+# a frame of a native backtrace (a numbered frame cut before its end too: "3       0x7fd9a3d3e594 tensorrt_llm::plugi"),
+# and the outermost frames a whole backtrace ends on
+# (Open MPI's handler numbers its frames after the host and pid: "[c3f2d94d2f68:00045] [ 8] /lib/x.so(f+0x84)[0x7efc]")
+_NATIVE_HEAD = re.compile(r"\d+\s+0x[0-9a-fA-F]+\s+\S|\[[\w.-]+:\d+\] \[ ?\d+\] \S")
+_OUTERMOST = re.compile(r"\b(?:_start|__libc_start_main|__libc_start_call_main|clone3?|start_thread)\b")
+
+
+def _in_native_backtrace(msg: str) -> bool:
+    """The line is a frame of a native backtrace other than its outermost: the backtrace goes on after it."""
+    return (_NATIVE_HEAD.match(msg) is not None or _NATIVE_SYMBOL.match(msg) is not None) and not _OUTERMOST.search(msg)
+
+
 def ends_cut(last: tuple[int, str] | None, before: str | None = None) -> bool:
     """Whether the log's last line (not blank) was cut inside its record, as a window pasted from a longer log often
     is: a prefix with no message, a bracket or a double quote left open, or a last character that announces more
@@ -170,6 +182,8 @@ def ends_cut(last: tuple[int, str] | None, before: str | None = None) -> bool:
         return True
     if msg[0].isspace():  # a source line (a traceback's, or one a warning quotes): its brackets are the code's
         return False
+    if (msg[:1].isdigit() or msg[:1] in "[f") and _in_native_backtrace(msg):
+        return True  # the log ends inside a native backtrace, short of its outermost frame
     if before is not None and len(msg) >= 6 and (prev := parse_line(before).message.rstrip()).startswith(msg) \
             and len(prev) > len(msg):
         return True

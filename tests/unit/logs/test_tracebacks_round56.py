@@ -173,3 +173,22 @@ def test_rocms_gpu_memory_fault_and_a_cuda_exception_code_are_failures() -> None
                  "CUDBG_EXCEPTION_WARP_ILLEGAL_ADDRESS"):
         a = analyze("INFO 01-01 00:00:00 [gpu_model_runner.py:1] Starting to load model\n" + line + "\n")
         assert a.root_cause is not None and a.root_cause.kind == "log_line" and line[:20] in a.root_cause.message
+
+
+def test_a_log_that_ends_inside_a_native_backtrace_was_cut() -> None:
+    """TensorRT-LLM#1839, WhisperLive#277: the log's last line is a frame of a native backtrace short of its outermost
+    frame (or a numbered frame cut inside its name): the backtrace, and the failure, went on after the window."""
+    head = ("terminate called after throwing an instance of 'tensorrt_llm::common::TllmException'\n"
+            "  what():  [TensorRT-LLM][ERROR] CUDA runtime error in cudaMemGetInfo(&free, &total): unknown error\n"
+            "1       0x7fd9ebc2829e void tensorrt_llm::common::check<cudaError>(cudaError, char const*, char const*, int)"
+            " + 94\n")
+    assert analyze(head + "2       0x7fd9ebc5fd4a tensorrt_llm::kernels::FusedMHARunnerV2::FusedMHARunnerV2() + 1546\n"
+                   ).final.truncated
+    assert analyze(head + "3       0x7fd9a3d3e594 tensorrt_llm::plugi\n").final.truncated
+    assert not analyze(head + "9       0x7fda2a029e40 __libc_start_main + 128\n").final.truncated  # the outermost: whole
+    mpi = ("[c3f2d94d2f68:00045] *** Process received signal ***\n[c3f2d94d2f68:00045] Signal: Segmentation fault (11)\n"
+           "[c3f2d94d2f68:00045] [ 7] /usr/lib/libth_common.so(_ZN9torch_ext15DynamicDecodeOp14createInstanceEv+0x8a)"
+           "[0x7efc04b6bdba]\n")
+    assert analyze(mpi).final.truncated
+    # a log line that only begins with a digit says nothing of the kind
+    assert not analyze("ERROR boom: CUDA error: out of memory\n2 workers stopped.\n").final.truncated
