@@ -20,7 +20,7 @@ _HEADER = "Traceback (most recent call last)"
 _FILE = re.compile(r'(\s*)(?:File "(?:"(?=[\w./\\<~]))?|(?=[\w.\\/-]+\.pyx?", line \d+, in \S))([^"\n]*)"?'
                    r'(?:, line (\d+))?(?:, in (.*))?')
 _FILE_STRICT = re.compile(r'\s*(?:File "(?:"(?=[\w./\\<~]))?[^"\n]+|[\w.\\/-]+\.pyx?)", line \d+, in \S')
-_EXC = re.compile(r"([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?:\([\w.]+\))?)(?::(?:[ \t]?(.*)))?$")
+_EXC = re.compile(r"([A-Za-z_][\w$]*(?:\.[A-Za-z_][\w$]*)*(?:\([\w.]+\))?)(?::(?:[ \t]?(.*)))?$")
 # a bare exception line (no frame before it) must name an error class outright: not a warning
 # (torch's "BackendCompilerFailed: backend='inductor' raised:" heads the error it wraps)
 # (or a class of a package's exceptions module, whatever its name: torch's "torch._dynamo.exc.Unsupported")

@@ -192,3 +192,12 @@ def test_a_log_that_ends_inside_a_native_backtrace_was_cut() -> None:
     assert analyze(mpi).final.truncated
     # a log line that only begins with a digit says nothing of the kind
     assert not analyze("ERROR boom: CUDA error: out of memory\n2 workers stopped.\n").final.truncated
+
+
+def test_a_java_exception_class_named_with_a_dollar_is_read() -> None:
+    """mlc-llm#2302: Java names an inner class with "$" ("org.apache.tvm.Base$TVMError: InternalError: ...")."""
+    a = analyze("Stack trace:\norg.apache.tvm.Base$TVMError: InternalError: Check failed: (chat_ != nullptr) is false: "
+                "Chat is not initialized via reload\n\tat org.apache.tvm.Base.checkCall(Base.java:173)\n")
+    assert a.root_cause is not None and a.root_cause.exception_type == "org.apache.tvm.Base$TVMError"
+    assert "Chat is not initialized via reload" in a.root_cause.message
+    assert analyze("$ python -m vllm.entrypoints.openai.api_server: starting\n").root_cause is None  # a shell prompt
