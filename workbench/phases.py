@@ -606,6 +606,8 @@ _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 # (not a store's operation: Mooncake's "Failed to start put operation" is a request's KV cache being offloaded)
 _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|[Ff]ailed to (?:start(?! (?:put|get)\b)|initiali[sz]e)|creation task|"
+                           # (Go's controllers and servers say "unable to": aibrix's "unable to initialize controllers")
+                           r"\b[Uu]nable to (?:start|initiali[sz]e)\b|"
                            # the dynamic loader refusing to start a program whose library is missing ("executorWorker:
                            # error while loading shared libraries: libnvinfer.so.10: cannot open shared object file")
                            r"error while loading shared libraries|"
@@ -781,17 +783,24 @@ def stack_evidence(frames: Iterable[tuple[str, str, str | None]],
     expanded: list[tuple[str, str, bool]] = []
     last: tuple[str, str | None] = ("", None)
     importing = False  # the innermost whole frame imports a module: whatever called it, the program was loading it
+    caller = None
     for file, function, code in frames:
         last = (file, code)
         expanded.append((file, function, False))
         if function != "?":
             importing = False
+        imported = function == "<module>" and caller is not None and caller not in _RUNNERS
+        caller = function
         if function == "<module>" and code and code.lstrip().startswith(("import ", "from ")):
             expanded.append((file, "<import>", True))  # an import chain: the program is still starting
             importing = True
-        elif code and not _stdlib(file):
+            continue
+        if code and not _stdlib(file):
             for name in _callees(code):
                 expanded.append((file, name, True))
+        if imported:  # this module's own code ran as something imported it
+            expanded.append((file, "<import>", True))
+            importing = True
     cut = _CUT_METHOD.search(last[1]) if last[0] and last[1] and "(" not in last[1] else None
     if cut is not None and (whole := completion(last[0], cut.group(1))) is not None:
         expanded.append((last[0], whole, True))  # the innermost code line cut inside the method it calls
@@ -824,6 +833,9 @@ def stack_evidence(frames: Iterable[tuple[str, str, str | None]],
 
 
 _CALLEES: dict[str, tuple[str, ...]] = {}
+# functions that run a script's or a cell's module code (runpy, IPython, exec): a "<module>" frame under any other frame
+# is a module being imported (the program was loading it: "python -c 'import sgl_kernel'" -> sgl_kernel/__init__.py)
+_RUNNERS = frozenset({"_run_code", "_run_module_code", "run_path", "run_module", "run_code", "exec", "?"})
 # Python's own library (not its site-packages): its code lines call the library's own functions, whose names an
 # engine may reuse (asyncio's "self.run_forever()" over a TGI warm-up is not mini-sglang's scheduler loop)
 _STDLIB = re.compile(r"/lib/python3(?:\.\d+)?/(?!(?:site|dist)-packages/)")

@@ -201,3 +201,19 @@ def test_a_java_exception_class_named_with_a_dollar_is_read() -> None:
     assert a.root_cause is not None and a.root_cause.exception_type == "org.apache.tvm.Base$TVMError"
     assert "Chat is not initialized via reload" in a.root_cause.message
     assert analyze("$ python -m vllm.entrypoints.openai.api_server: starting\n").root_cause is None  # a shell prompt
+
+
+def test_a_module_imported_and_a_controller_unable_to_initialize_are_start_up() -> None:
+    """sglang#10602 (python -c "import sgl_kernel" failing in the package's own module code), aibrix#1460 (a Go
+    controller's "unable to initialize controllers"): the program was starting."""
+    imp = ('Traceback (most recent call last):\n  File "<string>", line 1, in <module>\n'
+           '  File "/usr/lib/python3/site-packages/sgl_kernel/__init__.py", line 5, in <module>\n'
+           "    common_ops = _load_architecture_specific_ops()\n")
+    assert analyze(imp).root_cause.phase == "startup_other"
+    # a script run by runpy is the main module, not an import
+    run = ('Traceback (most recent call last):\n  File "<frozen runpy>", line 88, in _run_code\n'
+           '  File "/app/bench.py", line 5, in <module>\n    results = run_requests()\n')
+    assert analyze(run).root_cause.phase == "unknown"
+    klog = ('E1002 10:00:00.000000       1 main.go:301] "msg"="unable to initialize controllers" "error"="failed to '
+            "validate CRD 'rayclusters.ray.io'\"\n")
+    assert analyze(klog).root_cause.phase == "startup_other"
