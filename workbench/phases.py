@@ -930,7 +930,8 @@ _RPC_LOOPS = (("multiproc_executor.py", "worker_busy_loop"), ("multiproc_worker_
 
 
 def _rpc_loop(file: str, function: str) -> bool:
-    return any(name == function and path in file.replace("\\", "/") for path, name in _RPC_LOOPS)
+    file = file.replace("\\", "/")
+    return any(name == function and path in file for path, name in _RPC_LOOPS)
 
 
 def _only_load_model(texts: Iterable[str | None]) -> bool:

@@ -10,7 +10,7 @@ from workbench.code_phases import STEPS
 from workbench.logformats import _parse, parse_line
 from workbench.phases import PhaseTracker, phase_from_frames
 from workbench.tracebacks.model import Final, Frame, LogEvent, RootCause, Traceback
-from workbench.tracebacks.patterns import _NATIVE_SYMBOL, RAISED_NAME, level_word
+from workbench.tracebacks.patterns import _NATIVE_SYMBOL, _NUM_FRAME, RAISED_NAME, level_word
 from workbench.tracebacks.prefixes import unquote
 from workbench.tracebacks.stack import CUT_DUMP
 
@@ -157,16 +157,17 @@ _FIXED_LINES = (
 )
 
 
-# a frame of a native backtrace (a numbered frame cut before its end too: "3       0x7fd9a3d3e594 tensorrt_llm::plugi"),
-# and the outermost frames a whole backtrace ends on
-# (Open MPI's handler numbers its frames after the host and pid: "[c3f2d94d2f68:00045] [ 8] /lib/x.so(f+0x84)[0x7efc]")
-_NATIVE_HEAD = re.compile(r"\d+\s+0x[0-9a-fA-F]+\s+\S|\[[\w.-]+:\d+\] \[ ?\d+\] \S")
+# the head of a frame Open MPI's handler numbers after the host and pid ("[c3f2d94d2f68:00045] [ 8] /lib/x.so(f+0x84)
+# [0x7efc]"), and the outermost frames a whole backtrace ends on
+_MPI_FRAME_HEAD = re.compile(r"\[[\w.-]+:\d+\] \[ ?\d+\] \S")
 _OUTERMOST = re.compile(r"\b(?:_start|__libc_start_main|__libc_start_call_main|clone3?|start_thread)\b")
 
 
 def _in_native_backtrace(msg: str) -> bool:
-    """The line is a frame of a native backtrace other than its outermost: the backtrace goes on after it."""
-    return (_NATIVE_HEAD.match(msg) is not None or _NATIVE_SYMBOL.match(msg) is not None) and not _OUTERMOST.search(msg)
+    """The line (no blank at its ends) is a frame of a native backtrace other than its outermost -- a numbered one also
+    when cut in its name ("3       0x7fd9a3d3e594 tensorrt_llm::plugi"): the backtrace goes on after it."""
+    return (_NUM_FRAME.match(msg) is not None or _MPI_FRAME_HEAD.match(msg) is not None
+            or _NATIVE_SYMBOL.match(msg) is not None) and not _OUTERMOST.search(msg)
 
 
 def ends_cut(last: tuple[int, str] | None, before: str | None = None) -> bool:

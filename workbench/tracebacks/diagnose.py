@@ -130,8 +130,7 @@ def normalize_message(message: str | None) -> str:
 
 
 def _frame_key(frame: Frame) -> str:
-    parts = frame.file.replace("\\", "/").rsplit("/", 2)
-    return "/".join(parts[-2:]) + ":" + frame.function
+    return "/".join(frame.file.replace("\\", "/").rsplit("/", 2)[-2:]) + ":" + frame.function
 
 
 def _signature_frames(frames: Sequence[Frame]) -> list[str]:
