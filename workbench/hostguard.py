@@ -64,11 +64,24 @@ def load(path):
 
 
 def write_json(path, data):
+    os.replace(_write_tmp(path, data), path)
+
+
+def _write_tmp(path, data):
     tmp = f"{path}.guard{os.getpid()}"
     with open(tmp, "w") as fh:
         json.dump(data, fh, indent=1)
     os.chmod(tmp, 0o600)
-    os.replace(tmp, path)
+    return tmp
+
+
+def _identity(path):
+    """Which file ``path`` is now (device, inode), or None when there is none."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def sha256(path):
@@ -204,12 +217,25 @@ def _group_alive(group):
 def mark(record_path, session_id, by, why=""):
     """Mark the session's record as fenced (atomically), with who fenced it and why (its controller,
     if alive after all, reads them); the record, or None when it is not the session's."""
-    record = load(record_path)
-    if record is None or record.get("id") != session_id:
-        return None
-    record[MARK] = {"by": by, "at": time.time(), "why": why}
-    write_json(record_path, record)
-    return record
+    # Written back only over the file it read: a command in flight that removes the record (its
+    # controller's own restore, finishing) or writes it anew may land between the read and the write.
+    # A guard that wrote back a record its controller had just removed left it behind, the host
+    # otherwise as found: the likely cause of a drill that failed once on a loaded CI machine.
+    for _ in range(10):
+        read = _identity(record_path)
+        record = load(record_path)
+        if read is None or record is None or record.get("id") != session_id:
+            return None
+        record[MARK] = {"by": by, "at": time.time(), "why": why}
+        tmp = _write_tmp(record_path, record)
+        now = _identity(record_path)
+        if now == read:
+            os.replace(tmp, record_path)
+            return record
+        os.unlink(tmp)
+        if now is None:
+            return None  # removed meanwhile: not written back
+    return None
 
 
 def fence(record_path, inflight, session_id, by, wait, why=""):
@@ -281,6 +307,28 @@ def restore(args, record, why):
     return True
 
 
+# Set once the guard decided to restore (a disarm then waits for the restore), and when a disarm came.
+_STATE = {"taking_over": False, "disarmed": False}
+
+
+def _on_term(*_):
+    """A session that ended normally stops its guard; one that is already restoring finishes first.
+    (A controller that restored itself through a new connection while its old one was frozen
+    disarms the guard that took over at the same moment: ending that guard halfway, after it
+    fenced the session, would leave the host to nobody.)"""
+    if _STATE["taking_over"]:
+        _STATE["disarmed"] = True
+        log("asked to stop while restoring: finishing the restore first")
+        return
+    sys.exit(0)
+
+
+def _taking_over(yes):
+    _STATE["taking_over"] = yes
+    if not yes and _STATE["disarmed"]:
+        sys.exit(0)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="hostguard")
     for name in ("--id", "--record", "--inflight"):
@@ -299,7 +347,7 @@ def main(argv=None):
         return 0 if what["fenced"] or what.get("why") else 1
     if not (args.beat and args.lock and args.owner):
         p.error("--beat, --lock and --owner are needed to guard a session")
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # disarmed by a session that ended normally
+    signal.signal(signal.SIGTERM, _on_term)  # disarmed by a session that ended normally
     record = load(args.record)
     if record is None or record.get("id") != args.id:
         log(f"no record of session {args.id}: nothing to guard")
@@ -322,12 +370,16 @@ def main(argv=None):
             if age <= args.stale:
                 continue
             why = f"no heartbeat for {age:.0f} s" if age != float("inf") else "its heartbeat file is gone"
+            _taking_over(True)  # from here a SIGTERM waits for the restore (see _on_term)
             pid = holder_pid(args.owner, holder, args.lock)
             if pid:
                 os.kill(pid, signal.SIGTERM)  # the holder's reader: flock then exits and frees the lock
             fd = take_lock(args.lock, 10.0)
             if fd is None:
+                _taking_over(False)
                 continue  # another session holds the lock now: it restores (or it is ours again)
+        else:
+            _taking_over(True)
         record = load(args.record)
         if record is None or record.get("id") != args.id:
             log("the session's record is gone (restored by its controller or a later session): nothing to do")

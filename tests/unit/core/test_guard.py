@@ -159,3 +159,69 @@ def test_undo_steps_remove_variants_first_then_put_each_base_back(svc):
                                                      ("stop", "other.service")]
     assert steps[0]["argv"] == svc.remove_variant_argv("base-wb-1.service")
     assert steps[1]["argv"] == svc.start_argv("base.service") and steps[1]["check"] == svc.running_argv("base.service")
+
+
+def test_a_disarm_that_comes_while_the_guard_restores_waits_for_the_restore(bed):
+    """A controller that restored itself through a new connection disarms the guard that took over at
+    the same moment: the guard, which fenced the session already, finishes instead of leaving the
+    host to nobody."""
+    bed.write_record()
+    rec = json.loads(bed.record.read_text())
+    removing, go = bed.tmp / "removing", bed.tmp / "go"
+    rec["undo"][0]["argv"] = ["sh", "-c", 'touch "$1"; i=0; while [ ! -e "$2" ] && [ $i -lt 200 ]; do '
+                              'sleep 0.05; i=$((i+1)); done; touch "$3"', "step", str(removing), str(go),
+                              str(bed.tmp / "removed")]
+    bed.record.write_text(json.dumps(rec))
+    g = bed.guard()
+    armed(g)
+    assert bed.holder.stdin is not None
+    bed.holder.stdin.close()  # the controller's lock ends: the guard takes over
+    deadline = time.monotonic() + 20
+    while not removing.exists():  # the guard is in its restore, past the fence
+        assert time.monotonic() < deadline and g.poll() is None
+        time.sleep(0.05)
+    g.send_signal(signal.SIGTERM)
+    go.touch()
+    out, _ = g.communicate(timeout=20)
+    assert g.returncode == 0, out
+    assert "finishing the restore first" in out and "host restored" in out
+    assert (bed.tmp / "removed").exists() and (bed.tmp / "started").exists() and not bed.record.exists()
+
+
+def test_the_mark_never_writes_back_a_record_removed_after_it_was_read(tmp_path, monkeypatch):
+    """The controller's own restore removes the record between the guard's read and its write."""
+    record = tmp_path / "session.json"
+    record.write_text(json.dumps({"id": "s1"}))
+    real = hostguard.load
+
+    def read_then_removed(path):
+        data = real(path)
+        record.unlink(missing_ok=True)
+        return data
+
+    monkeypatch.setattr(hostguard, "load", read_then_removed)
+    assert hostguard.mark(str(record), "s1", "guard 1") is None
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_mark_lands_on_a_record_written_anew_after_it_was_read(tmp_path, monkeypatch):
+    """A record write in flight (a new file renamed over it) lands between the read and the write:
+    the newer record is the one marked."""
+    record = tmp_path / "session.json"
+    record.write_text(json.dumps({"id": "s1", "created": []}))
+    real, calls = hostguard.load, []
+
+    def read_then_rewritten(path):
+        data = real(path)
+        calls.append(path)
+        if len(calls) == 1:
+            (tmp_path / "new").write_text(json.dumps({"id": "s1", "created": ["v.service"]}))
+            os.replace(tmp_path / "new", record)
+        return data
+
+    monkeypatch.setattr(hostguard, "load", read_then_rewritten)
+    marked = hostguard.mark(str(record), "s1", "guard 1", "why")
+    assert marked is not None and marked["created"] == ["v.service"]
+    on_disk = json.loads(record.read_text())
+    assert on_disk["created"] == ["v.service"] and on_disk[hostguard.MARK]["by"] == "guard 1"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["session.json"]
