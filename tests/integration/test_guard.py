@@ -7,6 +7,7 @@ the documented bound, and measures how long that took.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -121,6 +122,10 @@ class Bed:
             return ["no answer"]
         return res.stdout.split()
 
+    def evidence(self) -> str:
+        """What a drill that failed leaves to read: the guard's log and the session record."""
+        return evidence(self.ssh_config, self.host)
+
     def wait_as_found(self, since: float, bound: float) -> float:
         """Seconds from ``since`` until the host is back as found, less the time other sessions held it."""
         others = 0.0
@@ -130,7 +135,7 @@ class Bed:
             if state == self.found:
                 return time.monotonic() - since - others
             assert time.monotonic() - since - others < bound, \
-                f"not restored {bound:.0f} s after the controller went: {state}"
+                f"not restored {bound:.0f} s after the controller went: {state}\n{self.evidence()}"
             time.sleep(0.2)
 
     def env(self, **more: str) -> dict[str, str]:
@@ -152,6 +157,18 @@ def bed(request) -> Bed:
                "weight_loading", C_STATE_SCRIPT, ["true", "alive", "0", "no-record", "0", "left:"], hc)
 
 
+def evidence(ssh_config: str, host: str = "gpu-a") -> str:
+    """The guard's log (every guard of the last 5 min) and the session record, read with plain ssh."""
+    script = ("journalctl -o short-unix --no-pager -g 'workbench-guard: ' --since -5min; "
+              "echo '--- the session record:'; cat /run/workbench/session.json 2>&1")
+    try:
+        res = subprocess.run(["ssh", "-F", ssh_config, "-o", "ConnectTimeout=3", host, script],
+                             capture_output=True, text=True, timeout=20)
+    except subprocess.TimeoutExpired:
+        return "(no answer to read the guard's log)"
+    return res.stdout + res.stderr
+
+
 def wait_as_found(ssh_config: str, since: float, bound: float) -> float:
     """Seconds from ``since`` until the host is back as found; fails past ``bound``."""
     want = found_state()
@@ -159,7 +176,8 @@ def wait_as_found(ssh_config: str, since: float, bound: float) -> float:
         state = host_state(ssh_config)
         if state == want:
             return time.monotonic() - since
-        assert time.monotonic() - since < bound, f"not restored {bound:.0f} s after the controller went: {state}"
+        assert time.monotonic() - since < bound, \
+            f"not restored {bound:.0f} s after the controller went: {state}\n{evidence(ssh_config)}"
         time.sleep(0.2)
 
 
@@ -229,18 +247,34 @@ def _cut_link(testbed, up: bool, host: str = "gpu-a") -> None:
     subprocess.run(["ip", "netns", "exec", netns, "ip", "link", "set", "eth0", "up" if up else "down"], check=True)
 
 
+def _state_inside(testbed, host: str, script: str) -> list[str]:
+    """The host's state read from inside it (the namespaces of its PID 1, through nsenter): no network."""
+    from workbench.testbed import testbed as tb
+
+    state = tb.load() or testbed
+    pid = next(h.pid for h in state.hosts if h.name == host)
+    leader = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()[0]
+    res = subprocess.run(["nsenter", "-t", leader, "-a", "sh", "-c", script], capture_output=True, text=True,
+                         timeout=20)
+    return res.stdout.split()
+
+
 def _sets(edits: dict[str, object]) -> list[str]:
     """``edits`` as ``workbench variant``'s ``--set`` options."""
     return [a for k, v in edits.items() for a in ("--set", k.lstrip("-") if v is True else f"{k.lstrip('-')}={v}")]
 
 
 def test_network_partition_host_restores_itself_while_cut_off(bed, testbed):
-    """The link goes down mid-start and stays down past the bound: the guard restores on its own."""
+    """The link goes down mid-start and stays down until the controller has given up and the guard
+    has put the host back on its own (watched from inside the host), at most the bound."""
     p = cli_until(bed.ssh_config, "weight_loading", bed.host, bed.base, *_sets(bed.edits))
     _cut_link(testbed, up=False, host=bed.host)
     cut, cut_wall = time.monotonic(), time.time()
     try:
-        time.sleep(BOUND_CUT)  # the host is unreachable: there is nothing to poll until the link is back
+        while p.poll() is None or _state_inside(testbed, bed.host, bed.state_script) != bed.found:
+            if time.monotonic() - cut >= BOUND_CUT:
+                break  # (the checks below say which of the two did not happen)
+            time.sleep(0.5)
     finally:
         _cut_link(testbed, up=True, host=bed.host)
         bed.conn.close()  # the fixture's connection died with the link: the next command reconnects
@@ -289,12 +323,19 @@ def test_sshd_stopped_host_restores_itself(bed, testbed):
         # Read without the host's lock: the frozen controller's session holds it until the guard
         # ends that session's holder.
         while (state := bed.peek()) != bed.found:
-            assert time.monotonic() - stopped < BOUND_CUT, f"not restored {BOUND_CUT:.0f} s after sshd froze: {state}"
+            if time.monotonic() - stopped >= BOUND_CUT:
+                seen = bed.evidence()
+                for pid in pids:  # then the controller's own account
+                    os.kill(pid, signal.SIGCONT)
+                _, err = p.communicate(timeout=120)
+                raise AssertionError(f"not restored {BOUND_CUT:.0f} s after sshd froze: {state}\n"
+                                     f"{seen}\n--- the controller said (after sshd went on):\n{err}")
             time.sleep(0.2)
         took = time.monotonic() - stopped
     finally:
         for pid in pids:
-            os.kill(pid, signal.SIGCONT)
+            with contextlib.suppress(ProcessLookupError):  # (gone once its connection ended)
+                os.kill(pid, signal.SIGCONT)
     _, err = p.communicate(timeout=120)
     print(err)
     report("sshd-SIGSTOP" if bed.backend == "systemd" else f"{bed.backend}-sshd-SIGSTOP", took)
@@ -332,7 +373,7 @@ def test_frozen_controller_and_an_edited_base_stale_record_then_restore_accept_c
         toy.run("systemctl daemon-reload", check=True)
         # The guard takes over once the heartbeat is stale: the variant goes, the base is left stopped.
         while (state := host_state(toy.ssh_config_path))[1:3] != ["0", "0"]:
-            assert time.monotonic() - frozen < BOUND_CUT, state
+            assert time.monotonic() - frozen < BOUND_CUT, f"{state}\n{evidence(toy.ssh_config_path)}"
             time.sleep(0.5)
         assert state[0] == "inactive" and state[3] == "record", state
     finally:
@@ -380,7 +421,7 @@ def test_frozen_controller_and_a_recreated_base_container_stale_record_then_rest
         assert new_id != c["Id"]
         # The guard takes over once the heartbeat is stale: the variant goes, the base is left stopped.
         while (state := Bed("container", cfg, "gpu-c", C_BASE, {}, "", C_STATE_SCRIPT, []).peek())[2:3] != ["0"]:
-            assert time.monotonic() - frozen < BOUND_CUT, state
+            assert time.monotonic() - frozen < BOUND_CUT, f"{state}\n{evidence(cfg, 'gpu-c')}"
             time.sleep(0.5)
         assert state[0] == "false" and state[3] == "record", state
     finally:
