@@ -183,7 +183,7 @@ def ends_cut(last: tuple[int, str] | None, before: str | None = None) -> bool:
         return True
     if msg[0].isspace():  # a source line (a traceback's, or one a warning quotes): its brackets are the code's
         return False
-    if (msg[:1].isdigit() or msg[:1] in "[f") and _in_native_backtrace(msg):
+    if _in_native_backtrace(msg):
         return True  # the log ends inside a native backtrace, short of its outermost frame
     if before is not None and len(msg) >= 6 and (prev := parse_line(before).message.rstrip()).startswith(msg) \
             and len(prev) > len(msg):

@@ -190,6 +190,10 @@ def test_a_log_that_ends_inside_a_native_backtrace_was_cut() -> None:
            "[c3f2d94d2f68:00045] [ 7] /usr/lib/libth_common.so(_ZN9torch_ext15DynamicDecodeOp14createInstanceEv+0x8a)"
            "[0x7efc04b6bdba]\n")
     assert analyze(mpi).final.truncated
+    # glibc's backtrace() form, which begins with the library's path
+    assert analyze(head + "/usr/lib/x86_64-linux-gnu/libc.so.6(+0x29d90) [0x7f5c7c229d90]\n").final.truncated
+    assert not analyze(head + "/usr/lib/x86_64-linux-gnu/libc.so.6(__libc_start_main+0x80) [0x7f5c7c229e40]\n"
+                       ).final.truncated
     # a log line that only begins with a digit says nothing of the kind
     assert not analyze("ERROR boom: CUDA error: out of memory\n2 workers stopped.\n").final.truncated
 
