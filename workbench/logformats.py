@@ -19,7 +19,7 @@ Prefixes recognised, in the order they are peeled::
                (also spdlog's "[2026-04-03 15:47:21.586738] [logger] [error] ")
     vllm       ERROR 09-18 21:38:02 [core.py:708]  (old: "INFO 07-17 23:41:16 model_runner.py:559]"; no time: "ERROR [x.py:8]")
     uvicorn    INFO:     Started server process [1]
-    glog       [W309 12:56:45.480623726 ProcessGroupNCCL.cpp:1553]   (torch c10, absl)
+    glog       [W309 12:56:45.480623726 ProcessGroupNCCL.cpp:1553]   (torch c10, absl; glog 0.7+: E20250522 ...)
     trtllm     [TensorRT-LLM][ERROR] / [01/10/2025-08:00:00] [TRT-LLM] [E]
     nccl       host:pid:tid [dev] NCCL WARN ...                  (level only; the text stays the message)
 
@@ -111,7 +111,7 @@ _UVICORN = re.compile(r"(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL|TRACE):(?:\s+|
 # Python logging's level first, padded, then the time ("%(levelname)-8s %(asctime)s ...": FastDeploy's "ERROR    2026-04-19
 # 19:22:38,720 4358  engine.py[line:160] Failed to launch worker processes")
 _LEVEL_FIRST = re.compile(r"(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL) +(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)(?:[,.]\d+)? ")
-_GLOG = re.compile(r"\[?(?P<lvl>[IWEF])(?P<ts>\d{3,4} \d\d:\d\d:\d\d\.\d+) +(?:\d+ )?(?P<loc>[^\]\s]+:\d+)\] ?")
+_GLOG = re.compile(r"\[?(?P<lvl>[IWEF])(?P<ts>(?:\d{8}|\d{3,4}) \d\d:\d\d:\d\d\.\d+) +(?:\d+ )?(?P<loc>[^\]\s]+:\d+)\] ?")
 _NCCL = re.compile(r"\S+:(?P<pid>\d+):\d+ \[\d+\] (?:\S+:\d+ )?NCCL (?P<lvl>INFO|WARN|TRACE|ERROR) ")
 
 # spdlog's default pattern after its bracketed time: "[logger] [error] " (C++ servers: tt-media-server...)
@@ -472,6 +472,7 @@ _TIME_FORMATS = (
     ("%b %d %H:%M:%S", True),
     ("%a %b %d %H:%M:%S %Y", False),
     ("%m%d %H:%M:%S.%f", True),
+    ("%Y%m%d %H:%M:%S.%f", False),  # glog from 0.7 on prints the year
 )
 
 

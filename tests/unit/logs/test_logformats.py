@@ -84,6 +84,7 @@ def test_non_text_input_does_not_raise() -> None:
         ("May 30 15:02:13", 2025, datetime(2025, 5, 30, 15, 2, 13)),
         ("Mon May 30 15:02:13 2022", None, datetime(2022, 5, 30, 15, 2, 13)),
         ("309 12:56:45.480623726", 2026, datetime(2026, 3, 9, 12, 56, 45, 480623)),
+        ("20250522 23:38:30.164904", 2026, datetime(2025, 5, 22, 23, 38, 30, 164904)),  # glog 0.7+: its own year
         ("2026-05-20T08:02:44.797Z", None, datetime(2026, 5, 20, 8, 2, 44, 797000, tzinfo=UTC)),
         ("2026-10-07T23:01:03+00:00", None, datetime(2026, 10, 7, 23, 1, 3, tzinfo=timezone(timedelta(0)))),
         ("1843.308145", None, None),
