@@ -459,6 +459,8 @@ _FRAME_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"captur|cuda_?graph|cudagraph|device_graphs"), "cuda_graph_capture"),
     (re.compile(r"load_\w*weight|load_model|^_load_w\d|^get_model$|weights_iterator|process_weights_after_loading|"
                 r"download_model|_prepare_weights|load_checkpoint|_get_all_weights|^_load_module$|load_state_dict|"
+                # a GGUF file's tensors (ktransformers' optimize_and_load_gguf, llama.cpp bindings' load_gguf)
+                r"load_gguf|"
                 # TensorRT's engine deserialisation (a TensorRT-LLM engine file holds the weights)
                 r"^deserializePlugin$|^deserializeCudaEngine$|^deserialize_engine$"),
      "weight_loading"),
