@@ -10,7 +10,13 @@ from workbench.code_phases import STEPS
 from workbench.logformats import _parse, parse_line
 from workbench.phases import PhaseTracker, phase_from_frames
 from workbench.tracebacks.model import Final, Frame, LogEvent, RootCause, Traceback
-from workbench.tracebacks.patterns import _NATIVE_SYMBOL, _NUM_FRAME, RAISED_NAME, level_word
+from workbench.tracebacks.patterns import (
+    _FH_FRAME,
+    _NATIVE_SYMBOL,
+    _NUM_FRAME,
+    RAISED_NAME,
+    level_word,
+)
 from workbench.tracebacks.prefixes import unquote
 from workbench.tracebacks.stack import CUT_DUMP
 
@@ -163,6 +169,10 @@ _MPI_FRAME_HEAD = re.compile(r"\[[\w.-]+:\d+\] \[ ?\d+\] \S")
 _OUTERMOST = re.compile(r"\b(?:_start|__libc_start_main|__libc_start_call_main|clone3?|start_thread)\b")
 
 
+# the outermost frame of a whole faulthandler dump: the main thread's module, a Python thread's bootstrap
+_FH_OUTERMOST = frozenset(("<module>", "_bootstrap"))
+
+
 def _in_native_backtrace(msg: str) -> bool:
     """The line (no blank at its ends) is a frame of a native backtrace other than its outermost -- a numbered one also
     when cut in its name ("3       0x7fd9a3d3e594 tensorrt_llm::plugi"): the backtrace goes on after it."""
@@ -181,6 +191,8 @@ def ends_cut(last: tuple[int, str] | None, before: str | None = None) -> bool:
     msg = (unquote(msg) if msg[:1] == "E" else msg).rstrip()  # (a line of pytest's report: behind its margin)
     if not msg:
         return True
+    if (fh := _FH_FRAME.match(msg)) is not None and fh.group(3).strip() not in _FH_OUTERMOST:
+        return True  # the log ends inside a faulthandler dump, short of the thread's outermost frame
     if msg[0].isspace():  # a source line (a traceback's, or one a warning quotes): its brackets are the code's
         return False
     if _in_native_backtrace(msg):
