@@ -7,6 +7,7 @@
 Prefixes recognised, in the order they are peeled::
 
     logfmt     time="..." level=info msg="..." k=v               (logrus; the line inside msg is parsed, quotes unescaped)
+    tracing    2025-06-05T01:31:26.837710Z  INFO mistralrs_core::engine:   (Rust's tracing: TGI, mistral.rs, routers)
     collector  1779264164797<TAB>2026-05-20T08:02:44.797Z<TAB>   (Loki export, kubectl --timestamps, CI logs)
     journal    May 30 15:02:13 host python[33085]:               (journalctl short; also -o short-iso / syslog)
     kernel     [Mon May 30 15:02:13 2025] / [12345.678901]       (dmesg -T / dmesg; journalctl -o short-monotonic)
@@ -72,6 +73,11 @@ _JOURNAL = re.compile(
     r"(?P<ts>[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?|" + _ISO_TS + r") "
     r"(?P<host>\S+) (?P<ident>[^\s\[\]:]+)(?:\[(?P<pid>\d+)\])?: ?"
 )
+# Rust's tracing-subscriber: RFC 3339 time, the level padded to 5, the target ("mistralrs_core::engine") -- the
+# router of TGI, SGLang's and vLLM's Rust routers, mistral.rs, candle-vllm, dynamo
+_TRACING = re.compile(r"(?P<ts>" + _ISO_TS + r")  ?(?P<lvl>TRACE|DEBUG|INFO|WARN|ERROR) "
+                      r"(?:(?P<loc>[A-Za-z_]\w*(?:::\w+)*): )?")
+_TRACING_LEVEL = {"TRACE": "DEBUG", "DEBUG": "DEBUG", "INFO": "INFO", "WARN": "WARNING", "ERROR": "ERROR"}
 _COLLECTOR = re.compile(r"(?:\d{10,19}\t)?(?P<ts>" + _ISO_TS + r")[\t ]")
 # Google Cloud Logging's export: the entry's severity (stdout's INFO, stderr's ERROR: the collector's, not the app's
 # level) and its RFC 3339 time in UTC before the line ("ERROR 2025-03-30T23:51:21.303592681Z [rank0]: ...")
@@ -275,8 +281,11 @@ def _parse(line: str) -> Parsed:
 
     # Outer prefixes: collector timestamps, journal/syslog, kernel, compose/kubectl.
     if n and line[0] in _DIGITS:
-        m = _JOURNAL.match(line)
+        m = _TRACING.match(line) if n > 26 and line[10:11] == "T" else None
         if m:
+            time, level, location, fmt = m["ts"], _TRACING_LEVEL[m["lvl"]], m["loc"], "tracing"
+            pos = m.end()
+        elif m := _JOURNAL.match(line):
             time, host, service, jpid = m["ts"], m["host"], m["ident"], m["pid"]
             fmt = "journal"
             pos = m.end()

@@ -160,8 +160,8 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
     # batch_size:1 query_len:128 ...", "[Warmup][Prompt][3/40]", "[Warmup][Decode][12/64]")
     (r"\[Warmup\]\[[\w/]+\]\[\d+/\d+\]", "warmup", 3.8, "progress"),
     # a program's own warm-up banner ("🔥 Warming up model (TRT-LLM ...)...", vLLM's "Warming up sampler with 256
-    # dummy requests"): its first runs before it serves
-    (r"\bWarming up (?:the )?(?:model|sampler)\b", "warmup", 5, "begin"),
+    # dummy requests", mistral.rs' "Beginning dummy run." after "Model loaded."): its first runs before it serves
+    (r"\bWarming up (?:the )?(?:model|sampler)\b|Beginning dummy run", "warmup", 5, "begin"),
     # SGLang's warm-ups run after its server is up (warmup.py: "Running warmup compile-deep-gemm"): the batch
     # that follows is the warm-up request's
     (r"\bRunning warmup \S", "warmup", 5, "begin"),
@@ -223,7 +223,7 @@ _RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("Compile and warming up", "Run warmup with", " with different input shapes"),
     ("Autotuning process starts", "Running FlashInfer autotune"),
     ("[Warmup][",),
-    ("Warming up ",),
+    ("Warming up ", "Beginning dummy run"),
     ("Running warmup ",),
     ("Starting vLLM ", "fired up and ready to roll"),
     ("Decode batch", "Prefill batch", "Avg prompt throughput:", " /v1/", "Req(rid=", "Added request", "Received request",
@@ -239,7 +239,7 @@ _ANCHORS = ("server_args=", "LLM engine", "vLLM", "non-default", "Init torch", "
             "init engine", "Uvicorn", "Application startup", "fired up", "batch", "Avg prompt", "/v1/", "Req(rid=",
             "Profiling CUDA", "ed request", "torch.compile", "profiling/warmup", "Compile and warming", "input shapes", "scheduled_",
             "Dumping scheduler", "enerating sequences", "TensorRT-LLM version", "Checking environment", "Try to run with", "peer ranks", "TRITONBACKEND_Model", "Instance group type",
-            "[c10d] ", "loading weights", "Warming up", "cmpl-", " HTTP/1.", " toks/s", "requestI", "request_id=", "requestPath=",
+            "[c10d] ", "loading weights", "Warming up", "dummy run", "cmpl-", " HTTP/1.", " toks/s", "requestI", "request_id=", "requestPath=",
             "Encoder cache", "load_tensors", "Autotuning process", "FlashInfer autotune", "[Warmup][")
 _FAILURE_RE = re.compile(
     r"hit an exception|Traceback \(most recent call last\)|failed to start|WorkerProc failed|"

@@ -126,6 +126,12 @@ def coded_error(first: LogEvent | None, parsed: LogLine, msg: str, line_no: int)
             and _CANN_CODE.search(first.text) is None and error_level(parsed, msg))
 
 
+# an HTTP server's record of a response it sent with an error status (tower_http's TraceLayer logs every 5xx at ERROR:
+# "response failed classification=Status code: 503 Service Unavailable ... uri=/live", a readiness probe answered
+# while the model loads): what a client was told, not where anything failed
+_RESPONSE_RECORD = re.compile(r"\bresponse failed classification=Status code: \d{3}\b")
+
+
 def first_error(first: LogEvent | None, parsed: LogLine, msg: str, line_no: int, phase: str,
                 server: str, recent: Iterable[str] = ()) -> LogEvent | None:
     """The log's first error line (the last resort: see ``Extractor.finish``) once the line ``msg`` (number ``line_no``,
@@ -135,8 +141,8 @@ def first_error(first: LogEvent | None, parsed: LogLine, msg: str, line_no: int,
     on a colon just above it and this line is indented under it, the detail it announced (torch's "Error(s) in loading
     state_dict for Linear:" / "<tab>size mismatch for bias: ..."); else None: ``first`` stays. ``recent``: as for
     :func:`log_event`, the records before it kept as its context."""
-    if (first is None and (error_level(parsed, msg) or quiet_cuda_error(parsed, msg, line_no, phase, server))) or (
-            coded_error(first, parsed, msg, line_no)):
+    if (first is None and (error_level(parsed, msg) or quiet_cuda_error(parsed, msg, line_no, phase, server))
+            and not ("classification=" in msg and _RESPONSE_RECORD.search(msg))) or coded_error(first, parsed, msg, line_no):
         return LogEvent("error_line", line_no, msg.strip()[:400], parsed.rank, phase, server, tuple(recent)[:-1])
     if first is not None and line_no == first.line + 1 and msg[:1] in (" ", "\t") and first.text.endswith(":"):
         return replace(first, text=f"{first.text} {msg.strip()}"[:400])

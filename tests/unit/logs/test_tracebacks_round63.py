@@ -26,3 +26,25 @@ def test_a_log_that_ends_inside_a_faulthandler_dump_was_cut() -> None:
     assert analyze(head).final.truncated
     assert not analyze(head + '  File "/ws/ktransformers/local_chat.py", line 180 in <module>\n').final.truncated
     assert not analyze(head + '  File "/usr/lib/python3.10/threading.py", line 973 in _bootstrap\n').final.truncated
+
+
+def test_rust_tracing_records_give_their_level_and_feed_the_timeline() -> None:
+    """mistral.rs#1428, #650: tracing-subscriber's records ("2025-06-05T01:31:26.837710Z  INFO target: ...") were plain
+    text (an ERROR one was even read as a journal line from host "ERROR"): a panic after "Beginning dummy run." is the
+    warm-up's, and an ERROR record is a failure."""
+    head = ("2025-06-05T01:31:26.837498Z  INFO mistralrs_server_core::mistralrs_for_server_builder: Model loaded.\n"
+            "2025-06-05T01:31:26.837710Z  INFO mistralrs_core: Beginning dummy run.\n")
+    panic = ("thread '<unnamed>' panicked at /root/.cargo/registry/src/cudarc-0.13.9/src/driver/safe/core.rs:257:76:\n"
+             'called `Result::unwrap()` on an `Err` value: DriverError(CUDA_ERROR_ILLEGAL_ADDRESS, "an illegal memory '
+             'access was encountered")\n')
+    assert analyze(head + panic).root_cause.phase == "warmup"
+    error = "2024-07-29T20:08:08.867914Z ERROR mistralrs_core::engine: step - Model failed with error: boom\n"
+    rc = analyze(error).root_cause
+    assert rc is not None and rc.kind == "log_line" and "Model failed with error" in rc.message
+
+
+def test_an_http_servers_record_of_a_5xx_response_is_no_failure() -> None:
+    """dynamo#3644: tower_http logs every 5xx response at ERROR; a readiness probe answered 503 while the model loads."""
+    log = ("2025-10-15T08:41:33.147093Z ERROR http-request: tower_http::trace::on_failure: response failed "
+           "classification=Status code: 503 Service Unavailable latency=0 ms method=GET uri=/live version=HTTP/1.1\n")
+    assert analyze(log).root_cause is None
