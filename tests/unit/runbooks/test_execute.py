@@ -302,7 +302,12 @@ def test_ctrl_c_interrupts_the_kernel_and_the_run_is_recorded(toy, tmp_path, sig
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
             time.sleep(0.1)
         proc.send_signal(getattr(signal, sig))
-        out, err = proc.communicate(timeout=60)  # the cell's 120 s sleep is cut short
+        try:
+            out, err = proc.communicate(timeout=60)  # the cell's 120 s sleep is cut short
+        except subprocess.TimeoutExpired:  # (seen once on a loaded machine: say where it was)
+            proc.kill()
+            out, err = proc.communicate()
+            raise AssertionError(f"not ended 60 s after {sig}; its output: {out[-1000:]}\n{err[-4000:]}") from None
     finally:
         if proc.poll() is None:
             proc.kill()
