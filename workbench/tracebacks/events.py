@@ -126,10 +126,10 @@ def coded_error(first: LogEvent | None, parsed: LogLine, msg: str, line_no: int)
             and _CANN_CODE.search(first.text) is None and error_level(parsed, msg))
 
 
-# an HTTP server's record of a response it sent with an error status (tower_http's TraceLayer logs every 5xx at ERROR:
-# "response failed classification=Status code: 503 Service Unavailable ... uri=/live", a readiness probe answered
-# while the model loads): what a client was told, not where anything failed
-_RESPONSE_RECORD = re.compile(r"\bresponse failed classification=Status code: \d{3}\b")
+# an HTTP server's record of a 503 it answered (tower_http's TraceLayer logs every 5xx at ERROR: "response failed
+# classification=Status code: 503 Service Unavailable ... uri=/live", a readiness probe answered while the model
+# loads): not ready yet, not a failure (a 500 is one: a request failed inside)
+_RESPONSE_RECORD = re.compile(r"\bresponse failed classification=Status code: 503\b")
 
 
 def first_error(first: LogEvent | None, parsed: LogLine, msg: str, line_no: int, phase: str,

@@ -48,3 +48,12 @@ def test_an_http_servers_record_of_a_5xx_response_is_no_failure() -> None:
     log = ("2025-10-15T08:41:33.147093Z ERROR http-request: tower_http::trace::on_failure: response failed "
            "classification=Status code: 503 Service Unavailable latency=0 ms method=GET uri=/live version=HTTP/1.1\n")
     assert analyze(log).root_cause is None
+
+
+def test_an_http_servers_record_of_a_500_response_is_still_a_failure() -> None:
+    """A 500 is a request that failed inside the server, unlike a 503 (not ready): the record stays the failure."""
+    log = ("2025-10-15T08:41:33.147093Z ERROR http-request: tower_http::trace::on_failure: response failed "
+           "classification=Status code: 500 Internal Server Error latency=3 ms method=POST uri=/v1/chat/completions "
+           "version=HTTP/1.1\n")
+    rc = analyze(log).root_cause
+    assert rc is not None and "500 Internal Server Error" in rc.message
