@@ -78,7 +78,8 @@ _JOURNAL = re.compile(
 _TRACING = re.compile(r"(?P<ts>" + _ISO_TS + r")  ?(?P<lvl>TRACE|DEBUG|INFO|WARN|ERROR) "
                       r"(?:(?P<loc>[A-Za-z_]\w*(?:::\w+)*): )?")
 _TRACING_LEVEL = {"TRACE": "DEBUG", "DEBUG": "DEBUG", "INFO": "INFO", "WARN": "WARNING", "ERROR": "ERROR"}
-_COLLECTOR = re.compile(r"(?:\d{10,19}\t)?(?P<ts>" + _ISO_TS + r")[\t ]")
+# (containerd's and CRI-O's own log files: the stream and whether the line is whole, "...Z stdout F ")
+_COLLECTOR = re.compile(r"(?:\d{10,19}\t)?(?P<ts>" + _ISO_TS + r")[\t ](?:(?:stdout|stderr) [FP] )?")
 # Google Cloud Logging's export: the entry's severity (stdout's INFO, stderr's ERROR: the collector's, not the app's
 # level) and its RFC 3339 time in UTC before the line ("ERROR 2025-03-30T23:51:21.303592681Z [rank0]: ...")
 _SEVERITY_TS = re.compile(r"(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY) "
@@ -119,6 +120,23 @@ _UVICORN = re.compile(r"(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL|TRACE):(?:\s+|
 _LEVEL_FIRST = re.compile(r"(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL) +(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)(?:[,.]\d+)? ")
 _GLOG = re.compile(r"\[?(?P<lvl>[IWEF])(?P<ts>(?:\d{8}|\d{3,4}) \d\d:\d\d:\d\d\.\d+) +(?:\d+ )?(?P<loc>[^\]\s]+:\d+)\] ?")
 _NCCL = re.compile(r"\S+:(?P<pid>\d+):\d+ \[\d+\] (?:\S+:\d+ )?NCCL (?P<lvl>INFO|WARN|TRACE|ERROR) ")
+# A record with its own time first and no header above: Python logging's formats ("%(asctime)s - %(name)s -
+# %(levelname)s - %(message)s", xinference's "%(asctime)s %(name)s %(process)d %(levelname)s", Ray's "... INFO
+# worker.py:1821 -- "), zap's console ("...Z    INFO    controller ..."), bracketed levels ("[INFO ]"): the time, at
+# most two fields (a logger's name, a pid, a thread), the level as a whole word, then an optional source location
+_PLAIN_LEVELS = r"DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL"
+_PLAIN_SEP = r"(?:[ \t]+-+[ \t]+|[ \t]*\|[ \t]*|[ \t]+)"
+_PLAIN_LOC = r"(?:[\w./-]+\.(?:py|rs|cc|cpp|hpp|go)(?::[\w<>]+\(\))?|[\w<>]+\(\)):\d+"
+_PLAIN_TIME = r"\[?(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)\]?"
+_PLAIN_RECORD = re.compile(
+    _PLAIN_TIME + r"(?:" + _PLAIN_SEP + r"(?!(?:" + _PLAIN_LEVELS + r")\b)[\w.<>\[\]:/-]{1,80}){0,2}?" + _PLAIN_SEP
+    + r"(?:\[(?P<blvl>" + _PLAIN_LEVELS + r") *\]|(?P<lvl>" + _PLAIN_LEVELS + r")\b)"
+    r"(?:[ \t]*(?:[-|:]+[ \t]+|(?=\[)|$)|[ \t]+)"
+    r"(?:(?P<loc>" + _PLAIN_LOC + r")(?:[ \t]+-+[ \t]+|:[ \t]+)"
+    # (a pid, and SGLang's ranks, in the bracket: "ERROR 120984 [ TP0 scheduler.py:3190] ")
+    r"|(?:\d+[ \t]+)?\[ ?(?:(?P<ranks>[A-Z]+\d+(?: [A-Z]+\d+)*) )?(?P<bloc>" + _PLAIN_LOC + r")\][ \t]+)?")
+_PLAIN_STAMP = re.compile(_PLAIN_TIME + r"[ \t]+")  # a time alone before a known header ("2025-07-10 08:59:40 ERROR 07-09 ...")
+_PLAIN_LEVEL = {"WARN": "WARNING", "FATAL": "CRITICAL"}
 
 # spdlog's default pattern after its bracketed time: "[logger] [error] " (C++ servers: tt-media-server...)
 _SPDLOG = re.compile(r"(?:\[[\w.:-]+\] )?\[(?P<lvl>trace|debug|info|warning|warn|error|critical)\] ")
@@ -270,7 +288,7 @@ def _parse(line: str) -> Parsed:
         if "\r" in line:  # progress bars redraw with \r: the terminal shows the last part
             tail = line.rsplit("\r", 1)[1]
             line = tail if tail.strip() else line.replace("\r", "")
-    pos = 0
+    pos = stamp = 0
     n = len(line)
     time = level = rank = process = service = host = location = None
     pid: int | None = None
@@ -294,6 +312,7 @@ def _parse(line: str) -> Parsed:
             if m:
                 time = m["ts"]
                 pos = m.end()
+                stamp = m.start("ts")
                 m = _JOURNAL.match(line, pos)
                 if m:
                     time, host, service, jpid = m["ts"], m["host"], m["ident"], m["pid"]
@@ -447,6 +466,23 @@ def _parse(line: str) -> Parsed:
                 level, fmt, header = m["lvl"], "uvicorn", m["lvl"]
         if m is not None:
             pos = m.end()
+        elif level is None and fmt in ("plain", "journal", "compose"):
+            start = stamp if fmt == "plain" and time is not None else pos  # a collector's time may be the record's own
+            c = line[start]
+            if c in _DIGITS or (c == "[" and line[start + 1:start + 2] in _DIGITS):
+                if fmt == "plain" and (ts := _PLAIN_STAMP.match(line, start)) is not None and ts.end() < n:
+                    inner = _parse(line[ts.end():])  # a time before a header this parser knows: that header's record
+                    if inner[0].format != "plain":
+                        found, origin, header = inner
+                        found.raw, found.time = raw, found.time or ts["ts"]
+                        return found, origin, header
+                r = _PLAIN_RECORD.match(line, start)
+                if r is not None:
+                    time, level = r["ts"], r["lvl"] or r["blvl"]
+                    level, location = _PLAIN_LEVEL.get(level, level), r["loc"] or r["bloc"] or location
+                    rank = r["ranks"] or rank
+                    fmt = "pylogging" if fmt == "plain" else fmt
+                    pos = r.end()  # (no header: a traceback under one record is not repeated after its prefix)
 
     message = line[pos:] if pos else line
     if level is None and "NCCL " in message:

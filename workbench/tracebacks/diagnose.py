@@ -457,6 +457,8 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
         if link.exception_type is None:  # cut before its exception line: where it failed, not what
             exc_type, message = cut_report(link)
             rc = replace(rc, exception_type=exc_type, message=message)
+            if exc_type is None and message and not link.logged:  # a record above it said what failed: that line
+                rc = replace(rc, kind="log_line")
             if rc.line in wrapped.values():  # the output a wrapper introduced: what failed, however cut
                 items.append((rc.line, False, rc))
             else:

@@ -144,8 +144,10 @@ class RootCause:
     """What to fix: an exception (``kind="exception"``) or a log line (``kind="log_line"``).
 
     ``exception_type`` is None (and ``message`` empty) when the only traceback was cut before its
-    exception line: ``innermost_frame`` and ``phase`` still say where it failed. ``signature`` is
-    the id of its failure (None for a log line); ``signature_text`` reads it in one line.
+    exception line: ``innermost_frame`` and ``phase`` still say where it failed. When an error record
+    printed above that traceback (not its own logger.exception record) says what failed, the root is
+    that ``log_line``, with the traceback's frame, phase and signature. ``signature`` is the id of its
+    failure (None for a log line read alone); ``signature_text`` reads it in one line.
     """
 
     kind: Literal["exception", "log_line"]

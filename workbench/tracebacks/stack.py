@@ -375,7 +375,9 @@ def in_block(stream: Stream, block: Block, parsed: LogLine, msg: str, header: st
             return True
         if (_CONTEXT in msg or _CAUSE in msg or _PROCESS_LINE.match(msg) or _STOP.search(msg) or _NEXT_RECORD.match(msg)
                 or (msg.lstrip().startswith("File \"") and _FILE_STRICT.match(msg))
-                or (msg[:1].isdigit() and _LOGGING_HEAD.match(msg))):  # the next record of a logged exception line
+                or (msg[:1].isdigit() and _LOGGING_HEAD.match(msg))  # the next record of a logged exception line
+                or (parsed.level is not None and parsed.time is not None  # (its head read by logformats)
+                    and parsed.format in ("pylogging", "journal", "compose"))):
             close(stream, cut=False)
             return False
         # position markers under a line (under Ray's quoted head) are not the message

@@ -25,8 +25,22 @@ def test_real_line(case: dict) -> None:
 
 def test_the_fixture_covers_every_format() -> None:
     formats = {c["expect"]["format"] for c in CASES}
-    assert formats == {"journal", "kernel", "sglang", "uvicorn", "vllm", "glog", "trtllm", "tracing", "plain"}
+    assert formats == {"journal", "kernel", "sglang", "uvicorn", "vllm", "glog", "trtllm", "tracing", "pylogging", "plain"}
     assert any(c["expect"]["service"] and c["expect"]["process"] for c in CASES)  # compose + vLLM
+
+
+def test_a_time_before_prose_is_no_record() -> None:
+    """A record of its own time needs its level within two fields of the time (a logger's name, a pid): a level
+    word deeper in the text is prose, and the line stays plain."""
+    for line in ("2025-01-01 10:00:00 The error was ERROR in foo",
+                 "2025-01-01 10:00:00 Loading weights took 3 s INFO",
+                 "2025-01-01 10:00:00,123 4 5 6"):
+        got = parse_line(line)
+        assert (got.format, got.level, got.message) == ("plain", None, line)
+    # the same time before a record this parser knows gives that record, with the inner time when it has one
+    got = parse_line("2025-01-01 10:00:00 INFO:     Started server process [1]")
+    assert (got.format, got.level, got.time, got.message) == ("uvicorn", "INFO", "2025-01-01 10:00:00",
+                                                              "Started server process [1]")
 
 
 def test_ansi_is_removed_before_parsing() -> None:
