@@ -23,6 +23,9 @@ Prefixes recognised, in the order they are peeled::
     glog       [W309 12:56:45.480623726 ProcessGroupNCCL.cpp:1553]   (torch c10, absl; glog 0.7+: E20250522 ...)
     trtllm     [TensorRT-LLM][ERROR] / [01/10/2025-08:00:00] [TRT-LLM] [E]
     nccl       host:pid:tid [dev] NCCL WARN ...                  (level only; the text stays the message)
+    pylogging  2024-11-07 12:55:24,870 - lmdeploy - ERROR - __init__.py:17 -   (a record with its own time first and
+               its level within two fields of it: Python logging's formats, Ray's "... INFO worker.py:1821 -- ",
+               zap's console; a time before one of the headers above gives that header's record)
 
 ANSI colour codes are removed first. ``rank`` is SGLang's rank string ("TP3", "DP1 TP0"),
 or for vLLM the ranks named by a worker process ("TP1 EP1" for ``Worker_TP1_EP1``, "rank2" for
@@ -262,7 +265,7 @@ def _proc_rank(name: str, rank: str | None) -> str | None:
 Parsed = tuple[LogLine, tuple[str | None, ...], str | None]  # a parsed line: the line, its origin, its header
 
 
-def _parse(line: str) -> Parsed:
+def _parse(line: str, *, inner: bool = False) -> Parsed:
     """Parse one line; also return the writer's identity and the app header text.
 
     The identity separates interleaved writers (vLLM processes, journal pids, compose
@@ -470,10 +473,11 @@ def _parse(line: str) -> Parsed:
             start = stamp if fmt == "plain" and time is not None else pos  # a collector's time may be the record's own
             c = line[start]
             if c in _DIGITS or (c == "[" and line[start + 1:start + 2] in _DIGITS):
-                if fmt == "plain" and (ts := _PLAIN_STAMP.match(line, start)) is not None and ts.end() < n:
-                    inner = _parse(line[ts.end():])  # a time before a header this parser knows: that header's record
-                    if inner[0].format != "plain":
-                        found, origin, header = inner
+                if (fmt == "plain" and not inner and (ts := _PLAIN_STAMP.match(line, start)) is not None
+                        and ts.end() < n):  # a time before a header this parser knows: that header's record (once)
+                    known = _parse(line[ts.end():], inner=True)
+                    if known[0].format != "plain":
+                        found, origin, header = known
                         found.raw, found.time = raw, found.time or ts["ts"]
                         return found, origin, header
                 r = _PLAIN_RECORD.match(line, start)

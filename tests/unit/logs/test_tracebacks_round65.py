@@ -30,3 +30,10 @@ def test_a_python_logging_record_before_a_stack_gives_its_level_and_words() -> N
     rc = analyze(record + _STACK).root_cause
     assert rc.message.startswith("Chat completion stream got an error: ") or rc.message.startswith("GenerationMixin")
     assert "2024-06-29" not in rc.message and "restful_api" not in rc.message
+
+
+def test_a_line_of_many_times_is_read_once_and_never_raises() -> None:
+    """A time before a known header is peeled once: a line of thousands of times (a runaway logger) stays plain text
+    instead of recursing once per time."""
+    line = "2025-01-01 10:00:00 " * 20000 + "ERROR 07-09 17:59:40 [core.py:586] boom"
+    assert analyze(line + "\n").lines >= 1  # (a RecursionError before)
