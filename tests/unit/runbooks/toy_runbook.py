@@ -40,6 +40,7 @@ trials = pd.DataFrame([{"edits": [["--ep-size", "8"]], "outcome": "failed", "reu
 run.table("trials", trials)
 step("after_trials")
 if die_at == "hang":
+    (run.dir / "hanging").touch()  # the test's signal goes in now: inside the sleep, not a C call before it
     time.sleep(120)"""
 
 RESULT = """\
