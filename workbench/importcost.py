@@ -26,11 +26,13 @@ def defer_rfc3987_syntax() -> None:
     if DEFERRED in sys.modules or "jsonschema" in sys.modules:
         return
     try:
-        if importlib.util.find_spec(DEFERRED) is None:
-            return
+        spec = importlib.util.find_spec(DEFERRED)
     except (ImportError, ValueError):
         return
+    if spec is None:
+        return
     stand_in = types.ModuleType(DEFERRED, "Stand-in for rfc3987_syntax: imports it on first use (workbench.importcost).")
+    stand_in.__spec__ = spec  # find_spec() still says where the real one is
     lock = threading.Lock()
 
     def real() -> Any:

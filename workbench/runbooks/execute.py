@@ -70,7 +70,10 @@ __all__ = [
 DEFAULT_TIMEOUT = 4 * 3600.0  # seconds any one cell may run
 # Charts as SVG in the kernel: the saved notebook then shows them offline too (Altair's default HTML
 # output loads Vega from a CDN; its "mimetype" output for Vega-Lite 6 fails nbformat's schema).
-KERNEL_SETUP = '--IPKernelApp.exec_lines=import altair; altair.renderers.enable("svg")'
+# workbench first where the kernel has it: its import puts off what altair's jsonschema would compile
+# (importcost.py; 1.5 s a kernel).
+KERNEL_SETUP = ('--IPKernelApp.exec_lines=try:\n    import workbench\nexcept ImportError:\n    pass\n'
+                'import altair; altair.renderers.enable("svg")')
 _SINK = "workbench-run://"
 
 

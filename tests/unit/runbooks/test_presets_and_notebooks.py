@@ -217,3 +217,13 @@ def test_every_parameters_cell_runs_as_the_kernel_runs_it(name):
     nb = nbformat.read(str(ex.resolve(name)[1]), as_version=4)
     (cell,) = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
     exec(compile(cell.source, f"{name}:parameters", "exec"), {})
+
+
+def test_the_kernel_draws_svg_and_has_not_compiled_rfc3987_grammars(tmp_path):
+    """The kernel's set-up imports workbench before altair (execute.KERNEL_SETUP): altair's jsonschema then
+    leaves rfc3987_syntax's grammars uncompiled (workbench.importcost: 1.5 s a kernel), and charts are SVG."""
+    path = user_notebook(tmp_path / "probe.ipynb",
+                         "import sys\nprint('lark', 'lark' in sys.modules, 'renderer', altair.renderers.active)")
+    out = ex.execute(path, {}, data_dir=tmp_path / "data", progress=False, timeout=60)
+    assert out.ok, out.result.get("failure")
+    assert "lark False renderer svg" in out.notebook.read_text()
