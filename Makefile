@@ -72,7 +72,7 @@ test: venv sysdeps vllm-env
 	  log=$$(mktemp); \
 	  { $(MAKE) --no-print-directory lint; l=$$?; $(VENV)/bin/pytest -p no:cacheprovider --durations=15 tests/unit $(SIDE); u=$$?; \
 	    if [ $$l -ne 0 ]; then exit 2; fi; exit $$u; } >"$$log" 2>&1 & side=$$!; \
-	  $(VENV)/bin/pytest --durations=40 tests/integration $(foreach f,$(SIDE),$(if $(findstring ::,$(f)),--deselect=$(f),--ignore=$(f))); rc=$$?; \
+	  $(VENV)/bin/pytest --durations=0 tests/integration $(foreach f,$(SIDE),$(if $(findstring ::,$(f)),--deselect=$(f),--ignore=$(f))); rc=$$?; \
 	  wait $$side; urc=$$?; \
 	  echo "=== the lint, the unit tests and $(SIDE), run beside the other integration tests (exit $$urc) ==="; cat "$$log"; rm -f "$$log"; \
 	  if [ $$rc -eq 0 ]; then rc=$$urc; fi; \
