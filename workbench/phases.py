@@ -633,6 +633,8 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|[Ff]ailed to (?:start(?! (
                            r": error: (?:unrecognized arguments|argument |the following arguments are required)|"
                            # Rust's clap refusing it ("error: invalid value 'True' for '--disable-custom-kernels'")
                            r"^error: (?:unexpected argument|invalid value) '|"
+                           # a C++ server's own parser refusing it (llama-box's "Unknown argument: --origin-rpc-...")
+                           r"^(?:error: )?[Uu]nknown (?:argument|option)s?:? ['\"]?-|"
                            # the listening socket a server (or torch's TCPStore) binds as it starts ("could not bind to
                            # address: 0.0.0.0:8000", "[Errno 98] Address already in use")
                            r"could not bind|[Ff]ailed to bind|[Aa]ddress already in use|"
@@ -709,6 +711,10 @@ _TEXT_SERVING = re.compile(r"inputs? of failed execution|Dumping input data|Dump
                            # an error a server logs for a request, or for the response it streams back to one
                            # (gpustack's proxy: "Error processing streaming response: 'usage'")
                            r"[Ee]rror (?:on|for|processing) (?:streaming )?(?:request|response)\b|\bRequest failed\b|"
+                           # a server's answer to a request it failed inside: its access line's 500 (uvicorn's '"POST
+                           # /v1/chat/completions HTTP/1.1" 500 Internal Server Error'), its own "Internal server error:
+                           # Failed to generate completions: ..." (dynamo's frontend)
+                           r'"[A-Z]+ \S+ HTTP/[\d.]+" 500\b|\b[Ii]nternal [Ss]erver [Ee]rror: |[Ff]ailed to generate completions\b|'
                            # a step that failed for one request (SGLang's "Decode transfer failed for request rank=0
                            # decode_req.req.rid=...", vLLM's "Mooncake transfer failed for request cmpl-...")
                            r"\bfailed for request\b|"

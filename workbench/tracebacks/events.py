@@ -132,6 +132,21 @@ def coded_error(first: LogEvent | None, parsed: LogLine, msg: str, line_no: int)
 _RESPONSE_RECORD = re.compile(r"\bresponse failed classification=Status code: 503\b")
 
 
+# the last resort's other words for a failure where no record says ERROR: a server's access line for a request it
+# failed inside (uvicorn's '"POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error'; a 503 is a server not
+# ready yet), a server's own "Internal server error: <why>" (dynamo's frontend), a program refusing an argument it
+# does not know (llama-box's "Unknown argument: --origin-rpc-server-main-gpu")
+_QUIET_FAILURE = re.compile(r'"[A-Z]+ \S+ HTTP/[\d.]+" 500\b|\b[Ii]nternal [Ss]erver [Ee]rror: \S|'
+                            r"^(?:error: )?[Uu]nknown (?:argument|option)s?:? ['\"]?-")
+
+
+
+def quiet_failure(msg: str) -> bool:
+    """The line says a failure in :data:`_QUIET_FAILURE`'s words (a plain ``in`` first: this runs on every line
+    until a log's first error)."""
+    return ('" 500' in msg or "nternal" in msg or "nknown" in msg) and _QUIET_FAILURE.search(msg) is not None
+
+
 def first_error(first: LogEvent | None, parsed: LogLine, msg: str, line_no: int, phase: str,
                 server: str, recent: Iterable[str] = ()) -> LogEvent | None:
     """The log's first error line (the last resort: see ``Extractor.finish``) once the line ``msg`` (number ``line_no``,
@@ -141,7 +156,8 @@ def first_error(first: LogEvent | None, parsed: LogLine, msg: str, line_no: int,
     on a colon just above it and this line is indented under it, the detail it announced (torch's "Error(s) in loading
     state_dict for Linear:" / "<tab>size mismatch for bias: ..."); else None: ``first`` stays. ``recent``: as for
     :func:`log_event`, the records before it kept as its context."""
-    if (first is None and (error_level(parsed, msg) or quiet_cuda_error(parsed, msg, line_no, phase, server))
+    if (first is None and (error_level(parsed, msg) or quiet_cuda_error(parsed, msg, line_no, phase, server)
+                           or quiet_failure(msg))
             and not ("classification=" in msg and _RESPONSE_RECORD.search(msg))) or coded_error(first, parsed, msg, line_no):
         return LogEvent("error_line", line_no, msg.strip()[:400], parsed.rank, phase, server, tuple(recent)[:-1])
     if first is not None and line_no == first.line + 1 and msg[:1] in (" ", "\t") and first.text.endswith(":"):

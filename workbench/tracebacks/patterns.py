@@ -262,6 +262,10 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
         # LLVM's report_fatal_error, which aborts the process (a Triton kernel's compile: "LLVM ERROR: Failed to
         # compute parent layout for slice layout.")
         r"^LLVM ERROR: |"
+        # Go's runtime ending the process on a panic nothing recovered, or on its own fatal error ("panic: runtime
+        # error: invalid memory address or nil pointer dereference", then "[signal SIGSEGV: ...]" and the goroutines;
+        # "fatal error: concurrent map writes"): a router's, a gateway's or an operator's crash beside the engines
+        r"^panic: (?=\S)|^fatal error: (?=[a-z])|"
         # the kernel's own report of a process it stopped (dmesg, the journal's kernel lines)
         r"traps: \S+\[\d+\] general protection fault|\S+\[\d+\]: segfault at [0-9a-f]+ ip|"
         # Open MPI's signal handler: its header, and the frames it prints under it ("[host:pid] [13]
@@ -290,7 +294,7 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
     ("process_died", re.compile(
         # (a process that exited with code 0 ended as it meant to: no death, whatever came before)
         r"actor died|died unexpectedly|scheduler is dead|scheduler died|^Exit code: (?!0\b)-?\d+|"
-        r"exited with code (?!0\b)-?\d+|"
+        r"exited with (?:exit )?code (?!0\b)-?\d+|"
         r"exited unexpectedly|ChildFailedError|Failed core proc\(s\): \{'|Main process exited, code=|"
         r"(?:WorkerProc|EngineCore|Worker) failed to start|"
         # a launcher's word that the server it ran never came up ("vLLM failed to start.  Retry with
@@ -298,6 +302,10 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
         r"\b(?:vLLM|SGLang|[Ss]erver|[Ee]ngine) failed to start\b|"
         # Ray's own word for a worker process that died or never came up
         r"A worker died or was killed|Failed to register worker|"
+        # Ray's GCS giving up on a node whose raylet stopped answering (its workers, and the engine's ranks on them,
+        # are gone with it): "The node with node id: ... has been marked dead because the detector has missed too
+        # many heartbeats from it"
+        r"has been marked dead because|"
         # mpirun's report of a rank a signal ended ("process rank 6 with PID 0 on node x exited on signal 9")
         r"exited on signal \d+|"
         # Kubernetes' word for a container whose process exited and keeps being restarted, as a deployer reports it
@@ -312,7 +320,8 @@ _EVENT_NEEDLES: dict[EventKind, tuple[str, ...]] = {
     "fatal_signal": ("Fatal Python error: ", "Segmentation fault", "Aborted (core dumped)",
                      "Illegal instruction (core dumped)", "Bus error (core dumped)", "*** SIG",
                      "received signal SIG", "Floating point exception", "Segfault encountered", "LLVM ERROR: ",
-                     "general protection fault", "segfault at ", "Process received signal", ")[0x"),
+                     "general protection fault", "segfault at ", "Process received signal", ")[0x", "panic: ",
+                     "fatal error: "),
     "device_assert": ("Assertion ", "device-side assertion "),
     "error_line": (*(text for text, _ in LOST_TYPE_PHRASES + ANY_LEVEL_PHRASES), "out of memory", "CUDA error",
                    "CUDA runtime error", "cudaError", "CUDA_ERROR_", "Error Code ", "Assertion failed", "ailed to start",
@@ -322,7 +331,7 @@ _EVENT_NEEDLES: dict[EventKind, tuple[str, ...]] = {
                   "atchdog timeout", "Heartbeat monitor timed out", "watchdog got stuck",
                   "watchdog thread terminated with exception"),
     "process_died": ("actor died", "died unexpectedly", "scheduler is dead", "scheduler died", "Exit code: ",
-                     "exited with code ", "exited unexpectedly", "ChildFailedError", "Failed core proc(s): {'",
+                     "exited with code ", "exited with exit code ", "exited unexpectedly", "marked dead because", "ChildFailedError", "Failed core proc(s): {'",
                      "Main process exited, code=", " failed to start", "A worker died or was killed",
                      "Failed to register worker", "exited on signal ", "rashed container", "CrashLoopBackOff"),
     "killed": ("Killed", "Received sigquit", "SIGQUIT received", "kill_process_tree"),
@@ -337,7 +346,7 @@ _EVENT_ANCHORS = ("Xid", "Connection refused", "failed to start", "CUDA error", 
                   "died", "dead", "Exit code", "exited", "ChildFailed", "Failed core", "Killed", "sigquit", "SIGQUIT",
                   "kill_process", "atchdog timeout", "cgroup out of memory", "Error executing", "register worker",
                   "Segfault", "LLVM ERROR", "Request failed", "Process received signal", ")[0x", "rashed container",
-                  "CrashLoopBackOff", "Heartbeat monitor", "watchdog thread terminated",
+                  "CrashLoopBackOff", "Heartbeat monitor", "watchdog thread terminated", "panic: ",
                   *(text.strip(" :") for text, _ in LOST_TYPE_PHRASES + ANY_LEVEL_PHRASES))
 _EVENT_PART = any_part_of(_NEEDLES)  # the quick first search (see any_part_of)
 
@@ -492,6 +501,8 @@ def _interesting_words(*, strong: bool) -> frozenset[str]:
         "kernel image",
         # uvicorn running an app's lifespan start-up (phases._TEXT_STARTUP reads it before a failure)
         "Waiting for application startup",
+        # the last resort's quiet failures (events.quiet_failure): an access line's 500, an unknown argument
+        '" 500', "nknown argument", "nknown option",
         *_EVENT_ANCHORS, *_ANCHORS, *_FAILURE_ANCHORS,
     } - _WEAK
     if not strong:
