@@ -22,6 +22,8 @@ Prefixes recognised, in the order they are peeled::
     uvicorn    INFO:     Started server process [1]
     glog       [W309 12:56:45.480623726 ProcessGroupNCCL.cpp:1553]   (torch c10, absl; glog 0.7+: E20250522 ...)
     trtllm     [TensorRT-LLM][ERROR] / [01/10/2025-08:00:00] [TRT-LLM] [E]
+    raycpp     [2025-04-02 15:02:00,117 E 135782 135782] (raylet) node_manager.cc:3069:   (Ray's C++ components;
+               their lines come under the log monitor's "(raylet) " prefix, peeled as a process)
     nccl       host:pid:tid [dev] NCCL WARN ...                  (level only; the text stays the message)
     pylogging  2024-11-07 12:55:24,870 - lmdeploy - ERROR - __init__.py:17 -   (a record with its own time first and
                its level within two fields of it: Python logging's formats, Ray's "... INFO worker.py:1821 -- ",
@@ -164,6 +166,15 @@ _PIPES = re.compile(
     r"(?P<lvl>TRACE|DEBUG|INFO|SUCCESS|WARNING|WARN|ERROR|CRITICAL|FATAL) *\| "
     r"(?:[\w.<>-]+(?::[\w<>.-]+)*:\d+ - |(?P<name>[\w.<>-]+) \| )?")
 _PIPES_LEVEL = {"SUCCESS": "INFO", "WARN": "WARNING", "FATAL": "CRITICAL"}
+# Ray's C++ components' own record (raylet, GCS, core worker): "[2025-04-02 15:02:00,117 E 135782 135782] (raylet)
+# node_manager.cc:3069: msg" (time, one-letter level, pid, thread id; the component's name in newer releases)
+_RAYCPP = re.compile(r"\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) (?P<lvl>[DIWECF]) (?P<pid>\d+) \d+\] "
+                     r"(?:\([\w.-]+\) )?(?:(?P<loc>[\w./-]+:\d+): )?")
+_RAYCPP_LEVEL = {"D": "DEBUG", "I": "INFO", "W": "WARNING", "E": "ERROR", "C": "CRITICAL", "F": "CRITICAL"}
+# the prefix Ray's log monitor puts before a line of one of its own components ("(raylet) ", "(gcs_server) "); a
+# worker's has its pid and goes by _PROC
+_RAY_COMPONENT = re.compile(r"\((?P<name>raylet|gcs_server|autoscaler|monitor|dashboard|dashboard_agent|log_monitor|"
+                            r"runtime_env_agent)\) ?")
 _LLAMACPP = re.compile(r"\d+\.\d\d\.\d\d\d\.\d\d\d (?P<lvl>[DIWE]) ")
 _LLAMACPP_LEVEL = {"D": "DEBUG", "I": "INFO", "W": "WARNING", "E": "ERROR"}
 # Go's zerolog console writer, its default kitchen time and three-letter level ("9:01PM ERR [llama-cpp] Failed loading
@@ -368,10 +379,12 @@ def _parse(line: str, *, inner: bool = False) -> Parsed:
             process, prank, pid = m.group(1), m.group(2), int(m.group(4))
             if m.group(3):
                 process += "_" + m.group(3).replace(" ", "_")  # "VllmWorker TP0" is Worker_TP0's rank
-        else:
-            m = _PROC.match(line, pos)
+        elif (m := _PROC.match(line, pos)) is None:
+            m = _RAY_COMPONENT.match(line, pos)
             if not m:
                 break
+            process, prank = m["name"], None
+        else:
             process = m.group("name")
             kv = dict(_PROC_KV.findall(m.group("kv")))
             pid_text = kv.get("pid")
@@ -417,6 +430,11 @@ def _parse(line: str, *, inner: bool = False) -> Parsed:
                         if sp:
                             level = _SPDLOG_LEVEL[sp["lvl"]]
                             m = sp
+                elif line[pos + 24:pos + 25] == " " and line[pos + 26:pos + 27] == " " and (
+                        r := _RAYCPP.match(line, pos)) is not None:
+                    m = r
+                    level, time, location, fmt = _RAYCPP_LEVEL[m["lvl"]], m["ts"], m["loc"], "raycpp"
+                    pid = pid if pid is not None else int(m["pid"])
             elif nxt in "IWEF":
                 m = _GLOG.match(line, pos)
                 if m:

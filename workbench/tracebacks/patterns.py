@@ -254,7 +254,10 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
     ("xid", re.compile(r"NVRM: Xid \(")),
     ("oom_kill", re.compile(
         r"Out of memory: Kill(?:ed)? process|oom-kill:|invoked oom-killer|Memory cgroup out of memory|"
-        r"Failed with result 'oom-kill'|killed by the OOM killer")),
+        r"Failed with result 'oom-kill'|killed by the OOM killer|"
+        # Ray's memory monitor killing workers before the kernel would ("1 Workers (tasks / actors) killed due to
+        # memory pressure (OOM), 0 Workers crashed due to other reasons at node ...")
+        r"killed due to memory pressure \(OOM\)")),
     ("fatal_signal", re.compile(
         r"Fatal Python error: |Segmentation fault|^Aborted \(core dumped\)|Illegal instruction \(core dumped\)|"
         r"Bus error \(core dumped\)|\*\*\* SIG(?:SEGV|ABRT|BUS|ILL|FPE)|received signal SIG(?:SEGV|ABRT|BUS)|"
@@ -316,7 +319,7 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
 # pattern): one scan of a line for all of them says which kinds' patterns can match at all.
 _EVENT_NEEDLES: dict[EventKind, tuple[str, ...]] = {
     "xid": ("Xid (",),
-    "oom_kill": ("Out of memory: Kill", "oom-kill", "cgroup out of memory", "OOM killer"),
+    "oom_kill": ("Out of memory: Kill", "oom-kill", "cgroup out of memory", "OOM killer", "memory pressure (OOM)"),
     "fatal_signal": ("Fatal Python error: ", "Segmentation fault", "Aborted (core dumped)",
                      "Illegal instruction (core dumped)", "Bus error (core dumped)", "*** SIG",
                      "received signal SIG", "Floating point exception", "Segfault encountered", "LLVM ERROR: ",

@@ -377,7 +377,7 @@ def in_block(stream: Stream, block: Block, parsed: LogLine, msg: str, header: st
                 or (msg.lstrip().startswith("File \"") and _FILE_STRICT.match(msg))
                 or (msg[:1].isdigit() and _LOGGING_HEAD.match(msg))  # the next record of a logged exception line
                 or (parsed.level is not None and parsed.time is not None  # (its head read by logformats)
-                    and parsed.format in ("pylogging", "journal", "compose"))):
+                    and parsed.format in ("pylogging", "raycpp", "journal", "compose"))):
             close(stream, cut=False)
             return False
         # position markers under a line (under Ray's quoted head) are not the message

@@ -25,7 +25,7 @@ def test_real_line(case: dict) -> None:
 
 def test_the_fixture_covers_every_format() -> None:
     formats = {c["expect"]["format"] for c in CASES}
-    assert formats == {"journal", "kernel", "sglang", "uvicorn", "vllm", "glog", "trtllm", "tracing", "pylogging", "plain"}
+    assert formats == {"journal", "kernel", "sglang", "uvicorn", "vllm", "glog", "trtllm", "tracing", "pylogging", "raycpp", "plain"}
     assert any(c["expect"]["service"] and c["expect"]["process"] for c in CASES)  # compose + vLLM
 
 

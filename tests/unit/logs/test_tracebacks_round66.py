@@ -63,3 +63,18 @@ def test_a_503_while_the_server_loads_is_no_failure() -> None:
     """A readiness probe answered 503 is a server not ready yet (the simulator prints them at every start)."""
     log = 'INFO:     127.0.0.1:50778 - "GET /health HTTP/1.1" 503 Service Unavailable\n'
     assert analyze(log).root_cause is None
+
+
+def test_rays_memory_monitor_killing_a_worker_is_the_failure_before_a_cut_stack() -> None:
+    """EasyR1#185: the raylet's C++ record (its own head: time, one-letter level, pid, thread) under the log monitor's
+    "(raylet) " prefix says the memory monitor killed a worker; the driver's stack after it is cut before its
+    exception line. The kill is what failed."""
+    log = ("(raylet) [2025-04-02 15:02:00,117 E 135782 135782] (raylet) node_manager.cc:3069: 1 Workers (tasks / actors) "
+           "killed due to memory pressure (OOM), 0 Workers crashed due to other reasons at node (ID: 351e, IP: "
+           "10.95.143.76) over the last time period.\n(raylet) \n(raylet) Refer to the documentation on how to address "
+           "the out of memory issue: https://docs.ray.io/en/latest/ray-core/scheduling/ray-oom-prevention.html.\n"
+           'Traceback (most recent call last):\n  File "/usr/lib/python3.10/runpy.py", line 196, in _run_module_as_main\n'
+           "    return _run_code(code, main_globals, None,\n")
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.kind == "log_line" and rc.line == 1
+    assert rc.message.startswith("1 Workers (tasks / actors) killed due to memory pressure (OOM)")
