@@ -140,7 +140,6 @@ _QUIET_FAILURE = re.compile(r'"[A-Z]+ \S+ HTTP/[\d.]+" 500\b|\b[Ii]nternal [Ss]e
                             r"^(?:error: )?[Uu]nknown (?:argument|option)s?:? ['\"]?-")
 
 
-
 def quiet_failure(msg: str) -> bool:
     """The line says a failure in :data:`_QUIET_FAILURE`'s words (a plain ``in`` first: this runs on every line
     until a log's first error)."""
