@@ -156,7 +156,8 @@ _LOGFMT_ESCAPE = re.compile(r'\\(["\\])')
 _NO_ORIGIN: tuple[str | None, ...] = (None, None, None, None, None, None)
 _TRT_LEVEL = {"E": "ERROR", "W": "WARNING", "I": "INFO", "V": "DEBUG", "ERROR": "ERROR", "WARNING": "WARNING",
               "INFO": "INFO", "DEBUG": "DEBUG", "VERBOSE": "DEBUG"}
-_GLOG_LEVEL = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "CRITICAL"}
+# one-letter levels (glog, Ray's C++ records, llama.cpp): each head's pattern admits only the letters it writes
+_LETTER_LEVEL = {"D": "DEBUG", "I": "INFO", "W": "WARNING", "E": "ERROR", "C": "CRITICAL", "F": "CRITICAL"}
 # A record whose fields are joined by pipes: loguru's default ("2025-09-10 11:16:22.307 | ERROR    | pkg.mod:func:106 -
 # "), Python logging's "%(asctime)s | %(levelname)s | %(name)s | " (FastChat: "... | ERROR | stderr | "), a container
 # runtime's own time glued in front of it ("2025-09-10 18:16:22.307225+00:002025-09-10 11:16:22.307 | ERROR | ...")
@@ -170,13 +171,11 @@ _PIPES_LEVEL = {"SUCCESS": "INFO", "WARN": "WARNING", "FATAL": "CRITICAL"}
 # node_manager.cc:3069: msg" (time, one-letter level, pid, thread id; the component's name in newer releases)
 _RAYCPP = re.compile(r"\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) (?P<lvl>[DIWECF]) (?P<pid>\d+) \d+\] "
                      r"(?:\([\w.-]+\) )?(?:(?P<loc>[\w./-]+:\d+): )?")
-_RAYCPP_LEVEL = {"D": "DEBUG", "I": "INFO", "W": "WARNING", "E": "ERROR", "C": "CRITICAL", "F": "CRITICAL"}
 # the prefix Ray's log monitor puts before a line of one of its own components ("(raylet) ", "(gcs_server) "); a
 # worker's has its pid and goes by _PROC
 _RAY_COMPONENT = re.compile(r"\((?P<name>raylet|gcs_server|autoscaler|monitor|dashboard|dashboard_agent|log_monitor|"
                             r"runtime_env_agent)\) ?")
 _LLAMACPP = re.compile(r"\d+\.\d\d\.\d\d\d\.\d\d\d (?P<lvl>[DIWE]) ")
-_LLAMACPP_LEVEL = {"D": "DEBUG", "I": "INFO", "W": "WARNING", "E": "ERROR"}
 # Go's zerolog console writer, its default kitchen time and three-letter level ("9:01PM ERR [llama-cpp] Failed loading
 # model ...": LocalAI)
 _ZEROLOG = re.compile(r"(?P<ts>\d{1,2}:\d\d(?::\d\d)?[AP]M) (?P<lvl>TRC|DBG|INF|WRN|ERR|FTL|PNC) ")
@@ -433,12 +432,12 @@ def _parse(line: str, *, inner: bool = False) -> Parsed:
                 elif line[pos + 24:pos + 25] == " " and line[pos + 26:pos + 27] == " " and (
                         r := _RAYCPP.match(line, pos)) is not None:
                     m = r
-                    level, time, location, fmt = _RAYCPP_LEVEL[m["lvl"]], m["ts"], m["loc"], "raycpp"
+                    level, time, location, fmt = _LETTER_LEVEL[m["lvl"]], m["ts"], m["loc"], "raycpp"
                     pid = pid if pid is not None else int(m["pid"])
             elif nxt in "IWEF":
                 m = _GLOG.match(line, pos)
                 if m:
-                    level, time, location, fmt = _GLOG_LEVEL[m["lvl"]], m["ts"], m["loc"], "glog"
+                    level, time, location, fmt = _LETTER_LEVEL[m["lvl"]], m["ts"], m["loc"], "glog"
                     header = m.group(0)
             if m is None and nxt in _UPPER:
                 m = _SGLANG_RANK_ONLY.match(line, pos)
@@ -461,7 +460,7 @@ def _parse(line: str, *, inner: bool = False) -> Parsed:
                 elif c in "IWEF":
                     m = _GLOG.match(line, pos)
                     if m:
-                        level, time, location, fmt = _GLOG_LEVEL[m["lvl"]], m["ts"], m["loc"], "glog"
+                        level, time, location, fmt = _LETTER_LEVEL[m["lvl"]], m["ts"], m["loc"], "glog"
                         header = m.group(0)
         elif c in _DIGITS and fmt == "plain" and "M " in line[pos + 4:pos + 10] and (z := _ZEROLOG.match(line, pos)):
             m = z
@@ -469,7 +468,7 @@ def _parse(line: str, *, inner: bool = False) -> Parsed:
         elif c in _DIGITS and fmt == "plain" and "." in line[pos + 1:pos + 3]:
             m = _LLAMACPP.match(line, pos)
             if m:  # llama.cpp's "3.02.199.202 E message" (time since start, one-letter level)
-                level, fmt = _LLAMACPP_LEVEL[m["lvl"]], "llamacpp"
+                level, fmt = _LETTER_LEVEL[m["lvl"]], "llamacpp"
         elif c in _DIGITS and "|" in line[pos + 19:pos + 60]:
             m = _PIPES.match(line, pos)
             if m:  # a logger that takes over stderr writes each of its lines at ERROR: that is no level of the line's
