@@ -1,9 +1,19 @@
 """SIGTERM and SIGHUP end a command the way Ctrl-C does: with ``KeyboardInterrupt``, so every
 ``with HostSession`` on the way out restores its host.
 
-A second termination signal is reported and ignored, and one that arrives while a restore runs
-(:func:`shielded`) is held until the restore is over (cutting a restore short would leave the
-host half restored; the host's guard covers a SIGKILL).  Ctrl-C keeps Python's own behaviour.
+Two kinds of code hold a signal back:
+
+- a restore (:func:`shielded`, within :func:`terminate_as_interrupt`: the CLI's commands): a
+  signal arriving inside waits until the restore is over (cutting a restore short would leave the
+  host half restored; the host's guard covers a SIGKILL);
+- one call into the SSH library (:data:`held`, anywhere): paramiko takes a lock, then enters the
+  ``try`` that releases it, so a ``KeyboardInterrupt`` raised between the two leaves the lock
+  taken and the next command on that connection -- the restore's -- waits forever.  Ctrl-C is
+  raised when the call returns (the callers keep each call short: a wait is at most half a second).
+
+A second SIGTERM/SIGHUP is reported and ignored; a second Ctrl-C interrupts again, as Python's
+own does (``workbench run`` kills its kernel on the second), except during a restore.  Only the
+main thread is concerned: Python runs handlers there, and other threads' calls are never held.
 """
 
 from __future__ import annotations
@@ -13,25 +23,77 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator
-from types import FrameType
+from types import FrameType, TracebackType
+from typing import Any
 
 TERMINATING = (signal.SIGTERM, signal.SIGHUP)
+HANDLED = (signal.SIGINT, *TERMINATING)
+
+_MAIN = threading.main_thread().ident
+_state = {"restore": 0, "held": 0, "pending": 0, "deferred": 0}
 
 
-_shield = {"depth": 0, "pending": 0}
+def _release() -> None:
+    if _state["restore"] == 0 and _state["held"] == 0 and _state["pending"]:
+        signum, _state["pending"] = _state["pending"], 0
+        raise KeyboardInterrupt(signal.Signals(signum).name)
 
 
 @contextlib.contextmanager
 def shielded() -> Iterator[None]:
-    """A restore: a SIGTERM/SIGHUP arriving inside waits for the end of the block, then interrupts."""
-    _shield["depth"] += 1
+    """A restore: a signal arriving inside waits for the end of the block, then interrupts."""
+    if threading.get_ident() != _MAIN:
+        yield
+        return
+    _state["restore"] += 1
     try:
         yield
     finally:
-        _shield["depth"] -= 1
-    if _shield["depth"] == 0 and _shield["pending"]:
-        signum, _shield["pending"] = _shield["pending"], 0
-        raise KeyboardInterrupt(signal.Signals(signum).name)
+        _state["restore"] -= 1
+    _release()
+
+
+class _Held:
+    """One call into the SSH library (see the module docstring); reentrant, and cheap enough to
+    wrap each step of a read loop.
+
+    Under :func:`terminate_as_interrupt` its handler holds the signal.  Anywhere else (a notebook's
+    kernel, whose Ctrl-C is ipykernel's "interrupt"; a library user's program) Ctrl-C's own handler
+    is set aside for the call and the signal raised again once the call has returned and the handler
+    is back, so it reaches that handler as it would have."""
+
+    def __init__(self) -> None:
+        self._prev: Any = None
+
+    def __enter__(self) -> None:
+        if threading.get_ident() != _MAIN:
+            return
+        _state["held"] += 1
+        if _state["held"] == 1:
+            prev = signal.getsignal(signal.SIGINT)
+            self._prev = None if isinstance(prev, _Handler) or prev is None else prev
+            if self._prev is not None:
+                signal.signal(signal.SIGINT, _defer)
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if threading.get_ident() != _MAIN:
+            return
+        _state["held"] -= 1
+        if _state["held"] == 0 and self._prev is not None:
+            prev, self._prev = self._prev, None
+            signal.signal(signal.SIGINT, prev)
+            if _state["deferred"]:
+                _state["deferred"] = 0
+                signal.raise_signal(signal.SIGINT)  # to the handler now back in place
+        _release()  # (while an error propagates too: the interrupt then carries it as its context)
+
+
+def _defer(signum: int, frame: FrameType | None) -> None:
+    _state["deferred"] = signum
+
+
+held = _Held()
 
 
 class _Handler:
@@ -40,29 +102,39 @@ class _Handler:
 
     def __call__(self, signum: int, frame: FrameType | None) -> None:
         name = signal.Signals(signum).name
-        if self.received is None and _shield["depth"]:
-            self.received = _shield["pending"] = signum
-            print(f"workbench: {name}: finishing the restore first", file=sys.stderr, flush=True)
+        first, self.received = self.received is None, self.received or signum
+        if _state["restore"]:
+            if _state["pending"]:
+                print(f"workbench: {name} again: still restoring the host, please wait "
+                      "(if this process is killed, the guard on the host restores it)", file=sys.stderr, flush=True)
+            else:
+                _state["pending"] = signum
+                print(f"workbench: {name}: finishing the restore first", file=sys.stderr, flush=True)
             return
-        if self.received is not None:
-            print(f"workbench: {name} again: still restoring the host, please wait "
-                  "(if this process is killed, the guard on the host restores it)", file=sys.stderr, flush=True)
+        if signum in TERMINATING:
+            if not first:
+                print(f"workbench: {name} again: still restoring the host, please wait "
+                      "(if this process is killed, the guard on the host restores it)", file=sys.stderr, flush=True)
+                return
+            print(f"workbench: {name}: stopping and restoring the host", file=sys.stderr, flush=True)
+        if _state["held"]:
+            _state["pending"] = _state["pending"] or signum
             return
-        self.received = signum
-        print(f"workbench: {name}: stopping and restoring the host", file=sys.stderr, flush=True)
         raise KeyboardInterrupt(name)
 
 
 @contextlib.contextmanager
 def terminate_as_interrupt() -> Iterator[_Handler]:
-    """Within the block, SIGTERM and SIGHUP raise ``KeyboardInterrupt`` once (main thread only)."""
+    """Within the block, SIGTERM and SIGHUP raise ``KeyboardInterrupt`` once, and Ctrl-C waits for
+    a restore or an SSH call to end (main thread only)."""
     handler = _Handler()
-    if threading.current_thread() is not threading.main_thread():
+    if threading.get_ident() != _MAIN:
         yield handler
         return
-    old = {sig: signal.signal(sig, handler) for sig in TERMINATING}
+    old = {sig: signal.signal(sig, handler) for sig in HANDLED}
     try:
         yield handler
     finally:
         for sig, prev in old.items():
             signal.signal(sig, prev)
+        _state["pending"] = 0

@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from workbench import shell
+from workbench import shell, signals
 from workbench.errors import (
     CommandRefused,
     CommandTimeout,
@@ -218,7 +218,7 @@ class SSHHost:
 
     def _drop(self) -> None:
         if self._conn is not None:
-            with contextlib.suppress(Exception):
+            with signals.held, contextlib.suppress(Exception):
                 self._conn.close()
         self._conn = None
 
@@ -276,6 +276,10 @@ class SSHHost:
 
     def alive(self, timeout: float = PROBE_TIMEOUT) -> bool:
         """Whether the host answers a trivial command within ``timeout``."""
+        with signals.held:  # (bounded by ``timeout``)
+            return self._alive(timeout)
+
+    def _alive(self, timeout: float) -> bool:
         try:
             chan = self._open_channel(timeout)
         except HostError:
@@ -362,48 +366,64 @@ class SSHHost:
         text = wrapped if text is None else text
         started = time.monotonic()
         deadline = started + timeout + GRACE_S
-        chan = self._open_channel(min(PROBE_TIMEOUT, timeout + GRACE_S))
         out: list[bytes] = []
         err: list[bytes] = []
-        try:
-            try:
-                chan.exec_command(wrapped)
-            except Exception as exc:  # refused by sshd, or the transport died after the channel opened
-                raise self._not_started(exc, time.monotonic() - started) from exc
-            if data:
-                threading.Thread(target=self._send_stdin, args=(chan, data), daemon=True).start()
-            else:
-                chan.shutdown_write()
+        chan = None
+        try:  # each step held (a Ctrl-C is raised between paramiko's calls, never inside one)
+            with signals.held:
+                chan = self._open_channel(min(PROBE_TIMEOUT, timeout + GRACE_S))
+                try:
+                    chan.exec_command(wrapped)
+                except Exception as exc:  # refused by sshd, or the transport died after the channel opened
+                    raise self._not_started(exc, time.monotonic() - started) from exc
+                if data:
+                    threading.Thread(target=self._send_stdin, args=(chan, data), daemon=True).start()
+                else:
+                    chan.shutdown_write()
             while True:
-                got = False
-                if chan.recv_ready():
-                    out.append(chan.recv(65536))
-                    got = True
-                if chan.recv_stderr_ready():
-                    err.append(chan.recv_stderr(65536))
-                    got = True
-                if got:
-                    continue
-                # Done only at EOF with both buffers drained: the exit status can arrive
-                # before the last stderr packets.
-                if (chan.eof_received or chan.closed) and chan.exit_status_ready() \
-                        and not chan.recv_ready() and not chan.recv_stderr_ready():
+                with signals.held:
+                    step = self._read_step(chan, out, err, deadline)
+                if step == "over":
                     break
-                if chan.closed and not chan.recv_ready() and not chan.recv_stderr_ready():
-                    break
-                left = deadline - time.monotonic()
-                if left <= 0:
+                if step == "idle" and time.monotonic() >= deadline:
                     self._on_deadline(text, timeout)
-                select.select([chan], [], [], min(left, 0.5))
-            status = chan.recv_exit_status()
+            with signals.held:
+                status = chan.recv_exit_status()
         finally:
-            close_channel(chan)
+            if chan is not None:
+                with signals.held:
+                    close_channel(chan)
         result = Result(text, b"".join(out).decode(errors="replace"), b"".join(err).decode(errors="replace"),
                         status, self.name, time.monotonic() - started)
         if status == shell.TIMEOUT_EXIT and time.monotonic() - started >= timeout:
             raise CommandTimeout(f"{self.name}: command ran past {timeout:.0f} s and was killed on the host: {clip(text, 200)}",
                                  host=self.name, result=result)
         return _check(result, check, self.fence)
+
+    @staticmethod
+    def _read_step(chan: Any, out: list[bytes], err: list[bytes], deadline: float) -> str:
+        """Read what has come ("read"), or wait for more, at most half a second ("idle"); "over" once
+        the command is over."""
+        got = False
+        if chan.recv_ready():
+            out.append(chan.recv(65536))
+            got = True
+        if chan.recv_stderr_ready():
+            err.append(chan.recv_stderr(65536))
+            got = True
+        if got:
+            return "read"
+        # Done only at EOF with both buffers drained: the exit status can arrive
+        # before the last stderr packets.
+        if (chan.eof_received or chan.closed) and chan.exit_status_ready() \
+                and not chan.recv_ready() and not chan.recv_stderr_ready():
+            return "over"
+        if chan.closed and not chan.recv_ready() and not chan.recv_stderr_ready():
+            return "over"
+        left = deadline - time.monotonic()
+        if left > 0:
+            select.select([chan], [], [], min(left, 0.5))
+        return "idle"
 
     @staticmethod
     def _send_stdin(chan: Any, data: bytes) -> None:
@@ -428,24 +448,31 @@ class SSHHost:
     def stream(self, cmd: Command, *, env: Mapping[str, str] | None = None, tether: bool = True) -> LineStream:
         text, data = _prepare(cmd, None, env)
         wrapped, data = self._become(shell.tethered(text) if tether else text, data)
-        chan = self._open_channel(PROBE_TIMEOUT)
+        chan = None
         try:
-            chan.set_combine_stderr(True)
-            chan.exec_command(wrapped)
-            if data:
-                chan.sendall(data)
-        except Exception as exc:
-            close_channel(chan)
+            with signals.held:
+                chan = self._open_channel(PROBE_TIMEOUT)
+                chan.set_combine_stderr(True)
+                chan.exec_command(wrapped)
+                if data:
+                    chan.sendall(data)
+        except BaseException as exc:  # (a Ctrl-C held during the calls comes at the block's end)
+            if chan is not None:
+                with signals.held:
+                    close_channel(chan)
+            if chan is None or not isinstance(exc, Exception):
+                raise
             raise self._not_started(exc, 0.0) from exc
 
         def close() -> None:
-            with contextlib.suppress(Exception):
-                chan.shutdown_write()  # EOF on stdin: the tether kills the command on the host
-            with contextlib.suppress(Exception):
-                close_channel(chan)
+            with signals.held:
+                with contextlib.suppress(Exception):
+                    chan.shutdown_write()  # EOF on stdin: the tether kills the command on the host
+                with contextlib.suppress(Exception):
+                    close_channel(chan)
 
         def write(data: bytes) -> None:
-            try:
+            try:  # (not held: a full window can block it for as long as the far side does not read)
                 chan.sendall(data)
             except Exception as exc:  # paramiko: socket.error or EOFError on a closed channel
                 raise OSError(f"{self.name}: the stream's channel is closed") from exc
@@ -485,7 +512,8 @@ class SSHHost:
             except BaseException as exc:  # delivered to the consumer
                 stream._finish(None, exc)
             finally:
-                close_channel(chan)
+                with contextlib.suppress(Exception):  # (EOFError: the connection is gone already)
+                    close_channel(chan)
 
         threading.Thread(target=pump, daemon=True, name=f"stream-{self.name}").start()
         return stream
@@ -502,7 +530,8 @@ class SSHHost:
     @contextlib.contextmanager
     def tunnel(self, remote_port: int) -> Iterator[int]:
         """Forward a free local port to ``127.0.0.1:remote_port`` on the host."""
-        conn = self._connection()
+        with signals.held:
+            conn = self._connection()
         listener = socket.socket()
         listener.bind(("127.0.0.1", 0))
         listener.listen(64)

@@ -206,7 +206,17 @@ def test_controller_killed_at_every_step_host_restores_itself(bed, step, signal_
 def cli(ssh_config: str, *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-m", "workbench", "--ssh-config", ssh_config, *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=dict(os.environ, PYTHONPATH=str(ROOT)))
+                            env=dict(os.environ, PYTHONPATH=str(ROOT), PYTHONFAULTHANDLER="1"))
+
+
+def finish(p: subprocess.Popen[str], timeout: float) -> tuple[str, str]:
+    """``p``'s output once it has ended; past ``timeout``, its threads' stacks (SIGABRT: faulthandler) in the error."""
+    try:
+        return p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.send_signal(signal.SIGABRT)
+        out, err = p.communicate(timeout=30)
+        raise AssertionError(f"still running {timeout:.0f} s later; its stacks:\n{err}\n{out}") from None
 
 
 def cli_until(ssh_config: str, phase: str, *variant: str) -> subprocess.Popen[str]:
@@ -225,7 +235,7 @@ def cli_until(ssh_config: str, phase: str, *variant: str) -> subprocess.Popen[st
 def test_cli_variant_restores_on_sigterm_and_sighup_as_on_ctrl_c(toy, signal_name):
     p = cli_until(toy.ssh_config_path, "weight_loading")
     p.send_signal(getattr(signal, f"SIG{signal_name}"))
-    out, err = p.communicate(timeout=60)
+    out, err = finish(p, 60)
     assert p.returncode == 130, out + err
     assert f"SIG{signal_name}: stopping and restoring the host" in err
     assert host_state(toy.ssh_config_path) == found_state()  # restored before it exited
@@ -359,7 +369,7 @@ def test_status_shows_a_guarded_session(toy):
         assert "session: GUARDED" in st.stdout and "variant of toy.service" in st.stdout, st.stdout
     finally:
         p.send_signal(signal.SIGINT)
-        p.communicate(timeout=60)
+        finish(p, 60)
     assert host_state(toy.ssh_config_path) == found_state()
 
 

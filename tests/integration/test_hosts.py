@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import subprocess
 import threading
 import time
@@ -11,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from workbench import signals
 from workbench.errors import CommandTimeout, HostUnresponsive
 from workbench.ssh import SSHHost
 
@@ -127,3 +130,34 @@ def test_frozen_sshd_mid_command_raises_instead_of_hanging(testbed, ssh_config):
         subprocess.run(["ssh", "-F", ssh_config, "gpu-a", "kill -CONT " + " ".join(pids) + "; kill " + " ".join(pids)],
                        timeout=30)
         h.close()
+
+
+@pytest.mark.parametrize("handler", ["cli", "python"])
+def test_ctrl_c_inside_paramiko_leaves_the_connection_usable(testbed, ssh_config, handler):
+    """Ctrl-C arriving while paramiko holds its send lock -- between taking it and the ``try`` that
+    releases it -- used to leave the lock taken, and the restore's next command on the connection
+    waited for ever (CI, stop 36: ``workbench variant`` did not end after SIGINT).  The signal is
+    made to arrive exactly there: the next command must still run.  ``cli``: under the CLI's
+    handler; ``python``: Python's own (a notebook's kernel, a library user)."""
+    h = SSHHost("gpu-a", ssh_config=ssh_config)
+    h.run("true", check=True)
+    event = h._conn.transport.clear_to_send
+    real, fired = event.is_set, []
+
+    def is_set() -> bool:  # called by paramiko's _send_user_message with clear_to_send_lock taken
+        if not fired and threading.current_thread() is threading.main_thread():
+            fired.append(True)
+            signal.raise_signal(signal.SIGINT)
+        return real()
+
+    event.is_set = is_set
+    handling = signals.terminate_as_interrupt() if handler == "cli" else contextlib.nullcontext()
+    with handling, pytest.raises(KeyboardInterrupt):
+        h.run("echo one", timeout=20)
+    assert fired
+    box: list[str] = []  # in a thread: a lock left taken would block it for ever
+    t = threading.Thread(target=lambda: box.append(h.run("echo two", timeout=20).stdout), daemon=True)
+    t.start()
+    t.join(60)
+    assert box == ["two\n"], "the connection's send lock was left taken"
+    h.close()

@@ -61,6 +61,7 @@ from workbench.journal.frame import (
 from workbench.journal.systemd import (
     about,
     export_table,
+    fill_invocation,
     hold_back,
     in_invocations,
     invocations_of,
@@ -263,7 +264,7 @@ def _read_window(host: Host, unit: str, since: Any, until: Any, *, timeout: floa
     argv = export_argv(unit_matches(unit), since=_time_arg(since), until=_time_arg(until))
     sections = fetch(host, [("main", argv), _limits_section(unit)], timeout=timeout, compress=compress)
     table, binary = _section_table(sections["main"])
-    table = _frame_table(table, about(table, unit))
+    table = fill_invocation(_frame_table(table, about(table, unit)))
     # A window (since/until) may be empty for a unit that exists; without one, nothing at all means no unit.
     rows = len(table) if since is None and until is None else 1
     limits = _check_known(sections, unit, rows, host.name)

@@ -150,6 +150,30 @@ def in_invocations(table: pa.Table, ids: set[str], windows: dict[str, tuple[int,
 
 
 
+def fill_invocation(table: pa.Table) -> pa.Table:
+    """The unit's own lines that journald logged without their invocation ID -- it reads the ID from
+    the unit's cgroup, which is gone when the line is read after its process died (a process that
+    exits at once) -- get the latest invocation of the table that started at or before them (its
+    first row); a line older than every invocation keeps none."""
+    if not len(table) or table["invocation"].null_count == 0:
+        return table
+    missing = pc.fill_null(pc.and_(pc.equal(table["origin"], "unit"), pc.is_null(table["invocation"])), False)
+    rows = np.flatnonzero(missing.to_numpy(zero_copy_only=False))
+    if not len(rows):
+        return table
+    known = table.filter(pc.is_valid(table["invocation"])).group_by("invocation").aggregate([("usec", "min")])
+    if not len(known):
+        return table
+    order = np.argsort(known["usec_min"].to_numpy(zero_copy_only=False), kind="stable")
+    starts = known["usec_min"].to_numpy(zero_copy_only=False)[order]
+    ids = np.asarray(known["invocation"].to_pylist(), dtype=object)[order]
+    at = np.searchsorted(starts, table["usec"].to_numpy(zero_copy_only=False)[rows], side="right") - 1
+    filled = np.asarray(table["invocation"].to_pylist(), dtype=object)
+    filled[rows[at >= 0]] = ids[at[at >= 0]]
+    col = table.schema.get_field_index("invocation")
+    return table.set_column(col, table.schema.field(col), pa.array(filled.tolist(), table.schema.field(col).type))
+
+
 def journal_order(table: pa.Table) -> np.ndarray:
     """A sort key giving journal order: the seqnum (``i=`` of the cursor) when every row has the same
     seqnum id (``s=``), else the time (rows from several journals, e.g. across a journald restart)."""

@@ -133,3 +133,37 @@ def test_empty_frame():
     f = build_frame(empty_raw())
     assert list(f.columns) == COLUMNS and len(f) == 0 and f.cursor is None and f.raw == ""
     assert isinstance(f["time"].dtype, pd.DatetimeTZDtype)
+
+
+def _without_ids(table, rows):
+    """``table`` as journald writes it when it could not read these rows' invocation ID (the field absent)."""
+    import numpy as np
+    import pyarrow as pa
+
+    ids = np.asarray(table["invocation"].to_pylist(), dtype=object)
+    ids[rows] = None
+    col = table.schema.get_field_index("invocation")
+    return table.set_column(col, table.schema.field(col), pa.array(ids.tolist(), table.schema.field(col).type))
+
+
+def test_own_lines_logged_without_their_invocation_get_the_one_running_when_they_came(fixture_bytes):
+    """A process that dies at once: journald reads its last lines after the cgroup is gone and
+    writes them without _SYSTEMD_INVOCATION_ID (a fresh clone's test_journal saw such a row)."""
+    from workbench.journal.systemd import fill_invocation
+
+    table, _ = export_table(fixture_bytes("mixed.export"))
+    origin = table["origin"].to_pylist()
+    inv = table["invocation"].to_pylist()
+    own = [i for i, o in enumerate(origin) if o == "unit"]
+    # each invocation's first and last own line, and one in the middle (the traceback written after
+    # PID 1 logged the exit is among the last)
+    firsts = [min(i for i in own if inv[i] == x) for x in dict.fromkeys(inv[i] for i in own)]
+    lasts = [max(i for i in own if inv[i] == x) for x in dict.fromkeys(inv[i] for i in own)]
+    stripped = sorted({*firsts, *lasts, own[len(own) // 2]})
+    assert len(stripped) >= 6
+    filled = fill_invocation(_without_ids(table, stripped))
+    assert filled["invocation"].to_pylist() == inv
+    # nothing started before the oldest invocation's lines: they keep none; PID 1's and journald's rows are never filled
+    blank = [i for i, x in enumerate(inv) if x == inv[own[0]] or origin[i] != "unit"]
+    kept = fill_invocation(_without_ids(table, blank))["invocation"].to_pylist()
+    assert [kept[i] for i in blank] == [None] * len(blank)
