@@ -715,6 +715,8 @@ _TEXT_SERVING = re.compile(r"inputs? of failed execution|Dumping input data|Dump
                            # /v1/chat/completions HTTP/1.1" 500 Internal Server Error'), its own "Internal server error:
                            # Failed to generate completions: ..." (dynamo's frontend)
                            r'"[A-Z]+ \S+ HTTP/[\d.]+" 500\b|\b[Ii]nternal [Ss]erver [Ee]rror: |[Ff]ailed to generate completions\b|'
+                           # the gateway's proxy answering a request for a backend it could not reach (Envoy)
+                           r"\bupstream connect error or disconnect/reset before headers\b|\bno healthy upstream\b|"
                            # a step that failed for one request (SGLang's "Decode transfer failed for request rank=0
                            # decode_req.req.rid=...", vLLM's "Mooncake transfer failed for request cmpl-...")
                            r"\bfailed for request\b|"

@@ -80,7 +80,7 @@ def build_tracebacks(blocks: list[Block]) -> list[Traceback]:
             frames=tuple(b.frames), exception_type=b.exc_type if b.exc_type is not None else _header_type(b),
             message="\n".join(b.message) if b.exc_type is not None else None,
             cut_start=b.cut_start, cut_end=b.exc_type is None or b.cut_message, chained_from=b.chained_from, chain=b.chain,
-            phase=phase[b.index], origin=b.origin, server=b.server, lead=b.lead, context=b.context,
+            phase=phase[b.index], origin=b.origin, server=b.server, lead=b.lead, context=b.context, context_heads=b.context_heads,
             logged=b.logged,
         ))
     return out

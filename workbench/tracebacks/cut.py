@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
+from typing import NamedTuple
 
 from workbench.code_phases import STEPS
 from workbench.logformats import _parse, parse_line
@@ -14,6 +15,7 @@ from workbench.tracebacks.patterns import (
     _FH_FRAME,
     _NATIVE_SYMBOL,
     _NUM_FRAME,
+    FIRST_WORD_ONLY,
     RAISED_NAME,
     level_word,
 )
@@ -49,15 +51,38 @@ def logged_record(line: str, header: str) -> str | None:
     return parsed.message.strip() or None if own == header and parsed.level in ("ERROR", "CRITICAL") else None
 
 
-def cut_report(tb: Traceback) -> tuple[str | None, str]:
-    """The exception type (None when unknown) and message of a traceback cut before its exception line: the
-    record just above it, else the nearest error-level record printed just before it (a launcher's "PRTE ERROR:
-    Bad parameter ..."). A record logged under the traceback's own header (logger.exception(e) writes ``str(e)``
-    then the stack, each line under the same header) is the exception's message; ``repr(e)`` there, its type too."""
+class CutReport(NamedTuple):
+    exception_type: str | None  # None when unknown
+    message: str
+    # the words came from an earlier error record, not from the traceback's own (a worker's error line above
+    # a start's stack that only waited for it): that record is the cause, with its rank (None: none printed)
+    record: bool = False
+    rank: str | None = None
+
+
+def cut_report(tb: Traceback) -> CutReport:
+    """The exception type and message of a traceback cut before its exception line: the record just above
+    it, else the earliest error-level record of the few printed just before it that reports a failure (a
+    launcher's "PRTE ERROR: Bad parameter ...", a worker's error before a start's stack that waited for it),
+    else one that only announces the stack. A record logged under the traceback's own header (logger.exception(e) writes ``str(e)`` then the
+    stack, each line under the same header) is the exception's message; ``repr(e)`` there, its type too."""
     if tb.logged and (r := _LOGGED_REPR.fullmatch(tb.lead.strip())) is not None:
-        return r.group(1), r.group(2).strip("'\"")
-    errors = (_reported(c) for c in reversed(tb.context) if level_word(c, 48) in ("ERROR", "[E]", "CRITICAL"))
-    return None, _reported(tb.lead, logged=tb.logged) or next((r for r in errors if r), "")
+        return CutReport(r.group(1), r.group(2).strip("'\""))
+    own = _reported(tb.lead, logged=tb.logged)
+    if own:
+        return CutReport(None, own)
+    heads = tb.context_heads if len(tb.context_heads) == len(tb.context) else ((None, None),) * len(tb.context)
+    errors = [(c, rank) for c, (rank, level) in zip(tb.context, heads, strict=True)
+              if level_word(c, 48) in ("ERROR", "[E]", "CRITICAL") or level in ("ERROR", "CRITICAL")]
+    for c, rank in errors:  # the earliest: the first error of a cascade
+        if said := _reported(c):
+            return CutReport(None, said, record=True, rank=rank)
+    # nothing but a record announcing the stack ("Engine process failed to start. See stack trace for the root
+    # cause."): with the stack's exception cut off, its words are all that says what failed
+    for c, rank in reversed(errors):  # (not one naming only the call that raised: "Error executing method X.")
+        if _REPORT.search(c) and not _ANNOUNCE_ONLY.search(c.strip()) and "Error executing metho" not in c:
+            return CutReport(None, c.strip()[:400], record=True, rank=rank)
+    return CutReport(None, "")
 
 
 def start_cut_in_roots_step(final: Final, root: RootCause, tracebacks: Sequence[Traceback]) -> bool:
@@ -182,15 +207,17 @@ def _in_native_backtrace(msg: str) -> bool:
 
 def ends_cut(last: tuple[int, str] | None, before: str | None = None) -> bool:
     """Whether the log's last line (not blank) was cut inside its record, as a window pasted from a longer log often
-    is: a prefix with no message, a bracket or a double quote left open, or a last character that announces more
+    is: a prefix with no message, an error record cut inside its first word, a bracket or a double quote left open, or a last character that announces more
     (``,``, ``:``, ``/``, ``=``, ``-``, ``(``) -- not on an indented source line, whose brackets are its code's; or
     the start of the record just ``before`` it again, short of its end (a repeated record cut: "mlx5: host_u")."""
     if last is None:
         return False
-    msg = parse_line(last[1]).message
-    msg = (unquote(msg) if msg[:1] == "E" else msg).rstrip()  # (a line of pytest's report: behind its margin)
-    if not msg:
+    parsed = parse_line(last[1])
+    msg = (unquote(parsed.message) if parsed.message[:1] == "E" else parsed.message).rstrip()  # (a line of pytest's
+    if not msg:  # report: behind its margin)
         return True
+    if parsed.level in ("ERROR", "CRITICAL") and FIRST_WORD_ONLY.fullmatch(msg):
+        return True  # an error record cut inside its first word ("[core.py:825] Ru")
     if (fh := _FH_FRAME.match(msg)) is not None and fh.group(3).strip() not in _FH_OUTERMOST:
         return True  # the log ends inside a faulthandler dump, short of the thread's outermost frame
     if msg[0].isspace():  # a source line (a traceback's, or one a warning quotes): its brackets are the code's

@@ -429,12 +429,9 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
                 return e
         return None
 
-    hw = first_event("xid", hw=True)
-    if hw:
-        return event_root(hw)
-    oom = first_event("oom_kill")
-    if oom:
-        return event_root(oom)
+    for first in (first_event("xid", hw=True), first_event("oom_kill")):  # a hardware fault, then the OOM killer
+        if first:
+            return event_root(first)
     # failures in the segment, earliest first
     items: list[tuple[int, bool, RootCause]] = []
     cut: list[tuple[int, RootCause]] = []
@@ -455,10 +452,11 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
             unraisable.append(rc)
             continue
         if link.exception_type is None:  # cut before its exception line: where it failed, not what
-            exc_type, message = cut_report(link)
-            rc = replace(rc, exception_type=exc_type, message=message)
-            if exc_type is None and message and not link.logged:  # a record above it said what failed: that line
-                rc = replace(rc, kind="log_line")
+            report = cut_report(link)
+            rc = replace(rc, exception_type=report.exception_type, message=report.message)
+            if report.exception_type is None and report.message and (report.record or not link.logged):
+                # a record above it said what failed: that line (another process's: with its rank)
+                rc = replace(rc, kind="log_line", ranks=_ranks([report.rank]) if report.rank else rc.ranks)
             if rc.line in wrapped.values():  # the output a wrapper introduced: what failed, however cut
                 items.append((rc.line, False, rc))
             else:

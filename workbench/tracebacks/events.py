@@ -13,6 +13,7 @@ from workbench.tracebacks.model import LogEvent
 from workbench.tracebacks.patterns import (
     _NUM_FRAME,
     _PROCESS_CUT,
+    FIRST_WORD_ONLY,
     LOST_TYPE_PHRASES,
     RAISED_NAME,
     event_matches,
@@ -88,8 +89,9 @@ _LIBRARY_ERROR = re.compile(r"(?!(?:the|this|that|an?|my|same|following|no|any|w
 # - SafetensorError: Error while deserializing header")
 _UNLEVELLED_FAILURE = re.compile(r"Failed to [a-z]+ \S|[^\n]{0,300}? - (?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): \S")
 # the same record pasted without its prefix, at the head of a line of its own: read only when it gives its reason
-# after a colon (slime's "Failed to update parameter online: start (256) + length (256) exceeds dimension size")
-_PASTED_FAILURE = re.compile(r"Failed to [a-z]+ [^:\n]{0,80}: \S")
+# after a colon (slime's "Failed to update parameter online: start (256) + length (256) exceeds dimension size"); and
+# the "Error: <why>" a Rust program's main (candle, TGI's launcher, dynamo), Go's cobra or a shell tool ends with
+_PASTED_FAILURE = re.compile(r"Failed to [a-z]+ [^:\n]{0,80}: \S|Error: \S")
 
 
 # a native library's FATAL severity in the bracketed tags heading its line (TurboMind's "[TM][FATAL] comm\device_comm.cc
@@ -135,15 +137,18 @@ _RESPONSE_RECORD = re.compile(r"\bresponse failed classification=Status code: 50
 # the last resort's other words for a failure where no record says ERROR: a server's access line for a request it
 # failed inside (uvicorn's '"POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error'; a 503 is a server not
 # ready yet), a server's own "Internal server error: <why>" (dynamo's frontend), a program refusing an argument it
-# does not know (llama-box's "Unknown argument: --origin-rpc-server-main-gpu")
+# does not know (llama-box's "Unknown argument: --origin-rpc-server-main-gpu"), the Envoy proxy in front of a server
+# (Istio, KServe, AIBrix and llm-d gateways) answering for a backend it could not reach
 _QUIET_FAILURE = re.compile(r'"[A-Z]+ \S+ HTTP/[\d.]+" 500\b|\b[Ii]nternal [Ss]erver [Ee]rror: \S|'
+                            r"\bupstream connect error or disconnect/reset before headers\b|\bno healthy upstream\b|"
                             r"^(?:error: )?[Uu]nknown (?:argument|option)s?:? ['\"]?-")
 
 
 def quiet_failure(msg: str) -> bool:
     """The line says a failure in :data:`_QUIET_FAILURE`'s words (a plain ``in`` first: this runs on every line
     until a log's first error)."""
-    return ('" 500' in msg or "nternal" in msg or "nknown" in msg) and _QUIET_FAILURE.search(msg) is not None
+    return ('" 500' in msg or "nternal" in msg or "nknown" in msg or "upstream" in msg) \
+        and _QUIET_FAILURE.search(msg) is not None
 
 
 def first_error(first: LogEvent | None, parsed: LogLine, msg: str, line_no: int, phase: str,
@@ -330,13 +335,14 @@ _HEADER_ONLY = re.compile(r"[\[(]?[\d\-:./T, ]*[\])]?\s*(?:ERROR|CRITICAL)\b[\s\
 
 def cut_record(last: tuple[int, str] | None, phase: str, server: str, recent: Iterable[str]) -> LogEvent | None:
     """A log's last line that is not blank (its number, its text) as an error line when it is a record at ERROR or
-    CRITICAL level cut right after its header: the log ends where an error record began, what it said lost."""
+    CRITICAL level cut right after its header or inside its first word ("[core.py:825] Ru"): the log ends where an
+    error record began, what it said lost."""
     if last is None:
         return None
     parsed = parse_line(last[1])
     text = parsed.message.strip()
-    if parsed.level is not None:  # a format the parser knows: its message is empty
-        cut = parsed.level in ("ERROR", "CRITICAL") and not text
+    if parsed.level is not None:  # a format the parser knows: its message is empty, or cut in its first word
+        cut = parsed.level in ("ERROR", "CRITICAL") and (not text or FIRST_WORD_ONLY.fullmatch(text) is not None)
     else:  # one it does not: the line is the header alone
         cut = _HEADER_ONLY.fullmatch(text) is not None
     if not cut:

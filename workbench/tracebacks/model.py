@@ -50,6 +50,8 @@ class Traceback:
     server: str = field(default="|", compare=False)
     lead: str = field(default="", compare=False)  # the record just above the header and the text before "Traceback"
     context: tuple[str, ...] = field(default=(), compare=False)  # the last records printed before it
+    # their ranks and levels (their prefixes'), one each
+    context_heads: tuple[tuple[str | None, str | None], ...] = field(default=(), compare=False)
     logged: bool = field(default=False, compare=False)  # ``lead`` is a record under the header's own prefix (see Block)
 
     @property

@@ -24,8 +24,11 @@ _EXC = re.compile(r"([A-Za-z_][\w$]*(?:\.[A-Za-z_][\w$]*)*(?:\([\w.]+\))?)(?::(?
 # a bare exception line (no frame before it) must name an error class outright: not a warning
 # (torch's "BackendCompilerFailed: backend='inductor' raised:" heads the error it wraps)
 # (or a class of a package's exceptions module, whatever its name: torch's "torch._dynamo.exc.Unsupported")
-_BARE_EXC_NAME = re.compile(r"(?:Error|Exception|Fault|Failure|(?<=[a-z])Failed|Timeout|Cancelled|Abort)$|"
+# (not the word alone: "Error: ..." is how Rust's main, Go's cobra and shell tools report a failure, no Python type)
+_BARE_EXC_NAME = re.compile(r"(?:(?<=[\w.])Error|Exception|Fault|Failure|(?<=[a-z])Failed|Timeout|Cancelled|Abort)$|"
                             r"\.(?:exc|exceptions|errors)\.[A-Z]\w*$")
+# an error record's message that is only the start of its first word: the log was cut right there ("Ru", "WorkerPro")
+FIRST_WORD_ONLY = re.compile(r"[A-Za-z]\w{0,11}")
 _EXC_REPR = re.compile(r"([A-Za-z_][\w.]*(?:Error|Exception))\((['\"])(.+)")
 # an exception line quoted inside a sentence of an issue ("... 报错`RuntimeError: [TM][ERROR] ...`"),
 # its groups as _EXC_REPR's
@@ -506,7 +509,7 @@ def _interesting_words(*, strong: bool) -> frozenset[str]:
         # uvicorn running an app's lifespan start-up (phases._TEXT_STARTUP reads it before a failure)
         "Waiting for application startup",
         # the last resort's quiet failures (events.quiet_failure): an access line's 500, an unknown argument
-        '" 500', "nknown argument", "nknown option",
+        '" 500', "nknown argument", "nknown option", "upstream connect error", "no healthy upstream",
         *_EVENT_ANCHORS, *_ANCHORS, *_FAILURE_ANCHORS,
     } - _WEAK
     if not strong:

@@ -6,10 +6,9 @@ frames -> message), so tracebacks that several processes print at once, line by 
 again. SGLang prints its rank only on a traceback's first line; its ranks share a stream and are separated block by
 block. The work per line is bounded, so the whole pass is linear in the input.
 
-The parts it leans on, one concern each: :mod:`~workbench.tracebacks.prefixes` (JSON lines and
-learned prefixes), :mod:`~workbench.tracebacks.stack` (blocks, frames, C++ exceptions, per-writer
-streams, and a line read into an open block), :mod:`~workbench.tracebacks.events` (telling log lines), :mod:`~workbench.tracebacks.chains`
-(chains and their phase); :mod:`~workbench.tracebacks.reader` feeds it a text or a stream.
+The parts it leans on, one concern each: :mod:`~.prefixes` (JSON lines and learned prefixes), :mod:`~.stack` (blocks,
+frames, C++ exceptions, per-writer streams, a line read into an open block), :mod:`~.events` (telling log lines),
+:mod:`~.chains` (chains and their phase); :mod:`~.reader` feeds it a text or a stream.
 """
 
 from __future__ import annotations
@@ -117,7 +116,7 @@ class Extractor:
         self._first_error: LogEvent | None = None
         self._quiet: LogEvent | None = None  # the previous line, when it names a CUDA error without a level
         self.native_frames: list[LogEvent] = []  # native backtraces' frames, the first KEPT (see finish)
-        self._recent: deque[str] = deque(maxlen=6)
+        self._recent, self._recent_heads = deque[str](maxlen=6), deque[tuple[str | None, str | None]](maxlen=6)  # (rank, level)
         self.tracebacks: list[Traceback] = []
         self.cpp_exceptions: list[CppException] = []
         self._tracker = PhaseTracker(year=year)
@@ -417,6 +416,7 @@ class Extractor:
                 head := backtrace_head(prev, msg, self.line_no, parsed.rank, self._tracker.phase, self._server)):
             self.events.append(head)  # the line a native backtrace ("1  0x... f(...) + 78") follows reports its error
         self._recent.append(msg)  # a record outside any traceback: the next failure line's context
+        self._recent_heads.append((parsed.rank, parsed.level))
         if stream.pending is not None:
             stream.pending_left -= 1
             if stream.pending_left <= 0:
@@ -592,7 +592,7 @@ class Extractor:
         block = Block(
             index=len(self._blocks), rank=rank if rank is not None else parsed.rank, start=self.line_no,
             header=repeat, origin="|".join(o or "" for o in origin), server=self._server, phase_hint=known_phase(self._tracker, self.trackers),
-            cut_start=cut_start, end=self.line_no, ready=self._tracker.ready, context=tuple(self._recent)[-4:],
+            cut_start=cut_start, end=self.line_no, ready=self._tracker.ready, context=tuple(self._recent)[-4:], context_heads=tuple(self._recent_heads)[-4:],
         )
         self._blocks.append(block)
         stream.block = block

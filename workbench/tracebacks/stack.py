@@ -63,6 +63,7 @@ class Block:
     lead: str = ""  # the text before "Traceback" on the header line ("Initialization failed. warmup error: ")
     ready: bool = False  # the server had declared itself ready when the block began
     context: tuple[str, ...] = ()  # the last records printed before the block (outside any traceback)
+    context_heads: tuple[tuple[str | None, str | None], ...] = ()  # their ranks and levels (their prefixes'), one each
     faulthandler: bool = False  # a faulthandler dump: frames listed most recent call first
     rich: bool = False  # rich's boxed traceback: "path.py:8 in func" frames and numbered code lines
     frames: list[Frame] = field(default_factory=list)
