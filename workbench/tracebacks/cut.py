@@ -205,11 +205,12 @@ def _in_native_backtrace(msg: str) -> bool:
             or _NATIVE_SYMBOL.match(msg) is not None) and not _OUTERMOST.search(msg)
 
 
-def ends_cut(last: tuple[int, str] | None, before: str | None = None) -> bool:
+def ends_cut(last: tuple[int, str] | None, before: str | None = None, near: str = "") -> bool:
     """Whether the log's last line (not blank) was cut inside its record, as a window pasted from a longer log often
     is: a prefix with no message, an error record cut inside its first word, a bracket or a double quote left open, or a last character that announces more
     (``,``, ``:``, ``/``, ``=``, ``-``, ``(``) -- not on an indented source line, whose brackets are its code's; or
-    the start of the record just ``before`` it again, short of its end (a repeated record cut: "mlx5: host_u")."""
+    the start of the record just ``before`` it again, short of its end (a repeated record cut: "mlx5: host_u"); or a
+    last word that the text ``near`` it (before it) never uses whole but begins a longer word of (:func:`cut_word`)."""
     if last is None:
         return False
     parsed = parse_line(last[1])
@@ -237,7 +238,27 @@ def ends_cut(last: tuple[int, str] | None, before: str | None = None) -> bool:
             depth += 1
         elif ch in ")]}":
             depth -= 1
-    return depth > 0
+    return depth > 0 or cut_word(msg, near)
+
+
+# short words that end a whole sentence and begin longer ones ("already in use", "see the log")
+_WHOLE_WORDS = frozenset({"a", "i", "an", "as", "at", "be", "by", "do", "in", "is", "it", "no", "of", "on", "or", "so",
+                          "to", "up", "all", "and", "are", "can", "for", "get", "log", "new", "not", "now", "one", "out",
+                          "run", "set", "the", "use", "was", "yet"})
+
+
+def cut_word(msg: str, near: str) -> bool:
+    """Whether ``msg`` ends inside a word: its last word ("Engin", "capaci", "PyT") is not used whole in the text
+    ``near`` it, but a longer word there begins with it ("EngineDeadError", "capacity", "PyTorch")."""
+    m = _LAST_WORD.search(msg)
+    if m is None or not near or m.group(0).lower() in _WHOLE_WORDS:
+        return False
+    word = re.escape(m.group(0))
+    return re.search(rf"(?<![A-Za-z]){word}(?![A-Za-z])", near) is None and \
+        re.search(rf"(?<![A-Za-z]){word}[A-Za-z]", near) is not None
+
+
+_LAST_WORD = re.compile(r"(?<![A-Za-z])[A-Za-z]+$")
 
 
 def cut_end(final: Final | None, root: RootCause | None, line: int) -> Final | None:

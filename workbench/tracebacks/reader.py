@@ -43,16 +43,21 @@ def _text_end(data: bytes, end: int) -> int:
     return end
 
 
-def tail_lines(ex: Extractor, data: bytes) -> tuple[tuple[int, str] | None, str | None]:
-    """The last line of ``data`` that is not blank and its number, once ``ex`` has been fed all of ``data``; and the
-    line that is not blank just before it, when ``data`` still holds it (None where there is none)."""
+NEAR_BYTES = 65536
+
+
+def tail_lines(ex: Extractor, data: bytes) -> tuple[tuple[int, str] | None, str | None, str]:
+    """The last line of ``data`` that is not blank and its number, once ``ex`` has been fed all of ``data``; the
+    line that is not blank just before it, when ``data`` still holds it (None where there is none); and the text
+    before the last line, its last :data:`NEAR_BYTES` (the words the log used: :func:`~.cut.ends_cut`)."""
     end = _text_end(data, len(data))
     if not end:
-        return None, None
+        return None, None, ""
     start = data.rfind(b"\n", 0, end) + 1
     last = (ex.line_no - data.count(b"\n", start), _text(data[start:end]))
     before = _text_end(data, start)
-    return last, (_text(data[data.rfind(b"\n", 0, before) + 1:before]) if before else None)
+    near = data[max(0, before - NEAR_BYTES):before].decode("utf-8", "replace")
+    return last, (_text(data[data.rfind(b"\n", 0, before) + 1:before]) if before else None), near
 
 
 def feed_lines(ex: Extractor, data: bytes, stop: int) -> None:

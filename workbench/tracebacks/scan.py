@@ -367,7 +367,7 @@ class Extractor:
         block.end = self.line_no
         return True
 
-    def finish(self, last: tuple[int, str] | None = None, before: str | None = None) -> None:
+    def finish(self, last: tuple[int, str] | None = None, before: str | None = None, near: str = "") -> None:
         if self._held is not None:
             held, self._held = self._held, None
             self._line(held)
@@ -390,7 +390,7 @@ class Extractor:
                 self._blocks.append(b)
             stream.queued.clear()
         cut_in_message(self._blocks, last)
-        self.ends_cut = ends_cut(last, before)
+        self.ends_cut = ends_cut(last, before, near)
         self.tracebacks = build_tracebacks(self._blocks)
         self.cpp_exceptions = [CppException(c.line, c.end, c.type, "\n".join(c.message).strip(), c.rank, native_phase(c),
                                             c.server) for c in self._cpp]

@@ -89,3 +89,21 @@ def test_error_alone_is_a_programs_report_not_a_python_type() -> None:
     assert rc is not None and rc.kind == "log_line" and "cannot start with a slash" in rc.message
     typed = analyze("shutil.Error: [('a', 'b', 'No space left on device')]\n").root_cause
     assert typed is not None and typed.kind == "exception" and typed.exception_type == "shutil.Error"
+
+
+def test_a_log_that_ends_inside_a_word_the_log_uses_whole_elsewhere_is_cut() -> None:
+    """Held-out windows' shapes: the paste stops in "vllm.v1.engine.exceptions.Engin" or "allocated by PyT"; a message that
+    ends in a whole word ("address already in use", a word the log never lengthens) is not cut."""
+    head = ("Traceback (most recent call last):\n"
+            '  File "/usr/lib/python3.12/site-packages/vllm/v1/engine/async_llm.py", line 1, in generate\n'
+            "    raise EngineDeadError()\n")
+    cut = analyze(head + "vllm.v1.engine.exceptions.Engin")
+    assert cut.final is not None and cut.final.truncated
+    alloc = ("torch.OutOfMemoryError: CUDA out of memory. Of the allocated memory 70.57 GiB is allocated by PyTorch, "
+             "and 1.02 GiB is reserved by PyTorch but unallocated.\n")
+    assert analyze(head + alloc + alloc.replace("PyTorch but unallocated.", "PyT")).final.truncated
+    whole = analyze("INFO 11-07 11:03:31 [api_server.py:1] args: useIpv6=False\n" + head
+                    + "OSError: [Errno 98] error while attempting to bind: address already in use")
+    assert whole.final is not None and not whole.final.truncated
+    never_longer = analyze(head + "RuntimeError: the engine process died")
+    assert never_longer.final is not None and not never_longer.final.truncated
