@@ -744,6 +744,10 @@ _TEXT_SERVING = re.compile(r"inputs? of failed execution|Dumping input data|Dump
                            # "while processing the requests", "during benchmarking")
                            r"\b(?:during|while (?:handling|processing|serving)|when (?:handling|processing|serving)) "
                            r"(?:an? |the |each |concurrent )?(?:requests?|benchmark(?:s|ing)?)\b|"
+                           # prose telling of a request it sent and the server's answer ("When requesting
+                           # `http://host:8000/v1/embeddings`, an error code 500 is returned")
+                           r"\b[Ww]hen (?:requesting|sending (?:an? |the )?requests?|calling (?:the )?(?:API|endpoint))\b|"
+                           r"\b(?:error|status) code 5\d\d (?:is|was) returned\b|"
                            # the error a dead engine raises to the requests that reach it (vLLM v0's MQEngineDeadError
                            # "Engine loop is not running", v1's EngineDeadError "EngineCore encountered an issue"): its
                            # loop had been serving them

@@ -107,3 +107,11 @@ def test_a_log_that_ends_inside_a_word_the_log_uses_whole_elsewhere_is_cut() -> 
     assert whole.final is not None and not whole.final.truncated
     never_longer = analyze(head + "RuntimeError: the engine process died")
     assert never_longer.final is not None and not never_longer.final.truncated
+
+
+def test_prose_telling_of_a_request_and_its_500_places_the_failure_in_serving() -> None:
+    """ray#54466: the reporter's sentence, then the two lines of the actor's log."""
+    rc = analyze("When requesting `http://server_host:8000/v1/embeddings`, an error code 500 is returned. The log of "
+                 "actor reveals the error as follow:\n```\nif hasattr(result.outputs, \"embedding\"):\n"
+                 "AttributeError: 'PoolingOutput' object has no attribute 'embedding'\n```\n").root_cause
+    assert rc is not None and rc.exception_type == "AttributeError" and rc.phase == "serving"
