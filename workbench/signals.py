@@ -96,6 +96,10 @@ def _defer(signum: int, frame: FrameType | None) -> None:
 held = _Held()
 
 
+def _say(what: str) -> None:
+    print(f"workbench: {what}", file=sys.stderr, flush=True)
+
+
 class _Handler:
     def __init__(self) -> None:
         self.received: int | None = None
@@ -103,20 +107,16 @@ class _Handler:
     def __call__(self, signum: int, frame: FrameType | None) -> None:
         name = signal.Signals(signum).name
         first, self.received = self.received is None, self.received or signum
-        if _state["restore"]:
-            if _state["pending"]:
-                print(f"workbench: {name} again: still restoring the host, please wait "
-                      "(if this process is killed, the guard on the host restores it)", file=sys.stderr, flush=True)
-            else:
-                _state["pending"] = signum
-                print(f"workbench: {name}: finishing the restore first", file=sys.stderr, flush=True)
+        if _state["restore"] and not _state["pending"]:
+            _state["pending"] = signum
+            _say(f"{name}: finishing the restore first")
+            return
+        if _state["restore"] or (signum in TERMINATING and not first):
+            _say(f"{name} again: still restoring the host, please wait "
+                 "(if this process is killed, the guard on the host restores it)")
             return
         if signum in TERMINATING:
-            if not first:
-                print(f"workbench: {name} again: still restoring the host, please wait "
-                      "(if this process is killed, the guard on the host restores it)", file=sys.stderr, flush=True)
-                return
-            print(f"workbench: {name}: stopping and restoring the host", file=sys.stderr, flush=True)
+            _say(f"{name}: stopping and restoring the host")
         if _state["held"]:
             _state["pending"] = _state["pending"] or signum
             return
