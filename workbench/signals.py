@@ -12,7 +12,9 @@ Two kinds of code hold a signal back:
   raised when the call returns (the callers keep each call short: a wait is at most half a second).
 
 A second SIGTERM/SIGHUP is reported and ignored; a second Ctrl-C interrupts again, as Python's
-own does (``workbench run`` kills its kernel on the second), except during a restore.  Only the
+own does (``workbench run`` kills its kernel on the second), except during a restore -- and inside
+a held call it interrupts at once (a call that does not return, an SSH server frozen before it
+answered: the user insists, and the lock question comes second).  Only the
 main thread is concerned: Python runs handlers there, and other threads' calls are never held.
 """
 
@@ -90,6 +92,10 @@ class _Held:
 
 
 def _defer(signum: int, frame: FrameType | None) -> None:
+    if _state["deferred"] and callable(held._prev):  # a second Ctrl-C inside a call that does not return
+        _state["deferred"] = 0
+        held._prev(signum, frame)
+        return
     _state["deferred"] = signum
 
 
@@ -117,9 +123,10 @@ class _Handler:
             return
         if signum in TERMINATING:
             _say(f"{name}: stopping and restoring the host")
-        if _state["held"]:
+        if _state["held"] and not (_state["pending"] and signum == signal.SIGINT):
             _state["pending"] = _state["pending"] or signum
             return
+        _state["pending"] = 0  # (a second Ctrl-C inside a call that does not return: the user insists)
         raise KeyboardInterrupt(name)
 
 

@@ -83,6 +83,12 @@ HELD = textwrap.dedent("""
                     signal.raise_signal(signal.SIGINT)
                     print("RESTORED", flush=True)
                 print("NOT REACHED", flush=True)
+            elif mode == "held-twice":  # a second Ctrl-C inside the call: at once
+                with signals.held:
+                    signal.raise_signal(signal.SIGINT)
+                    print("ONE", flush=True)
+                    signal.raise_signal(signal.SIGINT)
+                    print("NOT REACHED", flush=True)
             elif mode == "twice":
                 for k in range(2):
                     try:
@@ -148,6 +154,9 @@ OUTSIDE = textwrap.dedent("""
         with signals.held:
             signal.raise_signal(signal.SIGINT)
             print("INSIDE", flush=True)
+            if sys.argv[1] == "twice":  # a second one: to the program's handler at once
+                signal.raise_signal(signal.SIGINT)
+                print("NOT REACHED", flush=True)
         print("AFTER", flush=True)
     except KeyboardInterrupt:
         print("INTERRUPTED", flush=True)
@@ -156,7 +165,12 @@ OUTSIDE = textwrap.dedent("""
 
 
 @pytest.mark.parametrize(("mode", "expected"), [("default", ["INSIDE", "INTERRUPTED", "True"]),
-                                                ("custom", ["INSIDE", "HANDLER", "AFTER", "False"])])
+                                                ("custom", ["INSIDE", "HANDLER", "AFTER", "False"]),
+                                                ("twice", ["INSIDE", "INTERRUPTED", "True"])])
 def test_outside_the_cli_a_held_call_hands_ctrl_c_to_the_programs_own_handler_after_it(mode, expected):
     p = subprocess.run([sys.executable, "-c", OUTSIDE, mode], capture_output=True, text=True, timeout=30)
     assert p.stdout.splitlines() == expected, p.stderr
+
+
+def test_a_second_ctrl_c_inside_a_held_call_interrupts_at_once():
+    assert _held("held-twice")[0] == ["ONE", "INTERRUPTED SIGINT NoneType"]
