@@ -246,7 +246,7 @@ def test_canaries_appear_nowhere(gpu_b, ssh_config, tmp_path, canary_base):
         if path.is_file():
             places[str(path.relative_to(tmp_path))] = path.read_bytes()
             if path.suffix == ".parquet":
-                places[f"{path.name} (decoded)"] = pd.read_parquet(path).to_json().encode()
+                places[f"{path.name} (decoded)"] = pd.read_parquet(path).to_json(date_format="iso").encode()
     assert {"notebook.ipynb", "report.html", "result.json", "trials.parquet"} <= {Path(p).name for p in places}
     git = subprocess.run(["git", "ls-files", "-s"], cwd=REPO, capture_output=True, text=True)
     if git.returncode == 0:
