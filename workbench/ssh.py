@@ -87,12 +87,14 @@ def close_channel(chan: Any) -> None:
     descriptor`` there kills the whole connection (or the write lands on a reused
     descriptor). A chatty server (vLLM's shutdown floods the journal a follow stream
     reads) hits this. Pointing the buffers at plain events first, under their own
-    locks, leaves late packets nothing to write to.
+    locks, leaves late packets nothing to write to. A Ctrl-C waits for the close
+    (:data:`workbench.signals.held`).
     """
-    for buf in (chan.in_buffer, chan.in_stderr_buffer):
-        with contextlib.suppress(Exception):
-            buf.set_event(threading.Event())
-    chan.close()
+    with signals.held:
+        for buf in (chan.in_buffer, chan.in_stderr_buffer):
+            with contextlib.suppress(Exception):
+                buf.set_event(threading.Event())
+        chan.close()
 
 
 SUDO_PASSWORD_ENV = "WORKBENCH_SUDO_PASSWORD"
@@ -391,8 +393,7 @@ class SSHHost:
                 status = chan.recv_exit_status()
         finally:
             if chan is not None:
-                with signals.held:
-                    close_channel(chan)
+                close_channel(chan)
         result = Result(text, b"".join(out).decode(errors="replace"), b"".join(err).decode(errors="replace"),
                         status, self.name, time.monotonic() - started)
         if status == shell.TIMEOUT_EXIT and time.monotonic() - started >= timeout:
@@ -458,14 +459,13 @@ class SSHHost:
                     chan.sendall(data)
         except BaseException as exc:  # (a Ctrl-C held during the calls comes at the block's end)
             if chan is not None:
-                with signals.held:
-                    close_channel(chan)
+                close_channel(chan)
             if chan is None or not isinstance(exc, Exception):
                 raise
             raise self._not_started(exc, 0.0) from exc
 
         def close() -> None:
-            with signals.held:
+            with signals.held:  # (both: a Ctrl-C between them would leave the channel open)
                 with contextlib.suppress(Exception):
                     chan.shutdown_write()  # EOF on stdin: the tether kills the command on the host
                 with contextlib.suppress(Exception):
