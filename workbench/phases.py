@@ -692,6 +692,9 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|[Ff]ailed to (?:start(?! (
 # wake_up, collective_rpc: the engine was up), and answers the client "Call to X method failed: ...";
 # lmdeploy's "Engine loop failed with error" and TensorRT-LLM's older "Encountered an error in forward
 # function" come from their loops over the batches
+# the Envoy proxy in front of a server (Istio, KServe, AIBrix and llm-d gateways) answering a request for a backend it
+# could not reach: a request was being served (also a last resort's failure: tracebacks.events.quiet_failure)
+GATEWAY_FAILURE = r"\bupstream connect error or disconnect/reset before headers\b|\bno healthy upstream\b"
 _TEXT_SERVING = re.compile(r"inputs? of failed execution|Dumping input data|Dumping scheduler (?:output|stats)|"
                            # a disaggregated deployment moving a request's KV cache between prefill and decode
                            # (NIXL's "transfer failure ... 'request_id'", SGLang's "Prefill transfer failed for request",
@@ -715,8 +718,7 @@ _TEXT_SERVING = re.compile(r"inputs? of failed execution|Dumping input data|Dump
                            # /v1/chat/completions HTTP/1.1" 500 Internal Server Error'), its own "Internal server error:
                            # Failed to generate completions: ..." (dynamo's frontend)
                            r'"[A-Z]+ \S+ HTTP/[\d.]+" 500\b|\b[Ii]nternal [Ss]erver [Ee]rror: |[Ff]ailed to generate completions\b|'
-                           # the gateway's proxy answering a request for a backend it could not reach (Envoy)
-                           r"\bupstream connect error or disconnect/reset before headers\b|\bno healthy upstream\b|"
+                           + GATEWAY_FAILURE + "|"
                            # a step that failed for one request (SGLang's "Decode transfer failed for request rank=0
                            # decode_req.req.rid=...", vLLM's "Mooncake transfer failed for request cmpl-...")
                            r"\bfailed for request\b|"

@@ -15,8 +15,8 @@ from workbench.tracebacks.patterns import (
     _FH_FRAME,
     _NATIVE_SYMBOL,
     _NUM_FRAME,
-    FIRST_WORD_ONLY,
     RAISED_NAME,
+    cut_error_record,
     level_word,
 )
 from workbench.tracebacks.prefixes import unquote
@@ -71,8 +71,7 @@ def cut_report(tb: Traceback) -> CutReport:
     own = _reported(tb.lead, logged=tb.logged)
     if own:
         return CutReport(None, own)
-    heads = tb.context_heads if len(tb.context_heads) == len(tb.context) else ((None, None),) * len(tb.context)
-    errors = [(c, rank) for c, (rank, level) in zip(tb.context, heads, strict=True)
+    errors = [(c, rank) for c, (rank, level) in zip(tb.context, tb.context_heads, strict=True)
               if level_word(c, 48) in ("ERROR", "[E]", "CRITICAL") or level in ("ERROR", "CRITICAL")]
     for c, rank in errors:  # the earliest: the first error of a cascade
         if said := _reported(c):
@@ -217,7 +216,7 @@ def ends_cut(last: tuple[int, str] | None, before: str | None = None, near: str 
     msg = (unquote(parsed.message) if parsed.message[:1] == "E" else parsed.message).rstrip()  # (a line of pytest's
     if not msg:  # report: behind its margin)
         return True
-    if parsed.level in ("ERROR", "CRITICAL") and FIRST_WORD_ONLY.fullmatch(msg):
+    if cut_error_record(parsed.level, msg):
         return True  # an error record cut inside its first word ("[core.py:825] Ru")
     if (fh := _FH_FRAME.match(msg)) is not None and fh.group(3).strip() not in _FH_OUTERMOST:
         return True  # the log ends inside a faulthandler dump, short of the thread's outermost frame

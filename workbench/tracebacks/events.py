@@ -9,13 +9,14 @@ from dataclasses import replace
 from typing import Literal
 
 from workbench.logformats import LogLine, parse_line
+from workbench.phases import GATEWAY_FAILURE
 from workbench.tracebacks.model import LogEvent
 from workbench.tracebacks.patterns import (
     _NUM_FRAME,
     _PROCESS_CUT,
-    FIRST_WORD_ONLY,
     LOST_TYPE_PHRASES,
     RAISED_NAME,
+    cut_error_record,
     event_matches,
     level_word,
 )
@@ -137,10 +138,9 @@ _RESPONSE_RECORD = re.compile(r"\bresponse failed classification=Status code: 50
 # the last resort's other words for a failure where no record says ERROR: a server's access line for a request it
 # failed inside (uvicorn's '"POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error'; a 503 is a server not
 # ready yet), a server's own "Internal server error: <why>" (dynamo's frontend), a program refusing an argument it
-# does not know (llama-box's "Unknown argument: --origin-rpc-server-main-gpu"), the Envoy proxy in front of a server
-# (Istio, KServe, AIBrix and llm-d gateways) answering for a backend it could not reach
+# does not know (llama-box's "Unknown argument: --origin-rpc-server-main-gpu"), a gateway's proxy (GATEWAY_FAILURE)
 _QUIET_FAILURE = re.compile(r'"[A-Z]+ \S+ HTTP/[\d.]+" 500\b|\b[Ii]nternal [Ss]erver [Ee]rror: \S|'
-                            r"\bupstream connect error or disconnect/reset before headers\b|\bno healthy upstream\b|"
+                            + GATEWAY_FAILURE + "|"
                             r"^(?:error: )?[Uu]nknown (?:argument|option)s?:? ['\"]?-")
 
 
@@ -342,7 +342,7 @@ def cut_record(last: tuple[int, str] | None, phase: str, server: str, recent: It
     parsed = parse_line(last[1])
     text = parsed.message.strip()
     if parsed.level is not None:  # a format the parser knows: its message is empty, or cut in its first word
-        cut = parsed.level in ("ERROR", "CRITICAL") and (not text or FIRST_WORD_ONLY.fullmatch(text) is not None)
+        cut = cut_error_record(parsed.level, text)
     else:  # one it does not: the line is the header alone
         cut = _HEADER_ONLY.fullmatch(text) is not None
     if not cut:

@@ -28,7 +28,13 @@ _EXC = re.compile(r"([A-Za-z_][\w$]*(?:\.[A-Za-z_][\w$]*)*(?:\([\w.]+\))?)(?::(?
 _BARE_EXC_NAME = re.compile(r"(?:(?<=[\w.])Error|Exception|Fault|Failure|(?<=[a-z])Failed|Timeout|Cancelled|Abort)$|"
                             r"\.(?:exc|exceptions|errors)\.[A-Z]\w*$")
 # an error record's message that is only the start of its first word: the log was cut right there ("Ru", "WorkerPro")
-FIRST_WORD_ONLY = re.compile(r"[A-Za-z]\w{0,11}")
+_FIRST_WORD_ONLY = re.compile(r"[A-Za-z]\w{0,11}")
+
+
+def cut_error_record(level: str | None, message: str) -> bool:
+    """A record at ERROR or CRITICAL ``level`` whose ``message`` (stripped) is empty or the start of its first word:
+    the log ends where an error record began, what it said lost (events.cut_record, cut.ends_cut)."""
+    return level in ("ERROR", "CRITICAL") and (not message or _FIRST_WORD_ONLY.fullmatch(message) is not None)
 _EXC_REPR = re.compile(r"([A-Za-z_][\w.]*(?:Error|Exception))\((['\"])(.+)")
 # an exception line quoted inside a sentence of an issue ("... 报错`RuntimeError: [TM][ERROR] ...`"),
 # its groups as _EXC_REPR's
