@@ -148,6 +148,8 @@ def test_held_calls_of_another_thread_do_not_hold_the_main_threads_ctrl_c():
 OUTSIDE = textwrap.dedent("""
     import signal, sys
     from workbench import signals
+    # Python's own handler, whatever this process inherited (started in the background, SIGINT is ignored)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     if sys.argv[1] == "custom":  # a program's own handler (ipykernel's, say) gets the signal after the call
         signal.signal(signal.SIGINT, lambda *_: print("HANDLER", flush=True))
     try:
