@@ -138,7 +138,9 @@ def terminate_as_interrupt() -> Iterator[_Handler]:
     if threading.get_ident() != _MAIN:
         yield handler
         return
-    old = {sig: signal.signal(sig, handler) for sig in HANDLED}
+    # (a Ctrl-C this process was started ignoring -- a shell script's background job -- stays ignored, as Python leaves it)
+    old = {sig: signal.signal(sig, handler) for sig in HANDLED
+           if not (sig == signal.SIGINT and signal.getsignal(sig) == signal.SIG_IGN)}
     try:
         yield handler
     finally:

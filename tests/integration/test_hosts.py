@@ -151,9 +151,14 @@ def test_ctrl_c_inside_paramiko_leaves_the_connection_usable(testbed, ssh_config
         return real()
 
     event.is_set = is_set
+    # Python's own handler for "python", whatever this process inherited (in the background, SIGINT is ignored)
+    own = signal.signal(signal.SIGINT, signal.default_int_handler)
     handling = signals.terminate_as_interrupt() if handler == "cli" else contextlib.nullcontext()
-    with handling, pytest.raises(KeyboardInterrupt):
-        h.run("echo one", timeout=20)
+    try:
+        with handling, pytest.raises(KeyboardInterrupt):
+            h.run("echo one", timeout=20)
+    finally:
+        signal.signal(signal.SIGINT, own)
     assert fired
     box: list[str] = []  # in a thread: a lock left taken would block it for ever
     t = threading.Thread(target=lambda: box.append(h.run("echo two", timeout=20).stdout), daemon=True)

@@ -176,3 +176,13 @@ def test_outside_the_cli_a_held_call_hands_ctrl_c_to_the_programs_own_handler_af
 
 def test_a_second_ctrl_c_inside_a_held_call_interrupts_at_once():
     assert _held("held-twice")[0] == ["ONE", "INTERRUPTED SIGINT NoneType"]
+
+
+def test_a_ctrl_c_the_process_was_started_ignoring_stays_ignored():
+    """A shell script's background job starts with SIGINT ignored; Python leaves it so, and so does the CLI's handler."""
+    program = ("import signal\nfrom workbench import signals\n"
+               "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+               "with signals.terminate_as_interrupt():\n"
+               "    print(signal.getsignal(signal.SIGINT) == signal.SIG_IGN, signal.getsignal(signal.SIGTERM) != signal.SIG_DFL)\n")
+    p = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=30)
+    assert p.stdout.split() == ["True", "True"], p.stderr
