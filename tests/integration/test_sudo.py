@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench.errors import SudoAuthFailure
+from workbench.errors import ConnectError, SudoAuthFailure
 from workbench.services.systemd import SystemdServices
 from workbench.ssh import SUDO_PASSWORD_ENV, SSHHost
 
@@ -27,6 +27,9 @@ BASE_UNIT = "sglang-k26-ddtree.service"
 def sudo_account(testbed, host_a, tmp_path: Path):
     """(ssh_config, alias, password) of a non-root login on gpu-a that may sudo with its password."""
     password = "wb-" + secrets.token_hex(8)
+    # pam_nologin refuses every login but root's while /run/nologin exists (from boot until
+    # systemd-user-sessions starts): wait for the boot's jobs, as a user would.
+    host_a.run(["systemctl", "is-system-running", "--wait"], timeout=120)
     host_a.run(["sh", "-c", _ADD_USER, "add", USER, SUDOERS], input=f"{USER}:{password}\n", check=True)
     a = testbed.hosts[0]
     cfg = tmp_path / "ssh_config"
@@ -35,6 +38,7 @@ def sudo_account(testbed, host_a, tmp_path: Path):
         f"    IdentitiesOnly yes\n    UserKnownHostsFile {testbed.known_hosts}\n    StrictHostKeyChecking yes\n"
     )
     try:
+        _logs_in(SSHHost("gpu-a-ops", ssh_config=str(cfg)), host_a)
         yield str(cfg), "gpu-a-ops", password
     finally:
         # pkill returns before its victims are gone, and userdel refuses a user that still runs a process (CI's
@@ -43,6 +47,19 @@ def sudo_account(testbed, host_a, tmp_path: Path):
                     'do sleep 0.1; i=$((i+1)); done; userdel -r "$1" 2>/dev/null; rm -f "$2" /tmp/wb-sudo-*',
                     "del", USER, SUDOERS], timeout=60, check=True)
         assert host_a.run(["id", USER]).exited != 0
+
+
+def _logs_in(ops: SSHHost, root: SSHHost) -> None:
+    """The account logs in, or the test fails with what gpu-a's sshd and PAM said (CI once saw every login of it
+    end at authentication, "transport shut down", the symptom of a PAM account refusal such as /run/nologin)."""
+    try:
+        assert ops.run(["id", "-un"], check=True).stdout.strip() == USER
+    except ConnectError as exc:
+        why = root.run("systemctl is-system-running; systemctl show -p ActiveState,ActiveEnterTimestamp,InactiveEnterTimestamp systemd-user-sessions; ls -l --time-style=full-iso /run/nologin /etc/nologin "
+                       "2>&1; cat /run/nologin 2>/dev/null; journalctl -u ssh.service -n 20 --no-pager -o short-iso")
+        pytest.fail(f"{USER} cannot log in to gpu-a: {exc}\n{why.stdout}{why.stderr}")
+    finally:
+        ops.close()
 
 
 _ADD_USER = (
