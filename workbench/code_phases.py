@@ -668,6 +668,10 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("lmdeploy/serve/async_engine.py", "generate __call__ batch_infer stream_infer chat safe_run", _S),
     ("lmdeploy/turbomind/turbomind.py", "__init__ _create_weight _from_workspace", _U),
     ("lmdeploy/turbomind/turbomind.py", "_from_hf _load_weights", _W),
+    # the weights, once read, repacked per GPU for TurboMind's kernels (turbomind.py's __init__, later its
+    # _process_weights: "for _ in e.map(self.model_comm.process_weight, ...)", the C++ binding named by its caller's
+    # line), and their buffers allocated first (_create_weights)
+    ("lmdeploy/turbomind/turbomind.py", "_process_weights process_weight _create_weights", _W),
     # --- sweep 2: TensorRT-LLM (only excerpts: py_executor.py @ 000439672005 is 444k characters; the definitions
     # and call sites below were read in the stored versions). PyExecutor.__init__ runs the model engines' warm-up
     # (model_engine.warmup(self.resource_manager)) before the worker thread; the thread's _event_loop_wrapper runs

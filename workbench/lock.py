@@ -137,10 +137,13 @@ class HostLock:
         stream = self._stream
         if stream is None or stream.finished:
             return False
-        if reopen or path != self._beat_path:
-            stream.write(f"{path}\n".encode())
-            self._beat_path = path
-        stream.write(b"b\n")
+        try:
+            if reopen or path != self._beat_path:
+                stream.write(f"{path}\n".encode())
+                self._beat_path = path
+            stream.write(b"b\n")
+        except (OSError, EOFError):  # the holder is gone (the guard ended it) and its stream with it
+            return False
         self._unacked += 1
         deadline = time.monotonic() + timeout
         written = False

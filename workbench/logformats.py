@@ -75,7 +75,8 @@ _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[(
 
 _ISO_TS = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
 _JOURNAL = re.compile(
-    r"(?P<ts>[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?|" + _ISO_TS + r") "
+    # (the month's name as the host's locale writes it: "May 17", and in Chinese or Japanese "5月 17")
+    r"(?P<ts>(?:[A-Z][a-z]{2}|1?\d月) [ \d]?\d \d\d:\d\d:\d\d(?:\.\d+)?|" + _ISO_TS + r") "
     r"(?P<host>\S+) (?P<ident>[^\s\[\]:]+)(?:\[(?P<pid>\d+)\])?: ?"
 )
 # Rust's tracing-subscriber: RFC 3339 time, the level padded to 5, the target ("mistralrs_core::engine") -- the
@@ -91,6 +92,10 @@ _SEVERITY_TS = re.compile(r"(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|
                           r"(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z) ")
 _SEVERITY_HEADS = frozenset({"DEFA", "DEBU", "INFO", "NOTI", "WARN", "ERRO", "CRIT", "ALER", "EMER"})
 _KERNEL = re.compile(r"\[(?P<ts>[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}|\s*\d+\.\d+)\] ?")
+# words that head a message after a time, never a syslog program's name ("CUDA error: ...", "NCCL WARN ...")
+_NO_IDENT = frozenset({"error", "errors", "warning", "warn", "info", "debug", "fatal", "critical", "exception", "failed",
+                       "failure"})
+_SYSLOG_TIME = re.compile(r"(?P<ts>[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?) ")
 _JOURNAL_AFTER_TS = re.compile(r"(?P<host>[\w.-]+) (?P<ident>[^\s\[\]:]+)\[(?P<pid>\d+)\]: ?")  # -o short-monotonic
 # UCX's own log record behind its "[seconds.micro]" ("[1749803291.555759] [host:7053 :0]   tcp_ep.c:1260 UCX  ERROR ...")
 _UCX = re.compile(r"\[(?P<host>[^\]\s:]+):(?P<pid>\d+) ?:\d+\] +(?P<loc>[\w.]+:\d+) +UCX +(?P<lvl>[A-Z]+) +")
@@ -333,10 +338,14 @@ def _parse(line: str, *, inner: bool = False) -> Parsed:
                     pos = m.end()
     elif n > 4 and line[0] in _UPPER and line[3] == " ":
         m = _JOURNAL.match(line)
+        if m and not m["pid"] and m["ident"].lower() in _NO_IDENT:  # "Jan 04 12:17:44 CUDA error: ...": a time alone
+            m = None
         if m:
             time, host, service, jpid = m["ts"], m["host"], m["ident"], m["pid"]
             fmt = "journal"
             pos = m.end()
+        elif m := _SYSLOG_TIME.match(line):  # the time alone, its host and program left out (a paste, `ts`)
+            time, pos = m["ts"], m.end()
     elif n > 26 and line[:4] in _SEVERITY_HEADS and line.find("Z ", 20, 48) > 0 and (m := _SEVERITY_TS.match(line)):
         time = m["ts"]
         pos = m.end()
@@ -542,6 +551,7 @@ _TIME_FORMATS = (
 )
 
 
+_CJK_MONTH = re.compile(r"^(\d{1,2})月\s+(\d{1,2}) ")
 # ``%Y-%m-%d %H:%M:%S[.%f]`` and ``%m-%d %H:%M:%S`` (SGLang, vLLM, Python logging) read by hand
 _NUMERIC_TIME = re.compile(r"(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d+))?\Z|()(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)()\Z")
 
@@ -561,6 +571,8 @@ def parse_time(text: str | None, *, year: int | None = None) -> datetime | None:
         except ValueError:
             return None
     text = text.replace(",", ".")
+    if "月" in text:  # a month in Chinese or Japanese ("5月 17 17:09:51"): as its number
+        text = _CJK_MONTH.sub(lambda m: f"{m[1]:0>2}-{m[2]:0>2} ", text)
     if (m := _NUMERIC_TIME.match(text)) is not None:  # the common shapes, without strptime's cost
         y, mo, d, h, mi, sec, frac = m.groups()[:7] if m.group(1) else m.groups()[7:]
         try:

@@ -543,6 +543,10 @@ _CALLEE = re.compile(r"(\w+)\s*\(")
 # "scheduler.run_event_"); the completion is looked up among the frame's file's functions only
 _CUT_METHOD = re.compile(r"(?<![\w.])[A-Za-z_]\w*\.(_?\w{4,})$")
 _QUOTED_METHOD = re.compile(r"""(?:rpc|_workers|method)\(\s*['"](\w+)['"]""")
+# a function a code line hands to a pool or a thread, which runs it under that frame (TurboMind's "for _ in
+# e.map(self.model_comm.process_weight, ...)", "executor.submit(self._load_shard, i)", "Thread(target=self.loop)")
+_HANDED = re.compile(r"\b(?:map|submit|run_in_executor|apply_async|starmap)\(\s*(?:None,\s*)?(?:\w+\.)*(\w+)\s*[,)]|"
+                     r"\btarget=(?:\w+\.)*(\w+)")
 # also the target Python's threading names when a thread's function raised ("Exception in thread Thread-3
 # (forward_thread_func):") and asyncio's callback that raised ("Exception in callback _log_task_completion(...)")
 _WRAPPER_METHOD = re.compile(r"ray::[^\s(]*\.(\w+)\(\)|method '(\w+)'|collective_rpc\(\s*['\"](\w+)|"
@@ -868,10 +872,12 @@ def _stdlib(file: str) -> bool:
 
 
 def _callees(code: str) -> tuple[str, ...]:
-    """The functions a frame's code line calls (``f(``) and the methods it names (``rpc("load_model")``)."""
+    """The functions a frame's code line calls (``f(``), the methods it names (``rpc("load_model")``) and the functions
+    it hands to a pool or a thread (:data:`_HANDED`)."""
     found = _CALLEES.get(code)
     if found is None:
-        found = tuple(_CALLEE.findall(code)) + tuple(_QUOTED_METHOD.findall(code))
+        found = tuple(_CALLEE.findall(code)) + tuple(_QUOTED_METHOD.findall(code)) + tuple(
+            a or b for a, b in _HANDED.findall(code))
         if len(_CALLEES) < 8192:
             _CALLEES[code] = found
     return found

@@ -14,7 +14,9 @@ from workbench.tracebacks.model import Final, Frame, LogEvent, RootCause, Traceb
 from workbench.tracebacks.patterns import (
     _FH_FRAME,
     _NATIVE_SYMBOL,
+    _NEEDLES,
     _NUM_FRAME,
+    FIXED_LINES,
     RAISED_NAME,
     cut_error_record,
     level_word,
@@ -177,14 +179,6 @@ def typeless_dump(root: RootCause | None, final: Final | None,
 
 
 _ANNOUNCING_END = frozenset(",:/=-(")
-# fixed lines a library prints under its error, whole in every log that holds them: one a log ends on short of its end
-# was cut (PyTorch's hints under a CUDA error: "For debugging consider passing CU")
-_FIXED_LINES = (
-    "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be "
-    "incorrect.",
-    "For debugging consider passing CUDA_LAUNCH_BLOCKING=1",
-    "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
-)
 
 
 # the head of a frame Open MPI's handler numbers after the host and pid ("[c3f2d94d2f68:00045] [ 8] /lib/x.so(f+0x84)
@@ -229,8 +223,10 @@ def ends_cut(last: tuple[int, str] | None, before: str | None = None, near: str 
         return True
     if msg[-1] in _ANNOUNCING_END or msg.count('"') % 2:
         return True
-    if len(msg) >= 8 and any(f.startswith(msg) and len(msg) < len(f) - 1 for f in _FIXED_LINES):
+    if len(msg) >= 8 and any(f.startswith(msg) and len(msg) < len(f) - 1 for f in FIXED_LINES):
         return True  # (a last character short is only its full stop, which some versions leave out)
+    if _ends_in_phrase(msg):
+        return True  # a failure's fixed words cut short ("Watchdog caught collective operati")
     depth = 0
     for ch in msg:
         if ch in "([{":
@@ -248,16 +244,40 @@ _WHOLE_WORDS = frozenset({"a", "i", "an", "as", "at", "be", "by", "do", "in", "i
 
 def cut_word(msg: str, near: str) -> bool:
     """Whether ``msg`` ends inside a word: its last word ("Engin", "capaci", "PyT") is not used whole in the text
-    ``near`` it, but a longer word there begins with it ("EngineDeadError", "capacity", "PyTorch")."""
-    m = _LAST_WORD.search(msg)
-    if m is None or not near or m.group(0).lower() in _WHOLE_WORDS:
+    ``near`` it, but a longer word there begins with it ("EngineDeadError", "capacity", "PyTorch"); or its last token
+    (letters with digits, ``_``, ``-``, ``.``: "api_serve", a host's "VM-0") is not, but begins a longer token there
+    ("api_server", "VM-0-16-ubuntu:392:494")."""
+    if not near:
         return False
-    word = re.escape(m.group(0))
-    return re.search(rf"(?<![A-Za-z]){word}(?![A-Za-z])", near) is None and \
-        re.search(rf"(?<![A-Za-z]){word}[A-Za-z]", near) is not None
+    m = _LAST_WORD.search(msg)
+    if m is not None and m.group(0).lower() not in _WHOLE_WORDS and _begins_only(m.group(0), "A-Za-z", near):
+        return True
+    m = _LAST_TOKEN.search(msg)
+    return m is not None and m.group(0).lower() not in _WHOLE_WORDS and _begins_only(m.group(0), r"\w.-", near)
+
+
+def _begins_only(word: str, chars: str, near: str) -> bool:
+    """``word`` is never used whole in ``near`` (nothing of ``chars`` on either side), but begins a longer run of them."""
+    w = re.escape(word)
+    return re.search(rf"(?<![{chars}]){w}(?![{chars}])", near) is None and \
+        re.search(rf"(?<![{chars}]){w}[{chars}]", near) is not None
 
 
 _LAST_WORD = re.compile(r"(?<![A-Za-z])[A-Za-z]+$")
+_LAST_TOKEN = re.compile(r"(?<![\w.-])(?=[\w.-]*[A-Za-z])[\w.-]{2,}\w$")
+# a failure's fixed words (the events' needles of 12 characters or more, a library's fixed lines): a log whose last line
+# ends in one of them short of its end, from its tenth character on, was cut
+# (each without its last blank or punctuation: a log that ends before them was not cut)
+_PHRASES = tuple(p for p in {f.rstrip(" :.,") for f in (*_NEEDLES, *FIXED_LINES)} if len(p) >= 12)
+
+
+def _ends_in_phrase(msg: str) -> bool:
+    for phrase in _PHRASES:
+        start = msg.rfind(phrase[:10])
+        if start >= 0 and len(msg) - start < len(phrase) and phrase.startswith(msg[start:]) \
+                and (start == 0 or not msg[start - 1].isalnum()):
+            return True
+    return False
 
 
 def cut_end(final: Final | None, root: RootCause | None, line: int) -> Final | None:

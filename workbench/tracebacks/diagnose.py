@@ -66,7 +66,7 @@ from workbench.tracebacks.native import names_phase, signal_frames_phase
 from workbench.tracebacks.patterns import _PROCESS_CUT
 from workbench.tracebacks.reader import extract, extract_stream
 from workbench.tracebacks.scan import Extractor
-from workbench.tracebacks.stack import CUT_DUMP, cut_after_chain, native_final
+from workbench.tracebacks.stack import CUT_DUMP, SPIED, cut_after_chain, native_final
 
 _WRAPPER_FRAMES = {
     ("module.py", "_call_impl"), ("module.py", "_wrapped_call_impl"), ("module.py", "__call__"),
@@ -220,9 +220,7 @@ def describe(exception_type: str | None, message: str | None, frames: Sequence[F
     first = _CUDA_STATUS.sub("", first)
     if len(first) > 120:
         first = first[:119] + "…"
-    text = exception_type or "cut-off traceback"
-    if first:
-        text += f": {first}"
+    text = (exception_type or "cut-off traceback") + (f": {first}" if first else "")
     if callee is not None:
         text += f" in {callee.group(1)}"
     frame = innermost_frame(frames)
@@ -318,8 +316,9 @@ def analysis_of(ex: Extractor) -> Analysis:
 
 def _cut_in_announced_stack(ex: Extractor, root: RootCause) -> bool:
     """The log ends in the stack a record announces, the record the only failure: logger.exception's
-    line ("EngineCore failed to start.", "Request failed:") and at most the stack's first lines after it."""
-    if root.kind != "log_line" or ex.tracebacks or ex.cpp_exceptions or ex.line_no - root.line > _STACK_HEAD_LINES:
+    line ("EngineCore failed to start.", "Request failed:") and at most the stack's first lines after it (no record)."""
+    if root.kind != "log_line" or ex.tracebacks or ex.cpp_exceptions or ex.line_no - root.line > _STACK_HEAD_LINES \
+            or (ex._last is not None and ex._last[0].level is not None and ex._last[0].message.strip()[:80] not in root.message):
         return False
     text = root.message.rstrip()
     return text.endswith(":") or bool(_PROCESS_CUT.fullmatch(text) or _ANNOUNCE_ONLY.search(text) or _ANNOUNCES.search(text))
@@ -333,8 +332,7 @@ def _phase_from_neighbour(root: RootCause, tracebacks: Sequence[Traceback]) -> R
     it (a rank's "Scheduler hit an exception" block repeating it, the stack under an assertion). A
     neighbour whose frames name a step or the serving loop outranks the root's own words (frames before words, as in
     :func:`workbench.phases.decide_phase`; for a cut block also the method a neighbour's wrapper names, which outranks
-    the words as well); for a line alone any known neighbour phase fills an unknown one.
-    """
+    the words as well); for a line alone any known neighbour phase fills an unknown one."""
     own = own_block(root, tracebacks)
     alone = root.innermost_frame is None
     if not alone and not (own is not None and own.cut_start and root.phase == "unknown"):
@@ -434,8 +432,7 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
             return event_root(first)
     # failures in the segment, earliest first
     items: list[tuple[int, bool, RootCause]] = []
-    cut: list[tuple[int, RootCause]] = []
-    unraisable: list[RootCause] = []
+    cut, spied, unraisable = list[tuple[int, RootCause]](), list[tuple[int, RootCause]](), list[RootCause]()
     wrapped = wrapped_output(chains)  # a wrapper's exception and the traceback of the output it introduces
     for chain in chains:
         if not lo <= chain[0].start_line <= hi or (server is not None and chain[0].server != server):
@@ -459,6 +456,8 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
                 rc = replace(rc, kind="log_line", ranks=_ranks([report.rank]) if report.rank else rc.ranks)
             if rc.line in wrapped.values():  # the output a wrapper introduced: what failed, however cut
                 items.append((rc.line, False, rc))
+            elif link.lead == SPIED:  # py-spy's dump of a live process: where its main thread was, no failure itself
+                spied.append((rc.line, replace(rc, kind="log_line", exception_type=None, message=SPIED)))
             else:
                 cut.append((rc.line, rc))
             continue
@@ -480,14 +479,17 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
     # faulthandler's own "Fatal Python error: ..." line (its dump may list only other threads) names the crash
     dumps += [e.line for e in events if e.kind == "fatal_signal" and e.text.startswith("Fatal Python error")]
     raised = [t.start_line for t in ex.tracebacks]
+    actor_deaths = [t.start_line for t in ex.tracebacks if (t.exception_type or "").endswith(("ActorDiedError", "ActorError"))]
 
     def announces(ev: LogEvent) -> bool:
-        """The line only announces a stack printed just after it: the stack says more.
-        (A crash handler's "*** SIGSEGV received" before faulthandler's dump; Ray's "The actor
-        died because of an error raised in its creation task" before that error.)"""
+        """The line only announces a stack printed just after it: the stack says more. (A crash handler's "*** SIGSEGV
+        received" before faulthandler's dump; Ray's "The actor died because of an error raised in its creation task"
+        before that error.) Or it is a line of the message of Ray's exception for a dead actor just above it ("The actor
+        is dead because its worker process has died. Worker exit type: SYSTEM_ERROR" under "ActorDiedError: ...")."""
         if ev.kind == "fatal_signal":
             return any(0 <= d - ev.line <= 12 for d in dumps if d != ev.line)
-        return _ANNOUNCES.search(ev.text) is not None and any(0 < r - ev.line <= 12 for r in raised)
+        return (_ANNOUNCES.search(ev.text) is not None and any(0 < r - ev.line <= 12 for r in raised)) or (
+            ev.kind == "process_died" and any(0 < ev.line - r <= 12 for r in actor_deaths))
 
     for ev in events:
         if (ev.kind in ("fatal_signal", "process_died", "device_assert") or lost_type(ev)) and not announces(ev):
@@ -527,8 +529,8 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
         return min(working or cut, key=lambda x: x[0])[1]
     if unraisable:
         return unraisable[0]
-    killed = first_event("killed")
-    return event_root(killed) if killed else None
+    # then the kill that ended the process, before where py-spy saw its main thread
+    return event_root(killed) if (killed := first_event("killed")) else (spied[0][1] if spied else None)
 
 
 def compare(a: Analysis, b: Analysis) -> Comparison:

@@ -14,6 +14,7 @@ from workbench.tracebacks.model import LogEvent
 from workbench.tracebacks.patterns import (
     _NUM_FRAME,
     _PROCESS_CUT,
+    ANY_LEVEL_PHRASES,
     LOST_TYPE_PHRASES,
     RAISED_NAME,
     cut_error_record,
@@ -29,6 +30,8 @@ _ON_RANK = re.compile(r"\b[Oo]n [Rr]ank (\d+)\b")
 # the phrases of an exception whose type a paste lost (a failed C++ CHECK, the KV-cache size checks, the status Triton
 # gives a model it could not load, ...): see patterns.LOST_TYPE_PHRASES
 _LEVEL_FREE = frozenset(text for text, _ in LOST_TYPE_PHRASES)
+# and of every failure an engine prints at any level (patterns.ANY_LEVEL_PHRASES too)
+_ANY_LEVEL = frozenset(text for text, _ in LOST_TYPE_PHRASES + ANY_LEVEL_PHRASES)
 # vLLM's record of the batch whose execution failed, naming that failure, at WARNING when pickling its
 # input failed too ("Failed to pickle inputs of failed execution: CUDA error: an illegal memory access ...")
 _FAILED_EXECUTION = "inputs of failed execution: "
@@ -83,7 +86,11 @@ _LIBRARY_ERROR = re.compile(r"(?!(?:the|this|that|an?|my|same|following|no|any|w
                             r"the following arguments are required)|"
                             # Rust's clap refusing a command line (uv's "error: unexpected argument '--torch-backend'
                             # found", TGI's launcher's "error: invalid value 'True' for '--disable-custom-kernels'")
-                            r"error: (?:unexpected argument|invalid value) ')")
+                            r"error: (?:unexpected argument|invalid value) ')|"
+                            # CANN's error manager reporting what failed on an Ascend NPU, its code then the process
+                            # ("EZ9999: [PID: 14897] 2025-07-23-10:35:42.381.401 The error from device(chipId:7, ...),
+                            # ... there is an aivec error exception"), under a warning's "EZ9999: Inner Error!"
+                            r"E[A-Z0-9]\d{4}: \[PID: \d+\] ")
 # a record whose format writes no level (SGLang's "[2026-05-21 16:07:41 DP6 TP6] Failed to update parameter online:
 # ...", its logger.error as its logger.info) stating a failure: the engine's own error record
 # ...), or one that ends on the exception it caught (SGLang's loader: "Corrupted safetensors file detected: /x.safetensors
@@ -286,12 +293,17 @@ _NCCL_CUDA = re.compile(r"NCCL WARN (?:Cuda failure|CUDA error)\b")
 def death_cause(line: int, events: Sequence[LogEvent]) -> LogEvent | None:
     """The error line printed in the 2 lines before a process's death or fatal signal at ``line`` (vLLM's "Worker proc
     ... died unexpectedly", a shell's "Aborted (core dumped)"), or NCCL's warning of a CUDA failure there: what the
-    process died of, the death its consequence; else the first watchdog timeout before it (:data:`_WATCHDOG_TIMEOUT`)."""
+    process died of, the death its consequence; else the first watchdog timeout before it (:data:`_WATCHDOG_TIMEOUT`);
+    else, as the last event before it in the 40 lines above, a failure an engine prints at any level (:data:`_ANY_LEVEL`:
+    ggml's "CUDA error: an illegal memory access was encountered", then the backtrace it aborts with)."""
     if not any(e.line == line and e.kind in _DEATHS for e in events):
         return None
+    last = next((e for e in reversed(events) if e.line < line), None)
     return next((e for e in reversed(events) if 0 < line - e.line <= 2 and (
         e.kind == "error_line" or (e.kind == "nccl_warn" and _NCCL_CUDA.search(e.text) is not None))), None) or next(
-        (e for e in events if e.line < line and e.kind == "nccl_warn" and _WATCHDOG_TIMEOUT.search(e.text)), None)
+        (e for e in events if e.line < line and e.kind == "nccl_warn" and _WATCHDOG_TIMEOUT.search(e.text)), None) or (
+        last if last is not None and last.kind == "error_line" and line - last.line <= 40
+        and any(w in last.text for w in _ANY_LEVEL) else None)
 
 
 # c10d's watchdog timing out a collective: it then tears the process down (TORCH_NCCL_ASYNC_ERROR_HANDLING), so a death

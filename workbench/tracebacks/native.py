@@ -19,6 +19,7 @@ from workbench.code_phases import NATIVE_SERVING
 from workbench.phases import stack_evidence
 from workbench.tracebacks.events import native_enough
 from workbench.tracebacks.model import LogEvent
+from workbench.tracebacks.patterns import FIXED_LINES
 
 KEPT = 32  # native frame lines the scanner keeps (the first ones): bounded whatever the log holds
 # the qualified function of c10's "frame #N: ns::C::f(args) + 0x58 (...)" or of a numbered frame ("8 0x... ns::C::C()
@@ -77,13 +78,28 @@ def _run(frames: Sequence[LogEvent], start: int) -> list[LogEvent]:
     return run
 
 
+def native_frame(line: int, msg: str, rank: str | None, phase: str, server: str, recent: Sequence[str],
+                 heads: Sequence[tuple[str | None, str | None]]) -> LogEvent:
+    """A native frame line as the scanner keeps it. c10's head ("Exception raised from recvBytes at .../Utils.hpp:682
+    (most recent call first):") comes right under the torch error's own message, which c10 prints first: the record
+    before it (``recent``, this line last) is kept as its context, and that record's rank (``heads``: (rank, level)
+    of each) when the head has none; not one of PyTorch's hints, which end a CUDA error's message (its first lines cut).
+    """
+    text = msg.strip()[:400]
+    if text.startswith("Exception raised from ") and len(recent) > 1 and not any(h[:40] in recent[-2] for h in FIXED_LINES):
+        return LogEvent("error_line", line, text, rank or heads[-2][0], phase, server, (recent[-2],))
+    return LogEvent("error_line", line, text, rank, phase, server)
+
+
 def native_root(frames: Sequence[LogEvent]) -> LogEvent | None:
     """The first frame of the log's native backtrace when the frames make one (:func:`native_enough`), its phase the
     step or serving loop the backtrace's functions name (frames before the timeline), or its objects being built when
-    the timeline knows nothing."""
+    the timeline knows nothing; under c10's head, the torch error's message before it (:func:`native_frame`)."""
     if not native_enough(list(frames)):
         return None
     first = frames[0]
+    if first.context:
+        first = replace(first, text=first.context[-1].strip()[:400], context=())
     phase = frames_phase(_run(frames, 0))
     if phase is None or (phase == "startup_other" and first.phase not in ("unknown", "")):
         return first

@@ -79,6 +79,12 @@ _IPY_HEADER = re.compile(r"\s*[A-Za-z_][\w.]*\s{4,}$")
 _IPY_CELL = re.compile(r"\s*Cell (In ?\[\d+\]), (?:line (\d+)|\[line (\d+)\]\([^)\s]*\))\s*$")
 _IPY_LINKED_CODE = re.compile(r"\s*(-+>\s*)?\[\d+\]\([^)\s]*\)")
 _FH_FRAME = re.compile(r'\s*File "([^"]*)", line (\d+) in (.+)')
+# py-spy's dump of a live process (SGLang's watchdog prints one of each scheduler before it kills a hung server): each
+# thread under 'Thread 499 (idle): "MainThread"', its frames most recent call first, "    replay (npu_graph_runner.py:82)"
+# (with --native also "    0x7f15503a7d71 (libc.so.6)")
+_PYSPY_THREAD = re.compile(r'\s*Thread (?:0x[0-9A-Fa-f]+|\d+) \((?:idle|active|gil)[^)]*\): "([^"]*)"\s*$')
+_PYSPY_FRAME = re.compile(r"\s+([^\s()]+) \(([^()\s]+?)(?::(\d+))?\)\s*$")
+
 # a level word inside a prefix the parser does not know; no leading \b, which would keep the regex
 # engine from skipping ahead to the words' first letters (ten times slower): boundaries are checked after
 # glog's and c10's severity tag ("[E ProcessGroupNCCL.cpp:916]", "[E1001 16:06:04.53 ProcessGroupNCCL.cpp:607]")
@@ -146,6 +152,16 @@ _FLAT_PREFIX = re.compile(r'\(\w+(?: rank=\d+|(?: (?:DP|TP|PP|EP)\d+)+)? pid=\d+
 _FLAT_FRAME = re.compile(r'File "([^"]*)", line (\d+), in (\S+)\s*(.*)')
 _FLAT_END = re.compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d|Process [\w.-]+:|\[\d{4}-\d\d-\d\d ")
 _FLAT_EXC = re.compile(r"(?:^|\s)((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt))(?::\s|$)")
+
+# fixed lines a library prints under its error, whole in every log that holds them: PyTorch's hints under a CUDA error
+# (a log that ends on one short of its end, "For debugging consider passing CU", was cut; c10's frame list that follows
+# them comes after the error's hints, not right under its message)
+FIXED_LINES = (
+    "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be "
+    "incorrect.",
+    "For debugging consider passing CUDA_LAUNCH_BLOCKING=1",
+    "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
+)
 
 # Phrases an engine prints with no level, or at any level, that say a failure all the same: the one table the
 # error-line pattern, its needles and the quiet stretch's anchors are built from (events reads its two kinds).
@@ -252,6 +268,14 @@ ANY_LEVEL_PHRASES: tuple[tuple[str, str | None], ...] = (
     ("Memory access fault by GPU node", None),
     # the CUDA debugger's (and a GPU core dump's) exception code of a faulting warp ("CUDBG_EXCEPTION_WARP_ILLEGAL_ADDRESS")
     ("CUDBG_EXCEPTION_", r"\bCUDBG_EXCEPTION_(?=[A-Z])"),
+    # Open MPI refusing to place a job's ranks ("All nodes which are allocated for this job are already filled.",
+    # "There are not enough slots available in the system to satisfy the 8 slots"): mpirun's ranks never came up
+    ("are already filled", r"\bAll nodes which are allocated for this job are already filled\b"),
+    ("not enough slots available", r"\bThere are not enough slots available in the system\b"),
+    # ggml's CUDA backend (llama.cpp, ollama and the servers built on them) reporting the call that failed at the head
+    # of a line of its own, no level, before it aborts ("CUDA error: an illegal memory access was encountered", then
+    # "  current device: 7, in function ggml_backend_cuda_synchronize at .../ggml-cuda.cu:2461")
+    ("CUDA error: ", r"^CUDA error: (?=[a-z])"),
 )
 
 
@@ -260,7 +284,9 @@ def _alternatives(phrases: tuple[tuple[str, str | None], ...]) -> str:
 
 
 _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
-    ("xid", re.compile(r"NVRM: Xid \(")),
+    # (and the driver's report of a GPU that stopped answering on PCIe, Xid 79's words: "NVRM: GPU 0000:b3:00.0: GPU
+    # has fallen off the bus.", or wrapped: "NVRM: The NVIDIA GPU ... / NVRM: fallen off the bus and is not responding")
+    ("xid", re.compile(r"NVRM: Xid \(|\bfallen off the bus\b")),
     ("oom_kill", re.compile(
         r"Out of memory: Kill(?:ed)? process|oom-kill:|invoked oom-killer|Memory cgroup out of memory|"
         r"Failed with result 'oom-kill'|killed by the OOM killer|"
@@ -269,7 +295,12 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
         r"killed due to memory pressure \(OOM\)")),
     ("fatal_signal", re.compile(
         r"Fatal Python error: |Segmentation fault|^Aborted \(core dumped\)|Illegal instruction \(core dumped\)|"
-        r"Bus error \(core dumped\)|\*\*\* SIG(?:SEGV|ABRT|BUS|ILL|FPE)|received signal SIG(?:SEGV|ABRT|BUS)|"
+        r"Bus error \(core dumped\)|"
+        # zsh's words for the job a signal ended ("[1]    1782217 IOT instruction (core dumped)  python x.py", "zsh:
+        # segmentation fault (core dumped)  python x.py", "illegal hardware instruction")
+        r"(?:^zsh: |^\[\d+\] +[+-]? *\d+ )(?:IOT instruction|segmentation fault|illegal hardware instruction|bus error)"
+        r"(?: \(core dumped\))? |"
+        r"\*\*\* SIG(?:SEGV|ABRT|BUS|ILL|FPE)|received signal SIG(?:SEGV|ABRT|BUS)|"
         r"Floating point exception|Segfault encountered|"
         # LLVM's report_fatal_error, which aborts the process (a Triton kernel's compile: "LLVM ERROR: Failed to
         # compute parent layout for slice layout.")
@@ -314,6 +345,10 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
         r"\b(?:vLLM|SGLang|[Ss]erver|[Ee]ngine) failed to start\b|"
         # Ray's own word for a worker process that died or never came up
         r"A worker died or was killed|Failed to register worker|"
+        # Ray's report of a raylet that died under its node's workers ("Raylet is terminated. Termination is unexpected.
+        # Possible reasons include: (1) SIGKILL by the user or system OOM killer, ..."), and of an actor whose worker
+        # process died ("The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR")
+        r"Termination is unexpected|\b[Aa]ctor is dead because its worker process|"
         # Ray's GCS giving up on a node whose raylet stopped answering (its workers, and the engine's ranks on them,
         # are gone with it): "The node with node id: ... has been marked dead because the detector has missed too
         # many heartbeats from it"
@@ -327,10 +362,11 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
 # Words one of which every match of a kind's pattern contains (one per alternative of the
 # pattern): one scan of a line for all of them says which kinds' patterns can match at all.
 _EVENT_NEEDLES: dict[EventKind, tuple[str, ...]] = {
-    "xid": ("Xid (",),
+    "xid": ("Xid (", "fallen off the bus"),
     "oom_kill": ("Out of memory: Kill", "oom-kill", "cgroup out of memory", "OOM killer", "memory pressure (OOM)"),
     "fatal_signal": ("Fatal Python error: ", "Segmentation fault", "Aborted (core dumped)",
-                     "Illegal instruction (core dumped)", "Bus error (core dumped)", "*** SIG",
+                     "Illegal instruction (core dumped)", "Bus error (core dumped)", "IOT instruction",
+                     "segmentation fault", "illegal hardware instruction", "bus error", "*** SIG",
                      "received signal SIG", "Floating point exception", "Segfault encountered", "LLVM ERROR: ",
                      "general protection fault", "segfault at ", "Process received signal", ")[0x", "panic: ",
                      "fatal error: "),
@@ -346,7 +382,8 @@ _EVENT_NEEDLES: dict[EventKind, tuple[str, ...]] = {
                      "exited with code ", "exited with exit code ", "exited unexpectedly", "marked dead because",
                      "ChildFailedError", "Failed core proc(s): {'",
                      "Main process exited, code=", " failed to start", "A worker died or was killed",
-                     "Failed to register worker", "exited on signal ", "rashed container", "CrashLoopBackOff"),
+                     "Failed to register worker", "exited on signal ", "rashed container", "CrashLoopBackOff",
+                     "Termination is unexpected", "ctor is dead because its worker process"),
     "killed": ("Killed", "Received sigquit", "SIGQUIT received", "kill_process_tree"),
 }
 _NEEDLES = tuple(sorted({w for words in _EVENT_NEEDLES.values() for w in words}))
@@ -355,7 +392,9 @@ _NEEDLES = tuple(sorted({w for words in _EVENT_NEEDLES.values() for w in words})
 _EVENT_ANCHORS = ("Xid", "Connection refused", "failed to start", "CUDA error", "CUDA runtime", "cudaError", "CUDA_ERROR",
                   "Error Code", "NCCL error", "ailed to ", "actor died", "cannot find -l", "collect2", "fatal error",
                   "error: command", "ssertion", "Main process", "out of memory", "Out of memory", "oom", "OOM", "Fatal",
-                  "Segmentation", "Abort", "Illegal", "Bus error", "SIG", "Floating", "NCCL WARN", "Watchdog", "timing out",
+                  "Segmentation", "Abort", "Illegal", "Bus error", "SIG", "IOT instruction", "segmentation fault",
+                  "illegal hardware", "bus error", "fallen off the bus", "Termination is unexpected", "Floating",
+                  "NCCL WARN", "Watchdog", "timing out",
                   "died", "dead", "Exit code", "exited", "ChildFailed", "Failed core", "Killed", "sigquit", "SIGQUIT",
                   "kill_process", "atchdog timeout", "cgroup out of memory", "Error executing", "register worker",
                   "Segfault", "LLVM ERROR", "Request failed", "Process received signal", ")[0x", "rashed container",
@@ -507,7 +546,7 @@ def _interesting_words(*, strong: bool) -> frozenset[str]:
         "died", "dead", "fail", "Fail", "xited", "Exit", "OOM", "oom", "out of memory", "Out of memory",
         "above exception", "During handling", "atchdog", "timing out", "sigquit", "ChildFailed", "kill_process",
         "cannot find -l", "ray::", "Illegal", "' panicked", "Bus error", "Floating", "Main process", "Interrupt", "Timeout",
-        "Cancelled", "Thread 0x", "Stack (", "│", "┃", "║", "╭", "^[", "\ufffd[", '{"', "m(", "segfault", "protection fault",
+        "Cancelled", "Thread 0x", "Stack (", '): "MainThread"', "│", "┃", "║", "╭", "^[", "\ufffd[", '{"', "m(", "segfault", "protection fault",
         # a native backtrace's frame as glibc's backtrace_symbols, c10 and UCX print it (_NATIVE_SYMBOL below)
         ") [0x", "frame #", "()  ", ") + ",
         # the CUDA runtime's error for a GPU its build has no kernels for, printed with no other error word

@@ -31,7 +31,7 @@ from workbench.tracebacks.events import (
     quiet_cuda_error,
 )
 from workbench.tracebacks.model import CppException, Frame, LogEvent, Traceback
-from workbench.tracebacks.native import KEPT, native_root
+from workbench.tracebacks.native import KEPT, native_frame, native_root
 from workbench.tracebacks.patterns import (
     _BARE_EXC_NAME,
     _CARET,
@@ -52,8 +52,7 @@ from workbench.tracebacks.patterns import (
     _MIDLINE_PROC,
     _NATIVE_SYMBOL,
     _PLAIN,
-    _PROCESS_LINE,
-    _STOP,
+    _PYSPY_THREAD,
     _STRONG,
     _WEAK,
     INTERESTING_BYTES,
@@ -78,6 +77,7 @@ from workbench.tracebacks.prefixes import (
 )
 from workbench.tracebacks.stack import (
     CUT_DUMP,
+    SPIED,
     Block,
     Cpp,
     Stream,
@@ -86,8 +86,10 @@ from workbench.tracebacks.stack import (
     close,
     cpp_line,
     cut_in_message,
+    dump_frame,
     in_block,
     ipython_frame,
+    join_wrapped,
     native_abort,
     pg_rank,
 )
@@ -325,7 +327,7 @@ class Extractor:
         touched, self._touched = self._touched, None
         # a terminal wraps at its width: the cut line is as long as the longest line so far
         if (touched is not None and header is None and parsed.format == "plain" and prev_len >= 60 and prev_len >= widest
-                and origin == _PLAIN and msg and not msg[0].isspace() and self._wrapped(touched, msg)):
+                and origin == _PLAIN and msg and not msg[0].isspace() and join_wrapped(touched, msg, self.line_no)):
             self._touched = touched
             return
         stream = self._streams.get(origin)
@@ -333,9 +335,9 @@ class Extractor:
             stream = self._streams[origin] = Stream()
         self._stream = stream
         if stream.skip_dump:
-            fr = _FH_FRAME.match(msg)
+            fr = dump_frame(msg)
             if fr is not None:
-                self.other_threads[-1][1].append(fr.group(3).strip())
+                self.other_threads[-1][1].append(fr[2])
                 stream.fatal_reach = self.line_no
                 return
             if not msg.strip():  # a paste that doubled its newlines: a blank line between the thread's frames
@@ -348,24 +350,6 @@ class Extractor:
                 self._touched = stream.block
             return
         self._idle(stream, origin, parsed, msg, header)
-
-    def _wrapped(self, block: Block, msg: str) -> bool:
-        """Join a terminal-wrapped tail (a line cut at the screen width) onto the prefixed block line it continues."""
-        if (_HEADER in msg or 'File "' in msg or block.end != self.line_no - 1 or _STOP.search(msg)
-                or _PROCESS_LINE.match(msg) or _CONTEXT in msg or _CAUSE in msg):
-            return False
-        if block.exc_type is not None and block.message:
-            block.message[-1] += msg.rstrip()
-        elif block.frames and block.expect_code:
-            f = block.frames[-1]
-            block.frames[-1] = Frame(f.file, f.line, (f.function + msg.strip()) if f.function != "?" else msg.strip(), f.code)
-        elif block.frames and block.frames[-1].code is not None:
-            f = block.frames[-1]
-            block.frames[-1] = Frame(f.file, f.line, f.function, (f.code or "") + msg.rstrip())
-        else:
-            return False
-        block.end = self.line_no
-        return True
 
     def finish(self, last: tuple[int, str] | None = None, before: str | None = None, near: str = "") -> None:
         if self._held is not None:
@@ -450,6 +434,9 @@ class Extractor:
             if fh is not None:
                 self._dump(stream, origin, parsed, header, fh.group(1))
                 return
+        if '): "' in msg and (spy := _PYSPY_THREAD.match(msg)) is not None:  # py-spy's: a live process, no crash
+            self._dump(stream, origin, parsed, header, "py-spy" if spy.group(1) == "MainThread" else "Thread")
+            return
         if msg[:1] in "[/F" and " in " in msg and (ipy := ipython_frame(msg)) is not None:
             block = self._new_block(stream, origin, parsed, header, cut_start=True)
             block.rich = True  # IPython's "path in f(...)" frames and numbered code lines, as rich's
@@ -515,8 +502,11 @@ class Extractor:
             stream.fatal_reach = self.line_no
             self.other_threads = [*self.other_threads[-63:], (self.line_no, [])]
             return
-        block = self._new_block(stream, origin, parsed, header)
+        block = self._new_block(stream, origin, parsed, header, cut_start=which == "py-spy")
         block.faulthandler = True
+        if which == "py-spy":  # where the main thread was, with no exception (a hang a watchdog reported, or none)
+            block.lead = SPIED
+            return
         fatal = stream.fatal
         # the fatal line heads the dump when it came just before, or just before the other threads' stacks (all it has)
         if fatal is not None and self.line_no - max(fatal[0], stream.fatal_reach) <= 8:
@@ -536,8 +526,8 @@ class Extractor:
         self._quiet = quiet_cuda_error(parsed, msg, self.line_no, self._tracker.phase, self._server)
         if ("0x" in msg or "raised from" in msg) and _NATIVE_SYMBOL.match(msg.strip()):
             if len(self.native_frames) < KEPT:
-                self.native_frames.append(LogEvent("error_line", self.line_no, msg.strip()[:400], parsed.rank,
-                                                    self._tracker.phase, self._server))
+                self.native_frames.append(native_frame(self.line_no, msg, parsed.rank, self._tracker.phase,
+                                                       self._server, self._recent, self._recent_heads))
         elif msg.strip() and (first := first_error(self._first_error, parsed, msg, self.line_no, self._tracker.phase,
                                                    self._server, self._recent)):
             self._first_error = first  # the last resort (see finish): a log's first error line, whatever it says

@@ -36,6 +36,7 @@ from workbench.tracebacks.patterns import (
     _NUM_FRAME,
     _PG_RANK,
     _PROCESS_LINE,
+    _PYSPY_FRAME,
     _RICH_CODE,
     _RICH_FRAME,
     _STOP,
@@ -46,6 +47,7 @@ from workbench.tracebacks.patterns import (
 )
 
 CUT_DUMP = "crash (the dump's header was cut off)"
+SPIED = "the main thread's stack in py-spy's dump"  # a live process's, no exception: a hang a watchdog reported
 MAX_FRAMES = 1000  # a runaway recursion keeps both ends of its stack, bounded
 
 
@@ -126,6 +128,16 @@ class Stream:
         b = blocks[self.last_index]
         return b.start if b.end == self.intro[0] - 1 and b.header == self.intro_header and \
             _NEXT_RECORD.match(self.intro[1]) and b.exc_type else None
+
+
+
+def dump_frame(msg: str) -> tuple[str, int | None, str] | None:
+    """(file, line, function) of a frame of a thread's dump, faulthandler's or py-spy's, or None."""
+    if (m := _FH_FRAME.match(msg)) is not None:
+        return m.group(1), int(m.group(2)), m.group(3).strip()
+    if msg[:1].isspace() and (m := _PYSPY_FRAME.match(msg)) is not None:
+        return m.group(2), int(m.group(3)) if m.group(3) else None, m.group(1)
+    return None
 
 
 def cut_after_chain(final: Final | None, starts: list[int]) -> Final | None:
@@ -345,9 +357,9 @@ def wrapper_goes_on(block: Block) -> bool:
 def in_block(stream: Stream, block: Block, parsed: LogLine, msg: str, header: str | None, line_no: int) -> bool:
     """Consume line ``line_no`` if it belongs to the open block; False hands it to the idle state."""
     if block.faulthandler:
-        fr = _FH_FRAME.match(msg)
+        fr = dump_frame(msg)
         if fr is not None:
-            block.frames.append(Frame(fr.group(1), int(fr.group(2)), fr.group(3).strip(), None))
+            block.frames.append(Frame(*fr, None))
             block.end = line_no
             return True
         if not msg.strip():  # a paste that doubled its newlines: the dump goes on after a blank line
@@ -430,3 +442,23 @@ def in_block(stream: Stream, block: Block, parsed: LogLine, msg: str, header: st
             stream.in_message = True
             return True
     return foreign(stream, block)
+
+
+def join_wrapped(block: Block, msg: str, line_no: int) -> bool:
+    """Join a terminal-wrapped tail (line ``line_no``, a line cut at the screen width) onto the prefixed block line it
+    continues."""
+    if (_HEADER in msg or 'File "' in msg or block.end != line_no - 1 or _STOP.search(msg)
+            or _PROCESS_LINE.match(msg) or _CONTEXT in msg or _CAUSE in msg):
+        return False
+    if block.exc_type is not None and block.message:
+        block.message[-1] += msg.rstrip()
+    elif block.frames and block.expect_code:
+        f = block.frames[-1]
+        block.frames[-1] = Frame(f.file, f.line, (f.function + msg.strip()) if f.function != "?" else msg.strip(), f.code)
+    elif block.frames and block.frames[-1].code is not None:
+        f = block.frames[-1]
+        block.frames[-1] = Frame(f.file, f.line, f.function, (f.code or "") + msg.rstrip())
+    else:
+        return False
+    block.end = line_no
+    return True

@@ -95,3 +95,15 @@ def test_beats_answered_late_are_counted_not_taken_for_the_current_one(tmp_path:
         assert lk._unacked == 0 and beat.read_bytes() == b"...."
     finally:
         lk.release()
+
+
+def test_a_beat_whose_write_finds_the_holder_gone_says_false(lock: HostLock, tmp_path: Path, monkeypatch) -> None:
+    """The holder died (the guard ended it) a moment before the beat and its stream has not seen the end yet: the
+    write's broken pipe is a False beat, not an exception (a unit run here hit one between the kill and the end)."""
+    assert lock._stream is not None
+
+    def gone(_data: bytes) -> None:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(lock._stream, "write", gone)
+    assert not lock.beat(str(tmp_path / "x"), 0.2)

@@ -214,6 +214,11 @@ _PHRASE_LINES = {
     "Memory access fault by GPU node": "Memory access fault by GPU node-8 (Agent handle: 0x5a1e8d0) on address (nil). "
                                        "Reason: Unknown.",
     "CUDBG_EXCEPTION_": "CUDBG_EXCEPTION_WARP_ILLEGAL_ADDRESS",
+    # Open MPI's rmaps messages (TensorRT-LLM#5495; help-orte-rmaps-base.txt's "orte-rmaps-base:alloc-error")
+    "are already filled": "All nodes which are allocated for this job are already filled.",
+    "not enough slots available": "There are not enough slots available in the system to satisfy the 8",
+    # ggml's CUDA backend (llama.cpp#13909)
+    "CUDA error: ": "CUDA error: an illegal memory access was encountered",
 }
 
 
@@ -237,6 +242,6 @@ def test_a_level_free_phrase_is_an_event_on_a_line_with_no_level_and_only_lost_t
         event = log_event(parsed, parsed.message, 7, "serving", "s", [line])
         assert event is not None and event.kind == "error_line", line
         assert lost_type(event) == (text in lost), line
-    # a generic error word still needs an error level
-    quiet = parse_line("CUDA error: an illegal memory access was encountered (at INFO, it is only quoted)")
+    # a generic error word still needs an error level (ggml's "CUDA error: " heading its own line is a row above)
+    quiet = parse_line("the run printed CUDA error: an illegal memory access was encountered (at INFO, only quoted)")
     assert log_event(quiet, quiet.message, 7, "serving", "s", []) is None

@@ -18,9 +18,10 @@ def test_a_cuda_error_without_a_level_before_a_workers_death_is_its_cause() -> N
     ):
         rc = analyze(f"{error}\n{died}").root_cause
         assert rc is not None and said in rc.message and rc.line == 1
-    # an unrelated line before the death, or a CUDA error long before it, is not its cause
+    # an unrelated line before the death, or a CUDA error printed without a level long before it, is not its cause
+    # (a line that *heads* with "CUDA error: " is ggml's failure at any level: test_tracebacks_round68.py)
     assert "died unexpectedly" in (analyze(f"loading the tokenizer\n{died}").root_cause or ()).message
-    far = "CUDA error: too many resources requested for launch\n" + "waiting\n" * 4 + died
+    far = "CUDA error (/workspace/csrc/launch.h:60): too many resources requested for launch\n" + "waiting\n" * 4 + died
     assert "died unexpectedly" in (analyze(far).root_cause or ()).message
 
 
