@@ -277,6 +277,8 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("vllm/entrypoints/openai/serving_chat.py", "*", _S),
     ("vllm/entrypoints/openai/serving_completion.py", "*", _S),
     ("vllm/entrypoints/llm.py", "__init__", _U),
+    # (the class itself, as a caller's code line builds it: "llm = LLM(**engine_args)" -- its __init__ builds the engine)
+    ("vllm/entrypoints/llm.py", "LLM", _U),
     ("vllm/entrypoints/llm.py", "generate chat encode _run_engine _validate_and_add_requests", _S),
     # sleep mode: an RL trainer's colocated engine (verl, OpenRLHF) frees its GPU memory between rollouts and
     # takes it back; the engine was built and serving

@@ -39,6 +39,7 @@ or for vLLM the ranks named by a worker process ("TP1 EP1" for ``Worker_TP1_EP1`
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -157,6 +158,11 @@ _SPDLOG_LEVEL = {"trace": "TRACE", "debug": "DEBUG", "info": "INFO", "warn": "WA
 # msg holds the line of the program it wraps; the record's level is the wrapper's, not the line's
 _LOGFMT_MSG = re.compile(r'(?:\w+=(?:"(?:[^"\\]|\\.)*"|\S*) )*?msg="((?:[^"\\]|\\.)*)"')
 _LOGFMT_ESCAPE = re.compile(r'\\(["\\])')
+# a Go program's own record in logfmt (ollama's slog: 'time=... level=ERROR source=sched.go:489 msg="error loading llama
+# server" error="llama runner process has terminated: cudaMalloc failed: out of memory"'): its error level stands for
+# a line of its own that has none, and the error it carries after msg is the rest of what it says
+_LOGFMT_LEVEL = re.compile(r"\blevel=\"?(?:error|ERROR|fatal|FATAL|panic|PANIC|crit\w*|CRIT\w*)\b")
+_LOGFMT_ERROR = re.compile(r'\berr(?:or)?="((?:[^"\\]|\\.)*)"')
 
 _NO_ORIGIN: tuple[str | None, ...] = (None, None, None, None, None, None)
 _TRT_LEVEL = {"E": "ERROR", "W": "WARNING", "I": "INFO", "V": "DEBUG", "ERROR": "ERROR", "WARNING": "WARNING",
@@ -212,7 +218,7 @@ _RAY_REPEAT = re.compile(r" \[repeated \d+x across cluster\]$")
 # quotes doubled when it holds one)
 _SYSLOG_ESCAPE = re.compile(r"#033\[[0-9;]*[A-Za-z]|#015$|#015(?=\"$)")
 _CSV_STAMP = re.compile(r"\d{10}(?:\d{3})?(?:\.\d+)?,")
-_CLEAN_MARKS = ("^[", "\ufffd[", ")0m", "│", "┃", "║", "^M", "cluster]", "File \u201c", 'File \\"', "#0")
+_CLEAN_MARKS = ("^[", "\ufffd[", ")0m", "│", "┃", "║", "^M", "cluster]", "File \u201c", 'File \\"', "#0", "&quot;", "&#39;")
 
 
 
@@ -228,7 +234,7 @@ def _needs_clean(line: str) -> bool:
     prefix). Plain ``in`` tests: each is a C scan, four times faster here than one regex alternation."""
     return (("^" in line and ("^[" in line or "^M" in line)) or "\ufffd[" in line or ")0m" in line
             or "│" in line or "┃" in line or "║" in line or "cluster]" in line
-            or ("File " in line and ("File \u201c" in line or 'File \\"' in line))
+            or ("File " in line and ("File \u201c" in line or 'File \\"' in line)) or "&quot;" in line or "&#39;" in line
             or _lost_esc(line) or "#0" in line or (line[:1].isdigit() and (line[10:11] == "," or line[13:14] == ",")))
 
 
@@ -236,7 +242,8 @@ def clean_line(line: str) -> str:
     """Undo what a paste or a collector did to one line: leftover colour codes, box borders,
     literal ``^M``, Ray's ``[repeated Nx across cluster]``, curly or escaped quotes around paths.
 
-    Cheap and idempotent; :func:`parse_line` applies it before reading the prefixes.
+    HTML's escaped quotes (``&quot;``) too. Cheap and idempotent; :func:`parse_line` applies it before reading the
+    prefixes.
     """
     if line[:1].isdigit() and (stamp := _CSV_STAMP.match(line)) is not None:  # an exported row: its message
         line = line[stamp.end():]
@@ -256,6 +263,8 @@ def clean_line(line: str) -> str:
         line = line.replace("\u201c", '"').replace("\u201d", '"')
     if 'File \\"' in line:  # a traceback printed inside a quoted string
         line = line.replace('\\"', '"')
+    if "&quot;" in line or "&#39;" in line:  # a log pasted out of an HTML page, its quotes escaped
+        line = html.unescape(line)
     return line
 
 
@@ -293,8 +302,11 @@ def _parse(line: str, *, inner: bool = False) -> Parsed:
             line = line.lstrip(" \t")  # torch's "[rankN]:" indented by a paste (a list item's "  [rank1]:   File")
         elif "\x1b" not in line and "\r" not in line and not _needs_clean(line):
             return LogLine(raw, line), _NO_ORIGIN, None
+    wrapper_level = None  # a logfmt record's own level, when it says error (see below)
     if line[:5] in ("time=", "level") and ' msg="' in line and (lf := _LOGFMT_MSG.match(line)):
-        line = _LOGFMT_ESCAPE.sub(r"\1", lf.group(1))
+        said, err = lf.group(1), _LOGFMT_ERROR.search(line, lf.end())
+        wrapper_level = "ERROR" if _LOGFMT_LEVEL.search(line, 0, lf.start(1)) else None
+        line = _LOGFMT_ESCAPE.sub(r"\1", said + (f": {err.group(1)}" if err and err.group(1) not in said else ""))
         if not line or line[0] in " \t":
             return LogLine(raw, line), _NO_ORIGIN, None
     if "\x1b" in line:
@@ -524,7 +536,7 @@ def _parse(line: str, *, inner: bool = False) -> Parsed:
                 fmt = "nccl"
     if pid is None and jpid is not None:
         pid = int(jpid)
-    parsed = LogLine(raw, message, time, level, rank, process, pid, service, host, location, fmt)
+    parsed = LogLine(raw, message, time, level or wrapper_level, rank, process, pid, service, host, location, fmt)
     origin = (host, service, jpid, process, str(pid) if process else None, torch_rank)
     return parsed, origin, header
 

@@ -705,6 +705,11 @@ _TEXT_SERVING = re.compile(r"inputs? of failed execution|Dumping input data|Dump
                            # Mooncake's transfer engine "Process failed for slice", its TCP transport's "writeBody failed")
                            r"NIXL transfer failure|\b[Tt]ransfer failed for request|Handshake failed for request|"
                            r"\bProcess failed for slice\b|Session::writeBody failed|\brequest_id\b|\breq\.rid=|"
+                           # (a decode instance pulling a request's KV caches from its prefill peer: vLLM's Mooncake
+                           # connector's "pulling kv_caches for ['973c...'] failed: Timeout waiting for P side ready",
+                           # SGLang's "Some requests fail to receive KV Cache transfer done signal")
+                           r"\b(?:pull|push|send|receiv|fetch|transferr)(?:ing|ed)? (?:the )?[Kk][Vv][ _]?[Cc]aches?\b|"
+                           r"\b[Kk][Vv][ _]?[Cc]ache transfer\b|\bP side ready\b|"
                            # (and a KV store's writes and reads of requests' caches: Mooncake's "Failed to start put
                            # operation: RPC_FAIL", "Put operation failed with error: ...")
                            r"\b[Ff]ailed to (?:start|end) (?:put|get) operation|\b(?:Put|Get) operation failed\b|"

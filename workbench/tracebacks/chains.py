@@ -78,7 +78,7 @@ def build_tracebacks(blocks: list[Block]) -> list[Traceback]:
         out.append(Traceback(
             index=b.index, rank=rank[b.index], start_line=b.start, end_line=max(b.end, b.start),
             frames=tuple(b.frames), exception_type=b.exc_type if b.exc_type is not None else _header_type(b),
-            message="\n".join(b.message) if b.exc_type is not None else None,
+            message="\n".join(b.message) if b.exc_type is not None else _quoted_message(b),
             cut_start=b.cut_start, cut_end=b.exc_type is None or b.cut_message, chained_from=b.chained_from, chain=b.chain,
             phase=phase[b.index], origin=b.origin, server=b.server, lead=b.lead, context=b.context, context_heads=b.context_heads,
             logged=b.logged,
@@ -91,6 +91,18 @@ def _header_type(block: Block) -> str | None:
     call last)``), for a block cut before its own exception line. The header may follow IPython's rule
     of dashes, read as the line that introduced it."""
     return block.lead.split()[-1] if block.rich and _IPY_HEADER.search(block.lead) else None
+
+
+def _quoted_message(block: Block) -> str | None:
+    """For a block cut before its exception line whose IPython header names the type, the message a record just before
+    it quotes after that type (prose's "I encountered an error: RuntimeError: !handles_.at(i) INTERNAL ASSERT FAILED
+    at ...", then the notebook's stack)."""
+    etype = _header_type(block)
+    for text in reversed(block.context if etype else ()):
+        at = text.find(f"{etype}: ")
+        if at >= 0 and (said := text[at + len(etype or "") + 2:].strip()):
+            return said[:400]
+    return None
 
 
 def chain_phase(chain: list[Block]) -> str:

@@ -27,7 +27,9 @@ from workbench.tracebacks.stack import CUT_DUMP
 # the record a logger printed just before the traceback it attaches (Python's logger.exception("...")):
 # an error report in its own words, unlike a wrapper's "hit an exception:" that only announces the stack
 _REPORT = re.compile(r"\berror\b|\bfail", re.I)
-_ANNOUNCE_ONLY = re.compile(r"(?:exception|error|traceback)\W*$", re.I)
+_CUT_HEAD = re.compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)(?: \d\d-\d\d(?: [\d:.]*)?)?")
+# (a word: not "inner_exception"; not the kind of error after a colon that says what it was: "...): local protection error")
+_ANNOUNCE_ONLY = re.compile(r"^(?!.*: [a-z][a-z ]{0,40} error\W*$).*\b(?:exception|error|traceback)\W*$", re.I | re.S)
 # logger.exception(e) of a KeyError writes str(e), the missing key in quotes and nothing else
 _KEY_ONLY = re.compile(r"""(['"])[^'"\s]+\1""")
 _ANNOUNCES = re.compile(r"because of an error raised|raised in (?:its )?creation task|failed to start|Error executing metho")
@@ -214,6 +216,8 @@ def ends_cut(last: tuple[int, str] | None, before: str | None = None, near: str 
         return True  # an error record cut inside its first word ("[core.py:825] Ru")
     if (fh := _FH_FRAME.match(msg)) is not None and fh.group(3).strip() not in _FH_OUTERMOST:
         return True  # the log ends inside a faulthandler dump, short of the thread's outermost frame
+    if msg.endswith(" 0x"):
+        return True  # a hex number cut before its digits (an address of a frame: "@            0x")
     if msg[0].isspace():  # a source line (a traceback's, or one a warning quotes): its brackets are the code's
         return False
     if _in_native_backtrace(msg):
@@ -221,8 +225,8 @@ def ends_cut(last: tuple[int, str] | None, before: str | None = None, near: str 
     if before is not None and len(msg) >= 6 and (prev := parse_line(before).message.rstrip()).startswith(msg) \
             and len(prev) > len(msg):
         return True
-    if msg[-1] in _ANNOUNCING_END or msg.count('"') % 2:
-        return True
+    if msg[-1] in _ANNOUNCING_END or msg.count('"') % 2 or _CUT_HEAD.fullmatch(msg):
+        return True  # (a record's head cut in its time: "ERROR 08-01")
     if len(msg) >= 8 and any(f.startswith(msg) and len(msg) < len(f) - 1 for f in FIXED_LINES):
         return True  # (a last character short is only its full stop, which some versions leave out)
     if _ends_in_phrase(msg):

@@ -276,6 +276,9 @@ ANY_LEVEL_PHRASES: tuple[tuple[str, str | None], ...] = (
     # of a line of its own, no level, before it aborts ("CUDA error: an illegal memory access was encountered", then
     # "  current device: 7, in function ggml_backend_cuda_synchronize at .../ggml-cuda.cu:2461")
     ("CUDA error: ", r"^CUDA error: (?=[a-z])"),
+    # c10d's socket giving up on a peer that never answered (a rendezvous or a store's read: "[c10d] waitForInput: socket
+    # SocketImpl(fd=33, ...) timed out after 1800000ms"), a warning record of the rank that waited
+    ("timed out after ", r"\[c10d\][^\n]{0,300}? timed out after (?=\d+ ?ms)"),
 )
 
 

@@ -421,7 +421,9 @@ def in_block(stream: Stream, block: Block, parsed: LogLine, msg: str, header: st
         block.end = line_no
         return True
     indent = len(msg) - len(stripped)
-    if stripped[:2] == "**" and block.frames:  # a paste's Markdown bold opening glued to the exception line ("**RuntimeError")
+    # a paste's Markdown bold opening glued to the exception line ("**RuntimeError"), at the frames' depth: deeper, a
+    # code line's own "**kwargs" unpacking ("    **ServeSubmissionClient(address).get_serve_details()")
+    if stripped[:2] == "**" and block.frames and indent <= block.file_indent:
         stripped = stripped[2:]
     # code sits right under its frame, deeper: not after a blank at the frames' depth ("Segfault encountered")
     if block.expect_code and block.frames and not (after_blank and indent <= block.file_indent):

@@ -219,6 +219,9 @@ _PHRASE_LINES = {
     "not enough slots available": "There are not enough slots available in the system to satisfy the 8",
     # ggml's CUDA backend (llama.cpp#13909)
     "CUDA error: ": "CUDA error: an illegal memory access was encountered",
+    # vllm#52907's record without its "[rank0]:[W903 ...] " prefix
+    "timed out after ": "[c10d] waitForInput: socket SocketImpl(fd=33, addr=[blk02]:34316, remote=[blk01]:29501) timed "
+                        "out after 1800000ms",
 }
 
 
