@@ -271,7 +271,7 @@ ANY_LEVEL_PHRASES: tuple[tuple[str, str | None], ...] = (
     # Open MPI refusing to place a job's ranks ("All nodes which are allocated for this job are already filled.",
     # "There are not enough slots available in the system to satisfy the 8 slots"): mpirun's ranks never came up
     ("are already filled", r"\bAll nodes which are allocated for this job are already filled\b"),
-    ("not enough slots available", r"\bThere are not enough slots available in the system\b"),
+    ("not enough slots", r"\bThere are not enough slots available in the system\b"),
     # ggml's CUDA backend (llama.cpp, ollama and the servers built on them) reporting the call that failed at the head
     # of a line of its own, no level, before it aborts ("CUDA error: an illegal memory access was encountered", then
     # "  current device: 7, in function ggml_backend_cuda_synchronize at .../ggml-cuda.cu:2461")

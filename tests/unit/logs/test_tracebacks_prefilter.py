@@ -216,7 +216,7 @@ _PHRASE_LINES = {
     "CUDBG_EXCEPTION_": "CUDBG_EXCEPTION_WARP_ILLEGAL_ADDRESS",
     # Open MPI's rmaps messages (TensorRT-LLM#5495; help-orte-rmaps-base.txt's "orte-rmaps-base:alloc-error")
     "are already filled": "All nodes which are allocated for this job are already filled.",
-    "not enough slots available": "There are not enough slots available in the system to satisfy the 8",
+    "not enough slots": "There are not enough slots available in the system to satisfy the 8",
     # ggml's CUDA backend (llama.cpp#13909)
     "CUDA error: ": "CUDA error: an illegal memory access was encountered",
     # vllm#52907's record without its "[rank0]:[W903 ...] " prefix
