@@ -620,8 +620,13 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|[Ff]ailed to (?:start(?! (
                            # an extension module its library's ABI does not match, refused as it is imported
                            # ("ImportError: .../sgl_kernel/common_ops.abi3.so: undefined symbol: _ZN3c104cuda9SetDeviceEa")
                            r"\.so(?:\.\d+)*: undefined symbol: |"
-                           # Open MPI's runtime failing to start its ranks ("It looks like orte_init failed")
-                           r"\borte_init failed\b|"
+                           # Open MPI's runtime failing to start its ranks ("It looks like orte_init failed") or to place
+                           # them ("All nodes which are allocated for this job are already filled")
+                           r"\borte_init failed\b|\bare already filled\b|"
+                           # Ray placing an engine's workers on its nodes before they start ("Waiting for creating a
+                           # placement group of specs for 70 seconds", "No available node types can fulfill resource
+                           # request", Ray Serve's "Placement group bundle cannot have more than 1 GPU")
+                           r"\b[Pp]lacement group\b|\bNo available node types can fulfill\b|"
                            # the container runtime (or the NVIDIA toolkit's hook in it) refusing to start the server's
                            # container ("OCI runtime create failed", "nvidia-container-cli: requirement error: ...")
                            r"OCI runtime create failed|\bnvidia-container-cli: |"

@@ -238,10 +238,10 @@ def _ranks(ranks: Iterable[str | None]) -> tuple[str, ...]:
 
 
 def _root_link(chain: Sequence[Traceback]) -> Traceback:
-    """The link to report: the last one, unless it is cut or only wraps/points at the one before."""
+    """The last link, unless it is cut (typed at most by IPython's header) or only wraps or points at the one before."""
     i = len(chain) - 1
-    while i > 0 and (chain[i].exception_type is None or is_pointer(chain[i]) or _WRAPPER.search(chain[i].message or "")
-                     or rewraps(chain[i], chain[i - 1])):
+    while i > 0 and (chain[i].exception_type is None or (chain[i].cut_end and not chain[i].message) or is_pointer(chain[i])
+                     or _WRAPPER.search(chain[i].message or "") or rewraps(chain[i], chain[i - 1])):
         i -= 1
     return chain[1 if i == 0 and flow_context(chain) else i]  # anyio's WouldBlock... raised and caught: no failure
 
