@@ -155,7 +155,8 @@ _SPDLOG_LEVEL = {"trace": "TRACE", "debug": "DEBUG", "info": "INFO", "warn": "WA
                  "error": "ERROR", "critical": "CRITICAL"}
 
 # a logfmt record (Go's logrus: 'time="..." level=info msg="  File \\"/x.py\\", line 3, in f" component=vllm'), whose
-# msg holds the line of the program it wraps; the record's level is the wrapper's, not the line's
+# msg holds the line of the program it wraps; the record's level is the wrapper's, not the line's (but see
+# _LOGFMT_LEVEL: an error level stands for a line that has no level of its own)
 _LOGFMT_MSG = re.compile(r'(?:\w+=(?:"(?:[^"\\]|\\.)*"|\S*) )*?msg="((?:[^"\\]|\\.)*)"')
 _LOGFMT_ESCAPE = re.compile(r'\\(["\\])')
 # a Go program's own record in logfmt (ollama's slog: 'time=... level=ERROR source=sched.go:489 msg="error loading llama
@@ -234,7 +235,8 @@ def _needs_clean(line: str) -> bool:
     prefix). Plain ``in`` tests: each is a C scan, four times faster here than one regex alternation."""
     return (("^" in line and ("^[" in line or "^M" in line)) or "\ufffd[" in line or ")0m" in line
             or "│" in line or "┃" in line or "║" in line or "cluster]" in line
-            or ("File " in line and ("File \u201c" in line or 'File \\"' in line)) or ("&" in line and ("&quot;" in line or "&#39;" in line))
+            or ("File " in line and ("File \u201c" in line or 'File \\"' in line))
+            or ("&" in line and ("&quot;" in line or "&#39;" in line))
             or _lost_esc(line) or "#0" in line or (line[:1].isdigit() and (line[10:11] == "," or line[13:14] == ",")))
 
 
@@ -563,6 +565,7 @@ _TIME_FORMATS = (
 )
 
 
+# a month as a Chinese or Japanese locale writes it before the day ("5月 17 17:09:51", journalctl under zh_CN)
 _CJK_MONTH = re.compile(r"^(\d{1,2})月\s+(\d{1,2}) ")
 # ``%Y-%m-%d %H:%M:%S[.%f]`` and ``%m-%d %H:%M:%S`` (SGLang, vLLM, Python logging) read by hand
 _NUMERIC_TIME = re.compile(r"(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d+))?\Z|()(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)()\Z")

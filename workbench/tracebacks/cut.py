@@ -27,6 +27,7 @@ from workbench.tracebacks.stack import CUT_DUMP
 # the record a logger printed just before the traceback it attaches (Python's logger.exception("...")):
 # an error report in its own words, unlike a wrapper's "hit an exception:" that only announces the stack
 _REPORT = re.compile(r"\berror\b|\bfail", re.I)
+# a record's head and nothing after it, cut inside its time ("ERROR 08-01" of "ERROR 08-01 12:42:13 [file.py:1] ...")
 _CUT_HEAD = re.compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)(?: \d\d-\d\d(?: [\d:.]*)?)?")
 # (a word: not "inner_exception"; not the kind of error after a colon that says what it was: "...): local protection error")
 _ANNOUNCE_ONLY = re.compile(r"^(?!.*: [a-z][a-z ]{0,40} error\W*$).*\b(?:exception|error|traceback)\W*$", re.I | re.S)
@@ -276,6 +277,7 @@ _PHRASES = tuple(p for p in {f.rstrip(" :.,") for f in (*_NEEDLES, *FIXED_LINES)
 
 
 def _ends_in_phrase(msg: str) -> bool:
+    """``msg`` ends in the first ten characters or more of one of :data:`_PHRASES`, short of its end."""
     for phrase in _PHRASES:
         start = msg.rfind(phrase[:10])
         if start >= 0 and len(msg) - start < len(phrase) and phrase.startswith(msg[start:]) \

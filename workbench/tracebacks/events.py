@@ -96,7 +96,8 @@ _LIBRARY_ERROR = re.compile(r"(?!(?:the|this|that|an?|my|same|following|no|any|w
 # failure: the engine's own error record
 # ...), or one that ends on the exception it caught (SGLang's loader: "Corrupted safetensors file detected: /x.safetensors
 # - SafetensorError: Error while deserializing header")
-_UNLEVELLED_FAILURE = re.compile(r"Failed to [a-z]+ \S|[^\n]{0,60}?\b(?:fail|fails|failed) to [a-z]+ \S|[^\n]{0,300}? - (?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): \S")
+_UNLEVELLED_FAILURE = re.compile(r"Failed to [a-z]+ \S|[^\n]{0,60}?\b(?:fail|fails|failed) to [a-z]+ \S|"
+                                 r"[^\n]{0,300}? - (?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): \S")
 # the same record pasted without its prefix, at the head of a line of its own: read only when it gives its reason
 # after a colon (slime's "Failed to update parameter online: start (256) + length (256) exceeds dimension size"); and
 # the "Error: <why>" a Rust program's main (candle, TGI's launcher, dynamo), Go's cobra or a shell tool ends with
