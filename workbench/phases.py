@@ -186,7 +186,9 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
      r"\b(?:input|output): \d+(?:\.\d+)? toks/s|"
      # a component's structured record of a request it handles (a gateway's klog 'requestID="b826c66e-..."
      # requestPath="/v1/chat/completions"'): requests are being served
-     r"\brequest(?:ID|Id|_id)=\"?[\w-]{8,}|\brequestPath=\"?/", "serving", 6, "batch"),
+     r"\brequest(?:ID|Id|_id)=\"?[\w-]{8,}|\brequestPath=\"?/|"
+     # TurboMind taking a request into its batch ("[TM][INFO] [ProcessInferRequests] Request for 1 received.")
+     r"\[ProcessInferRequests\] Request for \d+ received", "serving", 6, "batch"),
 )
 _COMPILED = tuple(re.compile(pat) for pat, *_rest in _RULES)
 # for each rule, words one of which every match of its pattern holds: plain ``in`` tests pick the
@@ -228,7 +230,7 @@ _RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("Starting vLLM ", "fired up and ready to roll"),
     ("Decode batch", "Prefill batch", "Avg prompt throughput:", " /v1/", "Req(rid=", "Added request", "Received request",
      "num_scheduled_tokens=", "scheduled_cached_reqs=", "Dumping scheduler ", "Dumping input data", "enerating sequences",
-     "cmpl-", " HTTP/", " toks/s", "requestID=", "requestId=", "request_id=", "requestPath="),
+     "cmpl-", " HTTP/", " toks/s", "requestID=", "requestId=", "request_id=", "requestPath=", "[ProcessInferRequests]"),
 )
 _CHECKS = tuple(zip(_RULE_NEEDLES, _COMPILED, ((phase, order, kind) for _p, phase, order, kind in _RULES), strict=True))
 # words one of which every rule needs (checked with ``in`` before any regex runs)
@@ -240,7 +242,7 @@ _ANCHORS = ("server_args=", "LLM engine", "vLLM", "non-default", "Init torch", "
             "Profiling CUDA", "ed request", "torch.compile", "profiling/warmup", "Compile and warming", "input shapes", "scheduled_",
             "Dumping scheduler", "enerating sequences", "TensorRT-LLM version", "Checking environment", "Try to run with", "peer ranks", "TRITONBACKEND_Model", "Instance group type",
             "[c10d] ", "loading weights", "Warming up", "dummy run", "cmpl-", " HTTP/1.", " toks/s", "requestI", "request_id=", "requestPath=",
-            "Encoder cache", "load_tensors", "Autotuning process", "FlashInfer autotune", "[Warmup][")
+            "Encoder cache", "load_tensors", "Autotuning process", "FlashInfer autotune", "[Warmup][", "ProcessInferRequests")
 _FAILURE_RE = re.compile(
     r"hit an exception|Traceback \(most recent call last\)|failed to start|WorkerProc failed|"
     r"died unexpectedly|scheduler (?:is dead|died)|Initialization failed|Received sigquit|SIGQUIT received|"

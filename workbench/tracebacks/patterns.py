@@ -287,8 +287,7 @@ def _alternatives(phrases: tuple[tuple[str, str | None], ...]) -> str:
 
 
 _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
-    # (and the driver's report of a GPU that stopped answering on PCIe, Xid 79's words: "NVRM: GPU 0000:b3:00.0: GPU
-    # has fallen off the bus.", or wrapped: "NVRM: The NVIDIA GPU ... / NVRM: fallen off the bus and is not responding")
+    # (and a GPU that stopped answering on PCIe in Xid 79's words, no number: "NVRM: fallen off the bus and is not ...")
     ("xid", re.compile(r"NVRM: Xid \(|\bfallen off the bus\b")),
     ("oom_kill", re.compile(
         r"Out of memory: Kill(?:ed)? process|oom-kill:|invoked oom-killer|Memory cgroup out of memory|"
@@ -299,8 +298,7 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
     ("fatal_signal", re.compile(
         r"Fatal Python error: |Segmentation fault|^Aborted \(core dumped\)|Illegal instruction \(core dumped\)|"
         r"Bus error \(core dumped\)|"
-        # zsh's words for the job a signal ended ("[1]    1782217 IOT instruction (core dumped)  python x.py", "zsh:
-        # segmentation fault (core dumped)  python x.py", "illegal hardware instruction")
+        # zsh's report of a job a signal ended ("[1]    1782217 IOT instruction (core dumped)  python x.py", "zsh: ...")
         r"(?:^zsh: |^\[\d+\] +[+-]? *\d+ )(?:IOT instruction|segmentation fault|illegal hardware instruction|bus error)"
         r"(?: \(core dumped\))? |"
         r"\*\*\* SIG(?:SEGV|ABRT|BUS|ILL|FPE)|received signal SIG(?:SEGV|ABRT|BUS)|"
@@ -329,7 +327,9 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
                               # a server's own record of a request it could not serve (Ray Serve's replica.py)
                               r"\bRequest failed\b")),
     # a C compiler or linker failing under torch.compile / triton: no level, no traceback of its own
-    ("compile_error", re.compile(r"^collect2: error:|cannot find -l\w+|: fatal error: |^error: command '\S+' failed")),
+    # (and nvcc's own count of a source's errors, and ninja giving up the build: a JIT kernel's, FlashInfer's)
+    ("compile_error", re.compile(r"^collect2: error:|cannot find -l\w+|: fatal error: |^error: command '\S+' failed|"
+                                 r"^\d+ errors? detected in the compilation of |^ninja: build stopped: subcommand failed")),
     ("nccl_warn", re.compile(
         r"NCCL WARN|Watchdog caught collective operation timeout|ran for \d+ milliseconds before timing out|"
         # c10d's heartbeat monitor, which kills the process when the watchdog thread itself hangs ("[E ProcessGroupNCCL
@@ -377,7 +377,8 @@ _EVENT_NEEDLES: dict[EventKind, tuple[str, ...]] = {
     "error_line": (*(text for text, _ in LOST_TYPE_PHRASES + ANY_LEVEL_PHRASES), "out of memory", "CUDA error",
                    "CUDA runtime error", "cudaError", "CUDA_ERROR_", "Error Code ", "Assertion failed", "ailed to start",
                    "ailed to initiali", "NCCL error", "Connection refused", "Error executing metho", "Request failed"),
-    "compile_error": ("collect2: error:", "cannot find -l", ": fatal error: ", "error: command '"),
+    "compile_error": ("collect2: error:", "cannot find -l", ": fatal error: ", "error: command '",
+                      " detected in the compilation of ", "ninja: build stopped: subcommand failed"),
     "nccl_warn": ("NCCL WARN", "Watchdog caught collective operation timeout", " milliseconds before timing out",
                   "atchdog timeout", "Heartbeat monitor timed out", "watchdog got stuck",
                   "watchdog thread terminated with exception"),
@@ -392,16 +393,16 @@ _EVENT_NEEDLES: dict[EventKind, tuple[str, ...]] = {
 _NEEDLES = tuple(sorted({w for words in _EVENT_NEEDLES.values() for w in words}))
 # the words that make a line worth reading at all (see _interesting): broader than the needles,
 # and none begins with a blank, which would slow the one search over a quiet stretch of log
-_EVENT_ANCHORS = ("Xid", "Connection refused", "failed to start", "CUDA error", "CUDA runtime", "cudaError", "CUDA_ERROR",
-                  "Error Code", "NCCL error", "ailed to ", "actor died", "cannot find -l", "collect2", "fatal error",
-                  "error: command", "ssertion", "Main process", "out of memory", "Out of memory", "oom", "OOM", "Fatal",
-                  "Segmentation", "Abort", "Illegal", "Bus error", "SIG", "IOT instruction", "segmentation fault",
-                  "illegal hardware", "bus error", "fallen off the bus", "Termination is unexpected", "Floating",
-                  "NCCL WARN", "Watchdog", "timing out",
-                  "died", "dead", "Exit code", "exited", "ChildFailed", "Failed core", "Killed", "sigquit", "SIGQUIT",
-                  "kill_process", "atchdog timeout", "cgroup out of memory", "Error executing", "register worker",
-                  "Segfault", "LLVM ERROR", "Request failed", "Process received signal", ")[0x", "rashed container",
-                  "CrashLoopBackOff", "Heartbeat monitor", "watchdog thread terminated", "panic: ",
+_EVENT_ANCHORS = ("Xid", "Connection refused", "failed to start", "CUDA error", "CUDA runtime", "cudaError",
+                  "CUDA_ERROR", "Error Code", "NCCL error", "ailed to ", "actor died", "cannot find -l", "collect2",
+                  "fatal error", "error: command", "in the compilation of", "build stopped", "ssertion",
+                  "Main process", "out of memory", "Out of memory", "oom", "OOM", "Fatal", "Segmentation", "Abort",
+                  "Illegal", "Bus error", "SIG", "IOT instruction", "segmentation fault", "illegal hardware",
+                  "bus error", "fallen off the bus", "Termination is unexpected", "Floating", "NCCL WARN", "Watchdog",
+                  "timing out", "died", "dead", "Exit code", "exited", "ChildFailed", "Failed core", "Killed",
+                  "sigquit", "SIGQUIT", "kill_process", "atchdog timeout", "cgroup out of memory", "Error executing",
+                  "register worker", "Segfault", "LLVM ERROR", "Request failed", "Process received signal", ")[0x",
+                  "rashed container", "CrashLoopBackOff", "Heartbeat monitor", "watchdog thread terminated", "panic: ",
                   *(text.strip(" :") for text, _ in LOST_TYPE_PHRASES + ANY_LEVEL_PHRASES))
 _EVENT_PART = any_part_of(_NEEDLES)  # the quick first search (see any_part_of)
 

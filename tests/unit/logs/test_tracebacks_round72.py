@@ -32,3 +32,26 @@ def test_ray_placing_an_engines_workers_is_start_up() -> None:
            "Error: No available node types can fulfill resource request {'node:10.61.0.27': 0.001, 'GPU': 1.0}\n")
     rc = analyze(log).root_cause
     assert rc is not None and "No available node types" in rc.message and rc.phase == "startup_other"
+
+
+def test_nvccs_count_of_errors_and_ninja_giving_up_are_a_failed_compile() -> None:
+    """sglang#7855: FlashInfer's JIT build of a prefill kernel fails under nvcc, and ninja stops."""
+    log = ("Error limit reached.\n"
+           '100 errors detected in the compilation of "/home/u/.cache/flashinfer/120/generated/batch_prefill/'
+           'batch_prefill_jit_pybind.cu".\n'
+           "Compilation terminated.\n"
+           "ninja: build stopped: subcommand failed.\n")
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.message.startswith("100 errors detected in the compilation")
+
+
+def test_turbomind_taking_a_request_is_serving() -> None:
+    """lmdeploy#2195's lines (unindented): TurboMind received a request, then its forward thread's CUDA error."""
+    log = ("[TM][INFO] [forward] Enqueue requests\n"
+           "[TM][INFO] [ProcessInferRequests] Request for 1 received.\n"
+           "[TM][INFO] [Forward] [0, 1), dc=0, pf=1, sum_q=679, sum_k=679, max_q=679, max_k=679\n"
+           "terminate called after throwing an instance of 'std::runtime_error'\n"
+           "  what():  [TM][ERROR] CUDA runtime error: an illegal memory access was encountered "
+           "/lmdeploy/src/turbomind/models/llama/LlamaBatch.h:143\n")
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.exception_type == "std::runtime_error" and rc.phase == "serving"
