@@ -693,6 +693,9 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|[Ff]ailed to (?:start(?! (
                            # a constructor called with arguments its library version does not take (TypeError
                            # "Processor.__init__() got multiple values for argument 'tokenizer'"): components being built
                            r"__init__\(\) (?:got (?:an unexpected keyword|multiple values)|missing \d+ required)", re.I)
+# the Envoy proxy in front of a server (Istio, KServe, AIBrix and llm-d gateways) answering a request for a backend it
+# could not reach: a request was being served (also a last resort's failure: tracebacks.events.quiet_failure)
+GATEWAY_FAILURE = r"\bupstream connect error or disconnect/reset before headers\b|\bno healthy upstream\b"
 # what an engine writes when a batch it was executing failed (vLLM v0 and v1 dump the batch's input)
 # vLLM v1's run_engine_core logs "EngineCore encountered a fatal error" only once the core was built and
 # its busy loop ran ("EngineCore failed to start" otherwise); TensorRT-LLM's batch manager names its
@@ -703,9 +706,6 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|[Ff]ailed to (?:start(?! (
 # wake_up, collective_rpc: the engine was up), and answers the client "Call to X method failed: ...";
 # lmdeploy's "Engine loop failed with error" and TensorRT-LLM's older "Encountered an error in forward
 # function" come from their loops over the batches
-# the Envoy proxy in front of a server (Istio, KServe, AIBrix and llm-d gateways) answering a request for a backend it
-# could not reach: a request was being served (also a last resort's failure: tracebacks.events.quiet_failure)
-GATEWAY_FAILURE = r"\bupstream connect error or disconnect/reset before headers\b|\bno healthy upstream\b"
 _TEXT_SERVING = re.compile(r"inputs? of failed execution|Dumping input data|Dumping scheduler (?:output|stats)|"
                            # a disaggregated deployment moving a request's KV cache between prefill and decode
                            # (NIXL's "transfer failure ... 'request_id'", SGLang's "Prefill transfer failed for request",

@@ -238,9 +238,9 @@ def _ranks(ranks: Iterable[str | None]) -> tuple[str, ...]:
 
 
 def _root_link(chain: Sequence[Traceback]) -> Traceback:
-    """The last link, unless it is cut (typed at most by IPython's header) or only wraps or points at the one before."""
+    """The last link, unless cut with nothing said (typed by IPython's header at most) or it wraps or points back."""
     i = len(chain) - 1
-    while i > 0 and (chain[i].exception_type is None or (chain[i].cut_end and not chain[i].message) or is_pointer(chain[i])
+    while i > 0 and ((chain[i].cut_end and not chain[i].message) or is_pointer(chain[i])
                      or _WRAPPER.search(chain[i].message or "") or rewraps(chain[i], chain[i - 1])):
         i -= 1
     return chain[1 if i == 0 and flow_context(chain) else i]  # anyio's WouldBlock... raised and caught: no failure
@@ -318,7 +318,7 @@ def _cut_in_announced_stack(ex: Extractor, root: RootCause) -> bool:
     """The log ends in the stack a record announces, the record the only failure: logger.exception's
     line ("EngineCore failed to start.", "Request failed:") and at most the stack's first lines after it (no record)."""
     if root.kind != "log_line" or ex.tracebacks or ex.cpp_exceptions or ex.line_no - root.line > _STACK_HEAD_LINES \
-            or (ex._last is not None and ex._last[0].level is not None and ex._last[0].message.strip()[:80] not in root.message):
+            or ((last := ex.last_record) is not None and last.level is not None and last.message.strip()[:80] not in root.message):
         return False
     text = root.message.rstrip()
     return text.endswith(":") or bool(_PROCESS_CUT.fullmatch(text) or _ANNOUNCE_ONLY.search(text) or _ANNOUNCES.search(text))

@@ -35,6 +35,8 @@ def cut_error_record(level: str | None, message: str) -> bool:
     """A record at ERROR or CRITICAL ``level`` whose ``message`` (stripped) is empty or the start of its first word:
     the log ends where an error record began, what it said lost (events.cut_record, cut.ends_cut)."""
     return level in ("ERROR", "CRITICAL") and (not message or _FIRST_WORD_ONLY.fullmatch(message) is not None)
+
+
 _EXC_REPR = re.compile(r"([A-Za-z_][\w.]*(?:Error|Exception))\((['\"])(.+)")
 # an exception line quoted inside a sentence of an issue ("... 报错`RuntimeError: [TM][ERROR] ...`"),
 # its groups as _EXC_REPR's
@@ -79,12 +81,10 @@ _IPY_HEADER = re.compile(r"\s*[A-Za-z_][\w.]*\s{4,}$")
 _IPY_CELL = re.compile(r"\s*Cell (In ?\[\d+\]), (?:line (\d+)|\[line (\d+)\]\([^)\s]*\))\s*$")
 _IPY_LINKED_CODE = re.compile(r"\s*(-+>\s*)?\[\d+\]\([^)\s]*\)")
 _FH_FRAME = re.compile(r'\s*File "([^"]*)", line (\d+) in (.+)')
-# py-spy's dump of a live process (SGLang's watchdog prints one of each scheduler before it kills a hung server): each
-# thread under 'Thread 499 (idle): "MainThread"', its frames most recent call first, "    replay (npu_graph_runner.py:82)"
-# (with --native also "    0x7f15503a7d71 (libc.so.6)")
+# py-spy's dump of a live process (SGLang's watchdog prints one per scheduler): each thread under 'Thread 499 (idle):
+# "MainThread"', its frames most recent first, "    replay (npu_graph_runner.py:82)" (--native: "    0x7f15... (libc.so.6)")
 _PYSPY_THREAD = re.compile(r'\s*Thread (?:0x[0-9A-Fa-f]+|\d+) \((?:idle|active|gil)[^)]*\): "([^"]*)"\s*$')
 _PYSPY_FRAME = re.compile(r"\s+([^\s()]+) \(([^()\s]+?)(?::(\d+))?\)\s*$")
-
 # a level word inside a prefix the parser does not know; no leading \b, which would keep the regex
 # engine from skipping ahead to the words' first letters (ten times slower): boundaries are checked after
 # glog's and c10's severity tag ("[E ProcessGroupNCCL.cpp:916]", "[E1001 16:06:04.53 ProcessGroupNCCL.cpp:607]")
@@ -272,9 +272,8 @@ ANY_LEVEL_PHRASES: tuple[tuple[str, str | None], ...] = (
     # "There are not enough slots available in the system to satisfy the 8 slots"): mpirun's ranks never came up
     ("are already filled", r"\bAll nodes which are allocated for this job are already filled\b"),
     ("not enough slots", r"\bThere are not enough slots available in the system\b"),
-    # ggml's CUDA backend (llama.cpp, ollama and the servers built on them) reporting the call that failed at the head
-    # of a line of its own, no level, before it aborts ("CUDA error: an illegal memory access was encountered", then
-    # "  current device: 7, in function ggml_backend_cuda_synchronize at .../ggml-cuda.cu:2461")
+    # ggml's CUDA backend (llama.cpp, ollama...) naming the call that failed, at the head of a line, no level, before it
+    # aborts ("CUDA error: an illegal memory access was encountered", then "  current device: 7, in function ...")
     ("CUDA error: ", r"^CUDA error: (?=[a-z])"),
     # c10d's socket giving up on a peer that never answered (a rendezvous or a store's read: "[c10d] waitForInput: socket
     # SocketImpl(fd=33, ...) timed out after 1800000ms"), a warning record of the rank that waited
@@ -550,7 +549,8 @@ def _interesting_words(*, strong: bool) -> frozenset[str]:
         "died", "dead", "fail", "Fail", "xited", "Exit", "OOM", "oom", "out of memory", "Out of memory",
         "above exception", "During handling", "atchdog", "timing out", "sigquit", "ChildFailed", "kill_process",
         "cannot find -l", "ray::", "Illegal", "' panicked", "Bus error", "Floating", "Main process", "Interrupt", "Timeout",
-        "Cancelled", "Thread 0x", "Stack (", '): "MainThread"', "│", "┃", "║", "╭", "^[", "\ufffd[", '{"', "m(", "segfault", "protection fault",
+        "Cancelled", "Thread 0x", "Stack (", '): "MainThread"', "│", "┃", "║", "╭", "^[", "\ufffd[", '{"', "m(", "segfault",
+        "protection fault",
         # a native backtrace's frame as glibc's backtrace_symbols, c10 and UCX print it (_NATIVE_SYMBOL below)
         ") [0x", "frame #", "()  ", ") + ",
         # the CUDA runtime's error for a GPU its build has no kernels for, printed with no other error word

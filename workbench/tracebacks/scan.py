@@ -258,6 +258,11 @@ class Extractor:
         """Nothing is open that the next lines could continue (or what is open went quiet)."""
         return self.idle() and self._tracker.flavor is not None and self._held is None
 
+    @property
+    def last_record(self) -> LogLine | None:
+        """The log's last line as the parser read it (frame lines the short path took aside)."""
+        return self._last[0] if self._last is not None else None
+
     def holds_a_line(self) -> bool:
         """A frame line the terminal cut waits for its tail, the next line."""
         return self._held is not None

@@ -130,7 +130,6 @@ class Stream:
             _NEXT_RECORD.match(self.intro[1]) and b.exc_type else None
 
 
-
 def dump_frame(msg: str) -> tuple[str, int | None, str] | None:
     """(file, line, function) of a frame of a thread's dump, faulthandler's or py-spy's, or None."""
     if (m := _FH_FRAME.match(msg)) is not None:
