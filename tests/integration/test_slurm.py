@@ -11,6 +11,7 @@ import pytest
 
 from workbench.errors import ConfigError
 from workbench.slurm import JobNotFound, SubmitError
+from workbench.slurm.script import JobScript
 from workbench.slurm.search import bisect_jobs, factorial_jobs
 from workbench.slurm.trial import run_job_trial, run_many
 from workbench.testbed.slurm import BASE_SCRIPT, LocalSlurm, available
@@ -66,22 +67,25 @@ def test_seeds_failures_as_jobs(cluster) -> None:
     assert ep8.state == "FAILED" and _active(cluster) == []
 
 
-def _why(found) -> str:
-    """The conclusion, with the job record and the log's end of each failed trial that named no
-    exception (a log read short: what was read, and from which record)."""
-    parts = [found.conclusion()]
+def _why(found, events=()) -> str:
+    """The conclusion, the trials' timeout events, with the job record, timeline and log end of each
+    trial that timed out or failed naming no exception (a log read short, or a job the scheduler
+    still called running)."""
+    parts = [found.conclusion(), *(f"{k}: {t}" for k, t in events if k == "timeout")]
     for t in found.trials:
-        if t.outcome == "failed" and not t.exception_type:
-            parts.append(f"job {t.job_id} ({t.state}, {t.reason}) {t.edits}:\n{t.log_excerpt[-3000:]}")
+        if t.outcome == "timeout" or (t.outcome == "failed" and not t.exception_type):
+            parts.append(f"job {t.job_id} {t.outcome} ({t.state}, {t.reason}) {t.edits} after "
+                         f"{t.run_seconds:.1f} s, {t.timeline}:\n{t.log_excerpt[-3000:]}")
     return "\n".join(parts)
 
 
 def test_bisect_finds_both_culprits_with_trials_as_jobs(cluster) -> None:
     edits = [EP8, NVLS, ("--enable-flashinfer-allreduce-fusion", True)]
-    found = bisect_jobs(cluster, BASE_SCRIPT, edits, timeout=120)
+    events: list[tuple[str, str]] = []
+    found = bisect_jobs(cluster, BASE_SCRIPT, edits, timeout=120, on_event=lambda k, t: events.append((k, t)))
     got = {tuple(tuple(e) for e in c["edits"]): (c["exception_type"], c["phase"]) for c in found.culprits}
     assert got == {(EP8,): ("AttributeError", "cuda_graph_capture"),
-                   (EP8, NVLS): ("RuntimeError", "cuda_graph_capture")}, _why(found)
+                   (EP8, NVLS): ("RuntimeError", "cuda_graph_capture")}, _why(found, events)
     assert found.jobs_left == [] and _active(cluster) == []
     assert found.starts <= 7 and "queue wait" in found.conclusion()
     assert found.guarantee.get("complete") is True, found.guarantee
@@ -123,6 +127,24 @@ def test_interrupted_trial_cancels_its_job(cluster) -> None:
         run_job_trial(cluster, cluster.read_script(BASE_SCRIPT), [], timeout=120, on_event=stop)
     assert cluster.job(seen["job"]).state in ("CANCELLED", "COMPLETING")
     assert _active(cluster) == []
+
+
+def test_a_start_past_its_timeout_is_cancelled_and_keeps_the_log_s_end(cluster) -> None:
+    slow = {"SGLANG_SIM_TIME_SCALE": "1"}  # a start of minutes (100 times the default), of which it waits 3 s
+    trial = run_job_trial(cluster, cluster.read_script(BASE_SCRIPT), [], timeout=3, env=slow)
+    assert trial.outcome == "timeout" and trial.phase != "serving", trial
+    log = cluster.log(cluster.job(trial.job_id))  # the cancelled job wrote no more after the trial read it
+    assert trial.log_excerpt.splitlines() == log.splitlines()[-80:] and (log or not trial.timeline), trial
+    assert trial.state in ("CANCELLED", "COMPLETING") and _active(cluster) == []
+
+
+def test_a_server_that_never_stops_logging_still_times_out(cluster, tmp_path) -> None:
+    chatty = JobScript(f"#!/bin/bash\n#SBATCH --output={tmp_path}/chatty-%j.log\n# workbench: server\n"
+                       "python3 -c 'while True: print(\"waiting for the rendezvous\", flush=True)' --port 0\n")
+    trial = run_job_trial(cluster, chatty, [], timeout=3)
+    assert trial.outcome == "timeout" and trial.run_seconds < 30, trial.run_seconds
+    assert "waiting for the rendezvous" in trial.log_excerpt
+    assert trial.state in ("CANCELLED", "COMPLETING") and _active(cluster) == []
 
 
 def test_bad_input_is_refused_before_or_by_the_scheduler(cluster) -> None:

@@ -89,6 +89,13 @@ class JobInfo:
         return self.state == "RUNNING"
 
     @property
+    def finished(self) -> bool:
+        """Its script has exited: an end state, or one Slurm holds while it reaps what is left of the
+        job (``COMPLETING`` can last minutes where a process will not die; ``STAGE_OUT``).  What a
+        follower of the job acts on; the end state itself comes later."""
+        return self.ended or self.state in ("COMPLETING", "STAGE_OUT")
+
+    @property
     def head(self) -> str:
         """The job's first node (``SLURM_NODEID`` 0): where task 0 of a one-task-per-node ``srun``
         runs, so where a multi-node server serves HTTP; "" while pending."""

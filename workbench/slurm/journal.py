@@ -94,14 +94,14 @@ def follow_job(cluster: SlurmCluster, job_id: str, *, stop: threading.Event | No
     halt = stop or threading.Event()
     emit = on_event or (lambda kind, text: None)
     job, said = cluster.job(job_id), None
-    while not (job.running or job.ended):
+    while not (job.running or job.finished):
         if (job.reason or "-") != said:  # once, and again when the reason it waits for changes
             said = job.reason or "-"
             emit("pending", f"job {job.job_id} {job.name} pending ({said})")
         if halt.wait(poll):
             return
         job = cluster.job(job_id)
-    if job.ended or not job.stdout or job.stdout == "/dev/null":
+    if job.finished or not job.stdout or job.stdout == "/dev/null":
         yield job_frame(cluster, [job])
         emit("ended", job.describe())
         return
@@ -142,14 +142,14 @@ def follow_job(cluster: SlurmCluster, job_id: str, *, stop: threading.Event | No
             now = time.monotonic()
             if ended is None and now - asked >= poll:
                 job, asked = cluster.job(job_id), now
-                ended = now if job.ended else None
+                ended = now if job.finished else None
             if ended is not None and line is None and now - ended >= DRAIN_S:
                 break
     finally:
         stream.close()
     if lines:
         yield frame()
-    if job.ended:
+    if job.finished:
         emit("ended", job.describe())
 
 

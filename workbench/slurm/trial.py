@@ -193,13 +193,13 @@ def run_job_trial(
     stream = None
     try:
         # 1. the queue: only the scheduler can say when the job starts, so ask it.
-        while not (info.running or info.ended):
+        while not (info.running or info.finished):
             if time.monotonic() - submitted > queue_timeout:
                 emit("queued", f"job {job_id} still pending ({info.reason}) after {queue_timeout:.0f} s")
                 break
             pause()
             info = _again(cluster, info)
-        if info.running or info.ended:
+        if info.running or info.finished:
             started = time.monotonic()
             emit("running", f"job {job_id} on {info.node_list} after {started - submitted:.1f} s in the queue")
         # 2. the start: follow the log line by line; ask the scheduler whenever it is quiet.
@@ -222,6 +222,8 @@ def run_job_trial(
                 fed += 1
                 feed(line)
                 if not tracker.ready:
+                    if time.monotonic() - started > timeout:  # a log that never stops: still a deadline
+                        break
                     continue
                 info = _again(cluster, info)
                 if port is None or not info.nodes or _health(cluster, cluster.node_addr(info.nodes[0]), port,
@@ -234,7 +236,7 @@ def run_job_trial(
             if stream is None:
                 pause()  # no log file to follow: the job's state is all there is
             info = _again(cluster, info)
-            if info.ended:
+            if info.finished:  # the server is gone, whatever Slurm still reaps
                 outcome = "failed"
                 if stream is not None:  # what the job wrote that the follower had not delivered yet (its
                     for rest in cluster.output_after(info, fed).splitlines():  # last phases are the timeline's)
@@ -242,6 +244,8 @@ def run_job_trial(
                 break
             if time.monotonic() - started > timeout:
                 break
+        if started is not None and outcome == "timeout":
+            emit("timeout", f"job {job_id} still {info.state} after {timeout:.0f} s, in {tracker.phase}")
     finally:
         if stream is not None:
             stream.close()
@@ -264,6 +268,8 @@ def run_job_trial(
                      else (None, f"job {info.state.lower()} (exit {info.exit_status})"))
         trial.signature, trial.signature_id = signature_of(exc, what, trial.phase)
         trial.log_excerpt = "\n".join(text.splitlines()[-80:])
+    elif outcome == "timeout" and started is not None:  # where it stopped: the log's end says why
+        trial.log_excerpt = "\n".join(tracker.unlabel(cluster.log(info)).splitlines()[-80:])
     emit("done", f"job {job_id}: {trial.outcome} in {trial.phase}")
     return trial
 

@@ -103,3 +103,35 @@ def test_a_job_answered_by_sacct_keeps_the_output_file_its_running_record_named(
     assert trial.outcome == "failed" and trial.state == "FAILED"
     assert trial.exception_type == "RuntimeError" and "CUBLAS_STATUS_EXECUTION_FAILED" in trial.message
     assert trial.phase == "cuda_graph_capture" and cluster.after == [DELIVERED]
+
+
+class Completing(Cluster):
+    """A job whose server died while Slurm holds it ``COMPLETING`` (a process it cannot reap yet)."""
+
+    def __init__(self, states: list[str]) -> None:
+        super().__init__()
+        self.states = iter(states)
+
+    def job(self, job_id: str) -> facts.JobInfo:
+        return _job(next(self.states, "COMPLETING"))
+
+
+def test_a_job_held_completing_is_judged_as_ended_not_timed_out() -> None:
+    events: list[tuple[str, str]] = []
+    cluster = Completing(["RUNNING", "RUNNING", "COMPLETING"])
+    trial = run_job_trial(cluster, SCRIPT, [("--ep-size", "8")], timeout=30,  # type: ignore[arg-type]
+                          on_event=lambda k, t: events.append((k, t)))
+    assert trial.outcome == "failed" and trial.exception_type == "RuntimeError", trial
+    assert trial.phase == "cuda_graph_capture" and "timeout" not in [k for k, _ in events]
+
+
+def test_a_job_found_completing_at_its_first_look_is_not_waited_for_as_queued() -> None:
+    trial = run_job_trial(Completing(["COMPLETING"]), SCRIPT, [], timeout=30,  # type: ignore[arg-type]
+                          queue_timeout=2)
+    assert trial.outcome == "failed" and trial.exception_type == "RuntimeError", trial
+
+
+def test_facts_a_completing_job_has_finished_but_not_ended() -> None:
+    job = _job("COMPLETING")
+    assert job.finished and not job.ended and not job.running
+    assert _job("FAILED").finished and not _job("RUNNING").finished and not _job("PENDING").finished
