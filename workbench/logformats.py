@@ -99,7 +99,7 @@ _NO_IDENT = frozenset({"error", "errors", "warning", "warn", "info", "debug", "f
 _SYSLOG_TIME = re.compile(r"(?P<ts>[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?) ")
 _JOURNAL_AFTER_TS = re.compile(r"(?P<host>[\w.-]+) (?P<ident>[^\s\[\]:]+)\[(?P<pid>\d+)\]: ?")  # -o short-monotonic
 # UCX's own log record behind its "[seconds.micro]" ("[1749803291.555759] [host:7053 :0]   tcp_ep.c:1260 UCX  ERROR ...")
-_UCX = re.compile(r"\[(?P<host>[^\]\s:]+):(?P<pid>\d+) ?:\d+\] +(?P<loc>[\w.]+:\d+) +UCX +(?P<lvl>[A-Z]+) +")
+_UCX = re.compile(r"\[(?P<host>[^\]\s:]+):(?P<pid>\d+) *:\d+\] +(?P<loc>[\w.]+:\d+) +UCX +(?P<lvl>[A-Z]+) +")
 _UCX_LEVEL = {"ERROR": "ERROR", "FATAL": "CRITICAL", "WARN": "WARNING", "DIAG": "INFO", "INFO": "INFO", "PRINT": "INFO"}
 _TRTLLM = re.compile(
     r"(?:\[(?P<ts>\d\d/\d\d/\d{4}-\d\d:\d\d:\d\d)\] )?\[(?:TRT-LLM|TensorRT-LLM)\]"

@@ -165,7 +165,8 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
     # SGLang's warm-ups run after its server is up (warmup.py: "Running warmup compile-deep-gemm"): the batch
     # that follows is the warm-up request's
     (r"\bRunning warmup \S", "warmup", 5, "begin"),
-    (r"Starting vLLM (?:API )?server|fired up and ready to roll", "serving", 6, "ready"),
+    # ollama's runner up with its model loaded ("llama runner started in 4.01 seconds")
+    (r"Starting vLLM (?:API )?server|fired up and ready to roll|llama runner started in", "serving", 6, "ready"),
     # a request object in a dump (SGLang's watchdog prints its current batch's Req(rid=...)) is serving too
     # vLLM's front end logs each request it hands to the engine (async_llm.py's "Added request", logger.py's
     # "Received request")
@@ -188,7 +189,10 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
      # requestPath="/v1/chat/completions"'): requests are being served
      r"\brequest(?:ID|Id|_id)=\"?[\w-]{8,}|\brequestPath=\"?/|"
      # TurboMind taking a request into its batch ("[TM][INFO] [ProcessInferRequests] Request for 1 received.")
-     r"\[ProcessInferRequests\] Request for \d+ received", "serving", 6, "batch"),
+     r"\[ProcessInferRequests\] Request for \d+ received|"
+     # Gin's access log (ollama) answering a request with success ('[GIN] 2025/04/14 - 20:20:32 | 200 | 4.24s |
+     # 127.0.0.1 | POST "/api/generate"')
+     r"\[GIN\] [^|]*\| 200 \|[^|]*\|[^|]*\| (?:POST|GET) +\"/", "serving", 6, "batch"),
 )
 _COMPILED = tuple(re.compile(pat) for pat, *_rest in _RULES)
 # for each rule, words one of which every match of its pattern holds: plain ``in`` tests pick the
@@ -227,10 +231,10 @@ _RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("[Warmup][",),
     ("Warming up ", "Beginning dummy run"),
     ("Running warmup ",),
-    ("Starting vLLM ", "fired up and ready to roll"),
+    ("Starting vLLM ", "fired up and ready to roll", "llama runner started in"),
     ("Decode batch", "Prefill batch", "Avg prompt throughput:", " /v1/", "Req(rid=", "Added request", "Received request",
      "num_scheduled_tokens=", "scheduled_cached_reqs=", "Dumping scheduler ", "Dumping input data", "enerating sequences",
-     "cmpl-", " HTTP/", " toks/s", "requestID=", "requestId=", "request_id=", "requestPath=", "[ProcessInferRequests]"),
+     "cmpl-", " HTTP/", " toks/s", "requestID=", "requestId=", "request_id=", "requestPath=", "[ProcessInferRequests]", "[GIN] "),
 )
 _CHECKS = tuple(zip(_RULE_NEEDLES, _COMPILED, ((phase, order, kind) for _p, phase, order, kind in _RULES), strict=True))
 # words one of which every rule needs (checked with ``in`` before any regex runs)
@@ -242,7 +246,8 @@ _ANCHORS = ("server_args=", "LLM engine", "vLLM", "non-default", "Init torch", "
             "Profiling CUDA", "ed request", "torch.compile", "profiling/warmup", "Compile and warming", "input shapes", "scheduled_",
             "Dumping scheduler", "enerating sequences", "TensorRT-LLM version", "Checking environment", "Try to run with", "peer ranks", "TRITONBACKEND_Model", "Instance group type",
             "[c10d] ", "loading weights", "Warming up", "dummy run", "cmpl-", " HTTP/1.", " toks/s", "requestI", "request_id=", "requestPath=",
-            "Encoder cache", "load_tensors", "Autotuning process", "FlashInfer autotune", "[Warmup][", "ProcessInferRequests")
+            "Encoder cache", "load_tensors", "Autotuning process", "FlashInfer autotune", "[Warmup][", "ProcessInferRequests",
+            "llama runner started", "[GIN] ")
 _FAILURE_RE = re.compile(
     r"hit an exception|Traceback \(most recent call last\)|failed to start|WorkerProc failed|"
     r"died unexpectedly|scheduler (?:is dead|died)|Initialization failed|Received sigquit|SIGQUIT received|"

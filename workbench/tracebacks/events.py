@@ -14,13 +14,12 @@ from workbench.tracebacks.model import LogEvent
 from workbench.tracebacks.patterns import (
     _NUM_FRAME,
     _PROCESS_CUT,
-    ANY_LEVEL_PHRASES,
-    LOST_TYPE_PHRASES,
     RAISED_NAME,
     cut_error_record,
     event_matches,
     level_word,
 )
+from workbench.tracebacks.phrases import ANY_LEVEL_PHRASES, LOST_TYPE_PHRASES
 
 _TORCH_RANK = re.compile(r"\[rank(\d+)\]:")
 # the rank c10d names in its own messages ("[Rank 2] Watchdog caught ...", "[PG 3 Rank 5] Process group ...")
@@ -28,9 +27,9 @@ _C10D_RANK = re.compile(r"\[(?:PG[^\]]*? )?Rank (\d+)\]")
 # the rank a failure names in its own words ("Failed to initialize executor on rank 6: ...")
 _ON_RANK = re.compile(r"\b[Oo]n [Rr]ank (\d+)\b")
 # the phrases of an exception whose type a paste lost (a failed C++ CHECK, the KV-cache size checks, the status Triton
-# gives a model it could not load, ...): see patterns.LOST_TYPE_PHRASES
+# gives a model it could not load, ...): see phrases.LOST_TYPE_PHRASES
 _LEVEL_FREE = frozenset(text for text, _ in LOST_TYPE_PHRASES)
-# and of every failure an engine prints at any level (patterns.ANY_LEVEL_PHRASES too)
+# and of every failure an engine prints at any level (phrases.ANY_LEVEL_PHRASES too)
 _ANY_LEVEL = frozenset(text for text, _ in LOST_TYPE_PHRASES + ANY_LEVEL_PHRASES)
 # vLLM's record of the batch whose execution failed, naming that failure, at WARNING when pickling its
 # input failed too ("Failed to pickle inputs of failed execution: CUDA error: an illegal memory access ...")
@@ -260,12 +259,17 @@ def cuda_cause(message: str, line: int, events: Sequence[LogEvent]) -> LogEvent 
     own assertion when the failure names a device-side assert; NCCL's warning of the CUDA failure when the failure is
     NCCL's "unhandled cuda error" ("init.cc:1582 NCCL WARN Cuda failure 'CUDA driver version is insufficient ...'"
     before "Failed, NCCL error .../nccl_utils.cc:296 'unhandled cuda error ...'"); else an error line naming a sticky
-    CUDA error (an illegal memory access...) printed in the 12 lines before a failure that does not."""
+    CUDA error (an illegal memory access...) printed in the 12 lines before a failure that does not; for an
+    "unspecified launch failure" (a kernel that trapped), the error line it printed in the 12 lines before ("DeepEP
+    dispatch NVL receiver timeout, ...")."""
     if "device-side assert" in message:
         return next((e for e in events if e.kind == "device_assert"), None)
     if "unhandled cuda error" in message:  # ncclUnhandledCudaError: NCCL warned of the CUDA call's own error just before
         return next((e for e in reversed(events) if e.kind == "nccl_warn" and 0 < line - e.line <= 4
                      and _NCCL_CUDA.search(e.text) is not None), None)
+    if "unspecified launch failure" in message:  # what a kernel's trap leaves: its own report just before says why
+        return next((e for e in reversed(events) if e.kind == "error_line" and 0 < line - e.line <= 12
+                     and not _STICKY_CUDA.search(e.text)), None)
     if _STICKY_CUDA.search(message):
         return None
     return next((e for e in events if e.kind == "error_line" and 0 < line - e.line <= 12 and _STICKY_CUDA.search(e.text)),

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 from workbench.logformats import _C10_FRAME, _RANK_TOKENS, any_of, any_of_bytes, any_part_of
 from workbench.tracebacks.model import EventKind, Frame
+from workbench.tracebacks.phrases import ANY_LEVEL_PHRASES, LOST_TYPE_PHRASES
 
 _HEADER = "Traceback (most recent call last)"
 # a frame line, or one whose opening 'File "' a paste cut off (a window that starts inside the line:
@@ -38,8 +39,7 @@ def cut_error_record(level: str | None, message: str) -> bool:
 
 
 _EXC_REPR = re.compile(r"([A-Za-z_][\w.]*(?:Error|Exception))\((['\"])(.+)")
-# an exception line quoted inside a sentence of an issue ("... 报错`RuntimeError: [TM][ERROR] ...`"),
-# its groups as _EXC_REPR's
+# an exception line quoted inside a sentence of an issue ("... 报错`RuntimeError: [TM][ERROR] ...`"), groups as _EXC_REPR's
 # (a blank inside the opening backtick kept: "with error : ` KeyError: 'layers.0.mlp.down_proj.weight'`")
 # a Markdown list item's mark and/or a bold opening before a sentence
 _LIST_MARK = re.compile(r"(?:[-*+]|\d{1,2}[.)]) +(?:\*\*|__)?|(?:\*\*|__)(?=\w)")
@@ -87,8 +87,7 @@ _PYSPY_THREAD = re.compile(r'\s*Thread (?:0x[0-9A-Fa-f]+|\d+) \((?:idle|active|g
 _PYSPY_FRAME = re.compile(r"\s+([^\s()]+) \(([^()\s]+?)(?::(\d+))?\)\s*$")
 # a level word inside a prefix the parser does not know; no leading \b, which would keep the regex
 # engine from skipping ahead to the words' first letters (ten times slower): boundaries are checked after
-# glog's and c10's severity tag ("[E ProcessGroupNCCL.cpp:916]", "[E1001 16:06:04.53 ProcessGroupNCCL.cpp:607]")
-# reads as ERROR too
+# glog's and c10's severity tag ("[E ProcessGroupNCCL.cpp:916]", "[E1001 16:06:04.53 ProcessGroupNCCL.cpp:607]") is ERROR
 _LEVEL_WORD = re.compile(r"ERROR|CRITICAL|WARNING|\[E\]|\[E(?=(?:\d{4} [\d:.]+)? ?[\w.-]+\.(?:cpp|cc|cu|h|hpp):\d+\])")
 # an exception class's name as an error report quotes it, dotted or not ("AttributeError", "torch.OutOfMemoryError")
 RAISED_NAME = r"[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)"
@@ -132,8 +131,8 @@ _LOGGING_HEAD = re.compile(r"\d[\d\-:., ]{7,30} - [\w.-]+ - (DEBUG|INFO|WARNING|
 _TERMINATE = re.compile(r"terminate called after throwing an instance of '([^']+)'")
 _WHAT = re.compile(r"\s*what\(\):\s*(.*)")
 _CPP_STOP = re.compile(r"Exception raised from |frame #\d+:|^\s*$|^(?:stack )?backtrace:|^\s*\d+: \S|^\s*--- |^note: |"
-                       # the abort that follows: faulthandler's report, the shell's "Aborted (core dumped)"
-                       r"^[0-9A-F]{16}|^Fatal Python error: |^Aborted\b")
+                       # the abort that follows: faulthandler's report, the shell's "Aborted (core dumped)"; a record
+                       r"^[0-9A-F]{16}|^Fatal Python error: |^Aborted\b|^WARN(?:ING)?: |^INFO: ")  # of another writer
 # a native runtime's own report of an error nothing caught: libc++'s abort message, a Rust panic
 # (its message on the next line since Rust 1.73, quoted on the line before), c10's abort handler
 _NATIVE_ABORT = re.compile(r"libc\+\+abi: terminating due to uncaught exception of type (\S+?)(?::(?: (.*))?)?$|"
@@ -162,124 +161,6 @@ FIXED_LINES = (
     "For debugging consider passing CUDA_LAUNCH_BLOCKING=1",
     "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
 )
-
-# Phrases an engine prints with no level, or at any level, that say a failure all the same: the one table the
-# error-line pattern, its needles and the quiet stretch's anchors are built from (events reads its two kinds).
-# Each row: (the phrase, which every match of its pattern holds; its pattern, None for the phrase itself).
-# An exception whose type the paste lost: it counts as a bare exception line would, in line order.
-LOST_TYPE_PHRASES: tuple[tuple[str, str | None], ...] = (
-    # ggml's CUDA backend (llama.cpp and the servers built on it): "ggml_cuda_init: failed to initialize CUDA: unknown
-    # error", "..._alloc_buffer: allocating 3257.82 MiB on device 0: cudaMalloc failed: out of memory"; ahead of the
-    # generic "failed to initialize ...: " and "out of memory", which need a level
-    ("failed to initialize CUDA: ", None),
-    ("cudaMalloc failed: ", None),
-    # the NCCLCHECK macro of NCCL's examples and tests, which TensorRT-LLM's plugins copy ("Failed, NCCL error
-    # .../allreducePlugin.cpp:183 'unknown result code'"): a call's failed status, just before the process exits
-    ("Failed, NCCL error ", r"^Failed, NCCL error "),
-    # a C++ CHECK that failed (glog, TurboMind's "[TM][FATAL] ... Check failed:")
-    ("Check failed: ", None),
-    # the engine's KV-cache size checks, also when the paste lost the exception's type
-    ("can be stored in KV cache", None),
-    ("No available memory for the cache blocks", None),
-    # SGLang's wrapper of an error while capturing its graphs, also when the paste lost its type, and the hints it
-    # prints under it, all a window may keep of it ("4. disable cuda graph by --disable-cuda-graph. (Not recommonded.
-    # Huge perf loss)")
-    ("Capture cuda graph failed: ", None),
-    ("graph by --disable-cuda-graph", None),
-    ("Piecewise CUDA Graph failed with error: ", None),
-    # a program's own report that capturing its graphs failed, whatever its logger writes of the level ("CUDA graph
-    # capture failed: 'X' object has no attribute '_warmup'")
-    ("CUDA graph capture failed: ", None),
-    # the dynamic loader refusing to start a program ("/usr/.../bin/executorWorker: error while loading shared
-    # libraries: libnvinfer.so.10: cannot open ...")
-    ("error while loading shared libraries: ", None),
-    # NVSHMEM's error checks (DeepEP's transport): "ibrc.cpp:418: non-zero status: 22 ibv_modify_qp failed", then
-    # each caller's "transport create connect failed", "connect EPS failed", "nvshmem setup connections failed"
-    (": non-zero status: ", r": non-zero status: (?=\d+ )"),
-    ("transport create connect failed", r"\btransport create connect failed\b"),
-    ("connect EPS failed", r"\bconnect EPS failed\b"),
-    ("ep_connect failed", r"\bep_connect failed\b"),
-    # a model Triton could not load, as its model table gives the status ("UNAVAILABLE: Not found: unable to load
-    # shared library: ...")
-    ("UNAVAILABLE: ", r"(?<![\w.])UNAVAILABLE: (?=[A-Z])"),
-)
-# A failure at any level that is no exception line.
-ANY_LEVEL_PHRASES: tuple[tuple[str, str | None], ...] = (
-    # vLLM's own size of the KV cache's room, negative: the weights left none ("Available KV cache memory: -0.87
-    # GiB"), logged at INFO just before the engine gives up (when the window holds that exception, it is the cause)
-    ("KV cache memory: -", r"KV cache memory: -(?=\d)"),
-    # NVIDIA's cuFile (GPUDirect Storage) API refusing a call ("cuFileBufRegister returned an error = 5016",
-    # "cuFileHandleRegister failed")
-    ("cuFile", r"\bcuFile(?=\w* (?:returned an error|failed|error))"),
-    # tritonserver giving up building its server ("error: creating server: Internal - failed to load all models")
-    ("error: creating server: ", r"^error: creating server: "),
-    # a retried call whose last attempt failed too (SGLang's Rust router: "WARN - Generate request to
-    # http://localhost:8001 failed (attempt 3/3)"): the retries gave up
-    ("failed (attempt ", r"(?<= )failed \(attempt (?=(?P<tries>\d+)/(?P=tries)\))"),
-    # ROCm's SMI library refusing a call, as a caller reports its status ("[.../topology/gpu.cpp:80] rocm smi failed with
-    # RSMI_STATUS_INIT_ERROR: An error occurred during initialization")
-    ("failed with RSMI_STATUS_", r"failed with RSMI_STATUS_(?=[A-Z])"),
-    # a host-side C++ assertion of a kernel library (DeepGEMM's "Assertion failed: .../fp8_gemm.cuh:435, condition:
-    # status == cudaSuccess"), the process aborting right after
-    ("Assertion failed: ", r"^Assertion failed: (?=\S+:\d+)"),
-    # Apple's Metal driver aborting a GPU command buffer (MLX's servers: "Execution of the command buffer was aborted
-    # due to an error during execution. Insufficient Memory (00000008:kIOGPUCommandBufferCallbackErrorOutOfMemory)")
-    ("Execution of the command buffer was aborted", None),
-    # a cuBLAS call's failed status, as an engine's own GEMM wrapper prints it ("gemm.cu:635: gemm: cublasLtMatmul failed
-    # (status 14) M=2048 K=2048 N=32")
-    # (its phrase the part every match holds, not the library's name, which a warning names often)
-    ("failed (status ", r"\bcublas\w* failed \(status (?=\d)"),
-    # an HTTP call an HTTP client (httpx) saw refused, as its caller logs it whatever the level (an RL rollout's
-    # "Error: Server error '503 Service Unavailable' for url 'http://.../generate', retrying...")
-    ("' for url '", r"\b(?:Client|Server) error '\d{3} [^']*' for url '"),
-    # Triton's Python backend quoting the exception its stub raised while loading a model (an INFO record of
-    # pb_stub.cc: "Failed to initialize Python stub: AttributeError: 'AsyncLLM' object has no attribute 'engine'")
-    ("Failed to initialize Python stub: ", None),
-    # the Mellanox NIC's user-space driver reporting a work request the adapter completed in error (an RDMA transfer
-    # failed: "mlx5: host_unknown: got completion with error:", a dump of the completion entry under it)
-    ("got completion with error", r"\bmlx5: \S+: got completion with error\b"),
-    # a launcher's own report that the server it started died, in a status panel with no level (vllm-cli's "✗ Server
-    # process terminated unexpectedly")
-    ("rocess terminated unexpectedly", r"\b[Pp]rocess terminated unexpectedly\b"),
-    # Open MPI's banner when its runtime could not start a rank ("It looks like orte_init failed for some reason; your
-    # parallel process is likely to abort."): mpirun's ranks of TensorRT-LLM never came up
-    ("orte_init failed", r"\borte_init failed\b"),
-    # Ray's report of an actor task that raised while no caller took its result ("Unhandled error (suppress with
-    # 'RAY_IGNORE_UNHANDLED_ERRORS=1'): ray::WorkerDict.actor_rollout_generate_sequences() (pid=6249, ...)"), the task's
-    # traceback under it, often cut by the window
-    ("Unhandled error (suppress with ", None),
-    # a gRPC call that failed, as Go's gRPC status prints it whatever level its caller logs it at (LocalAI's "INF [rwkv]
-    # Fails: could not load model: rpc error: code = Unavailable desc = error reading from server: EOF")
-    ("rpc error: code = ", r"\brpc error: code = (?!OK\b)[A-Z]\w+ desc = "),
-    # asyncio's create_server refusing the server's address, as uvicorn logs it or a paste keeps it alone ("[Errno 98]
-    # error while attempting to bind on address ('0.0.0.0', 8000): address already in use")
-    ("error while attempting to bind on address", None),
-    # the NVIDIA container toolkit's hook refusing to start a GPU container (a kubelet event, docker's error: "nvidia-
-    # container-cli: requirement error: unsatisfied condition: cuda>=12.8", "nvidia-container-cli: initialization
-    # error: nvml error: driver not loaded")
-    ("nvidia-container-cli: ", r"\bnvidia-container-cli: (?:\w+ )?error: "),
-    # a GPU driver resetting an engine whose job hung (dmesg: Intel's xe "[drm] Tile0: GT0: Engine reset:
-    # engine_class=ccs, ...", AMD's "[drm:amdgpu_job_timedout [amdgpu]] *ERROR* ring gfx_0.0.0 timeout"), as NVIDIA's
-    # Xid lines report a fault
-    ("Engine reset: engine_class=", None),
-    ("amdgpu_job_timedout", None),
-    # ROCm's runtime on a GPU page fault ("Memory access fault by GPU node-8 (Agent handle: 0x...) on address (nil).
-    # Reason: Unknown."), the process aborting right after
-    ("Memory access fault by GPU node", None),
-    # the CUDA debugger's (and a GPU core dump's) exception code of a faulting warp ("CUDBG_EXCEPTION_WARP_ILLEGAL_ADDRESS")
-    ("CUDBG_EXCEPTION_", r"\bCUDBG_EXCEPTION_(?=[A-Z])"),
-    # Open MPI refusing to place a job's ranks ("All nodes which are allocated for this job are already filled.",
-    # "There are not enough slots available in the system to satisfy the 8 slots"): mpirun's ranks never came up
-    ("are already filled", r"\bAll nodes which are allocated for this job are already filled\b"),
-    ("not enough slots", r"\bThere are not enough slots available in the system\b"),
-    # ggml's CUDA backend (llama.cpp, ollama...) naming the call that failed, at the head of a line, no level, before it
-    # aborts ("CUDA error: an illegal memory access was encountered", then "  current device: 7, in function ...")
-    ("CUDA error: ", r"^CUDA error: (?=[a-z])"),
-    # c10d's socket giving up on a peer that never answered (a rendezvous or a store's read: "[c10d] waitForInput: socket
-    # SocketImpl(fd=33, ...) timed out after 1800000ms"), a warning record of the rank that waited
-    ("timed out after ", r"\[c10d\][^\n]{0,300}? timed out after (?=\d+ ?ms)"),
-)
-
 
 def _alternatives(phrases: tuple[tuple[str, str | None], ...]) -> str:
     return "|".join(re.escape(text) if pattern is None else pattern for text, pattern in phrases)

@@ -151,7 +151,7 @@ def test_the_readers_byte_search_finds_what_the_line_search_finds() -> None:
             assert (raw.search(line.encode("utf-8", "surrogatepass")) is None) == (strs.search(line) is None), line
 
 
-# One real line of each phrase an engine prints at no level (patterns.LOST_TYPE_PHRASES, ANY_LEVEL_PHRASES): a row
+# One real line of each phrase an engine prints at no level (phrases.LOST_TYPE_PHRASES, ANY_LEVEL_PHRASES): a row
 # added to the table without a line here fails the first test.
 _PHRASE_LINES = {
     "failed to initialize CUDA: ": "ggml_cuda_init: failed to initialize CUDA: unknown error",
@@ -219,6 +219,11 @@ _PHRASE_LINES = {
     "not enough slots": "There are not enough slots available in the system to satisfy the 8",
     # ggml's CUDA backend (llama.cpp#13909)
     "CUDA error: ": "CUDA error: an illegal memory access was encountered",
+    # llama.cpp#18039 (its path shortened)
+    "GGML_ASSERT": "/src/llama.cpp/ggml/src/ggml-backend-meta.cpp:728: GGML_ASSERT(src_ss[0].axis != "
+                   "GGML_BACKEND_SPLIT_AXIS_1) failed",
+    # DeepEP#274
+    "DeepEP ": "DeepEP dispatch NVL receiver timeout, channel: 6, RDMA: 0, nvl: 0, src NVL: 5, head: 315, tail: 315",
     # vllm#52907's record without its "[rank0]:[W903 ...] " prefix
     "timed out after ": "[c10d] waitForInput: socket SocketImpl(fd=33, addr=[blk02]:34316, remote=[blk01]:29501) timed "
                         "out after 1800000ms",
@@ -226,7 +231,7 @@ _PHRASE_LINES = {
 
 
 def test_every_level_free_phrase_has_a_line_and_its_match_holds_the_phrase() -> None:
-    from workbench.tracebacks.patterns import ANY_LEVEL_PHRASES, LOST_TYPE_PHRASES
+    from workbench.tracebacks.phrases import ANY_LEVEL_PHRASES, LOST_TYPE_PHRASES
     table = [text for text, _ in LOST_TYPE_PHRASES + ANY_LEVEL_PHRASES]
     assert sorted(table) == sorted(_PHRASE_LINES)
     for group, phrases in (("lost", LOST_TYPE_PHRASES), ("any", ANY_LEVEL_PHRASES)):
@@ -237,7 +242,7 @@ def test_every_level_free_phrase_has_a_line_and_its_match_holds_the_phrase() -> 
 
 def test_a_level_free_phrase_is_an_event_on_a_line_with_no_level_and_only_lost_types_stand_for_an_exception() -> None:
     from workbench.tracebacks.events import log_event, lost_type
-    from workbench.tracebacks.patterns import LOST_TYPE_PHRASES
+    from workbench.tracebacks.phrases import LOST_TYPE_PHRASES
     lost = {text for text, _ in LOST_TYPE_PHRASES}
     for text, line in _PHRASE_LINES.items():
         parsed = parse_line(line)
