@@ -28,6 +28,11 @@ from workbench.tracebacks.stack import CUT_DUMP
 # an error report in its own words, unlike a wrapper's "hit an exception:" that only announces the stack
 _REPORT = re.compile(r"\berror\b|\bfail", re.I)
 # a record's head and nothing after it, cut inside its time ("ERROR 08-01" of "ERROR 08-01 12:42:13 [file.py:1] ...")
+# a line of a stack that more of it must follow: a frame's path whose quote never closed ('  File "/root/verl/trai'),
+# a caret line (the exception line comes after it), a header ("Traceback (most recent call last):", CANN's
+# "TraceBack", c10's "Exception raised from X at file:line" short of its "(most recent call first):")
+_STACK_GOES_ON = re.compile(r'\s*(?:File "[^"]*|[\^~]+|Trace[Bb]ack(?: \(most recent call (?:last|first)\):?)?'
+                            r"|Exception raised from \S+ at \S+)$")
 _CUT_HEAD = re.compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)(?: \d\d-\d\d(?: [\d:.]*)?)?")
 # (a word: not "inner_exception"; not the kind of error after a colon that says what it was: "...): local protection error")
 _ANNOUNCE_ONLY = re.compile(r"^(?!.*: [a-z][a-z ]{0,40} error\W*$).*\b(?:exception|error|traceback)\W*$", re.I | re.S)
@@ -219,6 +224,8 @@ def ends_cut(last: tuple[int, str] | None, before: str | None = None, near: str 
         return True  # the log ends inside a faulthandler dump, short of the thread's outermost frame
     if msg.endswith(" 0x"):
         return True  # a hex number cut before its digits (an address of a frame: "@            0x")
+    if _STACK_GOES_ON.match(msg):
+        return True  # a stack's line that more of it must follow, indented or not
     if msg[0].isspace():  # a source line (a traceback's, or one a warning quotes): its brackets are the code's
         return False
     if _in_native_backtrace(msg):

@@ -64,3 +64,17 @@ def test_ollamas_runner_started_and_gins_successful_requests_are_serving() -> No
                "  current device: 0, in function ggml_cuda_op_mul_mat at ggml-cuda.cu:1621\n")
         rc = analyze(log).root_cause
         assert rc is not None and "illegal memory access" in rc.message and rc.phase == "serving", ready
+
+
+def test_a_log_ending_inside_a_stack_that_must_go_on_is_cut() -> None:
+    """The last line of a window cut inside a stack: a frame's path, a caret line, a header (openrlhf#624, vllm#15332,
+    vllm-ascend#4972, vllm#2521), indented or not; a whole stack's end is not cut."""
+    head = ('Traceback (most recent call last):\n  File "/ray/_private/worker.py", line 930, in get_objects\n'
+            "    raise value.as_instanceof_cause()\n"
+            "ray.exceptions.RayTaskError(ActorDiedError): ray::TaskRunner.run() (pid=16209, ip=10.96.200.252)\n")
+    for last in ('  File "/workdir/openrlhf/t', "           ^^^^^^^^^^^^", "        TraceBack (most recent call last):",
+                 "Exception raised from c10_cuda_check_implementation at ../c10/cuda/CUDAException.cpp:44"):
+        final = analyze(head + last + "\n").final
+        assert final is not None and final.truncated, last
+    whole = analyze(head).final
+    assert whole is not None and not whole.truncated
