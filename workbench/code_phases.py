@@ -505,6 +505,8 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
      "openai_v1_chat_completions", _S),
     ("sglang/srt/entrypoints/openai/serving_", "*", _S),
     ("sglang/srt/entrypoints/http_server.py", "_wait_and_warmup _execute_server_warmup", _WU),
+    # --- exllamav2's cache (exllamav2/cache.py): its tensors are allocated when it is built
+    ("exllamav2/cache.py", "create_state_tensors", _KV),
     # --- mini-sglang's scheduler (python/minisgl/scheduler/scheduler.py): its loops run the batches
     ("minisgl/scheduler/scheduler.py", "Scheduler __init__", _U),
     ("minisgl/scheduler/scheduler.py", "run_forever overlap_loop normal_loop _process_last_data "

@@ -192,7 +192,12 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
      r"\[ProcessInferRequests\] Request for \d+ received|"
      # Gin's access log (ollama) answering a request with success ('[GIN] 2025/04/14 - 20:20:32 | 200 | 4.24s |
      # 127.0.0.1 | POST "/api/generate"')
-     r"\[GIN\] [^|]*\| 200 \|[^|]*\|[^|]*\| (?:POST|GET) +\"/", "serving", 6, "batch"),
+     r"\[GIN\] [^|]*\| 200 \|[^|]*\|[^|]*\| (?:POST|GET) +\"/|"
+     # llama.cpp's server working on a task ("slot update_slots: id  3 | task 0 | new prompt", older "INFO [
+     # update_slots] kv cache rm", "srv  log_server_r: done request: POST /completion 127.0.0.1 200"), koboldcpp's
+     # prompt and generation counters ("Processing Prompt [BLAS] (512 / 12710 tokens)", "Generating (12 / 512 tokens)")
+     r"\bupdate_slots\b|\blog_server_r: (?:done )?request: (?:POST|GET) /\S* \S+ 200\b|"
+     r"\b(?:Processing Prompt(?: \[BLAS\])?|Generating) \(\d+ / \d+ tokens\)", "serving", 6, "batch"),
 )
 _COMPILED = tuple(re.compile(pat) for pat, *_rest in _RULES)
 # for each rule, words one of which every match of its pattern holds: plain ``in`` tests pick the
@@ -234,7 +239,8 @@ _RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("Starting vLLM ", "fired up and ready to roll", "llama runner started in"),
     ("Decode batch", "Prefill batch", "Avg prompt throughput:", " /v1/", "Req(rid=", "Added request", "Received request",
      "num_scheduled_tokens=", "scheduled_cached_reqs=", "Dumping scheduler ", "Dumping input data", "enerating sequences",
-     "cmpl-", " HTTP/", " toks/s", "requestID=", "requestId=", "request_id=", "requestPath=", "[ProcessInferRequests]", "[GIN] "),
+     "cmpl-", " HTTP/", " toks/s", "requestID=", "requestId=", "request_id=", "requestPath=", "[ProcessInferRequests]", "[GIN] ",
+     "update_slots", "log_server_r", "Processing Prompt", "Generating ("),
 )
 _CHECKS = tuple(zip(_RULE_NEEDLES, _COMPILED, ((phase, order, kind) for _p, phase, order, kind in _RULES), strict=True))
 # words one of which every rule needs (checked with ``in`` before any regex runs)
@@ -247,7 +253,7 @@ _ANCHORS = ("server_args=", "LLM engine", "vLLM", "non-default", "Init torch", "
             "Dumping scheduler", "enerating sequences", "TensorRT-LLM version", "Checking environment", "Try to run with", "peer ranks", "TRITONBACKEND_Model", "Instance group type",
             "[c10d] ", "loading weights", "Warming up", "dummy run", "cmpl-", " HTTP/1.", " toks/s", "requestI", "request_id=", "requestPath=",
             "Encoder cache", "load_tensors", "Autotuning process", "FlashInfer autotune", "[Warmup][", "ProcessInferRequests",
-            "llama runner started", "[GIN] ")
+            "llama runner started", "[GIN] ", "update_slots", "log_server_r", "Processing Prompt", "Generating (")
 _FAILURE_RE = re.compile(
     r"hit an exception|Traceback \(most recent call last\)|failed to start|WorkerProc failed|"
     r"died unexpectedly|scheduler (?:is dead|died)|Initialization failed|Received sigquit|SIGQUIT received|"

@@ -179,10 +179,10 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
         r"Fatal Python error: |Segmentation fault|^Aborted \(core dumped\)|Illegal instruction \(core dumped\)|"
         r"Bus error \(core dumped\)|"
         # zsh's report of a job a signal ended ("[1]    1782217 IOT instruction (core dumped)  python x.py", "zsh: ...")
-        r"(?:^zsh: |^\[\d+\] +[+-]? *\d+ )(?:IOT instruction|segmentation fault|illegal hardware instruction|bus error)"
+        r"(?:^zsh: |^\[\d+\] +[+-]? *\d+ )(?:IOT instruction|abort|segmentation fault|illegal hardware instruction|bus error)"
         r"(?: \(core dumped\))? |"
         r"\*\*\* SIG(?:SEGV|ABRT|BUS|ILL|FPE)|received signal SIG(?:SEGV|ABRT|BUS)|"
-        r"Floating point exception|Segfault encountered|"
+        r"Floating point exception|Segfault encountered|^Signal \(\d+\) received\.|"  # (the last: Triton's server)
         # LLVM's report_fatal_error, which aborts the process (a Triton kernel's compile: "LLVM ERROR: Failed to
         # compute parent layout for slice layout.")
         r"^LLVM ERROR: |"
@@ -252,7 +252,7 @@ _EVENT_NEEDLES: dict[EventKind, tuple[str, ...]] = {
                      "segmentation fault", "illegal hardware instruction", "bus error", "*** SIG",
                      "received signal SIG", "Floating point exception", "Segfault encountered", "LLVM ERROR: ",
                      "general protection fault", "segfault at ", "Process received signal", ")[0x", "panic: ",
-                     "fatal error: "),
+                     "fatal error: ", " abort ", "Signal ("),
     "device_assert": ("Assertion ", "device-side assertion "),
     "error_line": (*(text for text, _ in LOST_TYPE_PHRASES + ANY_LEVEL_PHRASES), "out of memory", "CUDA error",
                    "CUDA runtime error", "cudaError", "CUDA_ERROR_", "Error Code ", "Assertion failed", "ailed to start",
@@ -283,7 +283,7 @@ _EVENT_ANCHORS = ("Xid", "Connection refused", "failed to start", "CUDA error", 
                   "sigquit", "SIGQUIT", "kill_process", "atchdog timeout", "cgroup out of memory", "Error executing",
                   "register worker", "Segfault", "LLVM ERROR", "Request failed", "Process received signal", ")[0x",
                   "rashed container", "CrashLoopBackOff", "Heartbeat monitor", "watchdog thread terminated", "panic: ",
-                  *(text.strip(" :") for text, _ in LOST_TYPE_PHRASES + ANY_LEVEL_PHRASES))
+                  " abort ", "Signal (", *(text.strip(" :") for text, _ in LOST_TYPE_PHRASES + ANY_LEVEL_PHRASES))
 _EVENT_PART = any_part_of(_NEEDLES)  # the quick first search (see any_part_of)
 
 

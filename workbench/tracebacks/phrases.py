@@ -68,6 +68,9 @@ ANY_LEVEL_PHRASES: tuple[tuple[str, str | None], ...] = (
     ("Assertion failed: ", r"^Assertion failed: (?=\S+:\d+)"),
     # DeepEP's kernels giving up on a peer ("DeepEP dispatch NVL receiver timeout, channel: 6, RDMA: 0, ...")
     ("DeepEP ", r"^DeepEP [\w ]*\btimeout\b"),
+    # glibc's assert(), the process aborting right after ("llama-server: .../llama-sampler.cpp:1094: void
+    # llama_sampler_dist_apply(...): Assertion `found' failed.")
+    ("Assertion `", r"\bAssertion `[^`\n]*' failed"),
     # ggml's assertion (llama.cpp, ollama), then an abort: "...cpp:728: GGML_ASSERT(x != y) failed", older "GGML_ASSERT:
     # .../ggml.c:4250: ne % 2 == 0"; not '!"CUDA error"', the abort after a CUDA error it printed
     ("GGML_ASSERT", r"\bGGML_ASSERT(?:\(.*\) failed|: \S+:\d+: (?!!\"CUDA error\"))"),

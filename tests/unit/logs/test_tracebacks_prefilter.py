@@ -219,6 +219,9 @@ _PHRASE_LINES = {
     "not enough slots": "There are not enough slots available in the system to satisfy the 8",
     # ggml's CUDA backend (llama.cpp#13909)
     "CUDA error: ": "CUDA error: an illegal memory access was encountered",
+    # llama.cpp#21512 (its path shortened)
+    "Assertion `": "llama-server: /src/llama-sampler.cpp:1094: void llama_sampler_dist_apply(llama_sampler*, "
+                   "llama_token_data_array*): Assertion `found' failed.",
     # llama.cpp#18039 (its path shortened)
     "GGML_ASSERT": "/src/llama.cpp/ggml/src/ggml-backend-meta.cpp:728: GGML_ASSERT(src_ss[0].axis != "
                    "GGML_BACKEND_SPLIT_AXIS_1) failed",

@@ -78,3 +78,50 @@ def test_a_log_ending_inside_a_stack_that_must_go_on_is_cut() -> None:
         assert final is not None and final.truncated, last
     whole = analyze(head).final
     assert whole is not None and not whole.truncated
+
+
+def test_every_events_needle_holds_a_word_a_quiet_reader_stops_at() -> None:
+    """A line an event's pattern matches is read also in a quiet stretch (after a record the reader skips past):
+    Triton's "Signal (11) received." after vLLM's metrics lines was not (triton-inference-server#7332)."""
+    from workbench.tracebacks.patterns import _EVENT_NEEDLES, _interesting_words
+    words = _interesting_words(strong=True)
+    assert [(k, n) for k, needles in _EVENT_NEEDLES.items() for n in needles if not any(w in n for w in words)] == []
+    log = ("INFO 06-07 17:14:07 metrics.py:161] Avg prompt throughput: 2102.7 tokens/s, Running: 4 reqs\n"
+           "Signal (11) received.\n"
+           " 0# 0x0000559334F1667D in /opt/tritonserver/bin/tritonserver\n")
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.message == "Signal (11) received." and rc.phase == "serving"
+
+
+def test_glibcs_assert_before_zshs_abort_is_the_cause_while_llama_server_works_on_a_task() -> None:
+    """llama.cpp#21512: a sampler's assert() during a completion request; zsh reports the abort."""
+    log = ("slot update_slots: id  3 | task 0 | prompt processing done, n_tokens = 65, batch.n_tokens = 65\n"
+           "srv  log_server_r: done request: POST /completion 127.0.0.1 200\n"
+           "llama-server: /src/llama-sampler.cpp:1094: void llama_sampler_dist_apply(llama_sampler*, "
+           "llama_token_data_array*): Assertion `found' failed.\n"
+           "zsh: abort      ./run-server-glm\n")
+    rc = analyze(log).root_cause
+    assert rc is not None and "Assertion `found' failed" in rc.message and rc.phase == "serving"
+
+
+def test_koboldcpps_prompt_counter_glued_to_a_cuda_error_is_serving() -> None:
+    """koboldcpp#1711: the CUDA error printed on the prompt counter's line."""
+    log = ("Processing Prompt [BLAS] (512 / 12710 tokens)CUDA error: out of memory\n"
+           "  current device: 0, in function alloc at ggml-cuda.cu:457\n"
+           "D:/koboldcpp/ggml/src/ggml-cuda/ggml-cuda.cu:88: CUDA error\n")
+    rc = analyze(log).root_cause
+    assert rc is not None and "out of memory" in rc.message and rc.phase == "serving"
+
+
+def test_exllamav2s_cache_allocating_its_tensors_is_kv_cache_allocation() -> None:
+    """exllamav2#677: the cache runs out of memory creating its state tensors after the model loaded."""
+    log = ("Traceback (most recent call last):\n"
+           '  File "/home/ubuntu/exllamav2/test_inference.py", line 192, in <module>\n'
+           "    cache = ExLlamaV2Cache(model)\n"
+           '  File "/home/ubuntu/exllamav2/exllamav2/cache.py", line 256, in __init__\n'
+           "    self.create_state_tensors(copy_from, lazy)\n"
+           '  File "/home/ubuntu/exllamav2/exllamav2/cache.py", line 91, in create_state_tensors\n'
+           "    p_key_states = torch.zeros(self.shape_wk, dtype = self.dtype, device = device).contiguous()\n"
+           "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.25 GiB.\n")
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.exception_type == "torch.OutOfMemoryError" and rc.phase == "kv_cache_alloc"
