@@ -191,7 +191,8 @@ _ANNOUNCING_END = frozenset(",:/=-(")
 
 # the head of a frame Open MPI's handler numbers after the host and pid ("[c3f2d94d2f68:00045] [ 8] /lib/x.so(f+0x84)
 # [0x7efc]"), and the outermost frames a whole backtrace ends on
-_MPI_FRAME_HEAD = re.compile(r"\[[\w.-]+:\d+\] \[ ?\d+\] \S")
+_MPI_FRAME_HEAD = re.compile(r"\[[\w.-]+:\d+\] \[ ?\d+\] \S|"
+                             r"\d+# (?:0x[0-9A-Fa-f]+ in )?\S")  # (the second: boost's stacktrace, Triton's handler)
 _OUTERMOST = re.compile(r"\b(?:_start|__libc_start_main|__libc_start_call_main|clone3?|start_thread)\b")
 
 
@@ -226,10 +227,12 @@ def ends_cut(last: tuple[int, str] | None, before: str | None = None, near: str 
         return True  # a hex number cut before its digits (an address of a frame: "@            0x")
     if _STACK_GOES_ON.match(msg):
         return True  # a stack's line that more of it must follow, indented or not
+    if "CUDA out of memory. T" in msg and not msg.endswith((")", "PYTORCH_CUDA_ALLOC_CONF")):
+        return True  # torch's message ends in its docs' link (its reserved total, or the variable, in older ones)
+    if _in_native_backtrace(msg.lstrip()):
+        return True  # the log ends inside a native backtrace, short of its outermost frame
     if msg[0].isspace():  # a source line (a traceback's, or one a warning quotes): its brackets are the code's
         return False
-    if _in_native_backtrace(msg):
-        return True  # the log ends inside a native backtrace, short of its outermost frame
     if before is not None and len(msg) >= 6 and (prev := parse_line(before).message.rstrip()).startswith(msg) \
             and len(prev) > len(msg):
         return True

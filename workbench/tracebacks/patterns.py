@@ -162,6 +162,7 @@ FIXED_LINES = (
     "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
 )
 
+
 def _alternatives(phrases: tuple[tuple[str, str | None], ...]) -> str:
     return "|".join(re.escape(text) if pattern is None else pattern for text, pattern in phrases)
 

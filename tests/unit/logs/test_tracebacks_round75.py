@@ -125,3 +125,19 @@ def test_exllamav2s_cache_allocating_its_tensors_is_kv_cache_allocation() -> Non
            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.25 GiB.\n")
     rc = analyze(log).root_cause
     assert rc is not None and rc.exception_type == "torch.OutOfMemoryError" and rc.phase == "kv_cache_alloc"
+
+
+def test_torchs_oom_message_short_of_its_end_and_a_boost_backtrace_short_of_main_are_cut() -> None:
+    """exllamav2#761 and #677 (torch's message cut), triton-inference-server#7332 (its handler's frames cut)."""
+    exc = "torch.OutOfMemoryError: CUDA out of memory. Tried to"
+    for last in (exc, exc + " allocate 64.00 MiB. GPU 0 has a total capacity of 14.74 GiB of which 38.12 MiB is free."):
+        final = analyze('  File "/x/exllamav2/cache.py", line 91, in create_state_tensors\n' + last + "\n").final
+        assert final is not None and final.truncated, last
+    whole = (exc + " allocate 20.00 MiB (GPU 0; 7.93 GiB total capacity; 6.68 GiB already allocated; 20.00 MiB free; "
+             "6.70 GiB reserved in total by PyTorch)")
+    final = analyze('  File "/x/exllamav2/cache.py", line 91, in create_state_tensors\n' + whole + "\n").final
+    assert final is not None and not final.truncated
+    frames = ("Signal (11) received.\n 0# 0x0000559334F1667D in /opt/tritonserver/bin/tritonserver\n"
+              " 1# 0x00007FA5EAD8D520 in /usr/lib/x86_64-linux-gnu/libc.so.6\n")
+    final = analyze(frames).final
+    assert final is not None and final.truncated
