@@ -27,12 +27,12 @@ from workbench.tracebacks.stack import CUT_DUMP
 # the record a logger printed just before the traceback it attaches (Python's logger.exception("...")):
 # an error report in its own words, unlike a wrapper's "hit an exception:" that only announces the stack
 _REPORT = re.compile(r"\berror\b|\bfail", re.I)
-# a record's head and nothing after it, cut inside its time ("ERROR 08-01" of "ERROR 08-01 12:42:13 [file.py:1] ...")
 # a line of a stack that more of it must follow: a frame's path whose quote never closed ('  File "/root/verl/trai'),
 # a caret line (the exception line comes after it), a header ("Traceback (most recent call last):", CANN's
 # "TraceBack", c10's "Exception raised from X at file:line" short of its "(most recent call first):")
 _STACK_GOES_ON = re.compile(r'\s*(?:File "[^"]*|[\^~]+|Trace[Bb]ack(?: \(most recent call (?:last|first)\):?)?'
                             r"|Exception raised from \S+ at \S+)$")
+# a record's head and nothing after it, cut inside its time ("ERROR 08-01" of "ERROR 08-01 12:42:13 [file.py:1] ...")
 _CUT_HEAD = re.compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)(?: \d\d-\d\d(?: [\d:.]*)?)?")
 # (a word: not "inner_exception"; not the kind of error after a colon that says what it was: "...): local protection error")
 _ANNOUNCE_ONLY = re.compile(r"^(?!.*: [a-z][a-z ]{0,40} error\W*$).*\b(?:exception|error|traceback)\W*$", re.I | re.S)
@@ -209,7 +209,9 @@ def _in_native_backtrace(msg: str) -> bool:
 
 def ends_cut(last: tuple[int, str] | None, before: str | None = None, near: str = "") -> bool:
     """Whether the log's last line (not blank) was cut inside its record, as a window pasted from a longer log often
-    is: a prefix with no message, an error record cut inside its first word, a bracket or a double quote left open, or a last character that announces more
+    is: a prefix with no message, an error record cut inside its first word, a stack's line that more of it must follow
+    (:data:`_STACK_GOES_ON`, a native frame short of the outermost), torch's CUDA OOM message short of its end, a
+    bracket or a double quote left open, or a last character that announces more
     (``,``, ``:``, ``/``, ``=``, ``-``, ``(``) -- not on an indented source line, whose brackets are its code's; or
     the start of the record just ``before`` it again, short of its end (a repeated record cut: "mlx5: host_u"); or a
     last word that the text ``near`` it (before it) never uses whole but begins a longer word of (:func:`cut_word`)."""
