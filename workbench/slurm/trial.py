@@ -258,8 +258,10 @@ def run_job_trial(
         state=last.state, reason=last.reason or "",
         timeline=timeline,
     )
-    if outcome == "failed":
+    if outcome != "ready" and started is not None:  # a failure, or a start past its deadline: the log's end says why
         text = tracker.unlabel(cluster.log(info))
+        trial.log_excerpt = "\n".join(text.splitlines()[-80:])
+    if outcome == "failed":
         got = classify(text)
         trial.exception_type, trial.message = got["exception_type"], got["message"]
         trial.ranks, trial.where = list(got.get("ranks") or []), str(got.get("where") or "")
@@ -267,9 +269,6 @@ def run_job_trial(
         exc, what = ((got["exception_type"], got["message"]) if got["signature"]
                      else (None, f"job {info.state.lower()} (exit {info.exit_status})"))
         trial.signature, trial.signature_id = signature_of(exc, what, trial.phase)
-        trial.log_excerpt = "\n".join(text.splitlines()[-80:])
-    elif outcome == "timeout" and started is not None:  # where it stopped: the log's end says why
-        trial.log_excerpt = "\n".join(tracker.unlabel(cluster.log(info)).splitlines()[-80:])
     emit("done", f"job {job_id}: {trial.outcome} in {trial.phase}")
     return trial
 
