@@ -979,6 +979,13 @@ def _rpc_loop(file: str, function: str) -> bool:
     return any(name == function and path in file for path, name in _RPC_LOOPS)
 
 
+def model_forward(frames: Iterable[tuple[str, str]]) -> bool:
+    """A model's own ``forward`` (not torch's module machinery) is among the (file, function) frames: with no step named
+    by the stack, the words or the timeline, a server runs it for a batch it serves -- start-up runs a forward only
+    inside a named step (the memory profile, the capture, the warm-up), which would have said so."""
+    return any(function == "forward" and not _TORCH_OWN.search(file) for file, function in frames)
+
+
 def _only_load_model(texts: Iterable[str | None]) -> bool:
     """The words give a step only as "Failed to load model X": over a stack of start-up code (xinference's worker
     launching a model's actor, whose load builds the whole engine) they name that start, not the weights' step."""

@@ -9,7 +9,7 @@ from typing import NamedTuple
 
 from workbench.code_phases import STEPS
 from workbench.logformats import _parse, parse_line
-from workbench.phases import PhaseTracker, phase_from_frames
+from workbench.phases import PhaseTracker, model_forward, phase_from_frames
 from workbench.tracebacks.model import Final, Frame, LogEvent, RootCause, Traceback
 from workbench.tracebacks.patterns import (
     _FH_FRAME,
@@ -123,6 +123,17 @@ _LAUNCHER = re.compile(r"(?:^|/)bin/(?:vllm|sglang|trtllm-serve|lmdeploy|text-ge
 def own_block(root: RootCause, tracebacks: Sequence[Traceback]) -> Traceback | None:
     """The traceback a root cause of kind ``exception`` was read from (it starts on the root's line), else None."""
     return next((t for t in tracebacks if t.start_line == root.line), None) if root.kind == "exception" else None
+
+
+def last_resort_phase(root: RootCause, tracebacks: Sequence[Traceback], trackers: Iterable[PhaseTracker]) -> str | None:
+    """The phase of a root cause nothing else placed: ``startup_other`` when it came while a server was starting
+    (:func:`failed_starting`); ``serving`` when its stack runs a model's own forward (:func:`~workbench.phases.model_forward`:
+    start-up runs one only inside a step that would have been named); else None."""
+    if failed_starting(root, tracebacks, trackers):
+        return "startup_other"
+    own = own_block(root, tracebacks)  # a line's stack: the tracebacks printed from its line to 12 lines on
+    stacks = [own] if own is not None else [t for t in tracebacks if 0 <= t.start_line - root.line <= 12]
+    return "serving" if any(model_forward((f.file, f.function) for f in t.frames) for t in stacks) else None
 
 
 def failed_starting(root: RootCause, tracebacks: Sequence[Traceback], trackers: Iterable[PhaseTracker]) -> bool:

@@ -42,7 +42,7 @@ from workbench.tracebacks.cut import (
     continued_rank,
     cut_end,
     cut_report,
-    failed_starting,
+    last_resort_phase,
     own_block,
     start_cut_in_roots_step,
     threads_phase,
@@ -296,8 +296,8 @@ def analysis_of(ex: Extractor) -> Analysis:
                         and not any(tr.restart and tr.line_no > root.line for tr in t.transitions)), None)
         if tracker is not None and tracker.phase == "serving":
             root = replace(root, phase="serving")
-    if root is not None and root.phase == "unknown" and failed_starting(root, tracebacks, ex.trackers.values()):
-        root = replace(root, phase="startup_other")  # the server said its start failed, or its launcher died: not serving
+    if root is not None and root.phase == "unknown" and (fallback := last_resort_phase(root, tracebacks, ex.trackers.values())):
+        root = replace(root, phase=fallback)  # the server said its start failed (its launcher died), or a model's forward ran
     if root is not None and root.phase == "startup_other":
         # an NCCL/HCCL error while starting, in the root's words or in the error records just before it
         root = replace(root, phase=startup_step((root.exception_type, root.message, *_reports_before(tracebacks, root.line))))
