@@ -103,7 +103,8 @@ listing the functions of the start-up and serving paths with what each one does 
   (``PyExecutor.__init__`` running the warm-up, ``_event_loop_wrapper``, the workers' ``setup_engine`` →
   ``_create_py_executor``, ``_enqueue_request``, the OpenAI server's ``openai_chat``); vllm-ascend @ 182b75ea84
   (``vllm_ascend/worker/worker.py`` read whole, ``model_runner_v1.py``'s definitions); Ray Serve LLM's
-  ``deployments/llm/llm_server.py`` @ 01d6acd62fe0 and ``vllm/vllm_engine.py`` @ 00ac8680e202; LMCache's
+  ``deployments/llm/llm_server.py`` @ 01d6acd62fe0 and ``vllm/vllm_engine.py`` @ 00ac8680e202; Ray Data LLM's
+  ``batch/stages/vllm_engine_stage.py`` @ 005f0eb222c7; LMCache's
   ``integration/vllm/vllm_v1_adapter.py`` @ 0043281de4f3 (excerpts).
 
 Functions whose phase depends on what they call (vLLM's ``run_engine_core`` and ``worker_main``,
@@ -714,6 +715,12 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
      "_get_async_engine_args", _U),
     ("ray/llm/_internal/serve/deployments/llm/vllm/vllm_engine.py", "chat completions embeddings score generate "
      "check_health resolve_lora _parse_sampling_params reset_prefix_cache", _S),
+    # --- Ray Data LLM's batch stage (ray: python/ray/llm/_internal/batch/stages/vllm_engine_stage.py @ 005f0eb222c7,
+    # read whole): the UDF's constructor downloads the model and builds the wrapper, whose constructor builds vLLM's
+    # AsyncLLMEngine; udf runs a batch of rows, each through generate_async -> _generate_async -> engine.generate
+    ("ray/llm/_internal/batch/stages/vllm_engine_stage.py", "__init__ normalize_engine_kwargs", _U),
+    ("ray/llm/_internal/batch/stages/vllm_engine_stage.py", "udf _generate_with_error_handling generate_async "
+     "_generate_async _prepare_llm_request _maybe_get_lora_request from_vllm_engine_output", _S),
     # --- sweep 2: LMCache's vLLM connector (lmcache/integration/vllm/vllm_v1_adapter.py @ 0043281de4f3, from its
     # definitions and the stored excerpts): _init_lmcache_engine builds the LMCache engine when the connector is
     # made; register_kv_caches takes vLLM's allocated cache; the load/save paths and the engine's layer-wise

@@ -137,8 +137,11 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
     (r"Capture (?:draft (?:extend )?)?cuda graph begin|Capture [\w ]{0,40}CUDA graph begin", "cuda_graph_capture", 4, "begin"),
     # vLLM v0's banner before it captures ("Capturing the model for CUDA graphs. This may lead to ...")
     # vllm-ascend's bar for its ACL graphs ("Capturing ACL graphs (mixed prefill-decode, PIECEWISE)")
+    # TensorRT-LLM's PyTorch backend capturing its graphs in its warm-up ("Creating CUDA graph instances for 196 batch
+    # sizes.", "Run generation only CUDA graph warmup for batch size=196"): each "CUDA graph warmup" captures one
     (r"[Cc]apturing CUDA graph|Capturing cudagraphs|Capturing batches|Capture cuda graph bs|"
-     r"Capturing the model for CUDA graphs|Capturing ACL graph|Capturing torchair graph|CUDA graphs can take additional",
+     r"Capturing the model for CUDA graphs|Capturing ACL graph|Capturing torchair graph|CUDA graphs can take additional|"
+     r"Creating CUDA graph instances for|CUDA graph warmup for batch size",
      "cuda_graph_capture", 4, "progress"),
     (r"Capture (?:draft (?:extend )?)?cuda graph end|Capture [\w ]{0,40}CUDA graph end", "startup_other", 4.5, "end"),
     (r"max_total_num_tokens=", "startup_other", 4.6, "progress"),
@@ -224,7 +227,8 @@ _RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("Encoder cache will be initialized",),
     ("graph begin",),
     ("Capturing CUDA graph", "capturing CUDA graph", "Capturing cudagraphs", "Capturing batches", "Capture cuda graph bs",
-     "Capturing the model for CUDA graphs", "Capturing ACL graph", "Capturing torchair graph", "CUDA graphs can take additional"),
+     "Capturing the model for CUDA graphs", "Capturing ACL graph", "Capturing torchair graph", "CUDA graphs can take additional",
+     "CUDA graph instances", "CUDA graph warmup"),
     ("graph end",),
     ("max_total_num_tokens=",),
     ("Graph capturing finished",),
@@ -248,6 +252,7 @@ _ANCHORS = ("server_args=", "LLM engine", "vLLM", "non-default", "Init torch", "
             "armup",
             "Load weight", "Starting to load", "Loading", "Model loading", "KV Cache", "KV cache", "Memory p",
             "GPU blocks", "Maximum concurrency", "Capture", "Capturing", "capturing CUDA graph", "CUDA graphs can", "max_total_num_tokens", "Graph capturing",
+            "CUDA graph instances", "CUDA graph warmup",
             "init engine", "Uvicorn", "Application startup", "fired up", "batch", "Avg prompt", "/v1/", "Req(rid=",
             "Profiling CUDA", "ed request", "torch.compile", "profiling/warmup", "Compile and warming", "input shapes", "scheduled_",
             "Dumping scheduler", "enerating sequences", "TensorRT-LLM version", "Checking environment", "Try to run with", "peer ranks", "TRITONBACKEND_Model", "Instance group type",
@@ -517,7 +522,10 @@ _SERVING = re.compile(
     # an RL trainer pushing new weights into its running rollout engine between generations (OpenRLHF's worker
     # extension update_weight, verl's update_weights_from_ipc, SGLang's update_weights_from_distributed / _tensor /
     # _disk, NeMo-RL's update_weights_via_ipc_zmq): the engine was built and serving
-    r"^update_weights?(?:_from_\w+|_via_\w+)?$")
+    r"^update_weights?(?:_from_\w+|_via_\w+)?$|"
+    # an RL trainer's loop (verl's RayPPOTrainer.fit, OpenRLHF's and Lightning's fit): past the engines' start, every
+    # step of it asks the rollout engines for generations
+    r"^fit$")
 _STARTUP = re.compile(
     r"^__init__$|^<import>$|launch|startup|^run_server|build_async_engine_client|from_engine_args|"
     r"from_vllm_config|make_client|make_async_mp_client|make_arg_parser|_init_engines|^run_engine_core$|"

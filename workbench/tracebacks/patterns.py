@@ -175,7 +175,10 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
         r"Failed with result 'oom-kill'|killed by the OOM killer|"
         # Ray's memory monitor killing workers before the kernel would ("1 Workers (tasks / actors) killed due to
         # memory pressure (OOM), 0 Workers crashed due to other reasons at node ...")
-        r"killed due to memory pressure \(OOM\)")),
+        r"killed due to memory pressure \(OOM\)|"
+        # the end of Ray's message for a task or actor its memory monitor killed, the line a paste most often keeps
+        # ("Refer to the documentation on how to address the out of memory issue: https://docs.ray.io/...")
+        r"how to address the out of memory issue")),
     ("fatal_signal", re.compile(
         r"Fatal Python error: |Segmentation fault|^Aborted \(core dumped\)|Illegal instruction \(core dumped\)|"
         r"Bus error \(core dumped\)|"
@@ -247,7 +250,8 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
 # pattern): one scan of a line for all of them says which kinds' patterns can match at all.
 _EVENT_NEEDLES: dict[EventKind, tuple[str, ...]] = {
     "xid": ("Xid (", "fallen off the bus"),
-    "oom_kill": ("Out of memory: Kill", "oom-kill", "cgroup out of memory", "OOM killer", "memory pressure (OOM)"),
+    "oom_kill": ("Out of memory: Kill", "oom-kill", "cgroup out of memory", "OOM killer", "memory pressure (OOM)",
+                 "address the out of memory issue"),
     "fatal_signal": ("Fatal Python error: ", "Segmentation fault", "Aborted (core dumped)",
                      "Illegal instruction (core dumped)", "Bus error (core dumped)", "IOT instruction",
                      "segmentation fault", "illegal hardware instruction", "bus error", "*** SIG",

@@ -129,4 +129,8 @@ ANY_LEVEL_PHRASES: tuple[tuple[str, str | None], ...] = (
     # c10d's socket giving up on a peer that never answered (a rendezvous or a store's read: "[c10d] waitForInput: socket
     # SocketImpl(fd=33, ...) timed out after 1800000ms"), a warning record of the rank that waited
     ("timed out after ", r"\[c10d\][^\n]{0,300}? timed out after (?=\d+ ?ms)"),
+    # Ascend's runtime reporting the fault a device raised, under a CANN code or in a traceback's indented lines ("The
+    # error from device(chipId:5, dieId:0), serial number is 17, hccl fftsplus task timeout occurred during task
+    # execution, ..."; "... there is an exception of aivec error, core id is 9, ...")
+    ("The error from device(", r"\bThe error from device\(chipId:\d+"),
 )

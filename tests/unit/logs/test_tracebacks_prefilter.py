@@ -230,6 +230,9 @@ _PHRASE_LINES = {
     # vllm#52907's record without its "[rank0]:[W903 ...] " prefix
     "timed out after ": "[c10d] waitForInput: socket SocketImpl(fd=33, addr=[blk02]:34316, remote=[blk01]:29501) timed "
                         "out after 1800000ms",
+    # sglang#12464's record without its "EZ9999: [PID: ...] <time> " head
+    "The error from device(": "The error from device(chipId:7, dieId:0), serial number is 2, there is an exception of "
+                              "aivec error, core id is 9, error code = 0, dump info: pc start: 0x12c0c0a8c000",
 }
 
 

@@ -41,3 +41,74 @@ def test_torchs_own_forward_is_not_a_models() -> None:
            'RuntimeError: chunk expects at least a 1-dimensional tensor\n')
     a = analyze(log)
     assert a.root_cause is not None and a.root_cause.phase == "unknown"
+
+
+def test_an_rl_trainers_fit_is_past_the_engines_start() -> None:
+    """verl#5750's shape: the driver's ray.get over TaskRunner.run, whose remote stack calls the trainer's fit and is
+    cut there.  Every step of fit asks the rollout engines for generations: serving, not start-up."""
+    log = ('Traceback (most recent call last):\n'
+           '  File "/workspace/verl/verl/trainer/main_ppo.py", line 99, in run_ppo\n'
+           '    ray.get(runner.run.remote(config))\n'
+           '  File "/usr/local/lib/python3.12/dist-packages/ray/_private/worker.py", line 1026, in get_objects\n'
+           '    raise value.as_instanceof_cause()\n'
+           'ray.exceptions.RayTaskError(ActorDiedError): ray::TaskRunner.run() (pid=4030, ip=10.0.2.100)\n'
+           '  File "/workspace/verl/verl/trainer/main_ppo.py", line 359, in run\n'
+           '    trainer.fit()\n')
+    a = analyze(log)
+    assert a.root_cause is not None and a.root_cause.phase == "serving"
+
+
+def test_rays_memory_monitor_message_is_the_failure() -> None:
+    """OpenRLHF#911's shape: a job's last logs keep only the end of Ray's message for a task its memory monitor
+    killed, under the actor's prefix and no level."""
+    log = ("2025-03-24 14:49:45,286\tINFO cli.py:83 -- Status message: Job entrypoint command failed with exit code 1\n"
+           "(ActorModelRayActor pid=8249) 8800\t1.18\tray::ReferenceModelRayActor\n"
+           "(ActorModelRayActor pid=8249) Refer to the documentation on how to address the out of memory issue: "
+           "https://docs.ray.io/en/latest/ray-core/scheduling/ray-oom-prevention.html. Consider provisioning more "
+           "memory on this node or reducing task parallelism by requesting more CPUs per task.\n")
+    a = analyze(log)
+    assert a.root_cause is not None and a.root_cause.kind == "log_line"
+    assert "how to address the out of memory issue" in a.root_cause.message
+    assert [e.kind for e in a.events] == ["oom_kill"]
+
+
+def test_a_log_ending_in_out_of_memory_is_not_cut_short_of_rays_phrase() -> None:
+    """ollama's last record ends "cudaMalloc failed: out of memory": whole, though Ray's phrase goes on after those
+    words (its needle starts earlier, so a log's end is not read as that phrase cut short)."""
+    log = ('time=2025-06-05T17:54:37.891-05:00 level=ERROR source=sched.go:489 msg="error loading llama server" '
+           'error="llama runner process has terminated: cudaMalloc failed: out of memory"\n')
+    a = analyze(log)
+    assert a.final is not None and a.final.truncated is False
+
+
+def test_ascends_device_error_line_is_a_failure_at_no_level() -> None:
+    """lmdeploy#3354's shape: the runtime's report of a device fault, indented inside CANN's error block."""
+    log = ("        TraceBack (most recent call last):\n"
+           "        The error from device(chipId:5, dieId:0), serial number is 17, hccl fftsplus task timeout occurred "
+           "during task execution, stream_id:7, sq_id:7, task_id:9865, stuck notify num:3, timeout:1836.\n")
+    a = analyze(log)
+    assert a.root_cause is not None and "hccl fftsplus task timeout" in a.root_cause.message
+
+
+def test_tensorrt_llms_cuda_graph_warmup_is_the_capture() -> None:
+    """TensorRT-LLM#4708's shape: the PyTorch backend's "CUDA graph warmup" captures each batch size's graph."""
+    log = ("[05/27/2025-21:12:36] [TRT-LLM] [I] [Autotuner]: Autotuning process ends\n"
+           "[05/27/2025-21:12:36] [TRT-LLM] [I] Creating CUDA graph instances for 196 batch sizes.\n"
+           "[05/27/2025-21:12:36] [TRT-LLM] [I] Run generation only CUDA graph warmup for batch size=196\n"
+           "[05/27/2025-21:12:36] [TRT-LLM] [E] Failed to initialize executor on rank 3: [TensorRT-LLM][ERROR] CUDA "
+           "runtime error in cudaMemsetAsync(ptr, 0x0, size, stream): an illegal memory access was encountered\n")
+    a = analyze(log)
+    assert a.root_cause is not None and a.root_cause.phase == "cuda_graph_capture"
+
+
+def test_ray_data_llms_batch_stage_serves_rows() -> None:
+    """ray#64275's shape: Ray Data's vLLM stage sends each row of a batch to the engine (generate_async)."""
+    log = ('  File "/env/lib/python3.13/site-packages/ray/llm/_internal/batch/stages/vllm_engine_stage.py", line 508, '
+           'in generate_async\n'
+           '    output = await self._generate_async(request)\n'
+           '  File "/env/lib/python3.13/site-packages/ray/llm/_internal/batch/stages/vllm_engine_stage.py", line 538, '
+           'in _generate_async\n'
+           '    llm_prompt = vllm.inputs.data.TokensPrompt(\n'
+           "AttributeError: module 'vllm.inputs' has no attribute 'data'\n")
+    a = analyze(log)
+    assert a.root_cause is not None and a.root_cause.phase == "serving"
