@@ -101,6 +101,10 @@ _JOURNAL_AFTER_TS = re.compile(r"(?P<host>[\w.-]+) (?P<ident>[^\s\[\]:]+)\[(?P<p
 # UCX's own log record behind its "[seconds.micro]" ("[1749803291.555759] [host:7053 :0]   tcp_ep.c:1260 UCX  ERROR ...")
 _UCX = re.compile(r"\[(?P<host>[^\]\s:]+):(?P<pid>\d+) *:\d+\] +(?P<loc>[\w.]+:\d+) +UCX +(?P<lvl>[A-Z]+) +")
 _UCX_LEVEL = {"ERROR": "ERROR", "FATAL": "CRITICAL", "WARN": "WARNING", "DIAG": "INFO", "INFO": "INFO", "PRINT": "INFO"}
+# Intel oneCCL's records (the collectives of vLLM and SGLang on XPU, ipex-llm): "2024:08:21-10:24:26:( 4456) |CCL_ERROR|
+# atl_ofi_helper.cpp:867 atl_ofi_get_prov_list: fi_getinfo error: ret -61, providers 0"
+_ONECCL = re.compile(r"\d{4}:\d\d:\d\d-\d\d:\d\d:\d\d:\( *(?P<pid>\d+)\) \|CCL_(?P<lvl>[A-Z]+)\| +(?:(?P<loc>[\w.]+:\d+) )?")
+_ONECCL_LEVEL = {"ERROR": "ERROR", "FATAL": "CRITICAL", "WARN": "WARNING", "INFO": "INFO"}
 _TRTLLM = re.compile(
     r"(?:\[(?P<ts>\d\d/\d\d/\d{4}-\d\d:\d\d:\d\d)\] )?\[(?:TRT-LLM|TensorRT-LLM)\]"
     r"(?: ?\[RANK (?P<rank>\d+)\])?(?: ?\[(?P<lvl>[A-Z]+)\])? ?"
@@ -338,6 +342,9 @@ def _parse(line: str, *, inner: bool = False) -> Parsed:
         elif m := _JOURNAL.match(line):
             time, host, service, jpid = m["ts"], m["host"], m["ident"], m["pid"]
             fmt = "journal"
+            pos = m.end()
+        elif line[4:5] == ":" and (m := _ONECCL.match(line)) is not None:
+            pid, level, location, fmt = int(m["pid"]), _ONECCL_LEVEL.get(m["lvl"], "DEBUG"), m["loc"], "oneccl"
             pos = m.end()
         else:
             m = _COLLECTOR.match(line)

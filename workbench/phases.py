@@ -523,6 +523,9 @@ _SERVING = re.compile(
     # extension update_weight, verl's update_weights_from_ipc, SGLang's update_weights_from_distributed / _tensor /
     # _disk, NeMo-RL's update_weights_via_ipc_zmq): the engine was built and serving
     r"^update_weights?(?:_from_\w+|_via_\w+)?$|"
+    # the engine's background loop ending (vLLM v0's, Aphrodite's and lmdeploy's AsyncEngine: "Task finished
+    # unexpectedly"), a loop that runs once the server is up
+    r"^_raise_exception_on_finish$|"
     # an RL trainer's loop (verl's RayPPOTrainer.fit, OpenRLHF's and Lightning's fit): past the engines' start, every
     # step of it asks the rollout engines for generations
     r"^fit$")
@@ -599,6 +602,9 @@ _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     # safetensors refusing a checkpoint file it reads (its Rust core's "SafetensorError: Error while deserializing
     # header: ...", "incomplete metadata, file not fully covered"): the weights are being read
     (re.compile(r"SafetensorError\b|Error while deserializing header"), "weight_loading"),
+    # TensorRT reading a built engine (its weights are in it) back from its plan file (TensorRT-LLM's runtime: "Assertion
+    # failed: Failed to deserialize cuda engine."; TensorRT's own "IRuntime::deserializeCudaEngine: Error Code 1")
+    (re.compile(r"\b[Dd]eserializ\w* (?:the |a )?(?:cuda |CUDA |TensorRT |TRT )?engine\b|deserializeCudaEngine"), "weight_loading"),
     # a weight loader refusing a checkpoint tensor for a parameter of another shape (vLLM's "Attempted to load weight
     # (torch.Size([1, 1, 2, 1, 2])) into parameter (torch.Size([1, 1, 1, 1, 2]))"): copying weights in
     (re.compile(r"\bload(?:ing|ed)? (?:the )?weights? \S[^\n]{0,120}\binto (?:the )?param", re.I), "weight_loading"),
@@ -656,6 +662,9 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|[Ff]ailed to (?:start(?! (
                            r"\bhealth check\b[^\n]{0,80}\btimed out|[Ff]ailed to serve model|exited unexpectedly|"
                            r"\bexited with code \d+|process failed to load\b|"
                            r"aborting startup|\binit state\b|"
+                           # a C++ server's own start-up check ("[MIE05E030001] Initialize modelBackends_ failed", MindIE's
+                           # "Init model instance failed")
+                           r"\bInit(?:iali[sz]e)? [\w ]{1,40} failed\b|"
                            # a module that would not import, an engine being built: the program was starting
                            r"failed to import|No module named|cannot import name|Building .{0,40}engine|"
                            # the program's argument parser refusing its command line (argparse's "vllm: error:
@@ -740,6 +749,9 @@ _TEXT_SERVING = re.compile(r"inputs? of failed execution|Dumping input data|Dump
                            # operation: RPC_FAIL", "Put operation failed with error: ...")
                            r"\b[Ff]ailed to (?:start|end) (?:put|get) operation|\b(?:Put|Get) operation failed\b|"
                            r"WorkNCCL\(SeqNum=\d{5,}|(?:Invocation of|Call to) \w+ method failed|Engine loop failed|"
+                           # mistral.rs' engine loop reporting a step it ran ("prompt step - Model failed with error:
+                           # ..."), TGI's router in a batch's span ("batch{batch_size=1}:prefill:prefill{id=0 size=1}:")
+                           r"\bstep - Model failed with error\b|\bbatch\{batch_size=\d+\}:(?:prefill|decode)\b|"
                            r"Encountered an error in forward\w* function|"
                            # TensorRT-LLM's PyTorch executor's own record that its loop over the batches died ("Executor
                            # loop crashed on this rank; hard-killing all 8 ranks")
@@ -805,7 +817,9 @@ _TEXT_SERVING = re.compile(r"inputs? of failed execution|Dumping input data|Dump
                            r"\b(?:" + "|".join(NATIVE_SERVING) + r")\b")
 # a collective library named by an error during start-up: its communicator was being set up
 # (torch's DistStoreError: the TCPStore rendezvous of the process groups, "Timed out ... waiting for clients")
-_COLLECTIVE = re.compile(r"\b[NH]CCL\b|\bnccl|\bhccl|DistStoreError|DistNetworkError")
+_COLLECTIVE = re.compile(r"\b[NH]CCL\b|\bnccl|\bhccl|DistStoreError|DistNetworkError|"
+                         # Intel oneCCL and its transport layer (ATL over libfabric): XPU's communicators
+                         r"\boneCCL\b|\bCCL_ERROR\b|\bATL\b|\batl_ofi")
 
 
 def _frame_phase(file: str, function: str) -> str | None:

@@ -281,14 +281,19 @@ def cut_word(msg: str, near: str) -> bool:
     if m is not None and m.group(0).lower() not in _WHOLE_WORDS and _begins_only(m.group(0), "A-Za-z", near):
         return True
     m = _LAST_TOKEN.search(msg)
-    return m is not None and m.group(0).lower() not in _WHOLE_WORDS and _begins_only(m.group(0), r"\w.-", near)
+    if m is None or m.group(0).lower() in _WHOLE_WORDS:
+        return False
+    # (an acronym that ends a sentence is whole, though a constant there is named after it: "failed to initialize ATL"
+    # under "... == ATL_STATUS_SUCCESS failed")
+    return _begins_only(m.group(0), r"\w.-", near, after=r"[.-]|[\w](?<!_)" if m.group(0).isupper() else r"[\w.-]")
 
 
-def _begins_only(word: str, chars: str, near: str) -> bool:
-    """``word`` is never used whole in ``near`` (nothing of ``chars`` on either side), but begins a longer run of them."""
+def _begins_only(word: str, chars: str, near: str, *, after: str | None = None) -> bool:
+    """``word`` is never used whole in ``near`` (nothing of ``chars`` on either side), but begins a longer run of them
+    (continued by ``after``, by default any of ``chars``)."""
     w = re.escape(word)
     return re.search(rf"(?<![{chars}]){w}(?![{chars}])", near) is None and \
-        re.search(rf"(?<![{chars}]){w}[{chars}]", near) is not None
+        re.search(rf"(?<![{chars}]){w}(?:{after or '[' + chars + ']'})", near) is not None
 
 
 _LAST_WORD = re.compile(r"(?<![A-Za-z])[A-Za-z]+$")

@@ -301,10 +301,13 @@ def death_cause(line: int, events: Sequence[LogEvent]) -> LogEvent | None:
     ... died unexpectedly", a shell's "Aborted (core dumped)"), or NCCL's warning of a CUDA failure there: what the
     process died of, the death its consequence; else the first watchdog timeout before it (:data:`_WATCHDOG_TIMEOUT`);
     else, as the last event before it in the 40 lines above, a failure an engine prints at any level (:data:`_ANY_LEVEL`:
-    ggml's "CUDA error: an illegal memory access was encountered", then the backtrace it aborts with)."""
+    ggml's "CUDA error: an illegal memory access was encountered", then the backtrace it aborts with; glibc's "*** buffer
+    overflow detected ***", then the abort's reports)."""
     if not any(e.line == line and e.kind in _DEATHS for e in events):
         return None
-    last = next((e for e in reversed(events) if e.line < line), None)
+    # (the same death reported again by another handler just before -- absl's "*** SIGABRT received ...", Ray's copy of
+    # it -- is not its cause: look past them)
+    last = next((e for e in reversed(events) if e.line < line and e.kind not in _DEATHS), None)
     return next((e for e in reversed(events) if 0 < line - e.line <= 2 and (
         e.kind == "error_line" or (e.kind == "nccl_warn" and _NCCL_CUDA.search(e.text) is not None))), None) or next(
         (e for e in events if e.line < line and e.kind == "nccl_warn" and _WATCHDOG_TIMEOUT.search(e.text)), None) or (

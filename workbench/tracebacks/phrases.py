@@ -133,4 +133,10 @@ ANY_LEVEL_PHRASES: tuple[tuple[str, str | None], ...] = (
     # error from device(chipId:5, dieId:0), serial number is 17, hccl fftsplus task timeout occurred during task
     # execution, ..."; "... there is an exception of aivec error, core id is 9, ...")
     ("The error from device(", r"\bThe error from device\(chipId:\d+"),
+    # glibc's own fatal checks, the process aborting right after ("*** buffer overflow detected ***: terminated", then
+    # "*** SIGABRT received ..." and faulthandler's "Fatal Python error: Aborted"; "free(): invalid pointer", "double free
+    # or corruption (out)", "malloc(): corrupted top size")
+    ("detected ***", r"\*\*\* (?:buffer overflow|stack smashing) detected \*\*\*"),
+    ("(): ", r"(?<![\w.])(?:free|malloc|realloc|calloc)\(\): (?:invalid|corrupted|unaligned|double)\b"),
+    ("double free or corruption", None),
 )

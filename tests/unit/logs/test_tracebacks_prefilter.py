@@ -233,6 +233,12 @@ _PHRASE_LINES = {
     # sglang#12464's record without its "EZ9999: [PID: ...] <time> " head
     "The error from device(": "The error from device(chipId:7, dieId:0), serial number is 2, there is an exception of "
                               "aivec error, core id is 9, error code = 0, dump info: pc start: 0x12c0c0a8c000",
+    # ipex-llm#12433
+    "detected ***": "*** buffer overflow detected ***: terminated",
+    # tensorrtllm_backend#1086's shape
+    "(): ": "free(): invalid pointer",
+    # glibc's message for a chunk freed twice, as a process prints it before SIGABRT
+    "double free or corruption": "double free or corruption (out)",
 }
 
 

@@ -112,3 +112,76 @@ def test_ray_data_llms_batch_stage_serves_rows() -> None:
            "AttributeError: module 'vllm.inputs' has no attribute 'data'\n")
     a = analyze(log)
     assert a.root_cause is not None and a.root_cause.phase == "serving"
+
+
+def test_oneccls_error_records_are_read_and_name_the_collectives() -> None:
+    """ipex-llm#11877's shape: oneCCL's records ("|CCL_ERROR|") carry their level; the first is the failure, and ATL
+    (oneCCL's transport) failing is the communicators' step."""
+    from workbench.logformats import parse_line
+
+    first = "2024:08:21-10:24:26:( 4456) |CCL_ERROR| atl_ofi_helper.cpp:867 atl_ofi_get_prov_list: fi_getinfo error: ret -61, providers 0"
+    parsed = parse_line(first)
+    assert (parsed.level, parsed.pid, parsed.location) == ("ERROR", 4456, "atl_ofi_helper.cpp:867")
+    log = (first + "\n"
+           "2024:08:21-10:24:26:( 4456) |CCL_ERROR| atl_ofi.cpp:243 init: can't find suitable provider\n"
+           "2024:08:21-10:24:26:( 4456) |CCL_ERROR| atl_ofi_comm.cpp:278 init_transport: condition "
+           "transport->init(nullptr, nullptr, &attr, nullptr, pmi) == ATL_STATUS_SUCCESS failed\n"
+           "failed to initialize ATL\n")
+    a = analyze(log)
+    assert a.root_cause is not None and "fi_getinfo error: ret -61" in a.root_cause.message
+    assert a.root_cause.phase == "nccl_init"
+    # the last line ends in an acronym a constant above is named after (ATL_STATUS_SUCCESS): whole, not cut
+    assert a.final is not None and a.final.truncated is False
+
+
+def test_glibcs_abort_message_is_the_cause_of_the_abort_reports_after_it() -> None:
+    """ipex-llm#12433's shape: glibc's fortify check aborts; absl's handler, Ray's copy of it and faulthandler each report
+    the same SIGABRT after it."""
+    log = ("-----> current rank: 0, world size: 4, byte_count: 65536000\n"
+           "*** buffer overflow detected ***: terminated\n"
+           "*** SIGABRT received at time=1732793067 on cpu 2 ***\n"
+           "PC: @     0x748d6ec4e9fc  (unknown)  pthread_kill\n"
+           "[2024-11-28 19:24:27,772 E 24574 26937] logging.cc:440: *** SIGABRT received at time=1732793067 on cpu 2 ***\n"
+           "Fatal Python error: Aborted\n")
+    a = analyze(log)
+    assert a.root_cause is not None and "buffer overflow detected" in a.root_cause.message
+    b = analyze("free(): invalid pointer\nAborted (core dumped)\n")
+    assert b.root_cause is not None and b.root_cause.message == "free(): invalid pointer"
+
+
+def test_a_tensorrt_engine_deserialised_is_the_weights_loading() -> None:
+    """TensorRT-LLM#1838's shape: Triton's model manager quotes the runtime's failure to read the engine file back."""
+    log = ("I0625 13:46:36.561751 1 model_lifecycle.cc:773] failed to load 'tensorrt_llm'\n"
+           "E0625 13:46:36.561897 1 model_repository_manager.cc:579] Invalid argument: ensemble 'ensemble' depends on "
+           "'tensorrt_llm' which has no loaded version. Model 'tensorrt_llm' loading failed with error: version 1 is at "
+           "UNAVAILABLE state: Internal: unexpected error when creating modelInstanceState: [TensorRT-LLM][ERROR] "
+           "Assertion failed: Failed to deserialize cuda engine. (/app/tensorrt_llm/cpp/tensorrt_llm/runtime/"
+           "tllmRuntime.cpp:129)\n")
+    a = analyze(log)
+    assert a.root_cause is not None and a.root_cause.phase == "weight_loading"
+
+
+def test_engine_loops_of_other_servers_are_serving() -> None:
+    """mistral.rs' engine step, TGI's router in a batch's span, and an engine's background loop that ended."""
+    mistral = ('2024-05-10T16:54:48.027226Z ERROR mistralrs_core::engine: prompt step - Model failed with error: '
+               'DTypeMismatchBinaryOp { lhs: F16, rhs: F32, op: "where" }\n')
+    tgi = ("ERROR batch{batch_size=1}:prefill:prefill{id=0 size=1}:prefill{id=0 size=1}: text_generation_client: "
+           "router/client/src/lib.rs:33: Server error: CANCELLED\n")
+    dead = ('Traceback (most recent call last):\n'
+            '  File "/usr/local/lib/python3.10/dist-packages/aphrodite/engine/async_aphrodite.py", line 31, in '
+            '_raise_exception_on_finish\n'
+            '    raise AsyncEngineDeadError(\n'
+            'aphrodite.engine.async_aphrodite.AsyncEngineDeadError: Task finished unexpectedly.\n')
+    for log in (mistral, tgi, dead):
+        rc = analyze(log).root_cause
+        assert rc is not None and rc.phase == "serving", log
+
+
+def test_a_servers_own_initialise_failed_record_is_start_up() -> None:
+    """MindIE's manager on the Ascend forum: "[MIE05E030001] Initialize modelBackends_ failed" while it starts."""
+    log = ("[2025-02-19 09:59:12.384944] [917] [281473784016832] [llm] [ERROR] [llm_infer_model_instance.cpp:47] "
+           "[MIE05E030001] Initialize modelBackends_ failed, export MINDIE_LLM_PYTHON_LOG_TO_STDOUT=1\n"
+           "[2025-02-19 09:59:12.384965] [917] [281473784016832] [llm] [ERROR] [llm_infer_model.cpp:25] Init model "
+           "instance failed.\n")
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.phase == "startup_other"
