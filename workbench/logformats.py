@@ -150,6 +150,16 @@ _PLAIN_RECORD = re.compile(
     r"(?:(?P<loc>" + _PLAIN_LOC + r")(?:[ \t]+-+[ \t]+|:[ \t]+)"
     # (a pid, and SGLang's ranks, in the bracket: "ERROR 120984 [ TP0 scheduler.py:3190] ")
     r"|(?:\d+[ \t]+)?\[ ?(?:(?P<ranks>[A-Z]+\d+(?: [A-Z]+\d+)*) )?(?P<bloc>" + _PLAIN_LOC + r")\][ \t]+)?")
+# C++ servers' records of bracketed fields after the time, one of them the level (MindIE: "[2025-04-06 15:49:29.887+08:00]
+# [419] [421] [server] [ERROR] [llm_infer_model.cpp:28] : ModelInstance init failed"): the fields after the time
+_BRACKET_FIELDS = (r"(?:[ \t]*\[[^\[\]\s]{1,40}\]){0,4}?[ \t]*\[(?P<blvl>" + _PLAIN_LEVELS + r") *\]"
+                   r"(?:[ \t]+\[(?P<bloc>" + _PLAIN_LOC + r")\])?[ \t]*:?[ \t]+")
+_BRACKETED_RECORD = re.compile(_PLAIN_TIME + _BRACKET_FIELDS)
+_BRACKETED_TAIL = re.compile(_BRACKET_FIELDS)  # the same after a time another header took ("[2025-02-19 09:59:12.38]")
+# the time, the thread and the level in lower case, then the source location with glog's bracket (MindIE's daemon: "Log
+# default format: yyyy-mm-dd hh:mm:ss.uuuuuu threadid loglevel msg", "... 460279 error infer_engine_inner.cc:257] ...")
+_THREAD_RECORD = re.compile(r"(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+) \d+ "
+                            r"(?P<lvl>trace|debug|info|warning|warn|error|critical|fatal) (?P<loc>[\w./-]+:\d+)\] ")
 _PLAIN_STAMP = re.compile(_PLAIN_TIME + r"[ \t]+")  # a time alone before a known header ("2025-07-10 08:59:40 ERROR 07-09 ...")
 _PLAIN_LEVEL = {"WARN": "WARNING", "FATAL": "CRITICAL"}
 
@@ -459,6 +469,8 @@ def _parse(line: str, *, inner: bool = False) -> Parsed:
                         if sp:
                             level = _SPDLOG_LEVEL[sp["lvl"]]
                             m = sp
+                        elif (bt := _BRACKETED_TAIL.match(line, m.end())) is not None:
+                            level, location, fmt, m = _PLAIN_LEVEL.get(bt["blvl"], bt["blvl"]), bt["bloc"], "bracketed", bt
                 elif line[pos + 24:pos + 25] == " " and line[pos + 26:pos + 27] == " " and (
                         r := _RAYCPP.match(line, pos)) is not None:
                     m = r
@@ -528,6 +540,13 @@ def _parse(line: str, *, inner: bool = False) -> Parsed:
                         found.raw, found.time = raw, found.time or ts["ts"]
                         return found, origin, header
                 r = _PLAIN_RECORD.match(line, start)
+                if r is None and (b := _BRACKETED_RECORD.match(line, start) or _THREAD_RECORD.match(line, start)):
+                    fields = b.groupdict()
+                    time, location, pos = b["ts"], fields.get("bloc") or fields.get("loc") or location, b.end()
+                    word = fields.get("lvl")
+                    level = _SPDLOG_LEVEL.get(word, word.upper()) if word else fields.get("blvl")
+                    level = _PLAIN_LEVEL.get(level or "", level)
+                    fmt = "bracketed" if fmt == "plain" else fmt
                 if r is not None:
                     time, level = r["ts"], r["lvl"] or r["blvl"]
                     level, location = _PLAIN_LEVEL.get(level, level), r["loc"] or r["bloc"] or location

@@ -584,7 +584,8 @@ _WRAPPER_METHOD = re.compile(r"ray::[^\s(]*\.(\w+)\(\)|method '(\w+)'|collective
                              # text-generation-inference's gRPC interceptor over the shard's service methods
                              # ("Method Warmup encountered an error.", "Method Prefill encountered an error.")
                              r"\bMethod (\w+) encountered an error")
-_LOAD_MODEL = re.compile(r"(?:fail(?:ed)?|faild) to load (?:the )?model\b(?! config)", re.I)
+# (and llama.cpp's loader giving up on a model file: "llama_model_load: error loading model: unknown model architecture")
+_LOAD_MODEL = re.compile(r"(?:fail(?:ed)?|faild) to load (?:the )?model\b(?! config)|\berror loading model: ", re.I)
 _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"stream is capturing|during CUDA graph capture|Capture cuda graph failed|cudaErrorStreamCapture|"
                 r"graph by --disable-cuda-graph|"
@@ -662,9 +663,13 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|[Ff]ailed to (?:start(?! (
                            r"\bhealth check\b[^\n]{0,80}\btimed out|[Ff]ailed to serve model|exited unexpectedly|"
                            r"\bexited with code \d+|process failed to load\b|"
                            r"aborting startup|\binit state\b|"
+                           # multiprocessing refusing to spawn a worker from a module run without its main guard ("An
+                           # attempt has been made to start a new process before the current process has finished its
+                           # bootstrapping phase."): an engine starting its workers
+                           r"finished its bootstrapping phase|"
                            # a C++ server's own start-up check ("[MIE05E030001] Initialize modelBackends_ failed", MindIE's
-                           # "Init model instance failed")
-                           r"\bInit(?:iali[sz]e)? [\w ]{1,40} failed\b|"
+                           # "Init model instance failed", "[LLMInferModelInstance::Init] llmManager_ init fail!")
+                           r"\b[Ii]nit(?:iali[sz]e)?(?: [\w ]{1,40}?)? fail(?:ed|s)?\b|"
                            # a module that would not import, an engine being built: the program was starting
                            r"failed to import|No module named|cannot import name|Building .{0,40}engine|"
                            # the program's argument parser refusing its command line (argparse's "vllm: error:

@@ -43,13 +43,14 @@ def build_tracebacks(blocks: list[Block]) -> list[Traceback]:
     """The tracebacks of the blocks a scan closed: numbered in input order, faulthandler stacks put
     outermost first, and the links of each chain given one rank and one phase."""
     out: list[Traceback] = []
-    # blocks were numbered as they were opened; number them in input order
-    blocks = sorted(blocks, key=lambda b: (b.start, b.index))
+    # blocks were numbered as they were opened; number them in input order (a bare exception line whose message never
+    # came is left out: "AssertionError: " with a traceback, not a message, on the next line)
+    blocks = sorted((b for b in blocks if not (b.awaits_message and not b.message)), key=lambda b: (b.start, b.index))
     renumber = {b.index: i for i, b in enumerate(blocks)}
     for b in blocks:
         b.index = renumber[b.index]
         if b.chained_from is not None:
-            b.chained_from = renumber[b.chained_from]
+            b.chained_from = renumber.get(b.chained_from)
     for b in blocks:
         if b.faulthandler:
             b.frames.reverse()  # faulthandler lists the most recent call first

@@ -241,13 +241,21 @@ _PYBIND_RAISED = re.compile(rf"(?:^|[\s:\"'])(?P<type>{RAISED_NAME}): (?P<messag
                             rf"Python stub: (?P<type2>{RAISED_NAME}): (?P<message2>(?:[^\\\n]|\\[^n])+)")
 
 
+# an error record naming the exception a call raised, its type and message quoted whole (MindIE's "Failed to get vocab
+# size from tokenizer wrapper with exception: ModuleNotFoundError: No module named 'mindie_llm'")
+_RECORD_RAISED = re.compile(rf"\bwith exception: (?P<type>{RAISED_NAME}): (?P<message>\S.*)")
+
+
 def line_cause(e: LogEvent) -> tuple[Literal["exception", "log_line"], str | None, str]:
     """(kind, exception type, message) of a root cause a log line gives: the Python exception an error record
-    quotes in pybind11's words, else the line itself."""
-    m = _PYBIND_RAISED.search(e.text) if e.kind == "error_line" else None
-    if m is None:
+    quotes in pybind11's words or after "with exception: ", else the line itself."""
+    if e.kind != "error_line":
         return "log_line", None, e.text
-    return "exception", m.group("type") or m.group("type2"), (m.group("message") or m.group("message2")).strip()
+    m = _PYBIND_RAISED.search(e.text)
+    if m is not None:
+        return "exception", m.group("type") or m.group("type2"), (m.group("message") or m.group("message2")).strip()
+    r = _RECORD_RAISED.search(e.text)
+    return ("exception", r.group("type"), r.group("message").strip()) if r is not None else ("log_line", None, e.text)
 
 
 # CUDA errors that poison the context: every later call in the process fails, whatever it says

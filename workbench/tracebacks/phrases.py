@@ -139,4 +139,8 @@ ANY_LEVEL_PHRASES: tuple[tuple[str, str | None], ...] = (
     ("detected ***", r"\*\*\* (?:buffer overflow|stack smashing) detected \*\*\*"),
     ("(): ", r"(?<![\w.])(?:free|malloc|realloc|calloc)\(\): (?:invalid|corrupted|unaligned|double)\b"),
     ("double free or corruption", None),
+    # llama.cpp's loader giving up on a model file, at no level, before its callers' own failures ("llama_model_load:
+    # error loading model: error loading model architecture: unknown model architecture: 'chatglm'", older builds
+    # without the function's name)
+    ("error loading model: ", r"(?:^|: )error loading model: (?=\S)"),
 )

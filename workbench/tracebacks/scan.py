@@ -478,7 +478,10 @@ class Extractor:
         printed only the line): a block of its own, cut at the start."""
         text = (after_label(msg) or msg).rstrip()  # the line, or what follows its "【BUG】：" label or "(APIServer) " tag
         m = _EXC.match(text)
-        if m is not None and m.group(2) and _BARE_EXC_NAME.search(m.group(1).split("(", 1)[0]):
+        if m is not None and (m.group(2) or (m.group(2) == "" and text.endswith(":"))) \
+                and _BARE_EXC_NAME.search(m.group(1).split("(", 1)[0]):
+            # (an empty message after the colon: it begins on the next line, as multiprocessing's "RuntimeError: " over
+            # its indented "An attempt has been made to start a new process before the ...")
             exc_type, message, closed = m.group(1), m.group(2).rstrip(), False
         else:
             # quoted in prose, not in a log record (a WARNING naming the error it may cause)
@@ -489,7 +492,8 @@ class Extractor:
             exc_type, message = r.group(1), r.group(3).rstrip() if closed else repr_message(r)
         block = self._new_block(stream, origin, parsed, header, cut_start=True)
         block.exc_type = exc_type
-        block.message = [message]
+        block.message = [message] if message else []
+        block.awaits_message = not message
         if stream.pending is not None and stream.pending_from is not None:
             block.chained_from, block.chain = stream.pending_from, stream.pending
             stream.pending = None

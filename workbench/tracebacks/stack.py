@@ -81,6 +81,9 @@ class Block:
     # the lead is the error record just above the header under the very same record header (vLLM's "ERROR 01-27
     # 11:03:02 engine.py:366] "): logger.exception's own message, str(e) or repr(e) of the exception the stack ends in
     logged: bool = False
+    # an exception line alone whose message was to begin on the next line ("RuntimeError: "): if none came, the line
+    # said nothing, and is no failure (see chains.build_tracebacks)
+    awaits_message: bool = False
 
 
 @dataclass

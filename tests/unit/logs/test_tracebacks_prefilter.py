@@ -239,6 +239,9 @@ _PHRASE_LINES = {
     "(): ": "free(): invalid pointer",
     # glibc's message for a chunk freed twice, as a process prints it before SIGABRT
     "double free or corruption": "double free or corruption (out)",
+    # a llama.cpp CLI's output on a Hugging Face discussion (GLM-4 GGUF)
+    "error loading model: ": "llama_model_load: error loading model: error loading model architecture: unknown model "
+                             "architecture: 'chatglm'",
 }
 
 

@@ -185,3 +185,65 @@ def test_a_servers_own_initialise_failed_record_is_start_up() -> None:
            "instance failed.\n")
     rc = analyze(log).root_cause
     assert rc is not None and rc.phase == "startup_other"
+
+
+def test_bracketed_c_plus_plus_records_carry_their_level() -> None:
+    """MindIE's records on the Ascend forum: bracketed fields after the time (with or without a zone), one of them the
+    level; its daemon's older "time thread level file:line]" records, whose first line says that format."""
+    from workbench.logformats import parse_line
+
+    zoned = parse_line("[2025-03-10 20:26:36.604+08:00] [324] [325] [mindie-server] [ERROR] [share_memory.cpp:172] : "
+                       "[MIE04E120407] [model_backend] Shared memory available is not enough on the filesystem.")
+    assert (zoned.level, zoned.location) == ("ERROR", "share_memory.cpp:172")
+    assert zoned.message.startswith("[MIE04E120407]")
+    plain = parse_line("[2025-02-19 09:59:12.384944] [917] [281473784016832] [llm] [ERROR] [llm_infer_model_instance"
+                       ".cpp:47] [MIE05E030001] Initialize modelBackends_ failed")
+    assert (plain.level, plain.location) == ("ERROR", "llm_infer_model_instance.cpp:47")
+    daemon = parse_line("2024-07-01 10:59:22.535626 460279 error infer_engine_inner.cc:257] Engine init config manager "
+                        "falied.")
+    assert (daemon.level, daemon.message) == ("ERROR", "Engine init config manager falied.")
+    info = parse_line("[2025-03-10 20:26:36.599+08:00] [324] [325] [mindie-server] [INFO] [connector_launcher.cpp:127] : "
+                      "[model_backend] Signal SIGCHLD handler has been registered.")
+    assert info.level == "INFO"
+    log = ("[2025-04-06 15:49:29.887304+08:00] [419] [421] [server] [ERROR] [llm_infer_model_instance.cpp:234] : "
+           "[LLMInferModelInstance::Init] llmManager_ init fail!\n"
+           "[2025-04-06 15:49:29.887347+08:00] [419] [421] [server] [ERROR] [llm_infer_model.cpp:28] : ModelInstance init "
+           "failed\n")
+    rc = analyze(log).root_cause
+    assert rc is not None and "llmManager_ init fail!" in rc.message and rc.phase == "startup_other"
+
+
+def test_llama_cpps_loader_error_is_the_weights_failure() -> None:
+    """A llama.cpp CLI on a Hugging Face discussion: the loader's own line, at no level, is the failure."""
+    log = ("e:\\ai\\llama.cpp\\llama-cli -m glm-4-9b-chat.q5.gguf\n\n"
+           "llama_model_load: error loading model: error loading model architecture: unknown model architecture: "
+           "'chatglm'\n")
+    rc = analyze(log).root_cause
+    assert rc is not None and "unknown model architecture: 'chatglm'" in rc.message
+    assert rc.phase == "weight_loading"
+
+
+def test_an_exception_whose_message_begins_on_the_next_line() -> None:
+    """multiprocessing's spawn error prints "RuntimeError: " and its message indented under it; a bare "AssertionError: "
+    whose next line is a traceback, not a message, is no failure of its own (lmdeploy#2621's pytest margin)."""
+    log = ("RuntimeError: \n"
+           "        An attempt has been made to start a new process before the\n"
+           "        current process has finished its bootstrapping phase.\n")
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.exception_type == "RuntimeError"
+    assert "An attempt has been made to start a new process" in rc.message and rc.phase == "startup_other"
+    wrapped = ("AssertionError: \n"
+               "Traceback (most recent call last):\n"
+               '  File "/opt/py3/bin/lmdeploy", line 8, in <module>\n'
+               "    sys.exit(run())\n")
+    a = analyze(wrapped)
+    assert [t.exception_type for t in a.tracebacks] == [None]
+
+
+def test_an_error_record_quoting_the_exception_a_call_raised_gives_its_type() -> None:
+    """MindIE: "Failed to get vocab size from tokenizer wrapper with exception: ModuleNotFoundError: ..."."""
+    log = ("[2025-05-08 17:50:19.527118] [1369] [140391139731136] [llm] [ERROR] [model_deploy_config.cpp:152] Failed to "
+           "get vocab size from tokenizer wrapper with exception: ModuleNotFoundError: No module named 'mindie_llm'\n")
+    rc = analyze(log).root_cause
+    assert rc is not None and (rc.kind, rc.exception_type) == ("exception", "ModuleNotFoundError")
+    assert rc.message == "No module named 'mindie_llm'"
