@@ -667,6 +667,9 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|[Ff]ailed to (?:start(?! (
                            # attempt has been made to start a new process before the current process has finished its
                            # bootstrapping phase."): an engine starting its workers
                            r"finished its bootstrapping phase|"
+                           # a distributed runtime reaching its control plane as it starts (Dynamo's "Failed to connect to
+                           # etcd server", "Failed to connect to NATS")
+                           r"[Ff]ailed to connect to (?:the )?(?:etcd|NATS|nats)\b|"
                            # a C++ server's own start-up check ("[MIE05E030001] Initialize modelBackends_ failed", MindIE's
                            # "Init model instance failed", "[LLMInferModelInstance::Init] llmManager_ init fail!")
                            r"\b[Ii]nit(?:iali[sz]e)?(?: [\w ]{1,40}?)? fail(?:ed|s)?\b|"
@@ -757,6 +760,9 @@ _TEXT_SERVING = re.compile(r"inputs? of failed execution|Dumping input data|Dump
                            # mistral.rs' engine loop reporting a step it ran ("prompt step - Model failed with error:
                            # ..."), TGI's router in a batch's span ("batch{batch_size=1}:prefill:prefill{id=0 size=1}:")
                            r"\bstep - Model failed with error\b|\bbatch\{batch_size=\d+\}:(?:prefill|decode)\b|"
+                           # Triton's Python backend failing a request's batch ("Failed to process the request(s) for
+                           # model 'x', message: ...")
+                           r"Failed to process the request\(s\)|"
                            r"Encountered an error in forward\w* function|"
                            # TensorRT-LLM's PyTorch executor's own record that its loop over the batches died ("Executor
                            # loop crashed on this rank; hard-killing all 8 ranks")

@@ -240,8 +240,9 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
         # are gone with it): "The node with node id: ... has been marked dead because the detector has missed too
         # many heartbeats from it"
         r"has been marked dead because|"
-        # mpirun's report of a rank a signal ended ("process rank 6 with PID 0 on node x exited on signal 9")
-        r"exited on signal \d+|"
+        # mpirun's report of a rank a signal ended ("process rank 6 with PID 0 on node x exited on signal 9"), or that
+        # exited with an error ("mpirun detected that one or more processes exited with non-zero status, thus causing")
+        r"exited on signal \d+|exited with non-zero status\b|"
         # Kubernetes' word for a container whose process exited and keeps being restarted, as a deployer reports it
         r"[Cc]rashed container|CrashLoopBackOff")),
     ("killed", re.compile(r"^Killed$|Received sigquit|SIGQUIT received|kill_process_tree")),
@@ -271,7 +272,8 @@ _EVENT_NEEDLES: dict[EventKind, tuple[str, ...]] = {
                      "exited with code ", "exited with exit code ", "exited unexpectedly", "marked dead because",
                      "ChildFailedError", "Failed core proc(s): {'",
                      "Main process exited, code=", " failed to start", "A worker died or was killed",
-                     "Failed to register worker", "exited on signal ", "rashed container", "CrashLoopBackOff",
+                     "Failed to register worker", "exited on signal ", "exited with non-zero status", "rashed container",
+                     "CrashLoopBackOff",
                      "Termination is unexpected", "ctor is dead because its worker process"),
     "killed": ("Killed", "Received sigquit", "SIGQUIT received", "kill_process_tree"),
 }
@@ -288,6 +290,7 @@ _EVENT_ANCHORS = ("Xid", "Connection refused", "failed to start", "CUDA error", 
                   "sigquit", "SIGQUIT", "kill_process", "atchdog timeout", "cgroup out of memory", "Error executing",
                   "register worker", "Segfault", "LLVM ERROR", "Request failed", "Process received signal", ")[0x",
                   "rashed container", "CrashLoopBackOff", "Heartbeat monitor", "watchdog thread terminated", "panic: ",
+                  "non-zero status",
                   " abort ", "Signal (", *(text.strip(" :") for text, _ in LOST_TYPE_PHRASES + ANY_LEVEL_PHRASES))
 _EVENT_PART = any_part_of(_NEEDLES)  # the quick first search (see any_part_of)
 

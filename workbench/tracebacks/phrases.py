@@ -143,4 +143,7 @@ ANY_LEVEL_PHRASES: tuple[tuple[str, str | None], ...] = (
     # error loading model: error loading model architecture: unknown model architecture: 'chatglm'", older builds
     # without the function's name)
     ("error loading model: ", r"(?:^|: )error loading model: (?=\S)"),
+    # Triton's Python backend stub giving up on a request's batch, whatever its record's level (or the record's head
+    # lost: "0603 11:27:18.631800 29219 pb_stub.cc:751] \"Failed to process the request(s) for model 'x', message: ...")
+    ("Failed to process the request(s)", None),
 )

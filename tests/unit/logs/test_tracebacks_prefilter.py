@@ -242,6 +242,10 @@ _PHRASE_LINES = {
     # a llama.cpp CLI's output on a Hugging Face discussion (GLM-4 GGUF)
     "error loading model: ": "llama_model_load: error loading model: error loading model architecture: unknown model "
                              "architecture: 'chatglm'",
+    # tensorrtllm_backend#488, its glog letter lost
+    "Failed to process the request(s)": "0603 11:27:18.631800 29219 pb_stub.cc:751] \"Failed to process the request(s) "
+                                        "for model 'tensorrt_llm_0_0', message: Python model 'tensorrt_llm_0_0' is using "
+                                        "the decoupled mode and the execute function must return None.\"",
 }
 
 

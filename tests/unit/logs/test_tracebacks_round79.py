@@ -247,3 +247,33 @@ def test_an_error_record_quoting_the_exception_a_call_raised_gives_its_type() ->
     rc = analyze(log).root_cause
     assert rc is not None and (rc.kind, rc.exception_type) == ("exception", "ModuleNotFoundError")
     assert rc.message == "No module named 'mindie_llm'"
+
+
+def test_mpiruns_report_of_a_process_that_exited_with_an_error_is_a_death() -> None:
+    """tensorrtllm_backend#459's shape: Open MPI's box, its "Exit code:" indented under it."""
+    log = ("--------------------------------------------------------------------------\n"
+           "mpirun detected that one or more processes exited with non-zero status, thus causing\n"
+           "the job to be terminated. The first process to do so was:\n\n"
+           "  Process name: [[12525,1],0]\n"
+           "  Exit code:    1\n")
+    a = analyze(log)
+    assert a.root_cause is not None and "exited with non-zero status" in a.root_cause.message
+    assert [e.kind for e in a.events] == ["process_died"]
+
+
+def test_tritons_python_backend_failing_a_requests_batch_is_serving() -> None:
+    """tensorrtllm_backend#488's shape: the stub's record, its glog letter lost, then the client's copies."""
+    log = ("0603 11:27:18.631800 29219 pb_stub.cc:751] \"Failed to process the request(s) for model 'tensorrt_llm_0_0', "
+           "message: Python model 'tensorrt_llm_0_0' is using the decoupled mode and the execute function must return "
+           "None.\"\n"
+           "Received an error from server:\n")
+    rc = analyze(log).root_cause
+    assert rc is not None and "execute function must return None" in rc.message and rc.phase == "serving"
+
+
+def test_a_runtime_that_cannot_reach_its_control_plane_is_starting() -> None:
+    """Dynamo#1188's shape: the worker's runtime fails to connect to etcd as it starts."""
+    log = ("2025-05-20T10:11:12.123Z ERROR dynamo_runtime::worker: Application shutdown with error: Failed to connect to "
+           "etcd server\n")
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.phase == "startup_other"
