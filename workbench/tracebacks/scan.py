@@ -483,7 +483,9 @@ class Extractor:
             # (an empty message after the colon: it begins on the next line, as multiprocessing's "RuntimeError: " over
             # its indented "An attempt has been made to start a new process before the ...")
             exc_type, message, closed = m.group(1), m.group(2).rstrip(), False
+            awaits = not message
         else:
+            awaits = False
             # quoted in prose, not in a log record (a WARNING naming the error it may cause)
             r = _EXC_REPR.match(text) or (quoted_exception(text, self._recent[-2] if len(self._recent) > 1 else "") if parsed.level is None else None)
             if r is None:
@@ -492,8 +494,8 @@ class Extractor:
             exc_type, message = r.group(1), r.group(3).rstrip() if closed else repr_message(r)
         block = self._new_block(stream, origin, parsed, header, cut_start=True)
         block.exc_type = exc_type
-        block.message = [message] if message else []
-        block.awaits_message = not message
+        block.message = [] if awaits else [message]
+        block.awaits_message = awaits
         if stream.pending is not None and stream.pending_from is not None:
             block.chained_from, block.chain = stream.pending_from, stream.pending
             stream.pending = None
