@@ -277,3 +277,10 @@ def test_a_runtime_that_cannot_reach_its_control_plane_is_starting() -> None:
            "etcd server\n")
     rc = analyze(log).root_cause
     assert rc is not None and rc.phase == "startup_other"
+
+
+def test_an_exception_repr_with_an_empty_message_stays_a_failure() -> None:
+    """logger.exception(repr(e)) of an exception raised with no words ("ValueError('')") is still the failure; only an
+    exception line whose message is to follow on the next line waits for it."""
+    a = analyze("ValueError('')\n")
+    assert [(t.exception_type, t.message) for t in a.tracebacks] == [("ValueError", "")]
