@@ -482,20 +482,17 @@ class Extractor:
                 and _BARE_EXC_NAME.search(m.group(1).split("(", 1)[0]):
             # (an empty message after the colon: it begins on the next line, as multiprocessing's "RuntimeError: " over
             # its indented "An attempt has been made to start a new process before the ...")
-            exc_type, message, closed = m.group(1), m.group(2).rstrip(), False
-            awaits = not message
+            exc_type, message, closed, awaits = m.group(1), m.group(2).rstrip(), False, not m.group(2).strip()
         else:
-            awaits = False
             # quoted in prose, not in a log record (a WARNING naming the error it may cause)
             r = _EXC_REPR.match(text) or (quoted_exception(text, self._recent[-2] if len(self._recent) > 1 else "") if parsed.level is None else None)
             if r is None:
                 return False
             closed = r.group(0).endswith("`")  # a quote closed on its line ("`KeyError: 'x.weight'`"): the whole message
-            exc_type, message = r.group(1), r.group(3).rstrip() if closed else repr_message(r)
+            exc_type, message, awaits = r.group(1), r.group(3).rstrip() if closed else repr_message(r), False
         block = self._new_block(stream, origin, parsed, header, cut_start=True)
         block.exc_type = exc_type
-        block.message = [] if awaits else [message]
-        block.awaits_message = awaits
+        block.message, block.awaits_message = ([] if awaits else [message]), awaits
         if stream.pending is not None and stream.pending_from is not None:
             block.chained_from, block.chain = stream.pending_from, stream.pending
             stream.pending = None
