@@ -158,8 +158,9 @@ _BRACKETED_RECORD = re.compile(_PLAIN_TIME + _BRACKET_FIELDS)
 _BRACKETED_TAIL = re.compile(_BRACKET_FIELDS)  # the same after a time another header took ("[2025-02-19 09:59:12.38]")
 # the time, the thread and the level in lower case, then the source location with glog's bracket (MindIE's daemon: "Log
 # default format: yyyy-mm-dd hh:mm:ss.uuuuuu threadid loglevel msg", "... 460279 error infer_engine_inner.cc:257] ...")
+# (named as _BRACKETED_RECORD's groups: one reading serves both)
 _THREAD_RECORD = re.compile(r"(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+) \d+ "
-                            r"(?P<lvl>trace|debug|info|warning|warn|error|critical|fatal) (?P<loc>[\w./-]+:\d+)\] ")
+                            r"(?P<blvl>trace|debug|info|warning|warn|error|critical|fatal) (?P<bloc>[\w./-]+:\d+)\] ")
 _PLAIN_STAMP = re.compile(_PLAIN_TIME + r"[ \t]+")  # a time alone before a known header ("2025-07-10 08:59:40 ERROR 07-09 ...")
 _PLAIN_LEVEL = {"WARN": "WARNING", "FATAL": "CRITICAL"}
 
@@ -541,12 +542,8 @@ def _parse(line: str, *, inner: bool = False) -> Parsed:
                         return found, origin, header
                 r = _PLAIN_RECORD.match(line, start)
                 if r is None and (b := _BRACKETED_RECORD.match(line, start) or _THREAD_RECORD.match(line, start)):
-                    fields = b.groupdict()
-                    time, location, pos = b["ts"], fields.get("bloc") or fields.get("loc") or location, b.end()
-                    word = fields.get("lvl")
-                    level = _SPDLOG_LEVEL.get(word, word.upper()) if word else fields.get("blvl")
-                    level = _PLAIN_LEVEL.get(level or "", level)
-                    fmt = "bracketed" if fmt == "plain" else fmt
+                    time, location, pos, word = b["ts"], b["bloc"] or location, b.end(), b["blvl"].upper()
+                    level, fmt = _PLAIN_LEVEL.get(word, word), "bracketed" if fmt == "plain" else fmt
                 if r is not None:
                     time, level = r["ts"], r["lvl"] or r["blvl"]
                     level, location = _PLAIN_LEVEL.get(level, level), r["loc"] or r["bloc"] or location

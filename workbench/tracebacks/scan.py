@@ -478,11 +478,10 @@ class Extractor:
         printed only the line): a block of its own, cut at the start."""
         text = (after_label(msg) or msg).rstrip()  # the line, or what follows its "【BUG】：" label or "(APIServer) " tag
         m = _EXC.match(text)
-        if m is not None and (m.group(2) or (m.group(2) == "" and text.endswith(":"))) \
-                and _BARE_EXC_NAME.search(m.group(1).split("(", 1)[0]):
+        if m is not None and m.group(2) is not None and _BARE_EXC_NAME.search(m.group(1).split("(", 1)[0]):
             # (an empty message after the colon: it begins on the next line, as multiprocessing's "RuntimeError: " over
             # its indented "An attempt has been made to start a new process before the ...")
-            exc_type, message, closed, awaits = m.group(1), m.group(2).rstrip(), False, not m.group(2).strip()
+            exc_type, message, closed, awaits = m.group(1), m.group(2).rstrip(), False, not m.group(2)
         else:
             # quoted in prose, not in a log record (a WARNING naming the error it may cause)
             r = _EXC_REPR.match(text) or (quoted_exception(text, self._recent[-2] if len(self._recent) > 1 else "") if parsed.level is None else None)
