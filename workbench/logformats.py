@@ -100,6 +100,7 @@ _SYSLOG_TIME = re.compile(r"(?P<ts>[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)
 _JOURNAL_AFTER_TS = re.compile(r"(?P<host>[\w.-]+) (?P<ident>[^\s\[\]:]+)\[(?P<pid>\d+)\]: ?")  # -o short-monotonic
 # UCX's own log record behind its "[seconds.micro]" ("[1749803291.555759] [host:7053 :0]   tcp_ep.c:1260 UCX  ERROR ...")
 _UCX = re.compile(r"\[(?P<host>[^\]\s:]+):(?P<pid>\d+) *:\d+\] +(?P<loc>[\w.]+:\d+) +UCX +(?P<lvl>[A-Z]+) +")
+_UCX_BARE = re.compile(r"(?P<loc>\w[\w.]*\.c(?:pp)?:\d+) +UCX +(?P<lvl>[A-Z]+) +")  # a paste without the time and host
 _UCX_LEVEL = {"ERROR": "ERROR", "FATAL": "CRITICAL", "WARN": "WARNING", "DIAG": "INFO", "INFO": "INFO", "PRINT": "INFO"}
 # Intel oneCCL's records (the collectives of vLLM and SGLang on XPU, ipex-llm): "2024:08:21-10:24:26:( 4456) |CCL_ERROR|
 # atl_ofi_helper.cpp:867 atl_ofi_get_prov_list: fi_getinfo error: ret -61, providers 0"
@@ -401,7 +402,10 @@ def _parse(line: str, *, inner: bool = False) -> Parsed:
                 service = service or "kernel"
     if pos < n and line[pos] in _ALNUM:
         m = _COMPOSE.match(line, pos)
-        if m:
+        if m is None and fmt == "plain" and (u := _UCX_BARE.match(line, pos)) is not None:  # its head left out
+            location, level, fmt = u["loc"], _UCX_LEVEL.get(u["lvl"], "DEBUG"), "ucx"
+            pos = u.end()
+        elif m:
             service = m["svc"]
             fmt = "compose"
             pos = m.end()

@@ -472,6 +472,8 @@ def _comparable(a: datetime, b: datetime) -> bool:
 #   5. ``startup_other`` when the frames or words belong to start-up (constructors, imports,
 #      engine creation, "failed to start") without naming a step;
 #   6. ``unknown``.
+# a request's KV cache moved between instances (disaggregated prefill and decode, a KV store): a function named so
+_KV_MOVE = r"(?:send|transfer|recv|receive|pull|push|fetch)_?\w*?kv_?caches?"
 _FRAME_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"warm_?up|_dummy_sampler_run", re.I), "warmup"),
     (re.compile(r"captur|cuda_?graph|cudagraph|device_graphs"), "cuda_graph_capture"),
@@ -482,9 +484,14 @@ _FRAME_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
                 # TensorRT's engine deserialisation (a TensorRT-LLM engine file holds the weights)
                 r"^deserializePlugin$|^deserializeCudaEngine$|^deserialize_engine$"),
      "weight_loading"),
-    (re.compile(r"kv_cache|kvcache|memory_pool|^_init_pools$|profile_max_num_token|determine_available_memory|"
+    # (not a request's KV cache sent between a prefill and a decode instance: "_send_kvcache_generic",
+    # "_transfer_kv_cache_all_groups" are serving, :data:`_SERVING`)
+    (re.compile(r"^(?!.*" + _KV_MOVE + r")(?:.*?)(?:kv_cache|kvcache|"
+                # SGLang's KV pools, its HiCache host pool too ("set_draft_kv_pool", "register_mem_host_pool_v2")
+                r"kv_pool|host_pool|"
+                r"memory_pool|^_init_pools$|profile_max_num_token|determine_available_memory|"
                 r"determine_num_available_blocks|^profile_run$|cache_size|init_cache_engine|initialize_cache|"
-                r"_allocate_kv|^_init_cache$|num_gpu_blocks|^build_cache_engine$|allocate_gpu_cache"), "kv_cache_alloc"),
+                r"_allocate_kv|^_init_cache$|num_gpu_blocks|^build_cache_engine$|allocate_gpu_cache)"), "kv_cache_alloc"),
     (re.compile(r"init_torch_distributed|init_distributed|distributed_environment|model_parallel|process_group|"
                 r"ncclCommInitRank|ncclGetUniqueId|init_world_group|createComm|mscclpp|^init_device$|_init_nccl|"
                 r"init_communicator|"
@@ -528,7 +535,12 @@ _SERVING = re.compile(
     r"^_raise_exception_on_finish$|"
     # an RL trainer's loop (verl's RayPPOTrainer.fit, OpenRLHF's and Lightning's fit): past the engines' start, every
     # step of it asks the rollout engines for generations
-    r"^fit$")
+    r"^fit$|"
+    # a request's KV cache sent between a prefill and a decode instance (SGLang's NIXL "_send_kvcache_generic",
+    # vllm-ascend's Mooncake connector "_transfer_kv_cache_all_groups")
+    + _KV_MOVE + "|"
+    # a client's own call sending a request to the server (a benchmark's or an evaluation harness' send_request)
+    r"^send_request$")
 _STARTUP = re.compile(
     r"^__init__$|^<import>$|launch|startup|^run_server|build_async_engine_client|from_engine_args|"
     r"from_vllm_config|make_client|make_async_mp_client|make_arg_parser|_init_engines|^run_engine_core$|"
@@ -772,6 +784,14 @@ _TEXT_SERVING = re.compile(r"inputs? of failed execution|Dumping input data|Dump
                            # an error a server logs for a request, or for the response it streams back to one
                            # (gpustack's proxy: "Error processing streaming response: 'usage'")
                            r"[Ee]rror (?:on|for|processing) (?:streaming )?(?:request|response)\b|\bRequest failed\b|"
+                           # a load client's report of a request it sent that failed (evalscope's "Request: {'messages':
+                           # [...], ...} failed, state_code: None")
+                           r"\bRequest: \{.*\} failed\b|"
+                           # the command line of a load or evaluation client sending requests to a running server (lm-eval
+                           # on its OpenAI-style completions, vLLM's and SGLang's serving benchmarks, evalscope's perf):
+                           # what failed after it failed while the server served
+                           r"\blm[_-]eval\b.*--model[= ]local-(?:chat-)?completions\b|\bvllm bench serve\b|"
+                           r"\bbenchmark_serving\.py\b|\bsglang\.bench_serving\b|\bevalscope perf\b|"
                            # a server's answer to a request it failed inside: its access line's 500 (uvicorn's '"POST
                            # /v1/chat/completions HTTP/1.1" 500 Internal Server Error'), its own "Internal server error:
                            # Failed to generate completions: ..." (dynamo's frontend)

@@ -1,0 +1,90 @@
+"""Mechanisms added in the twenty-ninth stop.  Lines in the shapes of real logs (the docstrings say which thread's)."""
+
+from __future__ import annotations
+
+from workbench.logformats import parse_line
+from workbench.tracebacks import analyze
+
+
+def test_a_requests_kv_cache_sent_between_instances_is_serving() -> None:
+    """vllm-ascend#13439's shape: a worker's KV connector fails to transfer a request's KV caches to its decode peer.
+    The function names a KV cache, but moving one for a request is serving, not sizing or allocating it."""
+    log = ('(Worker_DP0_EP0 pid=158389) ERROR 08-05 01:50:10 [connector.py:610] Traceback (most recent call last):\n'
+           '(Worker_DP0_EP0 pid=158389) ERROR 08-05 01:50:10 [connector.py:610]   File "/w/kv_p2p/connector.py", '
+           'line 607, in _handle_request\n'
+           '(Worker_DP0_EP0 pid=158389) ERROR 08-05 01:50:10 [connector.py:610]     '
+           'self._transfer_kv_cache_all_groups(req_meta)\n'
+           '(Worker_DP0_EP0 pid=158389) ERROR 08-05 01:50:10 [connector.py:610]   File "/w/kv_p2p/connector.py", '
+           'line 709, in _transfer_kv_cache_all_groups\n'
+           '(Worker_DP0_EP0 pid=158389) ERROR 08-05 01:50:10 [connector.py:610]     '
+           'raise RuntimeError(f"Mooncake transfer failed, ret: {ret}")\n'
+           '(Worker_DP0_EP0 pid=158389) ERROR 08-05 01:50:10 [connector.py:610] RuntimeError: Mooncake transfer '
+           'failed, ret: -1\n')
+    a = analyze(log)
+    assert a.root_cause is not None and a.root_cause.phase == "serving"
+
+
+def test_a_kv_pool_being_registered_is_the_kv_cache_step() -> None:
+    """sglang#28873's shape: the scheduler's constructor registers its HiCache host KV pool with a KV store and fails:
+    building the KV cache's pools (set_draft_kv_pool, register_mem_host_pool_v2), not some other start-up step."""
+    log = ('File "/sgl/srt/managers/scheduler.py", line 4046, in run_scheduler_process\n'
+           '    scheduler = Scheduler(\n'
+           'File "/sgl/srt/managers/cache_controller.py", line 871, in set_draft_kv_pool\n'
+           '    self._maybe_register_draft_with_storage()\n'
+           'File "/sgl/srt/mem_cache/storage/store.py", line 637, in register_mem_host_pool_v2\n'
+           '    super().register_buffer(host_pool.kv_buffer)\n'
+           'File "/sgl/srt/mem_cache/storage/store.py", line 297, in register_buffer\n'
+           '    raise RuntimeError(\n'
+           'RuntimeError: Failed to register buffer to Mooncake Store, error code: -1\n')
+    a = analyze(log)
+    assert a.root_cause is not None and a.root_cause.phase == "kv_cache_alloc"
+
+
+def test_a_load_clients_failed_request_is_serving() -> None:
+    """evalscope#366's shape: the load client reports each request it sent that failed; no stack, no timeline."""
+    log = ("2025-03-07 00:05:56,560 - evalscope - ERROR - \n"
+           "2025-03-07 00:05:56,560 - evalscope - ERROR - Request: {'messages': [{'role': 'user', 'content': 'hi'}], "
+           "'model': 'QwQ-32B', 'stream': True} failed, state_code: None, data: \n")
+    a = analyze(log)
+    assert a.root_cause is not None and a.root_cause.phase == "serving"
+
+
+def test_a_clients_send_request_is_serving() -> None:
+    """evalscope#318's shape: the client's send_request gives up on the server (a proxy's 504)."""
+    log = ('  File "/data/evalscope/models/server_adapter.py", line 104, in send_request\n'
+           "    raise RuntimeError(f'Failed to request to remote API after {max_retries} attempts: '\n"
+           'RuntimeError: Failed to request to remote API after 3 attempts: 504 Gateway Time-out\n')
+    a = analyze(log)
+    assert a.root_cause is not None and a.root_cause.phase == "serving"
+
+
+def test_a_failure_after_an_evaluation_clients_command_is_serving() -> None:
+    """HabanaAI/vllm-fork#1321's shape: the lm-eval command against the server's completions, then the server's fatal
+    record.  Without the command nothing tells."""
+    fatal = "> FATAL ERROR :: MODULE:PT_SYNHELPER Huge Size not supported:\n"
+    command = ("> lm_eval --model local-completions --tasks lambada_openai "
+               "--model_args model=/m,base_url=http://0.0.0.0:8688/v1/completions --batch_size 1\n> \n")
+    a = analyze(command + fatal)
+    assert a.root_cause is not None and a.root_cause.phase == "serving"
+    b = analyze(fatal)
+    assert b.root_cause is not None and b.root_cause.phase == "unknown"
+
+
+def test_a_ucx_backtrace_cut_in_its_numbered_frames_is_cut() -> None:
+    """sglang#6694's shape: UCX's "Caught signal 11" backtrace, the window ending at frame 6 of it (its frames are
+    numbered, then a library and an offset), short of its closing rule."""
+    log = ('[host:12796:1:13303] Caught signal 11 (Segmentation fault: invalid permissions for mapped object at '
+           'address 0x7fbd60001400)\n'
+           '==== backtrace (tid:  13303) ====\n'
+           ' 0  /usr/lib/nixl.libs/libucs-97f10f8d.so.0.0.0(ucs_handle_error+0x294) [0x7fbec008fba4]\n'
+           ' 1  /usr/lib/x86_64-linux-gnu/libc.so.6(+0x1a07cd) [0x7fc0957437cd]\n'
+           ' 2  /usr/lib/nixl.libs/libucp-ec3800ce.so.0.0.0(+0x8e935) [0x7fbeb80ee935]\n')
+    a = analyze(log)
+    assert a.final is not None and a.final.truncated
+
+
+def test_a_ucx_record_without_its_head_keeps_its_level() -> None:
+    """smg#2503's shape: a UCX record pasted without its time and host still says ERROR and where."""
+    line = parse_line("ib_mlx5_dv.c:433  UCX  ERROR   mlx5dv_devx_obj_modify(opcode=0x503) failed, syndrome 0x5d668c")
+    assert (line.level, line.location, line.format) == ("ERROR", "ib_mlx5_dv.c:433", "ucx")
+    assert line.message.startswith("mlx5dv_devx_obj_modify")
