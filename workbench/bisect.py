@@ -12,28 +12,34 @@ The search learns a *fault model* from its trials and tests until no fault it ca
 * a **rule** is "fails with σ (in phase p) when all edits of ``P`` are present and none of its
   blockers ``N``"; at a set of edits the rule of the earliest phase that holds strikes (a
   weight_loading failure masks every later phase), as in the simulator and in a real start;
-* **learning**: a trial that fails with a σ no rule predicts is narrowed with Zeller's ddmin to a
-  1-minimal set (a new rule); a trial where a rule predicts a failure that did not come (the unit
-  started, or failed in a later phase) has a blocker among its other edits, found by halving;
+* **learning**: a trial that fails with a σ no rule predicts is narrowed to a 1-minimal set (a new
+  rule): the next set splits the *suspects* -- the sets of its edits that could be the culprit, as
+  far as the trials inside it tell, a smaller one likelier -- and, of the sets that split them
+  nearly as well, is the one the cover values most; Zeller's ddmin when no suspect is left (a
+  blocker or a second rule of σ inside it), and above ``COVER_MAX`` edits.  A trial where a rule
+  predicts a failure that did not come (the unit started, or failed in a later phase) has a
+  blocker among its other edits, found by halving;
 * **cover**: a fault missing from the model, of the shape "at most two edits present, at most one
   edit absent" (``MAX_PRESENT``), in any phase, is *open* while some set where it would show (the model predicts the set
   starts or fails later than that phase) is untested and no trial where it would have shown has
   been run.  The search tests, greedily, the set that closes the most open faults, and learns from
   any surprise;
 * **blocker probes**: "edit c stops rule R" stays open until a trial shows R's signature with c present
-  (and no other rule of that signature holding); it is probed only at sets where a blocked R would
-  change the phase, i.e. where no other rule of R's phase or earlier surely strikes;
+  (and no other rule of that signature holding, unless the trial is just R's edits and c and the other
+  rule lies inside them: two rules of one signature asked of each other); it is probed only at sets
+  where a blocked R would change the phase, i.e. where no other rule of R's phase or earlier surely
+  strikes, and where its answer could be read (no other rule of R's signature holding, but that one);
 * **sharing trials**: a set already tried (by any step, or known from the ledger) is never started
-  again, and what it showed narrows at once: ddmin jumps to the smallest tried subset of its current
-  set that fails with the signature, the blocker halving drops from its pool what a tried set inside
+  again, and what it showed narrows at once: the narrowing starts from the smallest tried subset of its
+  set that fails with the signature and counts every tried set inside it, the blocker halving drops from its pool what a tried set inside
   the failing one already settles, and a blocker probe takes, of the sets where it matters, the one
   that asks the most open "c stops R" questions of R at once;
 * **maximal sets**: for each phase, the largest sets (by inclusion) where nothing of that phase or
   earlier strikes, also with one learned blocker absent, are started: a fault of *any* number of
   edits (a combination of three hidden behind an earlier phase) shows in one of them;
 * **confirmation**: every edit is started alone first, and every culprit is started alone (the
-  minimal set against the base).  Larger culprits (three edits or more) are found by ddmin from the
-  failing trials and from the maximal sets.
+  minimal set against the base).  Larger culprits (three edits or more) are found by the narrowing
+  from the failing trials and from the maximal sets.
 
 What is guaranteed (``Search.guarantee``): each culprit was started and failed with its signature,
 and every trial agrees with the learned model; when ``complete`` is true, no fault of the shape
@@ -47,7 +53,7 @@ than ``COVER_MAX`` edits, or when ``max_starts`` cut the search, ``complete`` is
 set).  When ``E`` itself starts there is nothing to narrow and nothing is searched.
 
 Trials already known (a ledger of earlier runs) are given as ``known`` and cost no start; with
-``width > 1`` the search asks for up to ``width`` independent sets at a time (cover picks, ddmin's
+``width > 1`` the search asks for up to ``width`` independent sets at a time (cover picks, the narrowing's
 chunks and complements, blocker halves), for a fleet of equal hosts to run at once; a host that would
 idle gets what the search would start next unless the model changes (an edit alone beside the edits
 together, then the cover's next set, an open blocker probe, a maximal set).
@@ -148,6 +154,8 @@ class Search(Generic[T]):
     """State and outcome of one bisection; drive it with :func:`bisect` (or ``steps()``)."""
 
     maximal_blockers = True  # the maximal sets also with one learned blocker absent
+    SUSPECT_WEIGHT = 0.25  # how much likelier a culprit of one edit fewer is taken to be (``_narrow``)
+    SPLIT_SLACK = 0.7  # ``_narrow`` takes, of the sets splitting the suspects at least this well, the cover's best
 
     def __init__(self, edits: Sequence[T], *, known: Iterable[tuple[Sequence[T], Verdict]] = (), width: int = 1,
                  max_starts: int | None = None, max_present: int = MAX_PRESENT, maximal: bool = True) -> None:
@@ -329,7 +337,7 @@ class Search(Generic[T]):
             v = self.cache[s]
             if kind == "unexplained":
                 sig = v.signature or ""
-                m = yield from self._ddmin(s, sig)
+                m = yield from (self._narrow(s, sig) if self.n <= COVER_MAX else self._ddmin(s, sig))
                 if m is None:
                     return  # out of starts
                 if any(r.pos == m and r.signature == sig for r in self.rules):
@@ -351,6 +359,61 @@ class Search(Generic[T]):
             v = self.cache.get(m)
             return v is not None and not v.ok and v.signature == sig
         return pred
+
+    def _narrow(self, start: int, sig: str) -> Generator[list[int], list[Verdict], int | None]:
+        """A 1-minimal subset of ``start`` failing with ``sig``: the smallest tried set inside ``start`` that fails
+        with it, once every set without one of its edits was tried and does not.  Until then the next sets are
+        those that best split the *suspects* -- the sets of edits inside it that could be the culprit, as far
+        as the trials inside ``start`` tell (one rule of that signature, no blocker among them), a smaller
+        suspect likelier (``SUSPECT_WEIGHT`` per edit) -- of those within ``SPLIT_SLACK`` of the best split,
+        the one the cover would value most, so that the narrowing's sets also close faults.  When no suspect
+        is left (a blocker or a second rule of the signature inside ``start``) ddmin narrows instead."""
+        pred = self._fails_with(sig)
+        rank = self.cache[start].rank
+        while True:
+            inside = [t for t in self.cache if t and t & start == t]
+            best = min((t for t in inside if pred(t)), key=lambda m: (bin(m).count("1"), m))
+            rests = [best & ~(1 << i) for i in range(self.n) if best >> i & 1]
+            todo = [r for r in rests if r and r not in self.cache]
+            if not todo:
+                return best
+            subs = np.array([m for m in range(1, best + 1) if m & best == m], dtype=np.int64)
+            alive = np.ones(len(subs), dtype=bool)
+            for t in inside:
+                v = self.cache[t]
+                holds = (subs & t) == subs
+                if pred(t):
+                    alive &= holds  # a suspect is inside every set that failed with the signature
+                elif v.ok or v.rank > rank:
+                    alive &= ~holds  # ... and in none that started or failed later
+            suspects = subs[alive]
+            if not len(suspects):
+                got = yield from self._ddmin(best, sig)
+                return got
+            if len(suspects) == 1:  # the one suspect itself, then the certificate's own sets
+                asked = todo if int(suspects[0]) == best else [int(suspects[0])]
+                yield from self._ask(asked)
+                if any(r not in self.cache for r in asked):
+                    return None  # out of starts
+                continue
+            weight = self.SUSPECT_WEIGHT ** np.array([bin(int(p)).count("1") for p in suspects])
+            cands = np.array([int(x) for x in subs if int(x) not in self.cache and self.predict(int(x))[0] >= rank]
+                             + [r for r in todo if self.predict(r)[0] < rank], dtype=np.int64)
+            if not len(cands):
+                got = yield from self._ddmin(best, sig)
+                return got
+            inside_w = (((cands[:, None] & suspects[None, :]) == suspects[None, :]) * weight[None, :]).sum(axis=1)
+            split = np.minimum(inside_w, weight.sum() - inside_w)
+            if split.max() <= 0:  # no untested set tells the suspects apart (the trials inside disagree)
+                got = yield from self._ddmin(best, sig)
+                return got
+            near = np.nonzero(split >= self.SPLIT_SLACK * split.max())[0]
+            cover = self._cover_scores()
+            order = sorted(near, key=lambda i: (-int(cover[cands[i] - 1]), -split[i], bin(int(cands[i])).count("1")))
+            asked = [int(cands[i]) for i in order[:self.width]]
+            yield from self._ask(asked)
+            if asked[0] not in self.cache:
+                return None  # out of starts
 
     def _ddmin(self, start: int, sig: str) -> Generator[list[int], list[Verdict], int | None]:
         """Zeller & Hildebrandt's ddmin: a 1-minimal subset of ``start`` failing with ``sig``."""
@@ -509,9 +572,14 @@ class Search(Generic[T]):
                 if (rule.pos | rule.blockers) & bit or (id(rule), c) in closed:
                     continue  # R fired with c present, nothing else could have: c does not stop it
                 need = rule.pos | bit
+                def hides(r: Rule, s: int, rule: Rule = rule, need: int = need) -> bool:
+                    # r strikes at s for sure in R's phase or earlier, or shows R's signature there, so that R's
+                    # failure would not answer the question
+                    return r is not rule and ((r.rank <= rule.rank and surely(r, s))
+                                              or (r.signature == rule.signature and r.holds(s) and _other(r, s, need)))
+
                 fits = [s for s in untested if s & need == need and not s & rule.blockers and s not in picks
-                         and rule in self.predict(s)[2] and not any(
-                             r is not rule and r.rank <= rule.rank and surely(r, s) for r in self.rules)]
+                         and rule in self.predict(s)[2] and not any(hides(r, s) for r in self.rules)]
                 # a blocked R matters there: no other rule of its phase or earlier surely strikes.  Of those, the set
                 # that asks the most such questions of R at once (each edit of it whose stopping R is open)
                 if fits:
@@ -530,7 +598,8 @@ class Search(Generic[T]):
         """A trial showed ``rule`` firing with edit ``c`` present, where nothing else could have struck."""
         need = rule.pos | 1 << c
         return any(t & need == need and not t & rule.blockers and not v.ok and v.signature == rule.signature
-                   and not any(r is not rule and r.signature == rule.signature and r.holds(t) for r in self.rules)
+                   and not any(r is not rule and r.signature == rule.signature and r.holds(t) and _other(r, t, need)
+                               for r in self.rules)
                    for t, v in self.cache.items())
 
     def _maximal_picks(self) -> list[int]:
@@ -706,6 +775,15 @@ class Search(Generic[T]):
                 why.append(f"{len(unconfirmed)} predicted culprit(s) not started")
             statement = "Not complete: " + "; ".join(why) + ". Only the full factorial would test every set."
         self.guarantee = Guarantee(complete, statement, tested, total, untested, unexplained)
+
+
+def _other(r: Rule, t: int, need: int) -> bool:
+    """Whether ``r``, holding at ``t`` with the signature of the rule a probe asks about (``need``: its edits and the
+    edit asked), leaves the answer open there: unless ``t`` is exactly ``need`` and ``r`` lies inside it, a failure
+    with that signature may be ``r``'s.  At ``need`` itself it answers the question the two rules ask of each other
+    (they do not both stop each other: a mutual fix); that one rule stops the other and not back matters only where a
+    third edit stops the other, a set a probe of that edit asks about."""
+    return t != need or bool(r.pos & ~need)
 
 
 def _bits(idx: Iterable[int]) -> int:
