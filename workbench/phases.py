@@ -123,7 +123,11 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
      r"Loading safetensors using \w+ loader",
      "weight_loading", 2, "progress"),
     (r"Load weight end", "kv_cache_alloc", 3, "end"),
-    (r"Loading (?:model )?weights took|Model loading took", "startup_other", 2.5, "end"),
+    # (vLLM v1's loader reports "Loading weights took 12.3 seconds" before it processes the weights it read -- repacks
+    # them for Marlin, quantises them --, the runner "Model loading took ... GiB" once that is done: only the second
+    # ends the step; v0's "Loading model weights took" comes after both)
+    (r"Loading weights took", "weight_loading", 2, "progress"),
+    (r"Loading model weights took|Model loading took", "startup_other", 2.5, "end"),
     (r"KV Cache is allocated|Memory pool end|Available KV cache memory|GPU KV cache size|# GPU blocks:|Maximum concurrency for|Memory profiling takes|Profiling CUDA graph memory", "kv_cache_alloc", 3, "progress"),
     # vLLM v1 sizes the KV cache by profiling a forward pass (determine_available_memory -> profile_run), which is
     # where torch.compile runs: the compile's total, the profiling run's time, the KV cache reserved by
@@ -220,7 +224,8 @@ _RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
     (", default_dtype: ", " safetensors file"),
     (" checkpoint shards", "Loading weights:", "loading weights", "Loading safetensors using"),
     ("Load weight end",),
-    ("weights took", "Model loading took"),
+    ("Loading weights took",),
+    ("Loading model weights took", "Model loading took"),
     ("KV Cache is allocated", "Memory pool end", "Available KV cache memory", "GPU KV cache size", "# GPU blocks:",
      "Maximum concurrency for", "Memory profiling takes", "Profiling CUDA graph memory"),
     ("s in total", "profiling/warmup run took", "memory for KV Cache", "KV cache memory"),
@@ -615,6 +620,9 @@ _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     # safetensors refusing a checkpoint file it reads (its Rust core's "SafetensorError: Error while deserializing
     # header: ...", "incomplete metadata, file not fully covered"): the weights are being read
     (re.compile(r"SafetensorError\b|Error while deserializing header"), "weight_loading"),
+    # TGI's launcher fetching the weights (and a LoRA adapter's) before its shards start ("download:
+    # text_generation_launcher: Download encountered an error", "Error: DownloadError")
+    (re.compile(r"\bDownload encountered an error\b|\bError: DownloadError\b"), "weight_loading"),
     # TensorRT reading a built engine (its weights are in it) back from its plan file (TensorRT-LLM's runtime: "Assertion
     # failed: Failed to deserialize cuda engine."; TensorRT's own "IRuntime::deserializeCudaEngine: Error Code 1")
     (re.compile(r"\b[Dd]eserializ\w* (?:the |a )?(?:cuda |CUDA |TensorRT |TRT )?engine\b|deserializeCudaEngine"), "weight_loading"),

@@ -204,7 +204,7 @@ _ANNOUNCING_END = frozenset(",:/=-(")
 # [0x7efc]"), and the outermost frames a whole backtrace ends on
 _MPI_FRAME_HEAD = re.compile(r"\[[\w.-]+:\d+\] \[ ?\d+\] \S|"
                              r"\d+# (?:0x[0-9A-Fa-f]+ in )?\S")  # (the second: boost's stacktrace, Triton's handler)
-_OUTERMOST = re.compile(r"\b(?:_start|__libc_start_main|__libc_start_call_main|clone3?|start_thread)\b")
+_OUTERMOST = re.compile(r"\b_{0,2}(?:_start|__libc_start_main|__libc_start_call_main|clone3?|start_thread)\b")
 
 
 _FRAME_NUMBER = re.compile(r"^\d+\s+(?=/)")

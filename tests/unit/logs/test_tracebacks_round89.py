@@ -88,3 +88,37 @@ def test_a_ucx_record_without_its_head_keeps_its_level() -> None:
     line = parse_line("ib_mlx5_dv.c:433  UCX  ERROR   mlx5dv_devx_obj_modify(opcode=0x503) failed, syndrome 0x5d668c")
     assert (line.level, line.location, line.format) == ("ERROR", "ib_mlx5_dv.c:433", "ucx")
     assert line.message.startswith("mlx5dv_devx_obj_modify")
+
+
+def test_after_vllms_loading_weights_took_the_weights_are_still_being_processed() -> None:
+    """vllm#26959's shape: v1's loader reports "Loading weights took" before it repacks the weights it read (Marlin);
+    the engine dies before the runner's "Model loading took": still the weights' step."""
+    log = ("(EngineCore_DP0 pid=7) INFO 10-13 10:01:02 [default_loader.py:267] Loading weights took 41.20 seconds\n"
+           "(EngineCore_DP0 pid=7) ERROR 10-13 10:01:09 [core.py:708] EngineCore failed to start.\n"
+           "(EngineCore_DP0 pid=7) ERROR 10-13 10:01:09 [core.py:708] Traceback (most recent call last):\n"
+           '(EngineCore_DP0 pid=7) ERROR 10-13 10:01:09 [core.py:708]   File "/vllm/v1/engine/core.py", line 699, '
+           "in run_engine_core\n")
+    a = analyze(log)
+    assert a.root_cause is not None and a.root_cause.phase == "weight_loading"
+    done = log.replace("[default_loader.py:267] Loading weights took 41.20 seconds",
+                       "[gpu_model_runner.py:2602] Model loading took 15.2 GiB and 42.1 seconds")
+    b = analyze(done)
+    assert b.root_cause is not None and b.root_cause.phase != "weight_loading"
+
+
+def test_tgis_download_error_is_the_weights_step() -> None:
+    """text-generation-inference#2253's shape: the launcher's download of the weights (a LoRA adapter's here) fails
+    before any shard starts."""
+    log = ("2024-07-19T00:21:56.330730Z  INFO text_generation_launcher: Trying to load a Peft model. It might take a "
+           "while without feedback\n"
+           "Error: DownloadError\n"
+           "2024-07-19T00:21:56.997596Z ERROR download: text_generation_launcher: Download encountered an error: \n")
+    a = analyze(log)
+    assert a.root_cause is not None and a.root_cause.phase == "weight_loading"
+
+
+def test_glibcs_clone_ends_a_native_backtrace() -> None:
+    """TensorRT-LLM#2687's shape: a numbered C++ stack whose last frame is glibc's __clone is whole, not cut."""
+    from workbench.tracebacks.cut import ends_cut
+    assert not ends_cut((9, "9       0x71530ae75a34 __clone + 68"))
+    assert ends_cut((8, "8       0x71530ade8a94 /usr/lib/x86_64-linux-gnu/libc.so.6(+0x9ca94) [0x71530ade8a94]"))
