@@ -715,6 +715,12 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
      "_get_async_engine_args", _U),
     ("ray/llm/_internal/serve/deployments/llm/vllm/vllm_engine.py", "chat completions embeddings score generate "
      "check_health resolve_lora _parse_sampling_params reset_prefix_cache", _S),
+    # --- Ray's compiled graphs, which vLLM's Ray executor builds over its workers for execute_model alone (v1's
+    # RayDistributedExecutor.execute_model -> forward_dag.execute; v0's with VLLM_USE_RAY_COMPILED_DAG; the start-up's
+    # profiling and capture go through collective_rpc, not the graph): the driver waiting on the graph's output
+    # channels (compiled_dag_node.py's _execute_until, the channels' read) is a step being served
+    ("ray/dag/compiled_dag_node.py", "_execute_until", _S),
+    ("ray/experimental/channel/", "_read_list", _S),
     # --- Ray Data LLM's batch stage (ray: python/ray/llm/_internal/batch/stages/vllm_engine_stage.py @ 005f0eb222c7,
     # read whole): the UDF's constructor downloads the model and builds the wrapper, whose constructor builds vLLM's
     # AsyncLLMEngine; udf runs a batch of rows, each through generate_async -> _generate_async -> engine.generate

@@ -134,6 +134,10 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
     # kv_cache_memory_bytes instead of profiling, kv_cache_utils' padding warning ("may waste ... KV cache memory")
     (r"torch\.compile (?:takes|took) [\d.]+ s in total|Initial profiling/warmup run took|memory for KV Cache|"
      r"KV cache memory\b", "kv_cache_alloc", 3, "progress"),
+    # (the compile that profiling run starts: its cache directory, dynamo's bytecode transform -- "Using cache directory:
+    # /root/.cache/vllm/torch_compile_cache/71bb364cc9/rank_0 for vLLM's torch.compile", "Dynamo bytecode transform
+    # time: 41.22 s")
+    (r"for vLLM's torch\.compile|Dynamo bytecode transform time", "kv_cache_alloc", 3, "progress"),
     # vLLM v1's profile_run sizing the multimodal encoder's cache before its dummy encoder run ("Encoder cache will be
     # initialized with a budget of 3027 tokens, and profiled with 1 image items of the maximum feature size."): the
     # memory profiling that sizes the KV cache has begun
@@ -229,6 +233,7 @@ _RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("KV Cache is allocated", "Memory pool end", "Available KV cache memory", "GPU KV cache size", "# GPU blocks:",
      "Maximum concurrency for", "Memory profiling takes", "Profiling CUDA graph memory"),
     ("s in total", "profiling/warmup run took", "memory for KV Cache", "KV cache memory"),
+    ("for vLLM's torch.compile", "Dynamo bytecode transform time"),
     ("Encoder cache will be initialized",),
     ("graph begin",),
     ("Capturing CUDA graph", "capturing CUDA graph", "Capturing cudagraphs", "Capturing batches", "Capture cuda graph bs",
@@ -259,7 +264,7 @@ _ANCHORS = ("server_args=", "LLM engine", "vLLM", "non-default", "Init torch", "
             "GPU blocks", "Maximum concurrency", "Capture", "Capturing", "capturing CUDA graph", "CUDA graphs can", "max_total_num_tokens", "Graph capturing",
             "CUDA graph instances", "CUDA graph warmup",
             "init engine", "Uvicorn", "Application startup", "fired up", "batch", "Avg prompt", "/v1/", "Req(rid=",
-            "Profiling CUDA", "ed request", "torch.compile", "profiling/warmup", "Compile and warming", "input shapes", "scheduled_",
+            "Profiling CUDA", "ed request", "torch.compile", "Dynamo bytecode", "profiling/warmup", "Compile and warming", "input shapes", "scheduled_",
             "Dumping scheduler", "enerating sequences", "TensorRT-LLM version", "Checking environment", "Try to run with", "peer ranks", "TRITONBACKEND_Model", "Instance group type",
             "[c10d] ", "loading weights", "Warming up", "dummy run", "cmpl-", " HTTP/1.", " toks/s", "requestI", "request_id=", "requestPath=",
             "Encoder cache", "load_tensors", "Autotuning process", "FlashInfer autotune", "[Warmup][", "ProcessInferRequests",
@@ -515,7 +520,7 @@ _SERVING = re.compile(
     # and ReasoningParser methods, also in a plugin's copy: "/app/hermes_tool_parser.py ... extract_tool_calls_streaming")
     r"^extract_tool_calls(?:_streaming)?$|^extract_reasoning(?:_content)?(?:_streaming)?$|"
     # an OpenAI-style route or client call of a served model (a proxy's chat_completion, LiteLLM's router acompletion)
-    r"^a?(?:chat_|text_)?completions?$|"
+    r"^a?(?:chat_|text_)?completions?$|^generate_(?:chat_)?completions?$|"
     r"_executor_loop|process_batch_result|resolve_last_batch_result|^run_asgi$|execution_loop|^execute$|"
     # SGLang's overlap worker thread runs the scheduler's batches
     r"^forward_thread_func_?$|"
@@ -647,7 +652,8 @@ _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     # --mem-fraction-static.")
     # (and SGLang's HiCache sizing its host tier: "Not enough host memory available. ... Please reduce the size of the
     # hierarchical cache.")
-    (re.compile(r"KV cache|kv_cache|cache blocks|num_gpu_blocks|Not enough memory\. Please try to increase "
+    # (not a serving engine's statistics: vLLM's "Avg prompt throughput: ... GPU KV cache usage: 0.2%")
+    (re.compile(r"KV cache(?! usage)|kv_cache|cache blocks|num_gpu_blocks|Not enough memory\. Please try to increase "
                 r"--mem-fraction-static|size of the hierarchical cache"), "kv_cache_alloc"),
     (re.compile(r"ncclCommInitRank|[Nn]ccl_?[Cc]ommunicator|init_process_group|createComm|hcclCommInit|"
                 r"(?:initiali[sz]e|init)\w* [^\n]{0,60}NCCL|NCCL[^\n]{0,60}\binit|"

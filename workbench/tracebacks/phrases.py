@@ -90,8 +90,12 @@ ANY_LEVEL_PHRASES: tuple[tuple[str, str | None], ...] = (
     # failed: "mlx5: host_unknown: got completion with error:", a dump of the completion entry under it)
     ("got completion with error", r"\bmlx5: \S+: got completion with error\b"),
     # a launcher's own report that the server it started died, in a status panel with no level (vllm-cli's "✗ Server
-    # process terminated unexpectedly")
-    ("rocess terminated unexpectedly", r"\b[Pp]rocess terminated unexpectedly\b"),
+    # process terminated unexpectedly"), or naming the server (Docker Model Runner's "llama.cpp terminated
+    # unexpectedly: llama.cpp exit status: exit status 0xc0000135" in a warning)
+    ("terminated unexpectedly", r"(?<=\S )terminated unexpectedly\b"),
+    # a component's own report that a call of it raised ("Runner failed with exception: Runner has been initializing
+    # for too long: 300 seconds", a serverless platform giving up on a server's start)
+    ("failed with exception: ", r"\b[Ff]ailed with exception: (?=\S)"),
     # Open MPI's banner when its runtime could not start a rank ("It looks like orte_init failed for some reason; your
     # parallel process is likely to abort."): mpirun's ranks of TensorRT-LLM never came up
     ("orte_init failed", r"\borte_init failed\b"),

@@ -193,7 +193,8 @@ _PHRASE_LINES = {
                    "Unavailable' for url 'http://11.215.121.109:3592/generate'",
     "got completion with error": "(LLMRayActor pid=90738, ip=172.19.24.110) mlx5: host_unknown: got completion with "
                                  "error:",
-    "rocess terminated unexpectedly": "│ ✗ Server process terminated unexpectedly                              │",
+    "terminated unexpectedly": "│ ✗ Server process terminated unexpectedly                              │",
+    "failed with exception: ": "Runner failed with exception: Runner has been initializing for too long: 300 seconds",
     "orte_init failed": "It looks like orte_init failed for some reason; your parallel process is",
     "Unhandled error (suppress with ": "(TaskRunner pid=5757) Unhandled error (suppress with 'RAY_IGNORE_UNHANDLED_ERRORS="
                                        "1'): ray::WorkerDict.actor_rollout_generate_sequences() (pid=6249, ip=10.156.5.220)",

@@ -122,3 +122,56 @@ def test_glibcs_clone_ends_a_native_backtrace() -> None:
     from workbench.tracebacks.cut import ends_cut
     assert not ends_cut((9, "9       0x71530ae75a34 __clone + 68"))
     assert ends_cut((8, "8       0x71530ade8a94 /usr/lib/x86_64-linux-gnu/libc.so.6(+0x9ca94) [0x71530ade8a94]"))
+
+
+def test_a_serving_engines_statistics_are_not_the_kv_cache_step() -> None:
+    """vllm#15102's shape: the engine's statistics line ("GPU KV cache usage: 0.2%") just before its exception names a
+    KV cache, but it says the engine is serving; the stack below it (Ray's compiled graph) says so too."""
+    log = ("INFO 03-14 00:00:55 [async_llm.py:169] Added request cmpl-49612d570051487899170dc9fc843162-0.\n"
+           "INFO 03-14 00:00:59 [loggers.py:80] Avg prompt throughput: 102.5 tokens/s, Avg generation throughput: 0.1 "
+           "tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.2%, Prefix cache hit rate: 1.0%\n"
+           "ERROR 03-14 00:01:05 [core.py:337] EngineCore hit an exception: Traceback (most recent call last):\n"
+           'ERROR 03-14 00:01:05 [core.py:337]   File "/usr/lib/python3/dist-packages/ray/dag/compiled_dag_node.py", '
+           "line 2344, in _execute_until\n"
+           "ERROR 03-14 00:01:05 [core.py:337]     result = self._dag_output_fetcher.read(timeout)\n")
+    a = analyze(log)
+    assert a.root_cause is not None and a.root_cause.phase == "serving"
+
+
+def test_rays_compiled_graph_channels_are_a_served_step() -> None:
+    """vllm#27116's shape: the engine's stack cut inside the compiled graph's output channels, nothing else telling.
+    vLLM's Ray executor runs the graph for execute_model alone."""
+    log = ('(EngineCore_DP0 pid=610) ERROR 10-07 12:51:42 [core.py:720]   File "/usr/lib/python3/dist-packages/ray/'
+           'experimental/channel/common.py", line 385, in _read_list\n'
+           "(EngineCore_DP0 pid=610) ERROR 10-07 12:51:42 [core.py:720]     result = c.read(timeout)\n"
+           '(EngineCore_DP0 pid=610) ERROR 10-07 12:51:42 [core.py:720]   File "/usr/lib/python3/dist-packages/ray/'
+           'experimental/channel/shared_memory_channel.py", line 776, in read\n')
+    a = analyze(log)
+    assert a.root_cause is not None and a.root_cause.phase == "serving"
+
+
+def test_a_server_that_terminated_unexpectedly_or_a_call_that_failed_with_an_exception_is_a_failure() -> None:
+    """Docker Model Runner#608's and modal-examples#1154's shapes: no level, no traceback, the words say it failed."""
+    died = ("[2026-02-05T07:23:24.611649500Z][inference][W] Backend llama.cpp running model ai/llama3.2 exited with "
+            "error: llama.cpp terminated unexpectedly: llama.cpp exit status: exit status 0xc0000135\n")
+    a = analyze(died)
+    assert a.root_cause is not None and "terminated unexpectedly" in a.root_cause.message
+    timed_out = ("May 01  14:39:00.751 | INFO 05-01 12:39:00 backends.py:579] Using cache directory: /root/.cache/vllm/"
+                 "torch_compile_cache/71bb364cc9/rank_0 for vLLM's torch.compile\n"
+                 "Runner failed with exception: Runner has been initializing for too long: 300 seconds\n")
+    b = analyze(timed_out)
+    assert b.root_cause is not None and "initializing for too long" in b.root_cause.message
+    assert b.root_cause.phase == "kv_cache_alloc"  # vLLM v1 compiles inside the profiling run that sizes the KV cache
+
+
+def test_an_applications_chat_completion_route_is_serving() -> None:
+    """open-webui#9419's shape: the app's route forwarding a chat completion gets the backend's 503."""
+    log = ('Traceback (most recent call last):\n'
+           '  File "/app/open_webui/routers/openai.py", line 696, in generate_chat_completion\n'
+           '    r.raise_for_status()\n'
+           '  File "/app/aiohttp/client_reqrep.py", line 1161, in raise_for_status\n'
+           '    raise ClientResponseError(\n'
+           "aiohttp.client_exceptions.ClientResponseError: 503, message='Service Unavailable', "
+           "url='http://127.0.0.1:10000/chat/completions'\n")
+    a = analyze(log)
+    assert a.root_cause is not None and a.root_cause.phase == "serving"
