@@ -38,7 +38,7 @@ from datetime import datetime
 from typing import Any
 
 from workbench.code_phases import NATIVE_SERVING, code_phase, completion, is_step, resolve
-from workbench.logformats import LogLine, any_of, any_part_of, parse_line, parse_time
+from workbench.logformats import LogLine, any_of, any_part_of, finds, parse_line, parse_time
 
 __all__ = [
     "PHASES",
@@ -992,6 +992,10 @@ def _frame_evidence(file: str, function: str, callee: bool = False) -> tuple[str
     return found
 
 
+# the two long phrase tables, run by RE2 where it gives the same answer (:func:`workbench.logformats.finds`)
+_finds_serving, _finds_startup = finds(_TEXT_SERVING), finds(_TEXT_STARTUP)
+
+
 def text_evidence(texts: Iterable[str | None]) -> tuple[str | None, bool, bool, bool]:
     """(start-up step, serving, start-up seen, step from a wrapper's method name) from the words of a failure."""
     words = [t for t in texts if t]
@@ -999,12 +1003,12 @@ def text_evidence(texts: Iterable[str | None]) -> tuple[str | None, bool, bool, 
     step, serving, startup = stack_evidence((f, n, None) for f, n in methods) if methods else (None, False, False)
     if step is not None:
         return step, serving, True, True
-    serving = serving or any(_TEXT_SERVING.search(t) for t in words)
+    serving = serving or any(_finds_serving(t) for t in words)
     for text in words:
         for pattern, phase in _TEXT_RULES:
             if pattern.search(text):
                 return phase, serving, True, False
-    return None, serving, startup or any(_TEXT_STARTUP.search(t) for t in words), False
+    return None, serving, startup or any(_finds_startup(t) for t in words), False
 
 
 def decide_phase(frames: Iterable[tuple[str, str, str | None]], texts: Iterable[str | None] = (),
