@@ -483,7 +483,7 @@ def _comparable(a: datetime, b: datetime) -> bool:
 #      engine creation, "failed to start") without naming a step;
 #   6. ``unknown``.
 # a request's KV cache moved between instances (disaggregated prefill and decode, a KV store): a function named so
-_KV_MOVE = r"(?:send|transfer|recv|receive|pull|push|fetch)_?\w*?kv_?caches?"
+_KV_MOVE = r"(?:^|_)(?:send|transfer|recv|receive|pull|push|fetch)(?:_\w*?)?_?kv_?caches?"
 _FRAME_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"warm_?up|_dummy_sampler_run", re.I), "warmup"),
     (re.compile(r"captur|cuda_?graph|cudagraph|device_graphs"), "cuda_graph_capture"),

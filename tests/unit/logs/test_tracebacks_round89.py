@@ -22,6 +22,10 @@ def test_a_requests_kv_cache_sent_between_instances_is_serving() -> None:
            'failed, ret: -1\n')
     a = analyze(log)
     assert a.root_cause is not None and a.root_cause.phase == "serving"
+    # the verb must start a word of the name: a sender's start-up building its KV cache is still the KV-cache step
+    from workbench.phases import _SERVING, _frame_phase
+    assert _frame_phase("x.py", "sender_init_kv_cache") == "kv_cache_alloc" and not _SERVING.search("sender_init_kv_cache")
+    assert _frame_phase("x.py", "fetch_remote_kv_cache") is None and _SERVING.search("fetch_remote_kv_cache")
 
 
 def test_a_kv_pool_being_registered_is_the_kv_cache_step() -> None:
