@@ -994,6 +994,9 @@ def _frame_evidence(file: str, function: str, callee: bool = False) -> tuple[str
 
 # the two long phrase tables, run by RE2 where it gives the same answer (:func:`workbench.logformats.finds`)
 _finds_serving, _finds_startup = finds(_TEXT_SERVING), finds(_TEXT_STARTUP)
+# whether any of the steps' phrase rules holds, each with its flags
+_TEXT_RULE_ANY = re.compile("|".join(f"(?{'i' if p.flags & re.I else '-i'}:{p.pattern})" for p, _ in _TEXT_RULES))
+_finds_text_rule = finds(_TEXT_RULE_ANY)
 
 
 def text_evidence(texts: Iterable[str | None]) -> tuple[str | None, bool, bool, bool]:
@@ -1005,6 +1008,8 @@ def text_evidence(texts: Iterable[str | None]) -> tuple[str | None, bool, bool, 
         return step, serving, True, True
     serving = serving or any(_finds_serving(t) for t in words)
     for text in words:
+        if not _finds_text_rule(text):  # (most words name no step: one pass says so)
+            continue
         for pattern, phase in _TEXT_RULES:
             if pattern.search(text):
                 return phase, serving, True, False

@@ -12,11 +12,11 @@ CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "tracebacks" / "corp
 
 
 def test_it_answers_as_re_on_every_line_of_the_corpus_for_the_phrase_tables() -> None:
-    """Both long phrase tables (one with a lookahead, one with re.I parts), every line of the labelled corpus: ASCII
+    """The long phrase tables (lookaheads, re.I and scoped flags), every line of the labelled corpus: ASCII
     lines through RE2, Chinese, Japanese and odd-space lines through ``re``, the same answer each time."""
     lines = [line for log in sorted(CORPUS.glob("*/*.log")) for line in log.read_text(errors="replace").split("\n")]
     assert len(lines) > 40_000
-    for pattern in (phases._TEXT_SERVING, phases._TEXT_STARTUP):
+    for pattern in (phases._TEXT_SERVING, phases._TEXT_STARTUP, phases._TEXT_RULE_ANY):
         found = finds(pattern)
         hits = 0
         for line in lines:
