@@ -30,10 +30,11 @@ The search learns a *fault model* from its trials and tests until no fault it ca
   where a blocked R would change the phase, i.e. where no other rule of R's phase or earlier surely
   strikes, and where its answer could be read (no other rule of R's signature holding, but that one);
 * **sharing trials**: a set already tried (by any step, or known from the ledger) is never started
-  again, and what it showed narrows at once: the narrowing starts from the smallest tried subset of its
-  set that fails with the signature and counts every tried set inside it, the blocker halving drops from its pool what a tried set inside
-  the failing one already settles, and a blocker probe takes, of the sets where it matters, the one
-  that asks the most open "c stops R" questions of R at once;
+  again, and what it showed narrows at once: the narrowing starts from the smallest tried subset of
+  its set that fails with the signature and counts every tried set inside it, the blocker halving
+  drops from its pool what a tried set inside the failing one already settles, and a blocker probe
+  takes, of the sets where it matters, the one that asks the most open "c stops R" questions of R at
+  once;
 * **maximal sets**: for each phase, the largest sets (by inclusion) where nothing of that phase or
   earlier strikes, also with one learned blocker absent, are started: a fault of *any* number of
   edits (a combination of three hidden behind an earlier phase) shows in one of them;
@@ -54,7 +55,7 @@ set).  When ``E`` itself starts there is nothing to narrow and nothing is search
 
 Trials already known (a ledger of earlier runs) are given as ``known`` and cost no start; with
 ``width > 1`` the search asks for up to ``width`` independent sets at a time (cover picks, the narrowing's
-chunks and complements, blocker halves), for a fleet of equal hosts to run at once; a host that would
+best splits or ddmin's chunks and complements, blocker halves), for a fleet of equal hosts to run at once; a host that would
 idle gets what the search would start next unless the model changes (an edit alone beside the edits
 together, then the cover's next set, an open blocker probe, a maximal set).
 
@@ -388,8 +389,7 @@ class Search(Generic[T]):
                     alive &= ~holds  # ... and in none that started or failed later
             suspects = subs[alive]
             if not len(suspects):
-                got = yield from self._ddmin(best, sig)
-                return got
+                return (yield from self._ddmin(best, sig))
             if len(suspects) == 1:  # the one suspect itself, then the certificate's own sets
                 asked = todo if int(suspects[0]) == best else [int(suspects[0])]
                 yield from self._ask(asked)
@@ -400,13 +400,11 @@ class Search(Generic[T]):
             cands = np.array([int(x) for x in subs if int(x) not in self.cache and self.predict(int(x))[0] >= rank]
                              + [r for r in todo if self.predict(r)[0] < rank], dtype=np.int64)
             if not len(cands):
-                got = yield from self._ddmin(best, sig)
-                return got
+                return (yield from self._ddmin(best, sig))
             inside_w = (((cands[:, None] & suspects[None, :]) == suspects[None, :]) * weight[None, :]).sum(axis=1)
             split = np.minimum(inside_w, weight.sum() - inside_w)
             if split.max() <= 0:  # no untested set tells the suspects apart (the trials inside disagree)
-                got = yield from self._ddmin(best, sig)
-                return got
+                return (yield from self._ddmin(best, sig))
             near = np.nonzero(split >= self.SPLIT_SLACK * split.max())[0]
             cover = self._cover_scores()
             order = sorted(near, key=lambda i: (-int(cover[cands[i] - 1]), -split[i], bin(int(cands[i])).count("1")))
@@ -566,20 +564,20 @@ class Search(Generic[T]):
         def surely(r: Rule, s: int) -> bool:  # r holds at s and no edit of s could stop it
             return r.holds(s) and all((id(r), c) in closed for c in range(self.n) if (s & ~r.pos) >> c & 1)
 
+        def hides(r: Rule, s: int, rule: Rule, need: int) -> bool:
+            # r strikes at s for sure in R's phase or earlier, or shows R's signature there, so that R's failure
+            # would not answer the question ``need`` asks
+            return r is not rule and ((r.rank <= rule.rank and surely(r, s))
+                                      or (r.signature == rule.signature and r.holds(s) and _other(r, s, need)))
+
         for rule in self.rules:
             for c in range(self.n):
                 bit = 1 << c
                 if (rule.pos | rule.blockers) & bit or (id(rule), c) in closed:
                     continue  # R fired with c present, nothing else could have: c does not stop it
                 need = rule.pos | bit
-                def hides(r: Rule, s: int, rule: Rule = rule, need: int = need) -> bool:
-                    # r strikes at s for sure in R's phase or earlier, or shows R's signature there, so that R's
-                    # failure would not answer the question
-                    return r is not rule and ((r.rank <= rule.rank and surely(r, s))
-                                              or (r.signature == rule.signature and r.holds(s) and _other(r, s, need)))
-
                 fits = [s for s in untested if s & need == need and not s & rule.blockers and s not in picks
-                         and rule in self.predict(s)[2] and not any(hides(r, s) for r in self.rules)]
+                         and rule in self.predict(s)[2] and not any(hides(r, s, rule, need) for r in self.rules)]
                 # a blocked R matters there: no other rule of its phase or earlier surely strikes.  Of those, the set
                 # that asks the most such questions of R at once (each edit of it whose stopping R is open)
                 if fits:

@@ -207,6 +207,7 @@ _MPI_FRAME_HEAD = re.compile(r"\[[\w.-]+:\d+\] \[ ?\d+\] \S|"
 _OUTERMOST = re.compile(r"\b_{0,2}(?:_start|__libc_start_main|__libc_start_call_main|clone3?|start_thread)\b")
 
 
+# the number UCX puts before each frame of its backtrace (" 6  /x/libucp.so.0(+0x8e935) [0x7fbe]")
 _FRAME_NUMBER = re.compile(r"^\d+\s+(?=/)")
 # the outermost frame of a whole faulthandler dump: the main thread's module, a Python thread's bootstrap
 _FH_OUTERMOST = frozenset(("<module>", "_bootstrap"))
@@ -215,7 +216,7 @@ _FH_OUTERMOST = frozenset(("<module>", "_bootstrap"))
 def _in_native_backtrace(msg: str) -> bool:
     """The line (no blank at its ends) is a frame of a native backtrace other than its outermost -- a numbered one also
     when cut in its name ("3       0x7fd9a3d3e594 tensorrt_llm::plugi"): the backtrace goes on after it."""
-    bare = _FRAME_NUMBER.sub("", msg, count=1)  # (UCX numbers its frames: " 6  /x/libucp.so.0(+0x8e935) [0x7fbe]")
+    bare = _FRAME_NUMBER.sub("", msg, count=1)
     return (_NUM_FRAME.match(msg) is not None or _MPI_FRAME_HEAD.match(msg) is not None
             or _NATIVE_SYMBOL.match(bare) is not None) and not _OUTERMOST.search(msg)
 
