@@ -11,6 +11,7 @@ import json
 import os
 import shlex
 import sys
+import threading
 import time
 import uuid
 from contextlib import redirect_stderr, redirect_stdout
@@ -21,6 +22,7 @@ import pytest
 
 from workbench.cli import main
 from workbench.hosts import LocalHost
+from workbench.journal import journald as journald_module
 from workbench.journal import read as journal_read
 from workbench.journal.filter import filter, to_text
 from workbench.services import ProcessServices, SystemdServices
@@ -102,6 +104,39 @@ def test_s6_bytes_ansi_and_long_lines(svc, unit):
     coloured = frame[frame["message"].str.contains("coloured", regex=False)].iloc[0]
     # ``EngineCore_DP0`` is vLLM's process name, not a rank (issue 15)
     assert pd.isna(coloured["rank"]) and coloured["level"] == "WARNING"
+
+
+def test_a_read_waits_until_journald_has_read_an_exited_process_s_stream(svc, unit):
+    # journald reads the unit's first line, then is paused while the unit writes more and exits:
+    # PID 1's exit lines wait with the stream's bytes (and its last line, which has no newline).
+    # Before systemd 257 not even journalctl --sync waits for a stream; a read of an ended
+    # invocation does (CI saw a stream come after the read once).
+    script = ('echo one; until journalctl -q -o cat _SYSTEMD_INVOCATION_ID="$INVOCATION_ID" | grep -qx one; '
+              'do sleep 0.05; done; kill -STOP "$(systemctl show -p MainPID --value systemd-journald)"; '
+              'echo two; printf "last words"')
+    host = svc.host
+    journald = host.run(["systemctl", "show", "-p", "MainPID", "--value", "systemd-journald"]).stdout.strip()
+    assert journald.isdigit() and journald != "0"
+    try:
+        run(svc, unit, command=["sh", "-c", script], wait=False)
+        # until the unit paused journald, then until it exited
+        host.run(f"until ps -o stat= -p {journald} | grep -q T; do sleep 0.05; done", timeout=60)
+        host.run(f"while systemctl is-active -q {unit}; do sleep 0.05; done", timeout=60)
+        resumed = threading.Event()
+
+        def resume():
+            resumed.set()
+            host.run(["kill", "-CONT", journald])
+
+        timer = threading.Timer(0.5, resume)  # journald half a second behind
+        timer.start()
+        journald_module.settle_streams(host)
+        assert resumed.is_set()
+        timer.join()
+    finally:
+        host.run(["kill", "-CONT", journald])
+    frame = journal_read.read(svc, unit, invocation="last")
+    assert frame.raw == "one\ntwo\nlast words"
 
 
 def test_s7_incremental_reads_never_duplicate_or_skip(svc, unit):

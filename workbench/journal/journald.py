@@ -25,6 +25,10 @@ journal_export for why not JSON):
    ``lost.rate_limited``.
 4. A unit that systemd does not know and the journal holds nothing about is an error
    (:class:`~workbench.errors.UnitNotFound`), not an empty frame.
+5. journald reads a stream's last lines when it gets to them, which can be after PID 1 logged the
+   exit and even after ``journalctl --sync`` (before systemd 257 a sync does not wait for streams).
+   A read of ended invocations first waits, at most :data:`STREAMS_SETTLE_S`, until journald has
+   accepted, read and closed every stream whose writer is gone (:func:`settle_streams`, from ``ss``).
 """
 
 from __future__ import annotations
@@ -77,6 +81,17 @@ __all__ = ["invocations", "read", "since_cursor"]  # over a Host; callers go thr
 UNATTRIBUTED_BEFORE_US = 2_000_000  # read this long before an invocation's end for lines without a unit
 UNATTRIBUTED_AFTER_US = 5_000_000  # ... and this long after it
 _PROBE_BYTES = 65536
+STREAMS_SETTLE_S = 3.0  # at most this long for journald to finish the streams of exited processes (5. above)
+# Prints the inodes of journald's stream sockets it has not finished: connections not yet accepted,
+# bytes not yet read, or a writer that is gone (its EOF, and a last line without a newline, not yet read).  Needs ss -p
+# (iproute2) as root to see journald's sockets; elsewhere it prints nothing and nobody waits.
+_UNREAD_STREAMS = (
+    "ss -xaHp 2>/dev/null | awk '{ alive[$6] = 1; row[NR] = $0 } END { for (i = 1; i <= NR; i++) { "
+    'split(row[i], f); if (f[5] != "/run/systemd/journal/stdout") continue; '
+    'if (f[2] == "LISTEN" ? f[3] > 0 : index(row[i], "systemd-journal") && (f[3] > 0 || !(f[8] in alive))) '
+    'print f[6] } }\'')
+_SETTLE_SCRIPT = f'n=0; while [ "$n" -lt "$1" ] && [ -n "$({_UNREAD_STREAMS})" ]; do sleep 0.05; n=$((n + 1)); done'
+
 
 
 _RAW_SCHEMA = pa.schema(RAW_FIELDS)
@@ -256,8 +271,17 @@ def read(
     if invocation is None and last_invocations is None:
         return _read_window(host, unit, since, until, timeout=timeout, compress=compress)
     picked = select_invocations(invocations(host, unit, timeout=timeout), invocation, last_invocations)
+    if len(picked) and picked["end"].notna().all():
+        settle_streams(host, timeout=timeout)
     return _read_invocations(host, unit, picked, since, until, timeout=timeout, compress=compress, jobs=jobs,
                              text=text)
+
+
+def settle_streams(host: Host, *, timeout: float = 60.0) -> None:
+    """Wait (at most :data:`STREAMS_SETTLE_S`) until journald has read every stream whose writer is
+    gone or whose bytes wait: what an exited process wrote is then in the journal."""
+    steps = int(STREAMS_SETTLE_S / 0.05)
+    host.run(["sh", "-c", _SETTLE_SCRIPT, "settle", str(steps)], timeout=min(timeout, STREAMS_SETTLE_S + 30))
 
 
 def _read_window(host: Host, unit: str, since: Any, until: Any, *, timeout: float, compress: bool) -> JournalFrame:
