@@ -767,7 +767,8 @@ GATEWAY_FAILURE = r"\bupstream connect error or disconnect/reset before headers\
 # vLLM v1's core logs "Invocation of X method failed" for a client's call its busy loop took (add_lora,
 # wake_up, collective_rpc: the engine was up), and answers the client "Call to X method failed: ...";
 # lmdeploy's "Engine loop failed with error" and TensorRT-LLM's older "Encountered an error in forward
-# function" come from their loops over the batches
+# function" come from their loops over the batches (as its executor's "Encountered an error when fetching
+# new request: ..." does)
 _TEXT_SERVING = re.compile(r"inputs? of failed execution|Dumping input data|Dumping scheduler (?:output|stats)|"
                            # a disaggregated deployment moving a request's KV cache between prefill and decode
                            # (NIXL's "transfer failure ... 'request_id'", SGLang's "Prefill transfer failed for request",
@@ -789,7 +790,7 @@ _TEXT_SERVING = re.compile(r"inputs? of failed execution|Dumping input data|Dump
                            # Triton's Python backend failing a request's batch ("Failed to process the request(s) for
                            # model 'x', message: ...")
                            r"Failed to process the request\(s\)|"
-                           r"Encountered an error in forward\w* function|"
+                           r"Encountered an error in forward\w* function|Encountered an error when fetching new request|"
                            # TensorRT-LLM's PyTorch executor's own record that its loop over the batches died ("Executor
                            # loop crashed on this rank; hard-killing all 8 ranks")
                            r"Executor loop crashed|"
@@ -828,6 +829,10 @@ _TEXT_SERVING = re.compile(r"inputs? of failed execution|Dumping input data|Dump
                            r"\bfor url '?\S*?/(?:generate|v1/(?:chat/)?completions)\b|"
                            # (vllm-omni's stage engines say it of themselves: "StageEngineCoreProc encountered a fatal error.")
                            r"EngineCore(?:Proc)? encountered a fatal error|"
+                           # vLLM v1's client watches its engine cores only once they reported ready ("Engine core proc
+                           # EngineCore_DP0 died unexpectedly, shutting down client."; a start that failed says "Engine
+                           # core initialization failed")
+                           r"\bEngine core proc \S+ died unexpectedly\b|"
                            # SGLang's scheduler watchdog, which fires only while a batch it is running makes no progress
                            # ("Watchdog timeout (self.watchdog_timeout=300)")
                            r"Watchdog timeout \(self\.watchdog_timeout=|"
