@@ -57,7 +57,7 @@ Trials already known (a ledger of earlier runs) are given as ``known`` and cost 
 ``width > 1`` the search asks for up to ``width`` independent sets at a time (cover picks, the narrowing's
 best splits or ddmin's chunks and complements, blocker halves), for a fleet of equal hosts to run at once; a host that would
 idle gets what the search would start next unless the model changes (an edit alone beside the edits
-together, then the cover's next set, an open blocker probe, a maximal set).
+together, then a maximal set, the cover's next set, an open blocker probe).
 
 **Spares**: a batch still waits for its slowest start.  A host that ends its trial while the batch runs
 asks ``Search.spare(running)`` for a set from the same sources (the sets running or not yet learned
@@ -240,8 +240,8 @@ class Search(Generic[T]):
         """A set worth starting on a host that would idle while the batch runs (None: nothing).
 
         From the same sources as a batch's empty slots (``_fill``): an edit alone while the edits together
-        are out, then the cover's next set (the sets in ``running`` taken as already started), an open blocker
-        probe, a maximal set -- never a set with a verdict or one in ``running`` (the batch's sets, other
+        are out, then a maximal set, the cover's next set (the sets in ``running`` taken as already started),
+        an open blocker probe -- never a set with a verdict or one in ``running`` (the batch's sets, other
         spares in flight or not yet learned).  Its verdict, handed back with :meth:`learn`, is a real trial
         of a real set, used as the memo is: exactness does not depend on it.  Call it only while the search
         is suspended on a batch (``steps()`` waits for verdicts), never once it is finished."""
@@ -260,7 +260,7 @@ class Search(Generic[T]):
     def _fill(self, batch: list[int], room: int) -> list[int]:
         """Sets for hosts that would idle beside ``batch``: what the search would start next unless the
         model changes -- an edit alone while the edits together are out (every edit is started alone
-        anyway), then the cover's next sets, the open blocker probes, the maximal sets."""
+        anyway), then the maximal sets, the cover's next sets, the open blocker probes."""
         if room <= 0:
             return []
         out: list[int] = []
@@ -272,12 +272,13 @@ class Search(Generic[T]):
 
     def _idle_sources(self, count: int | None = None, pending: Sequence[int] = ()) -> list[Callable[[], list[int]]]:
         """Where sets for otherwise idle hosts come from, in order (``_fill`` and ``spare``): each edit alone
-        while the edits together are out (every edit is started alone anyway), else the cover's next
-        ``count`` sets, the open blocker probes, the maximal sets; ``pending`` sets count as started."""
+        while the edits together are out (every edit is started alone anyway), else the maximal sets, the
+        cover's next ``count`` sets, the open blocker probes (as the search's own order); ``pending`` sets
+        count as started."""
         if self.full not in self.cache:
             return [lambda: [1 << i for i in range(self.n)]]
-        return [lambda: self._cover_picks(count, pending), lambda: self._blocker_picks(count, pending),
-                self._maximal_picks]
+        return [self._maximal_picks, lambda: self._cover_picks(count, pending),
+                lambda: self._blocker_picks(count, pending)]
 
     def _first(self, cands: Sequence[int], pred: Callable[[int], bool]) -> Generator[list[int], list[Verdict], int | None]:
         """The first candidate (in order) satisfying ``pred``; up to ``width`` asked at once.  A candidate
@@ -698,9 +699,11 @@ class Search(Generic[T]):
             yield from self._learn()
             if self.cut:
                 break
-            picks = self._cover_picks() if self.n <= COVER_MAX else []
+            # the maximal sets first: each closes much of the cover at once and shows a fault of any
+            # size early, before the cover spends starts on a model that fault would change
+            picks = self._maximal_picks()[:self.width]
+            picks = picks or (self._cover_picks() if self.n <= COVER_MAX else [])
             picks = picks or self._blocker_picks()
-            picks = picks or self._maximal_picks()[:self.width]
             if picks:
                 yield from self._ask(picks)
                 continue
