@@ -166,6 +166,9 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("vllm/v1/executor/multiproc_executor.py", "_init_executor wait_for_ready make_worker_process "
      "_ensure_worker_termination WorkerProc __init__", _U),
     ("vllm/v1/executor/multiproc_executor.py", "execute_model sample_tokens", _S),
+    # (with async scheduling a worker's thread copies each step's output out: "Exception in thread
+    # WorkerAsyncOutputCopy:" names it by the thread's name, which the table takes as a method's)
+    ("vllm/v1/executor/multiproc_executor.py", "async_output_busy_loop WorkerAsyncOutputCopy", _S),
     ("vllm/v1/executor/multiproc_executor.py", "collective_rpc worker_busy_loop get_response", _N),
     ("vllm/v1/executor/uniproc_executor.py", "_init_executor", _U),
     ("vllm/v1/executor/uniproc_executor.py", "collective_rpc", _N),
@@ -624,6 +627,8 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("tensorrt_llm/executor/proxy.py", "dispatch_result_task", _S),
     ("tensorrt_llm/llmapi/llm.py", "__init__ _build_model", _U),
     ("tensorrt_llm/llmapi/llm.py", "generate generate_async", _S),
+    # (its checkpoint loaders read the model's config first, through a config loader of their own: not weights)
+    ("tensorrt_llm/_torch/models/checkpoints/hf/config_loader.py", "*", _DEV),
     ("tensorrt_llm/_torch/models/checkpoints/", "*", _W),
     # the PyTorch backend's weight loader, run per module on a thread pool ("Error executing load_single_module ...")
     ("tensorrt_llm/_torch/models/modeling_utils.py", "_load_weights_impl _load_weights_impl_v2 load_single_module",
@@ -879,6 +884,9 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     # process printed just before does not claim it
     ("/argparse.py", "*", _DEV),
     ("transformers/hf_argparser.py", "*", _DEV),
+    # --- a model's config being read (TensorRT-LLM's checkpoint loader reading the config before any weight, inside
+    # its _load_model): a step of its own, whatever loads around it
+    ("tensorrt_llm/_torch/models/checkpoints/", "load_config", _DEV),
 )
 
 # C++ functions of TensorRT-LLM's batch manager that run only while requests are served; their
@@ -896,6 +904,8 @@ _GENERIC = frozenset({"__init__", "forward", "step", "generate", "run", "main", 
                       "alloc", "free", "draft", "verify", "compile", "apply", "event_loop", "init_state",
                       "register_module", "_register_module", "set_mapping", "update_metadata", "init_buffers",
                       "prepare_inputs", "initialize_weights",
+                      # any loader reads a config
+                      "load_config",
                       # a future's, a Ray object's or a task's result: every framework waits on one, at any step
                       "result", "wait", "get", "join"})
 

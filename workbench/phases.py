@@ -176,8 +176,10 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
     # SGLang's warm-ups run after its server is up (warmup.py: "Running warmup compile-deep-gemm"): the batch
     # that follows is the warm-up request's
     (r"\bRunning warmup \S", "warmup", 5, "begin"),
-    # ollama's runner up with its model loaded ("llama runner started in 4.01 seconds")
-    (r"Starting vLLM (?:API )?server|fired up and ready to roll|llama runner started in", "serving", 6, "ready"),
+    # ollama's runner up with its model loaded ("llama runner started in 4.01 seconds"); Triton's endpoints, which
+    # it starts once its models loaded ("Started GRPCInferenceService at 0.0.0.0:8001", "Started HTTPService at ...")
+    (r"Starting vLLM (?:API )?server|fired up and ready to roll|llama runner started in|"
+     r"Started (?:GRPCInferenceService|HTTPService) at ", "serving", 6, "ready"),
     # a request object in a dump (SGLang's watchdog prints its current batch's Req(rid=...)) is serving too
     # vLLM's front end logs each request it hands to the engine (async_llm.py's "Added request", logger.py's
     # "Received request")
@@ -250,7 +252,8 @@ _RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("[Warmup][",),
     ("Warming up ", "Beginning dummy run"),
     ("Running warmup ",),
-    ("Starting vLLM ", "fired up and ready to roll", "llama runner started in"),
+    ("Starting vLLM ", "fired up and ready to roll", "llama runner started in", "Started GRPCInferenceService",
+     "Started HTTPService"),
     ("Decode batch", "Prefill batch", "Avg prompt throughput:", " /v1/", "Req(rid=", "Added request", "Received request",
      "num_scheduled_tokens=", "scheduled_cached_reqs=", "Dumping scheduler ", "Dumping input data", "enerating sequences",
      "cmpl-", " HTTP/", " toks/s", "requestID=", "requestId=", "request_id=", "requestPath=", "[ProcessInferRequests]", "[GIN] ",
@@ -268,7 +271,7 @@ _ANCHORS = ("server_args=", "LLM engine", "vLLM", "non-default", "Init torch", "
             "Dumping scheduler", "enerating sequences", "TensorRT-LLM version", "Checking environment", "Try to run with", "peer ranks", "TRITONBACKEND_Model", "Instance group type",
             "[c10d] ", "loading weights", "Warming up", "dummy run", "cmpl-", " HTTP/1.", " toks/s", "requestI", "request_id=", "requestPath=",
             "Encoder cache", "load_tensors", "Autotuning process", "FlashInfer autotune", "[Warmup][", "ProcessInferRequests",
-            "llama runner started", "[GIN] ", "update_slots", "log_server_r", "Processing Prompt", "Generating (")
+            "llama runner started", "Started GRPCInferenceService", "Started HTTPService", "[GIN] ", "update_slots", "log_server_r", "Processing Prompt", "Generating (")
 _FAILURE_RE = re.compile(
     r"hit an exception|Traceback \(most recent call last\)|failed to start|WorkerProc failed|"
     r"died unexpectedly|scheduler (?:is dead|died)|Initialization failed|Received sigquit|SIGQUIT received|"
@@ -597,6 +600,9 @@ _HANDED = re.compile(r"\b(?:map|submit|run_in_executor|apply_async|starmap)\(\s*
 # (forward_thread_func):") and asyncio's callback that raised ("Exception in callback _log_task_completion(...)")
 _WRAPPER_METHOD = re.compile(r"ray::[^\s(]*\.(\w+)\(\)|method '(\w+)'|collective_rpc\(\s*['\"](\w+)|"
                              r"while processing method (\w+)|Exception in thread [^()\n]*\((\w+)\):|"
+                             # (or by its name alone, where the thread was given one: "Exception in thread
+                             # WorkerAsyncOutputCopy:")
+                             r"Exception in thread (\w+):|"
                              r"Exception in callback (\w+)\(|"
                              # TensorRT-LLM's thread-pool wrapper ("Error executing load_single_module with args (...)")
                              r"Error executing (\w+) with args\b|"
