@@ -195,6 +195,8 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
      # the server's access log answering a request with success ('"POST /update_weights_from_distributed HTTP/1.1"
      # 200 OK', an RL trainer pushing weights to a running engine): its HTTP server is up and taking work
      r"\"POST /[^\s\"]* HTTP/[\d.]+\" 200\b|"
+     # (and its probes answered: '"GET /metrics HTTP/1.1" 200 OK', "/health", "/v1/models": up and answering)
+     r"\"GET /(?:metrics|health|v1/models)\b[^\s\"]* HTTP/[\d.]+\" 200\b|"
      # vLLM's progress bar over the prompts LLM.generate runs ("Processed prompts: 40%|... est. speed input: 91.2
      # toks/s, output: 240.71 toks/s]"): an offline engine generating
      r"\b(?:input|output): \d+(?:\.\d+)? toks/s|"
