@@ -287,14 +287,16 @@ def cuda_cause(message: str, line: int, events: Sequence[LogEvent]) -> LogEvent 
 # a CUDA error as the runtime or a kernel's own check prints it, with no level ("CUDA error (.../flash_fwd_combine_launch_
 # template.h:60): an illegal memory access was encountered", "Failed: Cuda error .../custom_all_reduce.cuh:164 'invalid
 # argument'", "no kernel image is available for execution on the device")
-_QUIET_CUDA = re.compile(r"[Cc][Uu][Dd][Aa] (?:runtime )?[Ee]rror|no kernel image is available|illegal memory access")
+_QUIET_CUDA = re.compile(r"[Cc][Uu][Dd][Aa] (?:runtime )?[Ee]rror|no kernel image is available|illegal memory access|"
+                         r"ROCm error|HIP error")
 _DEATHS = ("process_died", "fatal_signal")
 
 
 def quiet_cuda_error(parsed: LogLine, msg: str, line_no: int, phase: str, server: str) -> LogEvent | None:
     """The line as an error line when it names a CUDA error without a level: kept aside by the scanner, and an
     event only if a process's death or a fatal signal follows it (see :func:`death_cause`)."""
-    if parsed.level is not None or not ("CUDA" in msg or "Cuda" in msg or "kernel image" in msg):
+    if parsed.level is not None or not ("CUDA" in msg or "Cuda" in msg or "kernel image" in msg or "ROCm" in msg
+                                        or "HIP" in msg):
         return None
     return LogEvent("error_line", line_no, msg.strip()[:400], parsed.rank, phase, server) if _QUIET_CUDA.search(msg) else None
 

@@ -136,7 +136,8 @@ _CPP_STOP = re.compile(r"Exception raised from |frame #\d+:|^\s*$|^(?:stack )?ba
 # a native runtime's own report of an error nothing caught: libc++'s abort message, a Rust panic
 # (its message on the next line since Rust 1.73, quoted on the line before), c10's abort handler
 _NATIVE_ABORT = re.compile(r"libc\+\+abi: terminating due to uncaught exception of type (\S+?)(?::(?: (.*))?)?$|"
-                           r"thread '[^']*' panicked at (?:'(.*)', )?\S+?:?$|"
+                           # (Rust 1.88 and later name the thread's id too: "thread '<unnamed>' (1004759) panicked at")
+                           r"thread '[^']*'(?: \(\d+\))? panicked at (?:'(.*)', )?\S+?:?$|"
                            r"(Unhandled exception caught in c10/util/AbortHandler\.h)")
 # a C++ exception printed as "ns::Type: message" (TensorRT-LLM's "[TensorRT-LLM][ERROR]
 # tensorrt_llm::common::TllmException: ..."), after any bracketed tags
@@ -205,6 +206,9 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
                                  r"device-side assertion .* failed")),
     ("error_line", re.compile(rf"(?P<lost>{_alternatives(LOST_TYPE_PHRASES)})|(?P<any>{_alternatives(ANY_LEVEL_PHRASES)})|"
                               r"out of memory|CUDA error|CUDA runtime error|cudaError\w+|CUDA_ERROR_\w+|Error Code \d+|"
+                              # (ROCm's, as ggml and the engines print it for AMD GPUs: "ROCm error: invalid device
+                              # function", "HIP error: ...", "hipErrorOutOfMemory")
+                              r"ROCm error|HIP error|hipError\w+|"
                               r"Assertion failed|[Ff]ailed to (?:start|initiali[sz]e)[^:.]*: \S|NCCL error|Connection refused|"
                               # a worker's own report that a call it ran failed (vLLM's "Error executing method ...")
                               r"Error executing metho|"
@@ -261,6 +265,7 @@ _EVENT_NEEDLES: dict[EventKind, tuple[str, ...]] = {
                      "fatal error: ", " abort ", "Signal ("),
     "device_assert": ("Assertion ", "device-side assertion "),
     "error_line": (*(text for text, _ in LOST_TYPE_PHRASES + ANY_LEVEL_PHRASES), "out of memory", "CUDA error",
+                   "ROCm error", "HIP error", "hipError",
                    "CUDA runtime error", "cudaError", "CUDA_ERROR_", "Error Code ", "Assertion failed", "ailed to start",
                    "ailed to initiali", "NCCL error", "Connection refused", "Error executing metho", "Request failed"),
     "compile_error": ("collect2: error:", "cannot find -l", ": fatal error: ", "error: command '",
@@ -281,6 +286,7 @@ _NEEDLES = tuple(sorted({w for words in _EVENT_NEEDLES.values() for w in words})
 # the words that make a line worth reading at all (see _interesting): broader than the needles,
 # and none begins with a blank, which would slow the one search over a quiet stretch of log
 _EVENT_ANCHORS = ("Xid", "Connection refused", "failed to start", "CUDA error", "CUDA runtime", "cudaError",
+                  "ROCm error", "HIP error", "hipError",
                   "CUDA_ERROR", "Error Code", "NCCL error", "ailed to ", "actor died", "cannot find -l", "collect2",
                   "fatal error", "error: command", "in the compilation of", "build stopped", "ssertion",
                   "Main process", "out of memory", "Out of memory", "oom", "OOM", "Fatal", "Segmentation", "Abort",
