@@ -23,7 +23,9 @@ The search learns a *fault model* from its trials and tests until no fault it ca
   edit absent" (``MAX_PRESENT``), in any phase, is *open* while some set where it would show (the model predicts the set
   starts or fails later than that phase) is untested and no trial where it would have shown has
   been run.  The search tests, greedily, the set that closes the most open faults, and learns from
-  any surprise;
+  any surprise.  A learned *phase skipper* (an edit that stops a rule while the rule's edits with it fail
+  in a later phase: ``--disable-cuda-graph`` skips the capture) hides every fault of the phase it skips, so
+  for that phase the cover also asks for the faults with the skipper absent beside the one absent edit;
 * **blocker probes**: "edit c stops rule R" stays open until a trial shows R's signature with c present
   (and no other rule of that signature holding, unless the trial is just R's edits and c and the other
   rule lies inside them: two rules of one signature asked of each other); it is probed only at sets
@@ -44,10 +46,11 @@ The search learns a *fault model* from its trials and tests until no fault it ca
 
 What is guaranteed (``Search.guarantee``): each culprit was started and failed with its signature,
 and every trial agrees with the learned model; when ``complete`` is true, no fault of the shape
-above (at most two edits present and one absent; or any number present and none absent, or one
-absent that stops a known culprit), missing from the model, could add or change a culprit without
-having shown in a trial.  A fault that needs two or more edits *absent* at once (a phase another edit
-skips, ``--disable-cuda-graph``, counts as one), a fault that only wins a tie in its phase, or an
+above (at most two edits present and one absent, and a learned phase skipper absent beside it in the
+phase it skips; or any number present and none absent, or one absent that stops a known culprit), missing
+from the model, could add or change a culprit without having shown in a trial.  A fault that needs two or
+more edits *absent* at once (but for a learned skipper; an unlearned one, ``--disable-cuda-graph`` before any
+failure moved, counts as one), a fault that only wins a tie in its phase, or an
 outcome that the earliest-phase rule does not explain, is outside that guarantee: such trials are listed in ``unexplained``; with more
 than ``COVER_MAX`` edits, or when ``max_starts`` cut the search, ``complete`` is false and
 ``untested`` lists the sets that would still need a start (only the full factorial tests every
@@ -491,55 +494,73 @@ class Search(Generic[T]):
         return None if hit is None else (hit & ~rule.pos).bit_length() - 1
 
     # -- the cover: faults the model does not have, that no trial has excluded ---------------------
-    def _cover_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def _skippers(self) -> dict[int, int]:
+        """Learned phase skippers: edit -> the rank of the phase it skips.  An edit that stops a rule while the rule's
+        edits with it fail later (the failure moved: ``--disable-cuda-graph`` skips the capture) hides every fault of
+        that phase, so the cover also asks for such faults with the skipper absent beside the one edit absent."""
+        out: dict[int, int] = {}
+        for r in self.rules:
+            for d in range(self.n):
+                if r.blockers >> d & 1 and any(o.rank > r.rank and o.pos >> d & 1 and r.pos & ~o.pos == 0
+                                               for o in self.rules):
+                    out[d] = max(out.get(d, -1), r.rank)
+        return out
+
+    def _cover_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(sets, tested, value, covers, low, vis, capped): per fault of the cover's shape (rows) and set (columns)
+        whether the set holds it, the value each set says of it (its rank, capped at a skipped phase for a fault
+        asked with its skipper absent), and per fault the best tested and untested values."""
         n = self.n
         sets = np.arange(1, self.full + 1, dtype=np.int64)
         tested = np.array([int(s) in self.cache for s in sets])
         value = np.array([self.cache[int(s)].rank if int(s) in self.cache else self.predict(int(s))[0]
                           for s in sets], dtype=np.int64)
-        pos_list, neg_list = [], []
-        for c in [-1, *range(n)]:
-            neg = 0 if c < 0 else 1 << c
+        pos_list, neg_list, cap_list = [], [], []
+        negs = [(0 if c < 0 else 1 << c, OK_RANK) for c in [-1, *range(n)]]
+        negs += [((1 << c) | (1 << d), cap) for d, cap in self._skippers().items() for c in range(n) if c != d]
+        for neg, cap in negs:
             free = self.full & ~neg
             sub = free
             while sub:
                 if bin(sub).count("1") <= self.max_present:
                     pos_list.append(sub)
                     neg_list.append(neg)
+                    cap_list.append(cap)
                 sub = (sub - 1) & free
         pos = np.array(pos_list, dtype=np.int64)[:, None]
         neg = np.array(neg_list, dtype=np.int64)[:, None]
+        capped = np.minimum(value[None, :], np.array(cap_list, dtype=np.int64)[:, None])
         covers = ((sets[None, :] & pos) == pos) & ((sets[None, :] & neg) == 0)
-        low = np.where(covers & tested[None, :], value[None, :], -2).max(axis=1)
-        vis = np.where(covers & ~tested[None, :], value[None, :], -2).max(axis=1)
-        return sets, tested, value, covers, np.maximum(low, 0), vis
+        low = np.where(covers & tested[None, :], capped, -2).max(axis=1)
+        vis = np.where(covers & ~tested[None, :], capped, -2).max(axis=1)
+        return sets, tested, value, covers, np.maximum(low, 0), vis, capped
 
     def _cover_scores(self) -> np.ndarray:
         """The cover's score of every set (index ``s - 1``): how much its trial would close, as ``_cover_picks``."""
-        _sets, tested, value, covers, low, vis = self._cover_state()
+        _sets, tested, _value, covers, low, vis, capped = self._cover_state()
         open_ = low < vis
-        gain = np.clip(np.minimum(value[None, :], vis[:, None]) - low[:, None], 0, None)
+        gain = np.clip(np.minimum(capped, vis[:, None]) - low[:, None], 0, None)
         score = np.where(covers & open_[:, None] & ~tested[None, :], gain, 0).sum(axis=0)
-        closes = covers & open_[:, None] & ~tested[None, :] & (value[None, :] >= vis[:, None])
+        closes = covers & open_[:, None] & ~tested[None, :] & (capped >= vis[:, None])
         return np.asarray(closes.sum(axis=0) * 1000 + score)
 
     def _cover_picks(self, count: int | None = None, pending: Sequence[int] = ()) -> list[int]:
         """The cover's next ``count`` sets (``width``), greedily; ``pending`` sets (on their way, no verdict
         yet) are taken as started with the phase the model predicts, as the greedy takes its own picks."""
-        sets, tested, value, covers, low, vis = self._cover_state()
+        sets, tested, _value, covers, low, vis, capped = self._cover_state()
         picks: list[int] = []
         low = low.copy()
         for p in pending:
             if 0 < p <= self.full and not tested[p - 1]:
-                low = np.where(covers[:, p - 1], np.maximum(low, value[p - 1]), low)
+                low = np.where(covers[:, p - 1], np.maximum(low, capped[:, p - 1]), low)
         for _ in range(self.width if count is None else count):
             open_ = low < vis
             if not open_.any():
                 break
-            gain = np.clip(np.minimum(value[None, :], vis[:, None]) - low[:, None], 0, None)
+            gain = np.clip(np.minimum(capped, vis[:, None]) - low[:, None], 0, None)
             score = np.where(covers & open_[:, None] & ~tested[None, :], gain, 0).sum(axis=0)
             # first the faults a set closes outright (its predicted phase is as late as any where they show)
-            closes = covers & open_[:, None] & ~tested[None, :] & (value[None, :] >= vis[:, None])
+            closes = covers & open_[:, None] & ~tested[None, :] & (capped >= vis[:, None])
             score = closes.sum(axis=0) * 1000 + score
             for p in [*picks, *pending]:
                 score[p - 1] = 0
@@ -547,7 +568,7 @@ class Search(Generic[T]):
             if score[best] <= 0:
                 break
             picks.append(int(sets[best]))
-            low = np.where(covers[:, best], np.maximum(low, value[best]), low)
+            low = np.where(covers[:, best], np.maximum(low, capped[:, best]), low)
         return picks
 
     def _blocker_picks(self, count: int | None = None, pending: Sequence[int] = ()) -> list[int]:
@@ -615,7 +636,7 @@ class Search(Generic[T]):
         """
         if not self.maximal or self.n > COVER_MAX:
             return []
-        sets, tested, value, _covers, _low, _vis = self._cover_state()
+        sets, tested, value, _covers, _low, _vis, _capped = self._cover_state()
         size = self.full + 1
         val = np.full(size, UNKNOWN_RANK - 1, dtype=np.int64)
         val[sets] = value
@@ -648,9 +669,9 @@ class Search(Generic[T]):
         return picks
 
     def _open_sets(self, limit: int = 64) -> list[int]:
-        sets, tested, value, covers, low, vis = self._cover_state()
+        sets, tested, _value, covers, low, vis, capped = self._cover_state()
         open_ = low < vis
-        need = (covers[open_] & (value[None, :] > low[open_][:, None]) & ~tested[None, :]).any(axis=0)
+        need = (covers[open_] & (capped[open_] > low[open_][:, None]) & ~tested[None, :]).any(axis=0)
         return [int(s) for s in sets[need]][:limit]
 
     # -- the answer -----------------------------------------------------------------------------
@@ -759,7 +780,7 @@ class Search(Generic[T]):
         complete = not self.cut and not self.exceptions and not unconfirmed
         if complete:
             statement = (f"Complete for faults of the shape 'at most {self.max_present} edits present, at most one "
-                         "absent' in any phase "
+                         "absent' in any phase, with a learned phase skipper absent as well in the phase it skips "
                          "(the earliest phase strikes), and for faults of any number of edits present with none absent "
                          "or one absent that stops a culprit: any such fault not among the culprits would have shown "
                          "in one of the trials; each culprit was started alone and failed with its signature; every "
