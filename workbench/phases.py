@@ -661,8 +661,12 @@ _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     # (and SGLang's HiCache sizing its host tier: "Not enough host memory available. ... Please reduce the size of the
     # hierarchical cache.")
     # (not a serving engine's statistics: vLLM's "Avg prompt throughput: ... GPU KV cache usage: 0.2%")
+    # (llama.cpp's context, whose creation allocates its KV cache and compute buffers: "llama_init_from_model: failed to
+    # initialize the context: ...", "common_init_: failed to create context with model '...'")
     (re.compile(r"KV cache(?! usage)|kv_cache|cache blocks|num_gpu_blocks|Not enough memory\. Please try to increase "
-                r"--mem-fraction-static|size of the hierarchical cache"), "kv_cache_alloc"),
+                r"--mem-fraction-static|size of the hierarchical cache|"
+                r"\bllama_init_from_model: failed to initiali[sz]e the context|failed to create context with model"),
+     "kv_cache_alloc"),
     (re.compile(r"ncclCommInitRank|[Nn]ccl_?[Cc]ommunicator|init_process_group|createComm|hcclCommInit|"
                 r"(?:initiali[sz]e|init)\w* [^\n]{0,60}NCCL|NCCL[^\n]{0,60}\binit|"
                 # a warning from NCCL's own init.cc (ncclCommInitRank's source: "init.cc:1582 NCCL WARN Cuda failure ...")

@@ -64,8 +64,9 @@ _PYTEST_MARGIN = re.compile(r"E(?: {3,}(?=\S)| *\r?$)")
 
 def unquote(line: str) -> str:
     """An indented line without the Markdown quote (``> ``) or the exception group's margin (PEP 654's
-    ``  | `` before each line, ``  +-+---- 1 ----`` between sub-exceptions) that a paste put before it, or a line of
-    pytest's report without its "E" margin."""
+    ``  | `` before each line, ``  +-+---- 1 ----`` between sub-exceptions) that a paste put before it, a tab-indented
+    record without its tabs when what follows reads as a prefixed record, or a line of pytest's report without its "E"
+    margin."""
     if line[:1] == "E":
         margin = _PYTEST_MARGIN.match(line)
         return line if margin is None else line[margin.end():]
@@ -74,6 +75,8 @@ def unquote(line: str) -> str:
         return _QUOTE.sub("", line, count=1)
     if stripped[:1] in "|+" and (margin := _GROUP_MARGIN.match(line)) is not None:
         return line[margin.end():]
+    if stripped[:1].isdigit() and line[:1] == "\t" and _parse(stripped)[0].format != "plain":
+        return stripped  # a viewer that indents every record by tabs (LM Studio's log: "\t\t0.00.951.571 E llama_...")
     return line
 
 
