@@ -115,6 +115,10 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
     (r"Load weight begin|Starting to load model|Loading (?:drafter|draft) model", "weight_loading", 2, "begin"),
     # llama.cpp's loader (ggml-based servers: ollama's runner, llama-cpp-python) reading a model's tensors
     (r"load_tensors: loading model tensors", "weight_loading", 2, "progress"),
+    # ... and then creating its context, which allocates the KV cache and the compute buffers ("llama_new_context_with_model:
+    # KV self size = 128.00 MiB", newer "llama_context: ..." and "llama_kv_cache_unified: ...")
+    (r"\bllama_new_context_with_model: |\bllama_init_from_model: |\bllama_context: |\bllama_kv_cache(?:_unified)?: ",
+     "kv_cache_alloc", 3, "progress"),
     # SGLang's diffusion runtime (multimodal_gen) loading a pipeline's component, its checkpoint files
     (r"Loading \w+, default_dtype: |Loading model from \d+ safetensors files?", "weight_loading", 2, "begin"),
     # lmdeploy's PyTorch engine names each checkpoint file it loads ("INFO - loading weights - \"model-00001...\"")
@@ -172,14 +176,18 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
     (r"\[Warmup\]\[[\w/]+\]\[\d+/\d+\]", "warmup", 3.8, "progress"),
     # a program's own warm-up banner ("🔥 Warming up model (TRT-LLM ...)...", vLLM's "Warming up sampler with 256
     # dummy requests", mistral.rs' "Beginning dummy run." after "Model loaded."): its first runs before it serves
-    (r"\bWarming up (?:the )?(?:model|sampler)\b|Beginning dummy run", "warmup", 5, "begin"),
+    # (llama.cpp's own: "common_init_from_params: warming up the model with an empty run")
+    (r"\b[Ww]arming up (?:the )?(?:model|sampler)\b|Beginning dummy run", "warmup", 5, "begin"),
     # SGLang's warm-ups run after its server is up (warmup.py: "Running warmup compile-deep-gemm"): the batch
     # that follows is the warm-up request's
     (r"\bRunning warmup \S", "warmup", 5, "begin"),
     # ollama's runner up with its model loaded ("llama runner started in 4.01 seconds"); Triton's endpoints, which
     # it starts once its models loaded ("Started GRPCInferenceService at 0.0.0.0:8001", "Started HTTPService at ...")
+    # Gin's access log (ollama) answering a request with success ('[GIN] 2025/04/14 - 20:20:32 | 200 | 4.24s |
+    # 127.0.0.1 | POST "/api/generate"'): ollama warms its runner up inside, so a request it answered was served
     (r"Starting vLLM (?:API )?server|fired up and ready to roll|llama runner started in|"
-     r"Started (?:GRPCInferenceService|HTTPService) at ", "serving", 6, "ready"),
+     r"Started (?:GRPCInferenceService|HTTPService) at |\[GIN\] [^|]*\| 200 \|[^|]*\|[^|]*\| (?:POST|GET) +\"/",
+     "serving", 6, "ready"),
     # a request object in a dump (SGLang's watchdog prints its current batch's Req(rid=...)) is serving too
     # vLLM's front end logs each request it hands to the engine (async_llm.py's "Added request", logger.py's
     # "Received request")
@@ -205,9 +213,6 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
      r"\brequest(?:ID|Id|_id)=\"?[\w-]{8,}|\brequestPath=\"?/|"
      # TurboMind taking a request into its batch ("[TM][INFO] [ProcessInferRequests] Request for 1 received.")
      r"\[ProcessInferRequests\] Request for \d+ received|"
-     # Gin's access log (ollama) answering a request with success ('[GIN] 2025/04/14 - 20:20:32 | 200 | 4.24s |
-     # 127.0.0.1 | POST "/api/generate"')
-     r"\[GIN\] [^|]*\| 200 \|[^|]*\|[^|]*\| (?:POST|GET) +\"/|"
      # llama.cpp's server working on a task ("slot update_slots: id  3 | task 0 | new prompt", older "INFO [
      # update_slots] kv cache rm", "srv  log_server_r: done request: POST /completion 127.0.0.1 200"), koboldcpp's
      # prompt and generation counters ("Processing Prompt [BLAS] (512 / 12710 tokens)", "Generating (12 / 512 tokens)")
@@ -229,6 +234,7 @@ _RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("peer ranks",),
     ("Load weight begin", "Starting to load model", "Loading dra"),
     ("load_tensors: loading model tensors",),
+    ("llama_new_context_with_model: ", "llama_init_from_model: ", "llama_context: ", "llama_kv_cache"),
     (", default_dtype: ", " safetensors file"),
     (" checkpoint shards", "Loading weights:", "loading weights", "Loading safetensors using"),
     ("Load weight end",),
@@ -252,13 +258,13 @@ _RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("Compile and warming up", "Run warmup with", " with different input shapes"),
     ("Autotuning process starts", "Running FlashInfer autotune"),
     ("[Warmup][",),
-    ("Warming up ", "Beginning dummy run"),
+    ("Warming up ", "warming up ", "Beginning dummy run"),
     ("Running warmup ",),
     ("Starting vLLM ", "fired up and ready to roll", "llama runner started in", "Started GRPCInferenceService",
-     "Started HTTPService"),
+     "Started HTTPService", "[GIN] "),
     ("Decode batch", "Prefill batch", "Avg prompt throughput:", " /v1/", "Req(rid=", "Added request", "Received request",
      "num_scheduled_tokens=", "scheduled_cached_reqs=", "Dumping scheduler ", "Dumping input data", "enerating sequences",
-     "cmpl-", " HTTP/", " toks/s", "requestID=", "requestId=", "request_id=", "requestPath=", "[ProcessInferRequests]", "[GIN] ",
+     "cmpl-", " HTTP/", " toks/s", "requestID=", "requestId=", "request_id=", "requestPath=", "[ProcessInferRequests]",
      "update_slots", "log_server_r", "Processing Prompt", "Generating ("),
 )
 _CHECKS = tuple(zip(_RULE_NEEDLES, _COMPILED, ((phase, order, kind) for _p, phase, order, kind in _RULES), strict=True))
@@ -271,7 +277,8 @@ _ANCHORS = ("server_args=", "LLM engine", "vLLM", "non-default", "Init torch", "
             "init engine", "Uvicorn", "Application startup", "fired up", "batch", "Avg prompt", "/v1/", "Req(rid=",
             "Profiling CUDA", "ed request", "torch.compile", "Dynamo bytecode", "profiling/warmup", "Compile and warming", "input shapes", "scheduled_",
             "Dumping scheduler", "enerating sequences", "TensorRT-LLM version", "Checking environment", "Try to run with", "peer ranks", "TRITONBACKEND_Model", "Instance group type",
-            "[c10d] ", "loading weights", "Warming up", "dummy run", "cmpl-", " HTTP/1.", " toks/s", "requestI", "request_id=", "requestPath=",
+            "[c10d] ", "loading weights", "Warming up", "warming up", "dummy run", "llama_new_context",
+            "llama_init_from_model", "llama_context", "llama_kv_cache", "cmpl-", " HTTP/1.", " toks/s", "requestI", "request_id=", "requestPath=",
             "Encoder cache", "load_tensors", "Autotuning process", "FlashInfer autotune", "[Warmup][", "ProcessInferRequests",
             "llama runner started", "Started GRPCInferenceService", "Started HTTPService", "[GIN] ", "update_slots", "log_server_r", "Processing Prompt", "Generating (")
 _FAILURE_RE = re.compile(
