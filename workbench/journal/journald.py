@@ -93,7 +93,6 @@ _UNREAD_STREAMS = (
 _SETTLE_SCRIPT = f'n=0; while [ "$n" -lt "$1" ] && [ -n "$({_UNREAD_STREAMS})" ]; do sleep 0.05; n=$((n + 1)); done'
 
 
-
 _RAW_SCHEMA = pa.schema(RAW_FIELDS)
 
 
