@@ -115,6 +115,9 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
     (r"Load weight begin|Starting to load model|Loading (?:drafter|draft) model", "weight_loading", 2, "begin"),
     # llama.cpp's loader (ggml-based servers: ollama's runner, llama-cpp-python) reading a model's tensors
     (r"load_tensors: loading model tensors", "weight_loading", 2, "progress"),
+    # SGLang's models' load_weights naming a checkpoint tensor it has no parameter for ("Parameter model.layers.0.mixer.
+    # out_proj.input_scale not found in params_dict"): the weights are being read
+    (r"\bnot found in params_dict\b", "weight_loading", 2, "progress"),
     # ... and then creating its context, which allocates the KV cache and the compute buffers ("llama_new_context_with_model:
     # KV self size = 128.00 MiB", newer "llama_context: ..." and "llama_kv_cache_unified: ...")
     (r"\bllama_new_context_with_model: |\bllama_init_from_model: |\bllama_context: |\bllama_kv_cache(?:_unified)?: ",
@@ -234,6 +237,7 @@ _RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("peer ranks",),
     ("Load weight begin", "Starting to load model", "Loading dra"),
     ("load_tensors: loading model tensors",),
+    ("not found in params_dict",),
     ("llama_new_context_with_model: ", "llama_init_from_model: ", "llama_context: ", "llama_kv_cache"),
     (", default_dtype: ", " safetensors file"),
     (" checkpoint shards", "Loading weights:", "loading weights", "Loading safetensors using"),
@@ -278,7 +282,7 @@ _ANCHORS = ("server_args=", "LLM engine", "vLLM", "non-default", "Init torch", "
             "Profiling CUDA", "ed request", "torch.compile", "Dynamo bytecode", "profiling/warmup", "Compile and warming", "input shapes", "scheduled_",
             "Dumping scheduler", "enerating sequences", "TensorRT-LLM version", "Checking environment", "Try to run with", "peer ranks", "TRITONBACKEND_Model", "Instance group type",
             "[c10d] ", "loading weights", "Warming up", "warming up", "dummy run", "llama_new_context",
-            "llama_init_from_model", "llama_context", "llama_kv_cache", "cmpl-", " HTTP/1.", " toks/s", "requestI", "request_id=", "requestPath=",
+            "llama_init_from_model", "llama_context", "llama_kv_cache", "params_dict", "cmpl-", " HTTP/1.", " toks/s", "requestI", "request_id=", "requestPath=",
             "Encoder cache", "load_tensors", "Autotuning process", "FlashInfer autotune", "[Warmup][", "ProcessInferRequests",
             "llama runner started", "Started GRPCInferenceService", "Started HTTPService", "[GIN] ", "update_slots", "log_server_r", "Processing Prompt", "Generating (")
 _FAILURE_RE = re.compile(
