@@ -154,7 +154,8 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
     # vllm-ascend's bar for its ACL graphs ("Capturing ACL graphs (mixed prefill-decode, PIECEWISE)")
     # TensorRT-LLM's PyTorch backend capturing its graphs in its warm-up ("Creating CUDA graph instances for 196 batch
     # sizes.", "Run generation only CUDA graph warmup for batch size=196"): each "CUDA graph warmup" captures one
-    (r"[Cc]apturing CUDA graph|Capturing cudagraphs|Capturing batches|Capture cuda graph bs|"
+    # (vLLM's own record of each graph it captures, at DEBUG: "Capturing a cudagraph on (FULL,BatchDescriptor(...))")
+    (r"[Cc]apturing CUDA graph|Capturing cudagraphs|Capturing a cudagraph on|Capturing batches|Capture cuda graph bs|"
      r"Capturing the model for CUDA graphs|Capturing ACL graph|Capturing torchair graph|CUDA graphs can take additional|"
      r"Creating CUDA graph instances for|CUDA graph warmup for batch size",
      "cuda_graph_capture", 4, "progress"),
@@ -250,7 +251,8 @@ _RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("for vLLM's torch.compile", "Dynamo bytecode transform time"),
     ("Encoder cache will be initialized",),
     ("graph begin",),
-    ("Capturing CUDA graph", "capturing CUDA graph", "Capturing cudagraphs", "Capturing batches", "Capture cuda graph bs",
+    ("Capturing CUDA graph", "capturing CUDA graph", "Capturing cudagraphs", "Capturing a cudagraph", "Capturing batches",
+     "Capture cuda graph bs",
      "Capturing the model for CUDA graphs", "Capturing ACL graph", "Capturing torchair graph", "CUDA graphs can take additional",
      "CUDA graph instances", "CUDA graph warmup"),
     ("graph end",),
