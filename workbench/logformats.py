@@ -134,7 +134,10 @@ _UVICORN = re.compile(r"(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL|TRACE):(?:\s+|
 # Python logging's level first, padded, then the time ("%(levelname)-8s %(asctime)s ...": FastDeploy's "ERROR    2026-04-19
 # 19:22:38,720 4358  engine.py[line:160] Failed to launch worker processes")
 _LEVEL_FIRST = re.compile(r"(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL) +(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)(?:[,.]\d+)? ")
-_GLOG = re.compile(r"\[?(?P<lvl>[IWEF])(?P<ts>(?:\d{8}|\d{3,4}) \d\d:\d\d:\d\d\.\d+) +(?:\d+ )?(?P<loc>[^\]\s]+:\d+)\] ?")
+# (or with its time and thread left out, the level letter and the source only: "E gds_mt_backend.cpp:237] GDS_MT: ...",
+# NIXL's plugins in a Dynamo log)
+_GLOG = re.compile(r"\[?(?P<lvl>[IWEF])(?:(?P<ts>(?:\d{8}|\d{3,4}) \d\d:\d\d:\d\d\.\d+) +(?:\d+ )?| "
+                   r"(?=[\w.-]+\.(?:cc|cpp|cxx|c|h|hpp|cu|go|rs):\d+\] ))(?P<loc>[^\]\s]+:\d+)\] ?")
 _NCCL = re.compile(r"\S+:(?P<pid>\d+):\d+ \[\d+\] (?:\S+:\d+ )?NCCL (?P<lvl>INFO|WARN|TRACE|ERROR) ")
 # A record with its own time first and no header above: Python logging's formats ("%(asctime)s - %(name)s -
 # %(levelname)s - %(message)s", xinference's "%(asctime)s %(name)s %(process)d %(levelname)s", Ray's "... INFO
