@@ -506,15 +506,21 @@ class Search(Generic[T]):
                     out[d] = max(out.get(d, -1), r.rank)
         return out
 
+    def _set_values(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(sets, tested, value): every non-empty set, whether it has a verdict, and its rank (the verdict's where
+        tried, the model's prediction elsewhere)."""
+        sets = np.arange(1, self.full + 1, dtype=np.int64)
+        tested = np.array([int(s) in self.cache for s in sets])
+        value = np.array([self.cache[int(s)].rank if int(s) in self.cache else self.predict(int(s))[0]
+                          for s in sets], dtype=np.int64)
+        return sets, tested, value
+
     def _cover_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(sets, tested, value, covers, low, vis, capped): per fault of the cover's shape (rows) and set (columns)
         whether the set holds it, the value each set says of it (its rank, capped at a skipped phase for a fault
         asked with its skipper absent), and per fault the best tested and untested values."""
         n = self.n
-        sets = np.arange(1, self.full + 1, dtype=np.int64)
-        tested = np.array([int(s) in self.cache for s in sets])
-        value = np.array([self.cache[int(s)].rank if int(s) in self.cache else self.predict(int(s))[0]
-                          for s in sets], dtype=np.int64)
+        sets, tested, value = self._set_values()
         pos_list, neg_list, cap_list = [], [], []
         negs = [(0 if c < 0 else 1 << c, OK_RANK) for c in [-1, *range(n)]]
         negs += [((1 << c) | (1 << d), cap) for d, cap in self._skippers().items() for c in range(n) if c != d]
@@ -636,7 +642,7 @@ class Search(Generic[T]):
         """
         if not self.maximal or self.n > COVER_MAX:
             return []
-        sets, tested, value, _covers, _low, _vis, _capped = self._cover_state()
+        sets, tested, value = self._set_values()
         size = self.full + 1
         val = np.full(size, UNKNOWN_RANK - 1, dtype=np.int64)
         val[sets] = value

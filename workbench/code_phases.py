@@ -627,7 +627,9 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("tensorrt_llm/executor/proxy.py", "dispatch_result_task", _S),
     ("tensorrt_llm/llmapi/llm.py", "__init__ _build_model", _U),
     ("tensorrt_llm/llmapi/llm.py", "generate generate_async", _S),
-    # (its checkpoint loaders read the model's config first, through a config loader of their own: not weights)
+    # (its checkpoint loaders read the model's config first, inside _load_model, through a config loader of their
+    # own: a start-up step, not weights)
+    ("tensorrt_llm/_torch/models/checkpoints/", "load_config", _DEV),
     ("tensorrt_llm/_torch/models/checkpoints/hf/config_loader.py", "*", _DEV),
     ("tensorrt_llm/_torch/models/checkpoints/", "*", _W),
     # the PyTorch backend's weight loader, run per module on a thread pool ("Error executing load_single_module ...")
@@ -884,9 +886,6 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     # process printed just before does not claim it
     ("/argparse.py", "*", _DEV),
     ("transformers/hf_argparser.py", "*", _DEV),
-    # --- a model's config being read (TensorRT-LLM's checkpoint loader reading the config before any weight, inside
-    # its _load_model): a step of its own, whatever loads around it
-    ("tensorrt_llm/_torch/models/checkpoints/", "load_config", _DEV),
 )
 
 # C++ functions of TensorRT-LLM's batch manager that run only while requests are served; their
