@@ -33,7 +33,8 @@ _REPORT = re.compile(r"\berror\b|\bfail", re.I)
 _STACK_GOES_ON = re.compile(r'\s*(?:File "[^"]*|[\^~]+|Trace[Bb]ack(?: \(most recent call (?:last|first)\):?)?'
                             r"|Exception raised from \S+ at \S+)$")
 # a record's head and nothing after it, cut inside its time ("ERROR 08-01" of "ERROR 08-01 12:42:13 [file.py:1] ...")
-_CUT_HEAD = re.compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)(?: \d\d-\d\d(?: [\d:.]*)?)?")
+_CUT_HEAD = re.compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)(?: \d\d-\d\d(?: [\d:.]*)?)?"
+                       r"|[IWEF]\d{4} [\d:.]+ +\d+ [\w.-]+(?::\d*)?")  # (glog's, short of its "]": "E1204 10:45:22.1 7 x.cpp:85")
 # (a word: not "inner_exception"; not the kind of error after a colon that says what it was: "...): local protection error")
 _ANNOUNCE_ONLY = re.compile(r"^(?!.*: [a-z][a-z ]{0,40} error\W*$).*\b(?:exception|error|traceback)\W*$", re.I | re.S)
 # logger.exception(e) of a KeyError writes str(e), the missing key in quotes and nothing else
@@ -258,6 +259,8 @@ def ends_cut(last: tuple[int, str] | None, before: str | None = None, near: str 
         return True  # (a last character short is only its full stop, which some versions leave out)
     if _ends_in_phrase(msg):
         return True  # a failure's fixed words cut short ("Watchdog caught collective operati")
+    if _open_single_quote(msg) or _DANGLING.search(msg):
+        return True  # a quoted value left open ("model='Qwen3.6"), a sentence cut after a word that needs one more
     depth = 0
     for ch in msg:
         if ch in "([{":
@@ -265,6 +268,27 @@ def ends_cut(last: tuple[int, str] | None, before: str | None = None, near: str 
         elif ch in ")]}":
             depth -= 1
     return depth > 0 or cut_word(msg, near)
+
+
+# a last word a sentence cannot end on ("Worker unexpectedly exits with", "failed to load the")
+_DANGLING = re.compile(r"(?<![\w'-])(?:a|an|the|with|of|from|and|for|by|into|than|because|via|its|their|whose|is|are|was|were)$")
+
+
+def _open_single_quote(msg: str) -> bool:
+    """A single-quoted value opened and never closed (a repr cut: "for url 'http://host/v1/complet"): a quote after a
+    blank or a mark that opens (``=``, ``(``, ``[``, ``{``, ``:``, ``,``) and before a character, with no quote after it
+    that no word character follows (a straight or a right single quote); one inside a word ("can't") is neither."""
+    inside = False
+    for m in _QUOTE.finditer(msg):
+        if not inside and m.group(1) is not None:
+            inside = True
+        elif inside and m.group(2) is not None:
+            inside = False
+    return inside
+
+
+# an opening quote (group 1) or a closing one (group 2)
+_QUOTE = re.compile(r"(?:(?<=^)|(?<=[\s=(\[{:,]))(')(?=\S)|(?<=\S)(['\u2019])(?!\w)")
 
 
 # short words that end a whole sentence and begin longer ones ("already in use", "see the log")
