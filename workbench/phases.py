@@ -504,7 +504,9 @@ def _comparable(a: datetime, b: datetime) -> bool:
 _KV_MOVE = r"(?:^|_)(?:send|transfer|recv|receive|pull|push|fetch)(?:_\w*?)?_?kv_?caches?"
 _FRAME_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"warm_?up|_dummy_sampler_run", re.I), "warmup"),
-    (re.compile(r"captur|cuda_?graph|cudagraph|device_graphs"), "cuda_graph_capture"),
+    # (not what else a program captures: uvicorn's capture_signals, a test's captured output)
+    (re.compile(r"captur(?!e_(?:signals?|output|stdout|stderr|logs?|warnings|exceptions?)$)|cuda_?graph|cudagraph|"
+                r"device_graphs"), "cuda_graph_capture"),
     (re.compile(r"load_\w*weight|load_model|^_load_w\d|^get_model$|weights_iterator|process_weights_after_loading|"
                 r"download_model|_prepare_weights|load_checkpoint|_get_all_weights|^_load_module$|load_state_dict|"
                 # a GGUF file's tensors (ktransformers' optimize_and_load_gguf, llama.cpp bindings' load_gguf)
@@ -513,8 +515,9 @@ _FRAME_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
                 r"^deserializePlugin$|^deserializeCudaEngine$|^deserialize_engine$"),
      "weight_loading"),
     # (not a request's KV cache sent between a prefill and a decode instance: "_send_kvcache_generic",
-    # "_transfer_kv_cache_all_groups" are serving, :data:`_SERVING`)
-    (re.compile(r"^(?!.*" + _KV_MOVE + r")(?:.*?)(?:kv_cache|kvcache|"
+    # "_transfer_kv_cache_all_groups" are serving, :data:`_SERVING`;
+    # nor an attention kernel reading the cache in a forward pass: flash-attn's flash_attn_with_kvcache, fwd_kvcache)
+    (re.compile(r"^(?!.*" + _KV_MOVE + r"|.*(?:attn|attention)\w*_with_kv_?cache$|fwd_kv_?cache$)(?:.*?)(?:kv_cache|kvcache|"
                 # SGLang's KV pools, its HiCache host pool too ("set_draft_kv_pool", "register_mem_host_pool_v2")
                 r"kv_pool|host_pool|"
                 r"memory_pool|^_init_pools$|profile_max_num_token|determine_available_memory|"

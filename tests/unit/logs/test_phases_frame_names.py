@@ -1,0 +1,22 @@
+"""Frame names that look like a start-up step's but are not: what else a program captures, an attention kernel that
+reads the KV cache in a forward pass."""
+
+from __future__ import annotations
+
+from workbench.phases import phase_from_frames
+
+_SERVE = [("/x/uvicorn/server.py", "serve"), ("/x/vllm/worker/model_runner.py", "execute_model")]
+
+
+def test_uvicorns_capture_signals_is_no_graph_capture() -> None:
+    frames = [("/x/uvicorn/server.py", "serve"), ("/x/uvicorn/server.py", "capture_signals")]
+    assert phase_from_frames(frames) != "cuda_graph_capture"
+    assert phase_from_frames([("/x/sglang/srt/model_executor/cuda_graph_runner.py", "capture_one_batch_size")]) \
+        == "cuda_graph_capture"
+
+
+def test_an_attention_kernel_with_the_kv_cache_is_the_forward_pass_not_its_allocation() -> None:
+    frames = [*_SERVE, ("/x/vllm/attention/backends/flash_attn.py", "forward"),
+              ("/x/vllm_flash_attn/flash_attn_interface.py", "flash_attn_with_kvcache")]
+    assert phase_from_frames(frames) == "serving"
+    assert phase_from_frames([("/x/vllm/v1/engine/core.py", "_initialize_kv_caches")]) == "kv_cache_alloc"
