@@ -3,9 +3,7 @@ reads the KV cache in a forward pass."""
 
 from __future__ import annotations
 
-from workbench.phases import phase_from_frames
-
-_SERVE = [("/x/uvicorn/server.py", "serve"), ("/x/vllm/worker/model_runner.py", "execute_model")]
+from workbench.phases import phase_from_frames, stack_evidence
 
 
 def test_uvicorns_capture_signals_is_no_graph_capture() -> None:
@@ -16,7 +14,11 @@ def test_uvicorns_capture_signals_is_no_graph_capture() -> None:
 
 
 def test_an_attention_kernel_with_the_kv_cache_is_the_forward_pass_not_its_allocation() -> None:
-    frames = [*_SERVE, ("/x/vllm/attention/backends/flash_attn.py", "forward"),
-              ("/x/vllm_flash_attn/flash_attn_interface.py", "flash_attn_with_kvcache")]
-    assert phase_from_frames(frames) == "serving"
+    # a window cut at the model's forward (vLLM v0 with speculative decoding, flash-attn's decode kernel)
+    frames = [("/x/vllm/model_executor/models/qwen2.py", "forward", "attn_output = self.attn(q, k, v, kv_cache, meta)"),
+              ("/x/vllm/attention/layer.py", "forward", "return self.impl.forward(query, key, value, kv_cache, meta,"),
+              ("/x/vllm/attention/backends/flash_attn.py", "forward", "output[n:] = flash_attn_with_kvcache("),
+              ("/x/vllm_flash_attn/flash_attn_interface.py", "flash_attn_with_kvcache",
+               "out, softmax_lse = flash_attn_cuda.fwd_kvcache(")]
+    assert stack_evidence(frames)[0] is None
     assert phase_from_frames([("/x/vllm/v1/engine/core.py", "_initialize_kv_caches")]) == "kv_cache_alloc"
