@@ -293,6 +293,13 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("vllm/distributed/parallel_state.py", "init_distributed_environment initialize_model_parallel "
      "ensure_model_parallel_initialized init_model_parallel_group init_world_group", _NCCL),
     ("vllm/model_executor/model_loader/", "*", _W),
+    # a model's files fetched from a hub (huggingface_hub's snapshot_download, hf_hub_download and its transfers,
+    # ModelScope's twins; KServe's storage initializer copying a model into its volume before the server starts)
+    ("huggingface_hub/_snapshot_download.py", "*", _W),
+    ("huggingface_hub/file_download.py", "*", _W),
+    ("modelscope/hub/snapshot_download.py", "*", _W),
+    ("modelscope/hub/file_download.py", "*", _W),
+    ("kserve/storage/storage.py", "*", _W),
     # LoRA adapters are loaded into their GPU slots when a batch of requests asks for them (set_active_adapters from
     # the model runner's execute path): the request path, whatever "load" says
     ("vllm/lora/worker_manager.py", "set_active_adapters _apply_adapters add_adapter _load_adapter", _S),

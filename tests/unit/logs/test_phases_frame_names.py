@@ -22,3 +22,11 @@ def test_an_attention_kernel_with_the_kv_cache_is_the_forward_pass_not_its_alloc
                "out, softmax_lse = flash_attn_cuda.fwd_kvcache(")]
     assert stack_evidence(frames)[0] is None
     assert phase_from_frames([("/x/vllm/v1/engine/core.py", "_initialize_kv_caches")]) == "kv_cache_alloc"
+
+
+def test_a_models_files_fetched_from_a_hub_are_weight_loading() -> None:
+    # KServe's storage initializer: a hub download into the model volume before the server starts
+    assert phase_from_frames([("/kserve/kserve/storage/storage.py", "download"),
+                              ("/v/huggingface_hub/_snapshot_download.py", "snapshot_download")]) == "weight_loading"
+    assert phase_from_frames([("/v/huggingface_hub/file_download.py", "xet_get")]) == "weight_loading"
+    assert phase_from_frames([("/v/modelscope/hub/snapshot_download.py", "snapshot_download")]) == "weight_loading"
