@@ -220,7 +220,10 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
      # llama.cpp's server working on a task ("slot update_slots: id  3 | task 0 | new prompt", older "INFO [
      # update_slots] kv cache rm", "srv  log_server_r: done request: POST /completion 127.0.0.1 200"), koboldcpp's
      # prompt and generation counters ("Processing Prompt [BLAS] (512 / 12710 tokens)", "Generating (12 / 512 tokens)")
+     # (llama-box's, gpustack's llama.cpp server, logging each request it takes: "log_server_request: rid 17339378 |
+     # POST /v1/chat/completions 192.168.0.172:53941")
      r"\bupdate_slots\b|\blog_server_r: (?:done )?request: (?:POST|GET) /\S* \S+ 200\b|"
+     r"\blog_server_request: (?:rid \d+ \| )?(?:POST|GET) /|"
      r"\b(?:Processing Prompt(?: \[BLAS\])?|Generating) \(\d+ / \d+ tokens\)", "serving", 6, "batch"),
 )
 _COMPILED = tuple(re.compile(pat) for pat, *_rest in _RULES)
