@@ -124,8 +124,9 @@ def indented_record(msg: str) -> bool:
 def indented_prefixed(msg: str) -> bool:
     """An indented line that may still carry the log's own prefix: a whole record indented (:func:`indented_record`),
     or a bracketed tag after the margin (a paste that indented every line, "  [S] (APIServer pid=9)   File ...", a
-    fence's or a list item's margin before its own prefix)."""
-    return indented_record(msg) or msg.lstrip()[:1] in "[("
+    fence's or a list item's margin before its own prefix), or a number (Slurm's srun --label puts the task's number,
+    right-aligned, before each line of its output: " 0:   File ...")."""
+    return indented_record(msg) or msg.lstrip()[:1] in "[(0123456789"
 
 
 _INDENTED_STAMP = re.compile(r"[ \t]{1,8}\d{4}-\d\d-\d\d[T ]\d\d:\d\d")
