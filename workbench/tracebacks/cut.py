@@ -253,7 +253,7 @@ def ends_cut(last: tuple[int, str] | None, before: str | None = None, near: str 
     if before is not None and len(msg) >= 6 and (prev := parse_line(before).message.rstrip()).startswith(msg) \
             and len(prev) > len(msg):
         return True
-    if msg[-1] in _ANNOUNCING_END or msg.count('"') % 2 or _CUT_HEAD.fullmatch(msg):
+    if (msg[-1] in _ANNOUNCING_END and msg.strip(msg[-1])) or msg.count('"') % 2 or _CUT_HEAD.fullmatch(msg):
         return True  # (a record's head cut in its time: "ERROR 08-01")
     if len(msg) >= 8 and any(f.startswith(msg) and len(msg) < len(f) - 1 for f in FIXED_LINES):
         return True  # (a last character short is only its full stop, which some versions leave out)
@@ -305,7 +305,8 @@ def cut_word(msg: str, near: str) -> bool:
     if not near:
         return False
     m = _LAST_WORD.search(msg)
-    if m is not None and m.group(0).lower() not in _WHOLE_WORDS and _begins_only(m.group(0), "A-Za-z", near):
+    if m is not None and m.group(0).lower() not in _WHOLE_WORDS and not _extension(msg, m.start()) \
+            and _begins_only(m.group(0), "A-Za-z", near):
         return True
     m = _LAST_TOKEN.search(msg)
     if m is None or m.group(0).lower() in _WHOLE_WORDS:
@@ -313,6 +314,13 @@ def cut_word(msg: str, near: str) -> bool:
     # (an acronym that ends a sentence is whole, though a constant there is named after it: "failed to initialize ATL"
     # under "... == ATL_STATUS_SUCCESS failed")
     return _begins_only(m.group(0), r"\w.-", near, after=r"[.-]|[\w](?<!_)" if m.group(0).isupper() else r"[\w.-]")
+
+
+def _extension(msg: str, start: int) -> bool:
+    """The last word, from ``start``, is a file's extension: at most four small letters after a dot ("-o /tmp/x.ptx.o"),
+    not a dotted name cut ("vllm.v1.engine.exceptions.Engin")."""
+    word = msg[start:]
+    return start > 0 and msg[start - 1] == "." and word.islower() and len(word) <= 4
 
 
 def _begins_only(word: str, chars: str, near: str, *, after: str | None = None) -> bool:

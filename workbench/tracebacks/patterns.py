@@ -195,6 +195,12 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
         # error: invalid memory address or nil pointer dereference", then "[signal SIGSEGV: ...]" and the goroutines;
         # "fatal error: concurrent map writes"): a router's, a gateway's or an operator's crash beside the engines
         r"^panic: (?=\S)|^fatal error: (?=[a-z])|"
+        # (and Go's runtime on a signal it cannot handle, in cgo code: "SIGSEGV: segmentation violation", then "PC=0x...")
+        r"^SIG(?:SEGV|BUS|ABRT|ILL|FPE): [a-z]|"
+        # torch elastic's summary of a rank a signal ended ("traceback : Signal 11 (SIGSEGV) received by PID 6421")
+        r"\bSignal \d+ \(SIG[A-Z]+\) received by PID \d+|"
+        # ggml's GGML_ABORT, which aborts the process ("ggml-cpu.c:13612: fatal error", its backtrace under it)
+        r"^[\w./-]+\.(?:c|cc|cpp|cu|m):\d+: fatal error$|"
         # the kernel's own report of a process it stopped (dmesg, the journal's kernel lines)
         r"traps: \S+\[\d+\] general protection fault|\S+\[\d+\]: segfault at [0-9a-f]+ ip|"
         # Open MPI's signal handler: its header, and the frames it prints under it ("[host:pid] [13]
@@ -216,7 +222,9 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
                               r"\bRequest failed\b")),
     # a C compiler or linker failing under torch.compile / triton: no level, no traceback of its own
     # (and nvcc's own count of a source's errors, and ninja giving up the build: a JIT kernel's, FlashInfer's)
+    # (and ptxas refusing what Triton generated: "ptxas fatal : Value 'sm_121a' is not defined for option 'gpu-name'")
     ("compile_error", re.compile(r"^collect2: error:|cannot find -l\w+|: fatal error: |^error: command '\S+' failed|"
+                                 r"^ptxas fatal\s*: |"
                                  r"^\d+ errors? detected in the compilation of |^ninja: build stopped: subcommand failed")),
     ("nccl_warn", re.compile(
         r"NCCL WARN|Watchdog caught collective operation timeout|ran for \d+ milliseconds before timing out|"
@@ -262,13 +270,14 @@ _EVENT_NEEDLES: dict[EventKind, tuple[str, ...]] = {
                      "segmentation fault", "illegal hardware instruction", "bus error", "*** SIG",
                      "received signal SIG", "Floating point exception", "Segfault encountered", "LLVM ERROR: ",
                      "general protection fault", "segfault at ", "Process received signal", ")[0x", "panic: ",
-                     "fatal error: ", " abort ", "Signal ("),
+                     "fatal error: ", " abort ", "Signal (", "SIGSEGV: ", "SIGBUS: ", "SIGABRT: ", "SIGILL: ",
+                     "SIGFPE: ", " received by PID ", ": fatal error"),
     "device_assert": ("Assertion ", "device-side assertion "),
     "error_line": (*(text for text, _ in LOST_TYPE_PHRASES + ANY_LEVEL_PHRASES), "out of memory", "CUDA error",
                    "ROCm error", "HIP error", "hipError",
                    "CUDA runtime error", "cudaError", "CUDA_ERROR_", "Error Code ", "Assertion failed", "ailed to start",
                    "ailed to initiali", "NCCL error", "Connection refused", "Error executing metho", "Request failed"),
-    "compile_error": ("collect2: error:", "cannot find -l", ": fatal error: ", "error: command '",
+    "compile_error": ("collect2: error:", "cannot find -l", ": fatal error: ", "error: command '", "ptxas fatal",
                       " detected in the compilation of ", "ninja: build stopped: subcommand failed"),
     "nccl_warn": ("NCCL WARN", "Watchdog caught collective operation timeout", " milliseconds before timing out",
                   "atchdog timeout", "Heartbeat monitor timed out", "watchdog got stuck",
@@ -296,7 +305,7 @@ _EVENT_ANCHORS = ("Xid", "Connection refused", "failed to start", "CUDA error", 
                   "sigquit", "SIGQUIT", "kill_process", "atchdog timeout", "cgroup out of memory", "Error executing",
                   "register worker", "Segfault", "LLVM ERROR", "Request failed", "Process received signal", ")[0x",
                   "rashed container", "CrashLoopBackOff", "Heartbeat monitor", "watchdog thread terminated", "panic: ",
-                  "non-zero status",
+                  "non-zero status", "ptxas fatal", "received by PID",
                   " abort ", "Signal (", *(text.strip(" :") for text, _ in LOST_TYPE_PHRASES + ANY_LEVEL_PHRASES))
 _EVENT_PART = any_part_of(_NEEDLES)  # the quick first search (see any_part_of)
 

@@ -109,6 +109,9 @@ ANY_LEVEL_PHRASES: tuple[tuple[str, str | None], ...] = (
     # asyncio's create_server refusing the server's address, as uvicorn logs it or a paste keeps it alone ("[Errno 98]
     # error while attempting to bind on address ('0.0.0.0', 8000): address already in use")
     ("error while attempting to bind on address", None),
+    # Apple's Metal failing a GPU command buffer under ggml ("ggml_metal_graph_compute: command buffer 0 failed with
+    # status 5"), llama.cpp's own line with no level
+    ("failed with status ", r"\bcommand buffer \d+ failed with status \d+"),
     # the NVIDIA container toolkit's hook refusing to start a GPU container (a kubelet event, docker's error: "nvidia-
     # container-cli: requirement error: unsatisfied condition: cuda>=12.8", "nvidia-container-cli: initialization
     # error: nvml error: driver not loaded")

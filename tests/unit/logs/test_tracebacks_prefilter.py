@@ -247,6 +247,8 @@ _PHRASE_LINES = {
     "Failed to process the request(s)": "0603 11:27:18.631800 29219 pb_stub.cc:751] \"Failed to process the request(s) "
                                         "for model 'tensorrt_llm_0_0', message: Python model 'tensorrt_llm_0_0' is using "
                                         "the decoupled mode and the execute function must return None.\"",
+    # llama.cpp on Apple's Metal under Xinference (its docs' troubleshooting page)
+    "failed with status ": "ggml_metal_graph_compute: command buffer 0 failed with status 5",
 }
 
 

@@ -1,0 +1,41 @@
+"""Failure reports with no Python traceback: Go's runtime on a signal, torch elastic's summary of a signalled rank,
+ggml's abort, ptxas refusing a kernel, Metal's command buffer; and last lines that end a report whole."""
+
+from __future__ import annotations
+
+import pytest
+
+from workbench.tracebacks import analyze
+from workbench.tracebacks.cut import ends_cut
+
+
+@pytest.mark.parametrize(("log", "said"), [
+    ("INFO Discovered GPU libraries\nSIGSEGV: segmentation violation\nPC=0x7180ec649a70 m=17 sigcode=1\n"
+     "signal arrived during cgo execution\n", "SIGSEGV: segmentation violation"),
+    ("  rank      : 0 (local_rank: 0)\n  exitcode  : -11 (pid: 6421)\n"
+     "  traceback : Signal 11 (SIGSEGV) received by PID 6421\n", "Signal 11 (SIGSEGV) received by PID 6421"),
+    ("warming up the model with an empty run\nggml-cpu.c:13612: fatal error\n", "ggml-cpu.c:13612: fatal error"),
+    ("Internal Triton PTX codegen error\n\nptxas fatal : Value 'sm_121a' is not defined for option 'gpu-name'\n",
+     "Value 'sm_121a' is not defined"),
+    ("srv  process_chun: processing image...\nggml_metal_graph_compute: command buffer 0 failed with status 5\n",
+     "command buffer 0 failed with status 5"),
+])
+def test_a_failure_reported_without_a_traceback_is_found(log: str, said: str) -> None:
+    root = analyze(log).root_cause
+    assert root is not None and root.kind == "log_line" and said in (root.message or "")
+
+
+def test_a_plain_log_line_is_no_failure() -> None:
+    assert analyze("INFO serving on 0.0.0.0:8000\nSIGSEGV handler installed\nfatal errors: 0\n").root_cause is None
+
+
+@pytest.mark.parametrize("line", [
+    "======================================================",  # torch elastic's summary ends on a rule
+    "-lineinfo -v --gpu-name=sm_121a /tmp/xxx.ptx -o /tmp/xxx.ptx.o",  # a file's extension, not a cut word
+])
+def test_a_whole_last_line_is_not_cut(line: str) -> None:
+    assert not ends_cut((9, line), near="ptxas fatal : Value 'sm_121a' is not defined for option 'gpu-name'")
+
+
+def test_a_dotted_name_cut_is_still_cut() -> None:
+    assert ends_cut((9, "vllm.v1.engine.exceptions.Engin"), near="raise EngineDeadError()")
