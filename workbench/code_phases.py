@@ -300,6 +300,9 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("modelscope/hub/snapshot_download.py", "*", _W),
     ("modelscope/hub/file_download.py", "*", _W),
     ("kserve/storage/storage.py", "*", _W),
+    # ExLlamaV2's model loading its tensors onto the GPUs, split by hand, automatically (with its cache) or by tensor
+    # parallelism (exllamav2/model.py's load, load_autosplit and load_tp, each a generator's wrapper)
+    ("exllamav2/model.py", "load load_gen load_autosplit load_autosplit_gen load_tp load_tp_gen", _W),
     # LoRA adapters are loaded into their GPU slots when a batch of requests asks for them (set_active_adapters from
     # the model runner's execute path): the request path, whatever "load" says
     ("vllm/lora/worker_manager.py", "set_active_adapters _apply_adapters add_adapter _load_adapter", _S),

@@ -570,6 +570,9 @@ _SERVING = re.compile(
     # an RL trainer's loop (verl's RayPPOTrainer.fit, OpenRLHF's and Lightning's fit): past the engines' start, every
     # step of it asks the rollout engines for generations
     r"^fit$|"
+    # a trainer's own loop (Hugging Face's Trainer.train -> _inner_training_loop -> training_step, Megatron's
+    # train_step and forward_backward_*, Lightning's training_step): past its start, each step runs the model
+    r"^_inner_training_loop$|^training_step$|^train_step$|^forward_backward_\w+$|^train_epoch$|"
     # a request's KV cache sent between a prefill and a decode instance (SGLang's NIXL "_send_kvcache_generic",
     # vllm-ascend's Mooncake connector "_transfer_kv_cache_all_groups")
     + _KV_MOVE + "|"
@@ -634,7 +637,10 @@ _WRAPPER_METHOD = re.compile(r"ray::[^\s(]*\.(\w+)\(\)|method '(\w+)'|collective
                              # ("Method Warmup encountered an error.", "Method Prefill encountered an error.")
                              r"\bMethod (\w+) encountered an error")
 # (and llama.cpp's loader giving up on a model file: "llama_model_load: error loading model: unknown model architecture")
-_LOAD_MODEL = re.compile(r"(?:fail(?:ed)?|faild) to load (?:the )?model\b(?! config)|\berror loading model: ", re.I)
+# (and ollama's server giving up on the runner it started to load a model: "error loading llama server: ...", the runner
+# that died while it waited for the load, "llama runner process has terminated: GGML_ASSERT(...) failed")
+_LOAD_MODEL = re.compile(r"(?:fail(?:ed)?|faild) to load (?:the )?model\b(?! config)|\berror loading model: |"
+                         r"\berror loading llama server\b|\bllama runner process has terminated\b", re.I)
 _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"stream is capturing|during CUDA graph capture|Capture cuda graph failed|cudaErrorStreamCapture|"
                 r"graph by --disable-cuda-graph|"

@@ -30,3 +30,28 @@ def test_a_models_files_fetched_from_a_hub_are_weight_loading() -> None:
                               ("/v/huggingface_hub/_snapshot_download.py", "snapshot_download")]) == "weight_loading"
     assert phase_from_frames([("/v/huggingface_hub/file_download.py", "xet_get")]) == "weight_loading"
     assert phase_from_frames([("/v/modelscope/hub/snapshot_download.py", "snapshot_download")]) == "weight_loading"
+
+
+def test_a_trainers_own_loop_is_past_its_start() -> None:
+    # an RL or fine-tuning trainer whose rollout engine serves it: a failure in a training step is in its main loop
+    assert phase_from_frames([("/x/transformers/trainer.py", "train"),
+                              ("/x/transformers/trainer.py", "_inner_training_loop"),
+                              ("/x/trl/trainer/gkd_trainer.py", "training_step")]) == "serving"
+    assert phase_from_frames([("/x/megatron/training/training.py", "train_step"),
+                              ("/x/megatron/core/pipeline_parallel/schedules.py", "forward_backward_no_pipelining")]) \
+        == "serving"
+    assert phase_from_frames([("/x/cli.py", "train")]) is None  # a command named so says nothing
+
+
+def test_exllamav2_loading_its_model_is_weight_loading() -> None:
+    assert phase_from_frames([("/x/exllamav2/model.py", "load_autosplit"),
+                              ("/x/exllamav2/model.py", "load_autosplit_gen")]) == "weight_loading"
+
+
+def test_ollama_giving_up_on_the_runner_it_started_for_a_model_is_weight_loading() -> None:
+    from workbench.tracebacks import analyze
+    for said in ("Error: llama runner process has terminated: GGML_ASSERT(hparams.n_swa > 0) failed",
+                 'level=ERROR source=sched.go:457 msg="error loading llama server" error="llama runner process has '
+                 'terminated: exit status 2"'):
+        root = analyze(f"ollama run hf.co/x/phi-4-GGUF\n{said}\n").root_cause
+        assert root is not None and root.phase == "weight_loading", said
