@@ -699,7 +699,12 @@ _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
                 # NVSHMEM (DeepEP's transport) failing to connect its peers as it initialises ("ibv_modify_qp failed",
                 # "transport create connect failed", "nvshmem setup connections failed")
                 r"ibv_modify_qp failed|(?:transport create connect|connect EPS|ep_connect) failed|"
-                r"nvshmem setup connections", re.I), "nccl_init"),
+                r"nvshmem setup connections|"
+                # NVSHMEM's own sources reporting a failure while it starts: its bootstrap, its transports (IBGDA's queue
+                # pairs: "nvshmem_src/src/modules/transport/ibgda/ibgda.cpp:3005: non-zero status: 7 ibgda_rc_init2rtr
+                # failed"), its init ("src/host/init/init.cu:998: non-zero status: 7 building transport map failed")
+                r"/nvshmem\w*/src/(?:host/(?:init|transport|topo)|modules/(?:transport|bootstrap))/|"
+                r"nvshmem initiali[sz]ation failed", re.I), "nccl_init"),
 )
 # (not a store's operation: Mooncake's "Failed to start put operation" is a request's KV cache being offloaded)
 _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|[Ff]ailed to (?:start(?! (?:put|get)\b)|initiali[sz]e)|creation task|"

@@ -39,3 +39,11 @@ def test_a_whole_last_line_is_not_cut(line: str) -> None:
 
 def test_a_dotted_name_cut_is_still_cut() -> None:
     assert ends_cut((9, "vllm.v1.engine.exceptions.Engin"), near="raise EngineDeadError()")
+
+
+def test_nvshmem_failing_as_it_starts_is_the_communicators_set_up() -> None:
+    log = ("Allocating buffer size: 2116.2912 MB ...\n"
+           "/root/nvshmem_src/src/modules/transport/ibgda/ibgda.cpp:3005: non-zero status: 7 ibgda_rc_init2rtr failed\n"
+           "/root/nvshmem_src/src/host/init/init.cu:998: non-zero status: 7 building transport map failed\n")
+    root = analyze(log).root_cause
+    assert root is not None and root.phase == "nccl_init"
