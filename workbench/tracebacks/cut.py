@@ -219,7 +219,14 @@ def _in_native_backtrace(msg: str) -> bool:
     when cut in its name ("3       0x7fd9a3d3e594 tensorrt_llm::plugi"): the backtrace goes on after it."""
     bare = _FRAME_NUMBER.sub("", msg, count=1)
     return (_NUM_FRAME.match(msg) is not None or _MPI_FRAME_HEAD.match(msg) is not None
-            or _NATIVE_SYMBOL.match(bare) is not None) and not _OUTERMOST.search(msg)
+            or _NATIVE_SYMBOL.match(bare) is not None or _RUST_FRAME.match(msg) is not None) \
+        and not _OUTERMOST.search(msg)
+
+
+# a frame of a Rust backtrace (std's "  4: core::ptr::drop_in_place<...>", with RUST_BACKTRACE=full "   6:     0x564a0f7cade8
+# - std::panicking::begin_panic_handler::{{closure}}::hd5f53"), and of backtrace-rs' in TVM's ("  12: _dl_open"):
+# an address and a symbol, a path of names, or one bare symbol -- not a sentence a number labels (srun's " 0: Error")
+_RUST_FRAME = re.compile(r"\d+: +(?:0x[0-9a-fA-F]+ - \S.*|\S*::\S.*|[A-Za-z_][\w.$]*)$")
 
 
 def ends_cut(last: tuple[int, str] | None, before: str | None = None, near: str = "") -> bool:

@@ -47,3 +47,14 @@ def test_nvshmem_failing_as_it_starts_is_the_communicators_set_up() -> None:
            "/root/nvshmem_src/src/host/init/init.cu:998: non-zero status: 7 building transport map failed\n")
     root = analyze(log).root_cause
     assert root is not None and root.phase == "nccl_init"
+
+
+@pytest.mark.parametrize(("line", "cut"), [
+    ("   4: core::ptr::drop_in_place<cudarc::driver::safe::core::CudaSlice<u8>>", True),
+    ("   6:     0x564a0f7cade8 - std::panicking::begin_panic_handler::{{closure}}::hd5f53fdb59d78538", True),
+    ("  12: _dl_open", True),
+    ("  18: _start", False),  # the outermost frame: the backtrace ended
+    (" 0: RuntimeError: boom", False),  # srun's label before a sentence
+])
+def test_a_log_that_ends_inside_a_rust_backtrace_was_cut(line: str, cut: bool) -> None:
+    assert ends_cut((9, line)) is cut
