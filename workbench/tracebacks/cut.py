@@ -62,6 +62,11 @@ def logged_record(line: str, header: str) -> str | None:
     return parsed.message.strip() or None if own == header and parsed.level in ("ERROR", "CRITICAL") else None
 
 
+def _one_quoted(text: str) -> bool:
+    """``text`` is one quoted phrase ("'see below'"), not words that begin and end with quoted names."""
+    return len(text) > 1 and text[:1] in "'\"" and text[-1:] == text[:1] and text[0] not in text[1:-1]
+
+
 class CutReport(NamedTuple):
     exception_type: str | None  # None when unknown
     message: str
@@ -75,7 +80,7 @@ def cut_report(tb: Traceback) -> CutReport:
     """The exception type and message of a traceback cut before its exception line: the record just above
     it, else the earliest error-level record of the few printed just before it that reports a failure (a
     launcher's "PRTE ERROR: Bad parameter ...", a worker's error before a start's stack that waited for it),
-    else one that only announces the stack. A record logged under the traceback's own header (logger.exception(e) writes ``str(e)`` then the
+    else one that only announces the stack, else the stack's own record however little it says. A record logged under the traceback's own header (logger.exception(e) writes ``str(e)`` then the
     stack, each line under the same header) is the exception's message; ``repr(e)`` there, its type too."""
     if tb.logged and (r := _LOGGED_REPR.fullmatch(tb.lead.strip())) is not None:
         return CutReport(r.group(1), r.group(2).strip("'\""))
@@ -92,6 +97,11 @@ def cut_report(tb: Traceback) -> CutReport:
     for c, rank in reversed(errors):  # (not one naming only the call that raised: "Error executing method X.")
         if _REPORT.search(c) and not _ANNOUNCE_ONLY.search(c.strip()) and "Error executing metho" not in c:
             return CutReport(None, c.strip()[:400], record=True, rank=rank)
+    lead = tb.lead.strip()
+    if tb.logged and lead and "Error executing metho" not in lead and not _one_quoted(lead):
+        # the stack's own record, though it only announces it ("EngineCore encountered a fatal error."); not one quoted
+        # phrase (prose a logger wrote, no key) nor one naming only the call that raised
+        return CutReport(None, lead[:400])
     return CutReport(None, "")
 
 
