@@ -116,7 +116,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["CONTEXTS", "NATIVE_SERVING", "STEPS", "TABLE", "code_phase", "resolve"]
+__all__ = ["CONTEXTS", "NATIVE_SERVING", "STEPS", "TABLE", "code_phase", "owns", "resolve"]
 
 STEPS = ("nccl_init", "weight_loading", "kv_cache_alloc", "cuda_graph_capture", "warmup")
 CONTEXTS = ("serving", "startup", "neutral")
@@ -130,6 +130,7 @@ _DEV = "startup_other"  # the device's own set-up: a step that no other step cla
 _BUILD = _DEV
 _KV_TO_WU = "kv_cache_alloc<kv_cache_alloc..warmup"  # profile memory, allocate the cache, warm up and capture
 _CG_TO_WU = "warmup<cuda_graph_capture..warmup"  # compile warm-up, capture, sampler warm-up
+_KV_ONLY = "kv_cache_alloc<kv_cache_alloc..kv_cache_alloc"  # the cache's sizing, whatever step it runs to measure it
 _ORDER = {step: i for i, step in enumerate(STEPS)}
 # vLLM's KVConnectorBase_V1 hooks, the worker's and the scheduler's, run per step (see the table)
 _KV_HOOKS = ("start_load_kv wait_for_layer_load save_kv_layer wait_for_save get_finished build_connector_meta "
@@ -193,7 +194,10 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("vllm/v1/worker/worker_base.py", "execute_method", _N),
     # --- vLLM v1 model runner (vllm/v1/worker/gpu_model_runner.py)
     ("vllm/v1/worker/gpu_model_runner.py", "load_model", _W),
-    ("vllm/v1/worker/gpu_model_runner.py", "profile_run profile_cudagraph_memory initialize_kv_cache "
+    # (profile_cudagraph_memory, which determine_available_memory calls, captures the graphs to measure them before the
+    # KV cache is sized: a capture inside it is part of the sizing)
+    ("vllm/v1/worker/gpu_model_runner.py", "profile_cudagraph_memory", _KV_ONLY),
+    ("vllm/v1/worker/gpu_model_runner.py", "profile_run initialize_kv_cache "
      "initialize_kv_cache_tensors _allocate_kv_cache_tensors _reshape_kv_cache_tensors initialize_attn_backend "
      "may_reinitialize_input_batch get_kv_cache_spec _init_minimal_kv_cache_for_profiling", _KV),
     ("vllm/v1/worker/gpu_model_runner.py", "capture_model _capture_cudagraphs _warmup_and_capture", _CG),
@@ -999,6 +1003,16 @@ def resolve(phase: str, timeline_phase: str = "unknown", inner: str | None = Non
         if reached is not None and first <= reached <= last and reached > _ORDER[best]:
             best = step
     return best
+
+
+def owns(phase: str, inner: str) -> bool:
+    """Whether the step ``inner`` a frame called may stand for the table phase ``phase`` of the frame around it: always,
+    but for a span (``default<first..last``) whose steps ``inner`` is not among."""
+    span = _span(phase) if "<" in phase else None
+    if span is None:
+        return True
+    reached = _ORDER.get(inner)
+    return reached is None or span[1] <= reached <= span[2]
 
 
 def is_step(phase: str) -> bool:

@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from workbench.code_phases import NATIVE_SERVING, code_phase, completion, is_step, resolve
+from workbench.code_phases import NATIVE_SERVING, code_phase, completion, is_step, owns, resolve
 from workbench.logformats import LogLine, any_of, any_part_of, finds, parse_line, parse_time
 
 __all__ = [
@@ -935,7 +935,8 @@ def stack_evidence(frames: Iterable[tuple[str, str, str | None]],
     The code line of each frame adds the functions it calls, as frames just inside it. Frames of the
     engines' own code are read in :mod:`workbench.code_phases` first: its outermost serving or start-up
     frame says which side of readiness the stack is on (serving: no step, whatever inner frames are
-    called; start-up: never serving), and its innermost step beats a step guessed from a name.
+    called; start-up: never serving), and its innermost step beats a step guessed from a name -- unless a
+    span of steps around it leaves that step out (:func:`~workbench.code_phases.owns`): then the span's.
     """
     expanded: list[tuple[str, str, bool]] = []
     last: tuple[str, str | None] = ("", None)
@@ -970,6 +971,10 @@ def stack_evidence(frames: Iterable[tuple[str, str, str | None]],
                 side = "serving" if known == "serving" else "startup"
                 if known_step is None and is_step(known):
                     known_step = resolve(known, timeline_phase, guessed_step)
+                elif known_step is not None and not owns(known, known_step):
+                    # an outer span the step inside it falls out of: the callee's step is part of the outer one
+                    # (vLLM's profile_cudagraph_memory captures graphs to size the KV cache: kv_cache_alloc)
+                    known_step = resolve(known, timeline_phase)
             continue
         if phase is not None and guessed_step is None:
             guessed_step = phase

@@ -55,3 +55,16 @@ def test_ollama_giving_up_on_the_runner_it_started_for_a_model_is_weight_loading
                  'terminated: exit status 2"'):
         root = analyze(f"ollama run hf.co/x/phi-4-GGUF\n{said}\n").root_cause
         assert root is not None and root.phase == "weight_loading", said
+
+
+def test_a_capture_run_to_size_the_kv_cache_is_the_sizing() -> None:
+    # vLLM's profile_cudagraph_memory captures the graphs to measure them before the cache is sized
+    runner = "/x/vllm/v1/worker/gpu_model_runner.py"
+    frames = [("/x/vllm/v1/worker/gpu_worker.py", "determine_available_memory", "self.model_runner.profile_run()"),
+              (runner, "profile_cudagraph_memory", "self._warmup_and_capture("),
+              (runner, "_warmup_and_capture", "self._dummy_run(")]
+    assert stack_evidence(frames)[0] == "kv_cache_alloc"
+    # the capture itself, called from the capture step, stays a capture
+    assert stack_evidence([("/x/vllm/v1/worker/gpu_worker.py", "compile_or_warm_up_model", None),
+                           (runner, "capture_model", None), (runner, "_warmup_and_capture", None)])[0] \
+        == "cuda_graph_capture"
