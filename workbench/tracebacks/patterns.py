@@ -170,7 +170,9 @@ def _alternatives(phrases: tuple[tuple[str, str | None], ...]) -> str:
 
 _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
     # (and a GPU that stopped answering on PCIe in Xid 79's words, no number: "NVRM: fallen off the bus and is not ...")
-    ("xid", re.compile(r"NVRM: Xid \(|\bfallen off the bus\b")),
+    # (and an AMD GPU's own report of a page fault, as the kernel logs it: "amdgpu 0000:03:00.0: amdgpu: [gfxhub] page
+    # fault (src_id:0 ring:40 vmid:8 pasid:32781)", the process it faulted in on the next line)
+    ("xid", re.compile(r"NVRM: Xid \(|\bfallen off the bus\b|\bamdgpu: \[(?:gfx|mm)hub\d*\] page fault\b")),
     ("oom_kill", re.compile(
         r"Out of memory: Kill(?:ed)? process|oom-kill:|invoked oom-killer|Memory cgroup out of memory|"
         r"Failed with result 'oom-kill'|killed by the OOM killer|"
@@ -199,8 +201,10 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
         r"^SIG(?:SEGV|BUS|ABRT|ILL|FPE): [a-z]|"
         # torch elastic's summary of a rank a signal ended ("traceback : Signal 11 (SIGSEGV) received by PID 6421")
         r"\bSignal \d+ \(SIG[A-Z]+\) received by PID \d+|"
-        # ggml's GGML_ABORT, which aborts the process ("ggml-cpu.c:13612: fatal error", its backtrace under it)
-        r"^[\w./-]+\.(?:c|cc|cpp|cu|m):\d+: fatal error$|"
+        # ggml's GGML_ABORT and GGML_ASSERT, which abort the process ("ggml-cpu.c:13612: fatal error", "ggml-cpu-aarch64
+        # .cpp:4012: GGML_ASSERT(params->wsize >= ...) failed", its backtrace under it)
+        # (a GGML_ASSERT's line whole, "... failed", is an error line of its own: phrases.ANY_LEVEL_PHRASES)
+        r"^[\w./-]+\.(?:c|cc|cpp|cu|m):\d+: (?:fatal error$|GGML_ASSERT\((?!.*\bfailed\b))|"
         # the kernel's own report of a process it stopped (dmesg, the journal's kernel lines)
         r"traps: \S+\[\d+\] general protection fault|\S+\[\d+\]: segfault at [0-9a-f]+ ip|"
         # Open MPI's signal handler: its header, and the frames it prints under it ("[host:pid] [13]
@@ -262,7 +266,7 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
 # Words one of which every match of a kind's pattern contains (one per alternative of the
 # pattern): one scan of a line for all of them says which kinds' patterns can match at all.
 _EVENT_NEEDLES: dict[EventKind, tuple[str, ...]] = {
-    "xid": ("Xid (", "fallen off the bus"),
+    "xid": ("Xid (", "fallen off the bus", "] page fault"),
     "oom_kill": ("Out of memory: Kill", "oom-kill", "cgroup out of memory", "OOM killer", "memory pressure (OOM)",
                  "address the out of memory issue"),
     "fatal_signal": ("Fatal Python error: ", "Segmentation fault", "Aborted (core dumped)",
@@ -271,7 +275,7 @@ _EVENT_NEEDLES: dict[EventKind, tuple[str, ...]] = {
                      "received signal SIG", "Floating point exception", "Segfault encountered", "LLVM ERROR: ",
                      "general protection fault", "segfault at ", "Process received signal", ")[0x", "panic: ",
                      "fatal error: ", " abort ", "Signal (", "SIGSEGV: ", "SIGBUS: ", "SIGABRT: ", "SIGILL: ",
-                     "SIGFPE: ", " received by PID ", ": fatal error"),
+                     "SIGFPE: ", " received by PID ", ": fatal error", ": GGML_ASSERT("),
     "device_assert": ("Assertion ", "device-side assertion "),
     "error_line": (*(text for text, _ in LOST_TYPE_PHRASES + ANY_LEVEL_PHRASES), "out of memory", "CUDA error",
                    "ROCm error", "HIP error", "hipError",
@@ -305,7 +309,7 @@ _EVENT_ANCHORS = ("Xid", "Connection refused", "failed to start", "CUDA error", 
                   "sigquit", "SIGQUIT", "kill_process", "atchdog timeout", "cgroup out of memory", "Error executing",
                   "register worker", "Segfault", "LLVM ERROR", "Request failed", "Process received signal", ")[0x",
                   "rashed container", "CrashLoopBackOff", "Heartbeat monitor", "watchdog thread terminated", "panic: ",
-                  "non-zero status", "ptxas fatal", "received by PID",
+                  "non-zero status", "ptxas fatal", "received by PID", "page fault", "GGML_ASSERT",
                   " abort ", "Signal (", *(text.strip(" :") for text, _ in LOST_TYPE_PHRASES + ANY_LEVEL_PHRASES))
 _EVENT_PART = any_part_of(_NEEDLES)  # the quick first search (see any_part_of)
 

@@ -112,6 +112,13 @@ ANY_LEVEL_PHRASES: tuple[tuple[str, str | None], ...] = (
     # Apple's Metal failing a GPU command buffer under ggml ("ggml_metal_graph_compute: command buffer 0 failed with
     # status 5"), llama.cpp's own line with no level
     ("failed with status ", r"\bcommand buffer \d+ failed with status \d+"),
+    # nccl-tests' own report of a failed call, per rank ("HCA-128: Test NCCL failure common.cu:1204 'unhandled cuda
+    # error ...'", "Test CUDA failure common.cu:892 'out of memory'")
+    ("Test NCCL failure ", r"\bTest NCCL failure \S+:\d+"),
+    ("Test CUDA failure ", r"\bTest CUDA failure \S+:\d+"),
+    # an Open MPI component's error, its host and pid before it ("[agzen-worker:386753] Error: coll_hcoll_module.c:312 -
+    # mca_coll_hcoll_comm_query() Hcol library init failed")
+    ("] Error: ", r"^\[[\w.-]+:\d+\] Error: \S+\.c:\d+ - "),
     # the NVIDIA container toolkit's hook refusing to start a GPU container (a kubelet event, docker's error: "nvidia-
     # container-cli: requirement error: unsatisfied condition: cuda>=12.8", "nvidia-container-cli: initialization
     # error: nvml error: driver not loaded")

@@ -19,6 +19,16 @@ from workbench.tracebacks.cut import ends_cut
      "Value 'sm_121a' is not defined"),
     ("srv  process_chun: processing image...\nggml_metal_graph_compute: command buffer 0 failed with status 5\n",
      "command buffer 0 failed with status 5"),
+    (".../ggml/src/ggml-cpu/ggml-cpu-aarch64.cpp:4012: GGML_ASSERT(params->wsize >= (GGML_PAD(nbw3, 8)))\n",
+     "GGML_ASSERT(params->wsize"),
+    ("  1073741824     268435456     float     sum      -1    19355   55.48  110.84      0\n"
+     "HCA-128: Test NCCL failure common.cu:1204 'unhandled cuda error (run with NCCL_DEBUG=INFO for details) / '\n",
+     "Test NCCL failure common.cu:1204"),
+    ("[agzen-worker:386753] Error: coll_hcoll_module.c:312 - mca_coll_hcoll_comm_query() Hcol library init failed\n"
+     "# nThread 1 nGpus 1 minBytes 128 maxBytes 4294967296\n", "Hcol library init failed"),
+    ("[  +0.000012] amdgpu 0000:03:00.0: amdgpu: [gfxhub] page fault (src_id:0 ring:40 vmid:8 pasid:32781)\n"
+     "[  +0.000006] amdgpu 0000:03:00.0: amdgpu:  in process python3 pid 5748 thread python3 pid 5748)\n",
+     "[gfxhub] page fault"),
 ])
 def test_a_failure_reported_without_a_traceback_is_found(log: str, said: str) -> None:
     root = analyze(log).root_cause

@@ -249,6 +249,11 @@ _PHRASE_LINES = {
                                         "the decoupled mode and the execute function must return None.\"",
     # llama.cpp on Apple's Metal under Xinference (its docs' troubleshooting page)
     "failed with status ": "ggml_metal_graph_compute: command buffer 0 failed with status 5",
+    # nccl-tests (its issue 322), and Open MPI's hcoll component under it (its issue 284)
+    "Test NCCL failure ": "HCA-128: Test NCCL failure common.cu:1204 'unhandled cuda error (run with NCCL_DEBUG=INFO)'",
+    "Test CUDA failure ": "node1: Test CUDA failure common.cu:892 'out of memory'",
+    "] Error: ": "[agzen-worker:386753] Error: coll_hcoll_module.c:312 - mca_coll_hcoll_comm_query() Hcol library init "
+                 "failed",
 }
 
 
