@@ -796,7 +796,10 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|[Ff]ailed to (?:start(?! (
                            r"start-?up|starting)\b|"
                            # a constructor called with arguments its library version does not take (TypeError
                            # "Processor.__init__() got multiple values for argument 'tokenizer'"): components being built
-                           r"__init__\(\) (?:got (?:an unexpected keyword|multiple values)|missing \d+ required)", re.I)
+                           r"__init__\(\) (?:got (?:an unexpected keyword|multiple values)|missing \d+ required)|"
+                           # an engine that says it cannot start ("vLLM engine cannot start without GPU"), a config
+                           # refused as it is built (pydantic's "1 validation error for ModelConfig", EngineArgs...)
+                           r"\b(?:engine|server) cannot start\b|\bvalidation errors? for \w*(?:Config|Args)\b", re.I)
 # the Envoy proxy in front of a server (Istio, KServe, AIBrix and llm-d gateways) answering a request for a backend it
 # could not reach: a request was being served (also a last resort's failure: tracebacks.events.quiet_failure)
 GATEWAY_FAILURE = r"\bupstream connect error or disconnect/reset before headers\b|\bno healthy upstream\b"

@@ -68,3 +68,14 @@ def test_nvshmem_failing_as_it_starts_is_the_communicators_set_up() -> None:
 ])
 def test_a_log_that_ends_inside_a_rust_backtrace_was_cut(line: str, cut: bool) -> None:
     assert ends_cut((9, line)) is cut
+
+
+@pytest.mark.parametrize("log", [
+    "ValueError: Current node has no GPU available. current_node_resource={'CPU': 96.0}. vLLM engine cannot start "
+    "without GPU. Make sure you have at least 1 GPU available in a node\n",
+    "ValidationError: 1 validation error for ModelConfig\nValue error, The checkpoint you are trying to load has model "
+    "type hunyuan_v1_dense but Transformers does not recognize this architecture.\n",
+])
+def test_an_engine_that_cannot_start_or_a_config_refused_is_start_up(log: str) -> None:
+    root = analyze(log).root_cause
+    assert root is not None and root.phase == "startup_other"
