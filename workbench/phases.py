@@ -835,6 +835,9 @@ _TEXT_SERVING = re.compile(r"inputs? of failed execution|Dumping input data|Dump
                            # Triton's Python backend failing a request's batch ("Failed to process the request(s) for
                            # model 'x', message: ...")
                            r"Failed to process the request\(s\)|"
+                           # Replicate's cog failing a prediction it was running ("FatalWorkerException: Prediction failed
+                           # for an unknown reason. It might have run out of memory? (exitcode -6)"): a request
+                           r"\bPrediction failed\b|"
                            r"Encountered an error in forward\w* function|Encountered an error when fetching new request|"
                            # TensorRT-LLM's PyTorch executor's own record that its loop over the batches died ("Executor
                            # loop crashed on this rank; hard-killing all 8 ranks")

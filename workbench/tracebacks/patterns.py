@@ -172,7 +172,10 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
     # (and a GPU that stopped answering on PCIe in Xid 79's words, no number: "NVRM: fallen off the bus and is not ...")
     # (and an AMD GPU's own report of a page fault, as the kernel logs it: "amdgpu 0000:03:00.0: amdgpu: [gfxhub] page
     # fault (src_id:0 ring:40 vmid:8 pasid:32781)", the process it faulted in on the next line)
-    ("xid", re.compile(r"NVRM: Xid \(|\bfallen off the bus\b|\bamdgpu: \[(?:gfx|mm)hub\d*\] page fault\b")),
+    # (and a Moore Threads GPU's driver resetting a context it found hung: "MTGPU:(Error): 56377:  PID 1747 experienced
+    # error Guilty Lockup (0x1) caller[CheckFWCCB CTX Reset Noticication]")
+    ("xid", re.compile(r"NVRM: Xid \(|\bfallen off the bus\b|\bamdgpu: \[(?:gfx|mm)hub\d*\] page fault\b|"
+                       r"\bMTGPU:\(Error\): .{0,40}\bexperienced error \w+ Lockup\b")),
     ("oom_kill", re.compile(
         r"Out of memory: Kill(?:ed)? process|oom-kill:|invoked oom-killer|Memory cgroup out of memory|"
         r"Failed with result 'oom-kill'|killed by the OOM killer|"
@@ -266,7 +269,7 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
 # Words one of which every match of a kind's pattern contains (one per alternative of the
 # pattern): one scan of a line for all of them says which kinds' patterns can match at all.
 _EVENT_NEEDLES: dict[EventKind, tuple[str, ...]] = {
-    "xid": ("Xid (", "fallen off the bus", "] page fault"),
+    "xid": ("Xid (", "fallen off the bus", "] page fault", "MTGPU:(Error)"),
     "oom_kill": ("Out of memory: Kill", "oom-kill", "cgroup out of memory", "OOM killer", "memory pressure (OOM)",
                  "address the out of memory issue"),
     "fatal_signal": ("Fatal Python error: ", "Segmentation fault", "Aborted (core dumped)",
@@ -309,7 +312,7 @@ _EVENT_ANCHORS = ("Xid", "Connection refused", "failed to start", "CUDA error", 
                   "sigquit", "SIGQUIT", "kill_process", "atchdog timeout", "cgroup out of memory", "Error executing",
                   "register worker", "Segfault", "LLVM ERROR", "Request failed", "Process received signal", ")[0x",
                   "rashed container", "CrashLoopBackOff", "Heartbeat monitor", "watchdog thread terminated", "panic: ",
-                  "non-zero status", "ptxas fatal", "received by PID", "page fault", "GGML_ASSERT",
+                  "non-zero status", "ptxas fatal", "received by PID", "page fault", "GGML_ASSERT", "MTGPU",
                   " abort ", "Signal (", *(text.strip(" :") for text, _ in LOST_TYPE_PHRASES + ANY_LEVEL_PHRASES))
 _EVENT_PART = any_part_of(_NEEDLES)  # the quick first search (see any_part_of)
 

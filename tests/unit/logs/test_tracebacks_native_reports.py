@@ -29,6 +29,8 @@ from workbench.tracebacks.cut import ends_cut
     ("[  +0.000012] amdgpu 0000:03:00.0: amdgpu: [gfxhub] page fault (src_id:0 ring:40 vmid:8 pasid:32781)\n"
      "[  +0.000006] amdgpu 0000:03:00.0: amdgpu:  in process python3 pid 5748 thread python3 pid 5748)\n",
      "[gfxhub] page fault"),
+    ("[24078.925037] MTGPU:(Error): 56377:  PID 1747 experienced error Guilty Lockup (0x1) caller[CheckFWCCB CTX Reset]\n",
+     "experienced error Guilty Lockup"),
 ])
 def test_a_failure_reported_without_a_traceback_is_found(log: str, said: str) -> None:
     root = analyze(log).root_cause
@@ -79,3 +81,11 @@ def test_a_log_that_ends_inside_a_rust_backtrace_was_cut(line: str, cut: bool) -
 def test_an_engine_that_cannot_start_or_a_config_refused_is_start_up(log: str) -> None:
     root = analyze(log).root_cause
     assert root is not None and root.phase == "startup_other"
+
+
+def test_a_prediction_cog_failed_is_a_request_served() -> None:
+    log = ('Traceback (most recent call last):\n  File "/x/cog/server/runner.py", line 474, in _handle_done\n'
+           "    f.result()\ncog.server.exceptions.FatalWorkerException: Prediction failed for an unknown reason. It might "
+           "have run out of memory? (exitcode -6)\n")
+    root = analyze(log).root_cause
+    assert root is not None and root.phase == "serving"
