@@ -80,8 +80,9 @@ def cut_report(tb: Traceback) -> CutReport:
     """The exception type and message of a traceback cut before its exception line: the record just above
     it, else the earliest error-level record of the few printed just before it that reports a failure (a
     launcher's "PRTE ERROR: Bad parameter ...", a worker's error before a start's stack that waited for it),
-    else one that only announces the stack, else the stack's own record however little it says. A record logged under the traceback's own header (logger.exception(e) writes ``str(e)`` then the
-    stack, each line under the same header) is the exception's message; ``repr(e)`` there, its type too."""
+    else one that only announces the stack, else the stack's own record however little it says. A record logged
+    under the traceback's own header (logger.exception(e) writes ``str(e)`` then the stack, each line under the same
+    header) is the exception's message; ``repr(e)`` there, its type too."""
     if tb.logged and (r := _LOGGED_REPR.fullmatch(tb.lead.strip())) is not None:
         return CutReport(r.group(1), r.group(2).strip("'\""))
     own = _reported(tb.lead, logged=tb.logged)
@@ -241,10 +242,11 @@ _RUST_FRAME = re.compile(r"\d+: +(?:0x[0-9a-fA-F]+ - \S.*|\S*::\S.*|[A-Za-z_][\w
 
 def ends_cut(last: tuple[int, str] | None, before: str | None = None, near: str = "") -> bool:
     """Whether the log's last line (not blank) was cut inside its record, as a window pasted from a longer log often
-    is: a prefix with no message, an error record cut inside its first word, a stack's line that more of it must follow
-    (:data:`_STACK_GOES_ON`, a native frame short of the outermost), torch's CUDA OOM message short of its end, a
-    bracket or a double quote left open, or a last character that announces more
-    (``,``, ``:``, ``/``, ``=``, ``-``, ``(``) -- not on an indented source line, whose brackets are its code's; or
+    is: a prefix with no message (glog's head short of its "]" too), an error record cut inside its first word, a
+    stack's line that more of it must follow (:data:`_STACK_GOES_ON`, a native or Rust frame short of the outermost),
+    torch's CUDA OOM message short of its end, a bracket, a double quote or a single-quoted value left open, a last
+    character that announces more (``,``, ``:``, ``/``, ``=``, ``-``, ``(``; not a rule line made of one of them) or a
+    last word no sentence ends on ("exits with") -- not on an indented source line, whose brackets are its code's; or
     the start of the record just ``before`` it again, short of its end (a repeated record cut: "mlx5: host_u"); or a
     last word that the text ``near`` it (before it) never uses whole but begins a longer word of (:func:`cut_word`)."""
     if last is None:
