@@ -307,7 +307,7 @@ def _open_single_quote(msg: str) -> bool:
 
 
 # an opening quote (group 1) or a closing one (group 2)
-_QUOTE = re.compile(r"(?:(?<=^)|(?<=[\s=(\[{:,]))(')(?=\S)|(?<=\S)(['\u2019])(?!\w)")
+_QUOTE = re.compile(r"(?:^|(?<=[\s=(\[{:,]))(')(?=\S)|(?<=\S)(['\u2019])(?!\w)")
 
 
 # short words that end a whole sentence and begin longer ones ("already in use", "see the log")

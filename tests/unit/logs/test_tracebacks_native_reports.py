@@ -53,14 +53,6 @@ def test_a_dotted_name_cut_is_still_cut() -> None:
     assert ends_cut((9, "vllm.v1.engine.exceptions.Engin"), near="raise EngineDeadError()")
 
 
-def test_nvshmem_failing_as_it_starts_is_the_communicators_set_up() -> None:
-    log = ("Allocating buffer size: 2116.2912 MB ...\n"
-           "/root/nvshmem_src/src/modules/transport/ibgda/ibgda.cpp:3005: non-zero status: 7 ibgda_rc_init2rtr failed\n"
-           "/root/nvshmem_src/src/host/init/init.cu:998: non-zero status: 7 building transport map failed\n")
-    root = analyze(log).root_cause
-    assert root is not None and root.phase == "nccl_init"
-
-
 @pytest.mark.parametrize(("line", "cut"), [
     ("   4: core::ptr::drop_in_place<cudarc::driver::safe::core::CudaSlice<u8>>", True),
     ("   6:     0x564a0f7cade8 - std::panicking::begin_panic_handler::{{closure}}::hd5f53fdb59d78538", True),
@@ -72,20 +64,21 @@ def test_a_log_that_ends_inside_a_rust_backtrace_was_cut(line: str, cut: bool) -
     assert ends_cut((9, line)) is cut
 
 
-@pytest.mark.parametrize("log", [
-    "ValueError: Current node has no GPU available. current_node_resource={'CPU': 96.0}. vLLM engine cannot start "
-    "without GPU. Make sure you have at least 1 GPU available in a node\n",
-    "ValidationError: 1 validation error for ModelConfig\nValue error, The checkpoint you are trying to load has model "
-    "type hunyuan_v1_dense but Transformers does not recognize this architecture.\n",
+@pytest.mark.parametrize(("log", "phase"), [
+    # NVSHMEM (DeepEP's communicator) failing as it starts
+    ("Allocating buffer size: 2116.2912 MB ...\n"
+     "/root/nvshmem_src/src/modules/transport/ibgda/ibgda.cpp:3005: non-zero status: 7 ibgda_rc_init2rtr failed\n"
+     "/root/nvshmem_src/src/host/init/init.cu:998: non-zero status: 7 building transport map failed\n", "nccl_init"),
+    # an engine that cannot start, a config refused as it is built
+    ("ValueError: Current node has no GPU available. current_node_resource={'CPU': 96.0}. vLLM engine cannot start "
+     "without GPU. Make sure you have at least 1 GPU available in a node\n", "startup_other"),
+    ("ValidationError: 1 validation error for ModelConfig\nValue error, The checkpoint you are trying to load has model "
+     "type hunyuan_v1_dense but Transformers does not recognize this architecture.\n", "startup_other"),
+    # a prediction cog failed: a request being served
+    ('Traceback (most recent call last):\n  File "/x/cog/server/runner.py", line 474, in _handle_done\n'
+     "    f.result()\ncog.server.exceptions.FatalWorkerException: Prediction failed for an unknown reason. It might "
+     "have run out of memory? (exitcode -6)\n", "serving"),
 ])
-def test_an_engine_that_cannot_start_or_a_config_refused_is_start_up(log: str) -> None:
+def test_the_words_of_a_failure_name_its_phase(log: str, phase: str) -> None:
     root = analyze(log).root_cause
-    assert root is not None and root.phase == "startup_other"
-
-
-def test_a_prediction_cog_failed_is_a_request_served() -> None:
-    log = ('Traceback (most recent call last):\n  File "/x/cog/server/runner.py", line 474, in _handle_done\n'
-           "    f.result()\ncog.server.exceptions.FatalWorkerException: Prediction failed for an unknown reason. It might "
-           "have run out of memory? (exitcode -6)\n")
-    root = analyze(log).root_cause
-    assert root is not None and root.phase == "serving"
+    assert root is not None and root.phase == phase
