@@ -23,6 +23,9 @@ from workbench.tracebacks.stack import Block, Cpp
 # stream's receive_nowait, which receive catches to wait: "anyio.WouldBlock", then "During handling of the above
 # exception, another exception occurred" over uvicorn's run_asgi), an iterator's StopIteration, queue.Empty
 _CONTROL_FLOW = frozenset({"WouldBlock", "StopIteration", "StopAsyncIteration", "Empty"})
+# a module that would not import: with nothing else to place it, a program fails so as it starts (its imports come
+# first; a serving path's lazy import shows its serving frames, which decide before this)
+_IMPORT_FAILURES = frozenset({"ImportError", "ModuleNotFoundError"})
 
 
 def flow_context(chain: Sequence[Traceback]) -> bool:
@@ -132,6 +135,8 @@ def chain_phase(chain: list[Block]) -> str:
     decided = decide_phase(frames, texts, first.phase_hint, ready=first.ready)
     if decided == "unknown" and first.context:  # last, the words of the records just before it (prose, a banner)
         decided = decide_phase((), first.context, "unknown")
+    if decided == "unknown" and any((b.exc_type or "").rsplit(".", 1)[-1] in _IMPORT_FAILURES for b in chain):
+        decided = "startup_other"
     return decided
 
 
