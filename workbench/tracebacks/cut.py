@@ -39,6 +39,12 @@ _CUT_HEAD = re.compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)(?: \d\d-\d\d(?: [
 _ANNOUNCE_ONLY = re.compile(r"^(?!.*: [a-z][a-z ]{0,40} error\W*$).*\b(?:exception|error|traceback)\W*$", re.I | re.S)
 # logger.exception(e) of a KeyError writes str(e), the missing key in quotes and nothing else
 _KEY_ONLY = re.compile(r"""(['"])[^'"\s]+\1""")
+# Ray's wrapper over a remote task's stack, as stack.wrapper_goes_on leaves it in the stack's lead
+_RAY_HEAD = re.compile(r"(\S+\(\S+\)): (ray::.+)", re.S)
+# a word that says something failed (not a record that only happened to come just before the stack: "NCCL INFO ...")
+# (or a library's error code: "NIXL_ERR_BACKEND", "ACL_ERROR_RT_DEVICE_MEM_ERROR")
+_FAILURE_WORD = re.compile(r"\b(?:exception|error|errored|fail(?:ed|ure|s)?|traceback)\b|(?-i:\b[A-Z]+_ERR(?:OR)?_[A-Z_]+\b)",
+                           re.I)
 _ANNOUNCES = re.compile(r"because of an error raised|raised in (?:its )?creation task|failed to start|Error executing metho")
 # logger.exception(repr(e)) as vLLM v0's engine loop writes it ("AssertionError()", "ValueError('...')"): the type
 _LOGGED_REPR = re.compile(rf"({RAISED_NAME})\((.*)\)")
@@ -74,6 +80,9 @@ class CutReport(NamedTuple):
     # a start's stack that only waited for it): that record is the cause, with its rank (None: none printed)
     record: bool = False
     rank: str | None = None
+    # the words only announce the stack ("Scheduler hit an exception:", "Method Warmup encountered an error."): the
+    # failure stays the stack's exception, cut, with those words as all that is known of it
+    announced: bool = False
 
 
 def cut_report(tb: Traceback) -> CutReport:
@@ -98,11 +107,13 @@ def cut_report(tb: Traceback) -> CutReport:
     for c, rank in reversed(errors):  # (not one naming only the call that raised: "Error executing method X.")
         if _REPORT.search(c) and not _ANNOUNCE_ONLY.search(c.strip()) and "Error executing metho" not in c:
             return CutReport(None, c.strip()[:400], record=True, rank=rank)
-    lead = tb.lead.strip()
-    if tb.logged and lead and "Error executing metho" not in lead and not _one_quoted(lead):
-        # the stack's own record, though it only announces it ("EngineCore encountered a fatal error."); not one quoted
-        # phrase (prose a logger wrote, no key) nor one naming only the call that raised
-        return CutReport(None, lead[:400])
+    lead = tb.lead.strip().strip("`").strip()  # (a paste's Markdown quote left on its first line)
+    if lead and (tb.logged or _FAILURE_WORD.search(lead) or _RAY_HEAD.fullmatch(lead)) and not _one_quoted(lead):
+        # the stack's own record, though it only announces it ("EngineCore encountered a fatal error.", "Scheduler hit
+        # an exception:" on the header's line, TGI's "Method Warmup encountered an error." just above, Ray's head over
+        # the remote task's frames: "RayTaskError(RuntimeError): ray::Runner.run() (pid=...)", the task's type unknown);
+        # not one quoted phrase (prose a logger wrote, no key)
+        return CutReport(None, lead[:400], announced=True)
     return CutReport(None, "")
 
 

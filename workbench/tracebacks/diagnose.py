@@ -451,7 +451,7 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
         if link.exception_type is None:  # cut before its exception line: where it failed, not what
             report = cut_report(link)
             rc = replace(rc, exception_type=report.exception_type, message=report.message)
-            if report.exception_type is None and report.message and (report.record or not link.logged):
+            if report.exception_type is None and report.message and (report.record or not (link.logged or report.announced)):
                 # a record above it said what failed: that line (another process's: with its rank)
                 rc = replace(rc, kind="log_line", ranks=_ranks([report.rank]) if report.rank else rc.ranks)
             if rc.line in wrapped.values():  # the output a wrapper introduced: what failed, however cut

@@ -53,13 +53,15 @@ def test_a_cut_traceback_takes_its_message_from_the_error_record_that_introduced
     assert rc.phase == "startup_other"
 
 
-def test_a_wrapper_that_only_announces_the_stack_gives_no_message() -> None:
-    """SGLang's "Scheduler hit an exception:" says nothing of what failed."""
+def test_a_wrapper_that_only_announces_the_stack_is_all_its_cut_stack_says() -> None:
+    """SGLang's "Scheduler hit an exception:" says only that the scheduler died: with the exception line cut, those words
+    are the message of a failure that stays the stack's (an exception of unknown type), not a record of its own."""
     text = ('[2025-09-08 18:19:22 TP0] Scheduler hit an exception: Traceback (most recent call last):\n'
             '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 2586, in run_scheduler_process\n'
             '    scheduler = Scheduler(\n')
     rc = analyze(text).root_cause
-    assert rc is not None and rc.exception_type is None and rc.message == ""
+    assert rc is not None and rc.kind == "exception" and rc.exception_type is None
+    assert rc.message == "Scheduler hit an exception:"
 
 
 def test_an_exception_line_after_a_full_width_colon_label_is_read() -> None:
@@ -121,12 +123,14 @@ def test_collective_error_records_just_before_a_start_up_traceback_say_nccl_star
     assert quiet is not None and quiet.phase == "startup_other"
 
 
-def test_a_workers_error_executing_method_record_is_no_message() -> None:
-    """vLLM's "Error executing method X. This might cause deadlock ..." names the call, not what failed."""
+def test_a_workers_error_executing_method_record_names_only_the_call() -> None:
+    """vLLM's "Error executing method X. This might cause deadlock ..." names the call, not what failed: with nothing
+    else above the cut stack, it is all that is known (an exception of unknown type)."""
     text = ("ERROR 04-17 09:00:33 worker_base.py:44] Error executing method initialize_cache. This might cause "
             "deadlock in distributed execution.\n"
             "ERROR 04-17 09:00:33 worker_base.py:44] Traceback (most recent call last):\n"
             'ERROR 04-17 09:00:33 worker_base.py:44]   File "/usr/local/lib/python3.10/dist-packages/vllm/worker/'
             'worker_base.py", line 37, in execute_method\n')
     rc = analyze(text).root_cause
-    assert rc is not None and rc.exception_type is None and rc.message == ""
+    assert rc is not None and rc.kind == "exception" and rc.exception_type is None
+    assert rc.message.startswith("Error executing method initialize_cache.")
