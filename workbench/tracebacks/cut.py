@@ -106,7 +106,8 @@ def cut_report(tb: Traceback) -> CutReport:
     # cause."): with the stack's exception cut off, its words are all that says what failed
     for c, rank in reversed(errors):  # (not one naming only the call that raised: "Error executing method X.")
         if _REPORT.search(c) and not _ANNOUNCE_ONLY.search(c.strip()) and "Error executing metho" not in c:
-            return CutReport(None, c.strip()[:400], record=True, rank=rank)
+            # (the failure stays the stack's exception, of unknown type: vLLM's "EngineCore failed to start." over it)
+            return CutReport(None, c.strip()[:400], rank=rank, announced=True)
     lead = tb.lead.strip().strip("`").strip()  # (a paste's Markdown quote left on its first line)
     if lead and (tb.logged or _FAILURE_WORD.search(lead) or _RAY_HEAD.fullmatch(lead)) and not _one_quoted(lead):
         # the stack's own record, though it only announces it ("EngineCore encountered a fatal error.", "Scheduler hit

@@ -39,7 +39,8 @@ def test_the_first_error_of_a_cascade_above_a_cut_stack_is_the_cause() -> None:
 
 
 def test_a_record_that_only_announces_a_stack_cut_before_its_exception_is_what_failed() -> None:
-    """dynamo#1871: RFC 3339 records whose level the parser reads from the prefix; the stack is cut in its frames."""
+    """dynamo#1871: RFC 3339 records whose level the parser reads from the prefix; the stack is cut in its frames. The
+    record's words say what failed; the failure stays the stack's exception, its type unknown."""
     log = ("2025-07-11T04:31:36.258Z  INFO pynccl.__init__: vLLM is using nccl==2.21.5   \n"
            "2025-07-11T04:31:39.025Z ERROR serve_dynamo.dyn_worker: [VllmWorker:1] Error in Dynamo component setup: "
            "Engine process failed to start. See stack trace for the root cause.   \n"
@@ -49,7 +50,8 @@ def test_a_record_that_only_announces_a_stack_cut_before_its_exception_is_what_f
            '  File "/home/ubuntu/venv/lib/python3.10/site-packages/typer/main.py", line 341, in __call__\n'
            "    raise e\n")
     rc = analyze(log).root_cause
-    assert rc is not None and rc.kind == "log_line" and "Engine process failed to start" in rc.message
+    assert rc is not None and rc.kind == "exception" and rc.exception_type is None
+    assert "Engine process failed to start" in rc.message
 
 
 def test_a_log_ending_inside_an_error_records_first_word_is_that_failure_cut() -> None:
