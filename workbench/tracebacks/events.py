@@ -26,6 +26,11 @@ _TORCH_RANK = re.compile(r"\[rank(\d+)\]:")
 _C10D_RANK = re.compile(r"\[(?:PG[^\]]*? )?Rank (\d+)\]")
 # the rank a failure names in its own words ("Failed to initialize executor on rank 6: ...")
 _ON_RANK = re.compile(r"\b[Oo]n [Rr]ank (\d+)\b")
+# torch elastic's summary of the rank it names the root cause ("Root Cause (first observed failure):", then "[0]:",
+# "  rank      : 0 (local_rank: 0)", "  exitcode  : 1 (pid: 69811)"): a worker that exited with an error code (one a
+# signal ended gives a negative code and says so on its "traceback : Signal 11 (SIGSEGV) received by PID" line)
+_ELASTIC_EXIT = re.compile(r"\s*exitcode\s*: [1-9]\d* \(pid: \d+\)\s*")
+_ELASTIC_ROOT = "Root Cause (first observed failure)"
 # the phrases of an exception whose type a paste lost (a failed C++ CHECK, the KV-cache size checks, the status Triton
 # gives a model it could not load, ...): see phrases.LOST_TYPE_PHRASES
 _LEVEL_FREE = frozenset(text for text, _ in LOST_TYPE_PHRASES)
@@ -194,6 +199,10 @@ def log_event(parsed: LogLine, msg: str, line_no: int, phase: str, server: str,
         said = prose_failure(msg, recent)
         if said is not None:  # prose has no level: what it quotes as thrown is the error line
             return LogEvent("error_line", line_no, said, parsed.rank, phase, server, recent[:-1])
+    if "exitcode" in msg and _ELASTIC_EXIT.fullmatch(msg) is not None:
+        before = tuple(recent)[:-1]
+        if any(_ELASTIC_ROOT in r for r in before[-6:]):
+            return LogEvent("process_died", line_no, msg.strip(), parsed.rank, phase, server, before)
     level: str | None = ""
     for kind, m in event_matches(msg):
         if (kind == "error_line" and m.group("lost") is None and m.group("any") is None

@@ -264,7 +264,8 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
         r"exited on signal \d+|exited with non-zero status\b|"
         # Kubernetes' word for a container whose process exited and keeps being restarted, as a deployer reports it
         r"[Cc]rashed container|CrashLoopBackOff")),
-    ("killed", re.compile(r"^Killed$|Received sigquit|SIGQUIT received|kill_process_tree")),
+    # (torch elastic's agent stopped from outside, stopping its workers: "Received 15 death signal, shutting down workers")
+    ("killed", re.compile(r"^Killed$|Received sigquit|SIGQUIT received|kill_process_tree|\bReceived \d+ death signal\b")),
 )
 # Words one of which every match of a kind's pattern contains (one per alternative of the
 # pattern): one scan of a line for all of them says which kinds' patterns can match at all.
@@ -296,7 +297,7 @@ _EVENT_NEEDLES: dict[EventKind, tuple[str, ...]] = {
                      "Failed to register worker", "exited on signal ", "exited with non-zero status", "rashed container",
                      "CrashLoopBackOff",
                      "Termination is unexpected", "ctor is dead because its worker process"),
-    "killed": ("Killed", "Received sigquit", "SIGQUIT received", "kill_process_tree"),
+    "killed": ("Killed", "Received sigquit", "SIGQUIT received", "kill_process_tree", " death signal"),
 }
 _NEEDLES = tuple(sorted({w for words in _EVENT_NEEDLES.values() for w in words}))
 # the words that make a line worth reading at all (see _interesting): broader than the needles,
@@ -313,7 +314,8 @@ _EVENT_ANCHORS = ("Xid", "Connection refused", "failed to start", "CUDA error", 
                   "register worker", "Segfault", "LLVM ERROR", "Request failed", "Process received signal", ")[0x",
                   "rashed container", "CrashLoopBackOff", "Heartbeat monitor", "watchdog thread terminated", "panic: ",
                   "non-zero status", "ptxas fatal", "received by PID", "page fault", "GGML_ASSERT", "MTGPU",
-                  " abort ", "Signal (", *(text.strip(" :") for text, _ in LOST_TYPE_PHRASES + ANY_LEVEL_PHRASES))
+                  " abort ", "Signal (", "death signal", "exitcode",
+                  *(text.strip(" :") for text, _ in LOST_TYPE_PHRASES + ANY_LEVEL_PHRASES))
 _EVENT_PART = any_part_of(_NEEDLES)  # the quick first search (see any_part_of)
 
 

@@ -96,6 +96,10 @@ ANY_LEVEL_PHRASES: tuple[tuple[str, str | None], ...] = (
     # a component's own report that a call of it raised ("Runner failed with exception: Runner has been initializing
     # for too long: 300 seconds", a serverless platform giving up on a server's start)
     ("failed with exception: ", r"\b[Ff]ailed with exception: (?=\S)"),
+    # Ray Serve's controller giving up on a replica that stopped answering its health checks ("Didn't receive health check
+    # response for replica Replica(id='rut1591v', deployment='vLLM:Qwen--Qwen3-32B', ...) after 10.0s, marking it
+    # unhealthy"): the replica hung or died, whatever level the line is logged at
+    ("health check response for replica", None),
     # Open MPI's banner when its runtime could not start a rank ("It looks like orte_init failed for some reason; your
     # parallel process is likely to abort."): mpirun's ranks of TensorRT-LLM never came up
     ("orte_init failed", r"\borte_init failed\b"),

@@ -31,10 +31,25 @@ from workbench.tracebacks.cut import ends_cut
      "[gfxhub] page fault"),
     ("[24078.925037] MTGPU:(Error): 56377:  PID 1747 experienced error Guilty Lockup (0x1) caller[CheckFWCCB CTX Reset]\n",
      "experienced error Guilty Lockup"),
+    ("Failures:\n[1]:\n  rank      : 1 (local_rank: 1)\n  exitcode  : 1 (pid: 69812)\n"
+     "------------------------------------------------------------\nRoot Cause (first observed failure):\n[0]:\n"
+     "  time      : 2024-03-05_07:01:51\n  rank      : 0 (local_rank: 0)\n  exitcode  : 1 (pid: 69811)\n"
+     "  error_file: <N/A>\n", "exitcode  : 1 (pid: 69811)"),
+    ("[default0]:12:13:46    INFO Starting training step 0\nW1130 12:13:49.388000 124326 torch/distributed/elastic/agent/"
+     "server/api.py:723] Received 15 death signal, shutting down workers\n", "Received 15 death signal"),
+    ("1758 -- Didn't receive health check response for replica Replica(id='rut1591v', deployment='vLLM:Qwen3-32B', "
+     "app='RayServeApp') after 10.0s, marking it unhealthy.\n", "health check response for replica"),
 ])
 def test_a_failure_reported_without_a_traceback_is_found(log: str, said: str) -> None:
     root = analyze(log).root_cause
     assert root is not None and root.kind == "log_line" and said in (root.message or "")
+
+
+def test_an_elastic_summary_of_other_failures_is_no_root_cause_alone() -> None:
+    """torch elastic's exit codes count only under its "Root Cause (first observed failure):" head; a signal's death
+    (a negative code) is said on its own traceback line."""
+    assert analyze("Failures:\n[1]:\n  rank      : 1 (local_rank: 1)\n  exitcode  : 1 (pid: 69812)\n").root_cause is None
+    assert analyze("Root Cause (first observed failure):\n[0]:\n  exitcode  : 0 (pid: 9)\n").root_cause is None
 
 
 def test_a_plain_log_line_is_no_failure() -> None:

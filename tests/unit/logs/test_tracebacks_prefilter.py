@@ -251,6 +251,9 @@ _PHRASE_LINES = {
     "failed with status ": "ggml_metal_graph_compute: command buffer 0 failed with status 5",
     # nccl-tests (its issue 322), and Open MPI's hcoll component under it (its issue 284)
     "Test NCCL failure ": "HCA-128: Test NCCL failure common.cu:1204 'unhandled cuda error (run with NCCL_DEBUG=INFO)'",
+    "health check response for replica": "1758 -- Didn't receive health check response for replica Replica(id='rut1591v', "
+                                          "deployment='vLLM:Qwen--Qwen3-32B', app='RayServeApp') after 10.0s, marking it "
+                                          "unhealthy.",
     "Test CUDA failure ": "node1: Test CUDA failure common.cu:892 'out of memory'",
     "] Error: ": "[agzen-worker:386753] Error: coll_hcoll_module.c:312 - mca_coll_hcoll_comm_query() Hcol library init "
                  "failed",
