@@ -790,6 +790,10 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|[Ff]ailed to (?:start(?! (
                            r"\b(?:provision|start)\w* (?:\w+ )?model instance|"
                            # a library the program needs is missing ("NIXL is not available"): found when it starts
                            r"\bis not (?:available|installed)\b|"
+                           # words placing the failure at the start themselves (vLLM's memory check as a worker starts:
+                           # "Free memory on device cuda:1 (19.77/22.05 GiB) on startup is less than desired GPU memory
+                           # utilization")
+                           r"\bon start-?up\b|"
                            # words saying the failure came while something was being created or started ("crashes
                            # during NIXL agent creation", "When starting the ... workers, the process fails")
                            r"\b(?:during|while|when) (?:[\w-]+ ){0,4}?(?:creation|initiali[sz](?:ation|ing)|"

@@ -1,5 +1,5 @@
-"""A module that would not import is a start-up failure when nothing else places it; a lazy import inside a served
-request keeps the serving phase its frames give."""
+"""Failures that nothing but their own kind or words place at start-up: a module that would not import (a lazy import
+inside a served request keeps the serving phase its frames give), a message that says "on startup"."""
 
 from __future__ import annotations
 
@@ -37,3 +37,10 @@ def test_an_import_inside_a_served_request_stays_serving() -> None:
 def test_another_error_with_nothing_else_stays_unknown() -> None:
     root = analyze("ValueError: the value is wrong\n").root_cause
     assert root is not None and root.phase == "unknown"
+
+
+def test_a_message_that_says_on_startup_is_startup() -> None:
+    log = ("(EngineCore_DP0 pid=6940) ValueError: Free memory on device cuda:1 (19.77/22.05 GiB) on startup is less than "
+           "desired GPU memory utilization (0.9, 19.84 GiB). Decrease GPU memory utilization.\n")
+    root = analyze(log).root_cause
+    assert root is not None and root.phase == "startup_other"
