@@ -91,6 +91,22 @@ def test_the_short_path_reads_every_real_log_as_the_general_path(monkeypatch: py
         assert a == b, path.name
 
 
+def test_an_indented_process_prefix_is_read_by_the_general_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A line under a cut frame that starts, indented, with another writer's process prefix ("(Worker_TP0 pid=7) ERROR
+    ...") is that writer's record, not the frame's code: the short path leaves it to the general path."""
+    from workbench.tracebacks import analyze
+    from workbench.tracebacks.scan import Extractor
+
+    head = "        (EngineCore_DP0 pid=6) (Worker_TP0 pid=7) ERROR 02-01 09:32:13 [multiproc_executor.py:852] "
+    log = ('        fer/fused_moe/core.py", line 1635, in trtllm_fp8_block_scale_moe_op\n'
+           f"{head}    result = moe_op.trtllm_fp8_block_scale_moe(\n"
+           f'{head}  File "python/tvm_ffi/cython/function.pxi", line 923, in tvm_ffi.core.Function.__call__\n'
+           f"{head}RuntimeError: Check failed: routing_logits.dtype() == dl_bfloat16\n")
+    fast = repr(analyze(log))
+    monkeypatch.setattr(Extractor, "_short_path", lambda self, line, block, stream: None)
+    assert fast == repr(analyze(log))
+
+
 def test_any_part_of_matches_every_text_that_holds_a_word() -> None:
     """The quick pre-search (a rare-lettered end of each word) never misses a line the words match."""
     from workbench.logformats import any_of, any_part_of
