@@ -655,6 +655,10 @@ _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     # vLLM's "CUDA out of memory occurred when warming up sampler with 256 dummy requests"
     (re.compile(r"warm_?up|\bwarming up\b", re.I), "warmup"),
     (_LOAD_MODEL, "weight_loading"),
+    # a model file the loader cannot use (llama.cpp's GGUF reader: "gguf_init_from_file: invalid magic characters 'tjgg'";
+    # llama-cpp-python's "Model path does not exist: /app/models/model.gguf"; ollama's runner: "unable to load model"):
+    # the weights are being read, over whatever start-up code called the loader
+    (re.compile(r"\binvalid magic characters?\b|\bModel path does not exist\b|\bunable to load model\b"), "weight_loading"),
     # safetensors refusing a checkpoint file it reads (its Rust core's "SafetensorError: Error while deserializing
     # header: ...", "incomplete metadata, file not fully covered"): the weights are being read
     (re.compile(r"SafetensorError\b|Error while deserializing header"), "weight_loading"),
@@ -696,6 +700,11 @@ _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
                 r"(?:initiali[sz]e|init)\w* [^\n]{0,60}NCCL|NCCL[^\n]{0,60}\binit|"
                 # a warning from NCCL's own init.cc (ncclCommInitRank's source: "init.cc:1582 NCCL WARN Cuda failure ...")
                 r"\binit\.cc:\d+ NCCL WARN|"
+                # (and its transports' and bootstrap's, which connect the ranks as a communicator is set up: "transport/
+                # nvls.cc:254 NCCL WARN Cuda failure 1 'invalid argument'", RCCL's "transport/p2p.cc:239 NCCL WARN
+                # hipIpcGetMemHandle failed"; HCCL's sockets between its ranks: "[hccl_socket.cc:100] ... [Listen] ...
+                # fail", "[hccl_socket_manager.cc:778] ... wait socket establish timeout")
+                r"\b(?:transport/\w+|bootstrap)\.cc:\d+ NCCL WARN|\bhccl_socket(?:_manager)?\.cc:\d+\]|"
                 # NVSHMEM (DeepEP's transport) failing to connect its peers as it initialises ("ibv_modify_qp failed",
                 # "transport create connect failed", "nvshmem setup connections failed")
                 r"ibv_modify_qp failed|(?:transport create connect|connect EPS|ep_connect) failed|"

@@ -1,5 +1,6 @@
 """Failures that nothing but their own kind or words place at start-up: a module that would not import (a lazy import
-inside a served request keeps the serving phase its frames give), a message that says "on startup"."""
+inside a served request keeps the serving phase its frames give), a message that says "on startup"; and a collective
+library's transports failing, which connect its ranks as a communicator is set up; a model file the loader cannot use."""
 
 from __future__ import annotations
 
@@ -44,3 +45,31 @@ def test_a_message_that_says_on_startup_is_startup() -> None:
            "desired GPU memory utilization (0.9, 19.84 GiB). Decrease GPU memory utilization.\n")
     root = analyze(log).root_cause
     assert root is not None and root.phase == "startup_other"
+
+
+@pytest.mark.parametrize("line", [
+    "bm-h100-02:630335:630409 [2] transport/nvls.cc:254 NCCL WARN Cuda failure 1 'invalid argument'",
+    "host:461:502 [1] /build/rccl/hipify/src/transport/p2p.cc:239 NCCL WARN hipIpcGetMemHandle failed : invalid argument",
+    "[ERROR] HCCL(2717288,python3):2025-07-23-03:47:57.070.463 [hccl_socket.cc:100] [2717288][HcclSocket][Listen] "
+    "socket type[1], listen on ip[192.0.2.160] and specific port[16666] fail.",
+])
+def test_a_collective_librarys_transport_failing_is_communicator_set_up(line: str) -> None:
+    root = analyze(line + "\n").root_cause
+    assert root is not None and root.phase == "nccl_init"
+
+
+@pytest.mark.parametrize("log", [
+    "Traceback (most recent call last):\n  File \"/app/app.py\", line 10, in <module>\n"
+    "    model = Llama(model_path=path, n_ctx=4096)\n"
+    "  File \"/usr/lib/python3.10/site-packages/llama_cpp/llama.py\", line 368, in __init__\n"
+    "    raise ValueError(f\"Model path does not exist: {model_path}\")\n"
+    "ValueError: Model path does not exist: /app/models/model.gguf\n",
+    "gguf_init_from_file: invalid magic characters 'tjgg'\n"
+    "llama_load_model_from_file: failed to load model\n"
+    "Traceback (most recent call last):\n  File \"/home/user/app/app.py\", line 12, in <module>\n"
+    "    llm = Llama(model_path=path)\n"
+    "ValueError: Failed to load model from file: /home/user/llama-2-7b-chat.ggmlv3.q4_1.bin\n",
+])
+def test_a_model_file_the_loader_cannot_use_is_weight_loading(log: str) -> None:
+    root = analyze(log).root_cause
+    assert root is not None and root.phase == "weight_loading"
