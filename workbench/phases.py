@@ -722,6 +722,10 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|[Ff]ailed to (?:start(?! (
                            # the dynamic loader refusing to start a program whose library is missing ("executorWorker:
                            # error while loading shared libraries: libnvinfer.so.10: cannot open shared object file")
                            r"error while loading shared libraries|"
+                           # (macOS's: "dyld[41630]: Library not loaded: @rpath/libllama-common.0.dylib"); torch finding
+                           # no usable GPU as it starts CUDA ("UserWarning: CUDA initialization: ... Error 803"); the
+                           # fabric manager unable to bring the NVSwitches up
+                           r"\bLibrary not loaded: |\bCUDA initiali[sz]ation: |from NVSwitch driver failed|"
                            # an extension module its library's ABI does not match, refused as it is imported
                            # ("ImportError: .../sgl_kernel/common_ops.abi3.so: undefined symbol: _ZN3c104cuda9SetDeviceEa")
                            r"\.so(?:\.\d+)*: undefined symbol: |"

@@ -100,6 +100,25 @@ ANY_LEVEL_PHRASES: tuple[tuple[str, str | None], ...] = (
     # response for replica Replica(id='rut1591v', deployment='vLLM:Qwen--Qwen3-32B', ...) after 10.0s, marking it
     # unhealthy"): the replica hung or died, whatever level the line is logged at
     ("health check response for replica", None),
+    # macOS's dynamic loader refusing to start a program whose library is missing ("dyld[41630]: Library not loaded:
+    # @rpath/libllama-common.0.dylib"), as Linux's "error while loading shared libraries"
+    ("Library not loaded: ", r"\bdyld\[\d+\]: Library not loaded: "),
+    # a check inside torch that failed, printed with no exception line ("cuda call failed lazily at initialization with
+    # error: device >=0 && device < num_gpus INTERNAL ASSERT FAILED at \"../aten/src/ATen/cuda/CUDAContext.cpp\": 50")
+    # (not one an exception line, or a record quoting one, carries: "Unexpected <class 'RuntimeError'>: ...")
+    ("INTERNAL ASSERT FAILED at ", r"^(?![^\n]*\w(?:Error|Exception)\b)[^\n]*\bINTERNAL ASSERT FAILED at "),
+    # torch finding no usable GPU as it starts CUDA, in a warning ("UserWarning: CUDA initialization: Unexpected error
+    # from cudaGetDeviceCount() ... Error 803: system has unsupported display driver / cuda driver combination")
+    ("UserWarning: CUDA initialization: ", None),
+    # ROCm's runtime (AMD_LOG_LEVEL) failing a call on the HSA runtime (":1:rocmemory.cpp :1043: Failed to create memory
+    # for IPC, failed with hsa_status: 4097")
+    ("failed with hsa_status: ", None),
+    # the amdgpu driver's scheduler timing out a GPU job ("amdgpu 0000:c2:00.0: ring gfx_0.0.0 timeout, signaled
+    # seq=166926, emitted seq=166928"), as amdgpu_job_timedout does
+    ("timeout, signaled seq=", r"\bring \S+ timeout, signaled seq="),
+    # NVIDIA's fabric manager unable to reach its NVSwitches as it starts ("request to query NVSwitch device information
+    # from NVSwitch driver failed with error:WARNING Nothing to do"): the GPUs' fabric never comes up
+    ("from NVSwitch driver failed", None),
     # Open MPI's banner when its runtime could not start a rank ("It looks like orte_init failed for some reason; your
     # parallel process is likely to abort."): mpirun's ranks of TensorRT-LLM never came up
     ("orte_init failed", r"\borte_init failed\b"),

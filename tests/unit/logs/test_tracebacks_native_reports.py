@@ -39,6 +39,19 @@ from workbench.tracebacks.cut import ends_cut
      "server/api.py:723] Received 15 death signal, shutting down workers\n", "Received 15 death signal"),
     ("1758 -- Didn't receive health check response for replica Replica(id='rut1591v', deployment='vLLM:Qwen3-32B', "
      "app='RayServeApp') after 10.0s, marking it unhealthy.\n", "health check response for replica"),
+    ("2026-04-23 14:04:02.064 [Info] (Process) dyld[41630]: Library not loaded: @rpath/libllama-common.0.dylib\n",
+     "Library not loaded: @rpath/libllama-common.0.dylib"),
+    ("cuda call failed lazily at initialization with error: device >=0 && device < num_gpus INTERNAL ASSERT FAILED at "
+     '"../aten/src/ATen/cuda/CUDAContext.cpp": 50\n', "device >=0 && device < num_gpus INTERNAL ASSERT FAILED"),
+    ("/usr/lib/python3.12/site-packages/torch/cuda/__init__.py:991: UserWarning: CUDA initialization: Unexpected error "
+     "from cudaGetDeviceCount(). Error 803: system has unsupported display driver / cuda driver combination\n",
+     "Error 803: system has unsupported display driver"),
+    (":1:rocmemory.cpp :1043: Failed to create memory for IPC, failed with hsa_status: 4097\n",
+     "failed with hsa_status: 4097"),
+    ("May 08 19:27:35 host kernel: amdgpu 0000:c2:00.0: ring gfx_0.0.0 timeout, signaled seq=166926, emitted seq=166928\n",
+     "ring gfx_0.0.0 timeout"),
+    ("Sep 18 03:19:01 host nvidia-fabricmanager-start.sh[4756]: request to query NVSwitch device information from "
+     "NVSwitch driver failed with error:WARNING Nothing to do [NV_WARN_NOTHING_TO_DO]\n", "from NVSwitch driver failed"),
 ])
 def test_a_failure_reported_without_a_traceback_is_found(log: str, said: str) -> None:
     root = analyze(log).root_cause
@@ -50,6 +63,18 @@ def test_an_elastic_summary_of_other_failures_is_no_root_cause_alone() -> None:
     (a negative code) is said on its own traceback line."""
     assert analyze("Failures:\n[1]:\n  rank      : 1 (local_rank: 1)\n  exitcode  : 1 (pid: 69812)\n").root_cause is None
     assert analyze("Root Cause (first observed failure):\n[0]:\n  exitcode  : 0 (pid: 9)\n").root_cause is None
+
+
+def test_an_assertion_an_exception_line_quotes_stays_with_it() -> None:
+    """torch's INTERNAL ASSERT inside an exception's message (or a record quoting it) is that exception's, not a
+    failure line of its own."""
+    log = ("Traceback (most recent call last):\n  File \"/x/server.py\", line 5, in warmup\n    run()\n"
+           "RuntimeError: captures_underway.empty() INTERNAL ASSERT FAILED at \"/pytorch/c10/cuda/"
+           "CUDACachingAllocator.cpp\":3085, please report a bug to PyTorch.\n"
+           "Error: Backend(Warmup(Generation(\"Unexpected <class 'RuntimeError'>: captures_underway.empty() INTERNAL "
+           "ASSERT FAILED at \\\"/pytorch/c10/cuda/CUDACachingAllocator.cpp\\\":3085\")))\n")
+    root = analyze(log).root_cause
+    assert root is not None and root.kind == "exception" and root.exception_type == "RuntimeError"
 
 
 def test_a_plain_log_line_is_no_failure() -> None:

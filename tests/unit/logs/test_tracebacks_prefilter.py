@@ -267,6 +267,18 @@ _PHRASE_LINES = {
     "failed with status ": "ggml_metal_graph_compute: command buffer 0 failed with status 5",
     # nccl-tests (its issue 322), and Open MPI's hcoll component under it (its issue 284)
     "Test NCCL failure ": "HCA-128: Test NCCL failure common.cu:1204 'unhandled cuda error (run with NCCL_DEBUG=INFO)'",
+    "Library not loaded: ": "2026-04-23 14:04:02.064 [Info] (Process) dyld[41630]: Library not loaded: "
+                            "@rpath/libllama-common.0.dylib",
+    "INTERNAL ASSERT FAILED at ": "cuda call failed lazily at initialization with error: device >=0 && device < num_gpus "
+                                  "INTERNAL ASSERT FAILED at \"../aten/src/ATen/cuda/CUDAContext.cpp\": 50,",
+    "UserWarning: CUDA initialization: ": "/usr/local/lib/python3.12/dist-packages/torch/cuda/__init__.py:991: UserWarning: "
+                                          "CUDA initialization: Unexpected error from cudaGetDeviceCount(). Error 803: "
+                                          "system has unsupported display driver / cuda driver combination",
+    "failed with hsa_status: ": ":1:rocmemory.cpp :1043: Failed to create memory for IPC, failed with hsa_status: 4097",
+    "timeout, signaled seq=": "maj 08 19:27:35 host kernel: amdgpu 0000:c2:00.0: ring gfx_0.0.0 timeout, signaled "
+                              "seq=166926, emitted seq=166928",
+    "from NVSwitch driver failed": "Sep 18 03:19:01 host nvidia-fabricmanager-start.sh[4756]: request to query NVSwitch "
+                                   "device information from NVSwitch driver failed with error:WARNING Nothing to do",
     "health check response for replica": "1758 -- Didn't receive health check response for replica Replica(id='rut1591v', "
                                           "deployment='vLLM:Qwen--Qwen3-32B', app='RayServeApp') after 10.0s, marking it "
                                           "unhealthy.",
