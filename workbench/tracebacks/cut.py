@@ -22,7 +22,7 @@ from workbench.tracebacks.patterns import (
     level_word,
 )
 from workbench.tracebacks.prefixes import unquote
-from workbench.tracebacks.stack import CUT_DUMP
+from workbench.tracebacks.stack import CUT_DUMP, open_at_end
 
 # the record a logger printed just before the traceback it attaches (Python's logger.exception("...")):
 # an error report in its own words, unlike a wrapper's "hit an exception:" that only announces the stack
@@ -292,13 +292,7 @@ def ends_cut(last: tuple[int, str] | None, before: str | None = None, near: str 
         return True  # a failure's fixed words cut short ("Watchdog caught collective operati")
     if _open_single_quote(msg) or _DANGLING.search(msg):
         return True  # a quoted value left open ("model='Qwen3.6"), a sentence cut after a word that needs one more
-    depth = 0
-    for ch in msg:
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-    return depth > 0 or cut_word(msg, near)
+    return open_at_end(msg) or cut_word(msg, near)
 
 
 # a last word a sentence cannot end on ("Worker unexpectedly exits with", "failed to load the")

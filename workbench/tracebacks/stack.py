@@ -257,11 +257,30 @@ def cut_in_message(blocks: list[Block], last: tuple[int, str] | None) -> None:
     line: the remote task's stack that head announces had begun, its frames and exception line cut (type unknown)."""
     if last is not None and blocks and last[0] - blocks[-1].end <= 3 and _CARETS_END.search(last[1]):
         wrapper_goes_on(blocks[-1])
-    if last is None or not any(last[1].count(a) > last[1].count(b) for a, b in ("[]", "()", "{}")):
+    if last is None or not open_at_end(last[1]):
         return
     for block in blocks:
         if block.end == last[0] and block.exc_type is not None and block.message:
             block.cut_message = True
+
+
+_SENTENCE_GOES_ON = re.compile(r"[a-z)]\. [A-Z][a-z]")
+
+
+def open_at_end(text: str) -> bool:
+    """The line stops inside a bracket it opened ("Command '['/usr/bin/gcc', '-O3', "); not when, after a bracket its
+    writer never closed, one sentence ended, another began and the line ends a sentence ("... max seq len (118000), (6.30
+    GiB KV cache is needed, ... (6.11 GiB). Based on the available memory, ... when initializing the engine.")."""
+    depth: list[int] = []
+    for i, ch in enumerate(text):
+        if ch in "([{":
+            depth.append(i)
+        elif ch in ")]}" and depth:
+            depth.pop()
+    if not depth:
+        return False
+    tail = text.rstrip()  # (sentences went on after the bracket: one ended and another began, and the last ended)
+    return not (tail.endswith(".") and _SENTENCE_GOES_ON.search(tail, depth[-1]) is not None)
 
 
 def add_flattened(stream: Stream, block: Block, rest: str, line_no: int) -> None:

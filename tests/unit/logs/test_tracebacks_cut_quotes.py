@@ -1,4 +1,5 @@
-"""A log whose last line was cut inside a quoted value, after a word a sentence cannot end on, or in glog's head."""
+"""A log whose last line was cut inside a quoted value, after a word a sentence cannot end on, or in glog's head; and
+one that ended whole after a bracket its writer never closed."""
 
 from __future__ import annotations
 
@@ -14,6 +15,9 @@ from workbench.tracebacks.cut import ends_cut
     "Worker exit detail: Worker unexpectedly exits with",
     "RuntimeError: could not load the",
     "E1204 10:45:22.131799 108700 transfer_metadata.cpp:85",
+    # a repr cut, the last of its sentences short of its end
+    "RuntimeError: ('torch._dynamo failed\\n\\nYou can suppress this exception and fall back to eager by setting:\\n"
+    "    import torch.",
 ])
 def test_a_last_line_cut_inside_its_record_is_cut(line: str) -> None:
     assert ends_cut((9, line))
@@ -27,6 +31,10 @@ def test_a_last_line_cut_inside_its_record_is_cut(line: str) -> None:
     "ValueError: can't load the users' weights",
     "RuntimeError: the model is not supported by this backend",
     "E1204 10:45:22.131799 108700 transfer_metadata.cpp:85] Failed to put segment description",
+    # a bracket its writer never closed, sentences after it (vLLM's KV-cache check)
+    "ValueError: To serve at least one request with the models's max seq len (118000), (6.30 GiB KV cache is needed, "
+    "which is larger than the available KV cache memory (6.11 GiB). Based on the available memory, the estimated "
+    "maximum model length is 114432. Try increasing `gpu_memory_utilization` when initializing the engine.",
 ])
 def test_a_whole_last_line_is_not_cut(line: str) -> None:
     assert not ends_cut((9, line))
