@@ -709,6 +709,10 @@ _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
                 # "transport create connect failed", "nvshmem setup connections failed")
                 r"ibv_modify_qp failed|(?:transport create connect|connect EPS|ep_connect) failed|"
                 r"nvshmem setup connections|"
+                # the connections a communicator opens to its peers as it is set up: NCCL's sockets ("misc/socket.cc:484
+                # NCCL WARN socketStartConnect: Connect to ... failed"), Gloo's mesh ("Gloo connectFullMesh failed"),
+                # NVSHMEM's bootstrap ("bootstrap_net_init:160: No socket interface found")
+                r"\bsocket(?:Start|Poll)Connect\b|\bconnectFullMesh\b|\bbootstrap_net_init\b|"
                 # NVSHMEM's own sources reporting a failure while it starts: its bootstrap, its transports (IBGDA's queue
                 # pairs: "nvshmem_src/src/modules/transport/ibgda/ibgda.cpp:3005: non-zero status: 7 ibgda_rc_init2rtr
                 # failed"), its init ("src/host/init/init.cu:998: non-zero status: 7 building transport map failed")

@@ -365,11 +365,12 @@ _PHRASES = tuple(p for p in {f.rstrip(" :.,") for f in (*_NEEDLES, *FIXED_LINES)
 
 
 def _ends_in_phrase(msg: str) -> bool:
-    """``msg`` ends in the first ten characters or more of one of :data:`_PHRASES`, short of its end."""
+    """``msg`` ends in the first ten characters or more of one of :data:`_PHRASES`, short of its end -- not where the
+    phrase goes on after a full stop ("CUDA out of memory" of "CUDA out of memory. Tried to allocate": a whole sentence)."""
     for phrase in _PHRASES:
         start = msg.rfind(phrase[:10])
         if start >= 0 and len(msg) - start < len(phrase) and phrase.startswith(msg[start:]) \
-                and (start == 0 or not msg[start - 1].isalnum()):
+                and (start == 0 or not msg[start - 1].isalnum()) and phrase[len(msg) - start] != ".":
             return True
     return False
 

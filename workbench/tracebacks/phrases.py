@@ -119,6 +119,18 @@ ANY_LEVEL_PHRASES: tuple[tuple[str, str | None], ...] = (
     # NVIDIA's fabric manager unable to reach its NVSwitches as it starts ("request to query NVSwitch device information
     # from NVSwitch driver failed with error:WARNING Nothing to do"): the GPUs' fabric never comes up
     ("from NVSwitch driver failed", None),
+    # torch's CUDA out-of-memory message quoted by a program's own error line with no level ("Error during inference: CUDA
+    # out of memory. Tried to allocate 730.00 MiB. GPU 0 has a total capacity of 7.57 GiB ...")
+    ("CUDA out of memory. Tried to allocate ", None),
+    # a CUDA driver call that failed under torch_memory_saver (SGLang's and verl's sleep and wake of an engine's memory:
+    # "[torch_memory_saver.cpp] CUresult error: 2 (out of memory)  file=csrc/utils.h func=cu_mem_create line=194")
+    ("CUresult error", None),
+    # Ray's autoscaler unable to place what a job asked for ("(autoscaler +13s) Error: No available node types can fulfill
+    # resource request {'GPU': 1.0}. Add suitable node types to this cluster to resolve this issue.")
+    ("No available node types can fulfill resource request", None),
+    # an Ascend AI Core reporting a kernel's memory access out of range ("The DDR address of the MTE instruction is out of
+    # range"), the NPU's illegal address
+    ("MTE instruction is out of range", None),
     # Open MPI's banner when its runtime could not start a rank ("It looks like orte_init failed for some reason; your
     # parallel process is likely to abort."): mpirun's ranks of TensorRT-LLM never came up
     ("orte_init failed", r"\borte_init failed\b"),

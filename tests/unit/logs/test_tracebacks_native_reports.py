@@ -52,6 +52,15 @@ from workbench.tracebacks.cut import ends_cut
      "ring gfx_0.0.0 timeout"),
     ("Sep 18 03:19:01 host nvidia-fabricmanager-start.sh[4756]: request to query NVSwitch device information from "
      "NVSwitch driver failed with error:WARNING Nothing to do [NV_WARN_NOTHING_TO_DO]\n", "from NVSwitch driver failed"),
+    ("[Thu Feb 12 20:35:53 2026] amdgpu 0000:65:00.0: amdgpu: [gfxhub0] retry page fault (src_id:0 ring:0 vmid:3)\n",
+     "retry page fault"),
+    ("Error during inference: CUDA out of memory. Tried to allocate 730.00 MiB. GPU 0 has a total capacity of 7.57 GiB\n",
+     "CUDA out of memory. Tried to allocate 730.00 MiB"),
+    ("(SGLangHttpServer pid=250977) [torch_memory_saver.cpp] CUresult error: 2 (out of memory)  file=csrc/utils.h "
+     "func=cu_mem_create line=194\n", "CUresult error: 2 (out of memory)"),
+    ("(autoscaler +13s) Error: No available node types can fulfill resource request {'GPU': 1.0}. Add suitable node "
+     "types to this cluster to resolve this issue.\n", "No available node types can fulfill resource request"),
+    ("[AIC_INFO] The DDR address of the MTE instruction is out of range.\n", "MTE instruction is out of range"),
 ])
 def test_a_failure_reported_without_a_traceback_is_found(log: str, said: str) -> None:
     root = analyze(log).root_cause

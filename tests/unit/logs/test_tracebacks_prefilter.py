@@ -279,6 +279,13 @@ _PHRASE_LINES = {
                               "seq=166926, emitted seq=166928",
     "from NVSwitch driver failed": "Sep 18 03:19:01 host nvidia-fabricmanager-start.sh[4756]: request to query NVSwitch "
                                    "device information from NVSwitch driver failed with error:WARNING Nothing to do",
+    "CUDA out of memory. Tried to allocate ": "Error during inference: CUDA out of memory. Tried to allocate 730.00 MiB. GPU 0 "
+                                              "has a total capacity of 7.57 GiB of which 685.25 MiB is free.",
+    "CUresult error": "[torch_memory_saver.cpp] CUresult error: 2 (out of memory)  file=csrc/utils.h func=cu_mem_create "
+                      "line=194",
+    "No available node types can fulfill resource request": "(autoscaler +13s) Error: No available node types can fulfill "
+                                                            "resource request {'GPU': 1.0}. Add suitable node types.",
+    "MTE instruction is out of range": "[AIC_INFO] The DDR address of the MTE instruction is out of range.",
     "health check response for replica": "1758 -- Didn't receive health check response for replica Replica(id='rut1591v', "
                                           "deployment='vLLM:Qwen--Qwen3-32B', app='RayServeApp') after 10.0s, marking it "
                                           "unhealthy.",

@@ -52,6 +52,10 @@ def test_a_message_that_says_on_startup_is_startup() -> None:
     "host:461:502 [1] /build/rccl/hipify/src/transport/p2p.cc:239 NCCL WARN hipIpcGetMemHandle failed : invalid argument",
     "[ERROR] HCCL(2717288,python3):2025-07-23-03:47:57.070.463 [hccl_socket.cc:100] [2717288][HcclSocket][Listen] "
     "socket type[1], listen on ip[192.0.2.160] and specific port[16666] fail.",
+    "host:11172:11249 [3] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 192.0.2.7<51577> failed : Software "
+    "caused connection abort",
+    "(RayWorkerWrapper pid=933, ip=192.0.2.24) [rank1]:[E528 08:52:46.164295950 ProcessGroupGloo.cpp:145] Gloo "
+    "connectFullMesh failed with [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:144] no error",
 ])
 def test_a_collective_librarys_transport_failing_is_communicator_set_up(line: str) -> None:
     root = analyze(line + "\n").root_cause
