@@ -713,6 +713,9 @@ _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
                 # NCCL WARN socketStartConnect: Connect to ... failed"), Gloo's mesh ("Gloo connectFullMesh failed"),
                 # NVSHMEM's bootstrap ("bootstrap_net_init:160: No socket interface found")
                 r"\bsocket(?:Start|Poll)Connect\b|\bconnectFullMesh\b|\bbootstrap_net_init\b|"
+                # (and torch's TCPStore, the rendezvous every process group starts with: "The server socket has failed
+                # to listen on any local network address. ... (errno: 98 - Address already in use)")
+                r"\bThe (?:server|client) socket has failed to\b|"
                 # NVSHMEM's own sources reporting a failure while it starts: its bootstrap, its transports (IBGDA's queue
                 # pairs: "nvshmem_src/src/modules/transport/ibgda/ibgda.cpp:3005: non-zero status: 7 ibgda_rc_init2rtr
                 # failed"), its init ("src/host/init/init.cu:998: non-zero status: 7 building transport map failed")
@@ -770,6 +773,12 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|[Ff]ailed to (?:start(?! (
                            # the listening socket a server (or torch's TCPStore) binds as it starts ("could not bind to
                            # address: 0.0.0.0:8000", "[Errno 98] Address already in use")
                            r"could not bind|[Ff]ailed to bind|[Aa]ddress already in use|"
+                           # (MindIE's endpoint: "[MIE04E02041C] [endpoint] Failed to listen 172.17.0.3:40032")
+                           r"\b[Ff]ailed to listen\b|"
+                           # the devices a process is given as it starts ("EE1001: ... Set visible device failed, invalid
+                           # device=6"); Slurm's container plugin bringing the task's image up before the task starts
+                           # ("slurmstepd: error: pyxis: ... [ERROR] URL ... returned error code: 401 Unauthorized")
+                           r"\b[Ss]et visible devices? failed\b|\bslurmstepd: error: pyxis:|"
                            # a model server that would not come up (xinference's "Failed to launch model"), vLLM's
                            # check of the model's architectures while it builds its config (its registry's "Model
                            # architecture X failed to be inspected", "Error in inspecting model architecture 'X'")

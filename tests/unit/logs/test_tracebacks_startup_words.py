@@ -56,6 +56,7 @@ def test_a_message_that_says_on_startup_is_startup() -> None:
     "caused connection abort",
     "(RayWorkerWrapper pid=933, ip=192.0.2.24) [rank1]:[E528 08:52:46.164295950 ProcessGroupGloo.cpp:145] Gloo "
     "connectFullMesh failed with [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:144] no error",
+    "RuntimeError: The server socket has failed to listen on any local network address. port: 46571, useIpv6: 0, code: -9",
 ])
 def test_a_collective_librarys_transport_failing_is_communicator_set_up(line: str) -> None:
     root = analyze(line + "\n").root_cause
@@ -77,3 +78,16 @@ def test_a_collective_librarys_transport_failing_is_communicator_set_up(line: st
 def test_a_model_file_the_loader_cannot_use_is_weight_loading(log: str) -> None:
     root = analyze(log).root_cause
     assert root is not None and root.phase == "weight_loading"
+
+
+@pytest.mark.parametrize("line", [
+    "[2025-12-15 15:19:22.681+08:00] [38] [452] [server] [ERROR] [http_server.cpp:163] : [MIE04E02041C] [endpoint] "
+    "Failed to listen 172.17.0.3:40032, please check if business ip and port are legal.",
+    "EE1001: [PID: 42] 2025-11-10-16:26:28.542.748 The argument is invalid.Reason: Set visible device failed, invalid "
+    "device=6, input visible devices:6",
+    "slurmstepd: error: pyxis:     [ERROR] URL https://registry.example/v2/img/manifests/latest returned error code: 401 "
+    "Unauthorized",
+])
+def test_a_process_refused_what_it_starts_with_is_startup(line: str) -> None:
+    root = analyze(line + "\n").root_cause
+    assert root is not None and root.phase == "startup_other"
