@@ -217,7 +217,7 @@ class Extractor:
                 or "\x1b" in line or "\r" in msg or _needs_clean(line) or _HEADER in msg
                 or _CONTEXT in msg or _CAUSE in msg
                 or (stripped[0].isdigit() and self.shapes and (indented_record(msg) or self.shapes.strip(msg) is not None))
-                or (stripped[0] == "(" and "pid=" in stripped[:64])):  # an indented process prefix: another writer's
+                or (stripped[0] == "(" and "pid=" in stripped[:64])):  # an indented process prefix: another writer's record
             return False
         if (tracker.failure is None and _is_failure(msg)) or (
                 tracker.init_failed is None and not tracker.ready and ("failed to " in msg or "nitialization failed" in msg)):
