@@ -112,7 +112,9 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
     (r"Init torch distributed ends", "startup_other", 1.5, "end"),
     # torch's Gloo process group reports its rendezvous done: the distributed init is over
     (r"\[Gloo\] Rank \d+ is connected to \d+ peer ranks", "startup_other", 1.5, "end"),
-    (r"Load weight begin|Starting to load model|Loading (?:drafter|draft) model", "weight_loading", 2, "begin"),
+    # (LocalAI trying its backends in turn on a model: "INF Loading model 'b5869d55...' with backend llama-cpp")
+    (r"Load weight begin|Starting to load model|Loading (?:drafter|draft) model|Loading model '[^']+' with backend ",
+     "weight_loading", 2, "begin"),
     # llama.cpp's loader (ggml-based servers: ollama's runner, llama-cpp-python) reading a model's tensors
     (r"load_tensors: loading model tensors", "weight_loading", 2, "progress"),
     # SGLang's models' load_weights naming a checkpoint tensor it has no parameter for ("Parameter model.layers.0.mixer.
@@ -239,7 +241,7 @@ _RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("[c10d] ",),
     ("Init torch distributed ends",),
     ("peer ranks",),
-    ("Load weight begin", "Starting to load model", "Loading dra"),
+    ("Load weight begin", "Starting to load model", "Loading dra", "' with backend "),
     ("load_tensors: loading model tensors",),
     ("not found in params_dict",),
     ("llama_new_context_with_model: ", "llama_init_from_model: ", "llama_context: ", "llama_kv_cache"),
@@ -301,6 +303,10 @@ _FAILURE_ANCHORS = ("exception", "Traceback", "fail", "died", "dead", "sigquit",
 _ANCHOR = any_part_of(_ANCHORS)  # a rare-lettered end of each (see any_part_of): the rules decide
 _FAILURE_ANCHOR = any_of(_FAILURE_ANCHORS)
 _INIT_FAILED = re.compile(r"failed to start|[Ii]nitialization failed|failed to initiali[sz]e")
+# an access line's success for a request other than SGLang's own warm-up one (its server POSTs /generate, or /encode
+# for an embedding model, to itself once uvicorn is up): a client was served ('"POST /api/generate HTTP/1.1" 200 OK',
+# '"POST /v1/chat/completions HTTP/1.1" 200 OK')
+_SERVED = re.compile(r'"POST /(?!(?:generate|encode)\b)[^\s"]* HTTP/[\d.]+" 200\b')
 _ORDER = {"nccl_init": 1, "weight_loading": 2, "kv_cache_alloc": 3, "cuda_graph_capture": 4, "warmup": 5, "serving": 6}
 
 
@@ -377,7 +383,9 @@ class PhaseTracker:
             if self.flavor == "vllm":
                 phase, order, kind = "serving", 6, "ready"
         elif kind == "batch":
-            if self.phase != "unknown":
+            if self.phase == "warmup" and _SERVED.search(msg) is not None:
+                phase, order, kind = "serving", 6, "ready"  # a request answered once the HTTP server was up
+            elif self.phase != "unknown":
                 return None
         if kind == "start":
             if self.ready or self.failure is not None:
@@ -665,6 +673,9 @@ _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     # TGI's launcher fetching the weights (and a LoRA adapter's) before its shards start ("download:
     # text_generation_launcher: Download encountered an error", "Error: DownloadError")
     (re.compile(r"\bDownload encountered an error\b|\bError: DownloadError\b"), "weight_loading"),
+    # the Hugging Face Hub's Xet storage refusing a model file's download ("RuntimeError: Data processing error: CAS
+    # service error : ... Status(429) }, \"https://transfer.xethub.hf.co/xorbs/...")
+    (re.compile(r"\bCAS service error\b|\btransfer\.xethub\.hf\.co\b"), "weight_loading"),
     # TensorRT reading a built engine (its weights are in it) back from its plan file (TensorRT-LLM's runtime: "Assertion
     # failed: Failed to deserialize cuda engine."; TensorRT's own "IRuntime::deserializeCudaEngine: Error Code 1")
     (re.compile(r"\b[Dd]eserializ\w* (?:the |a )?(?:cuda |CUDA |TensorRT |TRT )?engine\b|deserializeCudaEngine"), "weight_loading"),
@@ -829,7 +840,11 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|[Ff]ailed to (?:start(?! (
                            r"__init__\(\) (?:got (?:an unexpected keyword|multiple values)|missing \d+ required)|"
                            # an engine that says it cannot start ("vLLM engine cannot start without GPU"), a config
                            # refused as it is built (pydantic's "1 validation error for ModelConfig", EngineArgs...)
-                           r"\b(?:engine|server) cannot start\b|\bvalidation errors? for \w*(?:Config|Args)\b", re.I)
+                           r"\b(?:engine|server) cannot start\b|\bvalidation errors? for \w*(?:Config|Args)\b|"
+                           # the device checked as the engine is configured ("Bfloat16 is only supported on GPUs with
+                           # compute capability of at least 8.0"), or not acquired at all (Habana's "synStatus=8 [Device
+                           # not found] Device acquire failed.")
+                           r"\bis only supported on GPUs with compute capability\b|\b[Dd]evice acquire failed\b", re.I)
 # the Envoy proxy in front of a server (Istio, KServe, AIBrix and llm-d gateways) answering a request for a backend it
 # could not reach: a request was being served (also a last resort's failure: tracebacks.events.quiet_failure)
 GATEWAY_FAILURE = r"\bupstream connect error or disconnect/reset before headers\b|\bno healthy upstream\b"
@@ -868,6 +883,9 @@ _TEXT_SERVING = re.compile(r"inputs? of failed execution|Dumping input data|Dump
                            # Replicate's cog failing a prediction it was running ("FatalWorkerException: Prediction failed
                            # for an unknown reason. It might have run out of memory? (exitcode -6)"): a request
                            r"\bPrediction failed\b|"
+                           # torch.multinomial's check of a sampler's probabilities (a request's batch being sampled:
+                           # "Assertion `probability tensor contains either `inf`, `nan` or element < 0` failed")
+                           r"probability tensor contains either|"
                            r"Encountered an error in forward\w* function|Encountered an error when fetching new request|"
                            # TensorRT-LLM's PyTorch executor's own record that its loop over the batches died ("Executor
                            # loop crashed on this rank; hard-killing all 8 ranks")

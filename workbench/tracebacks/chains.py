@@ -142,6 +142,7 @@ def chain_phase(chain: list[Block]) -> str:
 
 # an indented code line: a frame's source line as a traceback prints it
 _CODE_LINE = re.compile(r"\s{2,}(?!File \")\S.*")
+_CARETS = re.compile(r"[~^]+")
 
 
 def _code_above(block: Block) -> list[tuple[str, str, str | None]]:
@@ -152,6 +153,8 @@ def _code_above(block: Block) -> list[tuple[str, str, str | None]]:
         return []
     records = list(block.context)
     if records[-1].lstrip().startswith("File \""):  # the block's own first frame line
+        records.pop()
+    while records and _CARETS.fullmatch(records[-1].strip()):  # the markers Python 3.11+ prints under a code line
         records.pop()
     if not records or _CODE_LINE.fullmatch(records[-1].rstrip()) is None:
         return []

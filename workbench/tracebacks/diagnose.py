@@ -147,9 +147,8 @@ def _signature_frames(frames: Sequence[Frame]) -> list[str]:
 
 def signature(chain: Sequence[Traceback]) -> str:
     """Signature of one occurrence: the chain of blocks, first link first."""
-    parts = []
-    for t in chain:
-        parts.append("|".join([t.chain or "", t.exception_type or "?", normalize_message(t.message), *_signature_frames(t.frames)]))
+    parts = ["|".join([t.chain or "", t.exception_type or "?", normalize_message(t.message), *_signature_frames(t.frames)])
+             for t in chain]
     digest = hashlib.sha1("\n".join(parts).encode("utf-8", "replace")).hexdigest()[:12]
     return f"{chain[-1].exception_type or 'Truncated'}@{digest}"
 
@@ -175,10 +174,7 @@ def is_pointer(t: Traceback | CppException) -> bool:
 
 
 def _chains(tracebacks: Sequence[Traceback]) -> list[list[Traceback]]:
-    nxt: dict[int, Traceback] = {}
-    for t in tracebacks:
-        if t.chained_from is not None:
-            nxt[t.chained_from] = t
+    nxt: dict[int, Traceback] = {t.chained_from: t for t in tracebacks if t.chained_from is not None}
     chains = []
     for t in tracebacks:
         if t.chained_from is None or t.chained_from >= t.index:
@@ -265,8 +261,7 @@ def analysis_of(ex: Extractor) -> Analysis:
         groups.setdefault(signature(chain), []).append(chain)
     failures: list[Failure] = []
     for sig, occ in groups.items():
-        first = occ[0]
-        last = first[-1]
+        first, last = occ[0], occ[0][-1]
         failures.append(Failure(
             signature=sig, exception_type=last.exception_type, message=last.message, innermost_frame=last.innermost,
             phase=last.phase, ranks=_ranks(t.rank for chain in occ for t in chain), occurrences=len(occ),
@@ -415,6 +410,9 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
             phase = decide_phase((), e.context, "unknown")
         if phase == "unknown" and e.kind == "fatal_signal":  # then the native frames a crash handler printed
             phase = _signal_frames_phase(e, events) or signal_frames_phase(e.line, ex.native_frames) or phase
+        if phase == "unknown" and e.kind == "error_line":  # then its callers' error lines just after it (llama.cpp)
+            after = [n.text for n in events if e.line < n.line <= e.line + 2 and n.kind == "error_line"]
+            phase = decide_phase((), after, "unknown")
         return RootCause(*line_cause(e), e.line, None, phase, _ranks([e.rank]), None, e.text[:160])
 
     def first_event(*kinds: str, hw: bool | None = None) -> LogEvent | None:

@@ -164,6 +164,24 @@ def quiet_failure(msg: str) -> bool:
         and _QUIET_FAILURE.search(msg) is not None
 
 
+# rich-click's and typer's box around a command line's usage error ("╭─ Error ───╮" over "│ Missing command.   │"): the
+# program refused its arguments and never started
+_ERROR_BOX_TOP = re.compile(r"╭─+ Error ─+╮")
+
+
+def _boxed_error(msg: str, recent: Iterable[str]) -> str | None:
+    """The first line inside an "Error" box (``msg``, its rails already stripped, under the box's top border, the
+    record before it in ``recent``), or None."""
+    if not isinstance(recent, Sequence) or len(recent) < 2 or "╭─" not in recent[-2] or not msg.strip():
+        return None
+    return msg.strip() if _ERROR_BOX_TOP.fullmatch(recent[-2].strip()) is not None else None
+
+
+# a record's header with nothing after it ("ERROR 04-29 00:53:54"): its text went to other lines, or nowhere; a log
+# that ends in one was cut inside the record (Extractor.finish), one in mid-log says nothing
+_BARE_HEADER = re.compile(r"(?:ERROR|CRITICAL)[\d\s:.,/-]*")
+
+
 def first_error(first: LogEvent | None, parsed: LogLine, msg: str, line_no: int, phase: str,
                 server: str, recent: Iterable[str] = ()) -> LogEvent | None:
     """The log's first error line (the last resort: see ``Extractor.finish``) once the line ``msg`` (number ``line_no``,
@@ -173,8 +191,8 @@ def first_error(first: LogEvent | None, parsed: LogLine, msg: str, line_no: int,
     on a colon just above it and this line is indented under it, the detail it announced (torch's "Error(s) in loading
     state_dict for Linear:" / "<tab>size mismatch for bias: ..."); else None: ``first`` stays. ``recent``: as for
     :func:`log_event`, the records before it kept as its context."""
-    if (first is None and (error_level(parsed, msg) or quiet_cuda_error(parsed, msg, line_no, phase, server)
-                           or quiet_failure(msg))
+    if (first is None and ((error_level(parsed, msg) and not _BARE_HEADER.fullmatch(msg.strip()))
+                           or quiet_cuda_error(parsed, msg, line_no, phase, server) or quiet_failure(msg))
             and not ("classification=" in msg and _RESPONSE_RECORD.search(msg))) or coded_error(first, parsed, msg, line_no):
         return LogEvent("error_line", line_no, msg.strip()[:400], parsed.rank, phase, server, tuple(recent)[:-1])
     if first is not None and line_no == first.line + 1 and msg[:1] in (" ", "\t") and first.text.endswith(":"):
@@ -188,6 +206,9 @@ def log_event(parsed: LogLine, msg: str, line_no: int, phase: str, server: str,
 
     ``phase`` is the timeline's; the words of the line are weighed only if it becomes the root cause.
     ``recent``: the log's latest records, this line last (the event keeps those before it)."""
+    if (said := _boxed_error(msg, recent)) is not None:  # a usage error: before anything started, unless the timeline says
+        return LogEvent("error_line", line_no, said, parsed.rank, "startup_other" if phase in ("", "unknown") else phase,
+                        server, tuple(recent)[:-1])
     if '"abort"' in msg and (aborted := _ABORTED_RESPONSE.search(msg)) is not None:
         said = aborted.group(1).replace('\\"', '"')[:400]
         return LogEvent("error_line", line_no, said, parsed.rank, phase, server, tuple(recent)[:-1])

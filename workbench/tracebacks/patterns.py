@@ -464,6 +464,9 @@ def _interesting_words(*, strong: bool) -> frozenset[str]:
         "cannot find -l", "ray::", "Illegal", "' panicked", "Bus error", "Floating", "Main process", "Interrupt", "Timeout",
         "Cancelled", "Thread 0x", "Stack (", '): "MainThread"', "│", "┃", "║", "╭", "^[", "\ufffd[", '{"', "m(", "segfault",
         "protection fault",
+        # a record at an error level whose words name no failure ("LMCache ERROR: The number of retrieved tokens is less
+        # than the expected number of tokens!"): the last resort reads it (events.first_error)
+        "ERROR", "CRITICAL",
         # a native backtrace's frame as glibc's backtrace_symbols, c10 and UCX print it (_NATIVE_SYMBOL below)
         ") [0x", "frame #", "()  ", ") + ",
         # the CUDA runtime's error for a GPU its build has no kernels for, printed with no other error word

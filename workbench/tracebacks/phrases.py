@@ -69,8 +69,10 @@ ANY_LEVEL_PHRASES: tuple[tuple[str, str | None], ...] = (
     # DeepEP's kernels giving up on a peer ("DeepEP dispatch NVL receiver timeout, channel: 6, RDMA: 0, ...")
     ("DeepEP ", r"^DeepEP [\w ]*\btimeout\b"),
     # glibc's assert(), the process aborting right after ("llama-server: .../llama-sampler.cpp:1094: void
-    # llama_sampler_dist_apply(...): Assertion `found' failed.")
-    ("Assertion `", r"\bAssertion `[^`\n]*' failed"),
+    # llama_sampler_dist_apply(...): Assertion `found' failed."), and a CUDA kernel's, its expression in backticks
+    # ("TensorCompare.cu:109 _assert_async_cuda_kernel: Assertion `probability tensor contains either inf, nan or
+    # element < 0` failed", the block and thread a paste may leave out)
+    ("Assertion `", r"\bAssertion `[^\n]*?[`'] failed"),
     # ggml's assertion (llama.cpp, ollama), then an abort: "...cpp:728: GGML_ASSERT(x != y) failed", older "GGML_ASSERT:
     # .../ggml.c:4250: ne % 2 == 0"; not '!"CUDA error"', the abort after a CUDA error it printed
     ("GGML_ASSERT", r"\bGGML_ASSERT(?:\(.*\) failed|: \S+:\d+: (?!!\"CUDA error\"))"),
@@ -195,4 +197,13 @@ ANY_LEVEL_PHRASES: tuple[tuple[str, str | None], ...] = (
     # Triton's Python backend stub giving up on a request's batch, whatever its record's level (or the record's head
     # lost: "0603 11:27:18.631800 29219 pb_stub.cc:751] \"Failed to process the request(s) for model 'x', message: ...")
     ("Failed to process the request(s)", None),
+    # Python refusing to run a module ``-m`` names ("/home/u/venv/bin/python: No module named bentoml", "/usr/bin/python3:
+    # Error while finding module specification for 'vllm.entrypoints.openai.api_server' (ModuleNotFoundError: ...)")
+    ("No module named ", r"\bpython[\d.]*(?:\.exe)?: No module named \S"),
+    ("Error while finding module specification for ", None),
+    # Go's os/exec on a child a signal ended, as a supervisor logs it at whatever level (ollama's "llama runner process
+    # has terminated: signal: aborted (core dumped)", llama-swap's "cmd.Wait() returned error: signal: killed")
+    ("signal: aborted", r"\bsignal: aborted\b"),
+    ("signal: killed", r"\bsignal: killed\b"),
+    ("signal: segmentation fault", r"\bsignal: segmentation fault\b"),
 )

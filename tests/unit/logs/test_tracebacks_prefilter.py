@@ -292,6 +292,13 @@ _PHRASE_LINES = {
     "Test CUDA failure ": "node1: Test CUDA failure common.cu:892 'out of memory'",
     "] Error: ": "[agzen-worker:386753] Error: coll_hcoll_module.c:312 - mca_coll_hcoll_comm_query() Hcol library init "
                  "failed",
+    "No module named ": "/home/user/.openllm/venv/608482142055440317/bin/python: No module named bentoml",
+    "Error while finding module specification for ": "/usr/bin/python3: Error while finding module specification for "
+                                                     "'vllm.entrypoints.openai.api_server' (ModuleNotFoundError: No "
+                                                     "module named 'vllm')",
+    "signal: aborted": "llama runner process has terminated: signal: aborted (core dumped)",
+    "signal: killed": "llama runner process has terminated: signal: killed",
+    "signal: segmentation fault": "llama runner process has terminated: signal: segmentation fault (core dumped)",
 }
 
 

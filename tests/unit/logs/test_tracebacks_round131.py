@@ -1,0 +1,102 @@
+"""What held-outs 131-134 (small servers, kernel libraries, serving platforms, evaluation and fine-tuning tools) showed
+missing, each a general rule: an error-level record whose words name no failure, more failure lines with no level
+(a kernel's assert with its expression in backticks, Python refusing ``-m``, Go's exec on a child a signal ended, a
+usage error in rich-click's box), and more phase evidence (a request served once uvicorn was up, the error lines a
+loader's callers print after it, the code line above a cut traceback under its carets, words of a check at start-up, a
+model download, a server trying its backends on a model)."""
+
+from __future__ import annotations
+
+import pytest
+
+from workbench.tracebacks import analyze
+
+
+def _root(log: str) -> tuple[str | None, str, str] | None:
+    root = analyze(log).root_cause
+    return None if root is None else (root.kind, root.message, root.phase)
+
+
+def test_an_error_record_naming_no_failure_is_read_after_records_of_its_format() -> None:
+    # the format's records before it made the scanner read it as dull: it named no failure word
+    log = ("[2025-07-15 07:38:13,185] LMCache INFO: Reqid: cmpl-d3f721a2193146fbbc0153fc9a3f3443-0, Total tokens 12\n"
+           "[2025-07-15 07:38:13,197] LMCache ERROR: The number of retrieved tokens is less than the expected number of "
+           "tokens! This should not happen! (vllm_v1_adapter.py:476:lmcache.integration.vllm.vllm_v1_adapter)\n")
+    root = _root(log)
+    assert root is not None and root[0] == "log_line" and "number of retrieved tokens is less" in root[1]
+    assert root[2] == "serving"  # the request id of the record before it
+
+
+@pytest.mark.parametrize(("log", "said", "phase"), [
+    ("TensorCompare.cu:109 _assert_async_cuda_kernel: Assertion `probability tensor contains either inf, nan or "
+     "element < 0` failed\nSubprocess scheduler_0 crashed with exit code -3. Triggering SIGQUIT for cleanup...\n",
+     "probability tensor contains either inf, nan or element < 0", "serving"),
+    ("$ bentoml serve gemma:2b --port 33009\nModel loading...\n"
+     "/home/user/.openllm/venv/608482142055440317/bin/python: No module named bentoml\n",
+     "No module named bentoml", "startup_other"),
+    ('[INFO] Request 10.0.1.135 "POST /upstream/qwen/infill HTTP/1.1" 502 41 "axios/1.8.4" 293.769421ms\n'
+     "[DEBUG] <qwen-coder-14B-FIM> cmd.Wait() returned error: signal: aborted (core dumped)\n",
+     "signal: aborted (core dumped)", "unknown"),
+    ("Usage: slurm_script [OPTIONS] COMMAND [ARGS]...\nTry 'slurm_script --help' for help.\n"
+     "╭─ Error ──────────────────────────────╮\n│ Missing command.                     │\n"
+     "╰──────────────────────────────────────╯\n", "Missing command.", "startup_other"),
+])
+def test_failure_lines_with_no_level(log: str, said: str, phase: str) -> None:
+    root = _root(log)
+    assert root is not None and root[0] == "log_line" and said in root[1] and root[2] == phase
+
+
+def test_a_box_not_titled_error_is_no_failure() -> None:
+    assert analyze("╭─ Options ──────────╮\n│ --help  Show this. │\n╰────────────────────╯\n").root_cause is None
+
+
+_UP = ("INFO:     Started server process [32884]\nINFO:     Waiting for application startup.\n"
+       "INFO:     Application startup complete.\nINFO:     Uvicorn running on http://0.0.0.0:10002\n")
+_ASGI = ("ERROR:    Exception in ASGI application\nTraceback (most recent call last):\n"
+         '  File "/opt/app/server.py", line 12, in handle\n    data = parse(body)\nValueError: bad body\n')
+
+
+@pytest.mark.parametrize(("access", "phase"), [
+    ('INFO:     172.17.0.1:47250 - "POST /api/generate HTTP/1.1" 200 OK\n', "serving"),
+    ('INFO:     127.0.0.1:47250 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n', "serving"),
+    # SGLang's own warm-up request to itself once uvicorn is up: still the warm-up
+    ('INFO:     127.0.0.1:47250 - "POST /generate HTTP/1.1" 200 OK\n', "warmup"),
+])
+def test_a_request_answered_once_the_http_server_is_up_is_serving(access: str, phase: str) -> None:
+    root = analyze(_UP + access + _ASGI).root_cause
+    assert root is not None and root.exception_type == "ValueError" and root.phase == phase
+
+
+def test_a_loader_s_callers_error_after_a_bare_failure_line_gives_its_phase() -> None:
+    log = ("ggml_backend_cuda_buffer_type_alloc_buffer: allocating 7825.94 MiB on device 0: cudaMalloc failed: out of "
+           "memory\nllama_model_load: error loading model: failed to allocate buffer\n")
+    assert _root(log) == ("log_line", "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 7825.94 MiB on device 0: "
+                          "cudaMalloc failed: out of memory", "weight_loading")
+
+
+def test_the_code_line_above_a_cut_traceback_is_read_under_its_carets() -> None:
+    prefix = "ERROR 04-21 20:40:51 [engine.py:140] "
+    lines = ["    ret_token_mask = engine.retrieve(", "                     ^^^^^^^^^^^^^^^^",
+             '  File "/usr/local/lib/python3.12/dist-packages/nvtx/nvtx.py", line 122, in inner',
+             "    result = func(*args, **kwargs)",
+             '  File "/usr/local/lib/python3.12/dist-packages/lmcache/experimental/storage_backend/storage_manager.py", '
+             "line 236, in get", "    memory_obj = backend.get_blocking(key)"]
+    root = analyze("".join(prefix + line + "\n" for line in lines)).root_cause
+    assert root is not None and root.phase == "serving"  # LMCache's retrieve runs in a request
+
+
+@pytest.mark.parametrize(("log", "phase"), [
+    ("> ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your Tesla "
+     "V100-SXM2-32GB GPU has compute capability 7.0.\n", "startup_other"),
+    ("RuntimeError: synStatus=8 [Device not found] Device acquire failed.\n", "startup_other"),
+    ('ERROR 06-11 21:06:33 [core.py:515] RuntimeError: Data processing error: CAS service error : Error : single flight '
+     'error: Real call failed: ReqwestError(reqwest::Error { kind: Status(429) }, "https://transfer.xethub.hf.co/x")\n',
+     "weight_loading"),
+    ("1:03PM INF [llama-cpp] Attempting to load\n"
+     "1:03PM INF Loading model 'b5869d55688a529c3738cb044e92c331' with backend llama-cpp\n"
+     '1:03PM ERR failed starting/connecting to the gRPC service error="rpc error: code = Unavailable desc = '
+     'connection error"\n', "weight_loading"),
+])
+def test_words_and_markers_that_place_a_failure(log: str, phase: str) -> None:
+    root = analyze(log).root_cause
+    assert root is not None and root.phase == phase
