@@ -273,8 +273,8 @@ def ends_cut(last: tuple[int, str] | None, before: str | None = None, near: str 
         return True  # the log ends inside a faulthandler dump, short of the thread's outermost frame
     if msg.endswith(" 0x"):
         return True  # a hex number cut before its digits (an address of a frame: "@            0x")
-    if _STACK_GOES_ON.match(msg):
-        return True  # a stack's line that more of it must follow, indented or not
+    if _STACK_GOES_ON.match(msg) or _REPORT_HEAD.search(msg):
+        return True  # a stack's line that more of it must follow, indented or not; a report's head, its body never shown
     if "CUDA out of memory. T" in msg and not msg.endswith((")", "PYTORCH_CUDA_ALLOC_CONF")):
         return True  # torch's message ends in its docs' link (its reserved total, or the variable, in older ones)
     if _in_native_backtrace(msg.lstrip()):
@@ -295,6 +295,10 @@ def ends_cut(last: tuple[int, str] | None, before: str | None = None, near: str 
     return open_at_end(msg) or cut_word(msg, near)
 
 
+# the head of a report whose body always follows it: faulthandler's (the threads' stacks), uvicorn's (the traceback of
+# the ASGI app), CANN's "EE9999: Inner Error!" (its TraceBack and the device's error)
+_REPORT_HEAD = re.compile(r"(?:^|\s)Fatal Python error: [A-Za-z][A-Za-z ]*$|\bException in ASGI application$|"
+                          r"\bEE9999: Inner Error!?$")
 # a last word a sentence cannot end on ("Worker unexpectedly exits with", "failed to load the")
 _DANGLING = re.compile(r"(?<![\w'-])(?:a|an|the|with|of|from|and|for|by|into|than|because|via|its|their|whose|is|are|was|were)$")
 

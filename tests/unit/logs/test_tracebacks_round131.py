@@ -100,3 +100,14 @@ def test_the_code_line_above_a_cut_traceback_is_read_under_its_carets() -> None:
 def test_words_and_markers_that_place_a_failure(log: str, phase: str) -> None:
     root = analyze(log).root_cause
     assert root is not None and root.phase == phase
+
+
+@pytest.mark.parametrize("last", ["Fatal Python error: Segmentation fault", "ERROR:    Exception in ASGI application",
+                                  "EE9999: Inner Error!"])
+def test_a_log_ending_in_a_report_s_head_is_cut_inside_the_report(last: str) -> None:
+    log = ("INFO 01-01 00:00:00 [engine.py:10] Added request cmpl-1234567890abcdef.\n"
+           "ERROR 01-01 00:00:01 [engine.py:12] RuntimeError: the batch failed\n" + last + "\n")
+    final = analyze(log).final
+    assert final is not None and final.truncated
+    whole = analyze(log + "Current thread 0x00007f (most recent call first):\n  File \"/x/y.py\", line 3 in <module>\n")
+    assert whole.final is not None and not whole.final.truncated
