@@ -226,7 +226,9 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
      # POST /v1/chat/completions 192.168.0.172:53941")
      r"\bupdate_slots\b|\blog_server_r: (?:done )?request: (?:POST|GET) /\S* \S+ 200\b|"
      r"\blog_server_request: (?:rid \d+ \| )?(?:POST|GET) /|"
-     r"\b(?:Processing Prompt(?: \[BLAS\])?|Generating) \(\d+ / \d+ tokens\)", "serving", 6, "batch"),
+     r"\b(?:Processing Prompt(?: \[BLAS\])?|Generating) \(\d+ / \d+ tokens\)|"
+     # mistral.rs' engine logging its running throughput ("Throughput (T/s) 0.60, Prefix cache hitrate 0.00%, 0 running")
+     r"\bThroughput \(T/s\) \d", "serving", 6, "batch"),
 )
 _COMPILED = tuple(re.compile(pat) for pat, *_rest in _RULES)
 # for each rule, words one of which every match of its pattern holds: plain ``in`` tests pick the
@@ -276,7 +278,7 @@ _RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("Decode batch", "Prefill batch", "Avg prompt throughput:", " /v1/", "Req(rid=", "Added request", "Received request",
      "num_scheduled_tokens=", "scheduled_cached_reqs=", "Dumping scheduler ", "Dumping input data", "enerating sequences",
      "cmpl-", " HTTP/", " toks/s", "requestID=", "requestId=", "request_id=", "requestPath=", "[ProcessInferRequests]",
-     "update_slots", "log_server_r", "Processing Prompt", "Generating ("),
+     "update_slots", "log_server_r", "Processing Prompt", "Generating (", "Throughput (T/s) "),
 )
 _CHECKS = tuple(zip(_RULE_NEEDLES, _COMPILED, ((phase, order, kind) for _p, phase, order, kind in _RULES), strict=True))
 # words one of which every rule needs (checked with ``in`` before any regex runs)
@@ -291,7 +293,8 @@ _ANCHORS = ("server_args=", "LLM engine", "vLLM", "non-default", "Init torch", "
             "[c10d] ", "loading weights", "Warming up", "warming up", "dummy run", "llama_new_context",
             "llama_init_from_model", "llama_context", "llama_kv_cache", "params_dict", "cmpl-", " HTTP/1.", " toks/s", "requestI", "request_id=", "requestPath=",
             "Encoder cache", "load_tensors", "Autotuning process", "FlashInfer autotune", "[Warmup][", "ProcessInferRequests",
-            "llama runner started", "Started GRPCInferenceService", "Started HTTPService", "[GIN] ", "update_slots", "log_server_r", "Processing Prompt", "Generating (")
+            "llama runner started", "Started GRPCInferenceService", "Started HTTPService", "[GIN] ", "update_slots", "log_server_r", "Processing Prompt", "Generating (",
+            "Throughput (T/s)")
 _FAILURE_RE = re.compile(
     r"hit an exception|Traceback \(most recent call last\)|failed to start|WorkerProc failed|"
     r"died unexpectedly|scheduler (?:is dead|died)|Initialization failed|Received sigquit|SIGQUIT received|"
@@ -887,6 +890,19 @@ _TEXT_SERVING = re.compile(r"inputs? of failed execution|Dumping input data|Dump
                            # "Assertion `probability tensor contains either `inf`, `nan` or element < 0` failed")
                            r"probability tensor contains either|"
                            r"Encountered an error in forward\w* function|Encountered an error when fetching new request|"
+                           # Mooncake's transfer engine moving a request's KV cache between instances ("Failed to submit
+                           # all transfers, error code is InvalidArgument", "Failed to complete transfers after 60 seconds",
+                           # its client's "Transfer failed for task1")
+                           r"\bFailed to (?:submit|complete) (?:all )?transfers\b|\bTransfer failed for task\b|"
+                           # an RL trainer waking a colocated engine between rollouts (SGLang's and verl's
+                           # "resume_memory_occupation", torch_memory_saver's "func=resume"): the engine was up, as for
+                           # vLLM's wake_up (code_phases)
+                           r"\b(?:resume|release)_memory_occupation\b|\btorch_memory_saver\b[^\n]*\bfunc=resume\b|"
+                           # llama.cpp finding no room in its KV cache for a request's batch ("decode: failed to find a
+                           # memory slot for batch of size 512", its bindings' "NoKvCacheSlot"); CLIP encoding a request's
+                           # image (llava in ollama and llama.cpp's server: "clip_image_batch_encode")
+                           r"\bNoKvCacheSlot\b|\bfailed to find (?:a )?(?:KV|kv|memory) (?:cache )?slot\b|"
+                           r"\bclip_image_(?:batch_)?encode\b|"
                            # TensorRT-LLM's PyTorch executor's own record that its loop over the batches died ("Executor
                            # loop crashed on this rank; hard-killing all 8 ranks")
                            r"Executor loop crashed|"

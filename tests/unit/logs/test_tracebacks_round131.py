@@ -111,3 +111,18 @@ def test_a_log_ending_in_a_report_s_head_is_cut_inside_the_report(last: str) -> 
     assert final is not None and final.truncated
     whole = analyze(log + "Current thread 0x00007f (most recent call first):\n  File \"/x/y.py\", line 3 in <module>\n")
     assert whole.final is not None and not whole.final.truncated
+
+
+@pytest.mark.parametrize("log", [
+    "E0601 12:27:13.738561 12761 transfer_task.cpp:673] Failed to submit all transfers, error code is InvalidArgument\n",
+    "(WorkerDict pid=1143757) resume_memory_occupation kv_cache\n(WorkerDict pid=1143757) [torch_memory_saver.cpp] "
+    "CUresult error  result=1 file=csrc/torch_memory_saver.cpp func=resume line=206\n",
+    "ERROR: Model worker crashed: Llama.cpp failed decoding: Decode Error 1: NoKvCacheSlot\n",
+    "mistralrs-svc0  | 2025-06-22T01:42:38.525982Z  INFO mistralrs_core::engine::logger: Throughput (T/s) 0.60, Prefix "
+    "cache hitrate 0.00%, 0 running, 0 waiting\nmistralrs-svc0  | thread '<unnamed>' panicked at /root/.cargo/registry/"
+    "src/cudarc-0.13.9/src/driver/safe/core.rs:257:76:\nmistralrs-svc0  | called `Result::unwrap()` on an `Err` value: "
+    "DriverError(CUDA_ERROR_ILLEGAL_ADDRESS, \"an illegal memory access was encountered\")\n",
+])
+def test_words_of_a_request_being_served(log: str) -> None:
+    root = analyze(log).root_cause
+    assert root is not None and root.phase == "serving"
