@@ -903,6 +903,13 @@ _TEXT_SERVING = re.compile(r"inputs? of failed execution|Dumping input data|Dump
                            # image (llava in ollama and llama.cpp's server: "clip_image_batch_encode")
                            r"\bNoKvCacheSlot\b|\bfailed to find (?:a )?(?:KV|kv|memory) (?:cache )?slot\b|"
                            r"\bclip_image_(?:batch_)?encode\b|"
+                           # an OpenAI-style client's report of a server's error answer to its request ("Error code: 400 -
+                           # {'object': 'error', ...}", the SDK's APIStatusError), or of a streamed answer cut short
+                           # (httpx's "peer closed connection without sending complete message body")
+                           r"\bError code: [45]\d\d - |\bpeer closed connection without sending complete message body\b|"
+                           # (and aiohttp's for a server's 5xx answer: "500, message='Internal Server Error', url='http://
+                           # 172.17.0.3:11434/api/embed'"; a client's "API error: Internal Server Error")
+                           r"\b5\d\d, message='[^']*', url='|\bAPI error: Internal Server Error\b|"
                            # TensorRT-LLM's PyTorch executor's own record that its loop over the batches died ("Executor
                            # loop crashed on this rank; hard-killing all 8 ranks")
                            r"Executor loop crashed|"

@@ -26,6 +26,10 @@ _CONTROL_FLOW = frozenset({"WouldBlock", "StopIteration", "StopAsyncIteration", 
 # a module that would not import: with nothing else to place it, a program fails so as it starts (its imports come
 # first; a serving path's lazy import shows its serving frames, which decide before this)
 _IMPORT_FAILURES = frozenset({"ImportError", "ModuleNotFoundError"})
+# an OpenAI-style client's error for a server's answer to a request it sent (the OpenAI SDK's, LiteLLM's: "openai.
+# BadRequestError: Error code: 400 - ...", "litellm.InternalServerError: ..."): a server was serving, whatever it answered
+# (not a connection the client could not make, or a timeout: the server may never have come up)
+_CLIENT_ERROR = re.compile(r"(?:openai|litellm)(?:\.\w+)*\.(?!APIConnection|APITimeout|Timeout)\w+Error")
 
 
 def flow_context(chain: Sequence[Traceback]) -> bool:
@@ -137,6 +141,8 @@ def chain_phase(chain: list[Block]) -> str:
         decided = decide_phase((), first.context, "unknown")
     if decided == "unknown" and any((b.exc_type or "").rsplit(".", 1)[-1] in _IMPORT_FAILURES for b in chain):
         decided = "startup_other"
+    if decided == "unknown" and any(_CLIENT_ERROR.fullmatch(b.exc_type or "") for b in chain):
+        decided = "serving"
     return decided
 
 

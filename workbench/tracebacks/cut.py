@@ -36,7 +36,7 @@ _STACK_GOES_ON = re.compile(r'\s*(?:File "[^"]*|[\^~]+|Trace[Bb]ack(?: \(most re
 _CUT_HEAD = re.compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)(?: \d\d-\d\d(?: [\d:.]*)?)?"
                        r"|[IWEF]\d{4} [\d:.]+ +\d+ [\w.-]+(?::\d*)?")  # (glog's, short of its "]": "E1204 10:45:22.1 7 x.cpp:85")
 # (a word: not "inner_exception"; not the kind of error after a colon that says what it was: "...): local protection error")
-_ANNOUNCE_ONLY = re.compile(r"^(?!.*: [a-z][a-z ]{0,40} error\W*$).*\b(?:exception|error|traceback)\W*$", re.I | re.S)
+_ANNOUNCE_ONLY = re.compile(r"^(?!.*: [a-z][a-z ]{0,40} error\W*$).*\b(?:exception|error|traceback)[\s:.!-]*$", re.I | re.S)
 # logger.exception(e) of a KeyError writes str(e), the missing key in quotes and nothing else
 _KEY_ONLY = re.compile(r"""(['"])[^'"\s]+\1""")
 # Ray's wrapper over a remote task's stack, as stack.wrapper_goes_on leaves it in the stack's lead

@@ -206,4 +206,7 @@ ANY_LEVEL_PHRASES: tuple[tuple[str, str | None], ...] = (
     ("signal: aborted", r"\bsignal: aborted\b"),
     ("signal: killed", r"\bsignal: killed\b"),
     ("signal: segmentation fault", r"\bsignal: segmentation fault\b"),
+    # the OpenAI SDK's error for a server's error answer, as an application prints it at whatever level ("Error in
+    # generating model output:" over "Error code: 500 - {'message': 'Internal server error'}")
+    ("Error code: ", r"\bError code: [45]\d\d - [{\['\"]"),
 )

@@ -299,6 +299,7 @@ _PHRASE_LINES = {
     "signal: aborted": "llama runner process has terminated: signal: aborted (core dumped)",
     "signal: killed": "llama runner process has terminated: signal: killed",
     "signal: segmentation fault": "llama runner process has terminated: signal: segmentation fault (core dumped)",
+    "Error code: ": "Error code: 500 - {'message': 'Internal server error'}",
 }
 
 

@@ -126,3 +126,34 @@ def test_a_log_ending_in_a_report_s_head_is_cut_inside_the_report(last: str) -> 
 def test_words_of_a_request_being_served(log: str) -> None:
     root = analyze(log).root_cause
     assert root is not None and root.phase == "serving"
+
+
+def test_winston_s_lower_case_level_is_a_level() -> None:
+    from workbench.logformats import parse_line
+    line = parse_line("LibreChat         | 2024-09-01 21:43:29 error: Failed to fetch models from Mistral API")
+    assert (line.level, line.time, line.message) == ("ERROR", "2024-09-01 21:43:29", "Failed to fetch models from Mistral API")
+    assert parse_line("2024-07-26 08:57:28 warn: [OpenAIClient.chatCompletion][stream] API error").level == "WARNING"
+    # not a lower-case word further on ("| RuntimeError: CUDA error: ..." after a time is no winston record)
+    assert parse_line("2025-05-30 18:28:27.890 | RuntimeError: CUDA error: no kernel image").level is None
+    root = analyze("2024-09-01 21:43:28 info: Server listening on all interfaces at port 3080\n"
+                   "2024-09-01 21:43:29 error: Failed to fetch models from Mistral API\n").root_cause
+    assert root is not None and root.message == "Failed to fetch models from Mistral API"
+
+
+@pytest.mark.parametrize(("log", "serving"), [
+    ("Traceback (most recent call last):\n  File \"/app/agent.py\", line 3, in run\n    client.chat.completions.create()\n"
+     "openai.BadRequestError: Error code: 400 - {'object': 'error', 'message': '\"auto\" tool choice requires "
+     "--enable-auto-tool-choice'}\n", True),
+    ("Error in generating model output:\nError code: 500 - {'message': 'Internal server error'}\n", True),
+    ("2025-04-28 10:00:01.123 | ERROR    | open_webui.retrieval.utils:generate_ollama_batch_embeddings:661 - Error "
+     "generating ollama batch embeddings: 500, message='Internal Server Error', url='http://172.17.0.3:11434/api/embed'"
+     "\n", True),
+    ("2025-03-20 14:02:11.045 | ERROR    | app.llm:ask_tool:263 - OpenAI API error: Internal Server Error\n", True),
+    # a connection the client could not make says nothing of the server's phase
+    ("Traceback (most recent call last):\n  File \"/app/agent.py\", line 3, in run\n    client.chat.completions.create()\n"
+     "openai.APIConnectionError: Connection error.\n", False),
+])
+def test_a_client_s_error_for_a_server_s_answer_is_serving(log: str, serving: bool) -> None:
+    analysis = analyze(log)
+    assert analysis.root_cause is not None and (analysis.root_cause.phase == "serving") == serving
+    assert analysis.final is not None and not analysis.final.truncated  # "...error'}" announces no stack
