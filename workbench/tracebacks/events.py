@@ -177,6 +177,24 @@ def _boxed_error(msg: str, recent: Iterable[str]) -> str | None:
     return msg.strip() if _ERROR_BOX_TOP.fullmatch(recent[-2].strip()) is not None else None
 
 
+# CANN's error manager heading a device error with "EH9999: Inner Error!", then saying what failed under the same code
+# ("EH9999: [PID: 854] 2025-05-27-09:53:02.440.058 [Init][PlatformInfo]init runtime platform info failed, SocVersion =
+# Ascend910B2[FUNC:ReportInnerError][FILE:log_inner.cpp][LINE:145]")
+_INNER_HEAD = re.compile(r"\b(E[A-Z0-9]\d{4}): Inner Error!?$")
+_CANN_DETAIL = re.compile(r"\b(E[A-Z0-9]\d{4}): \[PID: \d+\] (?:\d{4}-\d\d-\d\d-[\d:.]+ )?(.+?)(?:\[FUNC:.*)?$")
+
+
+def _cann_detail(event: LogEvent, msg: str, line_no: int) -> LogEvent | None:
+    """``event`` (a CANN "Inner Error!" head at most 3 lines above) with the words of the line ``msg`` that says, under
+    the same code, what failed; None when ``msg`` is no such line."""
+    if line_no - event.line > 3 or "Inner Error" not in event.text or "[PID: " not in msg:
+        return None
+    head, detail = _INNER_HEAD.search(event.text.rstrip()), _CANN_DETAIL.search(msg.rstrip())
+    if head is None or detail is None or detail.group(1) != head.group(1) or not detail.group(2).strip():
+        return None
+    return replace(event, text=detail.group(2).strip()[:400])
+
+
 # a record's header with nothing after it ("ERROR 04-29 00:53:54"): its text went to other lines, or nowhere; a log
 # that ends in one was cut inside the record (Extractor.finish), one in mid-log says nothing
 _BARE_HEADER = re.compile(r"(?:ERROR|CRITICAL)[\d\s:.,/-]*")
@@ -189,8 +207,11 @@ def first_error(first: LogEvent | None, parsed: LogLine, msg: str, line_no: int,
     error without one (vLLM's cumem allocator: "CUDA Error: out of memory at .../cumem_allocator.cpp:56"), or when it holds the CANN
     code of the error block ``first`` heads (:func:`coded_error`); ``first`` with this line joined when ``first`` ended
     on a colon just above it and this line is indented under it, the detail it announced (torch's "Error(s) in loading
-    state_dict for Linear:" / "<tab>size mismatch for bias: ..."); else None: ``first`` stays. ``recent``: as for
+    state_dict for Linear:" / "<tab>size mismatch for bias: ..."), or with the words this line says under the code of
+    a CANN "Inner Error!" ``first`` is (:func:`_cann_detail`); else None: ``first`` stays. ``recent``: as for
     :func:`log_event`, the records before it kept as its context."""
+    if first is not None and (detail := _cann_detail(first, msg, line_no)) is not None:
+        return detail
     if (first is None and ((error_level(parsed, msg) and not _BARE_HEADER.fullmatch(msg.strip()))
                            or quiet_cuda_error(parsed, msg, line_no, phase, server) or quiet_failure(msg))
             and not ("classification=" in msg and _RESPONSE_RECORD.search(msg))) or coded_error(first, parsed, msg, line_no):

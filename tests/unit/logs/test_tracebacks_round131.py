@@ -157,3 +157,16 @@ def test_a_client_s_error_for_a_server_s_answer_is_serving(log: str, serving: bo
     analysis = analyze(log)
     assert analysis.root_cause is not None and (analysis.root_cause.phase == "serving") == serving
     assert analysis.final is not None and not analysis.final.truncated  # "...error'}" announces no stack
+
+
+def test_a_cann_inner_error_takes_the_words_said_under_its_code() -> None:
+    prefix = "ERROR 05-27 09:53:02 [engine.py:448] "
+    log = "".join(prefix + line + "\n" for line in [
+        "[Error]: The internal ACL of the system is incorrect.", "EH9999: Inner Error!",
+        "EH9999: [PID: 854] 2025-05-27-09:53:02.440.058 [Init][PlatformInfo]init runtime platform info failed, SocVersion "
+        "= Ascend910B2[FUNC:ReportInnerError][FILE:log_inner.cpp][LINE:145]",
+        "        TraceBack (most recent call last):"])
+    root = analyze(log).root_cause
+    assert root is not None and root.message.endswith("init runtime platform info failed, SocVersion = Ascend910B2")
+    other = log.replace("EH9999: [PID", "EZ1001: [PID")  # another code's line is another record
+    assert analyze(other).root_cause.message != root.message  # type: ignore[union-attr]
