@@ -170,6 +170,8 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     # (with async scheduling a worker's thread copies each step's output out: "Exception in thread
     # WorkerAsyncOutputCopy:" names it by the thread's name, which the table takes as a method's)
     ("vllm/v1/executor/multiproc_executor.py", "async_output_busy_loop WorkerAsyncOutputCopy", _S),
+    # (and the worker putting a step's output on its response queue: enqueue_output, from the busy loop's execute_model)
+    ("vllm/v1/executor/multiproc_executor.py", "enqueue_output", _S),
     ("vllm/v1/executor/multiproc_executor.py", "collective_rpc worker_busy_loop get_response", _N),
     ("vllm/v1/executor/uniproc_executor.py", "_init_executor", _U),
     ("vllm/v1/executor/uniproc_executor.py", "collective_rpc", _N),
@@ -274,6 +276,11 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("vllm/engine/llm_engine.py", "_initialize_kv_caches", _KV_TO_WU),
     ("vllm/engine/llm_engine.py", "step add_request _process_model_outputs", _S),
     ("vllm/engine/async_llm_engine.py", "__init__ from_engine_args from_vllm_config", _U),
+    # v0's sampler over each batch's logits (its profile run's call is under profile_run, a start-up frame outside it),
+    # and v0's speculative-decoding worker's step (its init_device and load_model stay start-up)
+    ("vllm/model_executor/layers/sampler.py", "*", _S),
+    ("vllm/spec_decode/spec_decode_worker.py", "execute_model _run_speculative_decoding_step _verify_tokens _run_no_spec "
+     "_run_non_driver_rank", _S),
     ("vllm/engine/async_llm_engine.py", "engine_step run_engine_loop step_async generate add_request "
      "_raise_exception_on_finish start_background_loop _log_task_completion", _S),
     ("vllm/engine/multiprocessing/engine.py", "__init__ from_engine_args from_vllm_config run_mp_engine", _U),
@@ -621,6 +628,8 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     # --- xinference (runs vLLM, SGLang, lmdeploy... as one actor per model): launching a model and its
     # actor's load build the engine
     ("xinference/api/restful_api.py", "launch_model", _U),
+    # (its REST API's request handlers: a chat or completion it streams back)
+    ("xinference/api/restful_api.py", "create_completion create_chat_completion stream_results", _S),
     ("xinference/core/supervisor.py", "launch_builtin_model _launch_model _launch_one_model", _U),
     ("xinference/core/worker.py", "launch_builtin_model wait_for_load", _U),
     ("xinference/core/model.py", "load wait_for_load", _U),

@@ -170,3 +170,24 @@ def test_a_cann_inner_error_takes_the_words_said_under_its_code() -> None:
     assert root is not None and root.message.endswith("init runtime platform info failed, SocVersion = Ascend910B2")
     other = log.replace("EH9999: [PID", "EZ1001: [PID")  # another code's line is another record
     assert analyze(other).root_cause.message != root.message  # type: ignore[union-attr]
+
+
+def _stack(*frames: tuple[str, str], exc: str = "RuntimeError: boom") -> str:
+    body = "".join(f'  File "/usr/lib/python3.12/site-packages/{path}", line 10, in {func}\n    x()\n' for path, func in frames)
+    return f"Traceback (most recent call last):\n{body}{exc}\n"
+
+
+@pytest.mark.parametrize(("frames", "phase"), [
+    ((("vllm/model_executor/layers/sampler.py", "get_logprobs"),), "serving"),
+    ((("vllm/spec_decode/spec_decode_worker.py", "_run_speculative_decoding_step"),
+      ("vllm/spec_decode/spec_decode_worker.py", "_verify_tokens")), "serving"),
+    ((("vllm/v1/executor/multiproc_executor.py", "enqueue_output"), ("torch_npu/npu/streams.py", "synchronize")),
+     "serving"),
+    ((("xinference/api/restful_api.py", "stream_results"), ("xoscar/api.py", "__anext__")), "serving"),
+    # v0's profile run samples too: the start-up frame outside the sampler decides
+    ((("vllm/worker/model_runner.py", "profile_run"), ("vllm/model_executor/layers/sampler.py", "forward")),
+     "kv_cache_alloc"),
+])
+def test_frames_of_an_engine_s_step_and_a_server_s_request(frames: tuple[tuple[str, str], ...], phase: str) -> None:
+    root = analyze(_stack(*frames)).root_cause
+    assert root is not None and root.phase == phase
