@@ -156,7 +156,7 @@ _PLAIN_RECORD = re.compile(
     r"|(?:\d+[ \t]+)?\[ ?(?:(?P<ranks>[A-Z]+\d+(?: [A-Z]+\d+)*) )?(?P<bloc>" + _PLAIN_LOC + r")\][ \t]+)?")
 # winston's default format, a Node server's (LibreChat): its level in lower case right after the time, then a colon
 # ("2024-09-01 21:43:28 error: Failed to fetch models from Ollama API")
-_WINSTON = re.compile(_PLAIN_TIME + r" (?P<lvl>error|warn|info|debug)(?P<blvl>)(?P<loc>)(?P<bloc>)(?P<ranks>): ")
+_WINSTON = re.compile(_PLAIN_TIME + r" (?P<lvl>error|warn|info|debug): ")
 # C++ servers' records of bracketed fields after the time, one of them the level (MindIE: "[2025-04-06 15:49:29.887+08:00]
 # [419] [421] [server] [ERROR] [llm_infer_model.cpp:28] : ModelInstance init failed"): the fields after the time
 _BRACKET_FIELDS = (r"(?:[ \t]*\[[^\[\]\s]{1,40}\]){0,4}?[ \t]*\[(?P<blvl>" + _PLAIN_LEVELS + r") *\]"
@@ -550,16 +550,20 @@ def _parse(line: str, *, inner: bool = False) -> Parsed:
                         found, origin, header = known
                         found.raw, found.time = raw, found.time or ts["ts"]
                         return found, origin, header
-                r = _PLAIN_RECORD.match(line, start) or _WINSTON.match(line, start)
+                r = _PLAIN_RECORD.match(line, start)
                 if r is None and (b := _BRACKETED_RECORD.match(line, start) or _THREAD_RECORD.match(line, start)):
                     time, location, pos, word = b["ts"], b["bloc"] or location, b.end(), b["blvl"].upper()
                     level, fmt = _PLAIN_LEVEL.get(word, word), "bracketed" if fmt == "plain" else fmt
                 if r is not None:
                     time, level = r["ts"], r["lvl"] or r["blvl"]
-                    level, location = _PLAIN_LEVEL.get(level.upper(), level.upper()), r["loc"] or r["bloc"] or location
+                    level, location = _PLAIN_LEVEL.get(level, level), r["loc"] or r["bloc"] or location
                     rank = r["ranks"] or rank
                     fmt = "pylogging" if fmt == "plain" else fmt
                     pos = r.end()  # (no header: a traceback under one record is not repeated after its prefix)
+                elif level is None and (w := _WINSTON.match(line, start)) is not None:
+                    word = w["lvl"].upper()
+                    time, level, pos = w["ts"], _PLAIN_LEVEL.get(word, word), w.end()
+                    fmt = "pylogging" if fmt == "plain" else fmt
 
     message = line[pos:] if pos else line
     if level is None and "NCCL " in message:
