@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import BinaryIO
@@ -402,6 +403,7 @@ def _reports_before(tracebacks: Sequence[Traceback], line: int) -> tuple[str, ..
 def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: Sequence[Failure]) -> RootCause | None:
     lo, hi, server = _segment(ex, failures)
     events = [e for e in ex.events if lo <= e.line <= hi]
+    lines = [e.line for e in events]  # in line order, as the scanner read them
     by_sig = {f.signature: f for f in failures}
 
     def event_root(e: LogEvent) -> RootCause:
@@ -411,8 +413,8 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
         if phase == "unknown" and e.kind == "fatal_signal":  # then the native frames a crash handler printed
             phase = _signal_frames_phase(e, events) or signal_frames_phase(e.line, ex.native_frames) or phase
         if phase == "unknown" and e.kind == "error_line":  # then its callers' error lines just after it (llama.cpp)
-            after = [n.text for n in events if e.line < n.line <= e.line + 2 and n.kind == "error_line"]
-            phase = decide_phase((), after, "unknown")
+            after = events[bisect_right(lines, e.line):bisect_right(lines, e.line + 2)]  # (not a scan of all: per event)
+            phase = decide_phase((), [n.text for n in after if n.kind == "error_line"], "unknown")
         return RootCause(*line_cause(e), e.line, None, phase, _ranks([e.rank]), None, e.text[:160])
 
     def first_event(*kinds: str, hw: bool | None = None) -> LogEvent | None:
