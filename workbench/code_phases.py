@@ -907,6 +907,13 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     # argument dataclasses, their __post_init__ checks included, as ms-swift, trl and LlamaFactory start): the first
     # thing a program does, before any device, collective or weight; a step of its own, so an NCCL line another
     # process printed just before does not claim it
+    # --- a client's request handled by the standard library's servers (socketserver's ThreadingMixIn and BaseServer,
+    # http.server's BaseHTTPRequestHandler, Python 3.8-3.14) and by Werkzeug's (Flask's development server: serving.py's
+    # WSGIRequestHandler): each call serves one request, whatever object the handler builds for it (mlx-lm's server
+    # handles it in its handler class's __init__)
+    ("/socketserver.py", "process_request_thread finish_request process_request _handle_request_noblock", _S),
+    ("/http/server.py", "handle_one_request handle", _S),
+    ("werkzeug/serving.py", "run_wsgi execute handle_one_request", _S),
     ("/argparse.py", "*", _DEV),
     ("transformers/hf_argparser.py", "*", _DEV),
 )

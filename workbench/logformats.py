@@ -209,6 +209,8 @@ _RAYCPP = re.compile(r"\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) (?P<lvl>[D
 # worker's has its pid and goes by _PROC
 _RAY_COMPONENT = re.compile(r"\((?P<name>raylet|gcs_server|autoscaler|monitor|dashboard|dashboard_agent|log_monitor|"
                             r"runtime_env_agent)\) ?")
+# a vLLM worker named by its ranks alone, its pid left out ("(Worker_TP3) ERROR 04:57:00 [multiproc_executor.py:1055]")
+_PROC_NAMED = re.compile(r"\((?P<name>\w*Worker(?:_(?:DP|TP|PP|EP|CP)\d+)+)\) ?")
 _LLAMACPP = re.compile(r"\d+\.\d\d\.\d\d\d\.\d\d\d (?P<lvl>[DIWE]) ")
 # Go's zerolog console writer, its default kitchen time and three-letter level ("9:01PM ERR [llama-cpp] Failed loading
 # model ...": LocalAI)
@@ -430,7 +432,7 @@ def _parse(line: str, *, inner: bool = False) -> Parsed:
             if m.group(3):
                 process += "_" + m.group(3).replace(" ", "_")  # "VllmWorker TP0" is Worker_TP0's rank
         elif (m := _PROC.match(line, pos)) is None:
-            m = _RAY_COMPONENT.match(line, pos)
+            m = _RAY_COMPONENT.match(line, pos) or _PROC_NAMED.match(line, pos)
             if not m:
                 break
             process, prank = m["name"], None

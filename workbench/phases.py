@@ -372,6 +372,10 @@ class PhaseTracker:
                 self._http_up_was_vllm()
             elif parsed.format == "sglang" or (parsed.format == "uvicorn" and parsed.time):
                 self.flavor = "sglang"
+            elif msg.startswith("HINT:") and "Please open http" in msg:
+                # lmdeploy's api_server, just before uvicorn starts: as vLLM's, its HTTP server up is its server ready
+                self.flavor = "vllm"
+                self._http_up_was_vllm()
         rule = phase_of_message(msg) if msg and not msg[0].isspace() else None
         if rule is None:
             if self.failure is None and msg and _is_failure(msg):
@@ -620,7 +624,8 @@ _PATH_RULES: tuple[tuple[str, str], ...] = (("/warmup.py", "warmup"),)
 # torch's own code (dynamo's InstructionTranslator.step, an optimizer's step) runs at start-up as at serving: its
 # names are no serving loop's
 _TORCH_OWN = re.compile(r"[/\\]torch[/\\]")
-_HTTP_PATHS = ("/starlette/", "/fastapi/", "/sse_starlette/", "/uvicorn/protocols/")
+# (and a WSGI app's: Flask streaming a response through Werkzeug)
+_HTTP_PATHS = ("/starlette/", "/fastapi/", "/sse_starlette/", "/uvicorn/protocols/", "/werkzeug/", "/flask/")
 _CALLEE = re.compile(r"(\w+)\s*\(")
 # the innermost code line cut off inside the name of the method it calls ("... = self._initialize_kv"), on self or
 # on a local of one name, often an object of the frame's own module (SGLang's run_scheduler_process, cut in
@@ -650,7 +655,8 @@ _WRAPPER_METHOD = re.compile(r"ray::[^\s(]*\.(\w+)\(\)|method '(\w+)'|collective
 # (and llama.cpp's loader giving up on a model file: "llama_model_load: error loading model: unknown model architecture")
 # (and ollama's server giving up on the runner it started to load a model: "error loading llama server: ...", the runner
 # that died while it waited for the load, "llama runner process has terminated: GGML_ASSERT(...) failed")
-_LOAD_MODEL = re.compile(r"(?:fail(?:ed)?|faild) to load (?:the )?model\b(?! config)|\berror loading model: |"
+_LOAD_MODEL = re.compile(r"(?:(?:fail(?:ed)?|faild|unable) to|could not|couldn't) load (?:the )?model\b(?! config)|"
+                         r"\berror loading model: |"
                          r"\berror loading llama server\b|\bllama runner process has terminated\b", re.I)
 _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"stream is capturing|during CUDA graph capture|Capture cuda graph failed|cudaErrorStreamCapture|"
@@ -708,7 +714,10 @@ _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     # initialize the context: ...", "common_init_: failed to create context with model '...'")
     (re.compile(r"KV cache(?! usage)|kv_cache|cache blocks|num_gpu_blocks|Not enough memory\. Please try to increase "
                 r"--mem-fraction-static|size of the hierarchical cache|"
-                r"\bllama_init_from_model: failed to initiali[sz]e the context|failed to create context with model"),
+                r"\bllama_init_from_model: failed to initiali[sz]e the context|failed to create context with model|"
+                # (its compute buffers, reserved with the cache as the context is created: "ggml_gallocr_reserve_n: failed
+                # to allocate CUDA0 buffer of size 1056964608", "failed to allocate compute pp buffers")
+                r"\bggml_gallocr_reserve_n: failed|failed to allocate compute (?:pp )?buffers?"),
      "kv_cache_alloc"),
     (re.compile(r"ncclCommInitRank|[Nn]ccl_?[Cc]ommunicator|init_process_group|createComm|hcclCommInit|"
                 r"(?:initiali[sz]e|init)\w* [^\n]{0,60}NCCL|NCCL[^\n]{0,60}\binit|"
@@ -733,8 +742,12 @@ _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
                 # NVSHMEM's own sources reporting a failure while it starts: its bootstrap, its transports (IBGDA's queue
                 # pairs: "nvshmem_src/src/modules/transport/ibgda/ibgda.cpp:3005: non-zero status: 7 ibgda_rc_init2rtr
                 # failed"), its init ("src/host/init/init.cu:998: non-zero status: 7 building transport map failed")
-                r"/nvshmem\w*/src/(?:host/(?:init|transport|topo)|modules/(?:transport|bootstrap))/|"
-                r"nvshmem initiali[sz]ation failed", re.I), "nccl_init"),
+                r"/nvshmem\w*/src/(?:host/(?:init|transport|topo|mem)|modules/(?:transport|bootstrap))/|"
+                r"nvshmem initiali[sz]ation failed|"
+                # NCCL's init refusing two ranks on one GPU ("Duplicate GPU detected : rank 3 and rank 0 both on CUDA
+                # device f000"); CUDA refusing the peer access a custom all-reduce or a P2P transport enables between
+                # the ranks' GPUs as they are connected ("peer access is not supported between these two devices")
+                r"Duplicate GPU detected|peer access is not supported", re.I), "nccl_init"),
 )
 # (not a store's operation: Mooncake's "Failed to start put operation" is a request's KV cache being offloaded)
 _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|[Ff]ailed to (?:start(?! (?:put|get)\b)|initiali[sz]e)|creation task|"
@@ -743,6 +756,12 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|[Ff]ailed to (?:start(?! (
                            # the dynamic loader refusing to start a program whose library is missing ("executorWorker:
                            # error while loading shared libraries: libnvinfer.so.10: cannot open shared object file")
                            r"error while loading shared libraries|"
+                           # (a program loading a library of its own as it starts: a backend's engine, a GPU's runtime:
+                           # cortex's "Could not load engine: Could not load library \"...engine.dll\"")
+                           r"\b(?:[Cc]ould not|[Cc]annot|[Ff]ailed to|[Uu]nable to) load (?:the )?(?:shared )?library\b|"
+                           # (an accelerator's runtime refusing the device a worker binds to: CANN's "rtSetDevice execute
+                           # failed, reason=[device id error]", "open device 1 failed, runtime result = 107001")
+                           r"\b(?:rt|aclrt)SetDevice execute failed|\bopen device \d+ failed\b|"
                            # (macOS's: "dyld[41630]: Library not loaded: @rpath/libllama-common.0.dylib"); torch finding
                            # no usable GPU as it starts CUDA ("UserWarning: CUDA initialization: ... Error 803"); the
                            # fabric manager unable to bring the NVSwitches up
@@ -877,6 +896,9 @@ _TEXT_SERVING = re.compile(r"inputs? of failed execution|Dumping input data|Dump
                            # operation: RPC_FAIL", "Put operation failed with error: ...")
                            r"\b[Ff]ailed to (?:start|end) (?:put|get) operation|\b(?:Put|Get) operation failed\b|"
                            r"WorkNCCL\(SeqNum=\d{5,}|(?:Invocation of|Call to) \w+ method failed|Engine loop failed|"
+                           # SGLang's scheduler watchdog: a batch's forward made no progress for its timeout ("Scheduler
+                           # watchdog timeout (self.watchdog_timeout=300.0, self.soft=False)")
+                           r"\bScheduler watchdog timeout\b|"
                            # mistral.rs' engine loop reporting a step it ran ("prompt step - Model failed with error:
                            # ..."), TGI's router in a batch's span ("batch{batch_size=1}:prefill:prefill{id=0 size=1}:")
                            r"\bstep - Model failed with error\b|\bbatch\{batch_size=\d+\}:(?:prefill|decode)\b|"

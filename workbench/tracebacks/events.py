@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Literal
 
 from workbench.logformats import LogLine, parse_line
-from workbench.phases import GATEWAY_FAILURE
+from workbench.phases import GATEWAY_FAILURE, text_evidence
 from workbench.tracebacks.model import LogEvent
 from workbench.tracebacks.patterns import (
     _NUM_FRAME,
@@ -77,6 +77,8 @@ def prose_failure(msg: str, recent: Sequence[str]) -> str | None:
 # a status word a harness or test runner writes for a step that failed, before its reason ("[06] Stack 'x':
 # FAILED: ...", "nok8s_deploy (x): FAILED - Timed out waiting for ...")
 _FAILED_STATUS = re.compile(r"(?<![\w-])FAILED(?::| -) \S")
+# a line headed by a C function's name, as ggml and llama.cpp write their own (LOG_ERR "%s: ...")
+_C_FUNCTION = re.compile(r"(?:[a-z][a-z0-9]*(?:_[a-z0-9]+)+|main): ")
 # a native library's own error line, its lower-case name heading it ("rocblaslt error: Could not load
 # .../TensileLibrary_lazy_gfx942.dat"; a sentence's "the error: ..." is not one), or behind the bracketed source file
 # that tags its lines, the error a code ("[torch_memory_saver.cpp] cudaError error: 2 (out of memory)  file=... line=172"):
@@ -94,7 +96,11 @@ _LIBRARY_ERROR = re.compile(r"(?!(?:the|this|that|an?|my|same|following|no|any|w
                             # CANN's error manager reporting what failed on an Ascend NPU, its code then the process
                             # ("EZ9999: [PID: 14897] 2025-07-23-10:35:42.381.401 The error from device(chipId:7, ...),
                             # ... there is an aivec error exception"), under a warning's "EZ9999: Inner Error!"
-                            r"E[A-Z0-9]\d{4}: \[PID: \d+\] ")
+                            r"E[A-Z0-9]\d{4}: \[PID: \d+\] |"
+                            # ggml's and llama.cpp's C functions, each line headed by the function's name (LOG_ERR
+                            # "%s: ...", no level): "llama_model_load: error loading model: ...", "ggml_gallocr_reserve_n:
+                            # failed to allocate CUDA0 buffer of size 1056964608", "main: error: unable to load model"
+                            rf"{_C_FUNCTION.pattern}(?:error\b|failed\b|unable to\b)")
 # a record whose format writes no level (SGLang's "[2026-05-21 16:07:41 DP6 TP6] Failed to update parameter online:
 # ...", its logger.error as its logger.info; "Some requests fail to receive KV Cache transfer done signal") stating a
 # failure: the engine's own error record
@@ -105,7 +111,9 @@ _UNLEVELLED_FAILURE = re.compile(r"Failed to [a-z]+ \S|[^\n]{0,60}?\b(?:fail|fai
 # the same record pasted without its prefix, at the head of a line of its own: read only when it gives its reason
 # after a colon (slime's "Failed to update parameter online: start (256) + length (256) exceeds dimension size"); and
 # the "Error: <why>" a Rust program's main (candle, TGI's launcher, dynamo), Go's cobra or a shell tool ends with
-_PASTED_FAILURE = re.compile(r"Failed to [a-z]+ [^:\n]{0,80}: \S|Error: \S")
+# (and an application's "Error <doing what>: <why>", LM Studio's "Error when loading model: ValueError: Model type x not
+# supported.")
+_PASTED_FAILURE = re.compile(r"Failed to [a-z]+ [^:\n]{0,80}: \S|Error(?: [a-z][a-z ]{2,40})?: \S")
 
 
 # a native library's FATAL severity in the bracketed tags heading its line (TurboMind's "[TM][FATAL] comm\device_comm.cc
@@ -212,6 +220,11 @@ def first_error(first: LogEvent | None, parsed: LogLine, msg: str, line_no: int,
     :func:`log_event`, the records before it kept as its context."""
     if first is not None and (detail := _cann_detail(first, msg, line_no)) is not None:
         return detail
+    if (first is not None and line_no - first.line <= 2 and first.phase in ("", "unknown")
+            and error_level(parsed, msg) and (step := text_evidence((msg,))[0]) is not None):
+        # its caller's error line just below it names the step ("ggml_backend_cpu_buffer_type_alloc_buffer: failed to
+        # allocate buffer of size ...", then "llama_kv_cache_init: failed to allocate buffer for kv cache")
+        return replace(first, phase=step)
     if (first is None and ((error_level(parsed, msg) and not _BARE_HEADER.fullmatch(msg.strip()))
                            or quiet_cuda_error(parsed, msg, line_no, phase, server) or quiet_failure(msg))
             and not ("classification=" in msg and _RESPONSE_RECORD.search(msg))) or coded_error(first, parsed, msg, line_no):
@@ -294,7 +307,8 @@ _PYBIND_RAISED = re.compile(rf"(?:^|[\s:\"'])(?P<type>{RAISED_NAME}): (?P<messag
 
 # an error record naming the exception a call raised, its type and message quoted whole (MindIE's "Failed to get vocab
 # size from tokenizer wrapper with exception: ModuleNotFoundError: No module named 'mindie_llm'")
-_RECORD_RAISED = re.compile(rf"\bwith exception: (?P<type>{RAISED_NAME}): (?P<message>\S.*)")
+# (or an application's own words before the exception it reports: "Error when loading model: ValueError: ...")
+_RECORD_RAISED = re.compile(rf"(?:\bwith exception|^Error [a-z][a-z ]{{2,40}}): (?P<type>{RAISED_NAME}): (?P<message>\S.*)")
 
 
 def line_cause(e: LogEvent) -> tuple[Literal["exception", "log_line"], str | None, str]:
@@ -397,6 +411,24 @@ def backtrace_head(prev: tuple[int, str], msg: str, line_no: int, rank: str | No
     return LogEvent("error_line", at, text.strip(), rank, phase, server) if _ERROR_WORDS.search(text) else None
 
 
+def cause_above(event: LogEvent, quiet: LogEvent | None, first: LogEvent | None, events: Sequence[LogEvent],
+                line_no: int) -> LogEvent | None:
+    """What the failure ``event`` (on line ``line_no``) came after, printed just above it with no level and not an event
+    itself: for a process's death, the CUDA error ``quiet`` named, or the log's first error line ``first`` when nothing
+    else was reported before it and its words say a failure (llamafile's "ggml_gallocr_reserve_n: failed to allocate
+    CUDA0 buffer of size ...", then "error: Uncaught SIGSEGV"; not a crash handler's own frame at an error level); for
+    an error line of a C function's, ``first`` when it is the callee's just above it (llama.cpp prints the innermost
+    failure first, then each caller's: "gguf_init_from_file: failed to open GGUF file '...'", then "llama_model_load:
+    error loading model: ..."); else None."""
+    if event.kind in _DEATHS:
+        cause = quiet or (first if first is not None and not events and _ERROR_WORDS.search(first.text) else None)
+        return cause if cause is not None and line_no - cause.line <= 2 else None
+    if (event.kind == "error_line" and first is not None and 0 < line_no - first.line <= 2
+            and first not in events and _C_FUNCTION.match(first.text) and _C_FUNCTION.match(event.text)):
+        return first
+    return None
+
+
 def process_header(last: tuple[int, str] | None, phase: str, server: str, recent: Iterable[str]) -> LogEvent | None:
     """A log's last line that is not blank (its number, its text) as a dead process when it is
     multiprocessing's "Process <name>:", the header printed above the traceback of a process whose
@@ -437,3 +469,32 @@ def native_enough(frames: list[LogEvent]) -> bool:
     c10's head "Exception raised from f at file:N (most recent call first):" and a frame under it (a torch error
     whose message and exception line the window cut off above, its frame list cut below)."""
     return len(frames) >= 3 or (len(frames) == 2 and frames[0].text.startswith("Exception raised from "))
+
+
+# NCCL's return-code trace under its warning ("[0] NCCL INFO init.cc:1402 -> 6", "bootstrap.cc:701 -> 6",
+# "transport/shm.cc:551 -> 2"): the calls the error came back through.  Through the communicator's set-up -- init.cc,
+# its bootstrap, the transports' connect (transport.cc), the shared-memory, P2P and NVLS transports' setup, the
+# topology search (graph/) -- the warning is an init failure; through proxy.cc, enqueue.cc or the network transport's
+# progress it is a collective's, at run time, and says no phase
+_NCCL_INIT_TRACE = re.compile(r"NCCL INFO (?:init|bootstrap|transport|transport/(?:shm|p2p|nvls)|graph/\w+)\.cc:\d+ -> \d")
+
+
+def follow(events: list[LogEvent], parsed: LogLine, msg: str, line_no: int) -> None:
+    """Put the latest events in the step the line ``msg`` just below them names, where the timeline gave them none:
+    NCCL's return trace of its warnings through the communicator's set-up (``nccl_init``, each warning of the last
+    twelve lines), or a caller's error line within two lines of the latest event naming its step
+    ("ggml_backend_cuda_buffer_type_alloc_buffer: ... cudaMalloc failed: out of memory", then "llama_kv_cache_init:
+    failed to allocate buffer for kv cache")."""
+    last = events[-1]
+    if line_no - last.line > 12:
+        return
+    if " -> " in msg and _NCCL_INIT_TRACE.search(msg) is not None:
+        for i in range(len(events) - 1, -1, -1):
+            e = events[i]
+            if line_no - e.line > 12:
+                break
+            if e.kind == "nccl_warn" and e.phase in ("", "unknown"):
+                events[i] = replace(e, phase="nccl_init")
+    elif (last.kind == "error_line" and line_no - last.line <= 2 and last.phase in ("", "unknown")
+            and error_level(parsed, msg) and (step := text_evidence((msg,))[0]) is not None):
+        events[-1] = replace(last, phase=step)

@@ -184,7 +184,10 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
         r"killed due to memory pressure \(OOM\)|"
         # the end of Ray's message for a task or actor its memory monitor killed, the line a paste most often keeps
         # ("Refer to the documentation on how to address the out of memory issue: https://docs.ray.io/...")
-        r"how to address the out of memory issue")),
+        r"how to address the out of memory issue|"
+        # Kubernetes' record of a container the kernel's OOM killer ended ("reason: OOMKilled" in a pod's status,
+        # "Last State: Terminated  Reason: OOMKilled" in kubectl describe)
+        r"\bOOMKilled\b")),
     ("fatal_signal", re.compile(
         r"Fatal Python error: |Segmentation fault|^Aborted \(core dumped\)|Illegal instruction \(core dumped\)|"
         r"Bus error \(core dumped\)|"
@@ -212,7 +215,10 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
         r"traps: \S+\[\d+\] general protection fault|\S+\[\d+\]: segfault at [0-9a-f]+ ip|"
         # Open MPI's signal handler: its header, and the frames it prints under it ("[host:pid] [13]
         # /lib/libmpi.so.40(MPI_Bcast+0x121)[0x7fc1ff32d881]"), which a paste often keeps without the header
-        r"^\[[\w.-]+:\d+\] (?:\*\*\* Process received signal|\[ ?\d+\] \S[^\s(]*\([^)\s]*\)\[0x[0-9a-f]+\])")),
+        r"^\[[\w.-]+:\d+\] (?:\*\*\* Process received signal|\[ ?\d+\] \S[^\s(]*\([^)\s]*\)\[0x[0-9a-f]+\])|"
+        # Cosmopolitan's crash report (a llamafile: "error: Uncaught SIGSEGV (SEGV_MAPERR) at 0x8 on host pid 25983 tid
+        # 26011", the registers under it)
+        r"^error: Uncaught SIG[A-Z]+ \(")),
     # a kernel's device-side assert, in a .cu file or in the Triton kernel torchinductor generated ("/tmp/
     # torchinductor_root/q5/cq5….py:97: unknown: block: [4,0,0], thread: [0,0,0] Assertion `index out of bounds…` failed.")
     ("device_assert", re.compile(r"(?:\.cu:\d+: .*|block: \[[\d,]+\], thread: \[[\d,]+\] )Assertion .* failed\.|"
@@ -272,14 +278,14 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
 _EVENT_NEEDLES: dict[EventKind, tuple[str, ...]] = {
     "xid": ("Xid (", "fallen off the bus", "] page fault", "] retry page fault", "MTGPU:(Error)"),
     "oom_kill": ("Out of memory: Kill", "oom-kill", "cgroup out of memory", "OOM killer", "memory pressure (OOM)",
-                 "address the out of memory issue"),
+                 "address the out of memory issue", "OOMKilled"),
     "fatal_signal": ("Fatal Python error: ", "Segmentation fault", "Aborted (core dumped)",
                      "Illegal instruction (core dumped)", "Bus error (core dumped)", "IOT instruction",
                      "segmentation fault", "illegal hardware instruction", "bus error", "*** SIG",
                      "received signal SIG", "Floating point exception", "Segfault encountered", "LLVM ERROR: ",
                      "general protection fault", "segfault at ", "Process received signal", ")[0x", "panic: ",
                      "fatal error: ", " abort ", "Signal (", "SIGSEGV: ", "SIGBUS: ", "SIGABRT: ", "SIGILL: ",
-                     "SIGFPE: ", " received by PID ", ": fatal error", ": GGML_ASSERT("),
+                     "SIGFPE: ", " received by PID ", ": fatal error", ": GGML_ASSERT(", "Uncaught SIG"),
     "device_assert": ("Assertion ", "device-side assertion "),
     "error_line": (*(text for text, _ in LOST_TYPE_PHRASES + ANY_LEVEL_PHRASES), "out of memory", "CUDA error",
                    "ROCm error", "HIP error", "hipError",

@@ -22,10 +22,11 @@ from workbench.tracebacks.binary import binary_noise
 from workbench.tracebacks.chains import build_tracebacks, native_phase
 from workbench.tracebacks.cut import ends_cut, logged_record
 from workbench.tracebacks.events import (
-    _DEATHS,
     backtrace_head,
+    cause_above,
     cut_record,
     first_error,
+    follow,
     log_event,
     process_header,
     quiet_cuda_error,
@@ -121,12 +122,10 @@ class Extractor:
         self._recent, self._recent_heads = deque[str](maxlen=6), deque[tuple[str | None, str | None]](maxlen=6)  # (rank, level)
         self.tracebacks: list[Traceback] = []
         self.cpp_exceptions: list[CppException] = []
-        self._tracker = PhaseTracker(year=year)
-        self._server = "|"
+        self._tracker, self._server = PhaseTracker(year=year), "|"
         self._last_header: tuple[Block, Stream] | None = None
         self._touched: Block | None = None  # the block that took the previous input line
-        self._prev_len = self._widest = 0
-        self.shapes = LineShapes()
+        self._prev_len, self._widest, self.shapes = 0, 0, LineShapes()
         self._busy: set[int] = set()  # streams with a block, a C++ exception or a chain pending
         self._busy_last = 0  # the last line a busy stream took
         self._held: str | None = None  # a frame line waiting for the tail the terminal wrapped
@@ -196,9 +195,8 @@ class Extractor:
         last = self._last
         if last is None:
             return None
-        parsed, header = last
+        (parsed, header), base = last, no_cr(line)
         msg = parsed.message
-        base = no_cr(line)
         if (parsed.format == "vllm" and header is not None and header == block.header and msg[:1] in (" ", "\t")
                 and len(base) > len(msg) and base.endswith(msg)):
             # a prefixed writer's block takes the terminal-wrapped tail of its line (see _feed)
@@ -322,8 +320,7 @@ class Extractor:
             tracker = self.trackers[server] = PhaseTracker(year=self.year)
         self._last = (parsed, header)
         tracker.feed(parsed, line_no=self.line_no)
-        self._tracker = tracker
-        self._server = server
+        self._tracker, self._server = tracker, server
         msg = parsed.message
         if (msg.startswith(("```", "~~~")) or msg[:1].isspace()) and _FENCE.match(msg):
             msg = ""
@@ -469,7 +466,8 @@ class Extractor:
                                  self._server, abort[1], abort[2])
                 self._cpp.append(stream.cpp)
                 return
-        if ((msg[:1].isalpha() or msg[:1] in "`(*-[" or "\uff1a" in msg[:24] or (msg[:1].isdigit() and " - " in msg[:50]))
+        if ((msg[:1].isalpha() or msg[:1] in "`(*-[" or "\uff1a" in msg[:24] or (msg[:1].isdigit() and " - " in msg[:50])
+             or msg[:2].strip().isupper())  # (a record's message on a line of its own, one space in: " KeyError: 'x'")
                 and parsed.level not in ("INFO", "DEBUG") and self._bare(stream, origin, parsed, msg, header)):
             return
         self._event(parsed, msg)
@@ -477,7 +475,7 @@ class Extractor:
     def _bare(self, stream: Stream, origin: tuple[str | None, ...], parsed: LogLine, msg: str, header: str | None) -> bool:
         """An exception line with no frame before it (the window began after them, or the tool
         printed only the line): a block of its own, cut at the start."""
-        text = (after_label(msg) or msg).rstrip()  # the line, or what follows its "【BUG】：" label or "(APIServer) " tag
+        text = (after_label(msg) or msg).strip()  # the line, or what follows its "【BUG】：" label or "(APIServer) " tag
         m = _EXC.match(text)
         if m is not None and m.group(2) is not None and _BARE_EXC_NAME.search(m.group(1).split("(", 1)[0]):
             # (an empty message after the colon: it begins on the next line, as multiprocessing's "RuntimeError: " over
@@ -527,11 +525,13 @@ class Extractor:
         event = log_event(parsed, msg, self.line_no, self._tracker.phase, self._server, self._recent)
         quiet, self._quiet = self._quiet, None
         if event is not None:
-            if event.kind in _DEATHS and quiet is not None and self.line_no - quiet.line <= 2:
-                self.events.append(quiet)  # the CUDA error the process died of, printed without a level
+            if (cause := cause_above(event, quiet, self._first_error, self.events, self.line_no)) is not None:
+                self.events.append(cause)  # what it failed of, printed just above it without a level
             self.events.append(event)
             return
         self._quiet = quiet_cuda_error(parsed, msg, self.line_no, self._tracker.phase, self._server)
+        if self.events:  # the step a line just below the latest events names
+            follow(self.events, parsed, msg, self.line_no)
         if ("0x" in msg or "raised from" in msg) and _NATIVE_SYMBOL.match(msg.strip()):
             if len(self.native_frames) < KEPT:
                 self.native_frames.append(native_frame(self.line_no, msg, parsed.rank, self._tracker.phase,
