@@ -630,6 +630,8 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("xinference/api/restful_api.py", "launch_model", _U),
     # (its REST API's request handlers: a chat or completion it streams back)
     ("xinference/api/restful_api.py", "create_completion create_chat_completion stream_results", _S),
+    # (a reranker's model answering a request: xinference/model/rerank/core.py's rerank, as its tracebacks print it)
+    ("xinference/model/rerank/core.py", "rerank", _S),
     ("xinference/core/supervisor.py", "launch_builtin_model _launch_model _launch_one_model", _U),
     ("xinference/core/worker.py", "launch_builtin_model wait_for_load", _U),
     ("xinference/core/model.py", "load wait_for_load", _U),

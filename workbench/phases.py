@@ -687,7 +687,12 @@ _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bCAS service error\b|\btransfer\.xethub\.hf\.co\b"), "weight_loading"),
     # TensorRT reading a built engine (its weights are in it) back from its plan file (TensorRT-LLM's runtime: "Assertion
     # failed: Failed to deserialize cuda engine."; TensorRT's own "IRuntime::deserializeCudaEngine: Error Code 1")
-    (re.compile(r"\b[Dd]eserializ\w* (?:the |a )?(?:cuda |CUDA |TensorRT |TRT )?engine\b|deserializeCudaEngine"), "weight_loading"),
+    # (or refusing it: "The engine plan file is not compatible with this version of TensorRT"); and ONNX Runtime's session
+    # reading a model file ("[E:onnxruntime:, inference_session.cc:2280 operator()] Exception during initialization:
+    # ... Exception while Reading network")
+    (re.compile(r"\b[Dd]eserializ\w* (?:the |a )?(?:cuda |CUDA |TensorRT |TRT )?engine\b|deserializeCudaEngine|"
+                r"\bengine plan file is not compatible\b|\binference_session\.cc:\d+ [^\n]{0,40}\bException during "
+                r"initiali[sz]ation\b"), "weight_loading"),
     # a weight loader refusing a checkpoint tensor for a parameter of another shape (vLLM's "Attempted to load weight
     # (torch.Size([1, 1, 2, 1, 2])) into parameter (torch.Size([1, 1, 1, 1, 2]))"): copying weights in
     (re.compile(r"\bload(?:ing|ed)? (?:the )?weights? \S[^\n]{0,120}\binto (?:the )?param", re.I), "weight_loading"),
@@ -752,7 +757,7 @@ _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
 # (not a store's operation: Mooncake's "Failed to start put operation" is a request's KV cache being offloaded)
 _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|[Ff]ailed to (?:start(?! (?:put|get)\b)|initiali[sz]e)|creation task|"
                            # (Go's controllers and servers say "unable to": aibrix's "unable to initialize controllers")
-                           r"\b[Uu]nable to (?:start|initiali[sz]e)\b|"
+                           r"\b(?:[Uu]nable to|[Cc]ould(?: not|n't)) (?:start|initiali[sz]e)\b|"
                            # the dynamic loader refusing to start a program whose library is missing ("executorWorker:
                            # error while loading shared libraries: libnvinfer.so.10: cannot open shared object file")
                            r"error while loading shared libraries|"
@@ -779,6 +784,13 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|[Ff]ailed to (?:start(?! (
                            # the container runtime (or the NVIDIA toolkit's hook in it) refusing to start the server's
                            # container ("OCI runtime create failed", "nvidia-container-cli: requirement error: ...")
                            r"OCI runtime create failed|\bnvidia-container-cli: |"
+                           # (or Docker and CDI finding no GPU device for it: "could not select device driver \"nvidia\"
+                           # with capabilities: [[gpu]]", "unresolvable CDI devices nvidia.com/gpu=all")
+                           r"\bcould not select device driver\b|\bunresolvable CDI devices?\b|"
+                           # a server reading its chat template or its tool and reasoning parsers' names as it starts
+                           # (llama.cpp's "common_chat_templates_init: failed to parse chat template (defaulting to
+                           # chatml)", vLLM's "KeyError: 'invalid tool call parser: openai (chose from {...})'")
+                           r"\bfailed to parse chat template\b|\binvalid (?:tool call|reasoning) parser\b|"
                            # a server process that died or never answered its health check, in a log that shows
                            # nothing of its start's steps nor its readiness (the timeline comes first)
                            r"\bhealth check\b[^\n]{0,80}\btimed out|[Ff]ailed to serve model|exited unexpectedly|"
@@ -899,6 +911,9 @@ _TEXT_SERVING = re.compile(r"inputs? of failed execution|Dumping input data|Dump
                            # SGLang's scheduler watchdog: a batch's forward made no progress for its timeout ("Scheduler
                            # watchdog timeout (self.watchdog_timeout=300.0, self.soft=False)")
                            r"\bScheduler watchdog timeout\b|"
+                           # a request's grammar (structured output) its sampler could not parse (llama.cpp's "parse: error
+                           # parsing grammar: unknown escape at ...", as ollama's runner prints it)
+                           r"\berror parsing grammar\b|"
                            # mistral.rs' engine loop reporting a step it ran ("prompt step - Model failed with error:
                            # ..."), TGI's router in a batch's span ("batch{batch_size=1}:prefill:prefill{id=0 size=1}:")
                            r"\bstep - Model failed with error\b|\bbatch\{batch_size=\d+\}:(?:prefill|decode)\b|"

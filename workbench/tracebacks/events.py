@@ -100,20 +100,28 @@ _LIBRARY_ERROR = re.compile(r"(?!(?:the|this|that|an?|my|same|following|no|any|w
                             # ggml's and llama.cpp's C functions, each line headed by the function's name (LOG_ERR
                             # "%s: ...", no level): "llama_model_load: error loading model: ...", "ggml_gallocr_reserve_n:
                             # failed to allocate CUDA0 buffer of size 1056964608", "main: error: unable to load model"
-                            rf"{_C_FUNCTION.pattern}(?:error\b|failed\b|unable to\b)")
+                            rf"{_C_FUNCTION.pattern}(?:error\b|failed\b|unable to\b)|"
+                            # a program's own "error: ..." (Slurm's error(), Rust's and Go's command lines), behind the
+                            # names of the programs that relay it ("slurmstepd: error: Detected 1 oom_kill event",
+                            # "qdo-srun.py: srun#64: slurmstepd: error: ...", ollama's "parse: error parsing grammar")
+                            r"(?:(?!(?:note|warning|hint|info|debug|tip):)[a-z][\w.#-]{2,30}: ){1,3}error:? (?=\S)|"
+                            r"error: (?=\S)")
 # a record whose format writes no level (SGLang's "[2026-05-21 16:07:41 DP6 TP6] Failed to update parameter online:
 # ...", its logger.error as its logger.info; "Some requests fail to receive KV Cache transfer done signal") stating a
 # failure: the engine's own error record
 # ...), or one that ends on the exception it caught (SGLang's loader: "Corrupted safetensors file detected: /x.safetensors
 # - SafetensorError: Error while deserializing header")
 _UNLEVELLED_FAILURE = re.compile(r"Failed to [a-z]+ \S|[^\n]{0,60}?\b(?:fail|fails|failed) to [a-z]+ \S|"
+                                 # (SGLang's "[2025-06-23 07:22:00] Error in parse_streaming_increment: Expecting value")
+                                 r"Error (?:in|while|during|when|processing) [^:\n]{1,80}: \S|"
                                  r"[^\n]{0,300}? - (?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): \S")
 # the same record pasted without its prefix, at the head of a line of its own: read only when it gives its reason
 # after a colon (slime's "Failed to update parameter online: start (256) + length (256) exceeds dimension size"); and
 # the "Error: <why>" a Rust program's main (candle, TGI's launcher, dynamo), Go's cobra or a shell tool ends with
 # (and an application's "Error <doing what>: <why>", LM Studio's "Error when loading model: ValueError: Model type x not
 # supported.")
-_PASTED_FAILURE = re.compile(r"Failed to [a-z]+ [^:\n]{0,80}: \S|Error(?: [a-z][a-z ]{2,40})?: \S")
+# (or a CUDA sample's "Failed to allocate device vector A (error code unknown error)!", a GPU validator's check)
+_PASTED_FAILURE = re.compile(r"Failed to [a-z]+ [^:\n]{0,80}(?:: \S|\(error code )|Error(?: [a-z][\w ]{2,40})?: \S")
 
 
 # a native library's FATAL severity in the bracketed tags heading its line (TurboMind's "[TM][FATAL] comm\device_comm.cc
@@ -131,9 +139,9 @@ def error_level(parsed: LogLine, msg: str) -> bool:
         return parsed.level in ("ERROR", "CRITICAL")
     if parsed.time is not None and parsed.format != "plain" and _UNLEVELLED_FAILURE.match(msg) is not None:
         return True
-    if parsed.time is None and parsed.format == "plain" and _PASTED_FAILURE.match(msg) is not None:
+    if parsed.time is None and _PASTED_FAILURE.match(msg) is not None:  # (a compose service's prefix stripped too)
         return True
-    return (level_word(msg, 48) in ("ERROR", "CRITICAL") or _FAILED_STATUS.search(msg, 0, 80) is not None
+    return (level_word(msg, 48) in ("ERROR", "CRITICAL", "[E]") or _FAILED_STATUS.search(msg, 0, 80) is not None
             or _LIBRARY_ERROR.match(msg) is not None or _FATAL_TAG.match(msg) is not None)
 
 
@@ -205,6 +213,10 @@ def _cann_detail(event: LogEvent, msg: str, line_no: int) -> LogEvent | None:
 
 # a record's header with nothing after it ("ERROR 04-29 00:53:54"): its text went to other lines, or nowhere; a log
 # that ends in one was cut inside the record (Extractor.finish), one in mid-log says nothing
+# a program's usage line (argparse's, a C program's "usage: ./llama-box [options]"), and the words of a refusal of its
+# command line printed just above it ("Invalid argument: --chat-template, use one of the built-in templates")
+_USAGE = re.compile(r"usage: \S+ \[")
+_REFUSAL = re.compile(r"[Ee]rror|[Ii]nvalid|[Uu]nknown|[Uu]nrecognized|[Mm]issing|required|not allowed")
 _BARE_HEADER = re.compile(r"(?:ERROR|CRITICAL)[\d\s:.,/-]*")
 
 
@@ -225,6 +237,20 @@ def first_error(first: LogEvent | None, parsed: LogLine, msg: str, line_no: int,
         # its caller's error line just below it names the step ("ggml_backend_cpu_buffer_type_alloc_buffer: failed to
         # allocate buffer of size ...", then "llama_kv_cache_init: failed to allocate buffer for kv cache")
         return replace(first, phase=step)
+    if first is not None and first.text.startswith("Error: ") and line_no - first.line <= 8 and (
+            msg.strip() == "Caused by:" or ("Caused by:" in first.text and msg[:1] in " \t" and msg.strip())):
+        # Rust's anyhow under a program's "Error: ...": the errors it came of, the deepest last (TEI's "Error: Could not
+        # create backend", then "Caused by:" and "    Could not start backend: Runtime compute cap 52 is not ...")
+        return replace(first, text=f"{first.text} {msg.strip()}"[:400])
+    if (first is not None and first.text.startswith("usage: ") and line_no - first.line <= 40
+            and error_level(parsed, msg)):
+        return replace(first, line=line_no, text=msg.strip()[:400])  # argparse's error under the usage it printed
+    if first is None and msg.startswith("usage: ") and _USAGE.match(msg):
+        # a program printing its usage as it refuses its command line: the line it said why on just above, else this
+        recent = tuple(recent)
+        said = recent[-2].strip() if len(recent) > 1 and _REFUSAL.search(recent[-2]) else msg.strip()
+        return LogEvent("error_line", line_no, said[:400], parsed.rank, phase if phase not in ("", "unknown")
+                        else "startup_other", server, recent[:-1])
     if (first is None and ((error_level(parsed, msg) and not _BARE_HEADER.fullmatch(msg.strip()))
                            or quiet_cuda_error(parsed, msg, line_no, phase, server) or quiet_failure(msg))
             and not ("classification=" in msg and _RESPONSE_RECORD.search(msg))) or coded_error(first, parsed, msg, line_no):

@@ -88,7 +88,9 @@ _PYSPY_FRAME = re.compile(r"\s+([^\s()]+) \(([^()\s]+?)(?::(\d+))?\)\s*$")
 # a level word inside a prefix the parser does not know; no leading \b, which would keep the regex
 # engine from skipping ahead to the words' first letters (ten times slower): boundaries are checked after
 # glog's and c10's severity tag ("[E ProcessGroupNCCL.cpp:916]", "[E1001 16:06:04.53 ProcessGroupNCCL.cpp:607]") is ERROR
-_LEVEL_WORD = re.compile(r"ERROR|CRITICAL|WARNING|\[E\]|\[E(?=(?:\d{4} [\d:.]+)? ?[\w.-]+\.(?:cpp|cc|cu|h|hpp):\d+\])")
+# (and ONNX Runtime's severity letter in its record's head: "[E:onnxruntime:, inference_session.cc:2280 operator()]")
+_LEVEL_WORD = re.compile(r"ERROR|CRITICAL|WARNING|\[E\]|\[E(?=(?:\d{4} [\d:.]+)? ?[\w.-]+\.(?:cpp|cc|cu|h|hpp):\d+\]|"
+                         r":onnxruntime:)")
 # an exception class's name as an error report quotes it, dotted or not ("AttributeError", "torch.OutOfMemoryError")
 RAISED_NAME = r"[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)"
 _EXC_NAME = re.compile(r"(?:Error|Exception|Exit|Interrupt|Warning|Iteration|Fault|Failure|Timeout|Unsupported|Cancelled|Abort)$")
@@ -470,6 +472,8 @@ def _interesting_words(*, strong: bool) -> frozenset[str]:
         "cannot find -l", "ray::", "Illegal", "' panicked", "Bus error", "Floating", "Main process", "Interrupt", "Timeout",
         "Cancelled", "Thread 0x", "Stack (", '): "MainThread"', "│", "┃", "║", "╭", "^[", "\ufffd[", '{"', "m(", "segfault",
         "protection fault",
+        # a program's usage line as it refuses its command line (events.first_error reads it as the last resort)
+        "usage: ",
         # a record at an error level whose words name no failure ("LMCache ERROR: The number of retrieved tokens is less
         # than the expected number of tokens!"): the last resort reads it (events.first_error)
         "ERROR", "CRITICAL",

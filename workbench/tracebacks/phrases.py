@@ -73,6 +73,11 @@ ANY_LEVEL_PHRASES: tuple[tuple[str, str | None], ...] = (
     # ("TensorCompare.cu:109 _assert_async_cuda_kernel: Assertion `probability tensor contains either inf, nan or
     # element < 0` failed", the block and thread a paste may leave out)
     ("Assertion `", r"\bAssertion `[^\n]*?[`'] failed"),
+    # NVML refusing to start (nvidia-smi, a container's hook, a server probing its GPUs): "Failed to initialize NVML:
+    # Driver/library version mismatch"; and CDI refusing a GPU container a device it cannot resolve ("... OCI runtime
+    # create failed: ... failed to inject CDI devices: unresolvable CDI devices nvidia.com/gpu=GPU-...")
+    ("Failed to initialize NVML", r"\bFailed to initialize NVML\b"),
+    ("unresolvable CDI device", r"\bunresolvable CDI devices?\b"),
     # ggml's assertion (llama.cpp, ollama), then an abort: "...cpp:728: GGML_ASSERT(x != y) failed", older "GGML_ASSERT:
     # .../ggml.c:4250: ne % 2 == 0"; not '!"CUDA error"', the abort after a CUDA error it printed
     ("GGML_ASSERT", r"\bGGML_ASSERT(?:\(.*\) failed|: \S+:\d+: (?!!\"CUDA error\"))"),

@@ -19,7 +19,7 @@ _LINES = sorted({
 })
 # what level_word replaced, with glog's and c10's severity tag ("[E ProcessGroupNCCL.cpp:916]"), which it reads as "[E]"
 _OLD_LEVEL = re.compile(r"\bERROR\b|\bCRITICAL\b|\bWARNING\b|\[E\]|"
-                        r"\[E(?=(?:\d{4} [\d:.]+)? ?[\w.-]+\.(?:cpp|cc|cu|h|hpp):\d+\])")
+                        r"\[E(?=(?:\d{4} [\d:.]+)? ?[\w.-]+\.(?:cpp|cc|cu|h|hpp):\d+\]|:onnxruntime:)")
 
 
 def test_the_corpus_has_lines_of_every_event_kind() -> None:
@@ -50,7 +50,8 @@ def test_each_pattern_match_contains_one_of_its_needles(line: str) -> None:
 @pytest.mark.parametrize("end", [48, None])
 def test_level_word_equals_the_word_boundary_regex(end: int | None) -> None:
     extra = ["xERROR", "ERROR_x", "_ERROR x", "[E] x", "WARNING.", "WARNINGS ERROR", "a CRITICAL", "ERRORERROR ERROR",
-             "[E ProcessGroupNCCL.cpp:916] x", "[E1001 16:06:04.537131842 ProcessGroupNCCL.cpp:607] x", "[Errno 2] x"]
+             "[E ProcessGroupNCCL.cpp:916] x", "[E1001 16:06:04.537131842 ProcessGroupNCCL.cpp:607] x", "[Errno 2] x",
+             "[E:onnxruntime:, inference_session.cc:2280 operator()] x", "[W:onnxruntime:, x.cc:1 f()] y"]
     for line in [*_LINES, *extra]:
         m = _OLD_LEVEL.search(line, 0, end) if end is not None else _OLD_LEVEL.search(line)
         assert level_word(line, end) == ({"[E": "[E]"}.get(m.group(0), m.group(0)) if m else None), line
@@ -170,6 +171,12 @@ def test_the_readers_byte_search_finds_what_the_line_search_finds() -> None:
 # One real line of each phrase an engine prints at no level (phrases.LOST_TYPE_PHRASES, ANY_LEVEL_PHRASES): a row
 # added to the table without a line here fails the first test.
 _PHRASE_LINES = {
+    "Failed to initialize NVML": "[task 2025-07-01T05:06:30.005+00:00] [train] [nvidia-smi(stdout)] Failed to initialize "
+                                 "NVML: Driver/library version mismatch",
+    "unresolvable CDI device": "  Warning  Failed     10s (x2 over 10s)  kubelet            Error: failed to create "
+                               "containerd task: failed to create shim task: OCI runtime create failed: could not apply "
+                               "required modification to OCI specification: error modifying OCI spec: failed to inject "
+                               "CDI devices: unresolvable CDI devices nvidia.com/gpu=GPU-8a4e1c3b",
     "failed to initialize CUDA: ": "ggml_cuda_init: failed to initialize CUDA: unknown error",
     "cudaMalloc failed: ": "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 3257.82 MiB on device 0: "
                            "cudaMalloc failed: out of memory",
