@@ -136,7 +136,8 @@ _UVICORN = re.compile(r"(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL|TRACE):(?:\s+|
 _LEVEL_FIRST = re.compile(r"(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL) +(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)(?:[,.]\d+)? ")
 # (or with its time and thread left out, the level letter and the source only: "E gds_mt_backend.cpp:237] GDS_MT: ...",
 # NIXL's plugins in a Dynamo log)
-_GLOG = re.compile(r"\[?(?P<lvl>[IWEF])(?:(?P<ts>(?:\d{8}|\d{3,4}) \d\d:\d\d:\d\d\.\d+) +(?:\d+ )?| "
+# (or with its date left out: ExecuTorch's ET_LOG, "E 00:00:00.650431 executorch:file_data_loader.cpp:194] ...")
+_GLOG = re.compile(r"\[?(?P<lvl>[IWEF])(?: ?(?P<ts>(?:(?:\d{8}|\d{3,4}) )?\d\d:\d\d:\d\d\.\d+) +(?:\d+ )?| "
                    r"(?=[\w.-]+\.(?:cc|cpp|cxx|c|h|hpp|cu|go|rs):\d+\] ))(?P<loc>[^\]\s]+:\d+)\] ?")
 _NCCL = re.compile(r"\S+:(?P<pid>\d+):\d+ \[\d+\] (?:\S+:\d+ )?NCCL (?P<lvl>INFO|WARN|TRACE|ERROR) ")
 # A record with its own time first and no header above: Python logging's formats ("%(asctime)s - %(name)s -
@@ -157,6 +158,17 @@ _PLAIN_RECORD = re.compile(
 # winston's default format, a Node server's (LibreChat): its level in lower case right after the time, then a colon
 # ("2024-09-01 21:43:28 error: Failed to fetch models from Ollama API")
 _WINSTON = re.compile(_PLAIN_TIME + r" (?P<lvl>error|warn|info|debug): ")
+# Android's logcat, as Android Studio shows it ("2024-10-07 21:09:34.399 19864-19889 libc++abi  com.test.llama  E
+# terminating with ...") and as adb's threadtime format prints it ("10-07 21:09:34.399 19864 19889 E libc++abi: ..."):
+# the time, the pid and thread, then the tag and package and a level letter, or the level letter and the tag; and
+# nginx's error log ("2024/04/16 13:58:38 [error] 1279#0: *20351 ..."), a gateway's in front of a server
+_LOGCAT = re.compile(r"(?P<ts>(?:\d{4}-)?\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}) +\d+[- ]+\d+ +"
+                     r"(?:\S+ +\S+ +(?P<lvl>[VDIWEFA]) +|(?P<lvl2>[VDIWEFA]) +[^:\s][^:]{0,60}: )")
+_NGINX = re.compile(r"(?P<ts>\d{4}/\d\d/\d\d \d\d:\d\d:\d\d) \[(?P<word>debug|info|notice|warn|error|crit|alert|emerg)\] "
+                    r"\d+#\d+: (?:\*\d+ )?")
+_SEVERITY = {"V": "DEBUG", "D": "DEBUG", "I": "INFO", "W": "WARNING", "E": "ERROR", "F": "CRITICAL", "A": "CRITICAL",
+             "debug": "DEBUG", "info": "INFO", "notice": "INFO", "warn": "WARNING", "error": "ERROR",
+             "crit": "CRITICAL", "alert": "CRITICAL", "emerg": "CRITICAL"}
 # C++ servers' records of bracketed fields after the time, one of them the level (MindIE: "[2025-04-06 15:49:29.887+08:00]
 # [419] [421] [server] [ERROR] [llm_infer_model.cpp:28] : ModelInstance init failed"): the fields after the time
 _BRACKET_FIELDS = (r"(?:[ \t]*\[[^\[\]\s]{1,40}\]){0,4}?[ \t]*\[(?P<blvl>" + _PLAIN_LEVELS + r") *\]"
@@ -565,6 +577,10 @@ def _parse(line: str, *, inner: bool = False) -> Parsed:
                 elif level is None and (w := _WINSTON.match(line, start)) is not None:
                     word = w["lvl"].upper()
                     time, level, pos = w["ts"], _PLAIN_LEVEL.get(word, word), w.end()
+                    fmt = "pylogging" if fmt == "plain" else fmt
+                elif level is None and (a := _LOGCAT.match(line, start) or _NGINX.match(line, start)) is not None:
+                    key = a["word"] if a.re is _NGINX else a["lvl"] or a["lvl2"]
+                    time, level, pos = a["ts"], _SEVERITY[key], a.end()
                     fmt = "pylogging" if fmt == "plain" else fmt
 
     message = line[pos:] if pos else line

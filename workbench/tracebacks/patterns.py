@@ -137,7 +137,10 @@ _CPP_STOP = re.compile(r"Exception raised from |frame #\d+:|^\s*$|^(?:stack )?ba
                        r"^[0-9A-F]{16}|^Fatal Python error: |^Aborted\b|^WARN(?:ING)?: |^INFO: ")  # of another writer
 # a native runtime's own report of an error nothing caught: libc++'s abort message, a Rust panic
 # (its message on the next line since Rust 1.73, quoted on the line before), c10's abort handler
-_NATIVE_ABORT = re.compile(r"libc\+\+abi: terminating due to uncaught exception of type (\S+?)(?::(?: (.*))?)?$|"
+# (older libc++ says "terminating with uncaught exception of type", and logcat prints it under its tag, "libc++abi", as a
+# message of its own)
+_NATIVE_ABORT = re.compile(r"(?:libc\+\+abi: |^)terminating (?:due to|with) uncaught exception of type (\S+?)"
+                           r"(?::(?: (.*))?)?$|"
                            # (Rust 1.88 and later name the thread's id too: "thread '<unnamed>' (1004759) panicked at")
                            r"thread '[^']*'(?: \(\d+\))? panicked at (?:'(.*)', )?\S+?:?$|"
                            r"(Unhandled exception caught in c10/util/AbortHandler\.h)")
@@ -184,6 +187,9 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
         # Ray's memory monitor killing workers before the kernel would ("1 Workers (tasks / actors) killed due to
         # memory pressure (OOM), 0 Workers crashed due to other reasons at node ...")
         r"killed due to memory pressure \(OOM\)|"
+        # (and Dask's nanny restarting a worker past its memory budget: "Worker tcp://127.0.0.1:34349 (pid=342998)
+        # exceeded 95% memory budget. Restarting...")
+        r"\bexceeded \d+% memory budget\b|"
         # the end of Ray's message for a task or actor its memory monitor killed, the line a paste most often keeps
         # ("Refer to the documentation on how to address the out of memory issue: https://docs.ray.io/...")
         r"how to address the out of memory issue|"
@@ -218,6 +224,9 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
         # Open MPI's signal handler: its header, and the frames it prints under it ("[host:pid] [13]
         # /lib/libmpi.so.40(MPI_Bcast+0x121)[0x7fc1ff32d881]"), which a paste often keeps without the header
         r"^\[[\w.-]+:\d+\] (?:\*\*\* Process received signal|\[ ?\d+\] \S[^\s(]*\([^)\s]*\)\[0x[0-9a-f]+\])|"
+        # Android's report of a process a signal ended (logcat: "Fatal signal 11 (SIGSEGV), code 1 (SEGV_MAPERR), fault
+        # addr 0x0 in tid 5283 (mediapipe/5278), pid 5243 (...)")
+        r"\bFatal signal \d+ \(SIG[A-Z]+\)|"
         # Cosmopolitan's crash report (a llamafile: "error: Uncaught SIGSEGV (SEGV_MAPERR) at 0x8 on host pid 25983 tid
         # 26011", the registers under it)
         r"^error: Uncaught SIG[A-Z]+ \(")),
@@ -280,14 +289,14 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
 _EVENT_NEEDLES: dict[EventKind, tuple[str, ...]] = {
     "xid": ("Xid (", "fallen off the bus", "] page fault", "] retry page fault", "MTGPU:(Error)"),
     "oom_kill": ("Out of memory: Kill", "oom-kill", "cgroup out of memory", "OOM killer", "memory pressure (OOM)",
-                 "address the out of memory issue", "OOMKilled"),
+                 "address the out of memory issue", "OOMKilled", "memory budget"),
     "fatal_signal": ("Fatal Python error: ", "Segmentation fault", "Aborted (core dumped)",
                      "Illegal instruction (core dumped)", "Bus error (core dumped)", "IOT instruction",
                      "segmentation fault", "illegal hardware instruction", "bus error", "*** SIG",
                      "received signal SIG", "Floating point exception", "Segfault encountered", "LLVM ERROR: ",
                      "general protection fault", "segfault at ", "Process received signal", ")[0x", "panic: ",
                      "fatal error: ", " abort ", "Signal (", "SIGSEGV: ", "SIGBUS: ", "SIGABRT: ", "SIGILL: ",
-                     "SIGFPE: ", " received by PID ", ": fatal error", ": GGML_ASSERT(", "Uncaught SIG"),
+                     "SIGFPE: ", " received by PID ", ": fatal error", ": GGML_ASSERT(", "Uncaught SIG", "Fatal signal "),
     "device_assert": ("Assertion ", "device-side assertion "),
     "error_line": (*(text for text, _ in LOST_TYPE_PHRASES + ANY_LEVEL_PHRASES), "out of memory", "CUDA error",
                    "ROCm error", "HIP error", "hipError",
@@ -471,7 +480,7 @@ def _interesting_words(*, strong: bool) -> frozenset[str]:
         "above exception", "During handling", "atchdog", "timing out", "sigquit", "ChildFailed", "kill_process",
         "cannot find -l", "ray::", "Illegal", "' panicked", "Bus error", "Floating", "Main process", "Interrupt", "Timeout",
         "Cancelled", "Thread 0x", "Stack (", '): "MainThread"', "│", "┃", "║", "╭", "^[", "\ufffd[", '{"', "m(", "segfault",
-        "protection fault",
+        "protection fault", "memory budget",
         # a program's usage line as it refuses its command line (events.first_error reads it as the last resort)
         "usage: ",
         # a record at an error level whose words name no failure ("LMCache ERROR: The number of retrieved tokens is less

@@ -458,7 +458,7 @@ class Extractor:
             fatal = _FATAL.match(msg)
             if fatal is not None:
                 stream.fatal = (self.line_no, fatal.group(1).strip())
-        if ("terminate called" in msg or "what():" in msg or "abi: terminating" in msg or "panicked at" in msg
+        if ("terminate called" in msg or "what():" in msg or "uncaught exception of" in msg or "panicked at" in msg
                 or "caught in c10" in msg or "::" in msg):
             abort = native_abort(msg, what=stream.cpp is None)
             if abort is not None:  # "terminate called ..." / "what():" / "ns::Type: ..." / libc++'s, Rust's, c10's report
