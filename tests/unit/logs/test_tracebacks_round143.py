@@ -19,49 +19,6 @@ def _root(log: str) -> tuple[str | None, str, str] | None:
     return None if root is None else (root.kind, root.message, root.phase)
 
 
-@pytest.mark.parametrize(("log", "said", "phase"), [
-    # Slurm's slurmd log: its error() under the time and the step
-    ("[2024-07-05T14:10:54.164] [51.0] pyxis: starting container: pyxis_51.0\n"
-     "[2024-07-05T14:11:11.152] [51.0] error: pyxis: couldn't start container\n",
-     "pyxis: couldn't start container", "startup_other"),
-    # relayed by the programs around it
-    ("qdo-srun.py: srun#64: slurmstepd: error: Detected 1 oom_kill event in StepId=43622791.67. Some of the step "
-     "tasks have been OOM Killed.\n", "Detected 1 oom_kill event", "unknown"),
-    # llama.cpp's grammar parser as ollama's runner prints it, behind compose's prefix: a request's grammar
-    ('ollama  | parse: error parsing grammar: unknown escape at \\d"{4,4} "-\\d"{2,2} "\n',
-     "error parsing grammar: unknown escape", "serving"),
-    # no level, a time before it
-    ("[2025-06-23 07:22:00] Error in parse_streaming_increment: Expecting value: line 1 column 1 (char 0)\n",
-     "Error in parse_streaming_increment: Expecting value", "unknown"),
-    # Rust's anyhow under TEI's "Error:": the deepest cause is in the message
-    ("text-embeddings-1  | Error: Could not create backend\ntext-embeddings-1  | \ntext-embeddings-1  | Caused by:\n"
-     "text-embeddings-1  |     Could not start backend: Runtime compute cap 52 is not compatible with compile time "
-     "compute cap 75\n", "Runtime compute cap 52 is not compatible", "startup_other"),
-    # a CUDA sample's check, as a GPU validator runs it
-    ("[Vector addition of 50000 elements]\nFailed to allocate device vector A (error code CUDA driver version is "
-     "insufficient for CUDA runtime version)!\n", "CUDA driver version is insufficient", "unknown"),
-    ("[task 2025-07-01T05:06:30.004+00:00] [train] nvidia-smi failed with return code 18\n"
-     "[task 2025-07-01T05:06:30.005+00:00] [train] [nvidia-smi(stdout)] Failed to initialize NVML: Driver/library "
-     "version mismatch\n", "Failed to initialize NVML: Driver/library version mismatch", "startup_other"),
-    # ONNX Runtime's own error record, its severity letter the level
-    ("2025-12-28 12:17:36.369097028 [E:onnxruntime:, inference_session.cc:2280 operator()] Exception during "
-     "initialization: /onnxruntime/ov_interface.cc:79 Exception while Reading network\n",
-     "Exception while Reading network", "weight_loading"),
-])
-def test_failure_lines_of_programs_with_no_level(log: str, said: str, phase: str) -> None:
-    root = _root(log)
-    assert root is not None and root[0] == "log_line" and said in root[1] and root[2] == phase
-
-
-@pytest.mark.parametrize("log", [
-    "note: error is expected here when the cache is cold\n",
-    "error log:INFO 07-01 10:00:00 [api_server.py:1] args: Namespace(host=None)\n",  # prose glued to a record
-    "we saw error as follow:\n",
-])
-def test_words_near_error_that_report_none(log: str) -> None:
-    assert analyze(log).root_cause is None
-
-
 @pytest.mark.parametrize(("log", "said"), [
     # the refusal a program printed with its usage line
     ("$ ./build/bin/llama-box -m x.gguf --chat-template foo -n 90\n\n"
@@ -84,20 +41,6 @@ def test_a_cdi_device_the_runtime_cannot_resolve() -> None:
            "to create shim task: OCI runtime create failed: could not apply required modification to OCI specification: "
            "error modifying OCI spec: failed to inject CDI devices: unresolvable CDI devices nvidia.com/gpu=GPU-8a4e\n")
     assert _root(log) == ("log_line", log.strip(), "startup_other")
-
-
-@pytest.mark.parametrize(("text", "phase"), [
-    ('docker: Error response from daemon: could not select device driver "nvidia" with capabilities: [[gpu]].',
-     "startup_other"),
-    ("common_chat_templates_init: failed to parse chat template (defaulting to chatml): Expected closing block tag",
-     "startup_other"),
-    ("KeyError: 'invalid tool call parser: openai (chose from { deepseek_v3, glm45, hermes })'", "startup_other"),
-    ("[2024-07-05T14:11:11.152] [51.0] error: pyxis: couldn't start container", "startup_other"),
-    ("The engine plan file is not compatible with this version of TensorRT, expecting library version 10.3",
-     "weight_loading"),
-])
-def test_words_that_name_a_step(text: str, phase: str) -> None:
-    assert decide_phase((), (text,)) == phase
 
 
 def test_a_reranker_s_rerank_is_a_request() -> None:
