@@ -763,7 +763,8 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|[Ff]ailed to (?:start(?! (
                            r"error while loading shared libraries|"
                            # (a program loading a library of its own as it starts: a backend's engine, a GPU's runtime:
                            # cortex's "Could not load engine: Could not load library \"...engine.dll\"")
-                           r"\b(?:[Cc]ould not|[Cc]annot|[Ff]ailed to|[Uu]nable to) load (?:the )?(?:shared )?library\b|"
+                           r"\b(?:[Cc]ould not|[Cc]annot|[Ff]ailed to|[Uu]nable to) load (?:the |any )?(?:[\w.-]+ )?"
+                           r"(?:shared )?librar(?:y|ies)\b|"
                            # (an accelerator's runtime refusing the device a worker binds to: CANN's "rtSetDevice execute
                            # failed, reason=[device id error]", "open device 1 failed, runtime result = 107001")
                            r"\b(?:rt|aclrt)SetDevice execute failed|\bopen device \d+ failed\b|"

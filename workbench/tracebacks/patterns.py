@@ -179,7 +179,7 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
     # fault (src_id:0 ring:40 vmid:8 pasid:32781)", the process it faulted in on the next line)
     # (and a Moore Threads GPU's driver resetting a context it found hung: "MTGPU:(Error): 56377:  PID 1747 experienced
     # error Guilty Lockup (0x1) caller[CheckFWCCB CTX Reset Noticication]")
-    ("xid", re.compile(r"NVRM: Xid \(|\bfallen off the bus\b|\bamdgpu: \[(?:gfx|mm)hub\d*\] (?:retry )?page fault\b|"
+    ("xid", re.compile(r"NVRM: Xid \(|\bfallen off the bus\b|\bamdgpu: \[(?:gfx|mm)hub\d*\] (?:(?:no-)?retry )?page fault\b|"
                        r"\bMTGPU:\(Error\): .{0,40}\bexperienced error \w+ Lockup\b")),
     ("oom_kill", re.compile(
         r"Out of memory: Kill(?:ed)? process|oom-kill:|invoked oom-killer|Memory cgroup out of memory|"
@@ -287,7 +287,7 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
 # Words one of which every match of a kind's pattern contains (one per alternative of the
 # pattern): one scan of a line for all of them says which kinds' patterns can match at all.
 _EVENT_NEEDLES: dict[EventKind, tuple[str, ...]] = {
-    "xid": ("Xid (", "fallen off the bus", "] page fault", "] retry page fault", "MTGPU:(Error)"),
+    "xid": ("Xid (", "fallen off the bus", "] page fault", "] retry page fault", "] no-retry page fault", "MTGPU:(Error)"),
     "oom_kill": ("Out of memory: Kill", "oom-kill", "cgroup out of memory", "OOM killer", "memory pressure (OOM)",
                  "address the out of memory issue", "OOMKilled", "memory budget"),
     "fatal_signal": ("Fatal Python error: ", "Segmentation fault", "Aborted (core dumped)",

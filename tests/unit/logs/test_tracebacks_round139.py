@@ -156,6 +156,8 @@ def test_nccl_s_return_trace_through_its_init_puts_its_warnings_in_nccl_init() -
     ("[2024-07-05T14:11:11.152] [51.0] error: pyxis: couldn't start container", "startup_other"),
     ("The engine plan file is not compatible with this version of TensorRT, expecting library version 10.3",
      "weight_loading"),
+    # (held-out 152)
+    ("[sgl_kernel] CRITICAL: Could not load any common_ops library!", "startup_other"),
 ])
 def test_words_that_name_a_step(text: str, phase: str) -> None:
     assert decide_phase((), (text,)) == phase

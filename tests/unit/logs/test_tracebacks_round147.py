@@ -45,6 +45,10 @@ def test_libcxx_s_abort_under_logcat_s_tag_is_a_native_exception() -> None:
      "exceeded 95% memory budget. Restarting...\n", "oom_kill", "exceeded 95% memory budget"),
     ('Startup probe failed: Get "http://10.244.0.208:8000/health": dial tcp 10.244.0.208:8000: connect: connection '
      "refused\n", "error_line", "Startup probe failed"),
+    # (held-out 154) an AMD GPU's page fault the driver will not retry
+    ("[Tue Sep 10 09:37:08 2024] amdgpu 0000:25:00.0: amdgpu: [gfxhub0] no-retry page fault (src_id:0 ring:144 vmid:3 "
+     "pasid:32769, for process pt_main_thread pid 2919831 thread pt_main_thread pid 2919831)\n", "xid",
+     "no-retry page fault"),
 ])
 def test_reports_of_a_process_ended_or_refused(log: str, kind: str, said: str) -> None:
     analysis = analyze(log)
