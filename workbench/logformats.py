@@ -166,9 +166,6 @@ _LOGCAT = re.compile(r"(?P<ts>(?:\d{4}-)?\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}) +\d+[-
                      r"(?:\S+ +\S+ +(?P<lvl>[VDIWEFA]) +|(?P<lvl2>[VDIWEFA]) +[^:\s][^:]{0,60}: )")
 _NGINX = re.compile(r"(?P<ts>\d{4}/\d\d/\d\d \d\d:\d\d:\d\d) \[(?P<word>debug|info|notice|warn|error|crit|alert|emerg)\] "
                     r"\d+#\d+: (?:\*\d+ )?")
-_SEVERITY = {"V": "DEBUG", "D": "DEBUG", "I": "INFO", "W": "WARNING", "E": "ERROR", "F": "CRITICAL", "A": "CRITICAL",
-             "debug": "DEBUG", "info": "INFO", "notice": "INFO", "warn": "WARNING", "error": "ERROR",
-             "crit": "CRITICAL", "alert": "CRITICAL", "emerg": "CRITICAL"}
 # C++ servers' records of bracketed fields after the time, one of them the level (MindIE: "[2025-04-06 15:49:29.887+08:00]
 # [419] [421] [server] [ERROR] [llm_infer_model.cpp:28] : ModelInstance init failed"): the fields after the time
 _BRACKET_FIELDS = (r"(?:[ \t]*\[[^\[\]\s]{1,40}\]){0,4}?[ \t]*\[(?P<blvl>" + _PLAIN_LEVELS + r") *\]"
@@ -204,6 +201,9 @@ _TRT_LEVEL = {"E": "ERROR", "W": "WARNING", "I": "INFO", "V": "DEBUG", "ERROR": 
               "INFO": "INFO", "DEBUG": "DEBUG", "VERBOSE": "DEBUG"}
 # one-letter levels (glog, Ray's C++ records, llama.cpp): each head's pattern admits only the letters it writes
 _LETTER_LEVEL = {"D": "DEBUG", "I": "INFO", "W": "WARNING", "E": "ERROR", "C": "CRITICAL", "F": "CRITICAL"}
+# (logcat's letters add verbose and assert; nginx's words: _LOGCAT, _NGINX)
+_SEVERITY = {**_LETTER_LEVEL, "V": "DEBUG", "A": "CRITICAL", "debug": "DEBUG", "info": "INFO", "notice": "INFO",
+             "warn": "WARNING", "error": "ERROR", "crit": "CRITICAL", "alert": "CRITICAL", "emerg": "CRITICAL"}
 # A record whose fields are joined by pipes: loguru's default ("2025-09-10 11:16:22.307 | ERROR    | pkg.mod:func:106 -
 # "), Python logging's "%(asctime)s | %(levelname)s | %(name)s | " (FastChat: "... | ERROR | stderr | "), a container
 # runtime's own time glued in front of it ("2025-09-10 18:16:22.307225+00:002025-09-10 11:16:22.307 | ERROR | ...")

@@ -211,12 +211,12 @@ def _cann_detail(event: LogEvent, msg: str, line_no: int) -> LogEvent | None:
     return replace(event, text=detail.group(2).strip()[:400])
 
 
-# a record's header with nothing after it ("ERROR 04-29 00:53:54"): its text went to other lines, or nowhere; a log
-# that ends in one was cut inside the record (Extractor.finish), one in mid-log says nothing
 # a program's usage line (argparse's, a C program's "usage: ./llama-box [options]"), and the words of a refusal of its
 # command line printed just above it ("Invalid argument: --chat-template, use one of the built-in templates")
 _USAGE = re.compile(r"usage: \S+ \[")
 _REFUSAL = re.compile(r"[Ee]rror|[Ii]nvalid|[Uu]nknown|[Uu]nrecognized|[Mm]issing|required|not allowed")
+# a record's header with nothing after it ("ERROR 04-29 00:53:54"): its text went to other lines, or nowhere; a log
+# that ends in one was cut inside the record (Extractor.finish), one in mid-log says nothing
 _BARE_HEADER = re.compile(r"(?:ERROR|CRITICAL)[\d\s:.,/-]*")
 
 
@@ -232,11 +232,8 @@ def first_error(first: LogEvent | None, parsed: LogLine, msg: str, line_no: int,
     :func:`log_event`, the records before it kept as its context."""
     if first is not None and (detail := _cann_detail(first, msg, line_no)) is not None:
         return detail
-    if (first is not None and line_no - first.line <= 2 and first.phase in ("", "unknown")
-            and error_level(parsed, msg) and (step := text_evidence((msg,))[0]) is not None):
-        # its caller's error line just below it names the step ("ggml_backend_cpu_buffer_type_alloc_buffer: failed to
-        # allocate buffer of size ...", then "llama_kv_cache_init: failed to allocate buffer for kv cache")
-        return replace(first, phase=step)
+    if first is not None and (placed := _caller_step(first, parsed, msg, line_no)) is not None:
+        return placed  # its caller's error line just below it names the step
     if first is not None and first.text.startswith("Error: ") and line_no - first.line <= 8 and (
             msg.strip() == "Caused by:" or ("Caused by:" in first.text and msg[:1] in " \t" and msg.strip())):
         # Rust's anyhow under a program's "Error: ...": the errors it came of, the deepest last (TEI's "Error: Could not
@@ -521,6 +518,15 @@ def follow(events: list[LogEvent], parsed: LogLine, msg: str, line_no: int) -> N
                 break
             if e.kind == "nccl_warn" and e.phase in ("", "unknown"):
                 events[i] = replace(e, phase="nccl_init")
-    elif (last.kind == "error_line" and line_no - last.line <= 2 and last.phase in ("", "unknown")
-            and error_level(parsed, msg) and (step := text_evidence((msg,))[0]) is not None):
-        events[-1] = replace(last, phase=step)
+    elif last.kind == "error_line" and (placed := _caller_step(last, parsed, msg, line_no)) is not None:
+        events[-1] = placed
+
+
+def _caller_step(said: LogEvent, parsed: LogLine, msg: str, line_no: int) -> LogEvent | None:
+    """``said``, an error line the timeline gave no phase, in the step its caller's error line ``msg`` names within two
+    lines below it ("ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate buffer of size ...", then
+    "llama_kv_cache_init: failed to allocate buffer for kv cache"); else None."""
+    if (line_no - said.line <= 2 and said.phase in ("", "unknown") and error_level(parsed, msg)
+            and (step := text_evidence((msg,))[0]) is not None):
+        return replace(said, phase=step)
+    return None
