@@ -44,7 +44,7 @@ def test_every_key_phrase_is_in_its_own_log() -> None:
             assert not phrase or norm(phrase) in text, (log.name, part, phrase)
 
 
-PARTS = ("dev", "heldout", *(f"heldout{k}" for k in range(2, 155)))  # in the order they were collected
+PARTS = ("dev", "heldout", *(f"heldout{k}" for k in range(2, 159)))  # in the order they were collected
 # each part from held-out 5 on was collected from threads no earlier part used: (fewest cases, files that
 # must not cite its sources -- checked from the part whose collection first promised it)
 NEW_THREADS = {"heldout5": (35, ()), "heldout6": (40, ()), "heldout7": (35, ()), "heldout8": (45, ()),
@@ -192,7 +192,11 @@ NEW_THREADS = {"heldout5": (35, ()), "heldout6": (40, ()), "heldout7": (35, ()),
                "heldout151": (11, ("SOURCES.md", "corpus/README.md")),  # the engines' trackers mostly cited (tool-call limit)
                "heldout152": (9, ("SOURCES.md", "corpus/README.md")),  # the engines' trackers mostly cited (tool-call limit)
                "heldout153": (23, ("SOURCES.md", "corpus/README.md")),  # collected short of 30 (tool-call limit)
-               "heldout154": (26, ("SOURCES.md", "corpus/README.md"))}  # collected short of 30 (tool-call limit)
+               "heldout154": (26, ("SOURCES.md", "corpus/README.md")),  # collected short of 30 (tool-call limit)
+               "heldout155": (33, ("SOURCES.md", "corpus/README.md")),  # one window dropped: SOURCES.md cites its thread
+               "heldout156": (34, ("SOURCES.md", "corpus/README.md")),
+               "heldout157": (30, ("SOURCES.md", "corpus/README.md")),
+               "heldout158": (34, ("SOURCES.md", "corpus/README.md"))}
 
 
 def _sources(part: str) -> set[str]:
