@@ -632,6 +632,10 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("xinference/api/restful_api.py", "create_completion create_chat_completion stream_results", _S),
     # (a reranker's model answering a request: xinference/model/rerank/core.py's rerank, as its tracebacks print it)
     ("xinference/model/rerank/core.py", "rerank", _S),
+    # --- infinity (an embedding and reranking server, also inside tabbyAPI): its engine's and batch handler's calls per
+    # request ("infinity_emb/engine.py, line 150, in embed", then the batch handler's "embed")
+    ("infinity_emb/engine.py", "embed rerank classify image_embed audio_embed", _S),
+    ("infinity_emb/inference/batch_handler.py", "embed rerank classify image_embed audio_embed", _S),
     ("xinference/core/supervisor.py", "launch_builtin_model _launch_model _launch_one_model", _U),
     ("xinference/core/worker.py", "launch_builtin_model wait_for_load", _U),
     ("xinference/core/model.py", "load wait_for_load", _U),
@@ -937,6 +941,8 @@ _GENERIC = frozenset({"__init__", "forward", "step", "generate", "run", "main", 
                       "prepare_inputs", "initialize_weights",
                       # any loader reads a config
                       "load_config",
+                      # a model's or a script's own embedding and classification calls, not only infinity's per request
+                      "embed", "classify",
                       # a future's, a Ray object's or a task's result: every framework waits on one, at any step
                       "result", "wait", "get", "join"})
 

@@ -676,6 +676,10 @@ _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     # llama-cpp-python's "Model path does not exist: /app/models/model.gguf"; ollama's runner: "unable to load model"):
     # the weights are being read, over whatever start-up code called the loader
     (re.compile(r"\binvalid magic characters?\b|\bModel path does not exist\b|\bunable to load model\b"), "weight_loading"),
+    # (a model's file named as what would not load, over whatever start-up code called the loader: llama-cpp-python's
+    # "Failed to load model from file: .../model.gguf"; candle's weights lacking a tensor the model asks for, TEI's "Could
+    # not start backend: cannot find tensor encoder.layer.0.attention.q_lin.weight")
+    (re.compile(r"\bload (?:the )?model from (?:file|path)\b|\bcannot find tensor \S", re.I), "weight_loading"),
     # safetensors refusing a checkpoint file it reads (its Rust core's "SafetensorError: Error while deserializing
     # header: ...", "incomplete metadata, file not fully covered"): the weights are being read
     (re.compile(r"SafetensorError\b|Error while deserializing header"), "weight_loading"),
@@ -743,7 +747,13 @@ _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
                 r"\bsocket(?:Start|Poll)Connect\b|\bconnectFullMesh\b|\bbootstrap_net_init\b|"
                 # (and torch's TCPStore, the rendezvous every process group starts with: "The server socket has failed
                 # to listen on any local network address. ... (errno: 98 - Address already in use)")
-                r"\bThe (?:server|client) socket has failed to\b|"
+                r"\bThe (?:server|client) socket has (?:failed to|timed out)\b|"
+                # (the rendezvous itself: torch's env:// init reading its variables ("Error initializing torch.distributed
+                # using env:// rendezvous: environment variable RANK expected, but not set"), elastic's rendezvous
+                # handlers, the store they meet at being built, c10d resolving the master's name ("[c10d] The IPv6 network addresses of
+                # (job-01k7.internal, 50745) cannot be retrieved (gai error: -2 - Name or service not known)")
+                r"\b[Rr]endezvous|\bTCPStore(?:::TCPStore|\()|\benvironment variable (?:RANK|WORLD_SIZE|MASTER_ADDR|MASTER_PORT|"
+                r"LOCAL_RANK) expected\b|\[c10d\] The (?:IPv6 |IPv4 )?(?:network addresses|hostname)\b|"
                 # NVSHMEM's own sources reporting a failure while it starts: its bootstrap, its transports (IBGDA's queue
                 # pairs: "nvshmem_src/src/modules/transport/ibgda/ibgda.cpp:3005: non-zero status: 7 ibgda_rc_init2rtr
                 # failed"), its init ("src/host/init/init.cu:998: non-zero status: 7 building transport map failed")
@@ -778,6 +788,24 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|[Ff]ailed to (?:start(?! (
                            # Open MPI's runtime failing to start its ranks ("It looks like orte_init failed") or to place
                            # them ("All nodes which are allocated for this job are already filled")
                            r"\borte_init failed\b|\bare already filled\b|"
+                           # (and the launch layer under it: Open MPI's daemons ("ORTE was unable to reliably start one
+                           # or more daemons", "OPAL ERROR: ... in file pmix3x_client.c"), the PMI wire-up between a job's
+                           # ranks and Slurm or Hydra ("PMIX ERROR: ERROR in file ...", MPICH's "PMII_singinit: execv
+                           # failed"), srun placing its tasks ("srun: error: Application launch failed: Unable to layout
+                           # tasks on given cpus"), Slurm's container plugin ("pyxis: couldn't start container"))
+                           r"\bORTE was unable\b|\bOPAL ERROR\b|\bwas not built with SLURM'?s PMI support\b|"
+                           r"\bPMIX? ERROR\b|\bPMII_\w+|\b(?:Task|Application) launch (?:for \S+ )?failed\b|"
+                           r"\bpyxis: |\bspank plugin\b|"
+                           # a node joining a Ray cluster ("Failed to connect to GCS at address :6379 within 5
+                           # seconds", not a running cluster losing it: "... within 60 seconds. GCS may have been
+                           # killed"; "Failed to get cluster ID from GCS server", the raylet's "Could not connect to
+                           # socket .../sockets/raylet.1"), a cloud launcher's machines coming up ("Failed to SSH to
+                           # 10.128.0.10 after timeout 600s", dstack's "No matching instance offers available") or
+                           # Kubernetes refusing a pod its GPUs ("UnexpectedAdmissionError ... Allocate failed due to
+                           # device plugin")
+                           r"[Ff]ailed to connect to GCS at address\b|\bcluster ID from GCS\b|"
+                           r"\braylet_client\.cc\b|\bFailed to SSH to\b|\bNo matching instance offers\b|"
+                           r"\bUnexpectedAdmissionError\b|\bdevice plugin \w+ rpc failed\b|"
                            # Ray placing an engine's workers on its nodes before they start ("Waiting for creating a
                            # placement group of specs for 70 seconds", "No available node types can fulfill resource
                            # request", Ray Serve's "Placement group bundle cannot have more than 1 GPU")
@@ -895,6 +923,9 @@ GATEWAY_FAILURE = r"\bupstream connect error or disconnect/reset before headers\
 # function" come from their loops over the batches (as its executor's "Encountered an error when fetching
 # new request: ..." does)
 _TEXT_SERVING = re.compile(r"inputs? of failed execution|Dumping input data|Dumping scheduler (?:output|stats)|"
+                           # ollama's client told that the runner failed while it generated ("Error: an unknown error
+                           # was encountered while running the model CUDA error: out of memory")
+                           r"\bwhile running the model\b|"
                            # a disaggregated deployment moving a request's KV cache between prefill and decode
                            # (NIXL's "transfer failure ... 'request_id'", SGLang's "Prefill transfer failed for request",
                            # Mooncake's transfer engine "Process failed for slice", its TCP transport's "writeBody failed")

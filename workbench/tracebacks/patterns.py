@@ -213,6 +213,9 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
         r"^panic: (?=\S)|^fatal error: (?=[a-z])|"
         # (and Go's runtime on a signal it cannot handle, in cgo code: "SIGSEGV: segmentation violation", then "PC=0x...")
         r"^SIG(?:SEGV|BUS|ABRT|ILL|FPE): [a-z]|"
+        # (its signal line, the first of a paste that lost the panic's: "[signal SIGSEGV: segmentation violation code=0x1
+        # addr=0x0 pc=0x...]", on Windows "[signal 0xc0000005 code=0x0 addr=0x0 pc=0x7ff6b3b759d9]")
+        r"^\[signal (?:SIG[A-Z]+: |0x[0-9a-f]+ code=)|"
         # torch elastic's summary of a rank a signal ended ("traceback : Signal 11 (SIGSEGV) received by PID 6421")
         r"\bSignal \d+ \(SIG[A-Z]+\) received by PID \d+|"
         # ggml's GGML_ABORT and GGML_ASSERT, which abort the process ("ggml-cpu.c:13612: fatal error", "ggml-cpu-aarch64
@@ -296,7 +299,8 @@ _EVENT_NEEDLES: dict[EventKind, tuple[str, ...]] = {
                      "received signal SIG", "Floating point exception", "Segfault encountered", "LLVM ERROR: ",
                      "general protection fault", "segfault at ", "Process received signal", ")[0x", "panic: ",
                      "fatal error: ", " abort ", "Signal (", "SIGSEGV: ", "SIGBUS: ", "SIGABRT: ", "SIGILL: ",
-                     "SIGFPE: ", " received by PID ", ": fatal error", ": GGML_ASSERT(", "Uncaught SIG", "Fatal signal "),
+                     "SIGFPE: ", " received by PID ", ": fatal error", ": GGML_ASSERT(", "Uncaught SIG", "Fatal signal ",
+                     "[signal "),
     "device_assert": ("Assertion ", "device-side assertion "),
     "error_line": (*(text for text, _ in LOST_TYPE_PHRASES + ANY_LEVEL_PHRASES), "out of memory", "CUDA error",
                    "ROCm error", "HIP error", "hipError",
@@ -480,7 +484,7 @@ def _interesting_words(*, strong: bool) -> frozenset[str]:
         "above exception", "During handling", "atchdog", "timing out", "sigquit", "ChildFailed", "kill_process",
         "cannot find -l", "ray::", "Illegal", "' panicked", "Bus error", "Floating", "Main process", "Interrupt", "Timeout",
         "Cancelled", "Thread 0x", "Stack (", '): "MainThread"', "│", "┃", "║", "╭", "^[", "\ufffd[", '{"', "m(", "segfault",
-        "protection fault", "memory budget",
+        "protection fault", "memory budget", "[signal ",
         # a program's usage line as it refuses its command line (events.first_error reads it as the last resort)
         "usage: ",
         # a record at an error level whose words name no failure ("LMCache ERROR: The number of retrieved tokens is less

@@ -30,6 +30,7 @@ from workbench.tracebacks.events import (
     log_event,
     process_header,
     quiet_cuda_error,
+    stated_failure,
 )
 from workbench.tracebacks.model import CppException, Frame, LogEvent, Traceback
 from workbench.tracebacks.native import KEPT, native_frame, native_root
@@ -117,6 +118,7 @@ class Extractor:
         self.events: list[LogEvent] = []
         self.other_threads: list[tuple[int, list[str]]] = []  # faulthandler's other threads: (line, innermost first)
         self._first_error: LogEvent | None = None
+        self._stated: LogEvent | None = None  # the first failure a line states with no level (see finish)
         self._quiet: LogEvent | None = None  # the previous line, when it names a CUDA error without a level
         self.native_frames: list[LogEvent] = []  # native backtraces' frames, the first KEPT (see finish)
         self._recent, self._recent_heads = deque[str](maxlen=6), deque[tuple[str | None, str | None]](maxlen=6)  # (rank, level)
@@ -276,8 +278,7 @@ class Extractor:
         long, the widest ``widest``; each is as a line no block took, and no later line's context."""
         self.line_no += count
         self._prev_len = last
-        if widest > self._widest:
-            self._widest = widest
+        self._widest = max(self._widest, widest)
         self._touched = None
 
     def skip(self, lines: int, last: str | None = None) -> None:
@@ -292,9 +293,7 @@ class Extractor:
     def _dull(self, line: str) -> bool:
         """True when the line names nothing the scanner reads, nor anything the timeline needs now."""
         m = _INTERESTING.search(line)
-        if m is None:
-            return True
-        return m.group(0) in _WEAK and self._tracker.phase != "unknown" and _STRONG.search(line) is None
+        return m is None or (m.group(0) in _WEAK and self._tracker.phase != "unknown" and _STRONG.search(line) is None)
 
     def _feed(self, line: str) -> None:
         self.line_no += 1
@@ -360,11 +359,12 @@ class Extractor:
             self._line(held)
         if not (self.events or self._blocks or self._cpp):  # nothing else told of a failure: the first ERROR line
             # read (Python's "ERROR:name:message"; a known server's dull lines are not), else the log's ``last`` line
-            # (a process's header, or an error record cut right after its own header) or, last, a native backtrace of
-            # three frames or more whose report was cut above the window (a process that crashed in native code)
+            # (a process's header, or an error record cut right after its own header), a native backtrace of three frames
+            # or more whose report was cut above the window (a process that crashed in native code), or, last, a failure
+            # stated in plain words by a line with no level
             first = (self._first_error or process_header(last, self._tracker.phase, self._server, self._recent)
                      or cut_record(last, self._tracker.phase, self._server, self._recent)
-                     or self.native_backtrace())
+                     or self.native_backtrace() or self._stated)
             self.events.extend([first] if first is not None else [])
         self.chain_cut_after = [n for s in self._streams.values() if (n := s.cut_chain_start(self._blocks, self.line_no)) is not None]
         for origin, stream in self._streams.items():
@@ -415,7 +415,7 @@ class Extractor:
                 stream.pending_left = 6
             return
         if ("File \"" in msg or '", line ' in msg) and _FILE_STRICT.match(msg):
-            orphan = self._orphan_header()
+            orphan = self._orphan_header(prev[0] if prev is not None else 0)
             if orphan is not None:  # "Traceback ..." lost the prefix its frames carry
                 block, old_stream = orphan
                 old_stream.block = None
@@ -539,6 +539,8 @@ class Extractor:
         elif msg.strip() and (first := first_error(self._first_error, parsed, msg, self.line_no, self._tracker.phase,
                                                    self._server, self._recent)):
             self._first_error = first  # the last resort (see finish): a log's first error line, whatever it says
+        elif self._stated is None and msg.strip():
+            self._stated = stated_failure(parsed, msg, self.line_no, self._tracker.phase, self._server, self._recent)
 
     def _start(self, stream: Stream, origin: tuple[str | None, ...], parsed: LogLine, msg: str, header: str | None, pos: int) -> None:
         rank = parsed.rank
@@ -573,14 +575,14 @@ class Extractor:
             if nxt >= 0:
                 self._start(stream, origin, parsed, rest, header, nxt)
 
-    def _orphan_header(self) -> tuple[Block, Stream] | None:
-        last = self._last_header
-        if last is None:
+    def _orphan_header(self, seen: int) -> tuple[Block, Stream] | None:
+        # "Traceback ..." with no frame yet just above, or with only other writers' lines between (``seen``: the last
+        # line this line's writer gave outside a block): its frames lost the prefix it carries
+        if (last := self._last_header) is None:
             return None
         block, stream = last
-        if stream.block is block and not block.frames and block.exc_type is None and block.start == self.line_no - 1:
-            return block, stream
-        return None
+        near = block.start == self.line_no - 1 or (seen <= block.start == block.end and self.line_no - block.start <= 8)
+        return last if stream.block is block and not block.frames and block.exc_type is None and near else None
 
     def _new_block(self, stream: Stream, origin: tuple[str | None, ...], parsed: LogLine, header: str | None,
                    *, rank: str | None = None, cut_start: bool = False) -> Block:

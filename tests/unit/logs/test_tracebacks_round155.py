@@ -1,0 +1,150 @@
+"""What held-outs 155-158 (kernel and communication libraries, other inference servers, training frameworks, multi-node
+and HPC launches) showed missing, each a general rule: a failure a line states in plain words with no level as the last
+resort; the launch layer (Slurm, PMI, Open MPI, Ray's cluster, cloud machines) as start-up; the rendezvous as the
+communicator's set-up; a model's file named as what would not load; Go's signal line."""
+
+from __future__ import annotations
+
+import pytest
+
+from workbench.tracebacks import analyze
+
+
+@pytest.mark.parametrize(("log", "said"), [
+    ("Task failed because the node it was running on is dead or unavailable. Node IP: 127.0.0.1, node ID: e55b8c\n",
+     "Task failed because the node"),
+    ("2025-12-01T10:02:03Z llama-server <completion> exited with status code -1073740791, for more information\n",
+     "exited with status code -1073740791"),
+    ("level_zero backend failed with error: 20 [UR_RESULT_ERROR_DEVICE_LOST]\n", "UR_RESULT_ERROR_DEVICE_LOST"),
+    ("Deserialization of tag dest_data_ep_4 failed\n", "Deserialization of tag"),
+    # (the first of two: what the window said first)
+    ("[GPU] ProgramBuilder build failed!\nError during llm node initialization for models_path: /models/x\n",
+     "ProgramBuilder build failed"),
+])
+def test_a_failure_stated_with_no_level_is_the_last_resort(log: str, said: str) -> None:
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.kind == "log_line" and said in rc.message
+
+
+@pytest.mark.parametrize("log", [
+    "Will ignore error and continue. Error: [Errno 30] Read-only file system: '/root/.cache'\n",
+    "tests: 12 passed, 0 FAILED\n",
+    " (no failures)\n",
+    "Recent failures:\n",
+    "The test marked FAILED yesterday passes again today\n",
+    "Failed to update parameter online, then it worked after a restart.\n",
+    "WARNING: Failed to read commit hash:\n",
+    "2025-07-13T01:39:37.335383Z  WARN mistralrs_core::pipeline::normal: Failed to parse generation_config.json\n",
+    "Failed to import from vllm._C with ModuleNotFoundError(\"No module named 'vllm._C'\")\n",
+    "INFO 01-01 00:00:00 [core.py:1] Attempt 1 failed, retrying\n",
+    "# Failed Trace\n",
+    "ollama exited with code 0\n",
+])
+def test_a_warning_a_note_or_a_sentence_about_a_failure_is_none(log: str) -> None:
+    assert analyze(log).root_cause is None
+
+
+def test_an_error_record_comes_before_a_stated_failure() -> None:
+    log = ("Deserialization of tag dest_data_ep_4 failed\n"
+           "ERROR 01-01 00:00:01 [core.py:1] EngineCore failed to start.\n")
+    rc = analyze(log).root_cause
+    assert rc is not None and "EngineCore failed to start" in rc.message
+
+
+def test_a_traceback_comes_before_a_stated_failure() -> None:
+    log = ("Deserialization of tag dest_data_ep_4 failed\n"
+           "Traceback (most recent call last):\n"
+           '  File "/x/y.py", line 3, in f\n'
+           "ValueError: bad\n")
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.kind == "exception" and rc.exception_type == "ValueError"
+
+
+@pytest.mark.parametrize(("log", "phase"), [
+    # the launch layer: Slurm placing tasks, the PMI wire-up, Open MPI's daemons, Slurm's container plugin
+    ("srun: error: Application launch failed: Unable to layout tasks on given cpus\n", "startup_other"),
+    ("[c1:123] PMIX ERROR: ERROR in file gds_ds12_lock_pthread.c at line 168\n", "startup_other"),
+    ("PMII_singinit: execv failed: No such file or directory\n", "startup_other"),
+    ("ORTE was unable to reliably start one or more daemons.\n", "startup_other"),
+    ("[2025-11-06T20:36:19.163] [19.0] error: pyxis: couldn't start container\n", "startup_other"),
+    # a node joining a Ray cluster, a cloud launcher's machines, Kubernetes refusing a pod its GPUs
+    ("[2025-07-23 10:05:49,679 E 51000 51000] gcs_rpc_client.h:151: Failed to connect to GCS at address :6379 "
+     "within 5 seconds.\n", "startup_other"),
+    ("RuntimeError: Failed to SSH to 10.128.0.10 after timeout 600s, with Timeout: SSH connection is not ready.\n",
+     "startup_other"),
+    ("Warning  UnexpectedAdmissionError  28m  kubelet  Allocate failed due to device plugin GetPreferredAllocation rpc "
+     "failed with err: rpc error: code = Unknown desc = error calling nvml.Init: Unknown Error\n", "startup_other"),
+    # the rendezvous every process group starts with
+    ("ValueError: Error initializing torch.distributed using env:// rendezvous: environment variable RANK expected, "
+     "but not set\n", "nccl_init"),
+    ("[E socket.cpp:1019] [c10d] The client socket has timed out after 900000ms while trying to connect to "
+     "(10.0.0.1, 29500).\n", "nccl_init"),
+    # a model's file as what would not load, over start-up frames
+    ('Traceback (most recent call last):\n  File "/app/llama_cpp/llama.py", line 372, in __init__\n'
+     '    internals.LlamaModel(\n  File "/app/llama_cpp/_internals.py", line 55, in __init__\n'
+     '    raise ValueError(f"Failed to load model from file: {path_model}")\n'
+     "ValueError: Failed to load model from file: /models/m.gguf\n", "weight_loading"),
+    ("2025-04-23T03:14:07.818830Z ERROR text_embeddings_backend: backends/src/lib.rs:255: Could not start Candle "
+     "backend: Could not start backend: cannot find tensor encoder.layer.0.attention.q_lin.weight\n", "weight_loading"),
+    # ollama's client told the runner failed while it generated
+    ("Error: an unknown error was encountered while running the model CUDA error: out of memory\n", "serving"),
+])
+def test_phase_from_the_failure_s_words(log: str, phase: str) -> None:
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.phase == phase
+
+
+@pytest.mark.parametrize("log", [
+    # a running cluster that lost its GCS is no start
+    "[2025-07-28 08:40:52,953 E 1 43] gcs_rpc_client.h:196: Failed to connect to GCS within 60 seconds. GCS may have "
+    "been killed.\n",
+    # the watchdog's check of a flag on the store is no rendezvous
+    '[rank1]:[W1030 ProcessGroupNCCL.cpp:1645] [PG ID 0 PG GUID 0 Rank 1] Failed to check the "should dump" flag on '
+    "TCPStore, (maybe TCPStore server has shut down too early), with error: Broken pipe\n",
+])
+def test_words_of_a_running_job_are_not_start_up(log: str) -> None:
+    rc = analyze(log).root_cause
+    assert rc is None or rc.phase not in ("startup_other", "nccl_init")
+
+
+def test_a_frame_named_embed_outside_infinity_is_no_request() -> None:
+    log = ("Traceback (most recent call last):\n"
+           '  File "/work/scripts/device_assert.py", line 25, in main\n'
+           "    h = embed(token_ids, weight).float()\n"
+           '  File "/work/scripts/device_assert.py", line 19, in embed\n'
+           "    return F.embedding(token_ids, weight)\n"
+           "RuntimeError: CUDA error: device-side assert triggered\n")
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.phase == "unknown"
+
+
+def test_infinity_s_embed_is_a_request() -> None:
+    log = ("Traceback (most recent call last):\n"
+           '  File "/env/site-packages/infinity_emb/engine.py", line 150, in embed\n'
+           "    embeddings, usage = await self._batch_handler.embed(sentences=sentences)\n"
+           "infinity_emb.primitives.ModelNotDeployedError: the loaded model cannot fullyfill `embed`.\n")
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.phase == "serving"
+
+
+@pytest.mark.parametrize("log", [
+    "[signal 0xc0000005 code=0x0 addr=0x0 pc=0x7ff6b3b759d9]\n\ngoroutine 66 [running]:\n",
+    "[signal SIGSEGV: segmentation violation code=0x1 addr=0x0 pc=0x5581c3]\n",
+])
+def test_go_s_signal_line_is_a_fatal_signal(log: str) -> None:
+    analysis = analyze(log)
+    assert [e.kind for e in analysis.events] == ["fatal_signal"]
+    assert analysis.root_cause is not None and analysis.root_cause.message.startswith("[signal ")
+
+
+def test_an_orphan_header_takes_its_frames_across_another_writer_s_lines() -> None:
+    """A header whose frames carry another process's prefix (nested under one worker's) takes them whether or not
+    another worker's lines come between (hypothesis found the two readings apart)."""
+    lines = ['(APIServer pid=11384) ERROR 11-29 13:18:32 [async_llm.py:906] Traceback (most recent call last):',
+             '(EngineCore pid=11589) ERROR 11-29 13:18:32 [core.py:1512]   File "/x/vllm/distributed/device_communicators/'
+             'shm_broadcast.py", line 867, in acquire_read']
+    worker = [f"(VllmWorker rank=1 pid=11) ERROR 05-16 16:35:18 [multiproc_executor.py:470] {ln}" for ln in lines]
+    other = [f"(VllmWorker rank=0 pid=10) INFO 05-16 16:35:18 [x.py:1] noise {i}" for i in range(len(lines))]
+    mixed = [x for pair in zip(other, worker, strict=True) for x in pair]
+    alone, both = analyze("\n".join(worker)), analyze("\n".join(mixed))
+    assert [len(t.frames) for t in alone.tracebacks] == [len(t.frames) for t in both.tracebacks] == [1]
