@@ -920,6 +920,24 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("/socketserver.py", "process_request_thread finish_request process_request _handle_request_noblock", _S),
     ("/http/server.py", "handle_one_request handle", _S),
     ("werkzeug/serving.py", "run_wsgi execute handle_one_request", _S),
+    # (a Gradio app's queue running an event a user's request set off: an app's model called for one request; and Cog's
+    # worker running one prediction)
+    ("gradio/queueing.py", "process_events", _S),
+    ("gradio/route_utils.py", "call_process_api", _S),
+    ("gradio/blocks.py", "process_api call_function", _S),
+    ("cog/server/worker.py", "_predict", _S),
+    # --- benchmark and evaluation clients sending their requests to a running server (vLLM's benchmark_serving and
+    # request functions, vllm-omni's patch of them, SGLang's bench_serving, evalscope's perf plugins, llmperf's load
+    # loop, lm-eval's evaluate running the model's requests): the server was serving
+    ("benchmarks/benchmark_serving.py", "benchmark", _S),
+    ("/backend_request_func.py", "*", _S),
+    ("vllm/benchmarks/lib/endpoint_request_func.py", "*", _S),
+    ("vllm/benchmarks/serve.py", "benchmark", _S),
+    ("vllm_omni/benchmarks/patch/patch.py", "*", _S),
+    ("sglang/bench_serving.py", "benchmark", _S),
+    ("evalscope/perf/plugin/api/", "*", _S),
+    ("token_benchmark_ray.py", "get_token_throughput_latencies", _S),
+    ("lm_eval/evaluator.py", "evaluate", _S),
     ("/argparse.py", "*", _DEV),
     ("transformers/hf_argparser.py", "*", _DEV),
 )
@@ -943,6 +961,8 @@ _GENERIC = frozenset({"__init__", "forward", "step", "generate", "run", "main", 
                       "load_config",
                       # a model's or a script's own embedding and classification calls, not only infinity's per request
                       "embed", "classify",
+                      # any harness's entry point, not only a serving benchmark's
+                      "benchmark",
                       # a future's, a Ray object's or a task's result: every framework waits on one, at any step
                       "result", "wait", "get", "join"})
 

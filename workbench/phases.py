@@ -813,6 +813,10 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|[Ff]ailed to (?:start(?! (
                            # the container runtime (or the NVIDIA toolkit's hook in it) refusing to start the server's
                            # container ("OCI runtime create failed", "nvidia-container-cli: requirement error: ...")
                            r"OCI runtime create failed|\bnvidia-container-cli: |"
+                           # (or its image refused to it: "docker: Error response from daemon: pull access denied for
+                           # llm-nim", "Head \"https://nvcr.io/v2/.../manifests/1.0.0\": unauthorized: authentication
+                           # required", "manifest unknown")
+                           r"\bpull access denied\b|\bmanifests/[^\s\"]+\"?: unauthorized\b|\bmanifest unknown\b|"
                            # (or Docker and CDI finding no GPU device for it: "could not select device driver \"nvidia\"
                            # with capabilities: [[gpu]]", "unresolvable CDI devices nvidia.com/gpu=all")
                            r"\bcould not select device driver\b|\bunresolvable CDI devices?\b|"
@@ -926,6 +930,9 @@ _TEXT_SERVING = re.compile(r"inputs? of failed execution|Dumping input data|Dump
                            # ollama's client told that the runner failed while it generated ("Error: an unknown error
                            # was encountered while running the model CUDA error: out of memory")
                            r"\bwhile running the model\b|"
+                           # a cloud endpoint's client told the model failed its request (boto's "An error occurred
+                           # (ModelError) when calling the InvokeEndpoint operation: Received server error (507)")
+                           r"\bwhen calling the Invoke\w* operation\b|"
                            # a disaggregated deployment moving a request's KV cache between prefill and decode
                            # (NIXL's "transfer failure ... 'request_id'", SGLang's "Prefill transfer failed for request",
                            # Mooncake's transfer engine "Process failed for slice", its TCP transport's "writeBody failed")

@@ -93,6 +93,9 @@ _LIBRARY_ERROR = re.compile(r"(?!(?:the|this|that|an?|my|same|following|no|any|w
                             # Rust's clap refusing a command line (uv's "error: unexpected argument '--torch-backend'
                             # found", TGI's launcher's "error: invalid value 'True' for '--disable-custom-kernels'")
                             r"error: (?:unexpected argument|invalid value) ')|"
+                            # the container engine's client relaying its daemon's refusal ("docker: Error response from
+                            # daemon: pull access denied for llm-nim, repository does not exist ...")
+                            r"(?:docker|podman|nerdctl): Error response from daemon: |"
                             # CANN's error manager reporting what failed on an Ascend NPU, its code then the process
                             # ("EZ9999: [PID: 14897] 2025-07-23-10:35:42.381.401 The error from device(chipId:7, ...),
                             # ... there is an aivec error exception"), under a warning's "EZ9999: Inner Error!"
@@ -125,8 +128,9 @@ _PASTED_FAILURE = re.compile(r"Failed to [a-z]+ [^:\n]{0,80}(?:: \S|\(error code
 
 
 # a native library's FATAL severity in the bracketed tags heading its line (TurboMind's "[TM][FATAL] comm\device_comm.cc
-# (28): Check failed: ...", "[FATAL] ..."): the record a process aborts after
-_FATAL_TAG = re.compile(r"(?:\[[\w.-]{1,20}\])*\[FATAL\] ")
+# (28): Check failed: ...", "[FATAL] ..."), or heading it bare (a C++ runtime's "FATAL: exception not rethrown" just
+# before "Aborted (core dumped)"): the record a process aborts after
+_FATAL_TAG = re.compile(r"(?:\[[\w.-]{1,20}\])*\[FATAL\] |FATAL: ")
 
 
 def error_level(parsed: LogLine, msg: str) -> bool:
@@ -188,7 +192,8 @@ _STATED = re.compile(r"\b(?:[Ff]ail(?:ed|ure)|FAILED|timed out|is dead|exited wi
                      r"\b(?:[Uu]nable to (?:reliably )?|[Cc]ould not )(?:start|connect|load|allocate|open|create|launch|"
                      r"initiali[sz]e)\b")
 _NOT_STATED = re.compile(r"[Ww]arn|WARN|\bINFO\b|\bDEBUG\b|\bDBG\b|[Ii]gnor|silence|[Rr]etry|[Rr]etrying|"
-                         r"\b(?:0|[Nn]o) (?:[Ff]ail\w*|FAILED|[Ee]rrors?)\b|"  # ("12 passed, 0 FAILED", "(no failures)")
+                         # ("12 passed, 0 FAILED", "(no failures)", a benchmark's "Failed requests:   0")
+                         r"\b(?:0|[Nn]o) (?:[Ff]ail\w*|FAILED|[Ee]rrors?)\b|\b[Ff]ail(?:ed|ures?)\b[\w ]{0,30}:\s*0\b|"
                          r"fall(?:ing)? ?back|[Ss]kipping|[Ff]ailed to import|:$|"
                          # (nor a person's sentence about a failure: "The test marked FAILED yesterday passes again
                          # today", "Failed to update parameter online, then it worked after a restart.")
@@ -463,7 +468,7 @@ def backtrace_head(prev: tuple[int, str], msg: str, line_no: int, rank: str | No
 
 
 def cause_above(event: LogEvent, quiet: LogEvent | None, first: LogEvent | None, events: Sequence[LogEvent],
-                line_no: int) -> LogEvent | None:
+                line_no: int, stated: LogEvent | None = None) -> LogEvent | None:
     """What the failure ``event`` (on line ``line_no``) came after, printed just above it with no level and not an event
     itself: for a process's death, the CUDA error ``quiet`` named, or the log's first error line ``first`` when nothing
     else was reported before it and its words say a failure (llamafile's "ggml_gallocr_reserve_n: failed to allocate
@@ -472,7 +477,8 @@ def cause_above(event: LogEvent, quiet: LogEvent | None, first: LogEvent | None,
     failure first, then each caller's: "gguf_init_from_file: failed to open GGUF file '...'", then "llama_model_load:
     error loading model: ..."); else None."""
     if event.kind in _DEATHS:
-        cause = quiet or (first if first is not None and not events and _ERROR_WORDS.search(first.text) else None)
+        cause = quiet or (first if first is not None and not events and _ERROR_WORDS.search(first.text) else None) \
+            or (stated if not events else None)  # (or a failure a line with no level stated: stated_failure)
         return cause if cause is not None and line_no - cause.line <= 2 else None
     if (event.kind == "error_line" and first is not None and 0 < line_no - first.line <= 2
             and first not in events and _C_FUNCTION.match(first.text) and _C_FUNCTION.match(event.text)):

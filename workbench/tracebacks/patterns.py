@@ -180,7 +180,10 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
     # (and a Moore Threads GPU's driver resetting a context it found hung: "MTGPU:(Error): 56377:  PID 1747 experienced
     # error Guilty Lockup (0x1) caller[CheckFWCCB CTX Reset Noticication]")
     ("xid", re.compile(r"NVRM: Xid \(|\bfallen off the bus\b|\bamdgpu: \[(?:gfx|mm)hub\d*\] (?:(?:no-)?retry )?page fault\b|"
-                       r"\bMTGPU:\(Error\): .{0,40}\bexperienced error \w+ Lockup\b")),
+                       r"\bMTGPU:\(Error\): .{0,40}\bexperienced error \w+ Lockup\b|"
+                       # Intel's i915 reporting a hung GPU engine it captured ("GPU HANG: ecode 12:1:85def5fb, in
+                       # llama-bench [1538400]"), the error state under it
+                       r"\bGPU HANG: ecode\b")),
     ("oom_kill", re.compile(
         r"Out of memory: Kill(?:ed)? process|oom-kill:|invoked oom-killer|Memory cgroup out of memory|"
         r"Failed with result 'oom-kill'|killed by the OOM killer|"
@@ -290,7 +293,8 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
 # Words one of which every match of a kind's pattern contains (one per alternative of the
 # pattern): one scan of a line for all of them says which kinds' patterns can match at all.
 _EVENT_NEEDLES: dict[EventKind, tuple[str, ...]] = {
-    "xid": ("Xid (", "fallen off the bus", "] page fault", "] retry page fault", "] no-retry page fault", "MTGPU:(Error)"),
+    "xid": ("Xid (", "fallen off the bus", "] page fault", "] retry page fault", "] no-retry page fault", "MTGPU:(Error)",
+            "GPU HANG: ecode"),
     "oom_kill": ("Out of memory: Kill", "oom-kill", "cgroup out of memory", "OOM killer", "memory pressure (OOM)",
                  "address the out of memory issue", "OOMKilled", "memory budget"),
     "fatal_signal": ("Fatal Python error: ", "Segmentation fault", "Aborted (core dumped)",
@@ -484,7 +488,7 @@ def _interesting_words(*, strong: bool) -> frozenset[str]:
         "above exception", "During handling", "atchdog", "timing out", "sigquit", "ChildFailed", "kill_process",
         "cannot find -l", "ray::", "Illegal", "' panicked", "Bus error", "Floating", "Main process", "Interrupt", "Timeout",
         "Cancelled", "Thread 0x", "Stack (", '): "MainThread"', "│", "┃", "║", "╭", "^[", "\ufffd[", '{"', "m(", "segfault",
-        "protection fault", "memory budget", "[signal ",
+        "protection fault", "memory budget", "[signal ", "GPU HANG",
         # a program's usage line as it refuses its command line (events.first_error reads it as the last resort)
         "usage: ",
         # a record at an error level whose words name no failure ("LMCache ERROR: The number of retrieved tokens is less

@@ -525,7 +525,7 @@ class Extractor:
         event = log_event(parsed, msg, self.line_no, self._tracker.phase, self._server, self._recent)
         quiet, self._quiet = self._quiet, None
         if event is not None:
-            if (cause := cause_above(event, quiet, self._first_error, self.events, self.line_no)) is not None:
+            if (cause := cause_above(event, quiet, self._first_error, self.events, self.line_no, self._stated)) is not None:
                 self.events.append(cause)  # what it failed of, printed just above it without a level
             self.events.append(event)
             return

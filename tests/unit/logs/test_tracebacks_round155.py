@@ -1,7 +1,10 @@
-"""What held-outs 155-158 (kernel and communication libraries, other inference servers, training frameworks, multi-node
-and HPC launches) showed missing, each a general rule: a failure a line states in plain words with no level as the last
-resort; the launch layer (Slurm, PMI, Open MPI, Ray's cluster, cloud machines) as start-up; the rendezvous as the
-communicator's set-up; a model's file named as what would not load; Go's signal line."""
+"""What held-outs 155-162 (kernel and communication libraries, other inference servers, training frameworks, multi-node
+and HPC launches; GPU drivers and telemetry, managed deployments, multimodal serving, benchmark harnesses) showed
+missing, each a general rule: a failure a line states in plain words with no level as the last resort, and as the cause
+of a death just below it; the launch layer (Slurm, PMI, Open MPI, Ray's cluster, cloud machines, image pulls) as
+start-up; the rendezvous as the communicator's set-up; a model's file named as what would not load; benchmark and
+evaluation clients as serving; Go's signal line, i915's GPU hang, the kubelet's failed hooks, the container engine's
+daemon refusal."""
 
 from __future__ import annotations
 
@@ -46,9 +49,22 @@ def test_a_warning_a_note_or_a_sentence_about_a_failure_is_none(log: str) -> Non
 
 def test_an_error_record_comes_before_a_stated_failure() -> None:
     log = ("Deserialization of tag dest_data_ep_4 failed\n"
+           "INFO 01-01 00:00:01 [core.py:1] one\nINFO 01-01 00:00:01 [core.py:1] two\n"
            "ERROR 01-01 00:00:01 [core.py:1] EngineCore failed to start.\n")
     rc = analyze(log).root_cause
     assert rc is not None and "EngineCore failed to start" in rc.message
+
+
+@pytest.mark.parametrize(("log", "said"), [
+    ("Could not load library libcudnn_ops_infer.so.8. Error: libcudnn_ops_infer.so.8: cannot open shared object file\n"
+     "Aborted (core dumped)\n", "Could not load library libcudnn_ops_infer.so.8"),
+    ("```HSA_STATUS_ERROR_OUT_OF_RESOURCES: The runtime failed to allocate the necessary resources.\n"
+     "Available Free mem: 30 MB\nFatal Python error: Aborted\n", "HSA_STATUS_ERROR_OUT_OF_RESOURCES"),
+    ("FATAL: exception not rethrown\nAborted (core dumped)\n", "FATAL: exception not rethrown"),
+])
+def test_what_a_line_just_above_a_death_states_is_its_cause(log: str, said: str) -> None:
+    rc = analyze(log).root_cause
+    assert rc is not None and said in rc.message
 
 
 def test_a_traceback_comes_before_a_stated_failure() -> None:
@@ -148,3 +164,59 @@ def test_an_orphan_header_takes_its_frames_across_another_writer_s_lines() -> No
     mixed = [x for pair in zip(other, worker, strict=True) for x in pair]
     alone, both = analyze("\n".join(worker)), analyze("\n".join(mixed))
     assert [len(t.frames) for t in alone.tracebacks] == [len(t.frames) for t in both.tracebacks] == [1]
+
+
+@pytest.mark.parametrize(("log", "kind", "said", "phase"), [
+    ("Unable to find image 'llm-nim:latest' locally\n"
+     "docker: Error response from daemon: pull access denied for llm-nim, repository does not exist or may require "
+     "'docker login': denied: requested access to the resource is denied.\nSee 'docker run --help'.\n",
+     "error_line", "pull access denied for llm-nim", "startup_other"),
+    ("GPU HANG: ecode 12:1:85def5fb, in llama-bench [1538400]\nPlatform: METEORLAKE\n", "xid", "GPU HANG", "unknown"),
+    ("7m45s       Normal    Killing             pod/p-0   Stopping container model-runner\n"
+     "7m30s       Warning   FailedPreStopHook   pod/p-0   PreStopHook failed\n", "error_line", "PreStopHook failed",
+     "unknown"),
+])
+def test_reports_of_the_host_s_and_the_cluster_s_own(log: str, kind: str, said: str, phase: str) -> None:
+    analysis = analyze(log)
+    assert [e.kind for e in analysis.events][:1] == [kind]
+    rc = analysis.root_cause
+    assert rc is not None and said in rc.message and rc.phase == phase
+
+
+@pytest.mark.parametrize("frames", [
+    '  File "/vllm/benchmarks/benchmark_serving.py", line 324, in benchmark\n',
+    '  File "/env/site-packages/evalscope/perf/plugin/api/default_api.py", line 123, in process_request\n',
+    '  File "/llmperf/token_benchmark_ray.py", line 116, in get_token_throughput_latencies\n',
+    '  File "/env/site-packages/lm_eval/evaluator.py", line 500, in evaluate\n',
+])
+def test_a_benchmark_or_evaluation_client_s_request_is_serving(frames: str) -> None:
+    rc = analyze("Traceback (most recent call last):\n" + frames + "KeyError: 'delta'\n").root_cause
+    assert rc is not None and rc.phase == "serving"
+
+
+def test_a_harness_s_own_benchmark_function_is_no_request() -> None:
+    log = ("Traceback (most recent call last):\n"
+           '  File "/env/site-packages/scandeval/cli.py", line 282, in benchmark\n'
+           "    benchmarker(model=model)\n"
+           '  File "/env/site-packages/scandeval/benchmarker.py", line 536, in benchmark\n'
+           "    self._benchmark_single(dataset_config)\n")
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.phase == "unknown"
+
+
+@pytest.mark.parametrize("frames", [
+    '  File "/env/site-packages/gradio/queueing.py", line 536, in process_events\n'
+    '  File "/env/site-packages/gradio/route_utils.py", line 322, in call_process_api\n',
+    '  File "/env/site-packages/cog/server/worker.py", line 420, in _loop\n'
+    "    self._predict(e.tag, e.event.payload, predict, redirector)\n",
+])
+def test_a_gradio_event_or_a_cog_prediction_is_a_request(frames: str) -> None:
+    rc = analyze("Traceback (most recent call last):\n" + frames + "RuntimeError: boom\n").root_cause
+    assert rc is not None and rc.phase == "serving"
+
+
+def test_a_benchmark_s_count_of_no_failed_requests_is_none() -> None:
+    log = ("============ Serving Benchmark Result ============\n"
+           "Successful requests:                     100\n"
+           "Failed requests:                         0\n")
+    assert analyze(log).root_cause is None
