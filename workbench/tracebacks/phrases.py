@@ -83,7 +83,7 @@ ANY_LEVEL_PHRASES: tuple[tuple[str, str | None], ...] = (
     ("probe failed: ", r"\b(?:Startup|Liveness|Readiness) probe failed: "),
     # (and the other hooks and steps its events report failed, a Warning row of "kubectl get events" or "describe":
     # "Warning   FailedPreStopHook   pod/deepeek-playground-0   PreStopHook failed", "FailedMount", "FailedScheduling")
-    ("Warning", r"^\s*(?:\d+[smhd]\w*\s+)?Warning\s+Failed[A-Z]\w+\s+\S"),
+    ("Failed", r"^\s*(?:\d+[smhd]\w*\s+)?Warning\s+Failed[A-Z]\w+\s+\S"),
     # ggml's assertion (llama.cpp, ollama), then an abort: "...cpp:728: GGML_ASSERT(x != y) failed", older "GGML_ASSERT:
     # .../ggml.c:4250: ne % 2 == 0"; not '!"CUDA error"', the abort after a CUDA error it printed
     ("GGML_ASSERT", r"\bGGML_ASSERT(?:\(.*\) failed|: \S+:\d+: (?!!\"CUDA error\"))"),

@@ -171,7 +171,7 @@ def test_the_readers_byte_search_finds_what_the_line_search_finds() -> None:
 # One real line of each phrase an engine prints at no level (phrases.LOST_TYPE_PHRASES, ANY_LEVEL_PHRASES): a row
 # added to the table without a line here fails the first test.
 _PHRASE_LINES = {
-    "Warning": "7m30s       Warning   FailedPreStopHook           pod/deepeek-playground-0             PreStopHook failed",
+    "Failed": "7m30s       Warning   FailedPreStopHook           pod/deepeek-playground-0             PreStopHook failed",
     "probe failed: ": 'Startup probe failed: Get "http://10.244.0.208:8000/health": dial tcp 10.244.0.208:8000: connect: '
                       "connection refused",
     "Failed to initialize NVML": "[task 2025-07-01T05:06:30.005+00:00] [train] [nvidia-smi(stdout)] Failed to initialize "
