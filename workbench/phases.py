@@ -933,6 +933,11 @@ _TEXT_SERVING = re.compile(r"inputs? of failed execution|Dumping input data|Dump
                            # a cloud endpoint's client told the model failed its request (boto's "An error occurred
                            # (ModelError) when calling the InvokeEndpoint operation: Received server error (507)")
                            r"\bwhen calling the Invoke\w* operation\b|"
+                           # a client told the server refused or failed its request, with the HTTP status it answered
+                           # ("HTTP Error 400: Bad Request", "failed with status code 404", "400 status code (no body)",
+                           # '{"error":{"code":400,"message":...', the OpenAI SDK's "Error code: 400 - {...}")
+                           r"\b(?:HTTP Error|status code|Error code:?) [45]\d\d\b|\b[45]\d\d status code\b|"
+                           r"\"code\": ?[45]\d\d\b|"
                            # a disaggregated deployment moving a request's KV cache between prefill and decode
                            # (NIXL's "transfer failure ... 'request_id'", SGLang's "Prefill transfer failed for request",
                            # Mooncake's transfer engine "Process failed for slice", its TCP transport's "writeBody failed")

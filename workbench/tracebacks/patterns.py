@@ -179,7 +179,9 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
     # fault (src_id:0 ring:40 vmid:8 pasid:32781)", the process it faulted in on the next line)
     # (and a Moore Threads GPU's driver resetting a context it found hung: "MTGPU:(Error): 56377:  PID 1747 experienced
     # error Guilty Lockup (0x1) caller[CheckFWCCB CTX Reset Noticication]")
-    ("xid", re.compile(r"NVRM: Xid \(|\bfallen off the bus\b|\bamdgpu: \[(?:gfx|mm)hub\d*\] (?:(?:no-)?retry )?page fault\b|"
+    # (the driver's "NVRM: Xid (PCI:0000:01:00): 62, ..."; a journal line that lost its host, "Mar 27 17:40:36 kernel: NVRM:
+    # Xid (PCI:...", leaves the driver's tag read as the service and the message beginning at "Xid")
+    ("xid", re.compile(r"NVRM: Xid \(|^Xid \(PCI:[\w:.]+\): \d|\bfallen off the bus\b|\bamdgpu: \[(?:gfx|mm)hub\d*\] (?:(?:no-)?retry )?page fault\b|"
                        r"\bMTGPU:\(Error\): .{0,40}\bexperienced error \w+ Lockup\b|"
                        # Intel's i915 reporting a hung GPU engine it captured ("GPU HANG: ecode 12:1:85def5fb, in
                        # llama-bench [1538400]"), the error state under it

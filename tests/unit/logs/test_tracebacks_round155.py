@@ -220,3 +220,22 @@ def test_a_benchmark_s_count_of_no_failed_requests_is_none() -> None:
            "Successful requests:                     100\n"
            "Failed requests:                         0\n")
     assert analyze(log).root_cause is None
+
+
+@pytest.mark.parametrize("log", [
+    "urllib.error.HTTPError: HTTP Error 400: Bad Request\n",
+    "ValueError: Ollama call failed with status code 404. Maybe your model is not found\n",
+    "[Error] 2025-05-23 06:08:32 Api response error: /api/core/ai/model/test, 400 status code (no body)\n",
+    'Error: {"error":{"code":400,"message":"dry_sequence_breakers must be a non-empty array"}}\n',
+])
+def test_a_client_told_the_server_s_http_status_is_serving(log: str) -> None:
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.phase == "serving"
+
+
+def test_a_kernel_journal_line_without_its_host_keeps_its_xid() -> None:
+    log = ("Mar 27 17:40:36 kernel: NVRM: Xid (PCI:0000:01:00): 62, 223b6a66 00002100 00000000 20662342\n"
+           "Mar 27 17:40:36 kernel: NVRM: GPU0 _kgspRpcGspEventPmuHalted: Received signal from GSP that PMU has halted.\n")
+    analysis = analyze(log)
+    assert [e.kind for e in analysis.events][:1] == ["xid"]
+    assert analysis.root_cause is not None and "Xid (PCI:0000:01:00): 62" in analysis.root_cause.message
