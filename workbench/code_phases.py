@@ -938,6 +938,15 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("evalscope/perf/plugin/api/", "*", _S),
     ("token_benchmark_ray.py", "get_token_throughput_latencies", _S),
     ("lm_eval/evaluator.py", "evaluate", _S),
+    # --- Hugging Face's loaders reading a model's weights and its adapters' (transformers' from_pretrained for a model,
+    # not a tokenizer's; PEFT's adapter; not Unsloth's wrapper, which also builds a vLLM engine): the weights are being
+    # read or set up for it
+    ("transformers/modeling_utils.py", "from_pretrained _load_pretrained_model load_state_dict "
+     "_load_state_dict_into_meta_model _load_state_dict_into_model", _W),
+    ("transformers/models/auto/auto_factory.py", "from_pretrained", _W),
+    ("peft/peft_model.py", "from_pretrained load_adapter", _W),
+    # (SGLang's diffusion generator builds its whole server from its from_pretrained: start-up, not weights alone)
+    ("sglang/multimodal_gen/runtime/entrypoints/diffusion_generator.py", "from_pretrained from_server_args", _U),
     ("/argparse.py", "*", _DEV),
     ("transformers/hf_argparser.py", "*", _DEV),
 )

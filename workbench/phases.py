@@ -817,6 +817,7 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|[Ff]ailed to (?:start(?! (
                            # llm-nim", "Head \"https://nvcr.io/v2/.../manifests/1.0.0\": unauthorized: authentication
                            # required", "manifest unknown")
                            r"\bpull access denied\b|\bmanifests/[^\s\"]+\"?: unauthorized\b|\bmanifest unknown\b|"
+                           r"\bImagePullBackOff\b|\bErrImagePull\b|"
                            # (or Docker and CDI finding no GPU device for it: "could not select device driver \"nvidia\"
                            # with capabilities: [[gpu]]", "unresolvable CDI devices nvidia.com/gpu=all")
                            r"\bcould not select device driver\b|\bunresolvable CDI devices?\b|"

@@ -195,6 +195,9 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
         # (and Dask's nanny restarting a worker past its memory budget: "Worker tcp://127.0.0.1:34349 (pid=342998)
         # exceeded 95% memory budget. Restarting...")
         r"\bexceeded \d+% memory budget\b|"
+        # (and Ray's memory monitor: "Memory on the node (IP: 10.0.0.2, ID: ...) where the task was running was 94.5GB
+        # / 99.4GB (0.950839), which exceeds the memory usage threshold of 0.95. Ray killed this worker ...")
+        r"\bexceeds the memory usage threshold of \d|"
         # the end of Ray's message for a task or actor its memory monitor killed, the line a paste most often keeps
         # ("Refer to the documentation on how to address the out of memory issue: https://docs.ray.io/...")
         r"how to address the out of memory issue|"
@@ -298,7 +301,7 @@ _EVENT_NEEDLES: dict[EventKind, tuple[str, ...]] = {
     "xid": ("Xid (", "fallen off the bus", "] page fault", "] retry page fault", "] no-retry page fault", "MTGPU:(Error)",
             "GPU HANG: ecode"),
     "oom_kill": ("Out of memory: Kill", "oom-kill", "cgroup out of memory", "OOM killer", "memory pressure (OOM)",
-                 "address the out of memory issue", "OOMKilled", "memory budget"),
+                 "address the out of memory issue", "OOMKilled", "memory budget", "memory usage threshold"),
     "fatal_signal": ("Fatal Python error: ", "Segmentation fault", "Aborted (core dumped)",
                      "Illegal instruction (core dumped)", "Bus error (core dumped)", "IOT instruction",
                      "segmentation fault", "illegal hardware instruction", "bus error", "*** SIG",
@@ -490,7 +493,7 @@ def _interesting_words(*, strong: bool) -> frozenset[str]:
         "above exception", "During handling", "atchdog", "timing out", "sigquit", "ChildFailed", "kill_process",
         "cannot find -l", "ray::", "Illegal", "' panicked", "Bus error", "Floating", "Main process", "Interrupt", "Timeout",
         "Cancelled", "Thread 0x", "Stack (", '): "MainThread"', "│", "┃", "║", "╭", "^[", "\ufffd[", '{"', "m(", "segfault",
-        "protection fault", "memory budget", "[signal ", "GPU HANG",
+        "protection fault", "memory budget", "memory usage threshold", "[signal ", "GPU HANG",
         # a program's usage line as it refuses its command line (events.first_error reads it as the last resort)
         "usage: ",
         # a record at an error level whose words name no failure ("LMCache ERROR: The number of retrieved tokens is less

@@ -81,6 +81,12 @@ ANY_LEVEL_PHRASES: tuple[tuple[str, str | None], ...] = (
     # the kubelet giving up on a container's probe ("Startup probe failed: Get \"http://10.244.0.208:8000/health\": dial
     # tcp ...: connect: connection refused", "Liveness probe failed: HTTP probe failed with statuscode: 404")
     ("probe failed: ", r"\b(?:Startup|Liveness|Readiness) probe failed: "),
+    # (and a container whose image it cannot pull: "Reason: ImagePullBackOff", "Failed to pull image ...: ErrImagePull")
+    ("ImagePull", r"\b(?:ImagePullBackOff|ErrImagePull)\b"),
+    # vLLM's Ray executor still waiting, after 100 seconds or more, for the cluster to place its workers ("Waiting for
+    # creating a placement group of specs for 150 seconds. specs=[{'GPU': 1.0, ...}]. Check `ray status` to see if you
+    # have enough resources"; it says so every 10 seconds from the first, while a cluster that can brings its nodes up)
+    ("placement group of specs for ", r"\bWaiting for creating a placement group of specs for \d{3,} seconds"),
     # (and the other hooks and steps its events report failed, a Warning row of "kubectl get events" or "describe":
     # "Warning   FailedPreStopHook   pod/deepeek-playground-0   PreStopHook failed", "FailedMount", "FailedScheduling")
     ("Failed", r"^\s*(?:\d+[smhd]\w*\s+)?Warning\s+Failed[A-Z]\w+\s+\S"),

@@ -171,6 +171,9 @@ def test_the_readers_byte_search_finds_what_the_line_search_finds() -> None:
 # One real line of each phrase an engine prints at no level (phrases.LOST_TYPE_PHRASES, ANY_LEVEL_PHRASES): a row
 # added to the table without a line here fails the first test.
 _PHRASE_LINES = {
+    "ImagePull": "  Warning  Failed     12s   kubelet  Error: ImagePullBackOff",
+    "placement group of specs for ": "Waiting for creating a placement group of specs for 150 seconds. specs=[{'GPU': 1.0}]. "
+                                     "Check `ray status` to see if you have enough resources.",
     "Failed": "7m30s       Warning   FailedPreStopHook           pod/deepeek-playground-0             PreStopHook failed",
     "probe failed: ": 'Startup probe failed: Get "http://10.244.0.208:8000/health": dial tcp 10.244.0.208:8000: connect: '
                       "connection refused",

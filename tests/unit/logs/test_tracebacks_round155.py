@@ -239,3 +239,40 @@ def test_a_kernel_journal_line_without_its_host_keeps_its_xid() -> None:
     analysis = analyze(log)
     assert [e.kind for e in analysis.events][:1] == ["xid"]
     assert analysis.root_cause is not None and "Xid (PCI:0000:01:00): 62" in analysis.root_cause.message
+
+
+@pytest.mark.parametrize(("log", "kind", "said", "phase"), [
+    # (held-outs 167-170) Ray's memory monitor, an image the kubelet cannot pull, a Ray cluster that cannot place an
+    # engine's workers for minutes
+    ("Memory on the node (IP: 10.0.0.2, ID: 9f) where the task was running was 94.5GB / 99.4GB (0.950839), which "
+     "exceeds the memory usage threshold of 0.95. Ray killed this worker (ID: 1a) because it was the most recently "
+     "scheduled task\n", "oom_kill", "exceeds the memory usage threshold of 0.95", "unknown"),
+    ("  Warning  Failed     12s (x4 over 1m)   kubelet  Error: ImagePullBackOff\n", "error_line", "ImagePullBackOff",
+     "startup_other"),
+    ("INFO 05-01 10:00:00 [ray_utils.py:1] Waiting for creating a placement group of specs for 150 seconds. "
+     "specs=[{'GPU': 1.0}]. Check `ray status` to see if you have enough resources.\n", "error_line",
+     "placement group of specs for 150 seconds", "startup_other"),
+])
+def test_reports_of_loads_and_clusters_refused(log: str, kind: str, said: str, phase: str) -> None:
+    analysis = analyze(log)
+    assert [e.kind for e in analysis.events][:1] == [kind]
+    rc = analysis.root_cause
+    assert rc is not None and said in rc.message and rc.phase == phase
+
+
+def test_a_placement_group_a_cluster_is_still_bringing_up_is_no_failure() -> None:
+    log = ("INFO 05-01 10:00:00 [ray_utils.py:1] Waiting for creating a placement group of specs for 10 seconds. "
+           "specs=[{'GPU': 1.0}]. Check `ray status` to see if you have enough resources.\n")
+    assert analyze(log).root_cause is None
+
+
+@pytest.mark.parametrize(("frames", "phase"), [
+    ('  File "/env/site-packages/transformers/models/auto/auto_factory.py", line 558, in from_pretrained\n'
+     '  File "/env/site-packages/transformers/modeling_utils.py", line 3155, in from_pretrained\n', "weight_loading"),
+    ('  File "/env/site-packages/peft/peft_model.py", line 459, in from_pretrained\n', "weight_loading"),
+    ('  File "/env/site-packages/sglang/multimodal_gen/runtime/entrypoints/diffusion_generator.py", line 115, in '
+     "from_pretrained\n", "startup_other"),
+])
+def test_a_model_s_loader_reads_its_weights(frames: str, phase: str) -> None:
+    rc = analyze("Traceback (most recent call last):\n" + frames + "ValueError: boom\n").root_cause
+    assert rc is not None and rc.phase == phase
