@@ -469,10 +469,10 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
             if not ranks:  # printed without a prefix: the rank of the traceback its process prints right after
                 after = [t for t in ex.tracebacks if 0 < t.start_line - c.end_line <= 2 and t.rank]
                 ranks = _ranks([after[0].rank]) if len({t.rank for t in after}) == 1 else ()
-            phase = decide_phase((), (c.message,), c.phase)  # a native error's words, then the timeline
-            items.append((c.line, is_pointer(c), RootCause("exception", c.exception_type, c.message, c.line, None, phase,
-                                                           ranks, _cpp_signature(c),
-                                                           describe(c.exception_type, c.message, ()))))
+            # the phase from a native error's words, then the timeline; a Rust panic is its line (nothing caught, named)
+            phase, panic = decide_phase((), (c.message,), c.phase), c.exception_type == "panic"
+            items.append((c.line, is_pointer(c), RootCause("log_line" if panic else "exception", None if panic else c.exception_type,
+                                                           c.message, c.line, None, phase, ranks, _cpp_signature(c), describe(c.exception_type, c.message, ()))))
     # a process that died or crashed before any real exception was printed is the cause
     # of the exceptions that follow (vLLM's "cancelled" when a worker was SIGKILLed)
     dumps = [t.start_line for t in ex.tracebacks if t.exception_type == "Fatal Python error"]

@@ -206,6 +206,9 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
         r"\bOOMKilled\b")),
     ("fatal_signal", re.compile(
         r"Fatal Python error: |Segmentation fault|^Aborted \(core dumped\)|Illegal instruction \(core dumped\)|"
+        # (the shell's word alone, a CPU without the instructions a build uses: "Illegal instruction"; and bash's report
+        # of a script's command, "start.sh: line 18:  1669 Illegal instruction     (core dumped) python -m ...")
+        r"^Illegal instruction$|: line \d+: +\d+ Illegal instruction\b|"
         r"Bus error \(core dumped\)|"
         # zsh's report of a job a signal ended ("[1]    1782217 IOT instruction (core dumped)  python x.py", "zsh: ...")
         r"(?:^zsh: |^\[\d+\] +[+-]? *\d+ )(?:IOT instruction|abort|segmentation fault|illegal hardware instruction|bus error)"
@@ -303,7 +306,7 @@ _EVENT_NEEDLES: dict[EventKind, tuple[str, ...]] = {
     "oom_kill": ("Out of memory: Kill", "oom-kill", "cgroup out of memory", "OOM killer", "memory pressure (OOM)",
                  "address the out of memory issue", "OOMKilled", "memory budget", "memory usage threshold"),
     "fatal_signal": ("Fatal Python error: ", "Segmentation fault", "Aborted (core dumped)",
-                     "Illegal instruction (core dumped)", "Bus error (core dumped)", "IOT instruction",
+                     "Illegal instruction", "Bus error (core dumped)", "IOT instruction",
                      "segmentation fault", "illegal hardware instruction", "bus error", "*** SIG",
                      "received signal SIG", "Floating point exception", "Segfault encountered", "LLVM ERROR: ",
                      "general protection fault", "segfault at ", "Process received signal", ")[0x", "panic: ",

@@ -276,3 +276,25 @@ def test_a_placement_group_a_cluster_is_still_bringing_up_is_no_failure() -> Non
 def test_a_model_s_loader_reads_its_weights(frames: str, phase: str) -> None:
     rc = analyze("Traceback (most recent call last):\n" + frames + "ValueError: boom\n").root_cause
     assert rc is not None and rc.phase == phase
+
+
+@pytest.mark.parametrize(("log", "said"), [
+    # (held-outs 171-174) a CPU without the instructions a build uses, the shell's word alone or its report of a
+    # script's command
+    ("Illegal instruction\n", "Illegal instruction"),
+    ("start-vllm-service.sh: line 18:  1669 Illegal instruction     (core dumped) python -m vllm.entrypoints.openai\n",
+     "1669 Illegal instruction"),
+])
+def test_the_shell_s_report_of_an_illegal_instruction_is_a_fatal_signal(log: str, said: str) -> None:
+    analysis = analyze(log)
+    assert [e.kind for e in analysis.events] == ["fatal_signal"]
+    assert analysis.root_cause is not None and said in analysis.root_cause.message
+
+
+def test_a_rust_panic_is_its_line_not_an_exception() -> None:
+    log = ("thread 'tokio-runtime-worker' panicked at router/src/infer/queue.rs:92:14:\n"
+           "Queue background task dropped the receiver or the receiver is too full.\n")
+    analysis = analyze(log)
+    assert [c.exception_type for c in analysis.cpp_exceptions] == ["panic"]
+    rc = analysis.root_cause
+    assert rc is not None and (rc.kind, rc.exception_type) == ("log_line", None) and "receiver" in rc.message

@@ -107,7 +107,9 @@ def test_native_runtimes_reports_of_an_uncaught_error_are_failures() -> None:
     panic = analyze("thread 'tokio-runtime-worker' panicked at lib/llm/src/engines/vllm/worker.rs:247:17:\n"
                     "Failed to import python 'vllm' module. Are we running in the correct venv?\n"
                     "stack backtrace:\n   0: rust_begin_unwind\n   1: core::panicking::panic_fmt\n")
-    assert panic.root_cause is not None and panic.root_cause.exception_type == "panic"
+    assert [c.exception_type for c in panic.cpp_exceptions] == ["panic"]
+    # (a Rust panic is reported as its line, as a Go panic's is: no exception a program catches and names)
+    assert panic.root_cause is not None and (panic.root_cause.kind, panic.root_cause.exception_type) == ("log_line", None)
     assert panic.root_cause.message == "Failed to import python 'vllm' module. Are we running in the correct venv?"
     old = analyze("thread 'main' panicked at 'called `Option::unwrap()` on a `None` value', src/main.rs:2:5\n")
     assert old.root_cause is not None and "Option::unwrap()" in old.root_cause.message
