@@ -748,12 +748,13 @@ _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
                 # (and torch's TCPStore, the rendezvous every process group starts with: "The server socket has failed
                 # to listen on any local network address. ... (errno: 98 - Address already in use)")
                 r"\bThe (?:server|client) socket has (?:failed to|timed out)\b|"
-                # (the rendezvous itself: torch's env:// init reading its variables ("Error initializing torch.distributed
-                # using env:// rendezvous: environment variable RANK expected, but not set"), elastic's rendezvous
-                # handlers, the store they meet at being built, c10d resolving the master's name ("[c10d] The IPv6 network addresses of
-                # (job-01k7.internal, 50745) cannot be retrieved (gai error: -2 - Name or service not known)")
-                r"\b[Rr]endezvous|\bTCPStore(?:::TCPStore|\()|\benvironment variable (?:RANK|WORLD_SIZE|MASTER_ADDR|MASTER_PORT|"
-                r"LOCAL_RANK) expected\b|\[c10d\] The (?:IPv6 |IPv4 )?(?:network addresses|hostname)\b|"
+                # (the rendezvous itself: torch's env:// init reading its variables ("Error initializing
+                # torch.distributed using env:// rendezvous: environment variable RANK expected, but not set"), elastic's
+                # rendezvous handlers, the store they meet at being built, c10d resolving the master's name ("[c10d] The
+                # IPv6 network addresses of (job-01k7.internal, 50745) cannot be retrieved (gai error: -2 - ...)")
+                r"\b[Rr]endezvous|\bTCPStore(?:::TCPStore|\()|"
+                r"\benvironment variable (?:RANK|WORLD_SIZE|MASTER_ADDR|MASTER_PORT|LOCAL_RANK) expected\b|"
+                r"\[c10d\] The (?:IPv6 |IPv4 )?(?:network addresses|hostname)\b|"
                 # NVSHMEM's own sources reporting a failure while it starts: its bootstrap, its transports (IBGDA's queue
                 # pairs: "nvshmem_src/src/modules/transport/ibgda/ibgda.cpp:3005: non-zero status: 7 ibgda_rc_init2rtr
                 # failed"), its init ("src/host/init/init.cu:998: non-zero status: 7 building transport map failed")

@@ -191,7 +191,7 @@ _STATED = re.compile(r"\b(?:[Ff]ail(?:ed|ure)|FAILED|timed out|is dead|exited wi
                      r"|\b[Ee]rror[:=]|_ERROR_|\bERR\b|"
                      r"\b(?:[Uu]nable to (?:reliably )?|[Cc]ould not )(?:start|connect|load|allocate|open|create|launch|"
                      r"initiali[sz]e)\b")
-_NOT_STATED = re.compile(r"[Ww]arn|WARN|\bINFO\b|\bDEBUG\b|\bDBG\b|[Ii]gnor|silence|[Rr]etry|[Rr]etrying|"
+_NOT_STATED = re.compile(r"[Ww]arn|WARN|\bINFO\b|\bDEBUG\b|\bDBG\b|[Ii]gnor|silence|[Rr]etry|"
                          # ("12 passed, 0 FAILED", "(no failures)", a benchmark's "Failed requests:   0")
                          r"\b(?:0|[Nn]o) (?:[Ff]ail\w*|FAILED|[Ee]rrors?)\b|\b[Ff]ail(?:ed|ures?)\b[\w ]{0,30}:\s*0\b|"
                          r"fall(?:ing)? ?back|[Ss]kipping|[Ff]ailed to import|:$|"
@@ -472,13 +472,15 @@ def cause_above(event: LogEvent, quiet: LogEvent | None, first: LogEvent | None,
     """What the failure ``event`` (on line ``line_no``) came after, printed just above it with no level and not an event
     itself: for a process's death, the CUDA error ``quiet`` named, or the log's first error line ``first`` when nothing
     else was reported before it and its words say a failure (llamafile's "ggml_gallocr_reserve_n: failed to allocate
-    CUDA0 buffer of size ...", then "error: Uncaught SIGSEGV"; not a crash handler's own frame at an error level); for
+    CUDA0 buffer of size ...", then "error: Uncaught SIGSEGV"; not a crash handler's own frame at an error level), or
+    else the failure a line with no level ``stated`` (:func:`stated_failure`: "Could not load library
+    libcudnn_ops_infer.so.8", then "Aborted (core dumped)"); for
     an error line of a C function's, ``first`` when it is the callee's just above it (llama.cpp prints the innermost
     failure first, then each caller's: "gguf_init_from_file: failed to open GGUF file '...'", then "llama_model_load:
     error loading model: ..."); else None."""
     if event.kind in _DEATHS:
         cause = quiet or (first if first is not None and not events and _ERROR_WORDS.search(first.text) else None) \
-            or (stated if not events else None)  # (or a failure a line with no level stated: stated_failure)
+            or (stated if not events else None)
         return cause if cause is not None and line_no - cause.line <= 2 else None
     if (event.kind == "error_line" and first is not None and 0 < line_no - first.line <= 2
             and first not in events and _C_FUNCTION.match(first.text) and _C_FUNCTION.match(event.text)):

@@ -181,7 +181,8 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
     # error Guilty Lockup (0x1) caller[CheckFWCCB CTX Reset Noticication]")
     # (the driver's "NVRM: Xid (PCI:0000:01:00): 62, ..."; a journal line that lost its host, "Mar 27 17:40:36 kernel: NVRM:
     # Xid (PCI:...", leaves the driver's tag read as the service and the message beginning at "Xid")
-    ("xid", re.compile(r"NVRM: Xid \(|^Xid \(PCI:[\w:.]+\): \d|\bfallen off the bus\b|\bamdgpu: \[(?:gfx|mm)hub\d*\] (?:(?:no-)?retry )?page fault\b|"
+    ("xid", re.compile(r"NVRM: Xid \(|^Xid \(PCI:[\w:.]+\): \d|\bfallen off the bus\b|"
+                       r"\bamdgpu: \[(?:gfx|mm)hub\d*\] (?:(?:no-)?retry )?page fault\b|"
                        r"\bMTGPU:\(Error\): .{0,40}\bexperienced error \w+ Lockup\b|"
                        # Intel's i915 reporting a hung GPU engine it captured ("GPU HANG: ecode 12:1:85def5fb, in
                        # llama-bench [1538400]"), the error state under it
