@@ -793,7 +793,9 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|[Ff]ailed to (?:start(?! (
                            # or more daemons", "OPAL ERROR: ... in file pmix3x_client.c"), the PMI wire-up between a job's
                            # ranks and Slurm or Hydra ("PMIX ERROR: ERROR in file ...", MPICH's "PMII_singinit: execv
                            # failed"), srun placing its tasks ("srun: error: Application launch failed: Unable to layout
-                           # tasks on given cpus"), Slurm's container plugin ("pyxis: couldn't start container"))
+                           # tasks on given cpus"), Slurm's container plugin bringing the task's image up before the
+                           # task starts ("pyxis: couldn't start container", "slurmstepd: error: pyxis: ... [ERROR] URL
+                           # ... returned error code: 401 Unauthorized"))
                            r"\bORTE was unable\b|\bOPAL ERROR\b|\bwas not built with SLURM'?s PMI support\b|"
                            r"\bPMIX? ERROR\b|\bPMII_\w+|\b(?:Task|Application) launch (?:for \S+ )?failed\b|"
                            r"\bpyxis: |\bspank plugin\b|"
@@ -856,9 +858,8 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|[Ff]ailed to (?:start(?! (
                            # (MindIE's endpoint: "[MIE04E02041C] [endpoint] Failed to listen 172.17.0.3:40032")
                            r"\b[Ff]ailed to listen\b|"
                            # the devices a process is given as it starts ("EE1001: ... Set visible device failed, invalid
-                           # device=6"); Slurm's container plugin bringing the task's image up before the task starts
-                           # ("slurmstepd: error: pyxis: ... [ERROR] URL ... returned error code: 401 Unauthorized")
-                           r"\b[Ss]et visible devices? failed\b|\bslurmstepd: error: pyxis:|"
+                           # device=6"); Slurm's container plugin: the launch layer's words above, "pyxis: "
+                           r"\b[Ss]et visible devices? failed\b|"
                            # a model server that would not come up (xinference's "Failed to launch model"), vLLM's
                            # check of the model's architectures while it builds its config (its registry's "Model
                            # architecture X failed to be inspected", "Error in inspecting model architecture 'X'")
@@ -935,11 +936,6 @@ _TEXT_SERVING = re.compile(r"inputs? of failed execution|Dumping input data|Dump
                            # a cloud endpoint's client told the model failed its request (boto's "An error occurred
                            # (ModelError) when calling the InvokeEndpoint operation: Received server error (507)")
                            r"\bwhen calling the Invoke\w* operation\b|"
-                           # a client told the server refused or failed its request, with the HTTP status it answered
-                           # ("HTTP Error 400: Bad Request", "failed with status code 404", "400 status code (no body)",
-                           # '{"error":{"code":400,"message":...', the OpenAI SDK's "Error code: 400 - {...}")
-                           r"\b(?:HTTP Error|status code|Error code:?) [45]\d\d\b|\b[45]\d\d status code\b|"
-                           r"\"code\": ?[45]\d\d\b|"
                            # a disaggregated deployment moving a request's KV cache between prefill and decode
                            # (NIXL's "transfer failure ... 'request_id'", SGLang's "Prefill transfer failed for request",
                            # Mooncake's transfer engine "Process failed for slice", its TCP transport's "writeBody failed")
@@ -986,10 +982,13 @@ _TEXT_SERVING = re.compile(r"inputs? of failed execution|Dumping input data|Dump
                            # image (llava in ollama and llama.cpp's server: "clip_image_batch_encode")
                            r"\bNoKvCacheSlot\b|\bfailed to find (?:a )?(?:KV|kv|memory) (?:cache )?slot\b|"
                            r"\bclip_image_(?:batch_)?encode\b|"
-                           # an OpenAI-style client's report of a server's error answer to its request ("Error code: 400 -
-                           # {'object': 'error', ...}", the SDK's APIStatusError), or of a streamed answer cut short
-                           # (httpx's "peer closed connection without sending complete message body")
-                           r"\bError code: [45]\d\d - |\bpeer closed connection without sending complete message body\b|"
+                           # a client's report of a server's error answer to its request, with the HTTP status it
+                           # answered (the OpenAI SDK's APIStatusError "Error code: 400 - {'object': 'error', ...}",
+                           # "HTTP Error 400: Bad Request", "failed with status code 404", "400 status code (no body)",
+                           # '{"error":{"code":400,"message":...'), or of a streamed answer cut short (httpx's "peer
+                           # closed connection without sending complete message body")
+                           r"\b(?:HTTP Error|status code|Error code:?) [45]\d\d\b|\b[45]\d\d status code\b|"
+                           r"\"code\": ?[45]\d\d\b|\bpeer closed connection without sending complete message body\b|"
                            # (and aiohttp's for a server's 5xx answer: "500, message='Internal Server Error', url='http://
                            # 172.17.0.3:11434/api/embed'"; a client's "API error: Internal Server Error")
                            r"\b5\d\d, message='[^']*', url='|\bAPI error: Internal Server Error\b|"

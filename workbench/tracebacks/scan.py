@@ -539,7 +539,7 @@ class Extractor:
         elif msg.strip() and (first := first_error(self._first_error, parsed, msg, self.line_no, self._tracker.phase,
                                                    self._server, self._recent)):
             self._first_error = first  # the last resort (see finish): a log's first error line, whatever it says
-        elif self._stated is None and msg.strip():
+        elif self._stated is None and not self.events and msg.strip():  # (read only while no event was: see finish)
             self._stated = stated_failure(parsed, msg, self.line_no, self._tracker.phase, self._server, self._recent)
 
     def _start(self, stream: Stream, origin: tuple[str | None, ...], parsed: LogLine, msg: str, header: str | None, pos: int) -> None:
