@@ -134,9 +134,11 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
     (r"Load weight end", "kv_cache_alloc", 3, "end"),
     # (vLLM v1's loader reports "Loading weights took 12.3 seconds" before it processes the weights it read -- repacks
     # them for Marlin, quantises them --, the runner "Model loading took ... GiB" once that is done: only the second
-    # ends the step; v0's "Loading model weights took" comes after both)
+    # ends the step; v0's "Loading model weights took" comes after both.  What comes next in both is the sizing of the
+    # KV cache -- v1's compile and profiling run, v0's determine_num_available_blocks --, so a failure after it and
+    # before any later marker is the KV cache's)
     (r"Loading weights took", "weight_loading", 2, "progress"),
-    (r"Loading model weights took|Model loading took", "startup_other", 2.5, "end"),
+    (r"Loading model weights took|Model loading took", "kv_cache_alloc", 2.5, "end"),
     (r"KV Cache is allocated|Memory pool end|Available KV cache memory|GPU KV cache size|# GPU blocks:|Maximum concurrency for|Memory profiling takes|Profiling CUDA graph memory", "kv_cache_alloc", 3, "progress"),
     # vLLM v1 sizes the KV cache by profiling a forward pass (determine_available_memory -> profile_run), which is
     # where torch.compile runs: the compile's total, the profiling run's time, the KV cache reserved by
@@ -162,7 +164,8 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
      r"Creating CUDA graph instances for|CUDA graph warmup for batch size",
      "cuda_graph_capture", 4, "progress"),
     (r"Capture (?:draft (?:extend )?)?cuda graph end|Capture [\w ]{0,40}CUDA graph end", "startup_other", 4.5, "end"),
-    (r"max_total_num_tokens=", "startup_other", 4.6, "progress"),
+    # (SGLang's start-up line, not the attribute an idle check's error quotes: "self.max_total_num_tokens=270331")
+    (r"(?<![\w.])max_total_num_tokens=", "startup_other", 4.6, "progress"),
     (r"Graph capturing finished", "warmup", 5, "end"),
     (r"init engine \(profile, create kv cache, warmup model\) took", "startup_other", 5.5, "end"),
     (r"Uvicorn running on|Application startup complete", "warmup", 5, "http_up"),
@@ -933,6 +936,9 @@ _TEXT_SERVING = re.compile(r"inputs? of failed execution|Dumping input data|Dump
                            # ollama's client told that the runner failed while it generated ("Error: an unknown error
                            # was encountered while running the model CUDA error: out of memory")
                            r"\bwhile running the model\b|"
+                           # SGLang's scheduler checking its pools while it idles between requests ("ValueError:
+                           # token_to_kv_pool_allocator memory leak detected! ...")
+                           r"\bmemory leak detected\b|"
                            # a cloud endpoint's client told the model failed its request (boto's "An error occurred
                            # (ModelError) when calling the InvokeEndpoint operation: Received server error (507)")
                            r"\bwhen calling the Invoke\w* operation\b|"

@@ -98,10 +98,11 @@ def test_batch_lines_only_name_the_phase_of_a_window_that_begins_mid_run() -> No
         ("GPU KV cache size: 1,587,648 tokens", "kv_cache_alloc"),
         ("Starting vLLM API server 0 on http://0.0.0.0:8000", "serving"),
         ("Capture cuda graph failed: CUDA out of memory.", None),
-        # vLLM v1's loader reports it before processing the weights it read; the runner's report ends the step
+        # vLLM v1's loader reports it before processing the weights it read; the runner's report ends the step, and
+        # what vLLM does next is size the KV cache (its compile and profiling run)
         ("Loading weights took 79.39 seconds", "weight_loading"),
-        ("Model loading took 3.85 GiB memory and 80.081264 seconds", "startup_other"),
-        ("Loading model weights took 14.9927 GB", "startup_other"),
+        ("Model loading took 3.85 GiB memory and 80.081264 seconds", "kv_cache_alloc"),
+        ("Loading model weights took 14.9927 GB", "kv_cache_alloc"),
     ],
 )
 def test_phase_of_message(message: str, phase: str | None) -> None:
