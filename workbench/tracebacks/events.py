@@ -100,6 +100,9 @@ _LIBRARY_ERROR = re.compile(r"(?!(?:the|this|that|an?|my|same|following|no|any|w
                             # ("EZ9999: [PID: 14897] 2025-07-23-10:35:42.381.401 The error from device(chipId:7, ...),
                             # ... there is an aivec error exception"), under a warning's "EZ9999: Inner Error!"
                             r"E[A-Z0-9]\d{4}: \[PID: \d+\] |"
+                            # (or its newer shape, the error's name and code after the process and time: "[PID: 749]
+                            # 2025-12-29-03:16:15.787.356 Get_Socket_Timeout(EI0006): Getting socket times out.")
+                            r"(?:\[PID: \d+\] \S+ )?[A-Z]\w*\(E[A-Z0-9]\d{4}\): |"
                             # ggml's and llama.cpp's C functions, each line headed by the function's name (LOG_ERR
                             # "%s: ...", no level): "llama_model_load: error loading model: ...", "ggml_gallocr_reserve_n:
                             # failed to allocate CUDA0 buffer of size 1056964608", "main: error: unable to load model"

@@ -26,6 +26,17 @@ KEPT = 32  # native frame lines the scanner keeps (the first ones): bounded what
 # :0", UCX's and TensorRT-LLM's); "<unknown function>" and a bare address name none
 # (or a bare symbol and its offset: "7  0x7f67... TRITONBACKEND_ModelInstanceInitialize + 101")
 _FUNCTION = re.compile(r"(?:frame #\d+: |\d+\s+0x[0-9a-fA-F]+\s+)([A-Za-z_~][^()]*?)(?:\(| \+ \d+$)")
+# (gdb's "#4  0x0000772d590288ff in __GI_abort () at ./stdlib/abort.c:79", "#1  __pthread_kill_internal (signo=6, ...)
+# at ...", "#0  xxx in ?? () from ..."; the crash utility's " #2 [ffffa5d59a524e60] panic at ffffffff8da96bd8")
+_GDB_FUNCTION = re.compile(r"#(\d+)\s+(?:\[[0-9a-f]+\] (\S+) at |(?:\S+ in )?(\?\?|[A-Za-z_~].*?) \()")
+# of gdb's frames, those that only deliver a crash (the signal raised, the kernel's crash kexec; "??" inside them) and
+# those where the program chose to die (abort, a failed assertion, the kernel's panic): the frame a reader names
+_DELIVERY = frozenset({"??", "raise", "gsignal", "pthread_kill", "__pthread_kill", "__pthread_kill_implementation",
+                       "__pthread_kill_internal", "__GI___pthread_kill", "__GI_raise", "machine_kexec", "__crash_kexec",
+                       "crash_kexec"})
+_DYING = frozenset({"abort", "__GI_abort", "__assert_fail", "__assert_fail_base", "panic"})
+# a thread stopped waiting, as gdb lists every thread of a live (hung) process: no crash
+_WAITING = re.compile(r"wait|futex|poll|select|sleep|recv|accept|cond_|sem_")
 _TEMPLATE = re.compile(r"<[^<>]*>")
 # a C++ factory building an object as a constructor does (TurboMind's "LlamaTritonModel<__half>::
 # createSharedModelInstance()", TensorRT's "createInferRuntime_INTERNAL()")
@@ -37,10 +48,10 @@ _AFTER_SIGNAL = 8  # lines between a signal's report and its first frame (the ba
 def frame_function(text: str) -> str | None:
     """The function a native frame line names, its class and namespaces dropped; a constructor ("ns::Model::Model")
     named as Python names one, ``__init__``: an object being built."""
-    m = _FUNCTION.match(text.strip())
+    m = _FUNCTION.match(text.strip()) or _GDB_FUNCTION.match(text.strip())
     if m is None:
         return None
-    name = m.group(1)
+    name = m.group(1) if m.re is _FUNCTION else (m.group(2) or m.group(3)).split("(", 1)[0]  # (gdb's: its arguments' types)
     while "<" in name and (bare := _TEMPLATE.sub("", name)) != name:  # templates' arguments, innermost first
         name = bare
     parts = [p.strip() for p in name.split("::")]
@@ -98,12 +109,31 @@ def native_root(frames: Sequence[LogEvent]) -> LogEvent | None:
     if not native_enough(list(frames)):
         return None
     first = frames[0]
+    if (head := _GDB_FUNCTION.match(first.text)) is not None:
+        named = _gdb_root(frames, head.group(1) == "0")
+        if named is None:
+            return None
+        first = named
     if first.context:
         first = replace(first, text=first.context[-1].strip()[:400], context=())
     phase = frames_phase(_run(frames, 0))
     if phase is None or (phase == "startup_other" and first.phase not in ("unknown", "")):
         return first
     return replace(first, phase=phase)
+
+
+def _gdb_root(frames: Sequence[LogEvent], from_top: bool) -> LogEvent | None:
+    """The frame of gdb's (or the crash utility's) backtrace a reader names as what failed: where the program chose to
+    die (abort, an assertion, the kernel's panic, under the frames that deliver the signal), else its innermost frame;
+    None for a backtrace that shows no crash -- one begun mid-stack with no such frame, or a thread stopped waiting
+    (a dump of a live, hung process's threads)."""
+    names = [frame_function(f.text) or "" for f in frames]
+    dying = next((i for i, n in enumerate(names) if n in _DYING), None)
+    if dying is not None and all(n in _DELIVERY for n in names[:dying]):
+        return frames[dying]
+    if not from_top or _WAITING.search(names[0]):
+        return None
+    return frames[0]
 
 
 def signal_frames_phase(line: int, frames: Sequence[LogEvent]) -> str | None:

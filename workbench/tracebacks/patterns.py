@@ -505,6 +505,9 @@ def _interesting_words(*, strong: bool) -> frozenset[str]:
         "ERROR", "CRITICAL",
         # a native backtrace's frame as glibc's backtrace_symbols, c10 and UCX print it (_NATIVE_SYMBOL below)
         ") [0x", "frame #", "()  ", ") + ",
+        # gdb's frames (GDB_FRAME: "#0  ", a library's ") from /", a source line's ") at /" or ") at ./"), the kernel's
+        # crash utility's (" at ffffffff8da96bd8")
+        "#0  ", ") from /", ") at /", ") at .", " at ffffffff",
         # the CUDA runtime's error for a GPU its build has no kernels for, printed with no other error word
         "kernel image",
         # uvicorn running an app's lifespan start-up (phases._TEXT_STARTUP reads it before a failure)
@@ -534,6 +537,9 @@ def no_cr(line: str) -> str:
     return line.rstrip("\r\n") if "\r" in line else line
 
 
+# a frame of gdb's backtrace: its number, the frame's address (none for frame 0 stopped at a source line), the function
+# (``??`` where gdb knows none) and its arguments, where it is ("from" a library, "at" a source line)
+GDB_FRAME = re.compile(r"#\d+\s+(?:\S+ in )?(?:\?\?|[A-Za-z_~].*?) \(.*\)(?: (?:from|at) \S+)?$")
 # a frame of a native backtrace: a process that crashed in native code. As glibc's backtrace_symbols prints it
 # ("/usr/lib/x86_64-linux-gnu/libstdc++.so.6(+0xd6df4) [0x7f9572b73df4]", maybe followed by the demangled function;
 # vLLM's crash handler names the process title after "--- ": "--- VLLM::EngineCore(_PyEval_EvalFrameDefault+0x8cf)
@@ -549,4 +555,9 @@ _NATIVE_SYMBOL = re.compile(r"(?:\S+\.so(?:\.\d+)*|--- \S+|ray::\w+)\([^()\s]*\)
                             # tensorrtllm.so(+0x515f5) [0x7f67...]", "7  0x7f67... TRITONBACKEND_ModelInstanceInitialize + 101")
                             r"|\d+\s+0x[0-9a-fA-F]+\s+(?:\S+\.so(?:\.\d+)*\([^()\s]*\) \[0x[0-9a-fA-F]+\]|[A-Za-z_]\w* \+ \d+)$"
                             # c10's head of the frames it lists under a torch error's message (see native_backtrace)
-                            r"|Exception raised from \S+ at \S+ \(most recent call first\):$")
+                            r"|Exception raised from \S+ at \S+ \(most recent call first\):$"
+                            # gdb's "bt" ("#3  0x00007f8e2c289676 in free () from /lib/x86_64-linux-gnu/libc.so.6", "#0
+                            # __pthread_kill_implementation (no_tid=0, signo=6, ...) at ./nptl/pthread_kill.c:44", the
+                            # address replaced by a report's "xxx"), and the kernel's crash utility (" #2 [ffffa5d59a524e60]
+                            # panic at ffffffff8da96bd8")
+                            r"|" + GDB_FRAME.pattern + r"|#\d+ \[[0-9a-f]{8,}\] \S+ at [0-9a-f]{8,}$")

@@ -205,8 +205,13 @@ ANY_LEVEL_PHRASES: tuple[tuple[str, str | None], ...] = (
     # "*** SIGABRT received ..." and faulthandler's "Fatal Python error: Aborted"; "free(): invalid pointer", "double free
     # or corruption (out)", "malloc(): corrupted top size")
     ("detected ***", r"\*\*\* (?:buffer overflow|stack smashing) detected \*\*\*"),
-    ("(): ", r"(?<![\w.])(?:free|malloc|realloc|calloc)\(\): (?:invalid|corrupted|unaligned|double)\b"),
+    # (and its heap checks named for the chunk they found broken: "corrupted size vs. prev_size", "corrupted
+    # double-linked list", "munmap_chunk(): invalid pointer", "malloc_consolidate(): invalid chunk size")
+    ("(): ", r"(?<![\w.])(?:free|malloc|realloc|calloc|munmap_chunk|malloc_consolidate)\(\): "
+             r"(?:invalid|corrupted|unaligned|double|memory corruption)\b"),
     ("double free or corruption", None),
+    ("corrupted size vs. prev_size", r"^corrupted size vs\. prev_size\b"),
+    ("corrupted double-linked list", r"^corrupted double-linked list\b"),
     # llama.cpp's loader giving up on a model file, at no level, before its callers' own failures ("llama_model_load:
     # error loading model: error loading model architecture: unknown model architecture: 'chatglm'", older builds
     # without the function's name)

@@ -89,6 +89,7 @@ from workbench.tracebacks.stack import (
     cpp_line,
     cut_in_message,
     dump_frame,
+    exception_first,
     in_block,
     ipython_frame,
     join_wrapped,
@@ -102,10 +103,9 @@ _QUIET_LINES = 200  # an open block whose writer printed nothing for this many l
 class Extractor:
     """Incremental extractor: ``feed`` lines in order, then ``finish``.
 
-    After ``finish`` the results are in ``tracebacks``, ``cpp_exceptions``, ``events`` and
-    ``chain_cut_after``; ``trackers`` holds one phase tracker per server, fed the same lines: its key
-    is ``"host|service"`` (journal host and identifier, or compose service), ``"|"`` for lines with
-    neither.
+    After ``finish`` the results are in ``tracebacks``, ``cpp_exceptions``, ``events`` and ``chain_cut_after``;
+    ``trackers`` holds one phase tracker per server, fed the same lines: its key is ``"host|service"`` (journal host
+    and identifier, or compose service), ``"|"`` for lines with neither.
     """
 
     def __init__(self, *, year: int | None = None) -> None:
@@ -128,8 +128,7 @@ class Extractor:
         self._last_header: tuple[Block, Stream] | None = None
         self._touched: Block | None = None  # the block that took the previous input line
         self._prev_len, self._widest, self.shapes = 0, 0, LineShapes()
-        self._busy: set[int] = set()  # streams with a block, a C++ exception or a chain pending
-        self._busy_last = 0  # the last line a busy stream took
+        self._busy, self._busy_last = set[int](), 0  # streams with a block, a C++ exception or a chain pending; their last line
         self._held: str | None = None  # a frame line waiting for the tail the terminal wrapped
         self._stream: Stream | None = None
         # the block that reads frames and took the last line, with the exact prefix its writer repeats
@@ -140,9 +139,8 @@ class Extractor:
 
     # -- input -------------------------------------------------------------------
     def feed(self, line: str, *, interesting: bool = False) -> None:
-        """Take the next line. ``interesting``: the caller found in it a word of the search that
-        :meth:`quiet` lines are read with (``_STRONG`` once the timeline knows the phase, else
-        ``_INTERESTING``), so it is not dull and that search is not repeated."""
+        """Take the next line. ``interesting``: the caller found in it a word of the search that :meth:`quiet` lines
+        are read with (``_STRONG`` once the timeline knows the phase, else ``_INTERESTING``): not dull, not searched again."""
         fast = self._fast
         if fast is not None and self._held is None:
             prefix = fast[2]
@@ -429,6 +427,7 @@ class Extractor:
                 block.start = start
             else:
                 block = self._new_block(stream, origin, parsed, header, cut_start=True)
+                block.exc_first = exception_first(prev[1]) if prev is not None and prev[0] == self.line_no - 1 else None
             add_frame(block, msg, stream, self.line_no)
             block.end = self.line_no
             return
@@ -467,14 +466,15 @@ class Extractor:
                 self._cpp.append(stream.cpp)
                 return
         if ((msg[:1].isalpha() or msg[:1] in "`(*-[" or "\uff1a" in msg[:24] or (msg[:1].isdigit() and " - " in msg[:50])
-             or msg[:2].strip().isupper())  # (a record's message on a line of its own, one space in: " KeyError: 'x'")
+             # (a record's message on a line of its own, one space in: " KeyError: 'x'", or deeper: a paste kept its indent)
+             or msg[:2].isupper() or (msg[:1] == " " and msg.lstrip()[:1].isupper()))
                 and parsed.level not in ("INFO", "DEBUG") and self._bare(stream, origin, parsed, msg, header)):
             return
         self._event(parsed, msg)
 
     def _bare(self, stream: Stream, origin: tuple[str | None, ...], parsed: LogLine, msg: str, header: str | None) -> bool:
-        """An exception line with no frame before it (the window began after them, or the tool
-        printed only the line): a block of its own, cut at the start."""
+        """An exception line with no frame before it (the window began after them, or the tool printed only the
+        line): a block of its own, cut at the start."""
         text = (after_label(msg) or msg).strip()  # the line, or what follows its "【BUG】：" label or "(APIServer) " tag
         m = _EXC.match(text)
         if m is not None and m.group(2) is not None and _BARE_EXC_NAME.search(m.group(1).split("(", 1)[0]):
@@ -532,7 +532,7 @@ class Extractor:
         self._quiet = quiet_cuda_error(parsed, msg, self.line_no, self._tracker.phase, self._server)
         if self.events:  # the step a line just below the latest events names
             follow(self.events, parsed, msg, self.line_no)
-        if ("0x" in msg or "raised from" in msg) and _NATIVE_SYMBOL.match(msg.strip()):
+        if ("0x" in msg or "raised from" in msg or "#" in msg[:12]) and _NATIVE_SYMBOL.match(msg.strip()):
             if len(self.native_frames) < KEPT:
                 self.native_frames.append(native_frame(self.line_no, msg, parsed.rank, self._tracker.phase,
                                                        self._server, self._recent, self._recent_heads))

@@ -84,6 +84,9 @@ class Block:
     # an exception line alone whose message was to begin on the next line ("RuntimeError: "): if none came, the line
     # said nothing, and is no failure (see chains.build_tracebacks)
     awaits_message: bool = False
+    # the exception line printed right above the block's first frame, its header none ("AssertionError", then '  File
+    # ...'): taken as the block's exception when none follows its frames (see exception_first)
+    exc_first: tuple[str, list[str]] | None = None
 
 
 @dataclass
@@ -240,6 +243,8 @@ def close(stream: Stream, *, cut: bool) -> None:
             and (glued := _GLUED_RAISE.match(last.code)) is not None):  # the exception line glued to its raise
         block.frames[-1] = Frame(last.file, last.line, last.function, glued.group(1))
         block.exc_type, block.message, cut = glued.group(2), [glued.group(3).rstrip()], False
+    if block.exc_type is None and block.exc_first is not None and block.frames:
+        block.exc_type, block.message, cut = block.exc_first[0], list(block.exc_first[1]), False
     if block.exc_type is not None or not cut:
         stream.last_index = block.index
     stream.block = None
@@ -360,6 +365,16 @@ def native_abort(msg: str, *, what: bool) -> tuple[str, list[str], int] | None:
     # tensorrt_llm::common::TllmException: ..."): its message has begun, its numbered frames come next
     c = _CPP_EXC_LINE.match(msg.strip()) if what and "::" in msg else None
     return (c.group(1), [c.group(2).rstrip()], 1) if c is not None else None
+
+
+def exception_first(text: str) -> tuple[str, list[str]] | None:
+    """(type, message) of an exception line printed right above frames that have no header ("AssertionError", then
+    '  File "mamba_mixer2.py", line 963, in conv_ssm_forward'): a shortened traceback that names its exception first
+    (a logger's ``repr(e)`` before ``format_tb``, a report that moved the exception up); else None."""
+    exc = _EXC.match(text.strip())
+    if exc is None or not looks_like_exception(exc):
+        return None
+    return exc.group(1), [exc.group(2).rstrip()] if exc.group(2) else []
 
 
 def wrapper_goes_on(block: Block) -> bool:

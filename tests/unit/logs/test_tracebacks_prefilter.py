@@ -269,6 +269,9 @@ _PHRASE_LINES = {
     "(): ": "free(): invalid pointer",
     # glibc's message for a chunk freed twice, as a process prints it before SIGABRT
     "double free or corruption": "double free or corruption (out)",
+    # Mooncake#1338: importing its store on an Ascend host, before "Aborted (core dumped)"
+    "corrupted size vs. prev_size": "corrupted size vs. prev_size",
+    "corrupted double-linked list": "corrupted double-linked list",
     # a llama.cpp CLI's output on a Hugging Face discussion (GLM-4 GGUF)
     "error loading model: ": "llama_model_load: error loading model: error loading model architecture: unknown model "
                              "architecture: 'chatglm'",

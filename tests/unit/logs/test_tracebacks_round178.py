@@ -1,0 +1,111 @@
+"""What held-outs 178-181 (the newest threads of SGLang, vLLM, vllm-ascend and siblings, and the frameworks around them)
+showed missing, each a general rule: gdb's and the kernel crash utility's backtraces read as native frames (the frame a
+reader names, a hung process's thread dump no crash); an exception line printed above its frames; an exception line
+alone that kept its indent; glibc's heap checks; CANN's named error codes; vLLM's end of the weights' step entering the
+KV cache's sizing; SGLang's idle pool check as serving."""
+
+from __future__ import annotations
+
+import pytest
+
+from workbench.phases import timeline
+from workbench.tracebacks import analyze
+
+GDB_ABORT = """\
+#0  __pthread_kill_implementation (no_tid=0, signo=6, threadid=<optimized out>) at ./nptl/pthread_kill.c:44
+#1  __pthread_kill_internal (signo=6, threadid=<optimized out>) at ./nptl/pthread_kill.c:78
+#2  0x00007f8e2c242476 in raise () from /lib/x86_64-linux-gnu/libc.so.6
+#3  0x00007f8e2c2287f3 in abort () from /lib/x86_64-linux-gnu/libc.so.6
+#4  0x00007f8e2c289676 in ?? () from /lib/x86_64-linux-gnu/libc.so.6
+#5  0x00007f8e2c2a2e70 in free () from /lib/x86_64-linux-gnu/libc.so.6
+"""
+
+
+def test_gdb_backtrace_of_an_abort_names_the_abort_frame() -> None:
+    a = analyze(GDB_ABORT)
+    rc = a.root_cause
+    assert rc is not None and rc.kind == "log_line" and "in abort () from" in rc.message
+    assert a.final is not None and a.final.truncated
+
+
+def test_gdb_backtrace_from_frame_zero_is_a_crash_and_its_functions_give_the_phase() -> None:
+    log = ("#0  0x00007ffff7a5c4f0 in ?? () from /usr/lib/libnccl.so.2\n"
+           "#1  0x00007ffff7a5c4f0 in ncclCommInitRank () from /usr/lib/libnccl.so.2\n"
+           "#2  0x00007ffff7a5d000 in c10d::ProcessGroupNCCL::getNCCLComm(std::string const&) () from /usr/lib/libtorch_cuda.so\n")
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.message.startswith("#0  0x00007ffff7a5c4f0 in ?? ()") and rc.phase == "nccl_init"
+
+
+@pytest.mark.parametrize("log", [
+    # a hung process's threads, each stopped waiting ("thread apply all bt")
+    ("#0  __futex_abstimed_wait_common64 (private=<optimized out>, cancel=true) at ./nptl/futex-internal.c:57\n"
+     "#1  __futex_abstimed_wait_common (cancel=true, private=<optimized out>) at ./nptl/futex-internal.c:87\n"
+     "#2  0x00007f8a5a4a6bdf in do_futex_wait (sem=sem@entry=0x557fda93c1b0) at ./nptl/sem_waitcommon.c:111\n"),
+    # the middle of a dump, no crash frame in it
+    ("#9  0x0000557ebff8d9fc in _PyFunction_Vectorcall ()\n#10 0x0000557ebff785d7 in _PyEval_EvalFrameDefault ()\n"
+     "#11 0x0000557ebff8d9fc in _PyFunction_Vectorcall ()\n#12 0x00007f8a5a49eac3 in start_thread (arg=<optimized out>) "
+     "at ./nptl/pthread_create.c:442\n"),
+])
+def test_gdb_thread_dump_of_a_live_process_is_no_failure(log: str) -> None:
+    assert analyze(log).root_cause is None
+
+
+def test_kernel_crash_utility_backtrace_names_the_panic() -> None:
+    log = ("PID: 960054   TASK: ffff8cd109059b80  CPU: 106  COMMAND: \"python\"\n"
+           " #0 [ffffa5d59a524d58] machine_kexec at ffffffff8d061ab0\n"
+           " #1 [ffffa5d59a524da0] __crash_kexec at ffffffff8d1ad06a\n"
+           " #2 [ffffa5d59a524e60] panic at ffffffff8da96bd8\n"
+           " #3 [ffffa5d59a524ed8] watchdog_timer_fn.cold at ffffffff8daa113f\n")
+    rc = analyze(log).root_cause
+    assert rc is not None and "panic at ffffffff8da96bd8" in rc.message
+
+
+@pytest.mark.parametrize(("log", "exc", "message"), [
+    ("AssertionError\n  File \"vllm/model_executor/layers/mamba/mamba_mixer2.py\", line 963, in conv_ssm_forward\n"
+     "    assert block_idx_last_scheduled_token_prev_step_d is not None\n", "AssertionError", ""),
+    ("ValueError: too many values\n  File \"x/y.py\", line 3, in f\n    a, b = g()\n", "ValueError", "too many values"),
+])
+def test_exception_printed_above_its_frames_is_their_exception(log: str, exc: str, message: str) -> None:
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.kind == "exception" and rc.exception_type == exc and rc.message == message
+
+
+def test_frames_under_a_sentence_stay_a_cut_traceback() -> None:
+    rc = analyze("It fails like this\n  File \"x/y.py\", line 3, in f\n    a, b = g()\n").root_cause
+    assert rc is not None and rc.exception_type is None
+
+
+def test_exception_line_alone_keeps_its_indent() -> None:
+    rc = analyze("   ValueError: too many values to unpack (expected 2)\n").root_cause
+    assert rc is not None and rc.exception_type == "ValueError" and rc.message == "too many values to unpack (expected 2)"
+
+
+@pytest.mark.parametrize("said", ["corrupted size vs. prev_size", "corrupted double-linked list",
+                                  "munmap_chunk(): invalid pointer", "malloc_consolidate(): invalid chunk size"])
+def test_glibc_heap_check_is_the_cause_of_the_abort(said: str) -> None:
+    rc = analyze(f"python -c \"from mooncake.store import MooncakeDistributedStore\"\n{said}\nAborted (core dumped)\n").root_cause
+    assert rc is not None and rc.message.startswith(said)
+
+
+def test_cann_named_error_code_is_a_failure() -> None:
+    log = ("[PID: 749] 2025-12-29-03:16:15.787.356 Get_Socket_Timeout(EI0006): Getting socket times out. Reason: 1. The "
+           "remote does not initiate a connect request.\n")
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.kind == "log_line" and "Getting socket times out" in rc.message
+
+
+@pytest.mark.parametrize("done", ["INFO 04-08 19:59:10 model_runner.py:1115] Loading model weights took 14.9595 GB",
+                                  "INFO 05-07 02:13:52 [gpu_model_runner.py:1347] Model loading took 0.25 GiB and 0.9 seconds"])
+def test_a_failure_after_vllm_loaded_its_weights_is_the_kv_cache_sizing(done: str) -> None:
+    log = f"{done}\nERROR 04-08 19:59:10 engine.py:400] CUDA error: no kernel image is available for execution on the device\n"
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.phase == "kv_cache_alloc"
+
+
+def test_sglang_idle_pool_check_is_serving_and_not_its_start_up_line() -> None:
+    log = ("ValueError: token_to_kv_pool_allocator memory leak detected! self.max_total_num_tokens=270331, "
+           "available_size=644, evictable_size=269628, protected_size=0\n")
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.phase == "serving"
+    start = "[2025-06-06 01:56:27 TP0] max_total_num_tokens=270331, chunked_prefill_size=8192, max_prefill_tokens=16384\n"
+    assert [r["phase"] for r in timeline(start, year=2026)][-1] == "startup_other"
