@@ -917,7 +917,10 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|[Ff]ailed to (?:start(?! (
                            # the device checked as the engine is configured ("Bfloat16 is only supported on GPUs with
                            # compute capability of at least 8.0"), or not acquired at all (Habana's "synStatus=8 [Device
                            # not found] Device acquire failed.")
-                           r"\bis only supported on GPUs with compute capability\b|\b[Dd]evice acquire failed\b", re.I)
+                           # (or the engine's own check of the GPU's architecture: SGLang's "ValueError: Unsupported
+                           # compute capability: 12.0", "requires compute capability >= 9.0")
+                           r"\bis only supported on GPUs with compute capability\b|\b[Dd]evice acquire failed\b|"
+                           r"\b(?:unsupported|requires?) (?:GPU )?compute capability\b", re.I)
 # the Envoy proxy in front of a server (Istio, KServe, AIBrix and llm-d gateways) answering a request for a backend it
 # could not reach: a request was being served (also a last resort's failure: tracebacks.events.quiet_failure)
 GATEWAY_FAILURE = r"\bupstream connect error or disconnect/reset before headers\b|\bno healthy upstream\b"

@@ -109,3 +109,10 @@ def test_sglang_idle_pool_check_is_serving_and_not_its_start_up_line() -> None:
     assert rc is not None and rc.phase == "serving"
     start = "[2025-06-06 01:56:27 TP0] max_total_num_tokens=270331, chunked_prefill_size=8192, max_prefill_tokens=16384\n"
     assert [r["phase"] for r in timeline(start, year=2026)][-1] == "startup_other"
+
+
+@pytest.mark.parametrize("said", ["ValueError: Unsupported compute capability: 12.0",
+                                  "RuntimeError: FlashMLA requires compute capability >= 9.0"])
+def test_the_engine_s_check_of_the_gpu_architecture_is_start_up(said: str) -> None:
+    rc = analyze(said + "\n").root_cause
+    assert rc is not None and rc.phase == "startup_other"
