@@ -324,7 +324,10 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("lmcache/v1/cache_engine.py", "store retrieve lookup", _S),
     # the model is built inside load_model: its constructors and the layers' weight set-up are weight loading
     ("vllm/model_executor/models/", "__init__ make_layers load_weights", _W),
-    ("vllm/model_executor/layers/", "create_weights process_weights_after_loading", _W),
+    # (and its layers' constructors, the attention layer's with them, which pick their kernels and backends as the model
+    # is built: a stack cut above the model's own frames ends in them)
+    ("vllm/model_executor/layers/", "__init__ create_weights process_weights_after_loading", _W),
+    ("vllm/attention/layer.py", "__init__", _W),
     ("vllm_ascend/models/", "__init__ load_weights", _W),
     ("vllm_ascend/", "create_weights process_weights_after_loading", _W),
     # quantized weights are repacked for their kernels once loaded (process_weights_after_loading)

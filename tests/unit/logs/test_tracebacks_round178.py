@@ -116,3 +116,14 @@ def test_sglang_idle_pool_check_is_serving_and_not_its_start_up_line() -> None:
 def test_the_engine_s_check_of_the_gpu_architecture_is_start_up(said: str) -> None:
     rc = analyze(said + "\n").root_cause
     assert rc is not None and rc.phase == "startup_other"
+
+
+def test_a_layer_built_with_the_model_is_the_weights_step() -> None:
+    log = ('Traceback (most recent call last):\n'
+           '  File "/x/site-packages/vllm/attention/layer.py", line 234, in __init__\n'
+           '    self.attn_backend = get_attn_backend(\n'
+           '  File "/x/site-packages/vllm/v1/attention/selector.py", line 83, in get_attn_backend\n'
+           '    return _cached_get_attn_backend(\n'
+           'ValueError: Invalid kv_cache_dtype: fp8_e6m2\n')
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.phase == "weight_loading"
