@@ -328,6 +328,8 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     # is built: a stack cut above the model's own frames ends in them)
     ("vllm/model_executor/layers/", "__init__ create_weights process_weights_after_loading", _W),
     ("vllm/attention/layer.py", "__init__", _W),
+    # (a quantisation config choosing each layer's method and scheme as the layer is built)
+    ("vllm/model_executor/layers/quantization/", "get_quant_method get_scheme _get_scheme_from_parts", _W),
     ("vllm_ascend/models/", "__init__ load_weights", _W),
     ("vllm_ascend/", "create_weights process_weights_after_loading", _W),
     # quantized weights are repacked for their kernels once loaded (process_weights_after_loading)

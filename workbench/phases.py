@@ -870,6 +870,11 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|[Ff]ailed to (?:start(?! (
                            # the model's architecture not found among those the engine or transformers know
                            # ("'X' is not a registered model", "Model architectures ['X'] are not supported for now")
                            r"is not a registered model|Cannot find model module|"
+                           # (or found, but not for this build of it: "LiteWhisperForConditionalGeneration has no vLLM
+                           # implementation", "GGUF model with architecture olmo2 is not supported yet", "Pipeline
+                           # parallelism is not supported for this model")
+                           r"\bhas no vLLM implementation\b|\bmodel with architecture \S+ is not supported\b|"
+                           r"\b(?:Pipeline|Tensor|Expert|Data|Context) parallelism is not supported for this model\b|"
                            r"Model architectures? \[[^\]]{0,200}\] (?:are|is) not supported|"
                            # an engine placing its workers on the Ray cluster's GPUs ("Consider adjusting the Ray
                            # placement group")
@@ -942,6 +947,9 @@ _TEXT_SERVING = re.compile(r"inputs? of failed execution|Dumping input data|Dump
                            # SGLang's scheduler checking its pools while it idles between requests ("ValueError:
                            # token_to_kv_pool_allocator memory leak detected! ...")
                            r"\bmemory leak detected\b|"
+                           # a structured-output backend stepping a request's grammar (vLLM's xgrammar backend: "Failed to
+                           # advance FSM for request resp_2021... for tokens 410")
+                           r"\bFailed to advance FSM\b|"
                            # a cloud endpoint's client told the model failed its request (boto's "An error occurred
                            # (ModelError) when calling the InvokeEndpoint operation: Received server error (507)")
                            r"\bwhen calling the Invoke\w* operation\b|"

@@ -127,3 +127,20 @@ def test_a_layer_built_with_the_model_is_the_weights_step() -> None:
            'ValueError: Invalid kv_cache_dtype: fp8_e6m2\n')
     rc = analyze(log).root_cause
     assert rc is not None and rc.phase == "weight_loading"
+
+
+@pytest.mark.parametrize(("log", "phase"), [
+    ("(EngineCore_0 pid=1) ERROR 08-08 02:53:13 [backend_xgrammar.py:160] Failed to advance FSM for request resp_2021 "
+     "for tokens 410. Please file an issue.\n", "serving"),
+    ("ValueError: GGUF model with architecture olmo2 is not supported yet\n", "startup_other"),
+    ("ValueError: LiteWhisperForConditionalGeneration has no vLLM implementation and the Transformers implementation is "
+     "not compatible with vLLM.\n", "startup_other"),
+    ("NotImplementedError: Pipeline parallelism is not supported for this model. Supported models implement the "
+     "`SupportsPP` interface.\n", "startup_other"),
+    ('Traceback (most recent call last):\n  File "/x/vllm/model_executor/layers/quantization/compressed_tensors/'
+     'compressed_tensors.py", line 414, in _get_scheme_from_parts\n    raise NotImplementedError(\n'
+     'NotImplementedError: No compressed-tensors compatible scheme was found.\n', "weight_loading"),
+])
+def test_what_the_words_or_the_quantisation_config_say_of_the_step(log: str, phase: str) -> None:
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.phase == phase
