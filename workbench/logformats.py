@@ -338,6 +338,8 @@ def _parse(line: str, *, inner: bool = False) -> Parsed:
     if not line or line[0] in " \t":  # continuation lines (traceback frames) carry no prefix
         if "[rank" in line[:16] and line.lstrip(" \t").startswith("[rank"):
             line = line.lstrip(" \t")  # torch's "[rankN]:" indented by a paste (a list item's "  [rank1]:   File")
+        elif line[:2] == " (" and _PROC_FAST.match(line, 1):
+            line = line[1:]  # (or a process's prefix, one space in: " (SGLangEngine pid=12589) torch.AcceleratorError: ...")
         elif "\x1b" not in line and "\r" not in line and not _needs_clean(line):
             return LogLine(raw, line), _NO_ORIGIN, None
     wrapper_level = None  # a logfmt record's own level, when it says error (see below)

@@ -169,12 +169,16 @@ _PROC_TAG = re.compile(r"\([A-Z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)*\) +(?=[A-Za-z_])"
 
 
 _RAISED_THEN_LINE = re.compile(r"raise ([\w.]+)\(\s*(?=\1: )")
+# pytest's short summary of a test that failed or errored, its exception after the test's id ("FAILED tests/x.py::
+# test_gsm8k[DeepSeek-R1-TP] - AssertionError: GSM8K metric too low: 0.0000 < 0.8700")
+_PYTEST_SUMMARY = re.compile(r"(?:FAILED|ERROR) [^\s:]+::.*? - (?=[A-Za-z_][\w.]*(?:Error|Exception)\b)")
 
 
 def after_label(msg: str) -> str:
     """The text between the ``**`` of a line a Markdown paste set in bold, after a label written with a full-width
     colon near the start of a line ("【BUG】：", "报错："), after a process tag with no pid ("(APIServer) "), after
-    Python logging's head of a record at an error level, after SGLang's "hit an exception: ", or after a raise whose
+    Python logging's head of a record at an error level, after SGLang's "hit an exception: ", after pytest's summary of
+    a failed test ("FAILED tests/x.py::test_y - "), or after a raise whose
     exception line a paste glued to it ("raise RuntimeError( RuntimeError: ..."), where a pasted or logged exception line
     often follows; '' when there is no such label."""
     if msg[:2] == "**" and msg.rstrip().endswith("**"):  # a line a Markdown paste set in bold
@@ -189,6 +193,8 @@ def after_label(msg: str) -> str:
         return msg[loc.end():]
     if "hit an exception: " in msg[:40]:  # SGLang's "Scheduler hit an exception: X: ..." when the stack is not printed
         return msg.split("hit an exception: ", 1)[1]
+    if msg[:7] in ("FAILED ", "ERROR t") and (test := _PYTEST_SUMMARY.match(msg)) is not None:
+        return msg[test.end():]
     if msg[:6] == "raise " and (glued := _RAISED_THEN_LINE.match(msg)) is not None:
         return msg[glued.end():]  # the raise's code line and the exception line, their newline lost ("raise X( X: ...")
     tag = _PROC_TAG.match(msg) if msg[:1] == "(" else None

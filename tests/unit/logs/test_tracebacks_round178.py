@@ -144,3 +144,23 @@ def test_a_layer_built_with_the_model_is_the_weights_step() -> None:
 def test_what_the_words_or_the_quantisation_config_say_of_the_step(log: str, phase: str) -> None:
     rc = analyze(log).root_cause
     assert rc is not None and rc.phase == phase
+
+
+def test_a_process_prefix_one_space_in_is_still_the_prefix() -> None:
+    rc = analyze(" (SGLangEngine pid=12589) torch.AcceleratorError: CUDA error: device-side assert triggered\n").root_cause
+    assert rc is not None and rc.kind == "exception" and rc.exception_type == "torch.AcceleratorError"
+
+
+@pytest.mark.parametrize(("line", "exc", "said"), [
+    ("FAILED evals/gsm8k/test_gsm8k_correctness.py::test_gsm8k_correctness[DeepSeek-R1-TP] - AssertionError: GSM8K "
+     "metric too low: 0.0000 < 0.9500 - 0.0800 = 0.8700", "AssertionError", "GSM8K metric too low: 0.0000 < 0.9500"),
+    ("ERROR tests/entrypoints/test_chat.py::test_tool_call - RuntimeError: Server exited unexpectedly.", "RuntimeError",
+     "Server exited unexpectedly."),
+])
+def test_pytest_summary_of_a_failed_test_is_its_exception(line: str, exc: str, said: str) -> None:
+    rc = analyze(line + "\n").root_cause
+    assert rc is not None and rc.kind == "exception" and rc.exception_type == exc and rc.message.startswith(said)
+
+
+def test_a_test_passing_is_no_failure() -> None:
+    assert analyze("PASSED tests/x.py::test_y - took 3 s\n").root_cause is None
