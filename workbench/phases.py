@@ -99,6 +99,10 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
     # TensorRT-LLM prints its version when it is imported (every rank of an mpirun does): the program is starting,
     # when nothing else is known yet
     (r"TensorRT-LLM version: \d", "startup_other", 0, "progress"),
+    # TensorRT's builder at work on an engine ("[TRT] [I] Global timing cache in use.", "[TRT] [I] [GraphReduction] ...",
+    # "[TRT] [I] Detected 14 inputs and 1 output network tensors."): an engine is being built before anything serves
+    (r"\[TRT\] \[[IVW]\] (?:Global timing cache in use|\[GraphReduction\]|Detected \d+ inputs and \d+ output network|"
+     r"\[MemUsageChange\] Init builder kernel library)", "startup_other", 0, "progress"),
     # lmdeploy choosing its PyTorch engine and checking what it needs (triton, its kernels) before building it
     (r"Checking environment for PyTorch Engine|Try to run with pytorch engine", "startup_other", 0, "progress"),
     # Triton loading a model: its backend's initialisation, the instance group a backend reports it builds
@@ -239,6 +243,7 @@ _COMPILED = tuple(re.compile(pat) for pat, *_rest in _RULES)
 _RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("server_args=", "LLM engine", "vLLM API server version", "non-default args:"),
     ("TensorRT-LLM version: ",),
+    ("[TRT] [",),
     ("Checking environment for PyTorch Engine", "Try to run with pytorch engine"),
     ("TRITONBACKEND_Model", "Instance group type: "),
     ("Init torch distributed begin",),
@@ -297,7 +302,7 @@ _ANCHORS = ("server_args=", "LLM engine", "vLLM", "non-default", "Init torch", "
             "llama_init_from_model", "llama_context", "llama_kv_cache", "params_dict", "cmpl-", " HTTP/1.", " toks/s", "requestI", "request_id=", "requestPath=",
             "Encoder cache", "load_tensors", "Autotuning process", "FlashInfer autotune", "[Warmup][", "ProcessInferRequests",
             "llama runner started", "Started GRPCInferenceService", "Started HTTPService", "[GIN] ", "update_slots", "log_server_r", "Processing Prompt", "Generating (",
-            "Throughput (T/s)")
+            "Throughput (T/s)", "[TRT] [")
 _FAILURE_RE = re.compile(
     r"hit an exception|Traceback \(most recent call last\)|failed to start|WorkerProc failed|"
     r"died unexpectedly|scheduler (?:is dead|died)|Initialization failed|Received sigquit|SIGQUIT received|"
@@ -824,6 +829,9 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|[Ff]ailed to (?:start(?! (
                            # required", "manifest unknown")
                            r"\bpull access denied\b|\bmanifests/[^\s\"]+\"?: unauthorized\b|\bmanifest unknown\b|"
                            r"\bImagePullBackOff\b|\bErrImagePull\b|"
+                           # (or the kubelet unable to give it the devices it claimed: DRA's "failed to prepare dynamic
+                           # resources: prepare dynamic resources: NodePrepareResources failed")
+                           r"\bprepare dynamic resources\b|"
                            # (or Docker and CDI finding no GPU device for it: "could not select device driver \"nvidia\"
                            # with capabilities: [[gpu]]", "unresolvable CDI devices nvidia.com/gpu=all")
                            r"\bcould not select device driver\b|\bunresolvable CDI devices?\b|"

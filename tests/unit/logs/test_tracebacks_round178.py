@@ -164,3 +164,18 @@ def test_pytest_summary_of_a_failed_test_is_its_exception(line: str, exc: str, s
 
 def test_a_test_passing_is_no_failure() -> None:
     assert analyze("PASSED tests/x.py::test_y - took 3 s\n").root_cause is None
+
+
+def test_tensorrt_building_an_engine_is_start_up() -> None:
+    log = ("[05/13/2024-07:00:20] [TRT] [I] Global timing cache in use. Profiling results in this builder pass will be "
+           "stored.\n[05/13/2024-07:01:41] [TRT] [I] Detected 14 inputs and 1 output network tensors.\n"
+           "terminate called after throwing an instance of 'tensorrt_llm::common::TllmException'\n")
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.phase == "startup_other"
+
+
+def test_the_kubelet_unable_to_prepare_a_pod_s_devices_is_start_up() -> None:
+    log = ('Dec 01 10:00:00 node kubelet[123]: E1201 10:00:00.000000 123 pod_workers.go:1301] "Error syncing pod, '
+           'skipping" err="failed to prepare dynamic resources: NodePrepareResources failed for claim default/gpu"\n')
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.phase == "startup_other"
