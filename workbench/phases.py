@@ -676,7 +676,10 @@ _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
                 # SGLang's piecewise CUDA graphs (PCG) capture pass ("PCG capture stream is not set")
                 r"\bPCG capture|"
                 # SGLang's piecewise graphs failing as they are captured ("Piecewise CUDA Graph failed with error: ...")
-                r"Piecewise CUDA Graph failed", re.I), "cuda_graph_capture"),
+                r"Piecewise CUDA Graph failed|"
+                # the runtime's own capture calls failing ("cudaStreamEndCapture(stream, &handle_) failed: operation
+                # failed due to a previous error during capture", hipStreamBeginCapture)
+                r"\b(?:cuda|hip)Stream(?:Begin|End)Capture\b", re.I), "cuda_graph_capture"),
     # vLLM's "CUDA out of memory occurred when warming up sampler with 256 dummy requests"
     (re.compile(r"warm_?up|\bwarming up\b", re.I), "warmup"),
     (_LOAD_MODEL, "weight_loading"),
@@ -933,7 +936,10 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|[Ff]ailed to (?:start(?! (
                            # (or the engine's own check of the GPU's architecture: SGLang's "ValueError: Unsupported
                            # compute capability: 12.0", "requires compute capability >= 9.0")
                            r"\bis only supported on GPUs with compute capability\b|\b[Dd]evice acquire failed\b|"
-                           r"\b(?:unsupported|requires?) (?:GPU )?compute capability\b", re.I)
+                           r"\b(?:unsupported|requires?) (?:GPU )?compute capability\b|"
+                           # the visible devices named by UUID where a program reads indices (CUDA_VISIBLE_DEVICES=MIG-...:
+                           # "invalid literal for int() with base 10: 'MIG-2e782cfd-...'")
+                           r"invalid literal for int\(\) with base 10: '(?:MIG|GPU)-", re.I)
 # the Envoy proxy in front of a server (Istio, KServe, AIBrix and llm-d gateways) answering a request for a backend it
 # could not reach: a request was being served (also a last resort's failure: tracebacks.events.quiet_failure)
 GATEWAY_FAILURE = r"\bupstream connect error or disconnect/reset before headers\b|\bno healthy upstream\b"

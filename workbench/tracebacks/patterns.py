@@ -215,6 +215,9 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
         r"(?:^zsh: |^\[\d+\] +[+-]? *\d+ )(?:IOT instruction|abort|segmentation fault|illegal hardware instruction|bus error)"
         r"(?: \(core dumped\))? |"
         r"\*\*\* SIG(?:SEGV|ABRT|BUS|ILL|FPE)|received signal SIG(?:SEGV|ABRT|BUS)|"
+        # cuda-gdb stopping on a kernel's fault ("CUDA Exception: Warp Illegal Address", "Thread 71 \"pt_autograd_0\"
+        # received signal CUDA_EXCEPTION_14, Warp Illegal Address.")
+        r"^CUDA Exception: [A-Z]|received signal CUDA_EXCEPTION_\d+|"
         r"Floating point exception|Segfault encountered|^Signal \(\d+\) received\.|"  # (the last: Triton's server)
         # LLVM's report_fatal_error, which aborts the process (a Triton kernel's compile: "LLVM ERROR: Failed to
         # compute parent layout for slice layout.")
@@ -313,7 +316,7 @@ _EVENT_NEEDLES: dict[EventKind, tuple[str, ...]] = {
                      "general protection fault", "segfault at ", "Process received signal", ")[0x", "panic: ",
                      "fatal error: ", " abort ", "Signal (", "SIGSEGV: ", "SIGBUS: ", "SIGABRT: ", "SIGILL: ",
                      "SIGFPE: ", " received by PID ", ": fatal error", ": GGML_ASSERT(", "Uncaught SIG", "Fatal signal ",
-                     "[signal "),
+                     "[signal ", "CUDA Exception: ", "signal CUDA_EXCEPTION_"),
     "device_assert": ("Assertion ", "device-side assertion "),
     "error_line": (*(text for text, _ in LOST_TYPE_PHRASES + ANY_LEVEL_PHRASES), "out of memory", "CUDA error",
                    "ROCm error", "HIP error", "hipError",

@@ -179,3 +179,21 @@ def test_the_kubelet_unable_to_prepare_a_pod_s_devices_is_start_up() -> None:
            'skipping" err="failed to prepare dynamic resources: NodePrepareResources failed for claim default/gpu"\n')
     rc = analyze(log).root_cause
     assert rc is not None and rc.phase == "startup_other"
+
+
+def test_cuda_gdb_stopping_on_a_kernel_fault_is_the_failure() -> None:
+    log = ("CUDA Exception: Warp Illegal Address\n\n"
+           "Thread 71 \"pt_autograd_0\" received signal CUDA_EXCEPTION_14, Warp Illegal Address.\n"
+           "[Switching focus to CUDA kernel 0, grid 10597, block (1,0,0), thread (64,0,0), device 0, sm 125, warp 0, lane 0]\n")
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.kind == "log_line" and rc.message.startswith("CUDA Exception: Warp Illegal Address")
+
+
+@pytest.mark.parametrize(("log", "phase"), [
+    ("terminate called after throwing an instance of 'std::runtime_error'\n  what():  cudaStreamEndCapture(stream, "
+     "&handle_) failed: operation failed due to a previous error during capture\n", "cuda_graph_capture"),
+    ("ValueError: invalid literal for int() with base 10: 'MIG-2e782cfd-36f2-55ff-a7d5-c6734444be2b'\n", "startup_other"),
+])
+def test_capture_calls_and_device_uuids_name_their_step(log: str, phase: str) -> None:
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.phase == phase
