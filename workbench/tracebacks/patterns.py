@@ -500,7 +500,7 @@ def _interesting_words(*, strong: bool) -> frozenset[str]:
         "above exception", "During handling", "atchdog", "timing out", "sigquit", "ChildFailed", "kill_process",
         "cannot find -l", "ray::", "Illegal", "' panicked", "Bus error", "Floating", "Main process", "Interrupt", "Timeout",
         "Cancelled", "Thread 0x", "Stack (", '): "MainThread"', "│", "┃", "║", "╭", "^[", "\ufffd[", '{"', "m(", "segfault",
-        "protection fault", "memory budget", "memory usage threshold", "[signal ", "GPU HANG",
+        "protection fault", "memory budget", "memory usage threshold", "[signal ", "GPU HANG", "CUDA_EXCEPTION_",
         # a program's usage line as it refuses its command line (events.first_error reads it as the last resort)
         "usage: ",
         # a record at an error level whose words name no failure ("LMCache ERROR: The number of retrieved tokens is less
