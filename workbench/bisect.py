@@ -25,7 +25,8 @@ The search learns a *fault model* from its trials and tests until no fault it ca
   been run.  The search tests, greedily, the set that closes the most open faults, and learns from
   any surprise.  A learned *phase skipper* (an edit that stops a rule while the rule's edits with it fail
   in a later phase: ``--disable-cuda-graph`` skips the capture) hides every fault of the phase it skips, so
-  for that phase the cover also asks for the faults with the skipper absent beside the one absent edit;
+  for that phase the cover also asks for the faults with the skipper absent beside the one absent edit, and
+  only a set that gets past that phase shows them (one failing in it by another rule is a tie);
 * **blocker probes**: "edit c stops rule R" stays open until a trial shows R's signature with c present
   (and no other rule of that signature holding, unless the trial is just R's edits and c and the other
   rule lies inside them: two rules of one signature asked of each other); it is probed only at sets
@@ -517,13 +518,14 @@ class Search(Generic[T]):
 
     def _cover_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(sets, tested, value, covers, low, vis, capped): per fault of the cover's shape (rows) and set (columns)
-        whether the set holds it, the value each set says of it (its rank, capped at a skipped phase for a fault
-        asked with its skipper absent), and per fault the best tested and untested values."""
+        whether the set holds it, the value each set says of it (its rank, capped just past a skipped phase for a
+        fault asked with its skipper absent: only a set that gets past that phase shows it; one that fails in it by
+        another rule is a tie, which shows nothing of it), and per fault the best tested and untested values."""
         n = self.n
         sets, tested, value = self._set_values()
         pos_list, neg_list, cap_list = [], [], []
         negs = [(0 if c < 0 else 1 << c, OK_RANK) for c in [-1, *range(n)]]
-        negs += [((1 << c) | (1 << d), cap) for d, cap in self._skippers().items() for c in range(n) if c != d]
+        negs += [((1 << c) | (1 << d), cap + 1) for d, cap in self._skippers().items() for c in range(n) if c != d]
         for neg, cap in negs:
             free = self.full & ~neg
             sub = free
