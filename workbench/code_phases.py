@@ -622,6 +622,9 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("sglang/srt/managers/template_manager.py", "initialize load_chat_template _load_explicit_chat_template "
      "guess_chat_template_from_model_path load_completion_template", _U),
     # --- TensorRT-LLM's runtime (examples/run.py): a runner reads the engine's config and builds its session
+    # trtllm-build converting a checkpoint and building its engines before anything runs (commands/build.py's main ->
+    # parallel_build -> build_and_save): start-up code spanning several steps
+    ("tensorrt_llm/commands/build.py", "main parallel_build build_and_save build_model", _U),
     ("tensorrt_llm/runtime/model_runner.py", "from_dir from_engine read_config", _U),
     ("tensorrt_llm/runtime/model_runner_cpp.py", "from_dir", _U),
     # --- TensorRT-LLM's checkpoint converters (examples/<model>/convert_checkpoint.py): each rank's worker reads the

@@ -777,7 +777,9 @@ _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
                 r"Duplicate GPU detected|peer access is not supported", re.I), "nccl_init"),
 )
 # (not a store's operation: Mooncake's "Failed to start put operation" is a request's KV cache being offloaded)
-_TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|[Ff]ailed to (?:start(?! (?:put|get)\b)|initiali[sz]e)|creation task|"
+_TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|[Ff]ailed to (?:start(?! (?:put|get)\b)|initiali[sz]e|init\b)|creation task|"
+                           # (lmdeploy checking a model's config before it builds the engine: "<Model> check failed!")
+                           r"<\w+> check failed\b|"
                            # (Go's controllers and servers say "unable to": aibrix's "unable to initialize controllers")
                            r"\b(?:[Uu]nable to|[Cc]ould(?: not|n't)) (?:start|initiali[sz]e)\b|"
                            # the dynamic loader refusing to start a program whose library is missing ("executorWorker:

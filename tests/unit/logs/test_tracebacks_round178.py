@@ -197,3 +197,15 @@ def test_cuda_gdb_stopping_on_a_kernel_fault_is_the_failure() -> None:
 def test_capture_calls_and_device_uuids_name_their_step(log: str, phase: str) -> None:
     rc = analyze(log).root_cause
     assert rc is not None and rc.phase == phase
+
+
+@pytest.mark.parametrize("log", [
+    ('Traceback (most recent call last):\n  File "/usr/local/bin/trtllm-build", line 8, in <module>\n    sys.exit(main())\n'
+     '  File "/usr/local/lib/python3.10/dist-packages/tensorrt_llm/commands/build.py", line 468, in main\n'
+     "    rotary_type = rotary_scaling['type']\nKeyError: 'type'\n"),
+    "[2025-06-12 08:08:24.544+00:00] [12646] [12648] [server] [ERROR] [endpoint.cpp:45] : [MIE04E02011C] [endpoint] "
+    "Failed to init engine! Please check in the env MINDIE_LOG_PATH\n",
+])
+def test_building_an_engine_or_failing_to_init_one_is_start_up(log: str) -> None:
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.phase == "startup_other"
