@@ -587,6 +587,8 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     # a slot is taken or freed per request
     ("sglang/srt/mem_cache/memory_pool.py", "__init__ _create_buffers", _KV),
     ("sglang/srt/mem_cache/memory_pool_host.py", "__init__ init_kv_buffer", _KV),
+    # (HiCache's radix cache builds its host pool in its constructor, in the scheduler's init_memory_pool_and_cache)
+    ("sglang/srt/mem_cache/hiradix_cache.py", "__init__", _KV),
     ("sglang/srt/mem_cache/", "alloc free alloc_extend alloc_decode set_kv_buffer free_group_begin free_group_end "
      "backup_state restore_state", _S),
     # speculative decoding: the EAGLE worker's constructor builds the draft's TP worker (whose model runner loads it)
@@ -721,6 +723,9 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     # _process_weights: "for _ in e.map(self.model_comm.process_weight, ...)", the C++ binding named by its caller's
     # line), and their buffers allocated first (_create_weights)
     ("lmdeploy/turbomind/turbomind.py", "_process_weights process_weight _create_weights", _W),
+    # TurboMind's model instance per GPU, created by a thread at start-up: its batch allocates the KV cache's blocks
+    # (the C++ create_model_instance, named by its caller's line)
+    ("lmdeploy/turbomind/turbomind.py", "_create_model_instance", _KV),
     # --- sweep 2: TensorRT-LLM (only excerpts: py_executor.py @ 000439672005 is 444k characters; the definitions
     # and call sites below were read in the stored versions). PyExecutor.__init__ runs the model engines' warm-up
     # (model_engine.warmup(self.resource_manager)) before the worker thread; the thread's _event_loop_wrapper runs

@@ -209,3 +209,14 @@ def test_capture_calls_and_device_uuids_name_their_step(log: str, phase: str) ->
 def test_building_an_engine_or_failing_to_init_one_is_start_up(log: str) -> None:
     rc = analyze(log).root_cause
     assert rc is not None and rc.phase == "startup_other"
+
+
+@pytest.mark.parametrize("frame", [
+    '  File "/sgl-workspace/sglang/python/sglang/srt/mem_cache/hiradix_cache.py", line 26, in __init__\n'
+    '    self.token_to_kv_pool_host = MLATokenToKVPoolHost(token_to_kv_pool)\n',
+    '  File "/x/site-packages/lmdeploy/turbomind/turbomind.py", line 444, in _create_model_instance\n'
+    '    model_inst = self.tm_model.model_comm.create_model_instance(\n',
+])
+def test_the_constructors_that_allocate_the_kv_cache_are_its_step(frame: str) -> None:
+    rc = analyze("Traceback (most recent call last):\n" + frame + "RuntimeError: CUDA runtime error: out of memory\n").root_cause
+    assert rc is not None and rc.phase == "kv_cache_alloc"
