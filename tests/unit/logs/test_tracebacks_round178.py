@@ -220,3 +220,13 @@ def test_building_an_engine_or_failing_to_init_one_is_start_up(log: str) -> None
 def test_the_constructors_that_allocate_the_kv_cache_are_its_step(frame: str) -> None:
     rc = analyze("Traceback (most recent call last):\n" + frame + "RuntimeError: CUDA runtime error: out of memory\n").root_cause
     assert rc is not None and rc.phase == "kv_cache_alloc"
+
+
+@pytest.mark.parametrize("line", [
+    "[2025-06-23 07:22:00] Error in parse_streaming_increment: Expecting value: line 1 column 1 (char 0)",
+    "openai_harmony.HarmonyError: unexpected tokens remaining in message header: Some(\"to=functions.web\")",
+    "AttributeError: 'NGRAMWorker' object has no attribute 'update_weights_from_tensor'",
+])
+def test_a_request_s_output_parsed_or_weights_pushed_into_a_running_engine_is_serving(line: str) -> None:
+    rc = analyze(line + "\n").root_cause
+    assert rc is not None and rc.phase == "serving"
