@@ -968,8 +968,9 @@ _TEXT_SERVING = re.compile(r"inputs? of failed execution|Dumping input data|Dump
                            r"\bFailed to advance FSM\b|"
                            # (and a request's output parsed as it streams: SGLang's function-call parsers'
                            # parse_streaming_increment, gpt-oss's Harmony parser's HarmonyError); an RL trainer pushing its
-                           # weights into a running engine (SGLang's update_weights_from_tensor / _distributed / _disk)
-                           r"\bparse_streaming_increment\b|\bHarmonyError\b|\bupdate_weights_from_(?:tensor|distributed|disk)\b|"
+                           # weights into a running engine (SGLang's update_weights_from_tensor / _distributed / _disk; not
+                           # its route in an access line, whose answer says whether the engine serves)
+                           r"\bparse_streaming_increment\b|\bHarmonyError\b|(?<!/)\bupdate_weights_from_(?:tensor|distributed|disk)\b|"
                            # a cloud endpoint's client told the model failed its request (boto's "An error occurred
                            # (ModelError) when calling the InvokeEndpoint operation: Received server error (507)")
                            r"\bwhen calling the Invoke\w* operation\b|"

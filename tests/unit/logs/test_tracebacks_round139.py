@@ -57,7 +57,7 @@ def _root(log: str) -> tuple[str | None, str, str] | None:
      "error parsing grammar: unknown escape", "serving"),
     # no level, a time before it
     ("[2025-06-23 07:22:00] Error in parse_streaming_increment: Expecting value: line 1 column 1 (char 0)\n",
-     "Error in parse_streaming_increment: Expecting value", "unknown"),
+     "Error in parse_streaming_increment: Expecting value", "serving"),  # a request's output parsed as it streams
     # Rust's anyhow under TEI's "Error:": the deepest cause is in the message
     ("text-embeddings-1  | Error: Could not create backend\ntext-embeddings-1  | \ntext-embeddings-1  | Caused by:\n"
      "text-embeddings-1  |     Could not start backend: Runtime compute cap 52 is not compatible with compile time "
