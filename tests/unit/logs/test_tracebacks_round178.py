@@ -94,14 +94,6 @@ def test_cann_named_error_code_is_a_failure() -> None:
     assert rc is not None and rc.kind == "log_line" and "Getting socket times out" in rc.message
 
 
-@pytest.mark.parametrize("done", ["INFO 04-08 19:59:10 model_runner.py:1115] Loading model weights took 14.9595 GB",
-                                  "INFO 05-07 02:13:52 [gpu_model_runner.py:1347] Model loading took 0.25 GiB and 0.9 seconds"])
-def test_a_failure_after_vllm_loaded_its_weights_is_the_kv_cache_sizing(done: str) -> None:
-    log = f"{done}\nERROR 04-08 19:59:10 engine.py:400] CUDA error: no kernel image is available for execution on the device\n"
-    rc = analyze(log).root_cause
-    assert rc is not None and rc.phase == "kv_cache_alloc"
-
-
 def test_sglang_idle_pool_check_is_serving_and_not_its_start_up_line() -> None:
     log = ("ValueError: token_to_kv_pool_allocator memory leak detected! self.max_total_num_tokens=270331, "
            "available_size=644, evictable_size=269628, protected_size=0\n")
@@ -109,41 +101,6 @@ def test_sglang_idle_pool_check_is_serving_and_not_its_start_up_line() -> None:
     assert rc is not None and rc.phase == "serving"
     start = "[2025-06-06 01:56:27 TP0] max_total_num_tokens=270331, chunked_prefill_size=8192, max_prefill_tokens=16384\n"
     assert [r["phase"] for r in timeline(start, year=2026)][-1] == "startup_other"
-
-
-@pytest.mark.parametrize("said", ["ValueError: Unsupported compute capability: 12.0",
-                                  "RuntimeError: FlashMLA requires compute capability >= 9.0"])
-def test_the_engine_s_check_of_the_gpu_architecture_is_start_up(said: str) -> None:
-    rc = analyze(said + "\n").root_cause
-    assert rc is not None and rc.phase == "startup_other"
-
-
-def test_a_layer_built_with_the_model_is_the_weights_step() -> None:
-    log = ('Traceback (most recent call last):\n'
-           '  File "/x/site-packages/vllm/attention/layer.py", line 234, in __init__\n'
-           '    self.attn_backend = get_attn_backend(\n'
-           '  File "/x/site-packages/vllm/v1/attention/selector.py", line 83, in get_attn_backend\n'
-           '    return _cached_get_attn_backend(\n'
-           'ValueError: Invalid kv_cache_dtype: fp8_e6m2\n')
-    rc = analyze(log).root_cause
-    assert rc is not None and rc.phase == "weight_loading"
-
-
-@pytest.mark.parametrize(("log", "phase"), [
-    ("(EngineCore_0 pid=1) ERROR 08-08 02:53:13 [backend_xgrammar.py:160] Failed to advance FSM for request resp_2021 "
-     "for tokens 410. Please file an issue.\n", "serving"),
-    ("ValueError: GGUF model with architecture olmo2 is not supported yet\n", "startup_other"),
-    ("ValueError: LiteWhisperForConditionalGeneration has no vLLM implementation and the Transformers implementation is "
-     "not compatible with vLLM.\n", "startup_other"),
-    ("NotImplementedError: Pipeline parallelism is not supported for this model. Supported models implement the "
-     "`SupportsPP` interface.\n", "startup_other"),
-    ('Traceback (most recent call last):\n  File "/x/vllm/model_executor/layers/quantization/compressed_tensors/'
-     'compressed_tensors.py", line 414, in _get_scheme_from_parts\n    raise NotImplementedError(\n'
-     'NotImplementedError: No compressed-tensors compatible scheme was found.\n', "weight_loading"),
-])
-def test_what_the_words_or_the_quantisation_config_say_of_the_step(log: str, phase: str) -> None:
-    rc = analyze(log).root_cause
-    assert rc is not None and rc.phase == phase
 
 
 def test_a_process_prefix_one_space_in_is_still_the_prefix() -> None:
@@ -166,21 +123,6 @@ def test_a_test_passing_is_no_failure() -> None:
     assert analyze("PASSED tests/x.py::test_y - took 3 s\n").root_cause is None
 
 
-def test_tensorrt_building_an_engine_is_start_up() -> None:
-    log = ("[05/13/2024-07:00:20] [TRT] [I] Global timing cache in use. Profiling results in this builder pass will be "
-           "stored.\n[05/13/2024-07:01:41] [TRT] [I] Detected 14 inputs and 1 output network tensors.\n"
-           "terminate called after throwing an instance of 'tensorrt_llm::common::TllmException'\n")
-    rc = analyze(log).root_cause
-    assert rc is not None and rc.phase == "startup_other"
-
-
-def test_the_kubelet_unable_to_prepare_a_pod_s_devices_is_start_up() -> None:
-    log = ('Dec 01 10:00:00 node kubelet[123]: E1201 10:00:00.000000 123 pod_workers.go:1301] "Error syncing pod, '
-           'skipping" err="failed to prepare dynamic resources: NodePrepareResources failed for claim default/gpu"\n')
-    rc = analyze(log).root_cause
-    assert rc is not None and rc.phase == "startup_other"
-
-
 def test_cuda_gdb_stopping_on_a_kernel_fault_is_the_failure() -> None:
     log = ("CUDA Exception: Warp Illegal Address\n\n"
            "Thread 71 \"pt_autograd_0\" received signal CUDA_EXCEPTION_14, Warp Illegal Address.\n"
@@ -189,44 +131,70 @@ def test_cuda_gdb_stopping_on_a_kernel_fault_is_the_failure() -> None:
     assert rc is not None and rc.kind == "log_line" and rc.message.startswith("CUDA Exception: Warp Illegal Address")
 
 
-@pytest.mark.parametrize(("log", "phase"), [
+_VLLM_NO_KERNEL = "ERROR 04-08 19:59:10 engine.py:400] CUDA error: no kernel image is available for execution on the device\n"
+_TM_OOM = "RuntimeError: CUDA runtime error: out of memory\n"
+
+# (log, the step its words, frames or timeline name)
+STEPS = [
+    # vLLM's end of the weights' step enters the KV cache's sizing (v0's and v1's words)
+    ("INFO 04-08 19:59:10 model_runner.py:1115] Loading model weights took 14.9595 GB\n" + _VLLM_NO_KERNEL,
+     "kv_cache_alloc"),
+    ("INFO 05-07 02:13:52 [gpu_model_runner.py:1347] Model loading took 0.25 GiB and 0.9 seconds\n" + _VLLM_NO_KERNEL,
+     "kv_cache_alloc"),
+    # the engine's check of the GPU's architecture
+    ("ValueError: Unsupported compute capability: 12.0\n", "startup_other"),
+    ("RuntimeError: FlashMLA requires compute capability >= 9.0\n", "startup_other"),
+    # a layer built with the model
+    ('Traceback (most recent call last):\n'
+     '  File "/x/site-packages/vllm/attention/layer.py", line 234, in __init__\n'
+     '    self.attn_backend = get_attn_backend(\n'
+     '  File "/x/site-packages/vllm/v1/attention/selector.py", line 83, in get_attn_backend\n'
+     '    return _cached_get_attn_backend(\n'
+     'ValueError: Invalid kv_cache_dtype: fp8_e6m2\n', "weight_loading"),
+    # a grammar backend stepping a request; architectures without an implementation; a quantisation config's scheme
+    ("(EngineCore_0 pid=1) ERROR 08-08 02:53:13 [backend_xgrammar.py:160] Failed to advance FSM for request resp_2021 "
+     "for tokens 410. Please file an issue.\n", "serving"),
+    ("ValueError: GGUF model with architecture olmo2 is not supported yet\n", "startup_other"),
+    ("ValueError: LiteWhisperForConditionalGeneration has no vLLM implementation and the Transformers implementation is "
+     "not compatible with vLLM.\n", "startup_other"),
+    ("NotImplementedError: Pipeline parallelism is not supported for this model. Supported models implement the "
+     "`SupportsPP` interface.\n", "startup_other"),
+    ('Traceback (most recent call last):\n  File "/x/vllm/model_executor/layers/quantization/compressed_tensors/'
+     'compressed_tensors.py", line 414, in _get_scheme_from_parts\n    raise NotImplementedError(\n'
+     'NotImplementedError: No compressed-tensors compatible scheme was found.\n', "weight_loading"),
+    # TensorRT building an engine; the kubelet unable to prepare a pod's devices
+    ("[05/13/2024-07:00:20] [TRT] [I] Global timing cache in use. Profiling results in this builder pass will be "
+     "stored.\n[05/13/2024-07:01:41] [TRT] [I] Detected 14 inputs and 1 output network tensors.\n"
+     "terminate called after throwing an instance of 'tensorrt_llm::common::TllmException'\n", "startup_other"),
+    ('Dec 01 10:00:00 node kubelet[123]: E1201 10:00:00.000000 123 pod_workers.go:1301] "Error syncing pod, '
+     'skipping" err="failed to prepare dynamic resources: NodePrepareResources failed for claim default/gpu"\n',
+     "startup_other"),
+    # the runtime's capture calls; devices named by UUID where indices are read
     ("terminate called after throwing an instance of 'std::runtime_error'\n  what():  cudaStreamEndCapture(stream, "
      "&handle_) failed: operation failed due to a previous error during capture\n", "cuda_graph_capture"),
     ("ValueError: invalid literal for int() with base 10: 'MIG-2e782cfd-36f2-55ff-a7d5-c6734444be2b'\n", "startup_other"),
-])
-def test_capture_calls_and_device_uuids_name_their_step(log: str, phase: str) -> None:
-    rc = analyze(log).root_cause
-    assert rc is not None and rc.phase == phase
-
-
-@pytest.mark.parametrize("log", [
+    # trtllm-build's main; MindIE failing to init its engine
     ('Traceback (most recent call last):\n  File "/usr/local/bin/trtllm-build", line 8, in <module>\n    sys.exit(main())\n'
      '  File "/usr/local/lib/python3.10/dist-packages/tensorrt_llm/commands/build.py", line 468, in main\n'
-     "    rotary_type = rotary_scaling['type']\nKeyError: 'type'\n"),
-    "[2025-06-12 08:08:24.544+00:00] [12646] [12648] [server] [ERROR] [endpoint.cpp:45] : [MIE04E02011C] [endpoint] "
-    "Failed to init engine! Please check in the env MINDIE_LOG_PATH\n",
-])
-def test_building_an_engine_or_failing_to_init_one_is_start_up(log: str) -> None:
+     "    rotary_type = rotary_scaling['type']\nKeyError: 'type'\n", "startup_other"),
+    ("[2025-06-12 08:08:24.544+00:00] [12646] [12648] [server] [ERROR] [endpoint.cpp:45] : [MIE04E02011C] [endpoint] "
+     "Failed to init engine! Please check in the env MINDIE_LOG_PATH\n", "startup_other"),
+    # the constructors that allocate the KV cache (HiCache's radix cache, TurboMind's model instance)
+    ('Traceback (most recent call last):\n'
+     '  File "/sgl-workspace/sglang/python/sglang/srt/mem_cache/hiradix_cache.py", line 26, in __init__\n'
+     '    self.token_to_kv_pool_host = MLATokenToKVPoolHost(token_to_kv_pool)\n' + _TM_OOM, "kv_cache_alloc"),
+    ('Traceback (most recent call last):\n'
+     '  File "/x/site-packages/lmdeploy/turbomind/turbomind.py", line 444, in _create_model_instance\n'
+     '    model_inst = self.tm_model.model_comm.create_model_instance(\n' + _TM_OOM, "kv_cache_alloc"),
+    # a request's output parsed as it streams; weights pushed into a running engine
+    ("[2025-06-23 07:22:00] Error in parse_streaming_increment: Expecting value: line 1 column 1 (char 0)\n", "serving"),
+    ("openai_harmony.HarmonyError: unexpected tokens remaining in message header: Some(\"to=functions.web\")\n",
+     "serving"),
+    ("AttributeError: 'NGRAMWorker' object has no attribute 'update_weights_from_tensor'\n", "serving"),
+]
+
+
+@pytest.mark.parametrize(("log", "phase"), STEPS)
+def test_the_step_the_words_frames_or_timeline_name(log: str, phase: str) -> None:
     rc = analyze(log).root_cause
-    assert rc is not None and rc.phase == "startup_other"
-
-
-@pytest.mark.parametrize("frame", [
-    '  File "/sgl-workspace/sglang/python/sglang/srt/mem_cache/hiradix_cache.py", line 26, in __init__\n'
-    '    self.token_to_kv_pool_host = MLATokenToKVPoolHost(token_to_kv_pool)\n',
-    '  File "/x/site-packages/lmdeploy/turbomind/turbomind.py", line 444, in _create_model_instance\n'
-    '    model_inst = self.tm_model.model_comm.create_model_instance(\n',
-])
-def test_the_constructors_that_allocate_the_kv_cache_are_its_step(frame: str) -> None:
-    rc = analyze("Traceback (most recent call last):\n" + frame + "RuntimeError: CUDA runtime error: out of memory\n").root_cause
-    assert rc is not None and rc.phase == "kv_cache_alloc"
-
-
-@pytest.mark.parametrize("line", [
-    "[2025-06-23 07:22:00] Error in parse_streaming_increment: Expecting value: line 1 column 1 (char 0)",
-    "openai_harmony.HarmonyError: unexpected tokens remaining in message header: Some(\"to=functions.web\")",
-    "AttributeError: 'NGRAMWorker' object has no attribute 'update_weights_from_tensor'",
-])
-def test_a_request_s_output_parsed_or_weights_pushed_into_a_running_engine_is_serving(line: str) -> None:
-    rc = analyze(line + "\n").root_cause
-    assert rc is not None and rc.phase == "serving"
+    assert rc is not None and rc.phase == phase
