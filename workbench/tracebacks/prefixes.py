@@ -193,7 +193,7 @@ def after_label(msg: str) -> str:
         return msg[loc.end():]
     if "hit an exception: " in msg[:40]:  # SGLang's "Scheduler hit an exception: X: ..." when the stack is not printed
         return msg.split("hit an exception: ", 1)[1]
-    if msg[:7] in ("FAILED ", "ERROR t") and (test := _PYTEST_SUMMARY.match(msg)) is not None:
+    if (msg[:7] == "FAILED " or msg[:6] == "ERROR ") and (test := _PYTEST_SUMMARY.match(msg)) is not None:
         return msg[test.end():]
     if msg[:6] == "raise " and (glued := _RAISED_THEN_LINE.match(msg)) is not None:
         return msg[glued.end():]  # the raise's code line and the exception line, their newline lost ("raise X( X: ...")

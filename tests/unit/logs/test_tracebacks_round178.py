@@ -113,6 +113,9 @@ def test_a_process_prefix_one_space_in_is_still_the_prefix() -> None:
      "metric too low: 0.0000 < 0.9500 - 0.0800 = 0.8700", "AssertionError", "GSM8K metric too low: 0.0000 < 0.9500"),
     ("ERROR tests/entrypoints/test_chat.py::test_tool_call - RuntimeError: Server exited unexpectedly.", "RuntimeError",
      "Server exited unexpectedly."),
+    # (a test outside a tests/ directory errors the same way)
+    ("ERROR evals/gsm8k/test_gsm8k.py::test_setup - RuntimeError: Server exited unexpectedly.", "RuntimeError",
+     "Server exited unexpectedly."),
 ])
 def test_pytest_summary_of_a_failed_test_is_its_exception(line: str, exc: str, said: str) -> None:
     rc = analyze(line + "\n").root_cause
