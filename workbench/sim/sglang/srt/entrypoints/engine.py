@@ -42,10 +42,15 @@ class LaunchState:
 
 
 _state = LaunchState()
+KILLER_LIMIT = 30.0  # seconds: the killer's own bounds (5 s for the failing ranks, 5 s for the tree) and a margin
 
 
 def _kill_after_failed_children() -> None:
-    """Let the failing ranks finish printing and exit, then take the whole tree down."""
+    """Once a rank has signalled, let the failing ranks finish printing and exit, then take the whole tree down.
+
+    Started with the launch, not from the SIGQUIT handler: a thread started inside a handler waits for the
+    new thread while the main thread is interrupted wherever it was, and the handler only sets an event."""
+    _state.sigquit.wait()
     sentinels = [p.sentinel for p in (_state.failing or _state.procs)]
     deadline = time.monotonic() + (5.0 if _state.failing else 2.0)
     while sentinels and time.monotonic() < deadline:
@@ -61,10 +66,10 @@ def _set_envs_and_config(server_args: Any) -> None:
     def sigquit_handler(signum: int, frame: Any) -> None:
         logger.error("Received sigquit from a child process. It usually means the child failed.")
         _state.sigquit.set()
-        if _state.killer is None:
-            _state.killer = threading.Thread(target=_kill_after_failed_children, daemon=True)
-            _state.killer.start()
 
+    if _state.killer is None:
+        _state.killer = threading.Thread(target=_kill_after_failed_children, daemon=True)
+        _state.killer.start()
     signal.signal(signal.SIGQUIT, sigquit_handler)
 
 
@@ -80,8 +85,10 @@ def _recv_ready(readers: list[Any]) -> list[dict[str, Any]]:
         try:
             data = reader.recv()
         except EOFError:
-            if _state.sigquit.is_set():
-                threading.Event().wait()
+            if _state.sigquit.is_set() and _state.killer is not None:
+                # the killer ends this process; should it be stuck, the tree is taken down from here
+                _state.killer.join(KILLER_LIMIT)
+                kill_process_tree(os.getpid())
             proc.join()
             logger.error(f"Rank {rank} scheduler is dead. Please check if there are relevant logs.")
             logger.error(f"Exit code: {proc.exitcode}")

@@ -9,6 +9,7 @@ import multiprocessing
 import os
 import signal
 import sys
+import threading
 import time
 import traceback
 from typing import Any
@@ -103,25 +104,40 @@ def kill_process_tree(
         # SIGQUIT, whose handler would kill us by signal 9 instead of the exit status we are leaving with
         with contextlib.suppress(ValueError):  # signal.signal works from the main thread only
             signal.signal(signal.SIGQUIT, signal.SIG_IGN)
-    stack, seen = [parent_pid], []
-    while stack:
-        pid = stack.pop()
-        for kid in _children(pid):
-            seen.append(kid)
-            stack.append(kid)
-    for pid in seen:
-        if pid == skip_pid:
-            continue
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
-    _wait_gone([pid for pid in seen if pid != skip_pid])
+    killed: list[int] = []
+    for _ in range(3):  # a process forked while the tree was read is found by the next reading
+        fresh = [pid for pid in _descendants(parent_pid) if pid != skip_pid and pid not in killed]
+        if not fresh:
+            break
+        for pid in fresh:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        killed += fresh
+    _wait_gone(killed)
     if include_parent:
         if parent_pid == os.getpid():
-            sys.stdout.flush()
-            sys.stderr.flush()
+            _flush_std()
             os.kill(parent_pid, signal.SIGKILL)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(parent_pid, signal.SIGKILL)
+
+
+def _descendants(pid: int) -> list[int]:
+    stack, seen = [pid], []
+    while stack:
+        for kid in _children(stack.pop()):
+            seen.append(kid)
+            stack.append(kid)
+    return seen
+
+
+def _flush_std(limit: float = 1.0) -> None:
+    """Flush stdout and stderr before dying, for at most ``limit`` s: the caller may be a thread while
+    the main thread holds a stream's buffer (a write a signal handler interrupted), and a flush that
+    waits for it would keep the process alive."""
+    flusher = threading.Thread(target=lambda: (sys.stdout.flush(), sys.stderr.flush()), daemon=True)
+    flusher.start()
+    flusher.join(limit)
 
 
 def _wait_gone(pids: list[int], limit: float = 5.0) -> None:
