@@ -961,6 +961,8 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     # (SGLang's diffusion generator builds its whole server from its from_pretrained: start-up, not weights alone)
     ("sglang/multimodal_gen/runtime/entrypoints/diffusion_generator.py", "from_pretrained from_server_args", _U),
     ("/argparse.py", "*", _DEV),
+    # vLLM's environment variables, read (and checked) as the engine sets itself up: get_open_port's VLLM_PORT
+    ("vllm/envs.py", "*", _DEV),
     ("transformers/hf_argparser.py", "*", _DEV),
 )
 

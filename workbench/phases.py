@@ -834,6 +834,14 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|[Ff]ailed to (?:start(?! (
                            # required", "manifest unknown")
                            r"\bpull access denied\b|\bmanifests/[^\s\"]+\"?: unauthorized\b|\bmanifest unknown\b|"
                            r"\bImagePullBackOff\b|\bErrImagePull\b|"
+                           # (or the daemon refusing to run it at all: "docker: Error response from daemon: unknown or
+                           # invalid runtime name: nvidia"), or the scheduler finding no node for the pod ("Warning
+                           # FailedScheduling ... 0/3 nodes are available: 3 node(s) didn't match Pod's node affinity")
+                           r"\bError response from daemon\b|\bFailedScheduling\b|\b\d+/\d+ nodes are available\b|"
+                           # (or the kubelet's probes of a server that never answered: "Startup probe failed: Get
+                           # \"http://...:8000/v1/health/ready\": ... connection refused", "Readiness probe failed: HTTP
+                           # probe failed with statuscode: 502"): the pod never became ready
+                           r"\b(?:Startup|Readiness|Liveness) probe failed\b|"
                            # (or the kubelet unable to give it the devices it claimed: DRA's "failed to prepare dynamic
                            # resources: prepare dynamic resources: NodePrepareResources failed")
                            r"\bprepare dynamic resources\b|"
@@ -941,7 +949,13 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|[Ff]ailed to (?:start(?! (
                            r"\b(?:unsupported|requires?) (?:GPU )?compute capability\b|"
                            # the visible devices named by UUID where a program reads indices (CUDA_VISIBLE_DEVICES=MIG-...:
                            # "invalid literal for int() with base 10: 'MIG-2e782cfd-...'")
-                           r"invalid literal for int\(\) with base 10: '(?:MIG|GPU)-", re.I)
+                           r"invalid literal for int\(\) with base 10: '(?:MIG|GPU)-|"
+                           # (or a port variable Kubernetes' service discovery set to its own service's URI, read where a
+                           # number was meant: VLLM_PORT='tcp://10.100.120.175:80')
+                           r"invalid literal for int\(\) with base 10: '[a-z]+://|"
+                           # a tokenizer file written by a newer tokenizers than the one loading it, as the server
+                           # builds its tokenizer ("data did not match any variant of untagged enum ModelWrapper")
+                           r"\buntagged enum ModelWrapper\b", re.I)
 # the Envoy proxy in front of a server (Istio, KServe, AIBrix and llm-d gateways) answering a request for a backend it
 # could not reach: a request was being served (also a last resort's failure: tracebacks.events.quiet_failure)
 GATEWAY_FAILURE = r"\bupstream connect error or disconnect/reset before headers\b|\bno healthy upstream\b"

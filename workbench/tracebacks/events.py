@@ -187,35 +187,6 @@ def quiet_failure(msg: str) -> bool:
         and _QUIET_FAILURE.search(msg) is not None
 
 
-# a failure stated in plain words by a line with no level at all, a pasted error of one line ("Task failed because the
-# node it was running on is dead", "llama-server <completion> exited with status code -1073740791"): the last of the last
-# resorts (see ``Extractor.finish``), and never a warning's or a note's words ("Will ignore error and continue")
-_STATED = re.compile(r"\b(?:[Ff]ail(?:ed|ure)|FAILED|timed out|is dead|exited with (?:status|code|exit code) (?!0\b)\S)"
-                     r"|\b[Ee]rror[:=]|_ERROR_|\bERR\b|"
-                     r"\b(?:[Uu]nable to (?:reliably )?|[Cc]ould not )(?:start|connect|load|allocate|open|create|launch|"
-                     r"initiali[sz]e)\b")
-_NOT_STATED = re.compile(r"[Ww]arn|WARN|\bINFO\b|\bDEBUG\b|\bDBG\b|[Ii]gnor|silence|[Rr]etry|"
-                         # ("12 passed, 0 FAILED", "(no failures)", a benchmark's "Failed requests:   0")
-                         r"\b(?:0|[Nn]o) (?:[Ff]ail\w*|FAILED|[Ee]rrors?)\b|\b[Ff]ail(?:ed|ures?)\b[\w ]{0,30}:\s*0\b|"
-                         r"fall(?:ing)? ?back|[Ss]kipping|[Ff]ailed to import|:$|"
-                         # (nor a person's sentence about a failure: "The test marked FAILED yesterday passes again
-                         # today", "Failed to update parameter online, then it worked after a restart.")
-                         r"^\s*(?:[Tt]he|[Ii]t|[Ww]e|[Tt]his|[Tt]hat|[Ww]hen|[Ii]f|[Aa]fter|[Bb]ut)\s|, then\b|"
-                         r"\b(?:yesterday|today|worked)\b")
-
-
-def stated_failure(parsed: LogLine, msg: str, line_no: int, phase: str, server: str,
-                   recent: Iterable[str] = ()) -> LogEvent | None:
-    """The line ``msg`` as a failure it states in :data:`_STATED`'s words with no level (not the parser's, no level
-    word), when it is no warning or note (:data:`_NOT_STATED`); else None."""
-    if parsed.level is not None or not ("ail" in msg or "AIL" in msg or "rr" in msg or "RR" in msg or "ed out" in msg
-                                        or "dead" in msg or "xited" in msg or "nable to" in msg or "ould not" in msg) \
-            or _STATED.search(msg) is None or _NOT_STATED.search(msg.rstrip()) is not None \
-            or level_word(msg, 48) is not None or msg.lstrip()[:1] == "#":
-        return None
-    return LogEvent("error_line", line_no, msg.strip()[:400], parsed.rank, phase, server, tuple(recent)[:-1])
-
-
 # rich-click's and typer's box around a command line's usage error ("╭─ Error ───╮" over "│ Missing command.   │"): the
 # program refused its arguments and never started
 _ERROR_BOX_TOP = re.compile(r"╭─+ Error ─+╮")
@@ -476,7 +447,7 @@ def cause_above(event: LogEvent, quiet: LogEvent | None, first: LogEvent | None,
     itself: for a process's death, the CUDA error ``quiet`` named, or the log's first error line ``first`` when nothing
     else was reported before it and its words say a failure (llamafile's "ggml_gallocr_reserve_n: failed to allocate
     CUDA0 buffer of size ...", then "error: Uncaught SIGSEGV"; not a crash handler's own frame at an error level), or
-    else the failure a line with no level ``stated`` (:func:`stated_failure`: "Could not load library
+    else the failure a line with no level ``stated`` (:func:`workbench.tracebacks.plain.stated_failure`: "Could not load library
     libcudnn_ops_infer.so.8", then "Aborted (core dumped)"); for
     an error line of a C function's, ``first`` when it is the callee's just above it (llama.cpp prints the innermost
     failure first, then each caller's: "gguf_init_from_file: failed to open GGUF file '...'", then "llama_model_load:

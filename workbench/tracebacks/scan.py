@@ -30,7 +30,6 @@ from workbench.tracebacks.events import (
     log_event,
     process_header,
     quiet_cuda_error,
-    stated_failure,
 )
 from workbench.tracebacks.model import CppException, Frame, LogEvent, Traceback
 from workbench.tracebacks.native import KEPT, native_frame, native_root
@@ -68,6 +67,7 @@ from workbench.tracebacks.patterns import (
     quoted_exception,
     repr_message,
 )
+from workbench.tracebacks.plain import PlainFailure
 from workbench.tracebacks.prefixes import (
     after_label,
     indented_prefixed,
@@ -118,7 +118,7 @@ class Extractor:
         self.events: list[LogEvent] = []
         self.other_threads: list[tuple[int, list[str]]] = []  # faulthandler's other threads: (line, innermost first)
         self._first_error: LogEvent | None = None
-        self._stated: LogEvent | None = None  # the first failure a line states with no level (see finish)
+        self._plain = PlainFailure()  # the first failure a line states with no level, else a warning (see finish)
         self._quiet: LogEvent | None = None  # the previous line, when it names a CUDA error without a level
         self.native_frames: list[LogEvent] = []  # native backtraces' frames, the first KEPT (see finish)
         self._recent, self._recent_heads = deque[str](maxlen=6), deque[tuple[str | None, str | None]](maxlen=6)  # (rank, level)
@@ -362,7 +362,7 @@ class Extractor:
             # stated in plain words by a line with no level
             first = (self._first_error or process_header(last, self._tracker.phase, self._server, self._recent)
                      or cut_record(last, self._tracker.phase, self._server, self._recent)
-                     or self.native_backtrace() or self._stated)
+                     or self.native_backtrace() or self._plain.best)
             self.events.extend([first] if first is not None else [])
         self.chain_cut_after = [n for s in self._streams.values() if (n := s.cut_chain_start(self._blocks, self.line_no)) is not None]
         for origin, stream in self._streams.items():
@@ -525,7 +525,7 @@ class Extractor:
         event = log_event(parsed, msg, self.line_no, self._tracker.phase, self._server, self._recent)
         quiet, self._quiet = self._quiet, None
         if event is not None:
-            if (cause := cause_above(event, quiet, self._first_error, self.events, self.line_no, self._stated)) is not None:
+            if (cause := cause_above(event, quiet, self._first_error, self.events, self.line_no, self._plain.stated)) is not None:
                 self.events.append(cause)  # what it failed of, printed just above it without a level
             self.events.append(event)
             return
@@ -539,8 +539,8 @@ class Extractor:
         elif msg.strip() and (first := first_error(self._first_error, parsed, msg, self.line_no, self._tracker.phase,
                                                    self._server, self._recent)):
             self._first_error = first  # the last resort (see finish): a log's first error line, whatever it says
-        elif self._stated is None and not self.events and msg.strip():  # (read only while no event was: see finish)
-            self._stated = stated_failure(parsed, msg, self.line_no, self._tracker.phase, self._server, self._recent)
+        elif not self.events and msg.strip():  # (read only while no event was: see finish)
+            self._plain.read(parsed, msg, self.line_no, self._tracker.phase, self._server, self._recent)
 
     def _start(self, stream: Stream, origin: tuple[str | None, ...], parsed: LogLine, msg: str, header: str | None, pos: int) -> None:
         rank = parsed.rank
