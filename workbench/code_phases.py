@@ -957,10 +957,18 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("transformers/modeling_utils.py", "from_pretrained _load_pretrained_model load_state_dict "
      "_load_state_dict_into_meta_model _load_state_dict_into_model", _W),
     ("transformers/models/auto/auto_factory.py", "from_pretrained", _W),
+    # (and a model built from its config alone, its layers allocated where the default device is: "from_config")
+    ("transformers/modeling_utils.py", "_from_config", _W),
+    ("transformers/models/auto/auto_factory.py", "from_config", _W),
     ("peft/peft_model.py", "from_pretrained load_adapter", _W),
     # (SGLang's diffusion generator builds its whole server from its from_pretrained: start-up, not weights alone)
     ("sglang/multimodal_gen/runtime/entrypoints/diffusion_generator.py", "from_pretrained from_server_args", _U),
     ("/argparse.py", "*", _DEV),
+    # --- Triton compiling and launching a kernel: on its first call, whenever that is (a warm-up, a capture, a
+    # request's first batch of a new shape); its "run", "_init_handles" or "compile" say no step
+    ("triton/runtime/", "*", _N),
+    ("triton/compiler/", "*", _N),
+    ("triton/language/", "*", _N),
     # vLLM's environment variables, read (and checked) as the engine sets itself up: get_open_port's VLLM_PORT
     ("vllm/envs.py", "*", _DEV),
     ("transformers/hf_argparser.py", "*", _DEV),
@@ -988,7 +996,10 @@ _GENERIC = frozenset({"__init__", "forward", "step", "generate", "run", "main", 
                       # any harness's entry point, not only a serving benchmark's
                       "benchmark",
                       # a future's, a Ray object's or a task's result: every framework waits on one, at any step
-                      "result", "wait", "get", "join"})
+                      "result", "wait", "get", "join",
+                      # a cache's or a language's store and lookup (LMCache's engine serves them; Triton's tl.store runs
+                      # in any kernel, at any step)
+                      "store", "lookup"})
 
 TABLE: dict[str, tuple[tuple[str, str], ...]] = {}
 _FILE_WIDE: list[tuple[str, str]] = []

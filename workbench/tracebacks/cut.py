@@ -212,10 +212,19 @@ def typeless_dump(root: RootCause | None, final: Final | None,
                   events: Sequence[LogEvent]) -> tuple[RootCause | None, Final | None]:
     """A faulthandler dump (its "Current thread" header there or cut off) with no "Fatal Python error" line anywhere
     in the log: its type is not in the window, so it is reported as none, cut, as a traceback cut before its exception
-    line is (the scanner still reads the block as faulthandler's, for the precedence and the other threads' phase)."""
+    line is (the scanner still reads the block as faulthandler's, for the precedence and the other threads' phase).
+    With that line, the dump's root is the line, as a crash reported without a dump is ("Fatal Python error:
+    Segmentation fault", a log line: no exception was raised), its stack still giving the frame and the phase."""
     fatal = "Fatal Python error"  # the type the scanner gives every faulthandler dump, found in its line or not
-    if root is None or root.exception_type != fatal or any(e.kind == "fatal_signal" and fatal in e.text for e in events):
+    if root is None or root.exception_type != fatal:
         return root, final
+    if any(e.kind == "fatal_signal" and fatal in e.text for e in events):
+        if root.message in (CUT_DUMP, "crash"):  # (the line is another process's, or its words were not read)
+            return root, final
+        said = f"{fatal}: {root.message}"
+        if final is not None and final.line == root.line:
+            final = replace(final, exception_type=None, message=said)
+        return replace(root, kind="log_line", exception_type=None, message=said), final
     if final is not None and final.line == root.line:
         final = replace(final, exception_type=None, truncated=True)
     return replace(root, exception_type=None), final

@@ -78,6 +78,10 @@ ANY_LEVEL_PHRASES: tuple[tuple[str, str | None], ...] = (
     # create failed: ... failed to inject CDI devices: unresolvable CDI devices nvidia.com/gpu=GPU-...")
     ("Failed to initialize NVML", r"\bFailed to initialize NVML\b"),
     ("unresolvable CDI device", r"\bunresolvable CDI devices?\b"),
+    # NVIDIA's compute-sanitizer reporting a kernel's access outside any allocation ("========= Invalid __global__ write
+    # of size 4 bytes", then where, which thread, how far past the nearest allocation): memcheck's error, the kernel's
+    # own fault, whatever the program says after it
+    ("========= Invalid __", r"^=+ Invalid __(?:global|shared|local)__ (?:read|write|atomic)\b"),
     # the kubelet giving up on a container's probe ("Startup probe failed: Get \"http://10.244.0.208:8000/health\": dial
     # tcp ...: connect: connection refused", "Liveness probe failed: HTTP probe failed with statuscode: 404")
     ("probe failed: ", r"\b(?:Startup|Liveness|Readiness) probe failed: "),

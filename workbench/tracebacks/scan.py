@@ -8,7 +8,7 @@ block. The work per line is bounded, so the whole pass is linear in the input.
 
 The parts it leans on, one concern each: :mod:`~.prefixes` (JSON lines and learned prefixes), :mod:`~.stack` (blocks,
 frames, C++ exceptions, per-writer streams, a line read into an open block), :mod:`~.events` (telling log lines),
-:mod:`~.chains` (chains and their phase); :mod:`~.reader` feeds it a text or a stream.
+:mod:`~.plain` (failures said in plain words), :mod:`~.chains` (chains and their phase); :mod:`~.reader` feeds it.
 """
 
 from __future__ import annotations
@@ -95,6 +95,7 @@ from workbench.tracebacks.stack import (
     join_wrapped,
     native_abort,
     pg_rank,
+    quoted_stack,
 )
 
 _QUIET_LINES = 200  # an open block whose writer printed nothing for this many lines no longer holds the fast path
@@ -188,8 +189,8 @@ class Extractor:
                 self._busy.discard(id(stream))
 
     def _short_path(self, line: str, block: Block, stream: Stream) -> tuple[Block, PhaseTracker, str, bool] | None:
-        """The short path for the lines that continue ``block`` (see :meth:`_frame_fast`), if any:
-        indented lines of the plain stream, or lines that repeat this line's vLLM prefix exactly."""
+        """The short path for the lines that continue ``block`` (:meth:`_frame_fast`), if any: indented lines of the
+        plain stream, or lines that repeat this line's vLLM prefix exactly."""
         if self._streams.get(_PLAIN) is stream and self._server == "|" and block.header is None:
             return block, self._tracker, "", False
         last = self._last
@@ -204,10 +205,9 @@ class Extractor:
         return None
 
     def _frame_fast(self, line: str, msg: str) -> bool:
-        """A line that continues the open block of the writer of the previous line (a frame, its
-        code, a caret line) with no prefix, or with the very prefix that writer repeats, read
-        without the general path: the prefix says nothing new and the timeline reads nothing in
-        an indented message. False when the line needs the general path; then nothing was changed."""
+        """A line that continues the open block of the previous line's writer (a frame, its code, a caret line), with
+        no prefix or the very prefix that writer repeats, read without the general path: the prefix says nothing new,
+        the timeline reads nothing in an indented message. False when it needs the general path (nothing changed)."""
         assert self._fast is not None
         block, tracker, _prefix, touch = self._fast
         stripped = msg.lstrip(" \t")
@@ -267,8 +267,8 @@ class Extractor:
         return self._held is not None
 
     def wanted(self) -> Any:
-        """The search (over UTF-8 bytes) that finds the next line a :meth:`quiet` extractor must read
-        (once the timeline knows the phase, batch and request lines cannot move it)."""
+        """The search (over UTF-8 bytes) that finds the next line a :meth:`quiet` extractor must read (once the
+        timeline knows the phase, batch and request lines cannot move it)."""
         return STRONG_BYTES if self._tracker.phase != "unknown" else INTERESTING_BYTES
 
     def count_dull(self, count: int, last: int, widest: int) -> None:
@@ -387,6 +387,8 @@ class Extractor:
 
     # -- states ------------------------------------------------------------------
     def _idle(self, stream: Stream, origin: tuple[str | None, ...], parsed: LogLine, msg: str, header: str | None) -> None:
+        if quoted_stack(stream, msg):  # torch.compile's user frames, quoted inside its exception's message
+            return
         pos = msg.find(_HEADER)
         if pos < 0 and "Tra" in msg:  # the header cut at the end of the line (cut_header)
             pos = cut_header(msg)
@@ -589,12 +591,10 @@ class Extractor:
         if stream.block is not None:
             close(stream, cut=not stream.in_message)
         repeat = header if parsed.location is not None and parsed.format == "vllm" else None
-        block = Block(
-            index=len(self._blocks), rank=rank if rank is not None else parsed.rank, start=self.line_no,
-            header=repeat, origin="|".join(o or "" for o in origin), server=self._server, phase_hint=known_phase(self._tracker, self.trackers),
-            cut_start=cut_start, end=self.line_no, ready=self._tracker.ready, context=tuple(self._recent)[-4:], context_heads=tuple(self._recent_heads)[-4:],
-        )
+        block = Block(index=len(self._blocks), rank=rank if rank is not None else parsed.rank, start=self.line_no, header=repeat,
+                      origin="|".join(o or "" for o in origin), server=self._server, phase_hint=known_phase(self._tracker, self.trackers),
+                      cut_start=cut_start, end=self.line_no, ready=self._tracker.ready, context=tuple(self._recent)[-4:],
+                      context_heads=tuple(self._recent_heads)[-4:])
         self._blocks.append(block)
-        stream.block = block
-        stream.in_message = False
+        stream.block, stream.in_message = block, False
         return block

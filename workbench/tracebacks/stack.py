@@ -119,6 +119,7 @@ class Stream:
     skip_dump: bool = False  # inside the dump of a thread that did not crash
     intro: tuple[int, str] | None = None  # the last line of text seen outside a block
     intro_header: str | None = None  # the record header of ``intro``'s line
+    quoting: bool = False  # inside a stack an exception's message quotes (:func:`quoted_stack`)
 
     def cut_chain_start(self, blocks: list[Block], last: int) -> int | None:
         """At the end of the log (``last``: its last line): the first line of the traceback whose chain marker ("The
@@ -134,6 +135,23 @@ class Stream:
         b = blocks[self.last_index]
         return b.start if b.end == self.intro[0] - 1 and b.header == self.intro_header and \
             _NEXT_RECORD.match(self.intro[1]) and b.exc_type else None
+
+
+# torch.compile's errors quote the user's frames inside their message ("User Stack (most recent call last):", "(snipped,
+# see stack below for prefix)", then File lines; "from user code:", then File lines): where it was compiling, no stack
+_QUOTED_STACK_LEAD = re.compile(r"(?:User Stack \(most recent call last\)|from user code):$|"
+                                r"\(snipped, see stack below for prefix\)$")
+
+
+def quoted_stack(stream: Stream, msg: str) -> bool:
+    """Whether ``msg``, read outside any block, is a line of a stack an exception's message quotes: its lead line
+    (:data:`_QUOTED_STACK_LEAD`), then its File lines and their code lines, up to the first line of other text."""
+    text = msg.strip()
+    if text.endswith((":", ")")) and _QUOTED_STACK_LEAD.search(text) is not None:
+        stream.quoting = True
+    elif stream.quoting and text and not (text.startswith('File "') or msg[:1].isspace()):
+        stream.quoting = False
+    return stream.quoting and bool(text)
 
 
 def dump_frame(msg: str) -> tuple[str, int | None, str] | None:

@@ -104,7 +104,7 @@ def test_a_fatal_line_heads_the_crashed_threads_stack_under_any_number_of_other_
             '  File "/x/sglang/srt/managers/scheduler.py", line 24 in event_loop_normal\n'
             '  File "/x/sglang/srt/managers/scheduler.py", line 30 in run_scheduler_process\n')
     rc = analyze(text).root_cause
-    assert rc is not None and rc.kind == "exception" and rc.message == "Segmentation fault"
+    assert rc is not None and rc.kind == "log_line" and rc.message == "Fatal Python error: Segmentation fault"
     assert rc.innermost_frame is not None and rc.innermost_frame.function == "event_loop_normal"
 
 
