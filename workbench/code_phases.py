@@ -589,6 +589,8 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("sglang/srt/mem_cache/memory_pool_host.py", "__init__ init_kv_buffer", _KV),
     # (HiCache's radix cache builds its host pool in its constructor, in the scheduler's init_memory_pool_and_cache)
     ("sglang/srt/mem_cache/hiradix_cache.py", "__init__", _KV),
+    # (and HiCache's storage back-ends, built with it: mem_cache/storage/<backend>/, hf3fs, mooncake, nixl...)
+    ("sglang/srt/mem_cache/storage/", "__init__", _KV),
     ("sglang/srt/mem_cache/", "alloc free alloc_extend alloc_decode set_kv_buffer free_group_begin free_group_end "
      "backup_state restore_state", _S),
     # speculative decoding: the EAGLE worker's constructor builds the draft's TP worker (whose model runner loads it)
@@ -784,6 +786,9 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("lmcache/integration/vllm/", "register_kv_caches", _KV),
     ("lmcache/integration/vllm/", "record_failed_blocks get_block_ids_with_load_errors", _S),
     ("lmcache/v1/cache_engine.py", "store_layer retrieve_layer lookup_unpin", _S),
+    # the LMCache engine's buffers, allocated as it is built (a pinned CPU buffer of max_local_cpu_size, the GPU's)
+    ("lmcache/v1/cache_engine.py", "get_or_create _Create_memory_allocator", _KV),
+    ("lmcache/v1/memory_management.py", "__init__", _KV),
     # --- sweep 2: lmdeploy's PyTorch engine, executors and TurboMind (lmdeploy @ 1263d5cd8, read whole; the module
     # docstring's list says which files). ExecutorBase.init builds the model, sizes the cache from the free memory
     # (update_configs), builds the graph runner and the cache engine, then warms up; the workers do each step by RPC
@@ -905,6 +910,11 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("slime/ray/rollout.py", "start_engines start_rollout_servers _start_router "
      "_allocate_rollout_engine_addr_and_ports_normal", _U),
     ("slime/ray/rollout.py", "generate eval _get_rollout_data offload onload onload_weights onload_kv", _S),
+    # --- SkyRL's trainers pushing their weights into the running inference engines (skyrl/backends/skyrl_train/
+    # workers/: broadcast_to_inference_engines, its sender's send_chunks), and ms-swift's offline inference over a
+    # dataset (swift/llm/infer/infer.py: the engine built, each request answered): the engines were serving
+    ("skyrl/", "broadcast_to_inference_engines", _S),
+    ("swift/llm/infer/infer.py", "infer_dataset infer_single infer_cli", _S),
     # --- torch's Module.to(device): the closure that copies each parameter onto the device (an engine moving the
     # weights it loaded, ipex-llm's XPU start-up)
     ("torch/nn/modules/module.py", "convert", _W),

@@ -774,7 +774,10 @@ _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
                 # NCCL's init refusing two ranks on one GPU ("Duplicate GPU detected : rank 3 and rank 0 both on CUDA
                 # device f000"); CUDA refusing the peer access a custom all-reduce or a P2P transport enables between
                 # the ranks' GPUs as they are connected ("peer access is not supported between these two devices")
-                r"Duplicate GPU detected|peer access is not supported", re.I), "nccl_init"),
+                r"Duplicate GPU detected|peer access is not supported|"
+                # Open MPI's UCX layer wiring up its ranks' endpoints ("pml_ucx.c:421  Error: ucp_ep_create(proc=47)
+                # failed", "Failed to resolve UCX endpoint for rank 19"), MPI_Init's and the first collective's
+                r"\bpml_ucx\.c:\d+|Failed to resolve UCX endpoint", re.I), "nccl_init"),
 )
 # (not a store's operation: Mooncake's "Failed to start put operation" is a request's KV cache being offloaded)
 _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|[Ff]ailed to (?:start(?! (?:put|get)\b)|initiali[sz]e|init\b)|creation task|"

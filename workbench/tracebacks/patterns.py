@@ -219,6 +219,9 @@ _EVENTS: tuple[tuple[EventKind, re.Pattern[str]], ...] = (
         # received signal CUDA_EXCEPTION_14, Warp Illegal Address.")
         r"^CUDA Exception: [A-Z]|received signal CUDA_EXCEPTION_\d+|"
         r"Floating point exception|Segfault encountered|^Signal \(\d+\) received\.|"  # (the last: Triton's server)
+        # (a C++ program's own handler of a fatal signal, as its tutorials write it: InfiniStore's "Interrupt signal (11)
+        # received.", before its stack; not an interrupt or a termination asked for, 2 or 15)
+        r"\bInterrupt signal \((?:4|6|7|8|11)\) received\b|"
         # LLVM's report_fatal_error, which aborts the process (a Triton kernel's compile: "LLVM ERROR: Failed to
         # compute parent layout for slice layout.")
         r"^LLVM ERROR: |"
@@ -316,7 +319,7 @@ _EVENT_NEEDLES: dict[EventKind, tuple[str, ...]] = {
                      "general protection fault", "segfault at ", "Process received signal", ")[0x", "panic: ",
                      "fatal error: ", " abort ", "Signal (", "SIGSEGV: ", "SIGBUS: ", "SIGABRT: ", "SIGILL: ",
                      "SIGFPE: ", " received by PID ", ": fatal error", ": GGML_ASSERT(", "Uncaught SIG", "Fatal signal ",
-                     "[signal ", "CUDA Exception: ", "signal CUDA_EXCEPTION_"),
+                     "[signal ", "CUDA Exception: ", "signal CUDA_EXCEPTION_", "Interrupt signal ("),
     "device_assert": ("Assertion ", "device-side assertion "),
     "error_line": (*(text for text, _ in LOST_TYPE_PHRASES + ANY_LEVEL_PHRASES), "out of memory", "CUDA error",
                    "ROCm error", "HIP error", "hipError",

@@ -387,6 +387,7 @@ class Extractor:
 
     # -- states ------------------------------------------------------------------
     def _idle(self, stream: Stream, origin: tuple[str | None, ...], parsed: LogLine, msg: str, header: str | None) -> None:
+        stream.idle_before, stream.idle_at = stream.idle_at, self.line_no
         if quoted_stack(stream, msg):  # torch.compile's user frames, quoted inside its exception's message
             return
         pos = msg.find(_HEADER)
@@ -411,8 +412,7 @@ class Extractor:
         if _CONTEXT in msg or _CAUSE in msg:
             if stream.last_index is not None:
                 stream.pending = "cause" if _CAUSE in msg else "context"
-                stream.pending_from = stream.last_index
-                stream.pending_left = 6
+                stream.pending_from, stream.pending_left = stream.last_index, 6
             return
         if ("File \"" in msg or '", line ' in msg) and _FILE_STRICT.match(msg):
             orphan = self._orphan_header(prev[0] if prev is not None else 0)
@@ -429,7 +429,7 @@ class Extractor:
                 block.start = start
             else:
                 block = self._new_block(stream, origin, parsed, header, cut_start=True)
-                block.exc_first = exception_first(prev[1]) if prev is not None and prev[0] == self.line_no - 1 else None
+                block.exc_first = exception_first(prev[1]) if prev is not None and stream.next_to(prev[0], self._blocks) else None
             add_frame(block, msg, stream, self.line_no)
             block.end = self.line_no
             return

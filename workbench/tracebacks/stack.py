@@ -120,6 +120,13 @@ class Stream:
     intro: tuple[int, str] | None = None  # the last line of text seen outside a block
     intro_header: str | None = None  # the record header of ``intro``'s line
     quoting: bool = False  # inside a stack an exception's message quotes (:func:`quoted_stack`)
+    idle_at: int = 0  # the line of this writer being read outside a block
+    idle_before: int = 0  # the one before it, blank or not
+
+    def next_to(self, line: int, blocks: list[Block]) -> bool:
+        """Whether this writer printed nothing between its line ``line`` (outside a block) and the one being read:
+        no blank line, no block since (another writer's lines between do not count)."""
+        return self.idle_before == line and (self.last_index is None or blocks[self.last_index].end <= line)
 
     def cut_chain_start(self, blocks: list[Block], last: int) -> int | None:
         """At the end of the log (``last``: its last line): the first line of the traceback whose chain marker ("The

@@ -150,3 +150,52 @@ def test_triton_s_frames_and_a_store_callee_say_no_step() -> None:
            "ValueError: Expected pointer argument to have shape [1] but got [4096]\n")
     rc = analyze(log).root_cause
     assert rc is not None and rc.phase == "unknown"
+
+
+def test_a_cpp_handler_s_fatal_signal_line_is_the_root_not_the_stack_header_under_it() -> None:
+    log = ("[2025-06-04 02:38:41.761] [infini] [info] open rdma device mlx5_1, link_type Ethernet, hint_gid_index 7,\n"
+           "[2025-06-04 02:38:41.762] [infini] [info] Interrupt signal (11) received.\n"
+           "[2025-06-04 02:38:41.762] [infini] [error] [utils.cpp:99] Stacktrace:\n")
+    rc = analyze(log).root_cause
+    assert rc is not None and "Interrupt signal (11) received." in rc.message
+    # an interrupt asked for (Ctrl-C's 2, a stop's 15) is no crash
+    assert analyze("[2025-06-04 02:38:41.762] [infini] [info] Interrupt signal (2) received.\n").root_cause is None
+
+
+@pytest.mark.parametrize(("frames", "phase"), [
+    # LMCache's engine allocating its pinned CPU buffer as it is built
+    ([("lmcache/v1/cache_engine.py", "get_or_create"), ("lmcache/v1/cache_engine.py", "_Create_memory_allocator"),
+      ("lmcache/v1/memory_management.py", "__init__")], "kv_cache_alloc"),
+    # a HiCache storage back-end built with the cache
+    ([("sglang/srt/mem_cache/storage/hf3fs/storage_hf3fs.py", "__init__")], "kv_cache_alloc"),
+    # an RL trainer pushing its weights into the running engines; an offline inference over a dataset
+    ([("skyrl/backends/skyrl_train/workers/fsdp/fsdp_worker.py", "broadcast_to_inference_engines")], "serving"),
+    ([("swift/llm/infer/infer.py", "run"), ("swift/llm/infer/infer.py", "infer_dataset")], "serving"),
+])
+def test_the_frames_of_kv_cache_layers_and_rl_frameworks_name_their_step(frames: list[tuple[str, str]],
+                                                                         phase: str) -> None:
+    body = "".join(f'  File "/x/{f}", line 1, in {fn}\n    x = y()\n' for f, fn in frames)
+    rc = analyze(f"Traceback (most recent call last):\n{body}RuntimeError: boom\n").root_cause
+    assert rc is not None and rc.phase == phase
+
+
+def test_open_mpi_s_ucx_wire_up_failing_is_the_communication_set_up() -> None:
+    log = "[cn0244:260472] pml_ucx.c:421  Error: ucp_ep_create(proc=47) failed: Input/output error\n"
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.phase == "nccl_init"
+
+
+def test_an_exception_line_above_headerless_frames_is_read_alike_when_another_writer_prints_between() -> None:
+    """An example Hypothesis found (test_tracebacks_props): whether the exception line is just above the frames is
+    judged per writer, so another writer's line between them changes nothing."""
+    lines = ["OSError: It looks like the config file at '/root/x/config.json' is not a valid JSON file.",
+             '  File "/TensorRT-LLM/examples/mpt/../run.py", line 379, in main']
+    worker = [f"(VllmWorker rank=1 pid=11) ERROR 05-16 16:35:18 [multiproc_executor.py:470] {ln}" for ln in lines]
+    other = [f"(VllmWorker rank=0 pid=10) INFO 05-16 16:35:18 [x.py:1] noise {i}" for i in range(len(lines))]
+    mixed = [x for pair in zip(other, worker, strict=True) for x in pair]
+    alone, both = analyze("\n".join(worker)), analyze("\n".join(mixed))
+    assert [t.exception_type for t in both.tracebacks] == [t.exception_type for t in alone.tracebacks] == ["OSError"] * 2
+    # a blank line of that writer between them still parts them
+    apart = analyze("\n".join([worker[0], "(VllmWorker rank=1 pid=11) ERROR 05-16 16:35:18 [multiproc_executor.py:470] ",
+                               worker[1]]))
+    assert [t.exception_type for t in apart.tracebacks] == ["OSError", None]
