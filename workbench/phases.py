@@ -720,6 +720,13 @@ _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bnot initiali[sz]ed from (?:the )?(?:model )?checkpoint|\bmissing (?:from|in) (?:the )?checkpoint|"
                 # vLLM's AutoWeightsLoader meeting a checkpoint tensor the model has no place for
                 r"\bThere is no module or parameter named\b", re.I), "weight_loading"),
+    # (and a loader finding no weight files at all, or a checkpoint tensor it does not expect: vLLM's "Cannot find any
+    # model weights with '<model>'", "Unexpected weight: visual.blocks.0.attn.proj.weight"; a GGUF loader unable to name
+    # its tensors: "Failed to map GGUF parameters (356):")
+    # (or a quantised layer's shapes refused as its weights are created: "Weight input_size_per_partition = 192 is not
+    # divisible by weight quantization block_k = 128", "... is not divisible by weight quantization block_n = 128.")
+    (re.compile(r"\bCannot find any model weights\b|\bUnexpected weight: \S|\bFailed to map GGUF parameters\b|"
+                r"\bis not divisible by weight quantization block_[kn]\b"), "weight_loading"),
     # a message that is only a checkpoint parameter's name, quoted (the KeyError of a weight loader's lookup of a tensor
     # among the model's parameters: "'layers.0.mlp.down_proj.weight'")
     # (quantised checkpoints add their scales and packing: "'layers.32.self_attn.qkv_proj.k_scale'", "...g_idx'")
@@ -769,7 +776,7 @@ _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
                 # NVSHMEM's own sources reporting a failure while it starts: its bootstrap, its transports (IBGDA's queue
                 # pairs: "nvshmem_src/src/modules/transport/ibgda/ibgda.cpp:3005: non-zero status: 7 ibgda_rc_init2rtr
                 # failed"), its init ("src/host/init/init.cu:998: non-zero status: 7 building transport map failed")
-                r"/nvshmem\w*/src/(?:host/(?:init|transport|topo|mem)|modules/(?:transport|bootstrap))/|"
+                r"/\w*nvshmem\w*/src/(?:host/(?:init|transport|topo|mem)|modules/(?:transport|bootstrap))/|"
                 r"nvshmem initiali[sz]ation failed|"
                 # NCCL's init refusing two ranks on one GPU ("Duplicate GPU detected : rank 3 and rank 0 both on CUDA
                 # device f000"); CUDA refusing the peer access a custom all-reduce or a P2P transport enables between

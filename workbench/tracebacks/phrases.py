@@ -40,6 +40,9 @@ LOST_TYPE_PHRASES: tuple[tuple[str, str | None], ...] = (
     # NVSHMEM's error checks (DeepEP's transport): "ibrc.cpp:418: non-zero status: 22 ibv_modify_qp failed", then
     # each caller's "transport create connect failed", "connect EPS failed", "nvshmem setup connections failed"
     (": non-zero status: ", r": non-zero status: (?=\d+ )"),
+    # (and their NULL checks: "ibgda.cpp:1889: NULL value cannot allocate mlx5dv_devx_uar", "NULL value Unable to create
+    # ah.")
+    (": NULL value ", r"\.(?:cpp|cu|cc|c|h):\d+: NULL value (?=\S)"),
     ("transport create connect failed", r"\btransport create connect failed\b"),
     ("connect EPS failed", r"\bconnect EPS failed\b"),
     ("ep_connect failed", r"\bep_connect failed\b"),

@@ -207,6 +207,8 @@ _PHRASE_LINES = {
     "ep_connect failed": "/dvs/nvshmem/src/modules/transport/ibrc/ibrc.cpp:1483: ep_connect failed",
     "UNAVAILABLE: ": "| llama | 1 | UNAVAILABLE: Not found: unable to load shared library: libvllm.so |",
     "KV cache memory: -": "Available KV cache memory: -0.87 GiB",
+    ": NULL value ": "/sgl-workspace/nvshmem/src/modules/transport/ibgda/ibgda.cpp:1889: NULL value cannot allocate "
+                     "mlx5dv_devx_uar",
     "========= Invalid __": "========= Invalid __global__ write of size 4 bytes",
     "cuFile": "gds_device_buffer.cufile_register: cuFileBufRegister returned an error = 5016",
     "error: creating server: ": "error: creating server: Internal - failed to load all models",

@@ -199,3 +199,24 @@ def test_an_exception_line_above_headerless_frames_is_read_alike_when_another_wr
     apart = analyze("\n".join([worker[0], "(VllmWorker rank=1 pid=11) ERROR 05-16 16:35:18 [multiproc_executor.py:470] ",
                                worker[1]]))
     assert [t.exception_type for t in apart.tracebacks] == ["OSError", None]
+
+
+@pytest.mark.parametrize("line", [
+    "/sgl-workspace/nvshmem/src/modules/transport/ibgda/ibgda.cpp:1889: NULL value cannot allocate mlx5dv_devx_uar",
+    "/dvs/p4/build/sw/rel/gpgpu/toolkit/r13.0/main_nvshmem/src/modules/transport/ibgda/ibgda.cpp:2234: NULL value "
+    "Unable to create ah.",
+])
+def test_nvshmem_s_null_checks_are_failures_of_its_set_up(line: str) -> None:
+    rc = analyze(line + "\n").root_cause
+    assert rc is not None and "NULL value" in rc.message and rc.phase == "nccl_init"
+
+
+@pytest.mark.parametrize("message", [
+    "RuntimeError: Cannot find any model weights with 'meta-llama/CodeLlama-7b-Instruct-hf'",
+    "ValueError: Unexpected weight: visual.blocks.0.attn.proj.weight",
+    "RuntimeError: Failed to map GGUF parameters (356):",
+    "ValueError: The output_size of gate's and up's weight = 192 is not divisible by weight quantization block_n = 128.",
+])
+def test_a_loader_s_refusal_of_the_checkpoint_is_the_weights_step(message: str) -> None:
+    rc = analyze(message + "\n").root_cause
+    assert rc is not None and rc.phase == "weight_loading"
