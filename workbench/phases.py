@@ -725,8 +725,11 @@ _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     # its tensors: "Failed to map GGUF parameters (356):")
     # (or a quantised layer's shapes refused as its weights are created: "Weight input_size_per_partition = 192 is not
     # divisible by weight quantization block_k = 128", "... is not divisible by weight quantization block_n = 128.")
+    # (and a model class built with arguments its code does not take: "TypeError: Ernie4_5_MoeForCausalLM.__init__() got
+    # an unexpected keyword argument 'convert_from_hf'": the model itself is being built)
     (re.compile(r"\bCannot find any model weights\b|\bUnexpected weight: \S|\bFailed to map GGUF parameters\b|"
-                r"\bis not divisible by weight quantization block_[kn]\b"), "weight_loading"),
+                r"\bis not divisible by weight quantization block_[kn]\b|"
+                r"\b\w+For(?:CausalLM|ConditionalGeneration)\.__init__\(\) (?:got|missing)\b"), "weight_loading"),
     # a message that is only a checkpoint parameter's name, quoted (the KeyError of a weight loader's lookup of a tensor
     # among the model's parameters: "'layers.0.mlp.down_proj.weight'")
     # (quantised checkpoints add their scales and packing: "'layers.32.self_attn.qkv_proj.k_scale'", "...g_idx'")

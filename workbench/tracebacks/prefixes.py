@@ -125,11 +125,13 @@ def indented_prefixed(msg: str) -> bool:
     """An indented line that may still carry the log's own prefix: a whole record indented (:func:`indented_record`),
     or a bracketed tag after the margin (a paste that indented every line, "  [S] (APIServer pid=9)   File ...", a
     fence's or a list item's margin before its own prefix), or a number (Slurm's srun --label puts the task's number,
-    right-aligned, before each line of its output: " 0:   File ...")."""
-    return indented_record(msg) or msg.lstrip()[:1] in "[(0123456789"
+    right-aligned, before each line of its output: " 0:   File ..."), or a level word and its time (vLLM's records,
+    every one indented by the paste: "    ERROR 01-08 16:18:04 engine.py:366]   File ...")."""
+    return indented_record(msg) or msg.lstrip()[:1] in "[(0123456789" or _INDENTED_LEVEL.match(msg) is not None
 
 
 _INDENTED_STAMP = re.compile(r"[ \t]{1,8}\d{4}-\d\d-\d\d[T ]\d\d:\d\d")
+_INDENTED_LEVEL = re.compile(r"[ \t]{1,8}(?:ERROR|WARNING|INFO|DEBUG|CRITICAL) \d\d-\d\d ")
 
 
 def learn_shapes(shapes: LineShapes, text: str, *, samples: int = 64) -> None:

@@ -212,9 +212,9 @@ class Extractor:
         block, tracker, _prefix, touch = self._fast
         stripped = msg.lstrip(" \t")
         if (not stripped or (stripped[0] in ">`~[|+" and not stripped.startswith("[Previous line repeated"))
-                or "\x1b" in line or "\r" in msg or _needs_clean(line) or _HEADER in msg
-                or _CONTEXT in msg or _CAUSE in msg
-                or (stripped[0].isdigit() and self.shapes and (indented_record(msg) or self.shapes.strip(msg) is not None))
+                or "\x1b" in line or "\r" in msg or _needs_clean(line) or _HEADER in msg or _CONTEXT in msg or _CAUSE in msg
+                or (self.shapes and ((stripped[0].isdigit() and (indented_record(msg) or self.shapes.strip(msg) is not None))
+                                     or (stripped[0] in "EWIDC" and indented_prefixed(msg))))  # an indented record
                 or (stripped[0] == "(" and "pid=" in stripped[:64])):  # an indented process prefix: another writer's record
             return False
         if (tracker.failure is None and _is_failure(msg)) or (

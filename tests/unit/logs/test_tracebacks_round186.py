@@ -220,3 +220,25 @@ def test_nvshmem_s_null_checks_are_failures_of_its_set_up(line: str) -> None:
 def test_a_loader_s_refusal_of_the_checkpoint_is_the_weights_step(message: str) -> None:
     rc = analyze(message + "\n").root_cause
     assert rc is not None and rc.phase == "weight_loading"
+
+
+def test_a_paste_that_indented_every_vllm_record_is_read_with_its_records_prefix() -> None:
+    log = "".join(f"    ERROR 01-08 16:18:04 engine.py:366] {line}\n" for line in (
+        "Traceback (most recent call last):",
+        '  File "/usr/local/lib/python3.11/dist-packages/vllm/executor/multiproc_gpu_executor.py", line 83, in _init_executor',
+        '    self._run_workers("load_model",',
+        '  File "/usr/local/lib/python3.11/dist-packages/vllm/executor/multiproc_gpu_executor.py", line 157, in _run_workers',
+        "    driver_worker_output = driver_worker_method(*args, **kwargs)",
+        "RuntimeError: boom"))
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.kind == "exception" and rc.exception_type == "RuntimeError"
+    assert rc.phase == "weight_loading"
+
+
+def test_a_model_class_built_with_arguments_it_does_not_take_is_the_weights_step() -> None:
+    rc = analyze("TypeError: Ernie4_5_MoeForCausalLM.__init__() got an unexpected keyword argument 'convert_from_hf'\n"
+                 ).root_cause
+    assert rc is not None and rc.phase == "weight_loading"
+    # (another class's constructor refusing its arguments is the start-up's, as before)
+    rc = analyze("TypeError: Processor.__init__() got multiple values for argument 'tokenizer'\n").root_cause
+    assert rc is not None and rc.phase == "startup_other"
