@@ -742,7 +742,9 @@ _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     # (not a serving engine's statistics: vLLM's "Avg prompt throughput: ... GPU KV cache usage: 0.2%")
     # (llama.cpp's context, whose creation allocates its KV cache and compute buffers: "llama_init_from_model: failed to
     # initialize the context: ...", "common_init_: failed to create context with model '...'")
-    (re.compile(r"KV cache(?! usage)|kv_cache|cache blocks|num_gpu_blocks|Not enough memory\. Please try to increase "
+    # (vLLM's check of its own memory profile, which sizes the cache: "AssertionError: Error in memory profiling. Initial
+    # free memory 82.94 GiB, current free memory 90.17 GiB")
+    (re.compile(r"\bError in memory profiling\b|KV cache(?! usage)|kv_cache|cache blocks|num_gpu_blocks|Not enough memory\. Please try to increase "
                 r"--mem-fraction-static|size of the hierarchical cache|"
                 r"\bllama_init_from_model: failed to initiali[sz]e the context|failed to create context with model|"
                 # (its compute buffers, reserved with the cache as the context is created: "ggml_gallocr_reserve_n: failed

@@ -174,16 +174,18 @@ _RESPONSE_RECORD = re.compile(r"\bresponse failed classification=Status code: 50
 # the last resort's other words for a failure where no record says ERROR: a server's access line for a request it
 # failed inside (uvicorn's '"POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error'; a 503 is a server not
 # ready yet), a server's own "Internal server error: <why>" (dynamo's frontend), a program refusing an argument it
-# does not know (llama-box's "Unknown argument: --origin-rpc-server-main-gpu"), a gateway's proxy (GATEWAY_FAILURE)
+# does not know (llama-box's "Unknown argument: --origin-rpc-server-main-gpu"), a gateway's proxy (GATEWAY_FAILURE), vLLM
+# v0 saving the inputs of a model execution that failed, at INFO, before it reports why ("Writing input of failed
+# execution to /tmp/err_execute_model_input_20241011-065131.pkl...": the why, when the window has it, is the root)
 _QUIET_FAILURE = re.compile(r'"[A-Z]+ \S+ HTTP/[\d.]+" 500\b|\b[Ii]nternal [Ss]erver [Ee]rror: \S|'
                             + GATEWAY_FAILURE + "|"
-                            r"^(?:error: )?[Uu]nknown (?:argument|option)s?:? ['\"]?-")
+                            r"^(?:error: )?[Uu]nknown (?:argument|option)s?:? ['\"]?-|\bWriting input of failed execution\b")
 
 
 def quiet_failure(msg: str) -> bool:
     """The line says a failure in :data:`_QUIET_FAILURE`'s words (a plain ``in`` first: this runs on every line
     until a log's first error)."""
-    return ('" 500' in msg or "nternal" in msg or "nknown" in msg or "upstream" in msg) \
+    return ('" 500' in msg or "nternal" in msg or "nknown" in msg or "upstream" in msg or "failed execution" in msg) \
         and _QUIET_FAILURE.search(msg) is not None
 
 

@@ -183,8 +183,9 @@ def after_label(msg: str) -> str:
     a failed test ("FAILED tests/x.py::test_y - "), or after a raise whose
     exception line a paste glued to it ("raise RuntimeError( RuntimeError: ..."), where a pasted or logged exception line
     often follows; '' when there is no such label."""
-    if msg[:2] == "**" and msg.rstrip().endswith("**"):  # a line a Markdown paste set in bold
-        return msg.strip()[2:-2].strip()
+    if msg[:2] == "**" and msg.rstrip().endswith("**"):  # a line a Markdown paste set in bold (and italic: "**_X: y_**")
+        inner = msg.strip()[2:-2].strip()
+        return inner[1:-1].strip() if len(inner) > 2 and inner[0] in "_*" and inner[-1] == inner[0] else inner
     pos = msg.find("\uff1a", 0, 24)
     if pos >= 0:
         return msg[pos + 1:].lstrip()

@@ -242,3 +242,23 @@ def test_a_model_class_built_with_arguments_it_does_not_take_is_the_weights_step
     # (another class's constructor refusing its arguments is the start-up's, as before)
     rc = analyze("TypeError: Processor.__init__() got multiple values for argument 'tokenizer'\n").root_cause
     assert rc is not None and rc.phase == "startup_other"
+
+
+def test_vllm_s_dump_of_a_failed_execution_is_the_last_resort_and_its_why_comes_first() -> None:
+    dump = "INFO 10-11 06:51:31 model_runner_base.py:120] Writing input of failed execution to /tmp/err_input.pkl...\n"
+    rc = analyze("INFO 10-11 06:51:31 engine.py:294] Added request -100.\n" + dump).root_cause
+    assert rc is not None and "Writing input of failed execution" in rc.message and rc.phase == "serving"
+    rc = analyze(dump + "[rank0]: RuntimeError: CUDA error: an illegal memory access was encountered\n").root_cause
+    assert rc is not None and rc.message.startswith("CUDA error: an illegal memory access")
+
+
+def test_vllm_s_memory_profile_check_is_the_kv_cache_s_sizing() -> None:
+    rc = analyze("AssertionError: Error in memory profiling. Initial free memory 82.94 GiB, current free memory 90.17 "
+                 "GiB.\n").root_cause
+    assert rc is not None and rc.phase == "kv_cache_alloc"
+
+
+def test_an_exception_line_set_in_bold_italic_keeps_its_type() -> None:
+    rc = analyze("**_ValueError: No available memory for the cache blocks. Try increasing gpu_memory_utilization._** \n"
+                 ).root_cause
+    assert rc is not None and rc.exception_type == "ValueError" and rc.message.startswith("No available memory")
