@@ -955,6 +955,14 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|[Ff]ailed to (?:start(?! (
                            # an engine that says it cannot start ("vLLM engine cannot start without GPU"), a config
                            # refused as it is built (pydantic's "1 validation error for ModelConfig", EngineArgs...)
                            r"\b(?:engine|server) cannot start\b|\bvalidation errors? for \w*(?:Config|Args)\b|"
+                           # the engine refusing a combination of its own flags, or a size they set, as it reads them
+                           # ("--disaggregation-decode-enable-radix-cache is incompatible with speculative decoding", "...
+                           # cannot be enabled at the same time", "Total number of attention heads (64) must be divisible
+                           # by tensor parallel size (3)", "DeepEP v2 MoE is not validated for 'X'", "VLLM_USE_V1=1 is not
+                           # supported with device type=cpu")
+                           r"\bis incompatible with\b|\bcannot be enabled at the same time\b|"
+                           r"\bmust be divisible by (?:the )?(?:tensor|pipeline|expert|data)[ -]parallel size\b|"
+                           r"\bis not validated for\b|\bis not supported with device type\b|"
                            # the device checked as the engine is configured ("Bfloat16 is only supported on GPUs with
                            # compute capability of at least 8.0"), or not acquired at all (Habana's "synStatus=8 [Device
                            # not found] Device acquire failed.")
@@ -995,6 +1003,11 @@ _TEXT_SERVING = re.compile(r"inputs? of failed execution|Dumping input data|Dump
                            # a structured-output backend stepping a request's grammar (vLLM's xgrammar backend: "Failed to
                            # advance FSM for request resp_2021... for tokens 410")
                            r"\bFailed to advance FSM\b|"
+                           # (and its token bitmask applied to a batch's logits: xgrammar's apply_token_bitmask_inplace);
+                           # a request's tool_choice refused ("Invalid value for `function`: ... in `tool_choice`!"), a
+                           # request's messages with no chat template to apply ("default chat template is no longer
+                           # allowed, so you must provide a chat template")
+                           r"\bapply_token_bitmask\w*|\bin `tool_choice`|\bdefault chat template is no longer allowed\b|"
                            # (and a request's output parsed as it streams: SGLang's function-call parsers'
                            # parse_streaming_increment, gpt-oss's Harmony parser's HarmonyError); an RL trainer pushing its
                            # weights into a running engine (SGLang's update_weights_from_tensor / _distributed / _disk; not

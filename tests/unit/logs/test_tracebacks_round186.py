@@ -262,3 +262,22 @@ def test_an_exception_line_set_in_bold_italic_keeps_its_type() -> None:
     rc = analyze("**_ValueError: No available memory for the cache blocks. Try increasing gpu_memory_utilization._** \n"
                  ).root_cause
     assert rc is not None and rc.exception_type == "ValueError" and rc.message.startswith("No available memory")
+
+
+@pytest.mark.parametrize(("line", "phase"), [
+    # the engine refusing a combination of its flags, or a size they set, as it reads them
+    ("ValueError: --disaggregation-decode-enable-radix-cache is incompatible with speculative decoding "
+     "(--speculative-algorithm EAGLE)", "startup_other"),
+    ("TypeError: Error: --enable-auto-tool-choice and --enable-reasoning cannot be enabled at the same time",
+     "startup_other"),
+    ("NotImplementedError: VLLM_USE_V1=1 is not supported with device type=cpu.", "startup_other"),
+    ("ValueError: DeepEP v2 MoE is not validated for 'Qwen3_5MoeForConditionalGeneration';", "startup_other"),
+    # a request refused or stepped: its tool_choice, its chat template, its grammar's bitmask
+    ("ValueError: Invalid value for `function`: `do-something` in `tool_choice`! Correct usage: ...", "serving"),
+    ("ValueError: As of transformers v4.44, default chat template is no longer allowed, so you must provide a chat "
+     "template if the tokenizer does not define one.", "serving"),
+    ("TypeError: apply_token_bitmask_inplace_cpu(): incompatible function arguments.", "serving"),
+])
+def test_flag_combinations_refused_are_start_up_and_a_request_s_refusals_serving(line: str, phase: str) -> None:
+    rc = analyze(line + "\n").root_cause
+    assert rc is not None and rc.phase == phase
