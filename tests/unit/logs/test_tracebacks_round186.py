@@ -281,3 +281,12 @@ def test_an_exception_line_set_in_bold_italic_keeps_its_type() -> None:
 def test_flag_combinations_refused_are_start_up_and_a_request_s_refusals_serving(line: str, phase: str) -> None:
     rc = analyze(line + "\n").root_cause
     assert rc is not None and rc.phase == phase
+
+
+def test_a_quoted_exception_line_of_the_bare_exception_type_is_read_as_the_unquoted_one_is() -> None:
+    line = "`Exception: Invalid repo_id: model, must be of format namespace/name`"
+    for log in (line, line.strip("`")):
+        rc = analyze(log + "\n").root_cause
+        assert rc is not None and rc.exception_type == "Exception" and rc.message.startswith("Invalid repo_id")
+    rc = analyze("`Error: something went wrong`\n").root_cause  # (a program's error, no exception type)
+    assert rc is not None and rc.kind == "log_line" and rc.exception_type is None
