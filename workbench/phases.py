@@ -767,7 +767,7 @@ _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
                 # the connections a communicator opens to its peers as it is set up: NCCL's sockets ("misc/socket.cc:484
                 # NCCL WARN socketStartConnect: Connect to ... failed"), Gloo's mesh ("Gloo connectFullMesh failed"),
                 # NVSHMEM's bootstrap ("bootstrap_net_init:160: No socket interface found")
-                r"\bsocket(?:Start|Poll)Connect\b|\bconnectFullMesh\b|\bbootstrap_net_init\b|"
+                r"\bsocket(?:Start|Poll)Connect\b|\bncclSocketInit\b|\bconnectFullMesh\b|\bbootstrap_net_init\b|"
                 # (and torch's TCPStore, the rendezvous every process group starts with: "The server socket has failed
                 # to listen on any local network address. ... (errno: 98 - Address already in use)")
                 r"\bThe (?:server|client) socket has (?:failed to|timed out)\b|"
@@ -894,6 +894,9 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|[Ff]ailed to (?:start(?! (
                            # the listening socket a server (or torch's TCPStore) binds as it starts ("could not bind to
                            # address: 0.0.0.0:8000", "[Errno 98] Address already in use")
                            r"could not bind|[Ff]ailed to bind|[Aa]ddress already in use|"
+                           # (or an address the host does not have: ZMQ's "Cannot assign requested address (addr='tcp://
+                           # 10.27.91.102:13345')" as a data-parallel front end binds another node's address)
+                           r"\bCannot assign requested address\b|"
                            # (MindIE's endpoint: "[MIE04E02041C] [endpoint] Failed to listen 172.17.0.3:40032")
                            r"\b[Ff]ailed to listen\b|"
                            # the devices a process is given as it starts ("EE1001: ... Set visible device failed, invalid

@@ -290,3 +290,8 @@ def test_a_quoted_exception_line_of_the_bare_exception_type_is_read_as_the_unquo
         assert rc is not None and rc.exception_type == "Exception" and rc.message.startswith("Invalid repo_id")
     rc = analyze("`Error: something went wrong`\n").root_cause  # (a program's error, no exception type)
     assert rc is not None and rc.kind == "log_line" and rc.exception_type is None
+
+
+def test_binding_an_address_the_host_does_not_have_is_start_up() -> None:
+    rc = analyze("zmq.error.ZMQError: Cannot assign requested address (addr='tcp://10.27.91.102:13345')\n").root_cause
+    assert rc is not None and rc.phase == "startup_other"
