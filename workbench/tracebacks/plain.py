@@ -18,14 +18,15 @@ _STATED = re.compile(r"\b(?:[Ff]ail(?:ed|ure)|FAILED|timed out|is dead|exited wi
                      r"\b(?:[Uu]nable to (?:reliably )?|[Cc]ould not )(?:start|connect|load|allocate|open|create|launch|"
                      r"initiali[sz]e)\b")
 _NOTE = (r"[Ii]gnor|silence|[Rr]etry|"
-                         # ("12 passed, 0 FAILED", "(no failures)", a benchmark's "Failed requests:   0")
-                         r"\b(?:0|[Nn]o) (?:[Ff]ail\w*|FAILED|[Ee]rrors?)\b|\b[Ff]ail(?:ed|ures?)\b[\w ]{0,30}:\s*0\b|"
-                         r"fall(?:ing)? ?back|[Ss]kipping|[Ff]ailed to import|:$|"
-                         # (nor a person's sentence about a failure: "The test marked FAILED yesterday passes again
-                         # today", "Failed to update parameter online, then it worked after a restart.")
-                         r"^\s*(?:[Tt]he|[Ii]t|[Ww]e|[Tt]his|[Tt]hat|[Ww]hen|[Ii]f|[Aa]fter|[Bb]ut)\s|, then\b|"
-                         r"\b(?:yesterday|today|worked)\b")
+        # ("12 passed, 0 FAILED", "(no failures)", a benchmark's "Failed requests:   0")
+        r"\b(?:0|[Nn]o) (?:[Ff]ail\w*|FAILED|[Ee]rrors?)\b|\b[Ff]ail(?:ed|ures?)\b[\w ]{0,30}:\s*0\b|"
+        r"fall(?:ing)? ?back|[Ss]kipping|[Ff]ailed to import|:$|"
+        # (nor a person's sentence about a failure: "The test marked FAILED yesterday passes again
+        # today", "Failed to update parameter online, then it worked after a restart.")
+        r"^\s*(?:[Tt]he|[Ii]t|[Ww]e|[Tt]his|[Tt]hat|[Ww]hen|[Ii]f|[Aa]fter|[Bb]ut)\s|, then\b|"
+        r"\b(?:yesterday|today|worked)\b")
 _NOT_STATED = re.compile(r"[Ww]arn|WARN|\bINFO\b|\bDEBUG\b|\bDBG\b|" + _NOTE)
+# a warning's words that say the program goes on: advice, a deprecation, an attempt it will make again
 _NOT_WARNED = re.compile(r"[Dd]eprecat|[Aa]ttempts?\b|[Ff]uture|[Cc]onsider|[Rr]ecommend|[Mm]ay |[Mm]ight |[Rr]econnect|" + _NOTE)
 
 
