@@ -85,3 +85,26 @@ def test_a_burst_of_sigquits_ends_every_process_of_the_server(tmp_path: Path) ->
     assert rc == -signal.SIGKILL, s.text
     assert "Received sigquit from a child process" in s.text
     assert _holding(str(state)) == []  # the launcher waits for its tree to be gone before it kills itself
+
+
+def test_the_launcher_ends_after_a_sigquit_even_when_its_killer_hangs() -> None:
+    script = textwrap.dedent(
+        """
+        import os, signal, threading, types
+        from sglang.srt.entrypoints import engine
+
+        engine._kill_after_failed_children = lambda: threading.Event().wait()  # a killer that never acts
+        engine._set_envs_and_config(types.SimpleNamespace(enable_nccl_nvls=False))
+        os.kill(os.getpid(), signal.SIGQUIT)
+        threading.Event().wait()
+        """
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], env={**os.environ, "PYTHONPATH": str(SIM)},
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == -signal.SIGALRM, err
+    assert "Received sigquit from a child process" in err

@@ -43,6 +43,9 @@ class LaunchState:
 
 _state = LaunchState()
 KILLER_LIMIT = 30.0  # seconds: the killer's own bounds (5 s for the failing ranks, 5 s for the tree) and a margin
+# seconds after a SIGQUIT before SIGALRM ends the launcher if nothing else has: under Slurm a failed --ep-size 8 start
+# was seen to outlive both sigquit lines and the killer (stops 27, 36 and 37; cause not found)
+KILL_ALARM = 20
 
 
 def _kill_after_failed_children() -> None:
@@ -64,6 +67,9 @@ def _set_envs_and_config(server_args: Any) -> None:
     os.environ["NCCL_NVLS_ENABLE"] = str(int(server_args.enable_nccl_nvls))
 
     def sigquit_handler(signum: int, frame: Any) -> None:
+        # the kernel's own deadline first: SIGALRM's default action ends this process whatever its threads do (the
+        # killer below normally SIGKILLs the tree well before it; the ranks follow their fork server by PDEATHSIG)
+        signal.alarm(KILL_ALARM)
         logger.error("Received sigquit from a child process. It usually means the child failed.")
         _state.sigquit.set()
 
