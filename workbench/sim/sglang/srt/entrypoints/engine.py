@@ -76,6 +76,10 @@ def _set_envs_and_config(server_args: Any) -> None:
     if _state.killer is None:
         _state.killer = threading.Thread(target=_kill_after_failed_children, daemon=True)
         _state.killer.start()
+    # SIGALRM as the kernel's deadline (sigquit_handler): its default action, and not blocked, whatever the process
+    # that started this one left it (a disposition of SIG_IGN and a blocked mask both survive exec)
+    signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGALRM})
     signal.signal(signal.SIGQUIT, sigquit_handler)
 
 
