@@ -43,10 +43,12 @@ _EXC_REPR = re.compile(r"([A-Za-z_][\w.]*(?:Error|Exception))\((['\"])(.+)")
 # (a blank inside the opening backtick kept: "with error : ` KeyError: 'layers.0.mlp.down_proj.weight'`")
 # a Markdown list item's mark and/or a bold opening before a sentence
 _LIST_MARK = re.compile(r"(?:[-*+]|\d{1,2}[.)]) +(?:\*\*|__)?|(?:\*\*|__)(?=\w)")
-_QUOTED_EXC = re.compile(r"` ?((?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception)|Exception))(: )([^`]+)`")
+# the exception type a quote opens with (the bare Exception too, as an unquoted line may be)
+_QUOTED_TYPE = r"(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception)|Exception)"
+_QUOTED_EXC = re.compile(r"` ?(" + _QUOTED_TYPE + r")(: )([^`]+)`")
 # a line of prose that opens a quote with the exception line, the quote closing on a later line
 # ("`RuntimeError: Decode out of memory.\nTry to allocate 148 tokens.`")
-_OPEN_QUOTED_EXC = re.compile(r"`((?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception)|Exception))(: )([^`]+)")
+_OPEN_QUOTED_EXC = re.compile(r"`(" + _QUOTED_TYPE + r")(: )([^`]+)")
 # a sentence that ends naming the error its next line quotes ("I keep getting the following ValueError:")
 _NAMES_NEXT = re.compile(r"[a-z] ((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)):\s*$")
 _WHOLE_QUOTE = re.compile(r"`([^`]{8,})`\s*$")
