@@ -133,11 +133,9 @@ MODELS = ROOT / "workbench" / "testbed" / "models"
 def start_sim(stamps: Path, *, nagle: bool = False) -> tuple[subprocess.Popen[str], str]:
     """The simulated K2.6 server (TP8, DDTree) on loopback, stamping every chunk into ``stamps``
     (``nagle``: without TCP_NODELAY, as the simulator served before it matched uvicorn)."""
-    import socket
+    from workbench.testbed.ports import free_port
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     state = tempfile.mkdtemp(prefix="wb-gpu-state-")
     proc = subprocess.Popen(
         [sys.executable, "-m", "workbench.sim.server", "--model-path", str(MODELS / "Kimi-K2.6"), "--tp-size", "8",

@@ -14,7 +14,6 @@ import argparse
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -24,18 +23,14 @@ from pathlib import Path
 
 import httpx
 
+from workbench.testbed.ports import free_port
+
 REPO = Path(__file__).resolve().parents[1]
 MODELS = REPO / "tests" / "fixtures" / "sim" / "models"
 
 
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def run(concurrency: int, window: float, speed: float, speculative: bool) -> dict[str, float]:
-    port = _port()
+    port = free_port()
     spec = (
         [
             "--speculative-algorithm",

@@ -18,7 +18,6 @@ import re
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -26,6 +25,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from workbench.testbed.ports import free_port
 
 pytestmark = [pytest.mark.browser, pytest.mark.testbed]
 
@@ -40,12 +41,6 @@ UNIT = "sglang-k26-ddtree.service"
 # ends first (systemd's SIGTERM reaches the whole cgroup at once), as the real server does.
 STOPPED = re.compile(r"inactive|failed \(failed\), result signal")
 LONG = 420_000  # ms: an action may first wait for another session's lock on the host
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
@@ -68,7 +63,7 @@ def jupyterlab(tmp_path: Path, env: dict[str, str]) -> Iterator[str]:
     root = tmp_path / "lab"
     shutil.copytree(ROOT / "notebooks", root / "notebooks")
     (root / "data").mkdir()
-    port, token = _free_port(), secrets.token_hex(16)
+    port, token = free_port(), secrets.token_hex(16)
     env = {**env, "JUPYTER_CONFIG_DIR": str(tmp_path / "jcfg"), "JUPYTER_RUNTIME_DIR": str(tmp_path / "jrt"),
            "PYTHONUNBUFFERED": "1"}
     log = (tmp_path / "lab.log").open("wb")

@@ -16,7 +16,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tarfile
@@ -30,6 +29,7 @@ from workbench.hosts import LocalHost
 from workbench.journal.read import invocation_text
 from workbench.services import ContainerServices, inventory
 from workbench.session import HostSession
+from workbench.testbed.ports import free_port
 from workbench.tracebacks import analyze
 
 from .test_restore import CONTROLLER
@@ -38,12 +38,6 @@ ROOT = Path(__file__).parents[2]
 BASE = "wb-docker-sglang"
 IMAGE = "localhost/wb-docker-base:local"
 BOUND_KILLED = 60.0  # the guard's promise (docs/guard.md)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _image_tar() -> bytes:
@@ -112,7 +106,7 @@ def docker(tmp_path_factory) -> Iterator[dict[str, str]]:
 @pytest.fixture(scope="module")
 def base(docker) -> Iterator[tuple[LocalHost, ContainerServices, int]]:
     """The seeds' baseline as a named Docker container with ``--init`` on host networking, running."""
-    port = _free_port()
+    port = free_port()
     model = "/models/Kimi-K2.6"
     argv = ["/usr/bin/python3", "-m", "sglang.launch_server", "--model-path", model, "--served-model-name",
             "kimi-k2.6", "--host", "127.0.0.1", "--port", str(port), "--tp-size", "8", "--trust-remote-code",

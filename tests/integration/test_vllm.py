@@ -10,7 +10,6 @@ but bounded.
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import httpx
@@ -21,6 +20,7 @@ from workbench.phases import PhaseTracker
 from workbench.services import ProcessServices, SystemdServices, inventory
 from workbench.session import HostSession
 from workbench.telemetry import counter_deltas, snapshot_server
+from workbench.testbed.ports import free_port
 from workbench.testbed.provision import (
     BASE_UNIT,
     VLLM_HEALTH_PATH,
@@ -175,17 +175,11 @@ def test_bad_flag_fails_with_phase_and_root_cause_then_host_restored(vllm_host: 
     assert vllm_host.run(["test", "-e", "/run/workbench/session.json"], timeout=30).exited == 1
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def test_process_backend_runs_the_same_server_on_localhost(tmp_path: Path) -> None:
     """The unit file of the testbed, pointed at this machine's model, run by the process
     backend (no systemd) on localhost: ready with vLLM's phases, and a stop leaves nothing."""
     env = ensure_vllm_env()
-    port = _free_port()
+    port = free_port()
     root = tmp_path / "services"
     (root / "units").mkdir(parents=True)
     (root / "units" / VLLM_UNIT).write_text(render_vllm_unit(env, model_dir=str(default_model_dir()), port=port))

@@ -45,6 +45,7 @@ import workbench.sim as _sim_pkg
 from workbench.errors import ConfigError
 from workbench.hosts import LocalHost
 from workbench.slurm.cluster import SlurmCluster
+from workbench.testbed.ports import free_port
 
 CLUSTER = "testbed"
 NODE = "node1"  # not "localhost": Slurm gives that name the machine's own host name
@@ -124,12 +125,6 @@ def available(*, accounting: bool = False) -> tuple[bool, str]:
     return True, ""
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @dataclass
 class LocalSlurm:
     """The cluster's state directory and its daemons."""
@@ -202,7 +197,7 @@ class LocalSlurm:
             dev = r / "dev" / f"nvidia{i}"
             if not dev.exists():
                 os.mknod(dev, 0o600 | 0o020000, os.makedev(1, 3))
-        ctld, slurmd = _free_port(), _free_port()
+        ctld, slurmd = free_port(), free_port()
         accounting = self._write_accounting() if self.accounting else ["AccountingStorageType=accounting_storage/none"]
         self.conf.write_text("\n".join([
             f"ClusterName={CLUSTER}", f"SlurmctldHost={socket.gethostname()}({self.ctld_addr})",
@@ -223,7 +218,7 @@ class LocalSlurm:
                                              for n in self.node_addrs))
         scripts = job_scripts(logs=str(r / "logs"), sim_site=str(Path(_sim_pkg.__file__).parent),
                               model_dir=str(MODELS / "Kimi-K2.6"), draft_dir=str(MODELS / "Kimi-K2.6-DFlash"),
-                              port=self.server_port, init_port=_free_port(), gpu_state=str(r / "gpu-state"))
+                              port=self.server_port, init_port=free_port(), gpu_state=str(r / "gpu-state"))
         for name, text in scripts.items():
             if name == BASE_SCRIPT or self.nodes > 1:
                 (self.script_dir / name).write_text(text)
@@ -232,7 +227,7 @@ class LocalSlurm:
         """slurmdbd.conf (beside slurm.conf, where slurmdbd looks, mode 600) and MariaDB's first
         statements; the slurm.conf lines that send the controller's records to slurmdbd."""
         r = self.root
-        db_port, dbd_port = _free_port(), _free_port()
+        db_port, dbd_port = free_port(), free_port()
         password = os.urandom(12).hex()
         (r / "db").mkdir(exist_ok=True)
         (r / "db" / "init.sql").write_text(

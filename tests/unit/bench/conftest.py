@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import queue
 import shlex
-import socket
 import subprocess
 import sys
 import threading
@@ -16,6 +15,7 @@ from typing import Any
 import pytest
 
 from workbench.hosts import LineStream, LocalHost, Result
+from workbench.testbed.ports import free_port
 
 TTFT_MS, ITL_MS = 40.0, 20.0
 
@@ -43,12 +43,6 @@ def _serve(*args: str) -> Iterator[str]:
 MODELS = Path(__file__).parents[3] / "workbench" / "testbed" / "models"  # the testbed's model dirs
 SIM_READY = "The server is fired up and ready to roll!"
 SIM_API_KEY = "sk-test-7f3a9c"  # the keyed simulator's key (a test value, not a secret)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def serve_sim(state: Path, *extra: str) -> Iterator[str]:

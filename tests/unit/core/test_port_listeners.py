@@ -7,7 +7,6 @@ another one that is not.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ import pytest
 
 from workbench.hosts import LocalHost
 from workbench.systemd import UnitStatus
+from workbench.testbed.ports import free_port
 from workbench.watch import Listener, foreign_listeners, port_holders, port_listeners
 
 # A "main process" (a shell) whose child listens: the server below its unit's main process.
@@ -24,15 +24,9 @@ SERVE = ("import socket, sys, time; s = socket.socket(); s.setsockopt(socket.SOL
          "s.bind(('127.0.0.1', int(sys.argv[1]))); s.listen(); print('up', flush=True); time.sleep(120)")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def served():
-    port = _free_port()
+    port = free_port()
     main = subprocess.Popen(["sh", "-c", f'"{sys.executable}" -c "$1" "$2"; :', "sh", SERVE, str(port)],
                             stdout=subprocess.PIPE, text=True)
     assert main.stdout is not None and main.stdout.readline().strip() == "up"
@@ -83,9 +77,9 @@ def test_the_start_s_own_server_is_not_foreign_another_process_is(served):
 def test_roots_not_known_judge_nothing_and_a_free_port_has_no_listener(served):
     _, port = served
     assert foreign_listeners(_Svc(LocalHost(), set()), "srv.service", port, _status(0), []) == []  # type: ignore[arg-type]
-    free = _free_port()
+    free = free_port()
     deadline = time.monotonic() + 5
     while port_listeners(LocalHost(), free) and time.monotonic() < deadline:  # (someone may take it meanwhile)
-        free = _free_port()
+        free = free_port()
     assert port_listeners(LocalHost(), free) == []
     assert Listener(None).describe() == "an unknown process"
