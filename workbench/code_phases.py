@@ -712,6 +712,8 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
      "_forward_impl", _S),
     ("lmdeploy/pytorch/models/patch.py", "build_patched_model patch _dist_model add_adapters", _W),
     ("lmdeploy/pytorch/weight_loader/", "*", _W),
+    # lmdeploy lite: the offline quantizers (auto_awq, gptq, smooth_quant and their calibration) work on the weights
+    ("lmdeploy/lite/", "*", _W),
     ("lmdeploy/pytorch/engine/cache_engine.py", "__init__ allocate_gpu_cache allocate_cpu_cache "
      "get_cache_block_size", _KV),
     ("lmdeploy/pytorch/engine/cache_engine.py", "swap_in swap_out", _S),
