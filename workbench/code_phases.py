@@ -183,8 +183,9 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     # --- vLLM v1 worker (vllm/v1/worker/gpu_worker.py, worker_base.py)
     ("vllm/v1/worker/gpu_worker.py", "init_device init_worker_distributed_environment", _NCCL),
     ("vllm/v1/worker/gpu_worker.py", "load_model reload_weights", _W),
-    ("vllm/v1/worker/gpu_worker.py", "determine_available_memory get_kv_cache_spec initialize_from_config "
-     "initialize_cache", _KV),
+    ("vllm/v1/worker/gpu_worker.py", "get_kv_cache_spec initialize_from_config initialize_cache", _KV),
+    # the memory profile: whatever it runs to measure (a dummy forward, the sampler's warm-up, a capture) is the sizing
+    ("vllm/v1/worker/gpu_worker.py", "determine_available_memory", _KV_ONLY),
     ("vllm/v1/worker/gpu_worker.py", "compile_or_warm_up_model", _CG_TO_WU),
     # a TPU has no CUDA graphs: its worker's compile_or_warm_up_model precompiles the model's and the sampler's shapes
     # (vLLM's tpu_worker.py and tpu-inference's worker/tpu_worker.py)
@@ -199,7 +200,8 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     # (profile_cudagraph_memory, which determine_available_memory calls, captures the graphs to measure them before the
     # KV cache is sized: a capture inside it is part of the sizing)
     ("vllm/v1/worker/gpu_model_runner.py", "profile_cudagraph_memory", _KV_ONLY),
-    ("vllm/v1/worker/gpu_model_runner.py", "profile_run initialize_kv_cache "
+    ("vllm/v1/worker/gpu_model_runner.py", "profile_run", _KV_ONLY),
+    ("vllm/v1/worker/gpu_model_runner.py", "initialize_kv_cache "
      "initialize_kv_cache_tensors _allocate_kv_cache_tensors _reshape_kv_cache_tensors initialize_attn_backend "
      "may_reinitialize_input_batch get_kv_cache_spec _init_minimal_kv_cache_for_profiling", _KV),
     ("vllm/v1/worker/gpu_model_runner.py", "capture_model _capture_cudagraphs _warmup_and_capture", _CG),
@@ -215,7 +217,8 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
      "_to_list", _S),
     # --- vLLM's model runner v2 (vllm/v1/worker/gpu/model_runner.py): its _dummy_run calls execute_model
     ("vllm/v1/worker/gpu/model_runner.py", "load_model reload_weights", _W),
-    ("vllm/v1/worker/gpu/model_runner.py", "initialize_kv_cache profile_run profile_cudagraph_memory "
+    ("vllm/v1/worker/gpu/model_runner.py", "profile_run profile_cudagraph_memory", _KV_ONLY),
+    ("vllm/v1/worker/gpu/model_runner.py", "initialize_kv_cache "
      "get_kv_cache_spec _init_kv_zero_meta", _KV),
     ("vllm/v1/worker/gpu/model_runner.py", "capture_model", _CG),
     ("vllm/v1/worker/gpu/model_runner.py", "_dummy_sampler_run _dummy_pooler_run", _WU),
@@ -236,7 +239,8 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("vllm_ascend/worker/worker_v1.py", "compile_or_warm_up_model", _CG_TO_WU),
     ("vllm_ascend/worker/worker_v1.py", "execute_model execute_dummy_batch sample_tokens", _S),
     ("vllm_ascend/worker/model_runner_v1.py", "load_model", _W),
-    ("vllm_ascend/worker/model_runner_v1.py", "profile_run initialize_kv_cache", _KV),
+    ("vllm_ascend/worker/model_runner_v1.py", "profile_run", _KV_ONLY),
+    ("vllm_ascend/worker/model_runner_v1.py", "initialize_kv_cache", _KV),
     ("vllm_ascend/worker/model_runner_v1.py", "capture_model _capture_model", _CG),
     ("vllm_ascend/worker/model_runner_v1.py", "_dummy_run", _U),
     ("vllm_ascend/worker/model_runner_v1.py", "__init__", _BUILD),
@@ -256,7 +260,7 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("vllm/worker/multi_step_model_runner.py", "_advance_step", _S),
     ("vllm/_custom_ops.py", "advance_step_flashattn advance_step_flashinfer", _S),
     ("vllm/worker/model_runner.py", "load_model", _W),
-    ("vllm/worker/model_runner.py", "profile_run", _KV),
+    ("vllm/worker/model_runner.py", "profile_run", _KV_ONLY),
     ("vllm/worker/model_runner.py", "capture_model", _CG),
     ("vllm/worker/model_runner.py", "execute_model", _S),
     ("vllm/worker/cache_engine.py", "__init__ _allocate_kv_cache", _KV),
@@ -285,6 +289,8 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
      "_raise_exception_on_finish start_background_loop _log_task_completion", _S),
     ("vllm/engine/multiprocessing/engine.py", "__init__ from_engine_args from_vllm_config run_mp_engine", _U),
     ("vllm/engine/multiprocessing/engine.py", "run_engine_loop engine_step", _S),
+    # v0's client of the engine process once it answered the start-up handshake: its heartbeat and output loops
+    ("vllm/engine/multiprocessing/client.py", "run_heartbeat_loop run_output_handler_loop", _S),
     # --- vLLM front ends and shared start-up code
     ("vllm/entrypoints/openai/api_server.py", "run_server run_server_worker build_async_engine_client "
      "build_async_engine_client_from_engine_args init_app_state lifespan", _U),
@@ -316,7 +322,17 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("exllamav2/model.py", "load load_gen load_autosplit load_autosplit_gen load_tp load_tp_gen", _W),
     # LoRA adapters are loaded into their GPU slots when a batch of requests asks for them (set_active_adapters from
     # the model runner's execute path): the request path, whatever "load" says
+    # a client's request that an OpenAI-compatible server answered (the openai SDK reading the response, or raising
+    # for its status): the server was serving requests, whatever the script around it is called.  A request that got
+    # no answer (APIConnectionError) tells nothing of the server's phase: the SDK's other frames say nothing
+    ("openai/_base_client.py", "_process_response _make_status_error_from_response _make_status_error", _S),
+    ("openai/_response.py", "parse _parse", _S),
+    ("openai/_legacy_response.py", "parse _parse", _S),
+    # a sampling request's logits processors (guided decoding's, a user's), which vLLM applies to each batch's rows
+    ("vllm/model_executor/layers/logits_processor.py", "_apply_logits_processors", _S),
     ("vllm/lora/worker_manager.py", "set_active_adapters _apply_adapters add_adapter _load_adapter", _S),
+    # (unsloth's copy of it, which its fast_generate uses for the adapter a request names)
+    ("unsloth_zoo/vllm_lora_worker_manager.py", "set_active_adapters _apply_adapters add_adapter _load_adapter", _S),
     # a KV connector's per-step hooks (vLLM's KVConnectorBase_V1: the worker's load/save around each forward, the
     # scheduler's matching and metadata) and LMCache's store/retrieve behind them run in requests
     ("vllm/distributed/kv_transfer/", _KV_HOOKS, _S),
@@ -517,7 +533,9 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("sglang/srt/managers/schedule_policy.py", "add_one_req add_chunked_req add_req_state calc_priority "
      "_compute_prefix_matches", _S),
     ("sglang/srt/mem_cache/", "init_load_back load_back match_prefix cache_finished_req cache_unfinished_req "
-     "evict write_backup inc_lock_ref dec_lock_ref build_hicache_transfers", _S),
+     "evict write_backup inc_lock_ref dec_lock_ref build_hicache_transfers "
+     # the trees' self-check, which the scheduler runs when it goes idle between batches
+     "sanity_check", _S),
     # EAGLE's draft tree for a batch's verify step (speculative/build_eagle_tree.py, called from eagle_utils'
     # verify-input construction and the EAGLE workers' draft): built per batch of requests; the draft graph runners
     # capture only the draft forward, never the tree
@@ -945,6 +963,9 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("/socketserver.py", "process_request_thread finish_request process_request _handle_request_noblock", _S),
     ("/http/server.py", "handle_one_request handle", _S),
     ("werkzeug/serving.py", "run_wsgi execute handle_one_request", _S),
+    # mlx-lm's generation (generate_step, stream_generate, the batch generator and its prompt processing): tokens for
+    # a prompt, per request
+    ("mlx_lm/generate.py", "*", _S),
     # (a Gradio app's queue running an event a user's request set off: an app's model called for one request; and Cog's
     # worker running one prediction)
     ("gradio/queueing.py", "process_events", _S),
@@ -1011,7 +1032,9 @@ _GENERIC = frozenset({"__init__", "forward", "step", "generate", "run", "main", 
                       "result", "wait", "get", "join",
                       # a cache's or a language's store and lookup (LMCache's engine serves them; Triton's tl.store runs
                       # in any kernel, at any step)
-                      "store", "lookup"})
+                      "store", "lookup",
+                      # torch's Module.eval(), chained onto every model load ("from_pretrained(...).eval()")
+                      "eval"})
 
 TABLE: dict[str, tuple[tuple[str, str], ...]] = {}
 _FILE_WIDE: list[tuple[str, str]] = []
@@ -1047,9 +1070,8 @@ def code_phase(file: str, function: str, *, callee: bool = False) -> str | None:
             for where, phase in entries:
                 if where in path:
                     return phase
-        if ((callee or not path) and function not in _GENERIC
-                and len({phase for _where, phase in entries}) == 1):
-            return entries[0][1]
+        if (callee or not path) and function not in _GENERIC:
+            return _agreed({phase for _where, phase in entries}, spans=not callee)
     if path:
         for where, phase in _FILE_WIDE:
             # a serving module's constructor runs when the server builds it (vLLM's init_app_state builds
@@ -1058,6 +1080,27 @@ def code_phase(file: str, function: str, *, callee: bool = False) -> str | None:
             if where in path and not (phase == _S and (function == "__init__" or function.startswith("<"))):
                 return phase
     return None
+
+
+def _agreed(phases: set[str], *, spans: bool) -> str | None:
+    """The one phase the files defining a name give it.  For a method a wrapper names (``spans``) a span counts as
+    its default step: a worker's method (Ray's "Error executing method 'initialize_from_config'") is the worker's,
+    which sizes the cache, not the executor's of the same name, which goes on to the warm-up.  A callee named in a
+    code line may be either, so there a span of several steps and a step of one name disagree."""
+    if len(phases) == 1:
+        return next(iter(phases))
+    steps = {p for p in phases if "<" not in p}
+    if len(steps) != 1 or not all(resolve(p) in steps for p in phases):
+        return None
+    if spans or all(_one_step(p) for p in phases):
+        return next(iter(steps))
+    return None
+
+
+def _one_step(phase: str) -> bool:
+    """A plain phase, or a span of one step (``kv_cache_alloc<kv_cache_alloc..kv_cache_alloc``), which is that step."""
+    span = _span(phase) if "<" in phase else None
+    return span is None or span[1] == span[2]
 
 
 def completion(file: str, prefix: str) -> str | None:

@@ -3,6 +3,8 @@ and the parts after them showed missing, each a general rule."""
 
 from __future__ import annotations
 
+import pytest
+
 from workbench.tracebacks import analyze
 
 LITE = """Traceback (most recent call last):
@@ -24,3 +26,78 @@ def test_lmdeploy_lite_offline_quantization_is_the_weights_step() -> None:
     # auto_awq / calibrate / smooth_layers rewrite the weights: what goes wrong there is weight_loading
     rc = analyze(LITE).root_cause
     assert rc is not None and rc.exception_type == "AssertionError" and rc.phase == "weight_loading"
+
+
+def _frames(*frames: tuple[str, str, str]) -> str:
+    return "Traceback (most recent call last):\n" + "".join(
+        f'  File "/usr/lib/python3.12/site-packages/{f}", line 10, in {fn}\n    {code}\n' for f, fn, code in frames)
+
+
+def test_a_worker_method_a_ray_wrapper_names_takes_the_worker_s_step() -> None:
+    # the executor's initialize_from_config spans the cache and the warm-up; the worker's (the one Ray runs) is the cache
+    log = ("(RayWorkerWrapper pid=29113, ip=10.0.0.2) ERROR 03-24 15:39:40 [ray_utils.py:74] Error executing method "
+           "'initialize_from_config'. This might cause deadlock in distributed execution.\n"
+           "(RayWorkerWrapper pid=29113, ip=10.0.0.2) ERROR 03-24 15:39:40 [ray_utils.py:74] Traceback (most recent "
+           "call last):\n")
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.phase == "kv_cache_alloc"
+
+
+def test_what_the_memory_profile_runs_is_the_cache_s_sizing() -> None:
+    # profile_run runs the sampler's dummy pass (a warm-up function when compile_or_warm_up_model calls it)
+    log = _frames(("vllm/v1/worker/gpu_worker.py", "determine_available_memory", "self.model_runner.profile_run()"),
+                  ("vllm/v1/worker/gpu_model_runner.py", "profile_run",
+                   "output = self._dummy_sampler_run(last_hidden_states)"),
+                  ("vllm/v1/worker/gpu_model_runner.py", "_dummy_sampler_run", "sampler_output = self.sampler("))
+    rc = analyze(log + "torch.OutOfMemoryError: CUDA out of memory.\n").root_cause
+    assert rc is not None and rc.phase == "kv_cache_alloc"
+    warm = _frames(("vllm/v1/worker/gpu_worker.py", "compile_or_warm_up_model",
+                    "self.model_runner._dummy_sampler_run(hidden_states=last_hidden_states)"),
+                   ("vllm/v1/worker/gpu_model_runner.py", "_dummy_sampler_run", "sampler_output = self.sampler("))
+    rc = analyze(warm + "torch.OutOfMemoryError: CUDA out of memory.\n").root_cause
+    assert rc is not None and rc.phase == "warmup"
+
+
+@pytest.mark.parametrize(("frames", "phase"), [
+    # SGLang's radix trees check themselves when the scheduler goes idle between batches
+    ((("sglang/srt/mem_cache/mamba_radix_cache.py", "sanity_check", "x == x_lru"),), "serving"),
+    # vLLM v0's client of the engine process: its heartbeat runs once the engine is up
+    ((("vllm/engine/multiprocessing/client.py", "run_heartbeat_loop", "await self._check_success("),
+      ("vllm/engine/multiprocessing/client.py", "_check_success", "raise response")), "serving"),
+    # unsloth's copy of vLLM's LoRA worker manager loads the adapter a request names
+    ((("unsloth_zoo/vllm_lora_worker_manager.py", "_load_adapter", "lora = load_method(**kwargs)"),), "serving"),
+    # a request's logits processors, applied to each batch's rows
+    ((("vllm/model_executor/layers/logits_processor.py", "_apply_logits_processors",
+       "logits_row = logits_processor(past_tokens_ids, logits_row)"),), "serving"),
+    # the openai SDK reading a server's answer
+    ((("test.py", "<module>", "response = client.embeddings.create("),
+      ("openai/resources/embeddings.py", "create", "return self._post("),
+      ("openai/_base_client.py", "_request", "return self._process_response("),
+      ("openai/_base_client.py", "_process_response", "return api_response.parse()")), "serving"),
+])
+def test_serving_side_functions_give_serving(frames, phase: str) -> None:
+    rc = analyze(_frames(*frames) + "RuntimeError: boom\n").root_cause
+    assert rc is not None and rc.phase == phase
+
+
+def test_a_request_no_server_answered_says_nothing_of_the_server_s_phase() -> None:
+    log = _frames(("app.py", "ask", "response = client.chat.completions.create("),
+                  ("openai/resources/chat/completions.py", "create", "return self._post("),
+                  ("openai/_base_client.py", "_request", "raise APIConnectionError(request=request) from err"))
+    rc = analyze(log + "openai.APIConnectionError: Connection error.\n").root_cause
+    assert rc is not None and rc.phase != "serving"
+
+
+def test_a_model_put_in_eval_mode_after_its_load_is_not_a_serving_call() -> None:
+    # torch's Module.eval() chained onto the load: the load is what ran (ipex-llm's load_low_bit)
+    log = _frames(("gen.py", "<module>", "model = AutoModelForCausalLM.load_low_bit(path).eval()"),
+                  ("ipex_llm/transformers/model.py", "load_low_bit", ") = model_class._load_pretrained_model("),
+                  ("transformers/modeling_utils.py", "_load_pretrained_model", "model.apply(model._initialize_weights)"))
+    rc = analyze(log + "RuntimeError: boom\n").root_cause
+    assert rc is not None and rc.phase == "weight_loading"
+
+
+def test_mlx_lm_generation_is_serving() -> None:
+    log = _frames(("mlx_lm/generate.py", "prompt", "mx.eval([c.state for c in self.prompt_cache])"))
+    rc = analyze(log + "RuntimeError: There is no Stream(gpu, 1) in current thread.\n").root_cause
+    assert rc is not None and rc.phase == "serving"
