@@ -1075,9 +1075,10 @@ def code_phase(file: str, function: str, *, callee: bool = False) -> str | None:
     if path:
         for where, phase in _FILE_WIDE:
             # a serving module's constructor runs when the server builds it (vLLM's init_app_state builds
-            # OpenAIServingChat, which loads the chat template), and its body when it is imported (the CLI's import
-            # chain, "<module>" and the "<import>" it runs): not serving
-            if where in path and not (phase == _S and (function == "__init__" or function.startswith("<"))):
+            # OpenAIServingChat, which loads the chat template): not serving; and any module's body runs when it is
+            # imported (an import chain, "<module>" and the "<import>" it runs, through model_loader/ as through
+            # anything else): not the step of the functions it defines
+            if where in path and not (function.startswith("<") or (phase == _S and function == "__init__")):
                 return phase
     return None
 

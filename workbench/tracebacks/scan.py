@@ -96,6 +96,7 @@ from workbench.tracebacks.stack import (
     native_abort,
     pg_rank,
     quoted_stack,
+    rich_line,
 )
 
 _QUIET_LINES = 200  # an open block whose writer printed nothing for this many lines no longer holds the fast path
@@ -142,8 +143,7 @@ class Extractor:
     def feed(self, line: str, *, interesting: bool = False) -> None:
         """Take the next line. ``interesting``: the caller found in it a word of the search that :meth:`quiet` lines
         are read with (``_STRONG`` once the timeline knows the phase, else ``_INTERESTING``): not dull, not searched again."""
-        fast = self._fast
-        if fast is not None and self._held is None:
+        if (fast := self._fast) is not None and self._held is None:
             prefix = fast[2]
             if prefix:
                 if line.startswith(prefix) and line[len(prefix):len(prefix) + 1] in (" ", "\t") \
@@ -307,7 +307,7 @@ class Extractor:
         msg0 = parsed.message
         if msg0 and (msg0[0] not in " \t" or (self.shapes and indented_prefixed(msg0))):
             rest = self.shapes.strip(msg0) if self.shapes else None
-            if rest is None and 'File "' in msg0 and self.shapes.learn(msg0, outermost=not any(origin) and parsed.format == "plain"):
+            if rest is None and ('File "' in msg0 or ": in " in msg0) and self.shapes.learn(msg0, outermost=not any(origin) and parsed.format == "plain"):
                 rest = self.shapes.strip(msg0)
             if rest is not None:
                 parsed, origin, header = reparse(parsed, origin, header, rest)
@@ -441,10 +441,10 @@ class Extractor:
         if '): "' in msg and (spy := _PYSPY_THREAD.match(msg)) is not None:  # py-spy's: a live process, no crash
             self._dump(stream, origin, parsed, header, "py-spy" if spy.group(1) == "MainThread" else "Thread")
             return
-        if msg[:1] in "[/F" and " in " in msg and (ipy := ipython_frame(msg)) is not None:
+        if " in " in msg and (msg[:1] in "[/F" or ".py:" in msg) and ipython_frame(msg) is not None:
             block = self._new_block(stream, origin, parsed, header, cut_start=True)
-            block.rich = True  # IPython's "path in f(...)" frames and numbered code lines, as rich's
-            block.frames.append(ipy)
+            block.rich = True  # IPython's "path in f(...)" frames and numbered code lines, as rich's (pytest's: code)
+            rich_line(block, msg)
             return
         if msg[:1].isspace() and "File \"" in msg and _FH_FRAME.match(msg):
             # a faulthandler dump whose header lines were cut off: its frames in "line N in f" form

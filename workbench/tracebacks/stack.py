@@ -37,6 +37,7 @@ from workbench.tracebacks.patterns import (
     _PG_RANK,
     _PROCESS_LINE,
     _PYSPY_FRAME,
+    _PYTEST_FRAME,
     _RICH_CODE,
     _RICH_FRAME,
     _STOP,
@@ -221,7 +222,8 @@ def rich_line(block: Block, msg: str) -> bool:
     ipy = ipython_frame(msg)
     if ipy is not None:
         block.frames.append(ipy)
-        block.expect_code = False
+        block.expect_code = ": in " in msg and _PYTEST_FRAME.match(msg) is not None  # pytest's statement: indented under it
+        block.file_indent = len(msg) - len(msg.lstrip())
         return True
     code = _RICH_CODE.match(msg) or _IPY_LINKED_CODE.match(msg)
     if code is not None:
@@ -234,9 +236,12 @@ def rich_line(block: Block, msg: str) -> bool:
 
 
 def ipython_frame(msg: str) -> Frame | None:
-    """A frame line of IPython's traceback (see ``_IPY_FRAME``), if the line is one."""
+    """A frame line of IPython's traceback (see ``_IPY_FRAME``) or of pytest's short one (``_PYTEST_FRAME``), if the
+    line is one."""
     m = _IPY_FRAME.match(msg)
     if m is None:
+        if ": in " in msg and (py := _PYTEST_FRAME.match(msg)) is not None:
+            return Frame(py.group(1), int(py.group(2)), py.group(3), None)
         cell = _IPY_CELL.match(msg) if "Cell In" in msg else None
         if cell is None:
             return None

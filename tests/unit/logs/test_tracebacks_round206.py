@@ -101,3 +101,41 @@ def test_mlx_lm_generation_is_serving() -> None:
     log = _frames(("mlx_lm/generate.py", "prompt", "mx.eval([c.state for c in self.prompt_cache])"))
     rc = analyze(log + "RuntimeError: There is no Stream(gpu, 1) in current thread.\n").root_cause
     assert rc is not None and rc.phase == "serving"
+
+
+PYTEST_COLLECTION = """_______________ ERROR collecting tests/e2e/test_online.py ________________
+tests/e2e/test_online.py:5: in <module>
+    from vllm_spyre.v1.core.scheduler import NO_WARMUP_FIT_STOP_REASON
+.venv/lib/python3.12/site-packages/vllm/v1/utils.py:14: in <module>
+    from vllm.model_executor.models.utils import extract_layer_index
+.venv/lib/python3.12/site-packages/vllm/model_executor/model_loader/__init__.py:6: in <module>
+    from vllm.model_executor.model_loader.loader import (BaseModelLoader,
+.venv/lib/python3.12/site-packages/vllm/model_executor/model_loader/loader.py:47: in <module>
+    from vllm.model_executor.model_loader.tensorizer import (
+"""
+
+
+def test_pytest_short_frames_are_a_traceback_and_an_import_chain_is_start_up() -> None:
+    # pytest's "path:N: in f" frames with the statement under each; module bodies run on import, even in model_loader/
+    a = analyze(PYTEST_COLLECTION)
+    rc = a.root_cause
+    assert rc is not None and rc.phase == "startup_other" and "ERROR collecting" in rc.message
+    tb = a.tracebacks[0]
+    assert [f.function for f in tb.frames] == ["<module>"] * 4
+    assert tb.frames[0].code is not None and tb.frames[0].code.startswith("from vllm_spyre")
+    assert tb.truncated
+
+
+def test_a_ci_timestamp_before_pytest_frames_is_learned_as_a_prefix() -> None:
+    log = "".join(f"[2025-08-01T22:33:04Z] {line}\n" for line in PYTEST_COLLECTION.splitlines()[1:])
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.kind == "exception" and rc.phase == "startup_other"
+    assert rc.innermost_frame is not None and rc.innermost_frame.file.endswith("model_loader/loader.py")
+
+
+def test_pytest_frames_end_in_the_exception_behind_its_e_margin() -> None:
+    log = ("tests/test_x.py:12: in test_register\n    runner.allocate(kv_caches)\n"
+           "vllm/v1/kv_cache_interface.py:65: in uses_scales\n    return get_mode(dtype).is_per_token\n"
+           "E   AttributeError: 'torch.dtype' object has no attribute 'startswith'\n")
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.exception_type == "AttributeError" and "startswith" in rc.message
