@@ -848,7 +848,7 @@ _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|[Ff]ailed to (?:start(?! (
                            # llm-nim", "Head \"https://nvcr.io/v2/.../manifests/1.0.0\": unauthorized: authentication
                            # required", "manifest unknown")
                            r"\bpull access denied\b|\bmanifests/[^\s\"]+\"?: unauthorized\b|\bmanifest unknown\b|"
-                           r"\bImagePullBackOff\b|\bErrImagePull\b|"
+                           r"\bImagePullBackOff\b|\bErrImagePull\b|\b[Ff]ailed to pull (?:and unpack )?image\b|"
                            # (or the daemon refusing to run it at all: "docker: Error response from daemon: unknown or
                            # invalid runtime name: nvidia"), or the scheduler finding no node for the pod ("Warning
                            # FailedScheduling ... 0/3 nodes are available: 3 node(s) didn't match Pod's node affinity")

@@ -90,6 +90,9 @@ ANY_LEVEL_PHRASES: tuple[tuple[str, str | None], ...] = (
     ("probe failed: ", r"\b(?:Startup|Liveness|Readiness) probe failed: "),
     # (and a container whose image it cannot pull: "Reason: ImagePullBackOff", "Failed to pull image ...: ErrImagePull")
     ("ImagePull", r"\b(?:ImagePullBackOff|ErrImagePull)\b"),
+    # (the kubelet's or containerd's own words for it: "Failed to pull image \"docker.io/bitnami/etcd:3.5\": rpc error:
+    # code = NotFound desc = failed to pull and unpack image")
+    ("ailed to pull", r"\b[Ff]ailed to pull (?:and unpack )?image\b"),
     # vLLM's Ray executor still waiting, after 100 seconds or more, for the cluster to place its workers ("Waiting for
     # creating a placement group of specs for 150 seconds. specs=[{'GPU': 1.0, ...}]. Check `ray status` to see if you
     # have enough resources"; it says so every 10 seconds from the first, while a cluster that can brings its nodes up)

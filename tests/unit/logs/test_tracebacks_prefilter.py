@@ -172,6 +172,7 @@ def test_the_readers_byte_search_finds_what_the_line_search_finds() -> None:
 # added to the table without a line here fails the first test.
 _PHRASE_LINES = {
     "ImagePull": "  Warning  Failed     12s   kubelet  Error: ImagePullBackOff",
+    "ailed to pull": 'Failed to pull image "docker.io/bitnami/etcd:3.5.18-debian-12-r5": ',
     "placement group of specs for ": "Waiting for creating a placement group of specs for 150 seconds. specs=[{'GPU': 1.0}]. "
                                      "Check `ray status` to see if you have enough resources.",
     "Failed": "7m30s       Warning   FailedPreStopHook           pod/deepeek-playground-0             PreStopHook failed",

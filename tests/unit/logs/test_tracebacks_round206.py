@@ -139,3 +139,12 @@ def test_pytest_frames_end_in_the_exception_behind_its_e_margin() -> None:
            "E   AttributeError: 'torch.dtype' object has no attribute 'startswith'\n")
     rc = analyze(log).root_cause
     assert rc is not None and rc.exception_type == "AttributeError" and "startswith" in rc.message
+
+
+def test_an_image_that_cannot_be_pulled_is_the_start_s_failure() -> None:
+    log = ('Failed to pull image "docker.io/bitnami/etcd:3.5.18-debian-12-r5": \n'
+           "rpc error: code = NotFound desc = failed to pull and unpack image: \n"
+           "docker.io/bitnami/etcd:3.5.18-debian-12-r5: not found\n")
+    rc = analyze(log).root_cause
+    assert rc is not None and rc.kind == "log_line" and rc.message.startswith("Failed to pull image")
+    assert rc.phase == "startup_other"
