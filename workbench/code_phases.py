@@ -320,8 +320,6 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     # ExLlamaV2's model loading its tensors onto the GPUs, split by hand, automatically (with its cache) or by tensor
     # parallelism (exllamav2/model.py's load, load_autosplit and load_tp, each a generator's wrapper)
     ("exllamav2/model.py", "load load_gen load_autosplit load_autosplit_gen load_tp load_tp_gen", _W),
-    # LoRA adapters are loaded into their GPU slots when a batch of requests asks for them (set_active_adapters from
-    # the model runner's execute path): the request path, whatever "load" says
     # a client's request that an OpenAI-compatible server answered (the openai SDK reading the response, or raising
     # for its status): the server was serving requests, whatever the script around it is called.  A request that got
     # no answer (APIConnectionError) tells nothing of the server's phase: the SDK's other frames say nothing
@@ -330,6 +328,8 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("openai/_legacy_response.py", "parse _parse", _S),
     # a sampling request's logits processors (guided decoding's, a user's), which vLLM applies to each batch's rows
     ("vllm/model_executor/layers/logits_processor.py", "_apply_logits_processors", _S),
+    # LoRA adapters are loaded into their GPU slots when a batch of requests asks for them (set_active_adapters from
+    # the model runner's execute path): the request path, whatever "load" says
     ("vllm/lora/worker_manager.py", "set_active_adapters _apply_adapters add_adapter _load_adapter", _S),
     # (unsloth's copy of it, which its fast_generate uses for the adapter a request names)
     ("unsloth_zoo/vllm_lora_worker_manager.py", "set_active_adapters _apply_adapters add_adapter _load_adapter", _S),
