@@ -966,6 +966,11 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     # mlx-lm's generation (generate_step, stream_generate, the batch generator and its prompt processing): tokens for
     # a prompt, per request
     ("mlx_lm/generate.py", "*", _S),
+    # MLC LLM's serve engine sizing its KV cache from the GPU's memory as it is built (engine.py, engine_base.py: the
+    # estimate of the longest total sequence the cache can hold), and its background loop stepping the requests
+    ("mlc_llm/serve/engine", "_estimate_max_total_sequence_length _estimate_mem_usage_and_max_total_sequence_length "
+     "_estimate_mem_usage_and_max_total_sequence_length_for_kv_cache _infer_kv_cache_config", _KV),
+    ("mlc_llm/serve/engine_base.py", "_background_loop _background_stream_back_loop", _S),
     # (a Gradio app's queue running an event a user's request set off: an app's model called for one request; and Cog's
     # worker running one prediction)
     ("gradio/queueing.py", "process_events", _S),

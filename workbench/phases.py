@@ -119,8 +119,13 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
     # (LocalAI trying its backends in turn on a model: "INF Loading model 'b5869d55...' with backend llama-cpp")
     (r"Load weight begin|Starting to load model|Loading (?:drafter|draft) model|Loading model '[^']+' with backend ",
      "weight_loading", 2, "begin"),
+    # ktransformers' optimize pass building the model from its rules before it loads the GGUF tensors into it
+    # ("Injecting model.layers.0.self_attn as ktransformers.operators.attention . KDeepseekV2Attention")
+    (r"^Injecting model(?:\.\S+)? as ", "weight_loading", 2, "progress"),
     # llama.cpp's loader (ggml-based servers: ollama's runner, llama-cpp-python) reading a model's tensors
-    (r"load_tensors: loading model tensors", "weight_loading", 2, "progress"),
+    # (and its loader passing over a tensor the architecture does not use: "model has unused tensor blk.46.nextn.
+    # shared_head_norm.weight (size = 16384 bytes) -- ignoring")
+    (r"load_tensors: loading model tensors|\bmodel has unused tensor \S", "weight_loading", 2, "progress"),
     # SGLang's models' load_weights naming a checkpoint tensor it has no parameter for ("Parameter model.layers.0.mixer.
     # out_proj.input_scale not found in params_dict"): the weights are being read
     (r"\bnot found in params_dict\b", "weight_loading", 2, "progress"),
@@ -198,8 +203,12 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
     # it starts once its models loaded ("Started GRPCInferenceService at 0.0.0.0:8001", "Started HTTPService at ...")
     # Gin's access log (ollama) answering a request with success ('[GIN] 2025/04/14 - 20:20:32 | 200 | 4.24s |
     # 127.0.0.1 | POST "/api/generate"'): ollama warms its runner up inside, so a request it answered was served
-    (r"Starting vLLM (?:API )?server|fired up and ready to roll|llama runner started in|"
-     r"Started (?:GRPCInferenceService|HTTPService) at |\[GIN\] [^|]*\| 200 \|[^|]*\|[^|]*\| (?:POST|GET) +\"/",
+    # (vLLM's own line names where it listens -- "Starting vLLM API server 0 on http://0.0.0.0:8000" --; a wrapper's
+    # "Starting vLLM server: /opt/venvs/vllm/bin/vllm" (gpustack) launches it and says nothing of readiness)
+    (r"Starting vLLM (?:API )?server(?: \d+)? on\b|fired up and ready to roll|llama runner started in|"
+     r"Started (?:GRPCInferenceService|HTTPService) at |\[GIN\] [^|]*\| 200 \|[^|]*\|[^|]*\| (?:POST|GET) +\"/|"
+     # ktransformers' local chat taking a prompt ("Chat: What is 2+2?"): its model is loaded and it answers
+     r"^Chat: \S",
      "serving", 6, "ready"),
     # a request object in a dump (SGLang's watchdog prints its current batch's Req(rid=...)) is serving too
     # vLLM's front end logs each request it hands to the engine (async_llm.py's "Added request", logger.py's
@@ -252,7 +261,8 @@ _RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("Init torch distributed ends",),
     ("peer ranks",),
     ("Load weight begin", "Starting to load model", "Loading dra", "' with backend "),
-    ("load_tensors: loading model tensors",),
+    ("Injecting model",),
+    ("load_tensors: loading model tensors", "model has unused tensor "),
     ("not found in params_dict",),
     ("llama_new_context_with_model: ", "llama_init_from_model: ", "llama_context: ", "llama_kv_cache"),
     (", default_dtype: ", " safetensors file"),
@@ -282,7 +292,7 @@ _RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("Warming up ", "warming up ", "Beginning dummy run"),
     ("Running warmup ",),
     ("Starting vLLM ", "fired up and ready to roll", "llama runner started in", "Started GRPCInferenceService",
-     "Started HTTPService", "[GIN] "),
+     "Started HTTPService", "[GIN] ", "Chat: "),
     ("Decode batch", "Prefill batch", "Avg prompt throughput:", " /v1/", "Req(rid=", "Added request", "Received request",
      "num_scheduled_tokens=", "scheduled_cached_reqs=", "Dumping scheduler ", "Dumping input data", "enerating sequences",
      "cmpl-", " HTTP/", " toks/s", "requestID=", "requestId=", "request_id=", "requestPath=", "[ProcessInferRequests]",
@@ -302,7 +312,7 @@ _ANCHORS = ("server_args=", "LLM engine", "vLLM", "non-default", "Init torch", "
             "llama_init_from_model", "llama_context", "llama_kv_cache", "params_dict", "cmpl-", " HTTP/1.", " toks/s", "requestI", "request_id=", "requestPath=",
             "Encoder cache", "load_tensors", "Autotuning process", "FlashInfer autotune", "[Warmup][", "ProcessInferRequests",
             "llama runner started", "Started GRPCInferenceService", "Started HTTPService", "[GIN] ", "update_slots", "log_server_r", "Processing Prompt", "Generating (",
-            "Throughput (T/s)", "[TRT] [")
+            "Throughput (T/s)", "[TRT] [", "Injecting model", "Chat: ", "unused tensor")
 _FAILURE_RE = re.compile(
     r"hit an exception|Traceback \(most recent call last\)|failed to start|WorkerProc failed|"
     r"died unexpectedly|scheduler (?:is dead|died)|Initialization failed|Received sigquit|SIGQUIT received|"

@@ -148,3 +148,27 @@ def test_an_image_that_cannot_be_pulled_is_the_start_s_failure() -> None:
     rc = analyze(log).root_cause
     assert rc is not None and rc.kind == "log_line" and rc.message.startswith("Failed to pull image")
     assert rc.phase == "startup_other"
+
+
+def _phases(text: str) -> list[str]:
+    from workbench.phases import PhaseTracker
+    tracker = PhaseTracker()
+    for line in text.splitlines():
+        tracker.feed(line)
+    return [t.phase for t in tracker.transitions]
+
+
+def test_ktransformers_injecting_its_modules_is_the_weights_and_its_chat_prompt_is_serving() -> None:
+    log = ("Injecting model as ktransformers.operators.models . KDeepseekV2Model\n"
+           "Injecting model.layers.0.self_attn as ktransformers.operators.attention . KDeepseekV2Attention\n"
+           "loading blk.60.ffn_norm.weight to cuda:0\n"
+           "Chat: What is 2+2?\n")
+    assert _phases(log) == ["weight_loading", "serving"]
+
+
+def test_a_wrapper_launching_vllm_is_not_vllm_ready() -> None:
+    # gpustack's "Starting vLLM server: <path>" launches it; vLLM's own line names where it listens
+    assert _phases("2025-09-17 10:47:57+08:00 - gpustack.worker.backends.vllm - INFO - Starting vLLM server: "
+                   "/opt/venvs/gpustack/bin/vllm\n") == []
+    assert _phases("(APIServer pid=1) INFO 05-01 10:00:00 [api_server.py:1] Starting vLLM API server 0 on "
+                   "http://0.0.0.0:8000\n") == ["serving"]
