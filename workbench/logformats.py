@@ -675,8 +675,9 @@ _SHAPE_TOKEN = re.compile(r"\d+|\b(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATA
 # a c10 native frame under a torch error ("frame #4: c10d::... (0x7f... in .../libtorch_cuda.so)"); the traceback
 # reader's native backtrace pattern includes it
 _C10_FRAME = re.compile(r"frame #\d+: \S.* \(0x[0-9a-fA-F]+ in ")
-# pytest's short frame ("tests/x.py:19: in <module>") at the end of a line: what stands before it is a prefix
-_PYTEST_AT = re.compile(r"[^\s:\]]+\.pyx?:\d+: in [\w<>.]+\s*$")
+# pytest's short frame (its --tb=short and its "ERROR collecting" report: "tests/x.py:19: in <module>"): a line that is
+# one is a frame (tracebacks.stack); at the end of a line, what stands before it is a prefix (LineShapes.learn)
+PYTEST_FRAME = re.compile(r"([^\s:\]]+\.pyx?):(\d+): in ([\w<>.]+)\s*$")
 
 
 class LineShapes:
@@ -706,7 +707,7 @@ class LineShapes:
         i = message.find('File "')
         if i < 0 and (native := _C10_FRAME.search(message)) is not None:
             i = native.start()  # c10's native frame under a torch error ("frame #4: c10d::... (0x7f... in ...)")
-        if i < 0 and ": in " in message and (short := _PYTEST_AT.search(message)) is not None:
+        if i < 0 and ": in " in message and (short := PYTEST_FRAME.search(message)) is not None:
             i = short.start()  # pytest's short frame ("[2025-08-01T22:33:04Z] /usr/lib/.../__init__.py:90: in f")
         if i <= 0 or len(self._patterns) >= self.limit:
             return False

@@ -77,9 +77,6 @@ _RICH_CODE = re.compile(r"\s*(❱\s*|-+>\s*)?\d+\s(?:│|\s|$)|\s*(-+>\s*)\d+ (?
 _IPY_FRAME = re.compile(r"\s*(?:\[(/[^\]\s]+\.pyx?)\]\([^)\s]*\)|(/\S+\.pyx?)|File (\S+\.pyx?|<[^>\s]+>)(?::(\d+)|, line (\d+)),?"
                         r"|File \[(?P<lpath>[^\]\s]+\.pyx?):(?P<lline>\d+)\]\([^)\s]*\),?) "
                         r"in (?P<func>[\w.<>]+)(?:\(|\s*$)")
-# pytest's short traceback (--tb=short, and its "ERROR collecting" report): "tests/x.py:19: in <module>", the statement
-# indented under it, the exception behind its "E" margin
-_PYTEST_FRAME = re.compile(r"\s*([^\s:]+\.pyx?):(\d+): in ([\w<>.]+)\s*$")
 _IPY_HEADER = re.compile(r"\s*[A-Za-z_][\w.]*\s{4,}$")
 # IPython >= 8 names a notebook cell "Cell In[2], line 4"; VS Code renders the line number as a link
 # ("[line 4](vscode-notebook-cell:...)") and so the numbered code lines ("----> [4](vscode-...) code")

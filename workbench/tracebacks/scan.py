@@ -91,12 +91,12 @@ from workbench.tracebacks.stack import (
     dump_frame,
     exception_first,
     in_block,
-    ipython_frame,
     join_wrapped,
     native_abort,
+    notebook_frame,
     pg_rank,
     quoted_stack,
-    rich_line,
+    take_frame,
 )
 
 _QUIET_LINES = 200  # an open block whose writer printed nothing for this many lines no longer holds the fast path
@@ -441,10 +441,10 @@ class Extractor:
         if '): "' in msg and (spy := _PYSPY_THREAD.match(msg)) is not None:  # py-spy's: a live process, no crash
             self._dump(stream, origin, parsed, header, "py-spy" if spy.group(1) == "MainThread" else "Thread")
             return
-        if " in " in msg and (msg[:1] in "[/F" or ".py:" in msg) and ipython_frame(msg) is not None:
+        if " in " in msg and (msg[:1] in "[/F" or ".py:" in msg) and (found := notebook_frame(msg)) is not None:
             block = self._new_block(stream, origin, parsed, header, cut_start=True)
             block.rich = True  # IPython's "path in f(...)" frames and numbered code lines, as rich's (pytest's: code)
-            rich_line(block, msg)
+            take_frame(block, found, msg)
             return
         if msg[:1].isspace() and "File \"" in msg and _FH_FRAME.match(msg):
             # a faulthandler dump whose header lines were cut off: its frames in "line N in f" form

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from workbench.logformats import LogLine
+from workbench.logformats import PYTEST_FRAME, LogLine
 from workbench.tracebacks.model import Chain, Final, Frame, LogEvent
 from workbench.tracebacks.patterns import (
     _CARET,
@@ -37,7 +37,6 @@ from workbench.tracebacks.patterns import (
     _PG_RANK,
     _PROCESS_LINE,
     _PYSPY_FRAME,
-    _PYTEST_FRAME,
     _RICH_CODE,
     _RICH_FRAME,
     _STOP,
@@ -219,11 +218,9 @@ def rich_line(block: Block, msg: str) -> bool:
         block.frames.append(Frame(file, int(line), func, None))
         block.expect_code = False
         return True
-    ipy = ipython_frame(msg)
-    if ipy is not None:
-        block.frames.append(ipy)
-        block.expect_code = ": in " in msg and _PYTEST_FRAME.match(msg) is not None  # pytest's statement: indented under it
-        block.file_indent = len(msg) - len(msg.lstrip())
+    found = notebook_frame(msg)
+    if found is not None:
+        take_frame(block, found, msg)
         return True
     code = _RICH_CODE.match(msg) or _IPY_LINKED_CODE.match(msg)
     if code is not None:
@@ -235,20 +232,29 @@ def rich_line(block: Block, msg: str) -> bool:
     return msg.lstrip().startswith("╰")
 
 
-def ipython_frame(msg: str) -> Frame | None:
-    """A frame line of IPython's traceback (see ``_IPY_FRAME``) or of pytest's short one (``_PYTEST_FRAME``), if the
-    line is one."""
+def notebook_frame(msg: str) -> tuple[Frame, bool] | None:
+    """A frame line of IPython's traceback (see ``_IPY_FRAME``) or of pytest's short one (``PYTEST_FRAME``: the
+    statement follows it, indented, and the exception behind its "E" margin), if the line is one; True beside a
+    pytest frame, whose statement the next line is (IPython numbers its source lines)."""
     m = _IPY_FRAME.match(msg)
     if m is None:
-        if ": in " in msg and (py := _PYTEST_FRAME.match(msg)) is not None:
-            return Frame(py.group(1), int(py.group(2)), py.group(3), None)
+        if ": in " in msg and (py := PYTEST_FRAME.match(msg, len(msg) - len(msg.lstrip()))) is not None:
+            return Frame(py.group(1), int(py.group(2)), py.group(3), None), True
         cell = _IPY_CELL.match(msg) if "Cell In" in msg else None
         if cell is None:
             return None
         line = cell.group(2) or cell.group(3)
-        return Frame(cell.group(1), int(line), "<cell>", None)
+        return Frame(cell.group(1), int(line), "<cell>", None), False
     line = m.group(4) or m.group(5) or m["lline"]
-    return Frame(m.group(1) or m.group(2) or m.group(3) or m["lpath"], int(line) if line else None, m["func"], None)
+    return Frame(m.group(1) or m.group(2) or m.group(3) or m["lpath"], int(line) if line else None, m["func"], None), False
+
+
+def take_frame(block: Block, found: tuple[Frame, bool], msg: str) -> None:
+    """Add a frame :func:`notebook_frame` found on line ``msg`` to ``block`` (a rich one)."""
+    frame, statement_follows = found
+    block.frames.append(frame)
+    block.expect_code = statement_follows
+    block.file_indent = len(msg) - len(msg.lstrip())
 
 
 def foreign(stream: Stream, block: Block) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from workbench.phases import timeline
 from workbench.tracebacks import analyze
 
 LITE = """Traceback (most recent call last):
@@ -151,11 +152,7 @@ def test_an_image_that_cannot_be_pulled_is_the_start_s_failure() -> None:
 
 
 def _phases(text: str) -> list[str]:
-    from workbench.phases import PhaseTracker
-    tracker = PhaseTracker()
-    for line in text.splitlines():
-        tracker.feed(line)
-    return [t.phase for t in tracker.transitions]
+    return [row["phase"] for row in timeline(text)]
 
 
 def test_ktransformers_injecting_its_modules_is_the_weights_and_its_chat_prompt_is_serving() -> None:
