@@ -78,7 +78,9 @@ _ISO_TS = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
 _JOURNAL = re.compile(
     # (the month's name as the host's locale writes it: "May 17", and in Chinese or Japanese "5月 17")
     r"(?P<ts>(?:[A-Z][a-z]{2}|1?\d月) [ \d]?\d \d\d:\d\d:\d\d(?:\.\d+)?|" + _ISO_TS + r") "
-    r"(?P<host>\S+) (?P<ident>[^\s\[\]:]+)(?:\[(?P<pid>\d+)\])?: ?"
+    # (a host name holds no colon, a program's name no parenthesis and it begins with no digit: "RuntimeError:
+    # permute(x): ..." or "2024-09-05 08:43:29,394 - ..." after a collector's time is no host and program)
+    r"(?P<host>[^\s:]+) (?P<ident>[^\s\[\]:()\d][^\s\[\]:()]*)(?:\[(?P<pid>\d+)\])?: ?"
 )
 # Rust's tracing-subscriber: RFC 3339 time, the level padded to 5, the target ("mistralrs_core::engine") -- the
 # router of TGI, SGLang's and vLLM's Rust routers, mistral.rs, candle-vllm, dynamo
@@ -177,7 +179,10 @@ _BRACKETED_TAIL = re.compile(_BRACKET_FIELDS)  # the same after a time another h
 # (named as _BRACKETED_RECORD's groups: one reading serves both)
 _THREAD_RECORD = re.compile(r"(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+) \d+ "
                             r"(?P<blvl>trace|debug|info|warning|warn|error|critical|fatal) (?P<bloc>[\w./-]+:\d+)\] ")
-_PLAIN_STAMP = re.compile(_PLAIN_TIME + r"[ \t]+")  # a time alone before a known header ("2025-07-10 08:59:40 ERROR 07-09 ...")
+_PLAIN_STAMP = re.compile(_PLAIN_TIME + r"[ \t]+")
+# what may begin another record inside a record's message: a time, a bracket or a process's parenthesis, a level word
+# and its time or source (vLLM's), glog's letter and date
+_NESTED_START = re.compile(r"[\[(\d]|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) [\d\[]|[IWEF]\d{4} ")  # a time alone before a known header ("2025-07-10 08:59:40 ERROR 07-09 ...")
 _PLAIN_LEVEL = {"WARN": "WARNING", "FATAL": "CRITICAL"}
 
 # spdlog's default pattern after its bracketed time: "[logger] [error] " (C++ servers: tt-media-server...)
@@ -576,6 +581,14 @@ def _parse(line: str, *, inner: bool = False) -> Parsed:
                     rank = r["ranks"] or rank
                     fmt = "pylogging" if fmt == "plain" else fmt
                     pos = r.end()  # (no header: a traceback under one record is not repeated after its prefix)
+                    if not inner and fmt == "pylogging" and _NESTED_START.match(line, pos) is not None:
+                        # a launcher's logger relaying its child's lines ("2025-03-08 10:00:01,693 - launcher - INFO -
+                        # ERROR 03-13 09:00:43 [core.py:330] ..."): the child's record, the relay's time where it has none
+                        known = _parse(line[pos:], inner=True)
+                        if known[0].format != "plain":
+                            found, origin, header = known
+                            found.raw, found.time = raw, found.time or time
+                            return found, origin, header
                 elif level is None and (w := _WINSTON.match(line, start)) is not None:
                     word = w["lvl"].upper()
                     time, level, pos = w["ts"], _PLAIN_LEVEL.get(word, word), w.end()
@@ -717,8 +730,12 @@ class LineShapes:
             return False
         if outermost:
             prefix = _unknown_head(prefix, message[i:])
+        return self.learn_head(prefix)
+
+    def learn_head(self, prefix: str) -> bool:
+        """Learn ``prefix`` (what stands before a line's own text) as a shape; True when a new one was added."""
         key = _SHAPE_TOKEN.sub("0", prefix.strip())
-        if key in self._keys:
+        if not key or key in self._keys or len(self._patterns) >= self.limit:
             return False
         parts: list[str] = []
         pos = 0

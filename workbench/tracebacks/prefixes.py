@@ -80,6 +80,15 @@ def unquote(line: str) -> str:
     return line
 
 
+_MARGINS = frozenset(" \t>|+")  # what a quote's or an exception group's margin begins with
+
+
+def unquote_message(msg: str) -> str:
+    """:func:`unquote` for the message behind a known prefix (an exception group's margin behind a container's
+    prefix: "openwebui-1  |   | ExceptionGroup: ..."); the same object when there is nothing to remove."""
+    return unquote(msg) if msg[:1] in _MARGINS else msg
+
+
 # a progress bar (tqdm's) whose carriage return the capture lost, glued before the next record ("DeepGEMM warmup:
 # 30%|████▌     | 4965/16384 [00:00<00:00, 24891.75it/s][2026-05-20 02:29:31 TP3] Scheduler hit an exception: ...")
 _GLUED_BAR = re.compile(r"[^|]{0,120}?\d+%\|[^|]{0,200}\|[^\[|]{0,40}\[[^\]]{0,60}\]")
@@ -136,9 +145,69 @@ _INDENTED_LEVEL = re.compile(r"[ \t]{1,8}(?:ERROR|WARNING|INFO|DEBUG|CRITICAL) \
 
 def learn_shapes(shapes: LineShapes, text: str, *, samples: int = 64) -> None:
     """Learn the log's own line prefixes from its first frame lines, before the pass that reads it,
-    so the lines above the first frame (the header with its rank) are read with them too."""
+    so the lines above the first frame (the header with its rank) are read with them too; then from the
+    records a known format reads behind a head no format knows (:func:`_learn_heads`)."""
     for anchor in ('File "', "frame #"):  # a Python frame line, or c10's native frame under a torch error
         _learn_from(shapes, text, anchor, samples)
+    _learn_heads(shapes, text)
+
+
+# where a line's unknown head may end: a run of blanks, or the colon of a tag glued to its text ("[1,0]<stderr>:ERROR")
+_HEAD_END = re.compile(r"[ \t]+|(?<=[>:\]])(?=[A-Z(\[])")
+_HEAD_LINES = 400  # lines of the log's head read for heads
+_HEAD_MIN = 2  # records behind one head shape before it is learned
+# the formats whose record is unmistakable behind a head (a bare "ERROR: " is uvicorn's only at a line's start)
+_RECORDS = frozenset({"vllm", "sglang", "glog", "trtllm", "raycpp", "pylogging", "tracing", "bracketed", "pipes",
+                      "llamacpp", "oneccl", "ucx"})
+
+
+def _learn_heads(shapes: LineShapes, text: str) -> None:
+    """Learn a head that a tool put before every line of the log, learned where known records follow it.
+
+    Slurm's ``srun --label`` ("0: "), pdsh's and clush's host ("gpu-node-3: "), mpirun's ``--tag-output``
+    ("[1,0]<stdout>:"), a multiplexer's tag ("[node-1] "): a line no format reads, where cutting such a head
+    off at a blank (within its first 120 characters) leaves a record a known format reads (vLLM's, SGLang's,
+    glog's...). The same head shape (digits and level words generalised) behind at least two records of the
+    log's first lines is learned as a prefix, so its frames, exception lines and markers are read too."""
+    if shapes.full():
+        return
+    seen: dict[str, tuple[int, str]] = {}
+    end = 0
+    for _ in range(_HEAD_LINES):
+        if end >= len(text):
+            break
+        nl = text.find("\n", end)
+        nl = len(text) if nl < 0 else nl
+        line, end = text[end:nl], nl + 1
+        if len(line) < 8 or (line[0] in " \t" and not line.lstrip(" \t")[:1].isdigit()):
+            continue  # (srun right-aligns its numbers: " 3: ")
+        parsed, origin, _ = _parse(line)
+        if parsed.format != "plain" or any(origin):
+            continue
+        msg = parsed.message
+        for cut in _HEAD_END.finditer(msg, 1, 120):
+            tail = msg[cut.end():]
+            if not tail or tail[0] in " \t":
+                continue
+            if _parse(tail)[0].format in _RECORDS:
+                head = msg[:cut.start()]
+                if len(head) > 64 or head.count(" ") > 2 or "%" in head or not any(c.isalnum() for c in head):
+                    break  # a sentence, a progress bar or a border before a record: no tag
+                key = head.strip()
+                count, _first = seen.get(key, (0, head))
+                seen[key] = (count + 1, head)
+                break
+    by_shape: dict[str, tuple[int, str]] = {}
+    for count, head in seen.values():
+        shape = re.sub(r"\d+", "0", head.strip())
+        total, first = by_shape.get(shape, (0, head))
+        by_shape[shape] = (total + count, first)
+    # one shape behind most of them (srun's "0: " and "1: " are one): a log whose records follow several heads
+    # (stern's pod and container names) is left to its frames
+    records = sum(t for t, _ in by_shape.values())
+    for total, head in by_shape.values():
+        if total >= _HEAD_MIN and total * 4 >= records * 3 and not shapes.full():
+            shapes.learn_head(head)
 
 
 def _learn_from(shapes: LineShapes, text: str, anchor: str, samples: int) -> None:

@@ -76,6 +76,7 @@ from workbench.tracebacks.prefixes import (
     reparse,
     unglue,
     unquote,
+    unquote_message,
 )
 from workbench.tracebacks.stack import (
     CUT_DUMP,
@@ -304,7 +305,7 @@ class Extractor:
         elif line[:1] == "`" or "%|" in line:
             line, glued = unglue(line)
         parsed, origin, header = glued or _parse(line)
-        msg0 = parsed.message
+        msg0 = parsed.message = unquote_message(parsed.message) if parsed.format != "plain" else parsed.message
         if msg0 and (msg0[0] not in " \t" or (self.shapes and indented_prefixed(msg0))):
             rest = self.shapes.strip(msg0) if self.shapes else None
             if rest is None and ('File "' in msg0 or ": in " in msg0) and self.shapes.learn(msg0, outermost=not any(origin) and parsed.format == "plain"):
@@ -356,10 +357,9 @@ class Extractor:
             held, self._held = self._held, None
             self._line(held)
         if not (self.events or self._blocks or self._cpp):  # nothing else told of a failure: the first ERROR line
-            # read (Python's "ERROR:name:message"; a known server's dull lines are not), else the log's ``last`` line
-            # (a process's header, or an error record cut right after its own header), a native backtrace of three frames
-            # or more whose report was cut above the window (a process that crashed in native code), or, last, a failure
-            # stated in plain words by a line with no level
+            # read (Python's "ERROR:name:message"; a known server's dull lines are not), else the log's ``last`` line (a
+            # process's header, or an error record cut right after its own header), a native backtrace of three frames or
+            # more cut above the window (a process that crashed in native code), or a failure stated in plain words
             first = (self._first_error or process_header(last, self._tracker.phase, self._server, self._recent)
                      or cut_record(last, self._tracker.phase, self._server, self._recent)
                      or self.native_backtrace() or self._plain.best)

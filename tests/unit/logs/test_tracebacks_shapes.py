@@ -1,0 +1,117 @@
+"""A real log reads the same behind the line shapes collectors and launchers put before it (issue 15, cause 3).
+
+bench/tracebacks_shapes.py runs the same shapes over the whole labelled corpus; these tests hold the mechanisms it
+found missing: a collector's time before an exception line or a Python logging record (no journald host and program),
+a launcher's logger relaying its child's records, a head learned from the known records behind it (srun --label,
+pdsh, a tag), an exception group's margin behind a container's prefix.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from workbench.logformats import parse_line
+from workbench.tracebacks import analyze
+
+ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT / "bench"))
+from tracebacks_shapes import _shape  # noqa: E402
+
+FIXTURES = ROOT / "tests" / "fixtures" / "tracebacks"
+# windows a paste shaped first (a Markdown quote, a rich box): no collector writes its prefix before a paste's quote
+PASTES = {"sglang_dp_attention_quoted_window", "trtllm_rank_error_lines_quoted_window", "rich_boxed_keyerror_load_weights"}
+
+
+def _key(text: str) -> tuple[str | None, str | None, str] | None:
+    root = analyze(text).root_cause
+    return None if root is None else (root.exception_type, root.message, root.phase)
+
+
+@pytest.mark.parametrize("shape", ["cri", "journald", "compose", "srun_label", "ansi"])
+def test_every_fixture_reads_the_same_behind_a_collector_s_prefix(shape: str) -> None:
+    differ = []
+    for log in sorted(FIXTURES.glob("*.log")):
+        if log.stem in PASTES:
+            continue
+        text = log.read_text(errors="replace")
+        if _key(text) != _key(_shape(text, shape)):
+            differ.append(log.stem)
+    # (compose: a tqdm bar redrawn mid-line and a terminal-wrapped window join their lines differently behind it)
+    assert len(differ) <= {"compose": 2, "journald": 1}.get(shape, 0), differ
+
+
+def test_a_collector_s_time_before_an_exception_line_is_no_host_and_program() -> None:
+    line = parse_line("2025-06-01T10:00:00.000456789Z RuntimeError: permute(sparse_coo): number of dimensions")
+    assert line.host is None and line.message.startswith("RuntimeError: permute(sparse_coo)")
+    record = parse_line("2025-06-01T10:00:05.005456789Z 2024-09-05 08:43:29,394 - lmdeploy - INFO - loading weights.")
+    assert (record.format, record.level, record.message) == ("pylogging", "INFO", "loading weights.")
+    journal = parse_line("2025-06-01T10:00:00+0000 gpu-node-3 python3[4242]: ERROR 03-13 09:00:43 [core.py:330] x")
+    assert (journal.host, journal.service, journal.pid, journal.level) == ("gpu-node-3", "python3", 4242, "ERROR")
+    root = analyze("2025-06-01T10:00:00.000456789Z RuntimeError: permute(sparse_coo): bad dims\n").root_cause
+    assert root is not None and root.exception_type == "RuntimeError"
+
+
+def test_a_launcher_s_logger_relaying_a_child_s_record_gives_the_child_s_record() -> None:
+    line = parse_line("2025-03-08 10:00:01,693 - launcher - INFO - ERROR 03-13 09:00:43 [core.py:330] EngineCore failed")
+    assert (line.format, line.level, line.location, line.message) == ("vllm", "ERROR", "core.py:330", "EngineCore failed")
+    plain = parse_line("2025-03-08 10:00:01,693 - launcher - INFO - 3 workers started")
+    assert (plain.format, plain.message) == ("pylogging", "3 workers started")
+
+
+_VLLM = """ERROR 03-13 09:00:43 [core.py:330] EngineCore hit an exception: Traceback (most recent call last):
+ERROR 03-13 09:00:43 [core.py:330] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.16 GiB.
+ERROR 03-13 09:00:43 [core.py:330]
+CRITICAL 03-13 09:00:43 [core_client.py:260] Got fatal signal from worker processes, shutting down.
+"""
+
+
+@pytest.mark.parametrize("head", ["0: ", "  3: ", "gpu-node-3: ", "[1,0]<stderr>:", "\x1b[36m[node-1]\x1b[0m "])
+def test_a_head_no_format_knows_is_learned_from_the_records_behind_it(head: str) -> None:
+    """No frame line to learn from: the records a known format reads behind the head teach it."""
+    plain = analyze(_VLLM).root_cause
+    tagged = analyze("\n".join(head + ln for ln in _VLLM.split("\n") if ln) + "\n").root_cause
+    assert plain is not None and tagged is not None
+    assert (tagged.exception_type, tagged.message) == (plain.exception_type, plain.message) == (
+        "torch.OutOfMemoryError", "CUDA out of memory. Tried to allocate 1.16 GiB.")
+
+
+def test_no_head_is_learned_from_progress_bars_or_sentences() -> None:
+    """A bar glued before a record, or words before a level, are not a head every line carries."""
+    from workbench.logformats import LineShapes
+    from workbench.tracebacks.prefixes import learn_shapes
+
+    shapes = LineShapes()
+    bars = "\n".join(f"Loading safetensors checkpoint shards:  {p}% Completed | {p}/100 ERROR 03-13 09:00:43 [x.py:1] y"
+                     for p in range(10, 90, 10))
+    learn_shapes(shapes, bars)
+    assert not shapes
+    pmix = "\n".join(f"[qbd{i}:345] PMIX ERROR: UNREACHABLE in file server.c at line 23" for i in range(5))
+    learn_shapes(shapes, pmix)
+    assert not shapes
+
+
+_GROUP = """  + Exception Group Traceback (most recent call last):
+  |   File "/venv/lib/python3.11/site-packages/starlette/_utils.py", line 87, in collapse_excgroups
+  |     yield
+  |   File "/venv/lib/python3.11/site-packages/anyio/_backends/_asyncio.py", line 763, in __aexit__
+  |     raise BaseExceptionGroup(
+  | ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception)
+  +-+---------------- 1 ----------------
+    | Traceback (most recent call last):
+    |   File "/venv/lib/python3.11/site-packages/vllm/entrypoints/openai/serving_chat.py", line 120, in create
+    |     raise ValueError("bad request")
+    | ValueError: bad request
+    +------------------------------------
+"""
+
+
+@pytest.mark.parametrize("prefix", ["openwebui-1  | ", "Jun 01 10:00:00 gpu-node-3 python3[4242]: ", "[pod/vllm-0/vllm] "])
+def test_an_exception_group_behind_a_prefix_reads_as_without(prefix: str) -> None:
+    plain = analyze(_GROUP)
+    prefixed = analyze("\n".join(prefix + ln for ln in _GROUP.split("\n") if ln) + "\n")
+    assert [(t.exception_type, t.message) for t in prefixed.tracebacks] == [
+        (t.exception_type, t.message) for t in plain.tracebacks]
+    assert any(t.exception_type == "ValueError" for t in prefixed.tracebacks)
