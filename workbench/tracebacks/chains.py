@@ -188,17 +188,24 @@ def wrapped_output(chains: Sequence[Sequence[Traceback]]) -> dict[int, int]:
     colon (vLLM's registry runs a model's inspection in a subprocess and raises "RuntimeError: Error raised in
     subprocess:" followed by that subprocess's stderr), when another chain's traceback starts within a few lines
     below it (after the warnings that output may begin with): the wrapper's first line -> the output's first line.
-    An output cut before its first whole frame and its exception line tells nothing the wrapper does not: not counted."""
+    An output cut before its first whole frame and its exception line tells nothing the wrapper does not: not counted.
+    An exception group (PEP 654: "ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception)") introduces its
+    sub-exceptions the same way, printed under it in its margin: the first one is what failed, even cut."""
     by_start = {c[0].start_line: c for c in chains}
     starts = sorted(by_start)
     out: dict[int, int] = {}
     for chain in chains:
         last = chain[-1]
         message = (last.message or "").strip()
-        if last.exception_type is None or not message.endswith(":") or "\n" in message:
+        group = _GROUP.search(message) is not None and (last.exception_type or "").endswith("ExceptionGroup")
+        if last.exception_type is None or not (group or message.endswith(":")) or "\n" in message:
             continue
         i = bisect_right(starts, last.end_line)
         if (i < len(starts) and starts[i] - last.end_line <= _OUTPUT_GAP
-                and any(t.exception_type or any(f.line is not None for f in t.frames) for t in by_start[starts[i]])):
+                and (group or any(t.exception_type or any(f.line is not None for f in t.frames)
+                                  for t in by_start[starts[i]]))):
             out[chain[0].start_line] = starts[i]
     return out
+
+
+_GROUP = re.compile(r"\(\d+ sub-exceptions?\)$")

@@ -80,18 +80,14 @@ _POINTER = re.compile(
     r"See root cause above|See stack trace|stack trace \(?above|check the stack trace above|"
     r"Engine core initialization failed|EngineCore encountered an issue|initialization failed due to an exception in a background process|"
     r"Worker failed with error|died during initialization|scheduler (?:is dead|died)|^Initialization failed|"
-    r"died unexpectedly|Please see the error messages above|Check the logs? above|due to a previous error",
-    re.I,
-)
+    r"died unexpectedly|Please see the error messages above|Check the logs? above|due to a previous error", re.I)
 _WRAPPER = re.compile(r"^Capture (?:cuda|CUDA) graph failed|^Initialization failed\. warmup error|failed to start", re.I)
 # what the other ranks say when one rank dies: real failures, but never the first thing to fix
 # when another failure in the same start says more
 _SECONDARY = re.compile(
     r"remote process exited|Connection closed by peer|Connection reset by peer|Broken pipe|"
     r"communicator was aborted|ncclRemoteError|Socket Timeout|TCPStore|Watchdog caught collective operation timeout|"
-    r"NCCL communicator.*aborted|Timed out waiting for|cancelled$",
-    re.I,
-)
+    r"NCCL communicator.*aborted|Timed out waiting for|cancelled$", re.I)
 _POINTER_TYPES = {
     "SystemExit", "KeyboardInterrupt", "EOFError", "BrokenPipeError", "ConnectionResetError",
     "CancelledError", "EngineDeadError", "ChildFailedError", "ProcessRaisedException", "ProcessExitedException",
@@ -434,6 +430,9 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
     items: list[tuple[int, bool, RootCause]] = []
     cut, spied, unraisable = list[tuple[int, RootCause]](), list[tuple[int, RootCause]](), list[RootCause]()
     wrapped = wrapped_output(chains)  # a wrapper's exception and the traceback of the output it introduces
+    # the output ran inside the wrapper (an exception group's sub-exceptions, a subprocess's stderr): where its own
+    # frames tell no phase, the wrapper's do
+    around = {out: _root_link(c).phase for c in chains if (out := wrapped.get(c[0].start_line)) is not None}
     for chain in chains:
         if not lo <= chain[0].start_line <= hi or (server is not None and chain[0].server != server):
             continue
@@ -443,8 +442,9 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
         sig = signature(chain)
         failure = by_sig.get(sig)
         ranks = failure.ranks if failure else _ranks([link.rank])
+        phase = around.get(chain[0].start_line, "unknown") if link.phase == "unknown" else link.phase
         rc = RootCause("exception", link.exception_type, link.message or "", link.start_line, link.innermost,
-                       link.phase, ranks, sig, describe(link.exception_type, link.message, link.frames))
+                       phase, ranks, sig, describe(link.exception_type, link.message, link.frames))
         if chain[0].unraisable:  # Python went on after it ("Exception ignored in: ..."): only if nothing else failed
             unraisable.append(rc)
             continue

@@ -156,6 +156,9 @@ def learn_shapes(shapes: LineShapes, text: str, *, samples: int = 64) -> None:
 _HEAD_END = re.compile(r"[ \t]+|(?<=[>:\]])(?=[A-Z(\[])")
 _HEAD_LINES = 400  # lines of the log's head read for heads
 _HEAD_MIN = 2  # records behind one head shape before it is learned
+# what begins a failure's own line: an exception's type and its colon, a traceback's header, a C++ exception's report
+_FAILURE_START = re.compile(r"(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Failure): |"
+                            r"Traceback \(most recent call last\)|terminate called after|  what\(\): ")
 # the formats whose record is unmistakable behind a head (a bare "ERROR: " is uvicorn's only at a line's start)
 _RECORDS = frozenset({"vllm", "sglang", "glog", "trtllm", "raycpp", "pylogging", "tracing", "bracketed", "pipes",
                       "llamacpp", "oneccl", "ucx"})
@@ -172,6 +175,7 @@ def _learn_heads(shapes: LineShapes, text: str) -> None:
     if shapes.full():
         return
     seen: dict[str, tuple[int, str]] = {}
+    lines: list[str] = []  # the messages read (no format known before them)
     end = 0
     for _ in range(_HEAD_LINES):
         if end >= len(text):
@@ -189,25 +193,35 @@ def _learn_heads(shapes: LineShapes, text: str) -> None:
             tail = msg[cut.end():]
             if not tail or tail[0] in " \t":
                 continue
-            if _parse(tail)[0].format in _RECORDS:
+            record = _parse(tail)[0].format in _RECORDS
+            if record or _FAILURE_START.match(tail) is not None:
                 head = msg[:cut.start()]
                 if len(head) > 64 or head.count(" ") > 2 or "%" in head or not any(c.isalnum() for c in head):
                     break  # a sentence, a progress bar or a border before a record: no tag
                 key = head.strip()
                 count, _first = seen.get(key, (0, head))
-                seen[key] = (count + 1, head)
+                seen[key] = (count + record, head)
                 break
+        lines.append(msg)
     by_shape: dict[str, tuple[int, str]] = {}
     for count, head in seen.values():
         shape = re.sub(r"\d+", "0", head.strip())
         total, first = by_shape.get(shape, (0, head))
         by_shape[shape] = (total + count, first)
     # one shape behind most of them (srun's "0: " and "1: " are one): a log whose records follow several heads
-    # (stern's pod and container names) is left to its frames
+    # (stern's pod and container names) is left to its frames; or, behind an exception line or a traceback's
+    # header, a head that begins nine in ten of the lines read (a short window of a tagged log, no record in it)
     records = sum(t for t, _ in by_shape.values())
     for total, head in by_shape.values():
-        if total >= _HEAD_MIN and total * 4 >= records * 3 and not shapes.full():
+        if shapes.full():
+            break
+        if total >= _HEAD_MIN and total * 4 >= records * 3:
             shapes.learn_head(head)
+        elif len(lines) >= _HEAD_MIN and records == 0:
+            probe = LineShapes(1)
+            probe.learn_head(head)
+            if sum(probe.strip(m) is not None for m in lines) * 10 >= len(lines) * 9:
+                shapes.learn_head(head)
 
 
 def _learn_from(shapes: LineShapes, text: str, anchor: str, samples: int) -> None:
