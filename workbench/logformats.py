@@ -84,7 +84,8 @@ _JOURNAL = re.compile(
 )
 # Rust's tracing-subscriber: RFC 3339 time, the level padded to 5, the target ("mistralrs_core::engine") -- the
 # router of TGI, SGLang's and vLLM's Rust routers, mistral.rs, candle-vllm, dynamo
-_TRACING = re.compile(r"(?P<ts>" + _ISO_TS + r")  ?(?P<lvl>TRACE|DEBUG|INFO|WARN|ERROR) "
+# (not a collector's time before vLLM's record: "...Z ERROR 03-13 09:00:43 [core.py:330] ...")
+_TRACING = re.compile(r"(?P<ts>" + _ISO_TS + r")  ?(?P<lvl>TRACE|DEBUG|INFO|WARN|ERROR) (?!\d\d-\d\d \d\d:|\[[^\]\s:]+:\d+\])"
                       r"(?:(?P<loc>[A-Za-z_]\w*(?:::\w+)*): )?")
 _TRACING_LEVEL = {"TRACE": "DEBUG", "DEBUG": "DEBUG", "INFO": "INFO", "WARN": "WARNING", "ERROR": "ERROR"}
 # (containerd's and CRI-O's own log files: the stream and whether the line is whole, "...Z stdout F ")
@@ -332,6 +333,13 @@ def _proc_rank(name: str, rank: str | None) -> str | None:
 Parsed = tuple[LogLine, tuple[str | None, ...], str | None]  # a parsed line: the line, its origin, its header
 
 
+def _journal(line: str, pos: int = 0) -> re.Match[str] | None:
+    """journald's time, host and program at ``pos``; None for a time alone before a message whose first words would
+    read as a host and a program with no pid ("Jan 04 12:17:44 CUDA error: ...", "...Z CUDA error: out of memory")."""
+    m = _JOURNAL.match(line, pos)
+    return None if m is None or (not m["pid"] and m["ident"].lower() in _NO_IDENT) else m
+
+
 def _parse(line: str, *, inner: bool = False) -> Parsed:
     """Parse one line; also return the writer's identity and the app header text.
 
@@ -378,7 +386,7 @@ def _parse(line: str, *, inner: bool = False) -> Parsed:
         if m:
             time, level, location, fmt = m["ts"], _TRACING_LEVEL[m["lvl"]], m["loc"], "tracing"
             pos = m.end()
-        elif m := _JOURNAL.match(line):
+        elif m := _journal(line):
             time, host, service, jpid = m["ts"], m["host"], m["ident"], m["pid"]
             fmt = "journal"
             pos = m.end()
@@ -391,15 +399,13 @@ def _parse(line: str, *, inner: bool = False) -> Parsed:
                 time = m["ts"]
                 pos = m.end()
                 stamp = m.start("ts")
-                m = _JOURNAL.match(line, pos)
+                m = _journal(line, pos)
                 if m:
                     time, host, service, jpid = m["ts"], m["host"], m["ident"], m["pid"]
                     fmt = "journal"
                     pos = m.end()
     elif n > 4 and line[0] in _UPPER and line[3] == " ":
-        m = _JOURNAL.match(line)
-        if m and not m["pid"] and m["ident"].lower() in _NO_IDENT:  # "Jan 04 12:17:44 CUDA error: ...": a time alone
-            m = None
+        m = _journal(line)
         if m:
             time, host, service, jpid = m["ts"], m["host"], m["ident"], m["pid"]
             fmt = "journal"

@@ -52,6 +52,16 @@ def test_a_collector_s_time_before_an_exception_line_is_no_host_and_program() ->
     assert (journal.host, journal.service, journal.pid, journal.level) == ("gpu-node-3", "python3", 4242, "ERROR")
     root = analyze("2025-06-01T10:00:00.000456789Z RuntimeError: permute(sparse_coo): bad dims\n").root_cause
     assert root is not None and root.exception_type == "RuntimeError"
+    cuda = parse_line("2025-06-01T10:00:00.000456789Z CUDA error: out of memory")  # no host "CUDA", program "error"
+    assert (cuda.host, cuda.service, cuda.message) == (None, None, "CUDA error: out of memory")
+
+
+def test_a_collector_s_time_before_vllm_s_record_is_no_rust_tracing_record() -> None:
+    line = parse_line("2025-06-01T10:00:00.000456789Z ERROR 03-13 09:00:43 [core.py:330] torch.OutOfMemoryError: x")
+    assert (line.format, line.location, line.message) == ("vllm", "core.py:330", "torch.OutOfMemoryError: x")
+    rust = parse_line("2025-06-05T01:31:26.837710Z  INFO mistralrs_core::engine: Model loaded.")
+    assert (rust.format, rust.level, rust.location, rust.message) == (
+        "tracing", "INFO", "mistralrs_core::engine", "Model loaded.")
 
 
 def test_a_launcher_s_logger_relaying_a_child_s_record_gives_the_child_s_record() -> None:
