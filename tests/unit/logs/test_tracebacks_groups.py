@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from workbench.tracebacks import analyze
 
 _GROUP = """  + Exception Group Traceback (most recent call last):
@@ -37,3 +39,14 @@ def test_a_sub_exception_whose_frames_tell_no_phase_takes_the_group_s() -> None:
     log = _GROUP.replace("vllm/entrypoints/openai/serving_chat.py", "asyncio/queues.py").replace("in create", "in get")
     root = analyze(log).root_cause
     assert root is not None and root.exception_type == "ValueError" and root.phase == "serving"
+
+
+@pytest.mark.parametrize("prefix", ["openwebui-1  | ", "Jun 01 10:00:00 gpu-node-3 python3[4242]: ", "[pod/vllm-0/vllm] "])
+def test_an_exception_group_behind_a_prefix_reads_as_without(prefix: str) -> None:
+    """The group's margin behind a container's prefix is removed as at a line's start (issue 15, cause 3)."""
+    plain = analyze(_GROUP)
+    prefixed = analyze("\n".join(prefix + ln for ln in _GROUP.split("\n") if ln) + "\n")
+    assert [(t.exception_type, t.message) for t in prefixed.tracebacks] == [
+        (t.exception_type, t.message) for t in plain.tracebacks]
+    root = prefixed.root_cause
+    assert root is not None and (root.exception_type, root.message) == ("ValueError", "bad request")

@@ -3,7 +3,7 @@
 bench/tracebacks_shapes.py runs the same shapes over the whole labelled corpus; these tests hold the mechanisms it
 found missing: a collector's time before an exception line or a Python logging record (no journald host and program),
 a launcher's logger relaying its child's records, a head learned from the known records behind it (srun --label,
-pdsh, a tag), an exception group's margin behind a container's prefix.
+pdsh, a tag); an exception group behind a prefix: test_tracebacks_groups.py.
 """
 
 from __future__ import annotations
@@ -101,27 +101,3 @@ def test_no_head_is_learned_from_progress_bars_or_sentences() -> None:
     pmix = "\n".join(f"[qbd{i}:345] PMIX ERROR: UNREACHABLE in file server.c at line 23" for i in range(5))
     learn_shapes(shapes, pmix)
     assert not shapes
-
-
-_GROUP = """  + Exception Group Traceback (most recent call last):
-  |   File "/venv/lib/python3.11/site-packages/starlette/_utils.py", line 87, in collapse_excgroups
-  |     yield
-  |   File "/venv/lib/python3.11/site-packages/anyio/_backends/_asyncio.py", line 763, in __aexit__
-  |     raise BaseExceptionGroup(
-  | ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception)
-  +-+---------------- 1 ----------------
-    | Traceback (most recent call last):
-    |   File "/venv/lib/python3.11/site-packages/vllm/entrypoints/openai/serving_chat.py", line 120, in create
-    |     raise ValueError("bad request")
-    | ValueError: bad request
-    +------------------------------------
-"""
-
-
-@pytest.mark.parametrize("prefix", ["openwebui-1  | ", "Jun 01 10:00:00 gpu-node-3 python3[4242]: ", "[pod/vllm-0/vllm] "])
-def test_an_exception_group_behind_a_prefix_reads_as_without(prefix: str) -> None:
-    plain = analyze(_GROUP)
-    prefixed = analyze("\n".join(prefix + ln for ln in _GROUP.split("\n") if ln) + "\n")
-    assert [(t.exception_type, t.message) for t in prefixed.tracebacks] == [
-        (t.exception_type, t.message) for t in plain.tracebacks]
-    assert any(t.exception_type == "ValueError" for t in prefixed.tracebacks)
