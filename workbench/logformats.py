@@ -118,7 +118,7 @@ _KUBE = re.compile(r"\[pod/(?P<svc>[^\]\s]+)\] ")
 # vLLM >= 0.10 names a worker by its ranks after its name: "(VllmWorker TP0 pid=9)", "(VllmWorker TP1 EP1 pid=9)"
 # Ray Serve names a replica by application and deployment: "(ServeReplica:default:LLMRouter pid=9)"
 _PROC_FAST = re.compile(r"\(([A-Za-z_][\w.:-]*?)(?: rank=(\d+)| ((?:DP|TP|PP|EP|CP)\d+(?: (?:DP|TP|PP|EP|CP)\d+)*))? pid=(\d+)\) ?")
-_PROC = re.compile(r"\((?P<name>[A-Za-z_][\w.:-]*)(?P<kv>(?:,? \w+=[^\s,)]+)+)\) ?")
+_PROC = re.compile(r"\((?P<name>[A-Za-z_][\w.:/-]*)(?P<kv>(?:,? \w+=[^\s,)]+)+)\) ?")
 _PROC_KV = re.compile(r"(\w+)=([^\s,)]+)")
 _PROC_RANKS = re.compile(r"_(DP|TP|PP|EP|CP)(\d+)")
 # (a pasted window may start one character into the prefix: "rank0]:[E811 ...] ...", its "[" lost)

@@ -1,15 +1,13 @@
 """From extracted tracebacks to failures, the final error and the root cause.
 
 Signature
-    One occurrence of a failure is a chain of blocks (a traceback and the ones chained to
-    it). Its signature hashes, for every link in order: the exception type, the
-    normalised first line of the message (addresses, numbers, ids, IPs and paths of
-    temporary files replaced, cut to 100 characters so a line cut by the journal still
-    matches), and the innermost three frames that are not generic wrappers
-    (``torch.nn.Module._call_impl``, ``contextlib``, ``functools``...), each as the last
-    two path components and the function name. Ranks, pids, timestamps and line numbers
-    are left out, so the same failure on eight ranks, on two restarts or on two installs
-    of one version groups as one. It reads ``<ExceptionType>@<12 hex digits>``.
+    One occurrence of a failure is a chain of blocks (a traceback and the ones chained to it). Its signature hashes,
+    for every link in order: the exception type, the normalised first line of the message (addresses, numbers, ids,
+    IPs and paths of temporary files replaced, cut to 100 characters so a line cut by the journal still matches), and
+    the innermost three frames that are not generic wrappers (``torch.nn.Module._call_impl``, ``contextlib``,
+    ``functools``...), each as the last two path components and the function name. Ranks, pids, timestamps and line
+    numbers are left out, so the same failure on eight ranks, on two restarts or on two installs of one version groups
+    as one. It reads ``<ExceptionType>@<12 hex digits>``.
 
 Root cause
     Looked for in the start (see :class:`workbench.phases.PhaseTracker` restarts) that
@@ -81,6 +79,9 @@ _POINTER = re.compile(
     r"Engine core initialization failed|EngineCore encountered an issue|initialization failed due to an exception in a background process|"
     r"Worker failed with error|died during initialization|scheduler (?:is dead|died)|^Initialization failed|"
     r"died unexpectedly|Please see the error messages above|Check the logs? above|due to a previous error", re.I)
+# a chain Python went on after ("Exception ignored in: ..."), or one of multiprocessing's resource tracker cleaning up
+# after the processes that failed (its KeyError over a shared-memory name): the root cause only if nothing else failed
+_TRACKER = "multiprocessing/resource_tracker.py"
 _WRAPPER = re.compile(r"^Capture (?:cuda|CUDA) graph failed|^Initialization failed\. warmup error|failed to start", re.I)
 # what the other ranks say when one rank dies: real failures, but never the first thing to fix
 # when another failure in the same start says more
@@ -264,8 +265,7 @@ def analysis_of(ex: Extractor) -> Analysis:
             phase=last.phase, ranks=_ranks(t.rank for chain in occ for t in chain), occurrences=len(occ),
             tracebacks=tuple(sorted(t.index for chain in occ for t in chain)), first_line=first[0].start_line,
             pointer=is_pointer(last) and _root_link(first) is last,
-            signature_text=describe(last.exception_type, last.message, last.frames),
-        ))
+            signature_text=describe(last.exception_type, last.message, last.frames)))
     cpp_groups: dict[str, list[CppException]] = {}
     for c in ex.cpp_exceptions:
         cpp_groups.setdefault(_cpp_signature(c), []).append(c)
@@ -445,7 +445,7 @@ def _root_cause(ex: Extractor, chains: Sequence[Sequence[Traceback]], failures: 
         phase = around.get(chain[0].start_line, "unknown") if link.phase == "unknown" else link.phase
         rc = RootCause("exception", link.exception_type, link.message or "", link.start_line, link.innermost,
                        phase, ranks, sig, describe(link.exception_type, link.message, link.frames))
-        if chain[0].unraisable:  # Python went on after it ("Exception ignored in: ..."): only if nothing else failed
+        if chain[0].unraisable or (link.innermost is not None and link.innermost.file.endswith(_TRACKER)):
             unraisable.append(rc)
             continue
         if link.exception_type is None:  # cut before its exception line: where it failed, not what

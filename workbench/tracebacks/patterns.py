@@ -26,8 +26,9 @@ _EXC = re.compile(r"([A-Za-z_][\w$]*(?:\.[A-Za-z_][\w$]*)*(?:\([\w.]+\))?)(?::(?
 # (torch's "BackendCompilerFailed: backend='inductor' raised:" heads the error it wraps)
 # (or a class of a package's exceptions module, whatever its name: torch's "torch._dynamo.exc.Unsupported")
 # (not the word alone: "Error: ..." is how Rust's main, Go's cobra and shell tools report a failure, no Python type)
-_BARE_EXC_NAME = re.compile(r"(?:(?<=[\w.])Error|Exception|Fault|Failure|(?<=[a-z])Failed|Timeout|Cancelled|Abort)$|"
-                            r"\.(?:exc|exceptions|errors)\.[A-Z]\w*$")
+# (NCCL's result codes are no exception's type: "ncclRemoteError: A call failed possibly due to a network error")
+_BARE_EXC_NAME = re.compile(r"^(?!nccl[A-Z])(?:.*(?:(?<=[\w.])Error|Exception|Fault|Failure|(?<=[a-z])Failed|Timeout|Cancelled|"
+                            r"Abort)$|.*\.(?:exc|exceptions|errors)\.[A-Z]\w*$)")
 # an error record's message that is only the start of its first word: the log was cut right there ("Ru", "WorkerPro")
 _FIRST_WORD_ONLY = re.compile(r"[A-Za-z]\w{0,11}")
 

@@ -209,15 +209,15 @@ def _learn_heads(shapes: LineShapes, text: str) -> None:
         total, first = by_shape.get(shape, (0, head))
         by_shape[shape] = (total + count, first)
     # one shape behind most of them (srun's "0: " and "1: " are one): a log whose records follow several heads
-    # (stern's pod and container names) is left to its frames; or, behind an exception line or a traceback's
-    # header, a head that begins nine in ten of the lines read (a short window of a tagged log, no record in it)
+    # (stern's pod and container names) is left to its frames; or, behind a record, an exception line or a
+    # traceback's header, a head that begins nine in ten of the lines read (a short window of a tagged log)
     records = sum(t for t, _ in by_shape.values())
     for total, head in by_shape.values():
         if shapes.full():
             break
         if total >= _HEAD_MIN and total * 4 >= records * 3:
             shapes.learn_head(head)
-        elif len(lines) >= _HEAD_MIN and records == 0:
+        elif len(lines) >= _HEAD_MIN:
             probe = LineShapes(1)
             probe.learn_head(head)
             if sum(probe.strip(m) is not None for m in lines) * 10 >= len(lines) * 9:

@@ -101,3 +101,12 @@ def test_no_head_is_learned_from_progress_bars_or_sentences() -> None:
     pmix = "\n".join(f"[qbd{i}:345] PMIX ERROR: UNREACHABLE in file server.c at line 23" for i in range(5))
     learn_shapes(shapes, pmix)
     assert not shapes
+
+
+def test_a_head_before_one_record_and_an_exception_line_is_learned_when_every_line_has_it() -> None:
+    """A short window of a tagged log: one record and one exception line behind the same head on every line."""
+    log = ("[node-1] ValueError: token_to_kv_pool_allocator memory leak detected! available_size=3189424\n"
+           "[node-1] self.tree_cache.evictable_size()=325120\n"
+           "[node-1] [2025-06-06 01:56:27] Received sigquit from a child process. It usually means the child failed.\n")
+    root = analyze(log).root_cause
+    assert root is not None and root.exception_type == "ValueError"
