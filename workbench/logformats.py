@@ -399,8 +399,12 @@ def _parse(line: str, *, inner: bool = False) -> Parsed:
                 time = m["ts"]
                 pos = m.end()
                 stamp = m.start("ts")
-                m = _journal(line, pos)
-                if m:
+                if line[pos + 10:pos + 11] == "T" and (m := _TRACING.match(line, pos)) is not None:
+                    # a Rust server's tracing record in a container's log ("...Z stdout F 2024-12-21T13:26:25.25Z ERROR
+                    # lorax_launcher: ..."): its own time, level and target
+                    time, level, location, fmt = m["ts"], _TRACING_LEVEL[m["lvl"]], m["loc"], "tracing"
+                    pos = m.end()
+                elif m := _journal(line, pos):
                     time, host, service, jpid = m["ts"], m["host"], m["ident"], m["pid"]
                     fmt = "journal"
                     pos = m.end()

@@ -470,7 +470,7 @@ class Extractor:
         if ((msg[:1].isalpha() or msg[:1] in "`(*-[" or "\uff1a" in msg[:24] or (msg[:1].isdigit() and " - " in msg[:50])
              # (a record's message on a line of its own, one space in: " KeyError: 'x'", or deeper: a paste kept its indent)
              or msg[:2].isupper() or (msg[:1] == " " and msg.lstrip()[:1].isupper()))
-                and parsed.level not in ("INFO", "DEBUG") and self._bare(stream, origin, parsed, msg, header)):
+                and (parsed.level not in ("INFO", "DEBUG") or parsed.format == "pylogging") and self._bare(stream, origin, parsed, msg, header)):
             return
         self._event(parsed, msg)
 

@@ -64,6 +64,22 @@ def test_a_collector_s_time_before_vllm_s_record_is_no_rust_tracing_record() -> 
         "tracing", "INFO", "mistralrs_core::engine", "Model loaded.")
 
 
+def test_a_rust_server_s_record_in_a_container_s_log_is_read() -> None:
+    line = parse_line("2025-06-01T10:00:02.123456789Z stdout F 2024-12-21T13:26:25.250809Z ERROR lorax_launcher: "
+                      "server.py:317 Error when initializing model")
+    assert (line.format, line.level, line.location, line.host) == ("tracing", "ERROR", "lorax_launcher", None)
+    assert line.message == "server.py:317 Error when initializing model"
+
+
+def test_an_exception_line_a_logger_relays_at_info_is_read() -> None:
+    """A launcher's logger writes its child's stderr at INFO: the line is still the exception's."""
+    log = ("2025-03-08 10:00:01,693 - launcher - INFO - return torch._C._nn.pad(input, pad, mode, value)\n"
+           "2025-03-08 10:00:01,694 - launcher - INFO - torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
+           "112.00 MiB.\n")
+    root = analyze(log).root_cause
+    assert root is not None and root.exception_type == "torch.OutOfMemoryError"
+
+
 def test_a_launcher_s_logger_relaying_a_child_s_record_gives_the_child_s_record() -> None:
     line = parse_line("2025-03-08 10:00:01,693 - launcher - INFO - ERROR 03-13 09:00:43 [core.py:330] EngineCore failed")
     assert (line.format, line.level, line.location, line.message) == ("vllm", "ERROR", "core.py:330", "EngineCore failed")
