@@ -80,7 +80,7 @@ def unquote(line: str) -> str:
     return line
 
 
-_MARGINS = frozenset(" \t>|+")  # what a quote's or an exception group's margin begins with
+_MARGINS = frozenset(" \t>|+E")  # what a quote's, an exception group's or pytest's "E" margin begins with
 
 
 def unquote_message(msg: str) -> str:

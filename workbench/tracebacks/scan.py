@@ -305,7 +305,7 @@ class Extractor:
         elif line[:1] == "`" or "%|" in line:
             line, glued = unglue(line)
         parsed, origin, header = glued or _parse(line)
-        msg0 = parsed.message = unquote_message(parsed.message) if parsed.format != "plain" else parsed.message
+        msg0 = parsed.message = unquote_message(parsed.message) if parsed.format != "plain" or parsed.time else parsed.message
         if msg0 and (msg0[0] not in " \t" or (self.shapes and indented_prefixed(msg0))):
             rest = self.shapes.strip(msg0) if self.shapes else None
             if rest is None and ('File "' in msg0 or ": in " in msg0) and self.shapes.learn(msg0, outermost=not any(origin) and parsed.format == "plain"):

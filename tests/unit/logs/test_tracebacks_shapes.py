@@ -126,3 +126,13 @@ def test_a_head_before_one_record_and_an_exception_line_is_learned_when_every_li
            "[node-1] [2025-06-06 01:56:27] Received sigquit from a child process. It usually means the child failed.\n")
     root = analyze(log).root_cause
     assert root is not None and root.exception_type == "ValueError"
+
+
+def test_pytest_s_margin_behind_a_ci_runner_s_time_is_removed() -> None:
+    """A CI job's log (GitHub Actions, Buildkite) puts its time before pytest's report: its "E" margin is read."""
+    log = ("2026-06-17T10:00:00.5969653Z E       RuntimeError: Failed: Assertion error csrc/x.hpp:136 'mn % 4 == 0'\n"
+           "2026-06-17T10:00:00.5969653Z \n"
+           "2026-06-17T10:00:00.5969653Z ../../../vllm/utils/deep_gemm.py:111: RuntimeError\n")
+    root = analyze(log).root_cause
+    assert root is not None and root.exception_type == "RuntimeError"
+    assert root.message.startswith("Failed: Assertion error csrc/x.hpp:136")
