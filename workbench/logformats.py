@@ -180,10 +180,10 @@ _BRACKETED_TAIL = re.compile(_BRACKET_FIELDS)  # the same after a time another h
 # (named as _BRACKETED_RECORD's groups: one reading serves both)
 _THREAD_RECORD = re.compile(r"(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+) \d+ "
                             r"(?P<blvl>trace|debug|info|warning|warn|error|critical|fatal) (?P<bloc>[\w./-]+:\d+)\] ")
-_PLAIN_STAMP = re.compile(_PLAIN_TIME + r"[ \t]+")
+_PLAIN_STAMP = re.compile(_PLAIN_TIME + r"[ \t]+")  # a time alone before a known header ("2025-07-10 08:59:40 ERROR 07-09 ...")
 # what may begin another record inside a record's message: a time, a bracket or a process's parenthesis, a level word
 # and its time or source (vLLM's), glog's letter and date
-_NESTED_START = re.compile(r"[\[(\d]|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) [\d\[]|[IWEF]\d{4} ")  # a time alone before a known header ("2025-07-10 08:59:40 ERROR 07-09 ...")
+_NESTED_START = re.compile(r"[\[(\d]|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) [\d\[]|[IWEF]\d{4} ")
 _PLAIN_LEVEL = {"WARN": "WARNING", "FATAL": "CRITICAL"}
 
 # spdlog's default pattern after its bracketed time: "[logger] [error] " (C++ servers: tt-media-server...)
