@@ -59,7 +59,8 @@ HELD_OUT = {"pdsh", "mpirun_tag", "stern", "loki", "docker_ts", "rfc5424"}
 NAMES_A_TASK = {"srun_label"}
 
 
-def _shape(text: str, shape: str) -> str:
+def apply_shape(text: str, shape: str) -> str:
+    """``text`` with every line as ``shape`` writes it."""
     fn = SHAPES[shape]
     body, end = (text[:-1], "\n") if text.endswith("\n") else (text, "")  # no line after the last newline
     return "\n".join(fn(i, ln) for i, ln in enumerate(body.split("\n"))) + end
@@ -79,13 +80,13 @@ def _one(args: tuple[str, list[str]]) -> list[dict[str, Any]]:
     plain = to_json(analyze(text))
     rows = []
     for shape in shapes:
-        got = to_json(analyze(_shape(text, shape)))
+        got = to_json(analyze(apply_shape(text, shape)))
         skip = shape in NAMES_A_TASK
         base, now = _fields(label, plain, skip), _fields(label, got, skip)
         lost = sorted(k for k, ok in base.items() if ok and not now.get(k))
         gained = sorted(k for k, ok in base.items() if not ok and now.get(k))
-        rows.append({"case": f"{log.parent.name}/{log.stem}", "shape": shape, "fields": len(base),
-                     "plain": sum(base.values()), "shaped": sum(now.values()), "lost": lost, "gained": gained})
+        rows.append({"case": f"{log.parent.name}/{log.stem}", "shape": shape, "plain": sum(base.values()),
+                     "shaped": sum(now.values()), "lost": lost, "gained": gained})
     return rows
 
 
@@ -116,7 +117,7 @@ def main(argv: list[str]) -> int:
         gained = sum(len(r["gained"]) for r in mine)
         losing = sum(1 for r in mine if r["lost"])
         summary[shape] = {"plain": plain, "shaped": shaped, "lost": lost, "gained": gained, "windows_losing": losing}
-        print(f"{shape:<16}{plain:>8}{shaped:>8}{lost:>6}{gained:>7}  {losing}")
+        print(f"{shape:<16}{plain:>8}{shaped:>8}{lost:>6}{gained:>7}  {losing}" + ("  (held out)" * (shape in HELD_OUT)))
     if args.lost:
         for r in rows:
             if r["lost"]:

@@ -747,16 +747,8 @@ class LineShapes:
         key = _SHAPE_TOKEN.sub("0", prefix.strip())
         if not key or key in self._keys or len(self._patterns) >= self.limit:
             return False
-        parts: list[str] = []
-        pos = 0
-        body = prefix.strip()
-        for m in _SHAPE_TOKEN.finditer(body):
-            parts.append(re.escape(body[pos:m.start()]))
-            parts.append(r"\d+" if m.group(0)[0].isdigit() else r"[A-Z]+")
-            pos = m.end()
-        parts.append(re.escape(body[pos:]))
         self._keys.add(key)
-        self._patterns.append(re.compile(r"[ \t]*" + "".join(parts) + r"[ \t]?"))
+        self._patterns.append(shape_pattern(prefix))
         return True
 
     def full(self) -> bool:
@@ -769,6 +761,20 @@ class LineShapes:
             if m is not None and m.end() > 0:
                 return message[m.end():]
         return None
+
+
+def shape_pattern(prefix: str) -> re.Pattern[str]:
+    """The pattern a learned prefix becomes (:meth:`LineShapes.learn_head`): its digits and level words generalised,
+    blanks around it optional."""
+    parts: list[str] = []
+    pos = 0
+    body = prefix.strip()
+    for m in _SHAPE_TOKEN.finditer(body):
+        parts.append(re.escape(body[pos:m.start()]))
+        parts.append(r"\d+" if m.group(0)[0].isdigit() else r"[A-Z]+")
+        pos = m.end()
+    parts.append(re.escape(body[pos:]))
+    return re.compile(r"[ \t]*" + "".join(parts) + r"[ \t]?")
 
 
 def _unknown_head(prefix: str, frame: str) -> str:

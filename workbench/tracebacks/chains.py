@@ -181,6 +181,7 @@ def native_phase(cpp: Cpp) -> str:
 
 
 _OUTPUT_GAP = 4  # lines between a wrapper's exception line and the traceback of the output it introduces
+_GROUP = re.compile(r"\(\d+ sub-exceptions?\)$")  # an exception group's own line ends so
 
 
 def wrapped_output(chains: Sequence[Sequence[Traceback]]) -> dict[int, int]:
@@ -206,6 +207,3 @@ def wrapped_output(chains: Sequence[Sequence[Traceback]]) -> dict[int, int]:
                                   for t in by_start[starts[i]]))):
             out[chain[0].start_line] = starts[i]
     return out
-
-
-_GROUP = re.compile(r"\(\d+ sub-exceptions?\)$")

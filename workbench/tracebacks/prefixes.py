@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 
-from workbench.logformats import LineShapes, LogLine, Parsed, _parse
+from workbench.logformats import LineShapes, LogLine, Parsed, _parse, shape_pattern
 from workbench.tracebacks.patterns import _GROUP_MARGIN, _LOGGING_HEAD, _QUOTE, level_word
 
 _JSON_LEVELS = frozenset({"TRACE", "DEBUG", "INFO", "WARN", "WARNING", "ERROR"})
@@ -220,9 +220,8 @@ def _learn_heads(shapes: LineShapes, text: str) -> None:
         if total >= _HEAD_MIN and total * 4 >= records * 3:
             shapes.learn_head(head)
         elif len(lines) >= _HEAD_MIN:
-            probe = LineShapes(1)
-            probe.learn_head(head)
-            if sum(probe.strip(m) is not None for m in lines) * 10 >= len(lines) * 9:
+            pattern = shape_pattern(head)
+            if sum(pattern.match(m) is not None for m in lines) * 10 >= len(lines) * 9:
                 shapes.learn_head(head)
 
 

@@ -18,7 +18,7 @@ from workbench.tracebacks import analyze
 
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "bench"))
-from tracebacks_shapes import _shape  # noqa: E402
+from tracebacks_shapes import apply_shape  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures" / "tracebacks"
 # windows a paste shaped first (a Markdown quote, a rich box): no collector writes its prefix before a paste's quote
@@ -37,7 +37,7 @@ def test_every_fixture_reads_the_same_behind_a_collector_s_prefix(shape: str) ->
         if log.stem in PASTES:
             continue
         text = log.read_text(errors="replace")
-        if _key(text) != _key(_shape(text, shape)):
+        if _key(text) != _key(apply_shape(text, shape)):
             differ.append(log.stem)
     # (compose: a tqdm bar redrawn mid-line and a terminal-wrapped window join their lines differently behind it)
     assert len(differ) <= {"compose": 2, "journald": 1}.get(shape, 0), differ
