@@ -192,6 +192,16 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("/tpu_worker.py", "compile_or_warm_up_model", _WU),
     ("vllm/v1/worker/gpu_worker.py", "execute_model sample_tokens execute_dummy_batch", _S),
     ("vllm/v1/worker/gpu_worker.py", "__init__", _U),
+    # vLLM's CPU back-end (vllm/v1/worker/cpu_worker.py, cpu_model_runner.py @ v0.32.0): init_device binds the
+    # threads and joins the (Gloo) process group; determine_available_memory runs the runner's warming_up_model to
+    # bring the RSS up before it sizes the cache (a warm-up inside the sizing is the sizing's), compile_or_warm_up_model
+    # runs it again when no cache was made; warming_up_model alone is decided by its caller
+    ("vllm/v1/worker/cpu_worker.py", "init_device", _NCCL),
+    ("vllm/v1/worker/cpu_worker.py", "determine_available_memory", _KV_ONLY),
+    ("vllm/v1/worker/cpu_worker.py", "compile_or_warm_up_model", _WU),
+    ("vllm/v1/worker/cpu_model_runner.py", "load_model", _W),
+    ("vllm/v1/worker/cpu_model_runner.py", "initialize_kv_cache", _KV),
+    ("vllm/v1/worker/cpu_model_runner.py", "warming_up_model", _U),
     ("vllm/v1/worker/worker_base.py", "init_device", _NCCL),
     ("vllm/v1/worker/worker_base.py", "init_worker __init__", _U),
     ("vllm/v1/worker/worker_base.py", "execute_method", _N),

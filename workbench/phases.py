@@ -109,6 +109,9 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
     (r"TRITONBACKEND_Model(?:Instance)?Initialize|Instance group type: KIND_", "startup_other", 0, "progress"),
     (r"Init torch distributed begin", "nccl_init", 1, "start"),
     (r"is assigned as DP rank|world_size=\d+ rank=\d+ local_rank=|is using nccl==", "nccl_init", 1, "progress"),
+    # vLLM's CPU worker checking its preloaded allocators as its init_device begins ("libtcmalloc is not found in
+    # LD_PRELOAD. For best performance, ..."), just before it binds its threads and joins the process group
+    (r"is not found in LD_PRELOAD", "nccl_init", 1, "progress"),
     # torch's TCPStore client waiting on the rendezvous store (c10d's socket.cpp) timed out: the ranks were
     # still meeting to build their process groups
     (r"\[c10d\] (?:waitForInput: socket [^\n]{0,300} timed out after \d+ms|The client socket has timed out)",
@@ -152,6 +155,9 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
     # vLLM v1 sizes the KV cache by profiling a forward pass (determine_available_memory -> profile_run), which is
     # where torch.compile runs: the compile's total, the profiling run's time, the KV cache reserved by
     # kv_cache_memory_bytes instead of profiling, kv_cache_utils' padding warning ("may waste ... KV cache memory")
+    # (vLLM's engine core choosing the cache's layout as its _initialize_kv_caches begins, before the memory profile:
+    # "Using LBHNC KV cache layout.")
+    (r"Using \w+ KV cache layout\.", "kv_cache_alloc", 3, "progress"),
     (r"torch\.compile (?:takes|took) [\d.]+ s in total|Initial profiling/warmup run took|memory for KV Cache|"
      r"KV cache memory\b", "kv_cache_alloc", 3, "progress"),
     # (the compile that profiling run starts: its cache directory, dynamo's bytecode transform -- "Using cache directory:
@@ -257,6 +263,7 @@ _RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("TRITONBACKEND_Model", "Instance group type: "),
     ("Init torch distributed begin",),
     ("is assigned as DP rank", "local_rank=", "is using nccl=="),
+    ("is not found in LD_PRELOAD",),
     ("[c10d] ",),
     ("Init torch distributed ends",),
     ("peer ranks",),
@@ -272,6 +279,7 @@ _RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("Loading model weights took", "Model loading took"),
     ("KV Cache is allocated", "Memory pool end", "Available KV cache memory", "GPU KV cache size", "# GPU blocks:",
      "Maximum concurrency for", "Memory profiling takes", "Profiling CUDA graph memory"),
+    (" KV cache layout.",),
     ("s in total", "profiling/warmup run took", "memory for KV Cache", "KV cache memory"),
     ("for vLLM's torch.compile", "Dynamo bytecode transform time"),
     ("Encoder cache will be initialized",),
@@ -312,7 +320,7 @@ _ANCHORS = ("server_args=", "LLM engine", "vLLM", "non-default", "Init torch", "
             "llama_init_from_model", "llama_context", "llama_kv_cache", "params_dict", "cmpl-", " HTTP/1.", " toks/s", "requestI", "request_id=", "requestPath=",
             "Encoder cache", "load_tensors", "Autotuning process", "FlashInfer autotune", "[Warmup][", "ProcessInferRequests",
             "llama runner started", "Started GRPCInferenceService", "Started HTTPService", "[GIN] ", "update_slots", "log_server_r", "Processing Prompt", "Generating (",
-            "Throughput (T/s)", "[TRT] [", "Injecting model", "Chat: ", "unused tensor")
+            "Throughput (T/s)", "[TRT] [", "Injecting model", "Chat: ", "unused tensor", "in LD_PRELOAD")
 _FAILURE_RE = re.compile(
     r"hit an exception|Traceback \(most recent call last\)|failed to start|WorkerProc failed|"
     r"died unexpectedly|scheduler (?:is dead|died)|Initialization failed|Received sigquit|SIGQUIT received|"
@@ -737,8 +745,16 @@ _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     # divisible by weight quantization block_k = 128", "... is not divisible by weight quantization block_n = 128.")
     # (and a model class built with arguments its code does not take: "TypeError: Ernie4_5_MoeForCausalLM.__init__() got
     # an unexpected keyword argument 'convert_from_hf'": the model itself is being built)
+    # (and a rank's slice of a checkpoint tensor that does not fit it: torch's narrow() as a weight loader cuts the shard,
+    # "start (0) + length (1280) exceeds dimension size (1024)"; a quantisation scheme or its config the loader cannot
+    # use: "Unsupported weight strategy=block", "Cannot find the config file for awq"; an attention backend refused as
+    # the model's layers are built: "Selected backend AttentionBackendEnum.FLASHINFER is not valid for this
+    # configuration", "Attention backend 'sage_attn' is not supported by this attention layer")
     (re.compile(r"\bCannot find any model weights\b|\bUnexpected weight: \S|\bFailed to map GGUF parameters\b|"
-                r"\bis not divisible by weight quantization block_[kn]\b|"
+                r"\bis not divisible by weight quantization block_[kn]\b|\bexceeds dimension size \(\d+\)|"
+                r"\bUnsupported weight strategy\b|\bCannot find the config file for \w+\b|"
+                r"\bSelected backend \S+ is not valid for this configuration\b|"
+                r"\b[Aa]ttention backend '?[\w.]+'? is not supported by this attention layer\b|"
                 r"\b\w+For(?:CausalLM|ConditionalGeneration)\.__init__\(\) (?:got|missing)\b"), "weight_loading"),
     # a message that is only a checkpoint parameter's name, quoted (the KeyError of a weight loader's lookup of a tensor
     # among the model's parameters: "'layers.0.mlp.down_proj.weight'")
@@ -799,12 +815,27 @@ _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
                 r"Duplicate GPU detected|peer access is not supported|"
                 # Open MPI's UCX layer wiring up its ranks' endpoints ("pml_ucx.c:421  Error: ucp_ep_create(proc=47)
                 # failed", "Failed to resolve UCX endpoint for rank 19"), MPI_Init's and the first collective's
-                r"\bpml_ucx\.c:\d+|Failed to resolve UCX endpoint", re.I), "nccl_init"),
+                r"\bpml_ucx\.c:\d+|Failed to resolve UCX endpoint|"
+                # HCCL connecting its ranks as a communicator's resources are set up ("Transport init error. Reason:
+                # [Create][DestLink]Create Dest error!", "Get_Socket_Timeout(EI0006): Getting socket times out",
+                # "... invoke the HcclAllocComResourceByTiling function of the hccl module"); torch's store waiting for
+                # the ranks to join ("Timed out after 601 seconds waiting for clients. 1/2 clients joined."); vLLM
+                # asking the store whether its ranks share a node as it sets up its groups ("Error ignored in
+                # is_in_the_same_node: ... Timed out waiting 1800000ms for send operation to complete")
+                r"\bTransport init error\b|\bGet_Socket_Timeout\b|\bHcclAllocComResource|"
+                r"\bwaiting for clients\b|\b\d+/\d+ clients joined\b|\bis_in_the_same_node\b", re.I), "nccl_init"),
 )
 # (not a store's operation: Mooncake's "Failed to start put operation" is a request's KV cache being offloaded)
 _TEXT_STARTUP = re.compile(r"initiali[sz]ation failed|[Ff]ailed to (?:start(?! (?:put|get)\b)|initiali[sz]e|init\b)|creation task|"
                            # (lmdeploy checking a model's config before it builds the engine: "<Model> check failed!")
                            r"<\w+> check failed\b|"
+                           # a model's configuration read as the engine is configured: a config.json that is not JSON
+                           # (transformers' "It looks like the config file at '...' is not a valid JSON file."), a model
+                           # type the installed transformers or engine does not know ("Transformers does not recognize
+                           # this architecture", MindIE's "unsupported model type: falcon_mamba"); lmdeploy's check of its
+                           # environment before it builds an engine ("<Triton> environment test failed.")
+                           r"\bis not a valid JSON file\b|\bdoes not recognize this architecture\b|"
+                           r"\bunsupported model type\b|\benvironment test failed\b|"
                            # (Go's controllers and servers say "unable to": aibrix's "unable to initialize controllers")
                            r"\b(?:[Uu]nable to|[Cc]ould(?: not|n't)) (?:start|initiali[sz]e)\b|"
                            # the dynamic loader refusing to start a program whose library is missing ("executorWorker:
@@ -1150,6 +1181,11 @@ _TEXT_SERVING = re.compile(r"inputs? of failed execution|Dumping input data|Dump
                            r"Exception in ASGI application|"
                            # vLLM v1's AsyncLLM losing the loop that hands the engine's outputs to the requests
                            r"\boutput_handler failed\b|"
+                           # a request its client dropped, aborted as it was served (SGLang's "Request is disconnected
+                           # from the client side (type 1). Abort request obj.rid=..."); a captured CUDA graph replayed
+                           # for a batch (SGLang's "EAGLE draft cuda graph replay padding: raw_bs=3 graph_bs=4"): capture
+                           # is start-up's, replay a batch's
+                           r"\bRequest is disconnected\b|\bAbort request\b|\b[Cc]uda ?[Gg]raph replay\b|"
                            # a request refused for its length (SGLang's "The input (85050 tokens) is longer than the
                            # model's context length (32768 tokens).", vLLM's "This model's maximum context length is
                            # 4096 tokens. However, you requested ..."): checked as each request comes
@@ -1303,9 +1339,13 @@ _TEXT_RULE_ANY = re.compile("|".join(f"(?{'i' if p.flags & re.I else '-i'}:{p.pa
 _finds_text_rule = finds(_TEXT_RULE_ANY)
 
 
+_WRAPPED = re.compile(r"[ \t]*\r?\n[ \t]*")
+
+
 def text_evidence(texts: Iterable[str | None]) -> tuple[str | None, bool, bool, bool]:
-    """(start-up step, serving, start-up seen, step from a wrapper's method name) from the words of a failure."""
-    words = [t for t in texts if t]
+    """(start-up step, serving, start-up seen, step from a wrapper's method name) from the words of a failure (a
+    message wrapped over lines read as one line)."""
+    words = [_WRAPPED.sub(" ", t) if "\n" in t else t for t in texts if t]
     methods = [("", name) for t in words for m in _WRAPPER_METHOD.finditer(t) for name in m.groups() if name]
     step, serving, startup = stack_evidence((f, n, None) for f, n in methods) if methods else (None, False, False)
     if step is not None:

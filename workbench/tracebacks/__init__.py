@@ -45,7 +45,6 @@ from workbench.tracebacks.diagnose import (
     analyze,
     analyze_stream,
     compare,
-    is_pointer,
     normalize_message,
     signature,
 )
@@ -60,6 +59,7 @@ from workbench.tracebacks.model import (
     RootCause,
     Traceback,
 )
+from workbench.tracebacks.pointers import is_pointer
 from workbench.tracebacks.reader import extract, extract_stream
 from workbench.tracebacks.render import comparison_to_json, format_summary, to_json
 from workbench.tracebacks.scan import Extractor

