@@ -416,8 +416,9 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     # its backend is built lazily by grammar_init when the first structured request arrives, and every grammar is
     # compiled per request on its thread pool (_async_create_grammar -> backend.compile_grammar); the bitmasks are
     # filled per step
+    # (early 2025 the manager's own tokenizer info was built the same lazy way, by grammar_init's _delayed_init)
     ("vllm/v1/structured_output/__init__.py", "grammar_init _async_create_grammar grammar_bitmask _fill_bitmasks "
-     "_async_submit_fill_bitmask should_fill_bitmask should_advance clear_backend", _S),
+     "_async_submit_fill_bitmask should_fill_bitmask should_advance clear_backend _delayed_init", _S),
     ("vllm/v1/structured_output/backend_", "*", _S),
     ("vllm/v1/structured_output/backend_", "__init__", _S),
     ("vllm/v1/structured_output/utils.py", "*", _S),
@@ -767,7 +768,10 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
      "_executor_disagg_loop_overlap _update_request_states_tp", _S),
     ("tensorrt_llm/executor/", "setup_engine _create_py_executor", _U),
     ("tensorrt_llm/executor/", "_enqueue_request", _S),
-    ("tensorrt_llm/serve/openai_server.py", "openai_chat chat_stream_generator", _S),
+    # (its OpenAI server's request handlers, as register_routes names them @ 00057725d9a6; gpt-oss' chat route is
+    # chat_harmony, which builds its answer in create_harmony_response)
+    ("tensorrt_llm/serve/openai_server.py", "openai_chat chat_stream_generator chat_harmony create_harmony_response "
+     "openai_completion openai_responses openai_mm_encoder", _S),
     # --- sweep 2: vllm-ascend's NPU worker as it is named since late 2025 (vllm_ascend/worker/worker.py @ 182b75ea84,
     # read with model_runner_v1.py's definitions): _init_device selects the NPU and calls
     # _init_worker_distributed_environment; compile_or_warm_up_model runs the compile warm-up, kernel warm-up,

@@ -132,3 +132,15 @@ def test_a_checkpoint_or_a_layer_the_loader_cannot_use_is_weight_loading(line: s
 def test_a_models_configuration_refused_is_start_up(line: str) -> None:
     root = analyze(line + "\n").root_cause
     assert root is not None and root.phase == "startup_other"
+
+
+@pytest.mark.parametrize(("frame", "code"), [
+    ('  File "/usr/lib/python3/site-packages/vllm/v1/structured_output/__init__.py", line 77, in _delayed_init',
+     "    tokenizer_info = xgr.TokenizerInfo.from_huggingface("),
+    ('  File "/usr/local/lib/python3.12/dist-packages/tensorrt_llm/serve/openai_server.py", line 957, in chat_harmony',
+     "    response = await create_harmony_response(promise, postproc_params)"),
+])
+def test_a_handler_that_runs_only_for_requests_is_serving(frame: str, code: str) -> None:
+    log = f"Traceback (most recent call last):\n{frame}\n{code}\nValueError: the request could not be answered\n"
+    root = analyze(log).root_cause
+    assert root is not None and root.phase == "serving"

@@ -99,7 +99,8 @@ def test_the_launcher_ends_after_a_sigquit_even_when_its_killer_hangs() -> None:
         threading.Event().wait()
         """
     )
-    proc = subprocess.Popen([sys.executable, "-c", script], env={**os.environ, "PYTHONPATH": str(SIM)},
+    proc = subprocess.Popen([sys.executable, "-c", script],
+                            env={**os.environ, "PYTHONPATH": str(SIM), "WB_SIM_KILL_ALARM": "5"},
                             stderr=subprocess.PIPE, text=True)
     try:
         _out, err = proc.communicate(timeout=60)
