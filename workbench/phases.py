@@ -804,6 +804,9 @@ _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
                 r"\b[Rr]endezvous|\bTCPStore(?:::TCPStore|\()|"
                 r"\benvironment variable (?:RANK|WORLD_SIZE|MASTER_ADDR|MASTER_PORT|LOCAL_RANK) expected\b|"
                 r"\[c10d\] The (?:IPv6 |IPv4 )?(?:network addresses|hostname)\b|"
+                # (its client reaching the store's server: "[c10d] TCP client failed to connect/validate to host
+                # <host>:58159 - retrying (try=0, timeout=1800000ms, delay=610ms): Connection reset by peer")
+                r"\[c10d\] TCP client failed to connect\b|"
                 # NVSHMEM's own sources reporting a failure while it starts: its bootstrap, its transports (IBGDA's queue
                 # pairs: "nvshmem_src/src/modules/transport/ibgda/ibgda.cpp:3005: non-zero status: 7 ibgda_rc_init2rtr
                 # failed"), its init ("src/host/init/init.cu:998: non-zero status: 7 building transport map failed")

@@ -47,6 +47,10 @@ def test_the_captures_cover_every_step_and_every_way_to_die() -> None:
     ("(VllmWorker rank=0 pid=225) ERROR 04-11 13:45:00 [parallel_state.py:1158] Error ignored in is_in_the_same_node: "
      "[/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:133] Timed out waiting 1800000ms for send "
      "operation to complete", "nccl_init"),
+    ("[W519 18:43:28.518309000 TCPStore.cpp:350] [c10d] TCP client failed to connect/validate to host <redacted>:58159 "
+     "- retrying (try=0, timeout=1800000ms, delay=610ms): Connection reset by peer\n"
+     "Exception raised from recvBytes at /pytorch/torch/csrc/distributed/c10d/Utils.hpp:676 (most recent call first):\n"
+     "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 52 (0x103307d1c in libc10.dylib)", "nccl_init"),
 ])
 def test_a_collective_librarys_connections_are_its_set_up(line: str, phase: str) -> None:
     root = analyze(line + "\n").root_cause
