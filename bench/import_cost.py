@@ -21,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from baseline_tree import export_tree
+
 ROOT = Path(__file__).resolve().parents[1]
 CASES = {
     "jsonschema": "import jsonschema",
@@ -52,11 +54,7 @@ def imports(runs: int) -> None:
 
 def bisect(baseline: str, runs: int, ssh_config: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        base = Path(tmp) / "base"
-        base.mkdir()
-        archive = subprocess.run(["git", "archive", baseline, "workbench", "runbooks"], cwd=ROOT, check=True,
-                                 capture_output=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
+        base = export_tree(baseline, Path(tmp) / "base", "workbench", "runbooks")
         data = Path.home() / ".cache" / "workbench" / "bench-import-cost"
         argv = [sys.executable, "-m", "workbench", "--ssh-config", ssh_config, "run", "bisect", "--host", "gpu-b",
                 "--preset", "seeds-k26", "--data-dir", str(data), "-p", "start_timeout", "120", "--no-progress"]

