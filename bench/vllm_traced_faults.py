@@ -1,9 +1,9 @@
 """Real vLLM failures at functions nobody chose: trace a real start, fail a random function of it, score the phase.
 
-    python bench/vllm_traced_faults.py trace [--seed N]      # one traced start and request; more cases in the plan
+    python bench/vllm_traced_faults.py trace [--seed N] [--mode raise|segv]  # a traced start; more cases in the plan
     python bench/vllm_traced_faults.py capture [CASE ...]    # real runs of the plan's new cases (faults-traced/)
     python bench/vllm_traced_faults.py score [--baseline REV]
-    python bench/vllm_traced_faults.py corpus PART           # the fatal cases as a labelled corpus part
+    python bench/vllm_traced_faults.py corpus PART [--mode M] # one mode's fatal cases as a labelled corpus part
 
 ``bench/vllm_faults.py`` fails eleven functions picked by hand for their step. This one picks them at
 random from every function of vLLM's own code that a real start and one request run, so the failures
@@ -23,8 +23,10 @@ that names no step (``set_kv_cache_layout``) takes the innermost step another pr
 moment (the engine core's ``_initialize_kv_caches`` that sent it); else ``startup_other``. A first call inside the worker's
 ``init_device`` outside its distributed set-up (the model runner's construction, say), inside a web
 request before readiness (the health check) or inside the engine's busy loop before readiness is
-left out: no step of the issue's list is the plain answer there. Every case raises
-``RuntimeError("injected fault")``. Where the fault ended the start (or the request), the root cause and
+left out: no step of the issue's list is the plain answer there. A case raises
+``RuntimeError("injected fault")`` (``--mode raise``) or makes a real segmentation fault (``--mode segv``,
+faulthandler on: the API server prints faulthandler's dump, the engine and the worker vLLM-CPU's native
+handler's banner and no Python frame, so their step can come from the log's timeline alone). Where the fault ended the start (or the request), the root cause and
 the last error must carry the step; where vLLM caught it, logged its traceback and went on to be ready
 (the API server renderer's warm-up does), the failure whose message is the fault must (the last error is
 then the server's own stop); a case whose fault shows in no traceback (caught and logged as one line, or
@@ -65,8 +67,10 @@ STEPS: dict[str, str] = {
 }
 #: a frame whose step is no plain one: the worker's device set-up holds the distributed init (above) and more
 UNCLEAR = {"init_device"}
-#: the exception line of the fault's traceback (a fault caught and logged as one line has none)
-FAULT_LINE = b"RuntimeError: injected fault"
+#: the lines a fault of each mode prints: the exception line of its traceback (a fault caught and logged as one line has
+#: none); a segmentation fault's faulthandler header (the API server) or vLLM-CPU's native handler (engine, worker)
+FAULT_LINES = {"raise": (b"RuntimeError: injected fault",),
+               "segv": (b"Fatal Python error: Segmentation fault", b"!!!!!!! Segfault encountered !!!!!!!")}
 ORDER = ("startup_other", "nccl_init", "weight_loading", "kv_cache_alloc", "warmup", "serving")
 
 # what the server's Python runs to keep the candidates it can find and rewrite as the injector would
@@ -129,7 +133,13 @@ def truth(record: dict[str, Any], ready: float, answered: float,
     return "startup_other"
 
 
-def trace(per_step: int, seed: int) -> None:
+def struck(mode: str, log: bytes) -> bytes | None:
+    """The first line of the fault the log holds, if any."""
+    found = [(log.find(line), line) for line in FAULT_LINES[mode] if line in log]
+    return min(found)[1] if found else None
+
+
+def trace(per_step: int, seed: int, mode: str) -> None:
     from vllm_serve import start, stop, stream_one, wait_ready
 
     from workbench.testbed.tiny_model import default_model_dir, make_tiny_model
@@ -173,13 +183,14 @@ def trace(per_step: int, seed: int) -> None:
     rng = random.Random(seed)
     plan_path = OUT / "plan.json"
     plan = json.loads(plan_path.read_text())["cases"] if plan_path.exists() else {}
-    drawn = {case["target"] for case in plan.values()}
+    drawn = {case["target"] for case in plan.values() if case["mode"] == mode}
     for step in ORDER:
         pool = [t for t in by_step[step] if t in usable and t not in drawn]
         for target in sorted(rng.sample(pool, min(per_step, len(pool)))):
             record = first[target]
-            plan[f"{step}__{target.replace(':', '.').replace('vllm.', '', 1)}"] = {
-                "phase": step, "target": target, "mode": "raise", "seed": seed, "first_call_stack": record["stack"][:12],
+            suffix = "" if mode == "raise" else f"__{mode}"
+            plan[f"{step}__{target.replace(':', '.').replace('vllm.', '', 1)}{suffix}"] = {
+                "phase": step, "target": target, "mode": mode, "seed": seed, "first_call_stack": record["stack"][:12],
                 "first_call_process": "same as the server's" if record["pid"] == proc.pid else "a child"}
         print(f"{step}: {len(by_step[step])} functions first called there, {len(pool)} usable, "
               f"{min(per_step, len(pool))} drawn", flush=True)
@@ -196,12 +207,12 @@ def capture(names: list[str]) -> None:
     plan = json.loads((OUT / "plan.json").read_text())["cases"]
     index_path = OUT / "index.json"
     index = json.loads(index_path.read_text()) if index_path.exists() else {}
-    environ = {"PYTHONPATH": str(FAULTS)}
     for name in names or [name for name in plan if name not in index]:
         case = plan[name]
         log = OUT / f"{name}.log"
-        meta = run_one(env, model, case, [], environ, log, until_logged=FAULT_LINE)
-        if FAULT_LINE not in log.read_bytes():  # vLLM caught it: no failure of that function to score
+        environ = {"PYTHONPATH": str(FAULTS), **({"PYTHONFAULTHANDLER": "1"} if case["mode"] == "segv" else {})}
+        meta = run_one(env, model, case, [], environ, log, until_logged=FAULT_LINES[case["mode"]][0])
+        if struck(case["mode"], log.read_bytes()) is None:  # vLLM caught it: no failure of that function to score
             log.unlink()
             meta["kept"] = False
         elif meta.get("ended", "").startswith("ready"):  # vLLM logged it and went on
@@ -248,7 +259,7 @@ def score(baseline: str | None) -> int:
     return 0
 
 
-def corpus(part: str) -> None:
+def corpus(part: str, mode: str) -> None:
     """The kept cases the fault ended (not those vLLM caught) as a labelled part of the tracebacks corpus: each
     window a whole log, its labels the injection's truth (the root cause is the fault, both phases its step)."""
     index = json.loads((OUT / "index.json").read_text())
@@ -256,12 +267,14 @@ def corpus(part: str) -> None:
     dest.mkdir(parents=True, exist_ok=True)
     for name, meta in sorted(index.items()):
         log = OUT / f"{name}.log"
-        if not log.exists() or caught(meta):
+        if not log.exists() or caught(meta) or meta["mode"] != mode:
             continue
-        (dest / f"vllm_cpu_traced_{name}.log").write_bytes(log.read_bytes())
-        label = {"source": str(log.relative_to(ROOT)),
-                 "root_cause": {"kind": "exception", "exception_type": "RuntimeError", "message": "injected fault",
-                                "phase": meta["phase"]},
+        data = log.read_bytes()
+        (dest / f"vllm_cpu_traced_{name}.log").write_bytes(data)
+        root: dict[str, str] = {"kind": "exception", "exception_type": "RuntimeError", "message": "injected fault"}
+        if meta["mode"] == "segv":  # the first fatal line: faulthandler's header or the native handler's banner
+            root = {"kind": "log_line", "message": (struck("segv", data) or b"").decode().strip("! ")}
+        label = {"source": str(log.relative_to(ROOT)), "root_cause": {**root, "phase": meta["phase"]},
                  "final": {"phase": meta["phase"], "truncated": False}}
         (dest / f"vllm_cpu_traced_{name}.json").write_text(json.dumps(label, indent=1) + "\n")
 
@@ -272,21 +285,23 @@ def main() -> int:
     tr = sub.add_parser("trace")
     tr.add_argument("--per-step", type=int, default=8)
     tr.add_argument("--seed", type=int, default=1)
+    tr.add_argument("--mode", choices=sorted(FAULT_LINES), default="raise")
     cap = sub.add_parser("capture")
     cap.add_argument("cases", nargs="*")
     co = sub.add_parser("corpus")
     co.add_argument("part", help="the corpus part to write, e.g. heldout219")
+    co.add_argument("--mode", choices=sorted(FAULT_LINES), default="raise")
     sc = sub.add_parser("score")
     sc.add_argument("--baseline", help="a revision to score beside this tree, in the same run")
     args = ap.parse_args()
     if args.cmd == "trace":
-        trace(args.per_step, args.seed)
+        trace(args.per_step, args.seed, args.mode)
         return 0
     if args.cmd == "capture":
         capture(args.cases)
         return 0
     if args.cmd == "corpus":
-        corpus(args.part)
+        corpus(args.part, args.mode)
         return 0
     return score(args.baseline)
 

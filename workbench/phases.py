@@ -151,6 +151,10 @@ _RULES: tuple[tuple[str, str, float, str], ...] = (
     # before any later marker is the KV cache's)
     (r"Loading weights took", "weight_loading", 2, "progress"),
     (r"Loading model weights took|Model loading took", "kv_cache_alloc", 2.5, "end"),
+    # vLLM v1 dropping the engine core's Torch threads once its workers loaded their weights (the multiproc executor's
+    # wait_for_ready; a GPU worker's load_model as it ends): what comes next is the KV cache's sizing, which prints
+    # nothing as it begins ("Reducing Torch threads from 2 to 1 for serving.")
+    (r"Reducing Torch threads from \d+ to 1 for serving", "kv_cache_alloc", 2.5, "end"),
     (r"KV Cache is allocated|Memory pool end|Available KV cache memory|GPU KV cache size|# GPU blocks:|Maximum concurrency for|Memory profiling takes|Profiling CUDA graph memory", "kv_cache_alloc", 3, "progress"),
     # vLLM v1 sizes the KV cache by profiling a forward pass (determine_available_memory -> profile_run), which is
     # where torch.compile runs: the compile's total, the profiling run's time, the KV cache reserved by
@@ -277,6 +281,7 @@ _RULE_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("Load weight end",),
     ("Loading weights took",),
     ("Loading model weights took", "Model loading took"),
+    ("Reducing Torch threads",),
     ("KV Cache is allocated", "Memory pool end", "Available KV cache memory", "GPU KV cache size", "# GPU blocks:",
      "Maximum concurrency for", "Memory profiling takes", "Profiling CUDA graph memory"),
     (" KV cache layout.",),
@@ -320,7 +325,8 @@ _ANCHORS = ("server_args=", "LLM engine", "vLLM", "non-default", "Init torch", "
             "llama_init_from_model", "llama_context", "llama_kv_cache", "params_dict", "cmpl-", " HTTP/1.", " toks/s", "requestI", "request_id=", "requestPath=",
             "Encoder cache", "load_tensors", "Autotuning process", "FlashInfer autotune", "[Warmup][", "ProcessInferRequests",
             "llama runner started", "Started GRPCInferenceService", "Started HTTPService", "[GIN] ", "update_slots", "log_server_r", "Processing Prompt", "Generating (",
-            "Throughput (T/s)", "[TRT] [", "Injecting model", "Chat: ", "unused tensor", "in LD_PRELOAD")
+            "Throughput (T/s)", "[TRT] [", "Injecting model", "Chat: ", "unused tensor", "in LD_PRELOAD",
+            "Reducing Torch threads")
 _FAILURE_RE = re.compile(
     r"hit an exception|Traceback \(most recent call last\)|failed to start|WorkerProc failed|"
     r"died unexpectedly|scheduler (?:is dead|died)|Initialization failed|Received sigquit|SIGQUIT received|"

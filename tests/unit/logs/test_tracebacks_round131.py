@@ -175,8 +175,9 @@ def _stack(*frames: tuple[str, str], exc: str = "RuntimeError: boom") -> str:
     ((("vllm/model_executor/layers/sampler.py", "get_logprobs"),), "serving"),
     ((("vllm/spec_decode/spec_decode_worker.py", "_run_speculative_decoding_step"),
       ("vllm/spec_decode/spec_decode_worker.py", "_verify_tokens")), "serving"),
-    ((("vllm/v1/executor/multiproc_executor.py", "enqueue_output"), ("torch_npu/npu/streams.py", "synchronize")),
-     "serving"),
+    # (as the window printed it: enqueue_output answers start-up RPCs too, the async output's get_output is a step's)
+    ((("vllm/v1/executor/multiproc_executor.py", "enqueue_output"), ("vllm/v1/worker/gpu_model_runner.py", "get_output"),
+      ("torch_npu/npu/streams.py", "synchronize")), "serving"),
     ((("xinference/api/restful_api.py", "stream_results"), ("xoscar/api.py", "__anext__")), "serving"),
     # v0's profile run samples too: the start-up frame outside the sampler decides
     ((("vllm/worker/model_runner.py", "profile_run"), ("vllm/model_executor/layers/sampler.py", "forward")),
