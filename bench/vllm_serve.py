@@ -111,9 +111,13 @@ def stop(proc: subprocess.Popen[bytes], timeout: float = 60) -> int:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-    for pid in tree_pids(proc.pid)[1:]:  # orphans left in the group, if any
+    for pid in tree_pids(proc.pid)[1:]:  # children still under it, if any
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
+    # and what is left in its process group: children whose parent died before them (a server that crashed) were
+    # handed to init, out of its tree but not out of its group
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
     return proc.returncode
 
 
