@@ -220,15 +220,21 @@ def phases_of(tree: Path, out: Path = OUT) -> dict[str, list[str | None]]:
     return dict(json.loads(run.stdout))
 
 
-def score(baseline: str | None, out: Path = OUT) -> int:
-    """A table of each case's truth and the phases each tree names; the totals."""
+def captured_phases(baseline: str | None, out: Path = OUT) -> tuple[dict[str, Any], dict[str, dict[str, list[Any]]]]:
+    """The captured cases of ``out`` that have a log, and what each tree (a baseline revision's first, then this
+    one, ``"this tree"``) names for each of them."""
     index = {name: meta for name, meta in json.loads((out / "index.json").read_text()).items()
              if (out / f"{name}.log").exists()}
     trees = {"this tree": ROOT}
     with tempfile.TemporaryDirectory() as tmp:
         if baseline:
             trees = {baseline: export_tree(baseline, Path(tmp), "workbench"), **trees}
-        got = {label: phases_of(tree, out) for label, tree in trees.items()}
+        return index, {label: phases_of(tree, out) for label, tree in trees.items()}
+
+
+def score(baseline: str | None) -> int:
+    """A table of each case's truth and the phases each tree names; the totals."""
+    index, got = captured_phases(baseline)
     print("| case | truth | " + " | ".join(f"{label}: root_cause / final" for label in got) + " | root cause |")
     print("|---|---|" + "---|" * len(got) + "---|")
     for name, meta in sorted(index.items()):

@@ -49,8 +49,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from baseline_tree import export_tree
-from vllm_faults import FAULTS, PORT, phases_of, run_one
+from vllm_faults import FAULTS, PORT, captured_phases, run_one
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "tests" / "fixtures" / "captured" / "faults-traced"
@@ -230,13 +229,7 @@ def caught(meta: dict[str, Any]) -> bool:
 
 def score(baseline: str | None) -> int:
     """Each kept case's truth beside the phases each tree names; the totals."""
-    index = {name: meta for name, meta in json.loads((OUT / "index.json").read_text()).items()
-             if (OUT / f"{name}.log").exists()}
-    trees = {"this tree": ROOT}
-    with tempfile.TemporaryDirectory() as tmp:
-        if baseline:
-            trees = {baseline: export_tree(baseline, Path(tmp), "workbench"), **trees}
-        got = {label: phases_of(tree, OUT) for label, tree in trees.items()}
+    index, got = captured_phases(baseline, OUT)
     print("| case | truth | " + " | ".join(f"{label}: root cause / last error (fatal), the fault's failure (caught)"
                                          for label in got) + " |")
     print("|---|---|" + "---|" * len(got))
