@@ -1214,8 +1214,8 @@ _COLLECTIVE = re.compile(r"\b[NH]CCL\b|\bnccl|\bhccl|DistStoreError|DistNetworkE
 # an engine's configuration code: its functions name the steps they configure ("_maybe_enable_breakable_cudagraph",
 # "_set_cudagraph_sizes", "resolve_kv_cache_layout"), which they do not run; the frames around them say the step
 # (vLLM's config package and its argument parsing, SGLang's and TensorRT-LLM's server arguments)
-_CONFIG_FILES = re.compile(r"/vllm/config/|/vllm/engine/arg_utils\.py$|/sglang/srt/server_args\.py$|"
-                           r"/tensorrt_llm/llmapi/llm_args\.py$")
+_CONFIG_FILES = re.compile(r"(?:^|/)(?:vllm/config/|vllm/engine/arg_utils\.py$|sglang/srt/server_args\.py$|"
+                           r"tensorrt_llm/llmapi/llm_args\.py$)")
 
 
 def _frame_phase(file: str, function: str) -> str | None:

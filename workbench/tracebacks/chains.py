@@ -103,7 +103,8 @@ def _whole_native(block: Block) -> bool:
     """A native handler's dump in frame lines (vLLM-CPU's "!!!!!!! Segfault encountered !!!!!!!", innermost first)
     that reaches the process's or the thread's entry: whole, though no exception line ends it (a Python traceback's
     last frame is its innermost, never an entry point)."""
-    return bool(block.frames) and _NATIVE_BOTTOM.fullmatch(block.frames[-1].function or "") is not None
+    return bool(block.frames) and not block.frames[-1].file.endswith(".py") \
+        and _NATIVE_BOTTOM.fullmatch(block.frames[-1].function or "") is not None
 
 
 def _header_type(block: Block) -> str | None:
