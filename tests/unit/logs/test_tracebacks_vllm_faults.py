@@ -16,6 +16,9 @@ import pytest
 from workbench.tracebacks import analyze
 
 ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT / "bench"))
+from vllm_traced_faults import caught, open_steps, truth  # noqa: E402
+
 FAULTS = ROOT / "tests" / "fixtures" / "captured" / "faults"
 INDEX = json.loads((FAULTS / "index.json").read_text())
 TRACED = FAULTS.parent / "faults-traced"
@@ -50,10 +53,6 @@ TRACED_CANNOT_TELL: dict[str, tuple[str, str | None]] = {
 }
 
 
-def _caught(meta: dict[str, str]) -> bool:
-    return meta["phase"] != "serving" and meta["ended"].startswith("ready")
-
-
 @pytest.mark.parametrize("case", sorted(TRACED_INDEX))
 def test_a_real_failure_of_a_function_drawn_at_random_gets_the_step_its_first_call_ran_in(case: str) -> None:
     """Where the fault ended the start or the request, the root cause and the last error carry the step; where vLLM
@@ -65,7 +64,7 @@ def test_a_real_failure_of_a_function_drawn_at_random_gets_the_step_its_first_ca
         # the API server renderer's warm-up: the native handler leaves no Python frame, the warm-up prints nothing
         root = final = "startup_other"
     injected = [f for f in analysis.failures if f.message == "injected fault"]
-    if _caught(meta):
+    if caught(meta):
         assert injected and injected[0].phase == root
         return
     assert analysis.root_cause is not None
@@ -131,9 +130,6 @@ def test_the_random_draw_covers_every_step_and_its_logs_are_whole() -> None:
 def test_the_traced_truth_takes_the_innermost_step_an_rpc_or_the_engine_names() -> None:
     """The generator's ground truth (bench/vllm_traced_faults.py), on made-up first calls: its own frames first (an RPC
     frame counts the method it carries), then the step the engine was inside when a worker ran an RPC of no step."""
-    sys.path.insert(0, str(ROOT / "bench"))
-    from vllm_traced_faults import open_steps, truth
-
     spans = open_steps([{"t": 1.0, "pid": 7, "step": "_initialize_kv_caches", "event": "call"},
                         {"t": 2.0, "pid": 7, "step": "compile_or_warm_up_model", "event": "call"},
                         {"t": 3.0, "pid": 7, "step": "compile_or_warm_up_model", "event": "return"},
