@@ -126,6 +126,10 @@ class ServiceError(WorkbenchError):
         self.unit = unit
 
 
+class Stopped(WorkbenchError):
+    """The work was told to stop (its run was interrupted, or work beside it failed) and ended early."""
+
+
 class UnitNotFound(ServiceError, LookupError):
     """The unit does not exist on the host (LoadState=not-found)."""
 

@@ -356,6 +356,32 @@ class HostRegistry:
         self._hosts.clear()
 
 
+@contextlib.contextmanager
+def closed_on(host: Host, stop: threading.Event | None) -> Iterator[Host]:
+    """``host``, closed as soon as ``stop`` is set while the block runs, and on the way out: a command,
+    stream or tunnel of it in flight then ends with its connection (an SSH host's; a local host has
+    none), however long it would have waited on a server that no longer answers."""
+    done = threading.Event()
+
+    def watch(stop: threading.Event) -> None:
+        while not done.is_set():
+            if stop.wait(0.25):
+                host.close()
+                return
+
+    thread = None if stop is None else threading.Thread(target=watch, args=(stop,), daemon=True,
+                                                         name=f"closed-on-{host.name}")
+    if thread is not None:
+        thread.start()
+    try:
+        yield host
+    finally:
+        done.set()
+        if thread is not None:
+            thread.join()
+        host.close()
+
+
 def default_ssh_config() -> str | None:
     """``$WORKBENCH_SSH_CONFIG`` when set, else None: the testbed's and the user's configs both
     (see :func:`workbench.inventory.ssh_configs`)."""

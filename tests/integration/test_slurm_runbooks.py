@@ -150,5 +150,5 @@ def test_sigterm_while_a_config_is_measured_cancels_the_sweeps_jobs(slurm_testbe
     p.send_signal(signal.SIGTERM)
     started = time.monotonic()
     p.wait(timeout=180)
-    assert p.returncode == 130 and time.monotonic() - started < 120, seen
+    assert p.returncode == 130 and time.monotonic() - started < 60, seen  # the measurement ends with its connections
     _none_of_ours(testbed, cluster)

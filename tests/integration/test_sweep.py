@@ -119,3 +119,53 @@ def test_a_keyed_configuration_on_a_rate_ladder_with_a_dataset_leaves_no_key(
         if path.is_file():
             assert key.encode() not in path.read_bytes(), path.name
     _as_found(ssh_config, was_running)
+
+
+# A server that stopped answering (a job being cancelled, a drain that never ends): it still
+# listens, so connections open, and nothing answers them. It says when the first one waits.
+HUNG = ("import select, socket, time\n"
+        "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(16)\n"
+        "print(s.getsockname()[1], flush=True)\n"
+        "select.select([s], [], [])\n"
+        "print('a client waits', flush=True)\n"
+        "time.sleep(900)\n")
+
+
+def test_a_sweep_of_a_server_that_stopped_answering_ends_at_once_when_stopped(testbed, ssh_config, host_a) -> None:
+    import threading
+    import time
+
+    from workbench.errors import HostError, Stopped
+    from workbench.hosts import closed_on
+    from workbench.runbooks import measure
+    from workbench.runbooks.loadparams import LoadParams
+
+    hung = host_a.stream(["python3", "-c", HUNG])
+    try:
+        port = int(hung.readline(timeout=60) or 0)
+        params = LoadParams(concurrency=[1, 4], repeats=3, num_requests=8, warmup=1, model_spec="kimi-k2.6")
+        stop = threading.Event()
+        ended: list[BaseException] = []
+
+        def sweep() -> None:  # as the Slurm runbooks measure a job's server from its node
+            try:
+                with closed_on(SSHHost("gpu-a", ssh_config=ssh_config), stop) as node:
+                    measure.sweep_unit(node, port, params, {"variant": "hung"}, stop=stop)
+            except BaseException as exc:
+                ended.append(exc)
+
+        thread = threading.Thread(target=sweep)
+        thread.start()
+        assert (hung.readline(timeout=180) or "").strip() == "a client waits"  # left alone, it would wait minutes
+        stop.set()
+        stopped = time.monotonic()
+        thread.join(120)
+        assert not thread.is_alive(), "the sweep hung after its stop"
+        assert time.monotonic() - stopped < 20
+        assert len(ended) == 1 and isinstance(ended[0], Stopped), ended
+        assert isinstance(ended[0].__cause__, HostError)  # the load run its closed connection ended
+        # the load client did not outlive its connection; its shipped files were removed
+        assert host_a.run(["pgrep", "-f", "^python3 /tmp/workbench-bench[.].*/hostclient[.]py"]).exited == 1
+        assert host_a.run("ls -d /tmp/workbench-bench.* 2>/dev/null").stdout == ""
+    finally:
+        hung.close()

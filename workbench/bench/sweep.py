@@ -12,10 +12,11 @@ are sampled during the sweep and joined per point; with ``server_url`` the serve
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pandas as pd
 
@@ -23,9 +24,10 @@ from workbench.bench.client import run_local
 from workbench.bench.loadcore import LoadSpec
 from workbench.bench.metrics import PERCENTILES, SLO, request_frame, summarize
 from workbench.bench.remote import HostLike, run_on_host
-from workbench.errors import ConfigError, HostError
+from workbench.errors import ConfigError, HostError, Stopped
 from workbench.telemetry import GpuSampler, join_telemetry, server_window, snapshot_server
 
+T = TypeVar("T")
 Runner = Callable[[LoadSpec], tuple[list[dict[str, Any]], dict[str, Any]]]
 
 
@@ -51,7 +53,7 @@ def run_sweep(base: LoadSpec, concurrencies: Sequence[int] = (), *, rates: Seque
               runner: Runner | None = None, labels: dict[str, Any] | None = None, slo: SLO | None = None,
               requests_per_concurrency: int | None = None, server_url: str | None = None,
               gpu_host: HostLike | None = None, gpu_interval_ms: int = 500,
-              percentiles: Sequence[float] = PERCENTILES) -> SweepResult:
+              percentiles: Sequence[float] = PERCENTILES, stop: threading.Event | None = None) -> SweepResult:
     """Run ``base`` at each concurrency (closed loop), or at each Poisson ``rate`` (requests/s,
     in-flight capped by ``base.concurrency``), ``repeats`` times. Each point has
     ``base.num_requests`` measured requests, or ``requests_per_concurrency * c`` if larger.
@@ -67,6 +69,10 @@ def run_sweep(base: LoadSpec, concurrencies: Sequence[int] = (), *, rates: Seque
 
     ``base.flush_cache``: the server's prefix cache is flushed once before each point (its warmup
     included). ``percentiles``: the latency percentiles of every row (``{metric}_p{q}_ms``).
+
+    ``stop``: once set, the sweep raises :class:`~workbench.errors.Stopped` before its next load
+    run or scrape (a run or scrape in flight ends with its connection: close the host, see
+    :func:`workbench.hosts.closed_on`).
     """
     if bool(concurrencies) == bool(rates):
         raise ConfigError("give concurrencies or Poisson rates (one of the two)")
@@ -81,7 +87,7 @@ def run_sweep(base: LoadSpec, concurrencies: Sequence[int] = (), *, rates: Seque
             raise HostError(f"nvidia-smi on {sampler.host.name} produced no sample: {' | '.join(sampler.lines[-3:])}",
                             host=sampler.host.name)
         result = _sweep(base, concurrencies, rates, repeats, runner, labels, slo, requests_per_concurrency, server_url,
-                        percentiles)
+                        percentiles, _checkpoint(stop))
     finally:
         samples = sampler.stop() if sampler is not None else pd.DataFrame()
     if not samples.empty and not result.results.empty:
@@ -92,7 +98,8 @@ def run_sweep(base: LoadSpec, concurrencies: Sequence[int] = (), *, rates: Seque
 
 def _sweep(base: LoadSpec, concurrencies: Sequence[int], rates: Sequence[float], repeats: int, runner: Runner,
            labels: dict[str, Any], slo: SLO | None, requests_per_concurrency: int | None,
-           server_url: str | None, percentiles: Sequence[float]) -> SweepResult:
+           server_url: str | None, percentiles: Sequence[float],
+           step: Callable[[Callable[[], Any]], Any]) -> SweepResult:
     rows: list[dict[str, Any]] = []
     frames: list[pd.DataFrame] = []
     raw: list[dict[str, Any]] = []
@@ -103,7 +110,7 @@ def _sweep(base: LoadSpec, concurrencies: Sequence[int], rates: Sequence[float],
         for rep in range(repeats):
             n = max(base.num_requests, (requests_per_concurrency or 0) * (c or 1))
             point = replace(spec, concurrency=c, rate=rate, num_requests=n, seed=base.seed + rep)
-            records, run, server = _run_point(point, runner, server_url)
+            records, run, server = _run_point(point, runner, server_url, step)
             # reuse what the first run learnt (model name, prompt calibration)
             learnt = run.get("spec") or {}
             spec = replace(spec, model=learnt.get("model") or spec.model,
@@ -123,20 +130,38 @@ def _sweep(base: LoadSpec, concurrencies: Sequence[int], rates: Sequence[float],
     return SweepResult(pd.DataFrame(rows), requests, raw)
 
 
-def _run_point(point: LoadSpec, runner: Runner, server_url: str | None
+def _checkpoint(stop: threading.Event | None) -> Callable[[Callable[[], T]], T]:
+    """``step(call)``: ``call()``, unless ``stop`` is set before it or comes while it runs (a run
+    cut short by its closed connection is no measurement): then :class:`Stopped`."""
+    def step(call: Callable[[], T]) -> T:
+        if stop is not None and stop.is_set():
+            raise Stopped("the sweep was stopped")
+        try:
+            out = call()
+        except Exception as exc:
+            if stop is not None and stop.is_set():
+                raise Stopped(f"the sweep was stopped ({type(exc).__name__}: {exc})") from exc
+            raise
+        if stop is not None and stop.is_set():
+            raise Stopped("the sweep was stopped")
+        return out
+    return step
+
+
+def _run_point(point: LoadSpec, runner: Runner, server_url: str | None, step: Callable[[Callable[[], Any]], Any]
                ) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
     if server_url is None:
-        records, run = runner(point)
+        records, run = step(lambda: runner(point))
         return records, run, {}
     warm: list[dict[str, Any]] = []
     if point.warmup:  # warm up outside the server window, then measure alone
-        warm, learnt = runner(replace(point, num_requests=point.warmup, warmup=0, seed=point.seed + 10_000))
+        warm, learnt = step(lambda: runner(replace(point, num_requests=point.warmup, warmup=0, seed=point.seed + 10_000)))
         warm = [{**r, "phase": "warmup", "id": -1 - i} for i, r in enumerate(warm)]
         point = replace(point, warmup=0, model=learnt["spec"]["model"], flush_cache=False,
                         tokens_per_word=tuple(learnt["spec"]["tokens_per_word"]))
-    before = snapshot_server(server_url)
-    records, run = runner(point)
-    after = snapshot_server(server_url)
+    before = step(lambda: snapshot_server(server_url))
+    records, run = step(lambda: runner(point))
+    after = step(lambda: snapshot_server(server_url))
     return [*warm, *records], run, server_window(before, after)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -90,11 +91,14 @@ def load_spec(p: LoadParams, url: str) -> LoadSpec:
 
 
 def sweep_unit(host: Host, port: int, p: LoadParams, labels: dict[str, Any], *,
-               repeats: int | None = None, series: list[pd.DataFrame] | None = None) -> SweepResult:
+               repeats: int | None = None, series: list[pd.DataFrame] | None = None,
+               stop: threading.Event | None = None) -> SweepResult:
     """Sweep the server on ``host:port``: load from the host (or through a tunnel), GPU samples
     joined per point, ``/metrics`` deltas (speculative acceptance per window) through a tunnel;
     with ``series`` (and ``p.server_metrics``) the server's ``/metrics`` time series over the whole
-    sweep is appended to it (:mod:`workbench.servermetrics`, tagged with ``labels``)."""
+    sweep is appended to it (:mod:`workbench.servermetrics`, tagged with ``labels``). ``stop``: see
+    :func:`workbench.bench.sweep.run_sweep` (with :func:`workbench.hosts.closed_on` around it, the
+    sweep of a server that stopped answering ends at once)."""
     with host.tunnel(port) as local_port:
         server_url = f"http://127.0.0.1:{local_port}"
         if p.load_from == "host":
@@ -110,7 +114,7 @@ def sweep_unit(host: Host, port: int, p: LoadParams, labels: dict[str, Any], *,
                             requests_per_concurrency=p.workload().per_concurrency(rates),
                             slo=p.slo(), percentiles=p.percentiles_measured(),
                             server_url=server_url, gpu_host=host if p.telemetry else None,
-                            gpu_interval_ms=p.gpu_interval_ms)
+                            gpu_interval_ms=p.gpu_interval_ms, stop=stop)
         if sampler is not None and series is not None and not sampler.frame.empty:
             series.append(sampler.frame.assign(**{k: v for k, v in labels.items() if isinstance(v, str | int)}))
         return out

@@ -83,13 +83,15 @@ class Tables:
 
 
 def measure_config(host: Host, port: int, params: SweepParams, i: int, gpus: int, slo: Slo, tables: Tables,
-                   tell: Callable[[str], None]) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+                   tell: Callable[[str], None], *, stop: threading.Event | None = None
+                   ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
     """Sweep configuration ``i``'s server on ``host:port``: the ladder's points, then (``slo_search``)
     the search for its SLO limit; everything measured goes into ``tables``. Its points (search
-    points marked ``search``) and its ``slo_limit`` (None without the search)."""
+    points marked ``search``) and its ``slo_limit`` (None without the search). ``stop``: see
+    :func:`workbench.runbooks.measure.sweep_unit`."""
     labels = {"variant": f"config {i}", "config": i}
     ladder = params.ladder
-    out = measure.sweep_unit(host, port, params, labels)
+    out = measure.sweep_unit(host, port, params, labels, stop=stop)
     tables.add(out, ladder, gpus=gpus, **({"search": False} if params.slo_search else {}))
     pts = points(out.results, gpus, slo, ladder)
     if not params.slo_search:
@@ -98,7 +100,7 @@ def measure_config(host: Host, port: int, params: SweepParams, i: int, gpus: int
     def probe(value: float) -> bool:
         one = params.model_copy(update={"request_rate": [float(value)]} if ladder == "rate"
                                 else {"concurrency": [int(value)]})
-        got = measure.sweep_unit(host, port, one, labels)
+        got = measure.sweep_unit(host, port, one, labels, stop=stop)
         tables.add(got, ladder, gpus=gpus, search=True)
         new = [{**p, "search": True} for p in points(got.results, gpus, slo, ladder)]
         pts.extend(new)

@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from workbench.errors import WorkbenchError
+from workbench.hosts import closed_on
 from workbench.runbooks.schemas import ABResult
 from workbench.runbooks.skeleton import RunbookRun
 from workbench.runs import Run
@@ -58,19 +59,18 @@ def ab_run(params: Any, *, progress: Callable[[str], None] = print) -> tuple[Run
 
                 def sweep(info: JobInfo) -> None:  # the job is ready: measure its server from its node
                     # a job over several nodes: its server answers on the first (task 0's)
-                    node = cluster.node_host(info.head, ssh_config=params.ssh_config or None)
-                    try:
+                    # stopped: its connections drop, however long the server takes to go (A then B: no
+                    # stop, Ctrl-C reaches this thread itself)
+                    with closed_on(cluster.node_host(info.head, ssh_config=params.ssh_config or None), stop) as node:
                         shape = measure.with_model(measure.server_shape(variant.argv), node, variant.argv, params)
                         rr.tell(f"{spec}: sweeping {name} on {info.head} (job {info.job_id}), "
                                 f"{params.points_words()} x {params.repeats}")
                         series: list[pd.DataFrame] = []
                         out = measure.sweep_unit(node, shape.port, params, {"variant": label}, repeats=params.repeats,
-                                                 series=series)
+                                                 series=series, stop=stop)
                         with lock:
                             hr.shapes[name] = shape
                             _keep(hr, name, out, series)
-                    finally:
-                        node.close()
 
                 rr.tell(f"{spec}: submitting {label}")
                 trial = run_job_trial(cluster, script, arm_edits, job_name=f"{job_tag(rr.run.id)}-ab-{name}",

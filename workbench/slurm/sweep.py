@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from workbench.configsweep import Slo, expand_grid, holds_culprit
+from workbench.hosts import closed_on
 from workbench.runbooks.schemas import SweepResult
 from workbench.runbooks.skeleton import RunbookRun
 from workbench.runs import Run
@@ -67,14 +68,13 @@ def sweep_run(params: Any, *, progress: Callable[[str], None] = print) -> tuple[
 
                 def sweep(info: JobInfo) -> None:  # the job is ready: measure its server from its node
                     # a job over several nodes: its server answers on the first (task 0's)
-                    node = cluster.node_host(info.head, ssh_config=params.ssh_config or None)
-                    try:
+                    # stopped (Ctrl-C, SIGTERM): its connections drop, however long the server takes to go
+                    with closed_on(cluster.node_host(info.head, ssh_config=params.ssh_config or None), stop) as node:
                         shape = measure.server_shape(variant.argv)
                         rr.tell(f"[{i + 1}/{n}] sweeping {describe_edits(edits)} on {info.head} (job {info.job_id})")
-                        pts, limit = measure_config(node, shape.port, params, i, shape.tp or 1, slo, tables, rr.tell)
+                        pts, limit = measure_config(node, shape.port, params, i, shape.tp or 1, slo, tables, rr.tell,
+                                                    stop=stop)
                         row.update(points=pts, **({"slo_limit": limit} if limit else {}))
-                    finally:
-                        node.close()
 
                 rr.tell(f"[{i + 1}/{n}] submitting {describe_edits(edits)}")
                 trial = run_job_trial(cluster, script, edits, job_name=f"{job_tag(rr.run.id)}-sweep-{i + 1}", stop=stop,

@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
-from workbench.errors import ConfigError, ServiceError
+from workbench.errors import ConfigError, ServiceError, Stopped
 from workbench.phases import PhaseTracker, PhaseTransition
 from workbench.slurm.cluster import SlurmCluster
 from workbench.slurm.facts import JobInfo
@@ -81,7 +81,7 @@ class TaskPhases:
         return re.sub(r"(?m)^ {0,3}\d+: ", "", text) if self.labelled else text
 
 
-class TrialStopped(ServiceError):
+class TrialStopped(ServiceError, Stopped):
     """The trial was told to stop (another trial failed, or the run was interrupted); its job is cancelled."""
 
 
@@ -230,6 +230,8 @@ def run_job_trial(
                                                              health_path):
                     outcome = "ready"
                     if while_ready is not None:
+                        if halt.is_set():  # stopped as it became ready: nothing to measure
+                            pause()
                         while_ready(info)
                     break
                 continue

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from workbench.bench.loadcore import RECORD_KEYS, LoadSpec
 from workbench.bench.remote import parse_lines, run_on_host
 from workbench.bench.sweep import host_runner, local_runner, read_sweep, run_sweep, write_sweep
-from workbench.errors import ConfigError, HostError
+from workbench.errors import ConfigError, HostError, Stopped
 
 ISOLATED = "/usr/bin/python3 -I"  # no site dirs, no cwd: proves the shipped files need only the stdlib
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "bench"
@@ -106,3 +107,36 @@ def test_sweep_samples_and_joins_gpu_telemetry(server: str, local_host, tmp_path
     assert result.gpu["time_unix"].min() <= r["start_unix"].min()
     write_sweep(result, tmp_path / "out")
     assert len(read_sweep(tmp_path / "out").gpu) == len(result.gpu)
+
+
+def test_a_sweep_told_to_stop_runs_no_further_point(server: str) -> None:
+    stop = threading.Event()
+    runs: list[int | None] = []
+
+    def runner(spec: LoadSpec) -> tuple[list[dict], dict]:  # the real client; the stop comes while it runs
+        runs.append(spec.concurrency)
+        out = local_runner(progress=False)(spec)
+        stop.set()
+        return out
+
+    base = LoadSpec(url=server, input_len=8, output_len=3, num_requests=2, warmup=0)
+    with pytest.raises(Stopped, match="stopped"):
+        run_sweep(base, [1, 2, 4], repeats=2, runner=runner, stop=stop)
+    assert runs == [1]  # the run the stop came in is no measurement, and nothing after it starts
+
+
+def test_a_run_that_fails_once_stopped_is_a_stop_and_one_that_fails_otherwise_is_its_error(server: str) -> None:
+    stop = threading.Event()
+
+    def cut(spec: LoadSpec) -> tuple[list[dict], dict]:  # as a run whose connection the stop closed
+        stop.set()
+        raise HostError("the host client on gpu-a ended (exit status -1) without its run line")
+
+    base = LoadSpec(url=server, input_len=8, output_len=3, num_requests=2, warmup=0)
+    with pytest.raises(Stopped) as info:
+        run_sweep(base, [1], runner=cut, stop=stop)
+    assert isinstance(info.value.__cause__, HostError)
+    with pytest.raises(HostError, match="without its run line"):  # no stop: the failure is the failure
+        run_sweep(base, [1], runner=cut, stop=None)
+    stop.clear()
+    assert len(run_sweep(base, [1, 2], runner=local_runner(progress=False), stop=stop).results) == 2
