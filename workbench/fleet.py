@@ -168,13 +168,19 @@ class Fleet:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.close()
+        self.close(drop_queued=exc[0] is not None)
 
-    def close(self) -> None:
-        """No new spare; the queued jobs and the running trials (spares too) finish, then each host is restored."""
+    def close(self, *, drop_queued: bool = False) -> None:
+        """No new spare; the queued jobs (``drop_queued``: none, as when the search was interrupted or failed:
+        no server is started after a Ctrl-C) and the running trials (spares too) finish, then each host is
+        restored."""
         with self._cond:
             self._source = None
             self._closing = True
+            if drop_queued:
+                for k in self._queue:
+                    self._subset.pop(k, None)
+                self._queue.clear()
             self._cond.notify_all()
         for t in self._threads:
             t.join()

@@ -213,3 +213,28 @@ def test_a_host_that_ends_the_batch_takes_the_next_batch_not_a_spare(fakes, monk
             f.run([A])
             time.sleep(0.005)
     assert asked == [] and sum(r.trials for r in f.reports) == 20
+
+
+def test_an_interrupted_search_starts_none_of_the_trials_still_queued(fakes, monkeypatch):
+    """Ctrl-C while a batch runs: the trial running ends and its host is restored; the ones queued behind it
+    (one host, three sets) never start a server."""
+    import os
+    import signal
+
+    calls: list = []
+    fleet: list = []
+
+    def run_trial(session, base, subset, **kw):
+        calls.append(tuple(subset))
+        if len(calls) == 1:
+            os.kill(os.getpid(), signal.SIGINT)  # the user's Ctrl-C, while this trial runs
+            with fleet[0]._cond:  # this trial ends once the interrupted search closes its fleet
+                assert fleet[0]._cond.wait_for(lambda: fleet[0]._closing, timeout=10)
+        return record(session, subset)
+
+    monkeypatch.setattr(fleet_mod, "run_trial", run_trial)
+    with pytest.raises(KeyboardInterrupt), fleet_mod.Fleet([FakeHost("gpu-a")], "base.service") as f:
+        fleet.append(f)
+        f.run([A, B, C])
+    assert calls == [A]
+    assert f.reports[0].restored and FakeSession.log[-1] == ("restored", "gpu-a")
