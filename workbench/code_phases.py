@@ -332,6 +332,11 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("vllm/distributed/parallel_state.py", "init_distributed_environment initialize_model_parallel "
      "ensure_model_parallel_initialized init_model_parallel_group init_world_group", _NCCL),
     ("vllm/model_executor/model_loader/", "*", _W),
+    # the model registry importing a model's module and inspecting its class: the configuration's check of the
+    # architecture (ModelConfig) as well as the loader's choice of the class to build, so start-up whose step the
+    # frames around it or the timeline give ("load_model_cls" imports a class; it loads no weight)
+    ("vllm/model_executor/models/registry.py", "load_model_cls inspect_model_cls _try_inspect_model_cls "
+     "_try_load_model_cls resolve_model_cls _raise_for_unsupported", _U),
     # a model's files fetched from a hub (huggingface_hub's snapshot_download, hf_hub_download and its transfers,
     # ModelScope's twins; KServe's storage initializer copying a model into its volume before the server starts)
     ("huggingface_hub/_snapshot_download.py", "*", _W),
@@ -964,6 +969,9 @@ _ENTRIES: tuple[tuple[str, str, str], ...] = (
     # --- torch's Module.to(device): the closure that copies each parameter onto the device (an engine moving the
     # weights it loaded, ipex-llm's XPU start-up)
     ("torch/nn/modules/module.py", "convert", _W),
+    # --- a process started with multiprocessing's spawn re-running its parent's main module before its target runs
+    # (the engine's workers and engine core are spawned): a failure there is the child's start, before any step
+    ("multiprocessing/spawn.py", "prepare _fixup_main_from_path", "startup_other"),
     # --- torch's lazy device initialisation: the first use of the device, at start-up
     ("torch/cuda/__init__.py", "_lazy_init", _DEV),
     ("torch_npu/npu/", "_lazy_init", _DEV),

@@ -261,6 +261,9 @@ _RAY_REPEAT = re.compile(r" \[repeated \d+x across cluster\]$")
 # quotes doubled when it holds one)
 _SYSLOG_ESCAPE = re.compile(r"#033\[[0-9;]*[A-Za-z]|#015$|#015(?=\"$)")
 _CSV_STAMP = re.compile(r"\d{10}(?:\d{3})?(?:\.\d+)?,")
+# a whole line in Markdown emphasis: the same one to three marks at both ends (mirrored), none touching a blank
+# ("*** Error in `python': double free ... ***", glibc's, keeps its stars), a blank inside, something to read
+_EMPHASIS = re.compile(r"([*_]{1,3})(?=[^\s*_])(.{8,}?\s.*?[^\s*_])([*_]{1,3})")
 _CLEAN_MARKS = ("^[", "\ufffd[", ")0m", "│", "┃", "║", "^M", "cluster]", "File \u201c", 'File \\"', "#0", "&quot;", "&#39;")
 
 
@@ -279,7 +282,8 @@ def _needs_clean(line: str) -> bool:
             or "│" in line or "┃" in line or "║" in line or "cluster]" in line
             or ("File " in line and ("File \u201c" in line or 'File \\"' in line))
             or ("&" in line and ("&quot;" in line or "&#39;" in line))
-            or _lost_esc(line) or "#0" in line or (line[:1].isdigit() and (line[10:11] == "," or line[13:14] == ",")))
+            or _lost_esc(line) or "#0" in line or (line[:1].isdigit() and (line[10:11] == "," or line[13:14] == ","))
+            or (line[:1] in "*_" and line[-1:] in "*_" and line[:1] != ""))
 
 
 def clean_line(line: str) -> str:
@@ -309,6 +313,9 @@ def clean_line(line: str) -> str:
         line = line.replace('\\"', '"')
     if "&quot;" in line or "&#39;" in line:  # a log pasted out of an HTML page, its quotes escaped
         line = html.unescape(line)
+    if line[:1] in "*_" and line[-1:] in "*_" and line[:1] and (m := _EMPHASIS.fullmatch(line)) is not None \
+            and m.group(3) == m.group(1)[::-1] and m.group(1) not in m.group(2):
+        line = m.group(2)  # a line a paste set in Markdown's bold or italics: "**_ERROR ... ValueError: ..._**"
     return line
 
 

@@ -43,15 +43,18 @@ _FAILED_EXECUTION = "inputs of failed execution: "
 # "finish_reason":{"type":"abort","message":"Decode transfer failed ... it might be dead","status_code":500}):
 # the failure as the server reported it to the client, whatever its log said
 _ABORTED_RESPONSE = re.compile(r'"finish_reason":\s*\{"type":\s*"abort",\s*"message":\s*"((?:[^"\\]|\\.){8,})"')
-# a server's OpenAI-style error answer with a 5xx code (vLLM's ErrorResponse, '{"error":{"message":"...","type":
+# a server's OpenAI-style error answer (vLLM's ErrorResponse, '{"error":{"message":"...","type":
 # "InternalServerError","param":null,"code":500}}', or its older flat '{"object":"error","message":...}'), quoted in
 # any component's line, its quotes often escaped by the client that logged it (a Go klog record's
-# 'responseBody={\"error\":{\"message\":\"...\"'): the server failed to serve the request, in its own words
-_SERVER_ERROR_BODY = re.compile(r'\\?"message\\?":\s*\\?"(.{8,400}?)\\?",\s*\\?"type\\?":\s*\\?"\w+\\?"[^{}]{0,80}?'
-                                r'\\?"code\\?":\s*5\d\d\b|'
+# 'responseBody={\"error\":{\"message\":\"...\"'): the server failed to serve the request, in its own words.
+# A 4xx answer too where it is what a client printed (curl's output, a line with no level) or an error record: a
+# window that shows one shows why the request failed ("TTS model did not produce audio output", "exceeds the
+# pre-allocated encoder cache size"); a server's own INFO record of a client's mistake is routine, not its failure
+_SERVER_ERROR_BODY = re.compile(r'\\?"message\\?":\s*\\?"(?P<m1>.{8,400}?)\\?",\s*\\?"type\\?":\s*\\?"\w+\\?"[^{}]{0,80}?'
+                                r'\\?"code\\?":\s*(?P<c1>[45])\d\d\b|'
                                 # a gateway's body with the code first and no type ('{"error":{"code":500,"message":
                                 # "invalid character ..."}}')
-                                r'\\?"code\\?":\s*5\d\d,\s*\\?"message\\?":\s*\\?"(.{8,400}?)\\?"\s*\}')
+                                r'\\?"code\\?":\s*(?P<c2>[45])\d\d,\s*\\?"message\\?":\s*\\?"(?P<m2>(?:[^"\\]|\\[^"]){8,400}?)\\?"\s*[,}]')
 # a failure's message quoted in prose after words that say it was thrown ("... crashes and throws the panic
 # 'Assertion failed: emplaceDone'"), or quoted on a line of its own under a sentence that announces it ("an error
 # occurs during request:" / "`handling callback was invoked with status -3 (Input/output error)`")
@@ -278,9 +281,12 @@ def log_event(parsed: LogLine, msg: str, line_no: int, phase: str, server: str,
     if '"abort"' in msg and (aborted := _ABORTED_RESPONSE.search(msg)) is not None:
         said = aborted.group(1).replace('\\"', '"')[:400]
         return LogEvent("error_line", line_no, said, parsed.rank, phase, server, tuple(recent)[:-1])
-    if "code" in msg and "essage" in msg and (body := _SERVER_ERROR_BODY.search(msg)) is not None:
-        said = (body.group(1) or body.group(2)).replace('\\"', '"')
-        return LogEvent("error_line", line_no, said, parsed.rank, phase, server, tuple(recent)[:-1])
+    if "code" in msg and "essage" in msg and (body := _SERVER_ERROR_BODY.search(msg)) is not None and (
+            "5" in (body.group("c1"), body.group("c2")) or parsed.level not in ("INFO", "DEBUG", "TRACE")):
+        said = (body.group("m1") or body.group("m2")).replace('\\"', '"')
+        # a server's answer to a request: serving, unless the timeline says which request (the warm-up's)
+        return LogEvent("error_line", line_no, said, parsed.rank, "serving" if phase in ("", "unknown") else phase,
+                        server, tuple(recent)[:-1])
     if parsed.level is None and parsed.format == "plain" and ("`" in msg or "'" in msg or '"' in msg):
         recent = tuple(recent)
         said = prose_failure(msg, recent)

@@ -61,12 +61,14 @@ def test_needs_clean_is_the_marks_test() -> None:
     from workbench.logformats import _CLEAN_MARKS, _needs_clean
 
     extra = [f"x {m} y" for m in _CLEAN_MARKS] + ["36m(VllmWorker pid=1) x", " [36m(Actor pid=1) [0m x", "^ caret",
-                                                 "File here"]
+                                                 "File here", "**_ERROR x ValueError: y_**", "* bullet", "_x_"]
     for line in [*_LINES, *extra]:
         want = any(m in line for m in _CLEAN_MARKS) or (
             (line[:1].isdigit() or line[:1] == "[" or line[:2] == " [") and "m(" in line[:12]) or (
             # a CloudWatch CSV export row's stamp (seconds or milliseconds, then a comma): clean_line reads it
-            line[:1].isdigit() and (line[10:11] == "," or line[13:14] == ","))
+            line[:1].isdigit() and (line[10:11] == "," or line[13:14] == ",")) or (
+            # a line in Markdown emphasis ("**_ERROR ... ValueError: ..._**"): clean_line reads it
+            line[:1] in ("*", "_") and line[-1:] in ("*", "_"))
         assert _needs_clean(line) == want, line
 
 
