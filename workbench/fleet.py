@@ -145,6 +145,7 @@ class Fleet:
         self._source: Callable[[list[Subset]], Subset | None] | None = None
         self._waiting: list[int] = []  # the jobs run() waits for: the source is asked only while one is not done
         self._closing = False
+        self._stop = threading.Event()  # set by an interrupted close: the trials running stop watching
         self._cond = threading.Condition()
         self._ready = 0
         self._alive = 0
@@ -171,13 +172,15 @@ class Fleet:
         self.close(drop_queued=exc[0] is not None)
 
     def close(self, *, drop_queued: bool = False) -> None:
-        """No new spare; the queued jobs (``drop_queued``: none, as when the search was interrupted or failed:
-        no server is started after a Ctrl-C) and the running trials (spares too) finish, then each host is
-        restored."""
+        """No new spare; the queued jobs and the running trials (spares too) finish, then each host is
+        restored. ``drop_queued`` (the search was interrupted or failed): no queued job starts, and the
+        running trials stop watching their starts at once (``run_trial``'s ``stop``): no server is
+        started after a Ctrl-C, and none is waited for."""
         with self._cond:
             self._source = None
             self._closing = True
             if drop_queued:
+                self._stop.set()
                 for k in self._queue:
                     self._subset.pop(k, None)
                 self._queue.clear()
@@ -255,12 +258,14 @@ class Fleet:
     def _worker(self, host: Host, report: HostReport) -> None:
         opened = False
         turn = self._turn[host.name]
+        session: HostSession | None = None  # once entered (locked, its record read)
         try:
             if turn:
                 self._opened[turn - 1].wait()  # the host before this one (by name) is locked or given up
-            session = HostSession(host, purpose=self.purpose, ready_timeout=self.timeout, lock_wait=self.lock_wait)
+            made = HostSession(host, purpose=self.purpose, ready_timeout=self.timeout, lock_wait=self.lock_wait)
             try:
-                session.__enter__()
+                made.__enter__()
+                session = made
             finally:
                 self._opened[turn].set()
             with _Entered(session):
@@ -281,10 +286,12 @@ class Fleet:
                     k, subset, spare = job
                     try:
                         rec = run_trial(session, self.base, list(subset), health_path=self.health_path,
-                                        timeout=self.timeout, fingerprint=report.fingerprint)
+                                        timeout=self.timeout, fingerprint=report.fingerprint, stop=self._stop)
                     except BaseException:
                         with self._cond:
-                            if spare and self._spares.get(subset) == k:  # nobody waits for it: drop it
+                            if self._stop.is_set():  # stopped: nobody runs it again
+                                self._subset.pop(k, None)
+                            elif spare and self._spares.get(subset) == k:  # nobody waits for it: drop it
                                 del self._spares[subset]
                                 self._subset.pop(k, None)
                             else:
@@ -301,6 +308,7 @@ class Fleet:
         except BaseException as exc:  # kept for the caller; a worker thread has no one else to tell
             self._opened[turn].set()
             report.error = f"{type(exc).__name__}: {exc}"
+            report.restored = session is not None and session.restored  # its exit restored it (a stopped trial)
             with self._cond:
                 self.errors.append(exc)
                 if opened:

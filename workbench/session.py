@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -358,7 +359,8 @@ class HostSession:
 
     def _start_variant(self, base: str, edits: dict[str, EditValue] | list[tuple[str, EditValue]],
                        env: dict[str, str | None] | None, *, health_path: str, timeout: float | None,
-                       runtime_max_sec: int | None, on_event: Any, on_line: Any) -> tuple[Variant, Trial]:
+                       runtime_max_sec: int | None, on_event: Any, on_line: Any,
+                       stop: threading.Event | None = None) -> tuple[Variant, Trial]:
         """Record, check the GPUs, place, stop the base, start and watch: the one way a variant starts."""
         check_edits(edits, allow_empty=True)  # bad input fails before the host is touched
         if timeout is not None:
@@ -385,7 +387,7 @@ class HostSession:
         stopped_base = self.svc.stop_if_running(base)
         text = variant.render()
         outcome = watch_start(self.svc, variant.name, timeout=timeout or self.ready_timeout, unit_text=text,
-                              health_path=health_path, on_event=on_event, on_line=on_line)
+                              health_path=health_path, on_event=on_event, on_line=on_line, stop=stop)
         st = outcome.status
         trial = Trial(variant.name, base, list(variant.edits), outcome, st.exit_status if st else None,
                       st.exit_code if st else "", changed, text, stopped_base)
@@ -412,15 +414,19 @@ class HostSession:
         on_event: Any = None,
         on_line: Any = None,
         read_log: bool = False,
+        stop: threading.Event | None = None,
     ) -> Trial:
         """Start ``base`` + ``edits`` as a variant, watch it to ready/failed/timeout, stop it (and
         remove it unless ``keep``).  A failed start keeps the exit status systemd reported.
         ``read_log``: a start that failed by itself has its invocation's text read
         (:func:`~workbench.journal.read.invocation_text`) into ``trial.log_text``: on a second channel
         while the variant is removed where the backend's journal outlives the removal (journald: the
-        invocation has ended, removing it adds nothing to it), else before the removal."""
+        invocation has ended, removing it adds nothing to it), else before the removal.
+        ``stop``: set while the start is watched, the watch raises :class:`~workbench.errors.Stopped` (the
+        variant left running for the session's restore, as after a Ctrl-C)."""
         variant, trial = self._start_variant(base, edits, env, health_path=health_path, timeout=timeout,
-                                             runtime_max_sec=runtime_max_sec, on_event=on_event, on_line=on_line)
+                                             runtime_max_sec=runtime_max_sec, on_event=on_event, on_line=on_line,
+                                             stop=stop)
         out = trial.outcome
         if out.ok or out.outcome == "timeout":
             final = self.svc.stop(variant.name)

@@ -19,6 +19,7 @@ the same exception in ``cuda_graph_capture`` and in ``warmup`` are two signature
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -212,13 +213,15 @@ def run_trial(
     timeout: float = 900.0,
     fingerprint: str = "",
     on_event: Any = None,
+    stop: threading.Event | None = None,
 ) -> TrialRecord:
-    """Start ``base`` + ``edits`` as a variant in ``session`` and classify what happened."""
+    """Start ``base`` + ``edits`` as a variant in ``session`` and classify what happened (``stop``: see
+    :meth:`HostSession.run_variant`)."""
     norm = normalize_edits(edits)
     base_text = session.base_text(base)
     started = time.time()
     trial = session.run_variant(base, list(norm), health_path=health_path, timeout=timeout, on_event=on_event,
-                                read_log=True)
+                                read_log=True, stop=stop)
     out = trial.outcome
     info: dict[str, Any] = {"signature": None, "exception_type": None, "message": None, "phase": out.phase,
                             "root_cause_kind": None}

@@ -21,6 +21,7 @@ stops the unit as after any failed start.
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -30,7 +31,7 @@ from typing import Any
 
 import httpx
 
-from workbench.errors import ServiceError
+from workbench.errors import ServiceError, Stopped
 from workbench.hosts import Host, LineStream
 from workbench.inputs import check_timeout
 from workbench.journal import MSG_UNIT_FAILED, MSG_UNIT_PROCESS_EXIT, TERMINAL_MESSAGE_IDS, Entry
@@ -223,8 +224,11 @@ def _watch_once(
     on_line: Callable[[Entry], None] | None = None,
     unit_text: str | None = None,
     hang_grace: float = HANG_GRACE_S,
+    stop: threading.Event | None = None,
 ) -> Outcome:
-    """One start of ``unit`` (or, ``start=False``, one that was asked for), followed to its verdict."""
+    """One start of ``unit`` (or, ``start=False``, one that was asked for), followed to its verdict.
+    ``stop``: once set, the watch raises :class:`~workbench.errors.Stopped` within ``poll`` seconds (the
+    unit left as it is, for the caller's session to restore, as after a Ctrl-C)."""
     timeout = check_timeout(timeout)
     hang_grace = check_timeout(hang_grace, "hang_grace")
     if health_path not in HEALTH_PATHS and not health_path.startswith("/"):
@@ -291,6 +295,8 @@ def _watch_once(
                            cursor, exit_usec, detected, tail[-200:])
 
         while True:
+            if stop is not None and stop.is_set():
+                raise Stopped(f"{host.name}: the watch of {unit}'s start was stopped")
             if time.monotonic() - started > timeout:
                 return verdict("timeout", f"neither ready nor failed within {timeout:.0f} s ({health.last})",
                                svc.status(unit))

@@ -105,6 +105,28 @@ def test_a_server_hung_after_its_failure_is_failed_not_a_timeout(toy):
     as_found(toy)  # the session stopped and removed the hung variant
 
 
+def test_a_start_told_to_stop_ends_its_watch_at_once_and_the_session_restores(toy):
+    """``stop`` (a fleet's interrupted search tells its hosts' trials so): a start that would hang until its
+    timeout (never ready, never failed) is left at once, mid-capture, and the session's exit restores."""
+    from workbench.errors import Stopped
+
+    stop = threading.Event()
+    phases: list[str] = []
+
+    def seen(ev) -> None:  # the stop comes once the start is in its last phase before the hang
+        phases.append(ev.phase)
+        if ev.phase == "cuda_graph_capture":
+            stop.set()
+
+    with HostSession(toy, purpose="test") as s:
+        t0 = time.monotonic()
+        with pytest.raises(Stopped, match="stopped"):
+            s.run_variant(BASE, {"--mode": "hang", "--delay": "0"}, timeout=300, on_event=seen, stop=stop)
+        assert time.monotonic() - t0 < 60 and phases[-1] == "cuda_graph_capture"
+        assert SystemdServices(toy).variant_files()  # left for the session's exit, as after a Ctrl-C
+    as_found(toy)
+
+
 def test_ready_variant_and_argv_reaches_the_process_exactly(toy):
     evil = ["a b", "it's", '"dq"', "$(touch /tmp/pwned);x", "semi;colon", "new\nline", "100%", "back\\slash"]
     edits = {f"--x{i}": v for i, v in enumerate(evil)}

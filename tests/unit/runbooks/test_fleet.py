@@ -215,26 +215,29 @@ def test_a_host_that_ends_the_batch_takes_the_next_batch_not_a_spare(fakes, monk
     assert asked == [] and sum(r.trials for r in f.reports) == 20
 
 
-def test_an_interrupted_search_starts_none_of_the_trials_still_queued(fakes, monkeypatch):
-    """Ctrl-C while a batch runs: the trial running ends and its host is restored; the ones queued behind it
-    (one host, three sets) never start a server."""
+def test_an_interrupted_search_stops_the_trials_running_and_starts_none_queued(fakes, monkeypatch):
+    """Ctrl-C while a batch runs on two hosts: both running trials are told to stop (the watch of a start
+    then raises ``Stopped``, as ``run_trial`` does with its ``stop``) and both hosts are restored; the set
+    queued behind them never starts a server."""
     import os
     import signal
 
-    calls: list = []
-    fleet: list = []
+    from workbench.errors import Stopped
 
-    def run_trial(session, base, subset, **kw):
+    calls: list = []
+    told: list[bool] = []
+    both = threading.Barrier(2, timeout=10)
+
+    def run_trial(session, base, subset, *, stop, **kw):
         calls.append(tuple(subset))
-        if len(calls) == 1:
-            os.kill(os.getpid(), signal.SIGINT)  # the user's Ctrl-C, while this trial runs
-            with fleet[0]._cond:  # this trial ends once the interrupted search closes its fleet
-                assert fleet[0]._cond.wait_for(lambda: fleet[0]._closing, timeout=10)
-        return record(session, subset)
+        if both.wait() == 0:
+            os.kill(os.getpid(), signal.SIGINT)  # the user's Ctrl-C, while both trials run
+        told.append(stop.wait(10))  # the running trial is told to stop
+        raise Stopped(f"{session.host.name}: the watch of the start was stopped")
 
     monkeypatch.setattr(fleet_mod, "run_trial", run_trial)
-    with pytest.raises(KeyboardInterrupt), fleet_mod.Fleet([FakeHost("gpu-a")], "base.service") as f:
-        fleet.append(f)
+    with pytest.raises(KeyboardInterrupt), fleet_mod.Fleet([FakeHost("gpu-a"), FakeHost("gpu-b")], "base.service") as f:
         f.run([A, B, C])
-    assert calls == [A]
-    assert f.reports[0].restored and FakeSession.log[-1] == ("restored", "gpu-a")
+    assert sorted(calls) == sorted([A, B]) and told == [True, True]
+    assert all(r.restored for r in f.reports), f.reports
+    assert sorted(e for e in FakeSession.log if e[0] == "restored") == [("restored", "gpu-a"), ("restored", "gpu-b")]
