@@ -522,6 +522,39 @@ def test_bisect_controller_killed_host_restores_itself(request, ssh_config, tmp_
     report(name if backend == "systemd" else f"{backend}-{name}", time.monotonic() - gone)
 
 
+def test_bisect_over_two_hosts_sigtermed_while_both_run_a_trial_stops_both_and_restores_both(ssh_config, tmp_path):
+    """``workbench run bisect -p hosts '["gpu-a","gpu-b"]'`` SIGTERMed while each host runs a trial: both trials
+    are told to stop (their watches end), no queued set starts, each host is restored by its own session."""
+    hosts, base = ("gpu-a", "gpu-b"), "sglang-k26-ddtree.service"
+    cmd = [sys.executable, "-m", "workbench", "--ssh-config", ssh_config, "run", "bisect", "--preset", "seeds-k26",
+           "-p", "hosts", json.dumps(hosts), "-p", "base_unit", base, "--data-dir", str(tmp_path),
+           "-p", "start_timeout", "120", "-p", "lock_wait", "240", "--no-progress"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    found: dict[str, str] = {}
+    try:
+        deadline = time.monotonic() + 400
+        while not all(_sim_state(ssh_config, h, SIM_STATE)[1:2] == ["1"] for h in hosts):
+            assert proc.poll() is None and time.monotonic() < deadline, "the bisect ended before both ran a trial"
+            time.sleep(0.3)
+        for h in hosts:  # the state found is what each session recorded
+            record = subprocess.run(["ssh", "-F", ssh_config, h, "cat /run/workbench/session.json"],
+                                    capture_output=True, text=True, timeout=10).stdout
+            snap = (json.loads(record)["snapshots"] if record.strip() else {}).get(base)
+            found[h] = ("active" if snap["running"] else "inactive") if snap else _sim_state(ssh_config, h, SIM_STATE)[0]
+        proc.send_signal(signal.SIGTERM)
+        stopped = time.monotonic()
+        proc.wait(timeout=300)
+        took = time.monotonic() - stopped
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, proc.returncode  # interrupted, the hosts restored (the exit-code table)
+    for h in hosts:  # restored by the run itself before it exited: nothing left for a guard
+        assert _sim_state(ssh_config, h, SIM_STATE) == [found[h], "0", "no-record"], h
+    report("bisect-2hosts-TERM", took)
+
+
 def test_busy_gpus_refuse_the_start_and_the_placed_variant_is_removed(toy):
     """The GPU check runs beside the verified placement: busy GPUs (the simulated server holds them)
     refuse the start, the variant placed meanwhile is removed, the base never stopped."""
