@@ -50,7 +50,9 @@ def run_many(
     before: Callable[[HostSession, HostReport, str], None] | None = None,
     lock_wait: float = 0.0,
 ) -> tuple[dict[Subset, TrialRecord], list[HostReport]]:
-    """Run every subset once (or take it from ``lookup``); return results by subset and per-host reports."""
+    """Run every subset once (or take it from ``lookup``); return results by subset and per-host reports.
+    Interrupted (Ctrl-C, SIGTERM), it starts no more trials, tells the running ones to stop (``run_trial``'s
+    ``stop``) and waits for each host's session to restore it before raising."""
     work: queue.Queue[Subset] = queue.Queue()
     for s in subsets:
         work.put(s)
@@ -58,16 +60,20 @@ def run_many(
     lock = threading.Lock()
     reports = [HostReport(h.name) for h in hosts]
 
+    stop = threading.Event()  # set when the caller is interrupted: no trial starts, the running ones stop
+
     def worker(host: Host, report: HostReport) -> None:
+        session: HostSession | None = None
         try:
-            session = HostSession(host, purpose=purpose, ready_timeout=timeout, lock_wait=lock_wait)
-            with session:
-                text = session.svc.unit_text(base)
+            made = HostSession(host, purpose=purpose, ready_timeout=timeout, lock_wait=lock_wait)
+            with made:
+                session = made
+                text = made.svc.unit_text(base)
                 report.fingerprint = host_fingerprint(host)
                 uhash = unit_hash(text)
                 if before:
-                    before(session, report, text)
-                while True:
+                    before(made, report, text)
+                while not stop.is_set():
                     try:
                         subset = work.get_nowait()
                     except queue.Empty:
@@ -75,26 +81,40 @@ def run_many(
                     rec = lookup(host.name, report.fingerprint, uhash, subset) if lookup else None
                     if rec is None:
                         try:
-                            rec = run_trial(session, base, list(subset), health_path=health_path, timeout=timeout,
-                                            fingerprint=report.fingerprint)
+                            rec = run_trial(made, base, list(subset), health_path=health_path, timeout=timeout,
+                                            fingerprint=report.fingerprint, stop=stop)
                         except BaseException:
-                            work.put(subset)  # someone else may still run it
+                            if not stop.is_set():
+                                work.put(subset)  # someone else may still run it
                             raise
                         report.trials += 1
                     with lock:
                         results[subset] = rec
                         if on_trial:
                             on_trial(rec)
-            report.restored = session.restored
+            report.restored = made.restored
         except WorkbenchError as exc:
             report.error = f"{type(exc).__name__}: {exc}"
+            report.restored = session is not None and session.restored  # its exit restored it (a stopped trial)
 
-    threads = [threading.Thread(target=worker, args=(h, r), name=f"fleet-{h.name}", daemon=True)
-               for h, r in zip(hosts, reports, strict=True)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    ended = [threading.Event() for _ in hosts]  # (not Thread.join: one a Ctrl-C interrupted may return early)
+
+    def run(host: Host, report: HostReport, done: threading.Event) -> None:
+        try:
+            worker(host, report)
+        finally:
+            done.set()
+
+    for h, r, e in zip(hosts, reports, ended, strict=True):
+        threading.Thread(target=run, args=(h, r, e), name=f"fleet-{h.name}", daemon=True).start()
+    try:
+        for e in ended:
+            e.wait()
+    except BaseException:  # Ctrl-C, SIGTERM: the running trials stop, each host is restored by its session
+        stop.set()
+        for e in ended:
+            e.wait()
+        raise
     return results, reports
 
 

@@ -241,3 +241,37 @@ def test_an_interrupted_search_stops_the_trials_running_and_starts_none_queued(f
     assert sorted(calls) == sorted([A, B]) and told == [True, True]
     assert all(r.restored for r in f.reports), f.reports
     assert sorted(e for e in FakeSession.log if e[0] == "restored") == [("restored", "gpu-a"), ("restored", "gpu-b")]
+
+
+def test_run_many_interrupted_stops_the_running_trials_and_starts_none_queued(fakes, monkeypatch):
+    """The factorial's fleet (``run_many``): Ctrl-C while each host runs a trial; both are told to stop, the
+    third set never starts, both hosts are restored before the interrupt reaches the caller."""
+    import os
+    import signal
+
+    from workbench.errors import Stopped
+
+    class Svc:
+        def unit_text(self, base):
+            return "[Service]\nExecStart=/bin/true\n"
+
+    class Session(FakeSession):
+        svc = Svc()
+
+    calls: list = []
+    told: list[bool] = []
+    both = threading.Barrier(2, timeout=10)
+
+    def run_trial(session, base, subset, *, stop, **kw):
+        calls.append(tuple(subset))
+        if both.wait() == 0:
+            os.kill(os.getpid(), signal.SIGINT)  # the user's Ctrl-C, while both trials run
+        told.append(stop.wait(10))
+        raise Stopped(f"{session.host.name}: the watch of the start was stopped")
+
+    monkeypatch.setattr(fleet_mod, "HostSession", Session)
+    monkeypatch.setattr(fleet_mod, "run_trial", run_trial)
+    with pytest.raises(KeyboardInterrupt):
+        fleet_mod.run_many([FakeHost("gpu-a"), FakeHost("gpu-b")], "base.service", [A, B, C])
+    assert sorted(calls) == sorted([A, B]) and told == [True, True]
+    assert sorted(e for e in FakeSession.log if e[0] == "restored") == [("restored", "gpu-a"), ("restored", "gpu-b")]
