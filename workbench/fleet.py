@@ -11,6 +11,7 @@ to start asks the search (``set_spares``) for a set worth starting anyway.
 
 from __future__ import annotations
 
+import functools
 import queue
 import threading
 from collections import deque
@@ -18,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from workbench import signals
 from workbench.errors import WorkbenchError
 from workbench.hosts import Host
 from workbench.session import HostSession
@@ -97,24 +99,8 @@ def run_many(
             report.error = f"{type(exc).__name__}: {exc}"
             report.restored = session is not None and session.restored  # its exit restored it (a stopped trial)
 
-    ended = [threading.Event() for _ in hosts]  # (not Thread.join: one a Ctrl-C interrupted may return early)
-
-    def run(host: Host, report: HostReport, done: threading.Event) -> None:
-        try:
-            worker(host, report)
-        finally:
-            done.set()
-
-    for h, r, e in zip(hosts, reports, ended, strict=True):
-        threading.Thread(target=run, args=(h, r, e), name=f"fleet-{h.name}", daemon=True).start()
-    try:
-        for e in ended:
-            e.wait()
-    except BaseException:  # Ctrl-C, SIGTERM: the running trials stop, each host is restored by its session
-        stop.set()
-        for e in ended:
-            e.wait()
-        raise
+    signals.run_all([(f"fleet-{h.name}", functools.partial(worker, h, r)) for h, r in zip(hosts, reports, strict=True)],
+                    on_interrupt=stop.set)  # Ctrl-C, SIGTERM: the running trials stop, each host restored by its session
     return results, reports
 
 
@@ -181,8 +167,9 @@ class Fleet:
             t = threading.Thread(target=self._worker, args=(h, r), name=f"fleet-{h.name}", daemon=True)
             self._threads.append(t)
             t.start()
-        with self._cond:
-            self._cond.wait_for(lambda: self._ready == len(self.hosts))
+        with self._cond:  # (woken now and then, as in run)
+            while not self._cond.wait_for(lambda: self._ready == len(self.hosts), signals.WAKE_S):
+                pass
         if not self._alive:
             self.close()
             raise self.errors[0]
@@ -241,8 +228,10 @@ class Fleet:
                 ids.append(k)
             self._waiting = ids
             self._cond.notify_all()
-            try:
-                self._cond.wait_for(lambda: all(k in self._done for k in ids) or not self._alive)
+            try:  # (woken now and then: a Ctrl-C another thread received is handled only between waits)
+                while not self._cond.wait_for(lambda: all(k in self._done for k in ids) or not self._alive,
+                                              signals.WAKE_S):
+                    pass
             finally:
                 self._waiting = []
             if not all(k in self._done for k in ids):

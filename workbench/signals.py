@@ -24,11 +24,12 @@ import contextlib
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import FrameType, TracebackType
 from typing import Any
 
 TERMINATING = (signal.SIGTERM, signal.SIGHUP)
+WAKE_S = 0.25  # how often a wait in the main thread wakes to run a signal handler another thread's signal queued
 HANDLED = (signal.SIGINT, *TERMINATING)
 
 _MAIN = threading.main_thread().ident
@@ -147,3 +148,44 @@ def terminate_as_interrupt() -> Iterator[_Handler]:
         for sig, prev in old.items():
             signal.signal(sig, prev)
         _state["pending"] = 0
+
+
+def run_all(jobs: list[tuple[str, Callable[[], None]]], *, on_interrupt: Callable[[], None] | None = None) -> None:
+    """Run each ``(name, job)`` in a daemon thread of its own and wait until every job has ended.
+
+    Interrupted while it starts or waits for them (Ctrl-C, or SIGTERM made one by :func:`terminate_as_interrupt`),
+    it calls ``on_interrupt`` (tell the jobs to stop), waits for every job that began -- each restores its own host
+    on the way out -- and then raises the interrupt. It waits on events: a ``Thread.join`` that an interrupt cut
+    short returns at once when called again (Python 3.11), while its thread still runs."""
+    began = [threading.Event() for _ in jobs]
+    ended = [threading.Event() for _ in jobs]
+    launched = [False] * len(jobs)
+
+    def run(k: int, job: Callable[[], None]) -> None:
+        began[k].set()
+        try:
+            job()
+        finally:
+            ended[k].set()
+
+    try:  # (an interrupt may come as soon as the first job runs)
+        for k, (name, job) in enumerate(jobs):
+            threading.Thread(target=run, args=(k, job), name=name, daemon=True).start()
+            launched[k] = True
+        for done in ended:
+            wait(done)
+    except BaseException:
+        if on_interrupt is not None:
+            on_interrupt()
+        for k, done in enumerate(ended):
+            # a thread whose start returned runs its job; one whose start the interrupt cut may or may not
+            if launched[k] or began[k].wait(1.0):
+                wait(done)
+        raise
+
+
+def wait(event: threading.Event) -> None:
+    """``event.wait()`` that a Ctrl-C can cut short: a signal another thread received runs its handler in the main
+    thread only when the main thread next runs Python code, never while it blocks in one long wait."""
+    while not event.wait(WAKE_S):
+        pass

@@ -48,7 +48,7 @@ Tables: ``results``, ``requests``, ``telemetry``, ``server_metrics`` (columns ``
 
 from __future__ import annotations
 
-import threading
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -56,7 +56,7 @@ from typing import Any
 import pandas as pd
 from pydantic import Field, field_validator, model_validator
 
-from workbench import plots, servermetrics
+from workbench import plots, servermetrics, signals
 from workbench.deployment.runner import deployment_for
 from workbench.errors import ConfigError, DeploymentMismatch, LockHeld, RestoreError, WorkbenchError
 from workbench.hosts import Host
@@ -316,19 +316,12 @@ def run(params: ABParams, *, progress: Callable[[str], None] = print) -> tuple[R
         try:
             if len(hrs) == 1:
                 worker(hrs[0])  # here, so Ctrl-C reaches the session (which restores on the way out)
-            else:
-                threads = [threading.Thread(target=worker, args=(hr,), name=f"ab-{hr.host}", daemon=True)
-                           for hr in hrs]
-                for t in threads:
-                    t.start()
-                for t in threads:
-                    t.join()
+            else:  # interrupted, it waits for every host to finish its arm and restore, then raises
+                signals.run_all([(f"ab-{hr.host}", functools.partial(worker, hr)) for hr in hrs],
+                                on_interrupt=lambda: rr.tell("interrupted: waiting for every host to finish its "
+                                                             "arm and restore"))
         except KeyboardInterrupt:
             interrupted = True
-            if len(hrs) > 1:
-                rr.tell("interrupted: waiting for every host to finish its arm and restore")
-                for t in threads:
-                    t.join()
         fields, failure, words = _outcome(params, rr.run, hrs, edits)
         rr.set(**fields)
         if interrupted:

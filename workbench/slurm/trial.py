@@ -23,10 +23,12 @@ import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor
+from concurrent.futures import wait as futures_wait
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
+from workbench import signals
 from workbench.errors import ConfigError, ServiceError, Stopped
 from workbench.phases import PhaseTracker, PhaseTransition
 from workbench.slurm.cluster import SlurmCluster
@@ -297,8 +299,15 @@ def in_flight(work: Callable[[T, threading.Event], R], items: Sequence[T], *, ma
         raise ConfigError(f"max_parallel must be >= 1 (got {max_parallel})")
     stop = threading.Event()
     pool = ThreadPoolExecutor(max_workers=max_parallel)
-    futures = [pool.submit(work, item, stop) for item in items]
-    try:
+    futures: list[Future[R]] = []
+    try:  # (an interrupt may come as soon as the first item runs)
+        for item in items:
+            futures.append(pool.submit(work, item, stop))
+        # woken now and then: a SIGTERM or Ctrl-C that another thread of the process received runs its handler in
+        # the main thread only between waits (one long wait for a trial that measures would hold it back for minutes)
+        while futures_wait(futures, timeout=signals.WAKE_S, return_when=FIRST_EXCEPTION).not_done:
+            if any(f.done() and f.exception() is not None for f in futures):
+                break
         return [f.result() for f in futures]
     except BaseException:
         stop.set()

@@ -219,7 +219,6 @@ def test_an_interrupted_search_stops_the_trials_running_and_starts_none_queued(f
     """Ctrl-C while a batch runs on two hosts: both running trials are told to stop (the watch of a start
     then raises ``Stopped``, as ``run_trial`` does with its ``stop``) and both hosts are restored; the set
     queued behind them never starts a server."""
-    import os
     import signal
 
     from workbench.errors import Stopped
@@ -231,7 +230,7 @@ def test_an_interrupted_search_stops_the_trials_running_and_starts_none_queued(f
     def run_trial(session, base, subset, *, stop, **kw):
         calls.append(tuple(subset))
         if both.wait() == 0:
-            os.kill(os.getpid(), signal.SIGINT)  # the user's Ctrl-C, while both trials run
+            signal.pthread_kill(threading.get_ident(), signal.SIGINT)  # a Ctrl-C this worker thread received
         told.append(stop.wait(10))  # the running trial is told to stop
         raise Stopped(f"{session.host.name}: the watch of the start was stopped")
 
@@ -246,7 +245,6 @@ def test_an_interrupted_search_stops_the_trials_running_and_starts_none_queued(f
 def test_run_many_interrupted_stops_the_running_trials_and_starts_none_queued(fakes, monkeypatch):
     """The factorial's fleet (``run_many``): Ctrl-C while each host runs a trial; both are told to stop, the
     third set never starts, both hosts are restored before the interrupt reaches the caller."""
-    import os
     import signal
 
     from workbench.errors import Stopped
@@ -265,7 +263,7 @@ def test_run_many_interrupted_stops_the_running_trials_and_starts_none_queued(fa
     def run_trial(session, base, subset, *, stop, **kw):
         calls.append(tuple(subset))
         if both.wait() == 0:
-            os.kill(os.getpid(), signal.SIGINT)  # the user's Ctrl-C, while both trials run
+            signal.pthread_kill(threading.get_ident(), signal.SIGINT)  # a Ctrl-C this worker thread received
         told.append(stop.wait(10))
         raise Stopped(f"{session.host.name}: the watch of the start was stopped")
 

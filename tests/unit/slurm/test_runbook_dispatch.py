@@ -77,3 +77,24 @@ def test_an_interrupted_pool_calls_on_stop_before_waiting_for_work_that_ignores_
     with pytest.raises(KeyboardInterrupt):
         in_flight(work, [0, 1], max_parallel=2, on_stop=on_stop)
     assert calls == ["stop"]
+
+
+def test_a_sigterm_another_thread_received_stops_the_pool_at_once() -> None:
+    """CI stop 49: the runbook's SIGTERM (a Ctrl-C in its kernel) reached a worker thread, not the main one, which
+    waited on a trial that measured for minutes. The pool wakes now and then, so the handler runs at once."""
+    import signal
+    import time
+
+    told: list[bool] = []
+    both = threading.Barrier(2, timeout=10)
+
+    def work(item: int, stop: threading.Event) -> int:
+        if both.wait() == 0:  # both trials run: one of their threads receives the signal
+            signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+        told.append(stop.wait(30))  # a trial that ends when it is told to stop
+        return item
+
+    t0 = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        in_flight(work, [0, 1], max_parallel=2)
+    assert time.monotonic() - t0 < 10 and told == [True, True]
