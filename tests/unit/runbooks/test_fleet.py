@@ -215,26 +215,31 @@ def test_a_host_that_ends_the_batch_takes_the_next_batch_not_a_spare(fakes, monk
     assert asked == [] and sum(r.trials for r in f.reports) == 20
 
 
-def test_an_interrupted_search_stops_the_trials_running_and_starts_none_queued(fakes, monkeypatch):
-    """Ctrl-C while a batch runs on two hosts: both running trials are told to stop (the watch of a start
-    then raises ``Stopped``, as ``run_trial`` does with its ``stop``) and both hosts are restored; the set
-    queued behind them never starts a server."""
+def _interrupted_trials(calls: list, told: list[bool]):
+    """A ``run_trial`` for two hosts: once both run, one of their threads receives a Ctrl-C (``pthread_kill``: not
+    the main thread); each then waits to be told to stop (``told``) and raises ``Stopped``, as the start watch does."""
     import signal
 
     from workbench.errors import Stopped
 
-    calls: list = []
-    told: list[bool] = []
     both = threading.Barrier(2, timeout=10)
 
     def run_trial(session, base, subset, *, stop, **kw):
         calls.append(tuple(subset))
         if both.wait() == 0:
-            signal.pthread_kill(threading.get_ident(), signal.SIGINT)  # a Ctrl-C this worker thread received
-        told.append(stop.wait(10))  # the running trial is told to stop
+            signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+        told.append(stop.wait(10))
         raise Stopped(f"{session.host.name}: the watch of the start was stopped")
 
-    monkeypatch.setattr(fleet_mod, "run_trial", run_trial)
+    return run_trial
+
+
+def test_an_interrupted_search_stops_the_trials_running_and_starts_none_queued(fakes, monkeypatch):
+    """Ctrl-C while a batch runs on two hosts: both running trials are told to stop and both hosts are restored;
+    the set queued behind them never starts a server."""
+    calls: list = []
+    told: list[bool] = []
+    monkeypatch.setattr(fleet_mod, "run_trial", _interrupted_trials(calls, told))
     with pytest.raises(KeyboardInterrupt), fleet_mod.Fleet([FakeHost("gpu-a"), FakeHost("gpu-b")], "base.service") as f:
         f.run([A, B, C])
     assert sorted(calls) == sorted([A, B]) and told == [True, True]
@@ -243,12 +248,8 @@ def test_an_interrupted_search_stops_the_trials_running_and_starts_none_queued(f
 
 
 def test_run_many_interrupted_stops_the_running_trials_and_starts_none_queued(fakes, monkeypatch):
-    """The factorial's fleet (``run_many``): Ctrl-C while each host runs a trial; both are told to stop, the
-    third set never starts, both hosts are restored before the interrupt reaches the caller."""
-    import signal
-
-    from workbench.errors import Stopped
-
+    """The factorial's fleet (``run_many``): the same, and both hosts are restored before the interrupt reaches
+    the caller."""
     class Svc:
         def unit_text(self, base):
             return "[Service]\nExecStart=/bin/true\n"
@@ -258,17 +259,8 @@ def test_run_many_interrupted_stops_the_running_trials_and_starts_none_queued(fa
 
     calls: list = []
     told: list[bool] = []
-    both = threading.Barrier(2, timeout=10)
-
-    def run_trial(session, base, subset, *, stop, **kw):
-        calls.append(tuple(subset))
-        if both.wait() == 0:
-            signal.pthread_kill(threading.get_ident(), signal.SIGINT)  # a Ctrl-C this worker thread received
-        told.append(stop.wait(10))
-        raise Stopped(f"{session.host.name}: the watch of the start was stopped")
-
     monkeypatch.setattr(fleet_mod, "HostSession", Session)
-    monkeypatch.setattr(fleet_mod, "run_trial", run_trial)
+    monkeypatch.setattr(fleet_mod, "run_trial", _interrupted_trials(calls, told))
     with pytest.raises(KeyboardInterrupt):
         fleet_mod.run_many([FakeHost("gpu-a"), FakeHost("gpu-b")], "base.service", [A, B, C])
     assert sorted(calls) == sorted([A, B]) and told == [True, True]
