@@ -167,9 +167,8 @@ class Fleet:
             t = threading.Thread(target=self._worker, args=(h, r), name=f"fleet-{h.name}", daemon=True)
             self._threads.append(t)
             t.start()
-        with self._cond:  # (woken now and then, as in run)
-            while not self._cond.wait_for(lambda: self._ready == len(self.hosts), signals.WAKE_S):
-                pass
+        with self._cond:
+            signals.wait_for(self._cond, lambda: self._ready == len(self.hosts))
         if not self._alive:
             self.close()
             raise self.errors[0]
@@ -228,10 +227,8 @@ class Fleet:
                 ids.append(k)
             self._waiting = ids
             self._cond.notify_all()
-            try:  # (woken now and then: a Ctrl-C another thread received is handled only between waits)
-                while not self._cond.wait_for(lambda: all(k in self._done for k in ids) or not self._alive,
-                                              signals.WAKE_S):
-                    pass
+            try:  # (a wait a Ctrl-C another thread received can cut short)
+                signals.wait_for(self._cond, lambda: all(k in self._done for k in ids) or not self._alive)
             finally:
                 self._waiting = []
             if not all(k in self._done for k in ids):

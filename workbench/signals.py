@@ -189,3 +189,9 @@ def wait(event: threading.Event) -> None:
     thread only when the main thread next runs Python code, never while it blocks in one long wait."""
     while not event.wait(WAKE_S):
         pass
+
+
+def wait_for(cond: threading.Condition, predicate: Callable[[], bool]) -> None:
+    """``cond.wait_for(predicate)`` (the caller holds ``cond``) that a Ctrl-C can cut short, as :func:`wait`."""
+    while not cond.wait_for(predicate, WAKE_S):
+        pass
